@@ -1,0 +1,96 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How much space the volume holding a path has, in the four figures of seed 003.
+///
+/// ```swift
+/// let capacity = try await VolumeCapacity.forVolume(containing: cachesURL)
+/// if download.size < capacity.availableForOpportunisticUsage { … }   // nice-to-have data
+/// if document.size < capacity.availableForImportantUsage { … }       // must-save data
+/// ```
+///
+/// iOS computes the last two from private heuristics. Stowage computes them from `statvfs` and
+/// two documented, configurable ``Reserves``: important data may use all but a small reserve;
+/// opportunistic data (caches, prefetching) should leave a larger one, so that caches stop
+/// growing well before the user's own files run out of room.
+public struct VolumeCapacity: Sendable, Hashable, Codable {
+    /// The volume's size (`f_blocks × f_frsize`).
+    public var total: ByteCount
+    /// Space an unprivileged process may still use (`f_bavail × f_frsize`); the root-only
+    /// reserve of ext4 and friends is not included.
+    public var available: ByteCount
+    /// ``available`` minus ``Reserves/important``, never negative: the budget for user content
+    /// and data that cannot be regenerated.
+    public var availableForImportantUsage: ByteCount
+    /// ``available`` minus ``Reserves/opportunistic``, never negative: the budget for caches,
+    /// thumbnails and prefetching.
+    public var availableForOpportunisticUsage: ByteCount
+
+    /// Space to keep free before important or opportunistic data stops being welcome.
+    public struct Reserves: Sendable, Hashable {
+        /// Kept free from important data. Default: 1% of the volume, at most 1 GB.
+        public var important: Reserve
+        /// Kept free from opportunistic data. Default: 10% of the volume, at most 10 GB.
+        public var opportunistic: Reserve
+
+        /// Creates reserves; the defaults are documented on each property.
+        public init(
+            important: Reserve = .fraction(0.01, atMost: .gigabyte),
+            opportunistic: Reserve = .fraction(0.10, atMost: 10 * .gigabyte)
+        ) {
+            self.important = important
+            self.opportunistic = opportunistic
+        }
+    }
+
+    /// An amount of space to keep free.
+    public enum Reserve: Sendable, Hashable {
+        /// A fixed number of bytes.
+        case bytes(ByteCount)
+        /// A fraction of the volume's total size, in `0...1`, optionally capped.
+        case fraction(Double, atMost: ByteCount? = nil)
+
+        /// The reserve on a volume of `total` bytes.
+        public func bytes(ofTotal total: ByteCount) -> ByteCount {
+            switch self {
+            case .bytes(let bytes):
+                return bytes
+            case .fraction(let fraction, let cap):
+                let share = ByteCount(Int64((Double(total.rawValue) * min(max(fraction, 0), 1)).rounded()))
+                return cap.map { min(share, $0) } ?? share
+            }
+        }
+    }
+
+    /// Creates capacity figures from `statvfs` numbers and reserves.
+    public init(total: ByteCount, available: ByteCount, reserves: Reserves = Reserves()) {
+        self.total = total
+        self.available = available
+        self.availableForImportantUsage = max(.zero, available - reserves.important.bytes(ofTotal: total))
+        self.availableForOpportunisticUsage = max(.zero, available - reserves.opportunistic.bytes(ofTotal: total))
+    }
+
+    /// Reads the capacity of the volume holding `url` without blocking Swift's cooperative threads.
+    ///
+    /// - Throws: ``StowageError`` (`.notFound`, `.permissionDenied`) when `url` cannot be examined.
+    public static func forVolume(containing url: URL, reserves: Reserves = Reserves()) async throws -> VolumeCapacity {
+        try await BlockingWork.run { try forVolumeBlocking(containing: url, reserves: reserves) }
+    }
+
+    /// Blocking variant of ``forVolume(containing:reserves:)``.
+    public static func forVolumeBlocking(containing url: URL, reserves: Reserves = Reserves()) throws -> VolumeCapacity {
+        let path = url.path(percentEncoded: false)
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { throw StowageError.syscall(.current, "read the capacity of", path: path) }
+        let fragment = Int64(info.f_frsize)
+        return VolumeCapacity(
+            total: ByteCount(Int64(info.f_blocks) * fragment),
+            available: ByteCount(Int64(info.f_bavail) * fragment),
+            reserves: reserves)
+    }
+}

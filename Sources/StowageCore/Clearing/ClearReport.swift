@@ -1,0 +1,24 @@
+/// What clearing a directory removed and what it could not.
+public struct ClearReport: Sendable, Hashable, Codable {
+    /// The directory that was cleared.
+    public var path: String
+    /// Files, links and directories removed.
+    public var removedCount: Int = 0
+    /// Allocated bytes (`st_blocks × 512`) of removed files whose last link was removed: the
+    /// space the file system got back.
+    public var bytesFreed: ByteCount = .zero
+    /// Entries that could not be removed, with the reason; empty when everything went.
+    public var failures: [Failure] = []
+
+    /// An entry that could not be removed.
+    public struct Failure: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// The entry's path.
+        public var path: String
+        /// Why, e.g. `"cannot remove: EACCES (Permission denied)"`.
+        public var message: String
+        public var description: String { "\(path): \(message)" }
+    }
+
+    /// Whether every entry was removed.
+    public var isComplete: Bool { failures.isEmpty }
+}

@@ -1,0 +1,89 @@
+import Foundation
+
+/// Everything `stowage report` shows about a container: each location with its size and marks,
+/// and the capacity of the volumes they are on.
+public struct ContainerReport: Sendable, Hashable, Codable {
+    /// The container's identifier.
+    public var identifier: String
+    /// The rooted container's root, or `nil` for a platform container.
+    public var root: String?
+    /// One entry per location, in ``Location/allCases`` order.
+    public var locations: [LocationReport]
+
+    /// One location of the report.
+    public struct LocationReport: Sendable, Hashable, Codable {
+        /// Which location.
+        public var location: Location
+        /// Its directory.
+        public var path: String
+        /// Whether backups should include it (the location's meaning, see ``Location/isBackedUp``).
+        public var isBackedUp: Bool
+        /// When it may be purged.
+        public var purgePolicy: Location.PurgePolicy
+        /// Its disk usage (allocated as `du -s -B1`, logical, counts).
+        public var usage: DiskUsage.Totals
+        /// Entries that could not be measured.
+        public var issues: [DiskUsage.Issue]
+        /// `user.xdg.robots.backup` = `false` on the directory.
+        public var excludedFromBackup: MarkStatus
+        /// Stowage's purgeable mark on the directory.
+        public var purgeable: MarkStatus
+        /// Whether a valid `CACHEDIR.TAG` is in the directory.
+        public var hasCacheDirectoryTag: Bool
+        /// The capacity of the volume holding the directory.
+        public var capacity: VolumeCapacity
+    }
+
+    /// The state of a mark as read from the file system.
+    public enum MarkStatus: String, Sendable, Hashable, Codable {
+        /// The mark is set.
+        case set
+        /// The mark is not set.
+        case unset
+        /// The file system has no extended attributes, so the mark cannot exist.
+        case unsupported
+    }
+}
+
+extension Container {
+    /// Measures every location, creating the missing ones with their marks first (first use).
+    ///
+    /// - Parameter reserves: The reserves behind the important and opportunistic capacities.
+    /// - Throws: ``StowageError`` when a location cannot be created or examined.
+    public func report(reserves: VolumeCapacity.Reserves = VolumeCapacity.Reserves()) async throws -> ContainerReport {
+        var locations: [ContainerReport.LocationReport] = []
+        for location in Location.allCases {
+            let url = try await directory(for: location)
+            let usage = try await DiskUsage.measure(url)
+            locations.append(
+                ContainerReport.LocationReport(
+                    location: location,
+                    path: url.path(percentEncoded: false),
+                    isBackedUp: location.isBackedUp,
+                    purgePolicy: location.purgePolicy,
+                    usage: usage.totals,
+                    issues: usage.issues,
+                    excludedFromBackup: try Self.status { try Marks.isExcludedFromBackup(url) },
+                    purgeable: try Self.status { try Marks.isPurgeable(url) },
+                    hasCacheDirectoryTag: CacheDirectoryTag.isPresent(in: url),
+                    capacity: try await VolumeCapacity.forVolume(containing: url, reserves: reserves)))
+        }
+        return ContainerReport(identifier: identifier, root: root?.path(percentEncoded: false), locations: locations)
+    }
+
+    private static func status(_ read: () throws -> Bool) throws -> ContainerReport.MarkStatus {
+        do {
+            return try read() ? .set : .unset
+        } catch StowageError.Code.unsupported {
+            return .unsupported
+        }
+    }
+
+    /// Empties `location`, keeping the directory and its `CACHEDIR.TAG`.
+    ///
+    /// - Returns: What was removed and freed; see ``DirectoryClearing/clearContents(of:keeping:)``.
+    public func clear(_ location: Location) async throws -> ClearReport {
+        let url = try await directory(for: location)
+        return try await DirectoryClearing.clearContents(of: url, keeping: [CacheDirectoryTag.fileName])
+    }
+}

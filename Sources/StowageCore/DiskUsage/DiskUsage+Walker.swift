@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The depth-first walk behind ``DiskUsage``.
+///
+/// Each directory is read through a descriptor opened relative to its parent's with
+/// `O_NOFOLLOW`, and each entry is examined with `fstatat(…, AT_SYMLINK_NOFOLLOW)`: no path is
+/// built or resolved per file, which is where FileManager's enumerator loses its time, and no
+/// symbolic link is ever followed. Only directories that are descended into get a `String`
+/// name, kept so that an issue can say which path it is about.
+struct TreeWalker {
+    private let rootPath: String
+    private let options: DiskUsage.Options
+    private let cancellation: CancellationFlag?
+    private var rootDevice: UInt64 = 0
+    /// Files with more than one link seen so far, so each is counted once (like `du`).
+    private var seenLinks = Set<FileIdentity>()
+    private var issues: [DiskUsage.Issue] = []
+    /// Names from the root down to the directory being read, for issue paths.
+    private var components: [String] = []
+
+    init(rootPath: String, options: DiskUsage.Options, cancellation: CancellationFlag?) throws {
+        guard !rootPath.isEmpty else {
+            throw StowageError.invalidArgument("cannot measure an empty path; pass a file or directory URL")
+        }
+        self.rootPath = rootPath
+        self.options = options
+        self.cancellation = cancellation
+    }
+
+    mutating func run() throws -> DiskUsage {
+        var status = stat()
+        guard lstat(rootPath, &status) == 0 else {
+            throw StowageError.syscall(.current, "measure", path: rootPath)
+        }
+        rootDevice = FileIdentity.device(of: status)
+        var totals = DiskUsage.Totals()
+        count(status, into: &totals)
+        var children: [DiskUsage.Child]? = options.includesChildren ? [] : nil
+        if FileType(status) == .directory {
+            let descriptor = open(rootPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if descriptor < 0 {
+                report(rootPath, "cannot read directory", .current)
+            } else {
+                try walk(descriptor, into: &totals, recordingChildren: &children)
+            }
+        }
+        return DiskUsage(path: rootPath, totals: totals, children: children ?? [], issues: issues)
+    }
+
+    /// Reads the directory open at `descriptor` (which this call closes) and adds every entry
+    /// below it to `totals`.
+    private mutating func walk(
+        _ descriptor: Int32,
+        into totals: inout DiskUsage.Totals,
+        recordingChildren children: inout [DiskUsage.Child]?
+    ) throws {
+        guard let directory = fdopendir(descriptor) else {
+            report(currentPath, "cannot read directory", .current)
+            close(descriptor)
+            return
+        }
+        defer { closedir(directory) }
+        try cancellation?.check()
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                if errno != 0 { report(currentPath, "cannot read directory", .current) }
+                return
+            }
+            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+            if name[0] == 0x2E && (name[1] == 0 || (name[1] == 0x2E && name[2] == 0)) { continue }
+
+            var status = stat()
+            guard fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+                // An entry deleted between readdir and fstatat simply no longer takes space.
+                if errno != ENOENT { report(path(of: name), "cannot examine", .current) }
+                continue
+            }
+            if options.staysOnFileSystem && FileIdentity.device(of: status) != rootDevice { continue }
+            let type = FileType(status)
+            if type != .directory && status.st_nlink > 1 {
+                guard seenLinks.insert(FileIdentity(status)).inserted else { continue }
+            }
+
+            var entryTotals = DiskUsage.Totals()
+            count(status, into: &entryTotals)
+            if type == .directory {
+                let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if child < 0 {
+                    if errno != ENOENT { report(path(of: name), "cannot read directory", .current) }
+                } else {
+                    var noChildren: [DiskUsage.Child]? = nil
+                    components.append(String(cString: name))
+                    defer { components.removeLast() }
+                    try walk(child, into: &entryTotals, recordingChildren: &noChildren)
+                }
+            }
+            if children != nil {
+                children?.append(DiskUsage.Child(
+                    name: String(cString: name), isDirectory: type == .directory, totals: entryTotals))
+            }
+            totals.add(entryTotals)
+        }
+    }
+
+    private func count(_ status: stat, into totals: inout DiskUsage.Totals) {
+        totals.allocatedBytes.rawValue += Int64(status.st_blocks) * 512
+        switch FileType(status) {
+        case .directory:
+            totals.directoryCount += 1
+        case .regular:
+            totals.fileCount += 1
+            totals.logicalBytes.rawValue += Int64(status.st_size)
+        case .other:
+            totals.otherCount += 1
+        }
+    }
+
+    private var currentPath: String {
+        components.isEmpty ? rootPath : joined(rootPath, components.joined(separator: "/"))
+    }
+
+    private func path(of name: UnsafePointer<CChar>) -> String {
+        joined(currentPath, String(cString: name))
+    }
+
+    private func joined(_ base: String, _ name: String) -> String {
+        base.hasSuffix("/") ? base + name : base + "/" + name
+    }
+
+    private mutating func report(_ path: String, _ what: String, _ errno: Errno) {
+        issues.append(DiskUsage.Issue(path: path, message: "\(what): \(errno)"))
+    }
+}
+
+/// The kinds of entry a walk distinguishes, from `st_mode`.
+package enum FileType: Equatable {
+    case directory, regular, other
+
+    package init(_ status: stat) {
+        // S_IFMT / S_IFDIR / S_IFREG have these values on Linux and Darwin alike.
+        switch UInt32(status.st_mode) & 0o170000 {
+        case 0o040000: self = .directory
+        case 0o100000: self = .regular
+        default: self = .other
+        }
+    }
+}
+
+/// A file's identity on its device: what makes two hard links the same file.
+package struct FileIdentity: Hashable {
+    package var device: UInt64
+    package var inode: UInt64
+
+    package init(_ status: stat) {
+        device = Self.device(of: status)
+        inode = UInt64(status.st_ino)
+    }
+
+    package static func device(of status: stat) -> UInt64 {
+        UInt64(truncatingIfNeeded: status.st_dev)
+    }
+}

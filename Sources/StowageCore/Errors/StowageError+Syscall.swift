@@ -1,0 +1,38 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension StowageError {
+    /// Turns a failed system call's `errno` into an error whose message says what to do.
+    ///
+    /// - Parameters:
+    ///   - errno: The error number the call set.
+    ///   - operation: What Stowage was doing, as a verb phrase: `"measure"`, `"open directory"`.
+    ///   - path: The path involved.
+    package static func syscall(_ errno: Errno, _ operation: String, path: String) -> StowageError {
+        let (code, advice) = classify(errno.rawValue)
+        let message = "cannot \(operation) '\(path)': \(errno)" + (advice.isEmpty ? "" : "; \(advice)")
+        return StowageError(code: code, message: message, path: path, cause: errno)
+    }
+
+    private static func classify(_ value: Int32) -> (Code, String) {
+        switch value {
+        case ENOENT: (.notFound, "check the path exists")
+        case EACCES, EPERM: (.permissionDenied, "check the owner and mode of the path and its parents")
+        case ENOSPC, EDQUOT: (.noSpace, "free space on the volume or raise the quota")
+        case ENOTDIR: (.notADirectory, "a component of the path is not a directory")
+        case ELOOP: (.invalidArgument, "the path is a symbolic link, which Stowage does not follow here")
+        case EROFS: (.permissionDenied, "the file system is mounted read-only")
+        case ENOTSUP, EOPNOTSUPP:
+            (.unsupported, "the file system does not support this operation")
+        default: (.ioError, "")
+        }
+    }
+
+    /// An argument that failed validation.
+    package static func invalidArgument(_ message: String, path: String? = nil) -> StowageError {
+        StowageError(code: .invalidArgument, message: message, path: path)
+    }
+}

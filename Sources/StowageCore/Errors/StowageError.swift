@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An error thrown by a Stowage operation on the file system or a store.
+///
+/// Every error carries a ``Code`` to match on, a message that says what failed, where, why and
+/// what the caller can do, the path involved when there is one, and the underlying cause
+/// (usually an ``Errno``).
+///
+/// ```swift
+/// do {
+///     try Marks.setExcludedFromBackup(true, at: url)
+/// } catch let error as StowageError where error.code == .unsupported {
+///     print(error.message)  // the file system has no extended attributes
+/// }
+/// ```
+public struct StowageError: Error, Sendable, CustomStringConvertible {
+    /// The kind of failure, stable across releases; match on it, not on the message.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case notFound = "not found"
+            case permissionDenied = "permission denied"
+            case unsupported
+            case noSpace = "no space"
+            case corrupt
+            case invalidArgument = "invalid argument"
+            case pathEscapesRoot = "path escapes root"
+            case notADirectory = "not a directory"
+            case ioError = "I/O error"
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The file or directory does not exist.
+        public static let notFound = Code(.notFound)
+        /// The process lacks the permission the operation needs.
+        public static let permissionDenied = Code(.permissionDenied)
+        /// The file system or platform does not support the operation (e.g. extended attributes).
+        public static let unsupported = Code(.unsupported)
+        /// The volume is full or a quota is exhausted.
+        public static let noSpace = Code(.noSpace)
+        /// Stored data failed validation.
+        public static let corrupt = Code(.corrupt)
+        /// An argument was out of range or malformed.
+        public static let invalidArgument = Code(.invalidArgument)
+        /// A path would leave the root it must stay in.
+        public static let pathEscapesRoot = Code(.pathEscapesRoot)
+        /// A directory was expected but the path is something else.
+        public static let notADirectory = Code(.notADirectory)
+        /// Any other operating-system failure; see ``StowageError/cause``.
+        public static let ioError = Code(.ioError)
+
+        public var description: String { base.rawValue }
+
+        /// Lets `catch StowageError.Code.notFound` match a ``StowageError`` by its code.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? StowageError)?.code == code
+        }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// What failed, on which path, why, and what the caller can do about it.
+    public var message: String
+    /// The path the operation was working on, if any.
+    public var path: String?
+    /// The underlying error, e.g. the ``Errno`` of a failed system call.
+    public var cause: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(code: Code, message: String, path: String? = nil, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.cause = cause
+    }
+
+    /// `"<code>: <message>"`, e.g. `"not found: cannot measure '/x': no such file or directory"`.
+    public var description: String { "\(code): \(message)" }
+}
+
+/// A POSIX error number, as the cause of a ``StowageError``.
+public struct Errno: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The raw `errno` value.
+    public var rawValue: Int32
+    /// Wraps a raw `errno` value.
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+    /// The value of `errno` now.
+    package static var current: Errno { Errno(rawValue: errno) }
+
+    /// The symbolic name (`ENOENT`) and the C library's text for it.
+    public var description: String {
+        "\(Errno.symbolicName(rawValue)) (\(String(cString: strerror(rawValue))))"
+    }
+
+    private static func symbolicName(_ value: Int32) -> String {
+        switch value {
+        case ENOENT: "ENOENT"
+        case EACCES: "EACCES"
+        case EPERM: "EPERM"
+        case ENOTDIR: "ENOTDIR"
+        case EISDIR: "EISDIR"
+        case ELOOP: "ELOOP"
+        case ENOSPC: "ENOSPC"
+        case EDQUOT: "EDQUOT"
+        case EEXIST: "EEXIST"
+        case ENOTEMPTY: "ENOTEMPTY"
+        case EROFS: "EROFS"
+        case EMFILE: "EMFILE"
+        case ENAMETOOLONG: "ENAMETOOLONG"
+        case EBUSY: "EBUSY"
+        case EXDEV: "EXDEV"
+        case EINVAL: "EINVAL"
+        case ERANGE: "ERANGE"
+        case EIO: "EIO"
+        #if canImport(Glibc)
+        case ENODATA: "ENODATA"
+        #endif
+        case ENOTSUP: "ENOTSUP"
+        default: "errno \(value)"
+        }
+    }
+}

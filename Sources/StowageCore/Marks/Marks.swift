@@ -1,0 +1,116 @@
+import CStowageShims
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Marks that tell backup tools and Stowage's purging what a file or directory is.
+///
+/// - Excluded from backup: the freedesktop.org extended attribute `user.xdg.robots.backup`
+///   set to `false` (Common Extended Attributes), which backup tools on Linux read; the role
+///   of `URLResourceValues.isExcludedFromBackup` in seed 003.
+/// - Purgeable: Stowage's own extended attribute `user.stowage.purgeable` = `true`, the role of
+///   `URLResourceValues.isPurgeable`: Stowage's purging may delete it under storage pressure.
+/// - Cache directories additionally get a `CACHEDIR.TAG` file (see ``CacheDirectoryTag``),
+///   which tar, borg, restic and rsync-based tools honour without reading xattrs.
+///
+/// Marks never follow a final symbolic link: marking a link marks the link. Where the file
+/// system has no user extended attributes (some network and pseudo file systems), each call
+/// throws ``StowageError`` with code `.unsupported`; it never pretends to have set a mark.
+public enum Marks {
+    /// `user.xdg.robots.backup`, from freedesktop.org's Common Extended Attributes.
+    public static let backupAttribute = "user.xdg.robots.backup"
+    /// `user.stowage.purgeable`, Stowage's purgeable mark.
+    public static let purgeableAttribute = "user.stowage.purgeable"
+
+    /// Whether the item is excluded from backup (`user.xdg.robots.backup` is `false`).
+    ///
+    /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs,
+    ///   `.notFound` when the item does not exist.
+    public static func isExcludedFromBackup(_ url: URL) throws -> Bool {
+        try attribute(backupAttribute, of: url) == "false"
+    }
+
+    /// Excludes the item from backup, or clears the exclusion.
+    ///
+    /// - Parameters:
+    ///   - excluded: `true` sets `user.xdg.robots.backup` to `false`; `false` removes the
+    ///     attribute (backup tools then use their default, which is to back up).
+    ///   - url: The file or directory.
+    /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs.
+    public static func setExcludedFromBackup(_ excluded: Bool, at url: URL) throws {
+        if excluded {
+            try setAttribute(backupAttribute, to: "false", of: url)
+        } else {
+            try removeAttribute(backupAttribute, of: url)
+        }
+    }
+
+    /// Whether the item carries Stowage's purgeable mark.
+    ///
+    /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs.
+    public static func isPurgeable(_ url: URL) throws -> Bool {
+        try attribute(purgeableAttribute, of: url) == "true"
+    }
+
+    /// Sets or clears Stowage's purgeable mark.
+    ///
+    /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs.
+    public static func setPurgeable(_ purgeable: Bool, at url: URL) throws {
+        if purgeable {
+            try setAttribute(purgeableAttribute, to: "true", of: url)
+        } else {
+            try removeAttribute(purgeableAttribute, of: url)
+        }
+    }
+
+    // MARK: - Extended attributes
+
+    /// The attribute's value as UTF-8 text, or `nil` when the item does not have it.
+    package static func attribute(_ name: String, of url: URL) throws -> String? {
+        let path = url.path(percentEncoded: false)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let length = buffer.withUnsafeMutableBytes { stowage_getxattr(path, name, $0.baseAddress, $0.count) }
+        if length >= 0 { return String(decoding: buffer.prefix(length), as: UTF8.self) }
+        let error = Errno.current
+        if error.rawValue == noAttributeErrno { return nil }
+        throw failure(error, "read extended attribute '\(name)' of", path: path)
+    }
+
+    package static func setAttribute(_ name: String, to value: String, of url: URL) throws {
+        let path = url.path(percentEncoded: false)
+        let bytes = Array(value.utf8)
+        let result = bytes.withUnsafeBytes { stowage_setxattr(path, name, $0.baseAddress, $0.count) }
+        if result != 0 { throw failure(.current, "set extended attribute '\(name)' on", path: path) }
+    }
+
+    package static func removeAttribute(_ name: String, of url: URL) throws {
+        let path = url.path(percentEncoded: false)
+        if stowage_removexattr(path, name) != 0 {
+            let error = Errno.current
+            if error.rawValue == noAttributeErrno { return }
+            throw failure(error, "remove extended attribute '\(name)' from", path: path)
+        }
+    }
+
+    #if canImport(Glibc)
+    private static let noAttributeErrno = ENODATA
+    #else
+    private static let noAttributeErrno = ENOATTR
+    #endif
+
+    private static func failure(_ error: Errno, _ operation: String, path: String) -> StowageError {
+        if error.rawValue == ENOTSUP || error.rawValue == EOPNOTSUPP {
+            return StowageError(
+                code: .unsupported,
+                message: "cannot \(operation) '\(path)': the file system does not support user extended "
+                    + "attributes (\(error)); keep the data on a file system that has them (ext4, xfs, btrfs, "
+                    + "tmpfs on Linux ≥ 6.6, APFS) or skip marking it",
+                path: path, cause: error)
+        }
+        return .syscall(error, operation, path: path)
+    }
+}
