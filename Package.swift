@@ -21,16 +21,12 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // §1: container, locations, marks, disk usage, capacity, sizes, clearing.
         .target(
             name: "StowageCore",
-            dependencies: [
-                "CStowageShims",
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["CStowageShims"],
             swiftSettings: swiftSettings
         ),
         // Tiny C shim for what Glibc's module map does not show Swift (xattr, statx).
@@ -42,7 +38,6 @@ let package = Package(
             dependencies: [
                 "StowageCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

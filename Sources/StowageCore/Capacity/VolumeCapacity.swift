@@ -19,6 +19,8 @@ import Darwin
 /// opportunistic data (caches, prefetching) should leave a larger one, so that caches stop
 /// growing well before the user's own files run out of room.
 public struct VolumeCapacity: Sendable, Hashable, Codable {
+    /// The file system's identifier (`f_fsid`): equal for two paths on the same volume.
+    public var volumeID: UInt64
     /// The volume's size (`f_blocks × f_frsize`).
     public var total: ByteCount
     /// Space an unprivileged process may still use (`f_bavail × f_frsize`); the root-only
@@ -68,7 +70,8 @@ public struct VolumeCapacity: Sendable, Hashable, Codable {
     }
 
     /// Creates capacity figures from `statvfs` numbers and reserves.
-    public init(total: ByteCount, available: ByteCount, reserves: Reserves = Reserves()) {
+    public init(total: ByteCount, available: ByteCount, reserves: Reserves = Reserves(), volumeID: UInt64 = 0) {
+        self.volumeID = volumeID
         self.total = total
         self.available = available
         self.availableForImportantUsage = max(.zero, available - reserves.important.bytes(ofTotal: total))
@@ -84,13 +87,14 @@ public struct VolumeCapacity: Sendable, Hashable, Codable {
 
     /// Blocking variant of ``forVolume(containing:reserves:)``.
     public static func forVolumeBlocking(containing url: URL, reserves: Reserves = Reserves()) throws -> VolumeCapacity {
-        let path = url.path(percentEncoded: false)
+        let path = url.fileSystemPath
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { throw StowageError.syscall(.current, "read the capacity of", path: path) }
         let fragment = Int64(info.f_frsize)
         return VolumeCapacity(
             total: ByteCount(Int64(info.f_blocks) * fragment),
             available: ByteCount(Int64(info.f_bavail) * fragment),
-            reserves: reserves)
+            reserves: reserves,
+            volumeID: UInt64(truncatingIfNeeded: info.f_fsid))
     }
 }

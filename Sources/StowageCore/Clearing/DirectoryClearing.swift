@@ -52,7 +52,7 @@ public enum DirectoryClearing {
         keeping: Set<String>,
         cancellation: CancellationFlag?
     ) throws -> ClearReport {
-        let path = directory.path(percentEncoded: false)
+        let path = directory.fileSystemPath
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
             let error = Errno.current

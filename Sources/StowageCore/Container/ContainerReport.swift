@@ -58,7 +58,7 @@ extension Container {
             locations.append(
                 ContainerReport.LocationReport(
                     location: location,
-                    path: url.path(percentEncoded: false),
+                    path: url.fileSystemPath,
                     isBackedUp: location.isBackedUp,
                     purgePolicy: location.purgePolicy,
                     usage: usage.totals,
@@ -68,7 +68,7 @@ extension Container {
                     hasCacheDirectoryTag: CacheDirectoryTag.isPresent(in: url),
                     capacity: try await VolumeCapacity.forVolume(containing: url, reserves: reserves)))
         }
-        return ContainerReport(identifier: identifier, root: root?.path(percentEncoded: false), locations: locations)
+        return ContainerReport(identifier: identifier, root: root?.fileSystemPath, locations: locations)
     }
 
     private static func status(_ read: () throws -> Bool) throws -> ContainerReport.MarkStatus {

@@ -16,12 +16,12 @@ package enum DirectoryCreation {
     /// - Throws: ``StowageError``: `.notADirectory` when something else is in the way,
     ///   `.permissionDenied` when a private directory belongs to someone else.
     package static func createDirectory(at url: URL, privateToOwner: Bool = false) throws {
-        let path = url.path(percentEncoded: false)
+        let path = url.fileSystemPath
         var status = stat()
         if lstat(path, &status) != 0 {
             guard errno == ENOENT else { throw StowageError.syscall(.current, "examine", path: path) }
             let parent = url.deletingLastPathComponent()
-            if parent.path(percentEncoded: false) != path { try createDirectory(at: parent) }
+            if parent.fileSystemPath != path { try createDirectory(at: parent) }
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
                 throw StowageError.syscall(.current, "create directory", path: path)
             }

@@ -12,7 +12,7 @@ package enum AtomicFile {
     ///
     /// - Throws: ``StowageError`` naming the path; the temporary file is removed on failure.
     package static func write(_ bytes: [UInt8], to url: URL, permissions: mode_t = 0o600) throws {
-        let path = url.path(percentEncoded: false)
+        let path = url.fileSystemPath
         let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, permissions)
         guard descriptor >= 0 else { throw StowageError.syscall(.current, "create", path: temporary) }

@@ -29,7 +29,7 @@ public enum CacheDirectoryTag {
 
     /// Whether `directory` holds a valid tag (a regular file starting with the signature).
     public static func isPresent(in directory: URL) -> Bool {
-        let path = directory.appending(path: fileName).path(percentEncoded: false)
+        let path = directory.appending(path: fileName).fileSystemPath
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }

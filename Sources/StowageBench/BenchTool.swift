@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+
+/// `stowage-bench`: times Stowage against its baselines in the same run.
+@main
+struct BenchTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stowage-bench",
+        abstract: "Run Stowage's benchmark scenarios, each against its baselines in the same run.",
+        discussion: """
+            Build in release mode: swift run -c release stowage-bench [--filter PREFIX] [--json].
+            Fixtures are generated once outside the timed region, under $STOWAGE_BENCH_FIXTURES
+            (default: $TMPDIR/stowage-bench-fixtures or /tmp/stowage-bench-fixtures).
+            """
+    )
+
+    @Option(help: "Run only scenarios whose name starts with PREFIX, e.g. disk-usage.")
+    var filter: String?
+
+    @Flag(help: "Print one JSON array of results on standard output; progress goes to standard error.")
+    var json = false
+
+    @Option(help: "Timed repetitions per measurement (the median is reported).")
+    var iterations = 7
+
+    func validate() throws {
+        guard iterations >= 1 else { throw ValidationError("--iterations must be at least 1") }
+        let names = Self.scenarios.map(\.name)
+        if let filter, !names.contains(where: { $0.hasPrefix(filter) }) {
+            throw ValidationError("no scenario starts with '\(filter)'; scenarios: \(names.joined(separator: ", "))")
+        }
+    }
+
+    /// Every scenario; later issues append theirs.
+    static let scenarios: [any Scenario] = [
+        DiskUsageTreeScenario()
+    ]
+
+    func run() async throws {
+        let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())
+        var results: [ScenarioResult] = []
+        for scenario in Self.scenarios where filter.map({ scenario.name.hasPrefix($0) }) ?? true {
+            BenchContext.progress("running \(scenario.name)…")
+            let result = try await scenario.run(context)
+            results.append(result)
+            if !json { print(result.humanReadable) }
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(results), as: UTF8.self))
+        }
+        if results.contains(where: { !$0.ok }) { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,24 @@
+import ArgumentParser
+
+/// `stowage`: reports, measures and clears an app's storage.
+@main
+struct StowageTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stowage",
+        abstract: "Local storage and caching for Swift programs: report, measure and clear an app's storage.",
+        discussion: """
+            Every command works on a container: the five locations (documents, application support,
+            caches, preferences, temporary) of one app. By default that is the container of the
+            'stowage' tool itself at the platform's standard places (XDG on Linux); --app ID picks
+            another app's, --root DIR a rooted container (DIR/Documents, DIR/Library/Caches, …).
+
+            Exit status: 0 success; 1 done, but some entries could not be read or removed (like du
+            and rm); 2 the operation failed (missing path, no permission, unsupported); 64 bad usage.
+            """,
+        version: "0.1.0",
+        subcommands: [
+            ReportCommand.self, UsageCommand.self, LocationsCommand.self, CapacityCommand.self, ClearCommand.self,
+        ],
+        defaultSubcommand: ReportCommand.self
+    )
+}
