@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("stowage end to end")
+struct CommandTests {
+    // MARK: - report
+
+    @Test("report --json parses and lists all five locations with their marks")
+    func reportJSON() throws {
+        try withTemporaryDirectory { root in
+            let outcome = try StowageExecutable.run(["report", "--root", root.path, "--json"])
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            let object = try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
+            let locations = try #require(object?["locations"] as? [[String: Any]])
+            #expect(locations.compactMap { $0["location"] as? String }
+                == ["documents", "applicationSupport", "caches", "preferences", "temporary"])
+            let caches = try #require(locations.first { $0["location"] as? String == "caches" })
+            #expect(caches["path"] as? String == root.path + "/Library/Caches")
+            #expect(caches["excludedFromBackup"] as? String == "set")
+            #expect(caches["hasCacheDirectoryTag"] as? Bool == true)
+            let documents = try #require(locations.first { $0["location"] as? String == "documents" })
+            #expect(documents["excludedFromBackup"] as? String == "unset")
+            let capacity = try #require(caches["capacity"] as? [String: Any])
+            #expect((capacity["total"] as? Int64 ?? 0) > 0)
+        }
+    }
+
+    @Test("report prints a table naming every location and the volume")
+    func reportTable() throws {
+        try withTemporaryDirectory { root in
+            let file = root.appending(path: "Documents/note.txt")
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(repeating: 7, count: 3_400).write(to: file)
+            let outcome = try StowageExecutable.run(["report", "--root", root.path])
+            #expect(outcome.status == 0)
+            for name in ["documents", "application support", "caches", "preferences", "temporary", "CACHEDIR.TAG"] {
+                #expect(outcome.standardOutput.contains(name), "missing \(name) in \(outcome.standardOutput)")
+            }
+            #expect(outcome.standardOutput.contains("3.40KB"), "the seed-style logical size of the note")
+            #expect(outcome.standardOutput.contains("Volume of documents: total"))
+        }
+    }
+
+    // MARK: - usage
+
+    @Test("usage --bytes --json equals du -s -B1")
+    func usageMatchesDu() throws {
+        try withTemporaryDirectory { root in
+            for index in 0..<50 {
+                try Data(repeating: 1, count: index * 997).write(to: root.appending(path: "f\(index)"))
+            }
+            symlink("/etc", root.appending(path: "etc-link").path)
+            link(root.appending(path: "f10").path, root.appending(path: "f10-again").path)
+            let outcome = try StowageExecutable.run(["usage", "--json", root.path])
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            let results = try #require(
+                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]])
+            let totals = try #require(results.first?["totals"] as? [String: Any])
+            #expect(totals["allocatedBytes"] as? Int64 == (try StowageExecutable.du(root.path)))
+            #expect(totals["fileCount"] as? Int == 50)
+
+            let plain = try StowageExecutable.run(["usage", "--bytes", root.path])
+            #expect(plain.standardOutput.contains("\(try StowageExecutable.du(root.path))"))
+        }
+    }
+
+    @Test("usage of a missing path exits 2 and names the path")
+    func usageMissingPath() throws {
+        let outcome = try StowageExecutable.run(["usage", "/nonexistent/stowage-test"])
+        #expect(outcome.status == 2)
+        #expect(outcome.standardError.contains("/nonexistent/stowage-test"))
+        #expect(outcome.standardError.contains("ENOENT"))
+    }
+
+    @Test("usage reports unreadable directories like du, exits 1, and counts what it can")
+    func usageUnreadableDirectory() throws {
+        // Root reads everything, so drop to 'nobody' for both du and stowage with setpriv.
+        let wrapper = geteuid() == 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        try withTemporaryDirectory { root in
+            chmod(root.path, 0o755)
+            let locked = root.appending(path: "locked")
+            try FileManager.default.createDirectory(at: locked.appending(path: "inner"), withIntermediateDirectories: true)
+            try Data(repeating: 1, count: 50_000).write(to: locked.appending(path: "inner/big"))
+            try Data(repeating: 1, count: 5_000).write(to: root.appending(path: "visible"))
+            chmod(root.appending(path: "visible").path, 0o644)
+            chmod(locked.path, 0o000)
+            defer { chmod(locked.path, 0o755) }
+
+            let outcome = try StowageExecutable.run(["usage", "--bytes", "--json", root.path], wrapper: wrapper)
+            #expect(outcome.status == 1, "\(outcome.standardError)")
+            #expect(outcome.standardError.contains(locked.path))
+            #expect(outcome.standardError.contains("EACCES"))
+            let results = try #require(
+                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]])
+            let totals = try #require(results.first?["totals"] as? [String: Any])
+            #expect(totals["allocatedBytes"] as? Int64 == (try StowageExecutable.du(root.path, wrapper: wrapper)))
+        }
+    }
+
+    // MARK: - clear
+
+    @Test("clear removes contents, keeps the directory, and never follows a link outside")
+    func clearKeepsOutsideTarget() throws {
+        try withTemporaryDirectory { root in
+            let outside = root.appending(path: "outside")
+            let victim = root.appending(path: "victim")
+            try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: victim.appending(path: "sub"), withIntermediateDirectories: true)
+            try Data(repeating: 1, count: 10_000).write(to: outside.appending(path: "precious"))
+            try Data(repeating: 1, count: 10_000).write(to: victim.appending(path: "sub/cache"))
+            symlink(outside.path, victim.appending(path: "link-to-outside").path)
+
+            let outcome = try StowageExecutable.run(["clear", victim.path])
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            #expect(outcome.standardOutput.contains("removed 3 entries"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: victim.path).isEmpty)
+            #expect(FileManager.default.fileExists(atPath: outside.appending(path: "precious").path))
+        }
+    }
+
+    @Test("clear refuses / and the home directory with a usage error", arguments: ["/", "/root/..", NSHomeDirectory()])
+    func clearRefusesDangerousPaths(path: String) throws {
+        let outcome = try StowageExecutable.run(["clear", path])
+        #expect(outcome.status == 64)
+        #expect(outcome.standardError.contains("refusing to clear"))
+    }
+
+    @Test("clear --location caches keeps CACHEDIR.TAG")
+    func clearLocation() throws {
+        try withTemporaryDirectory { root in
+            _ = try StowageExecutable.run(["report", "--root", root.path])
+            try Data(repeating: 1, count: 100).write(to: root.appending(path: "Library/Caches/entry"))
+            let outcome = try StowageExecutable.run(["clear", "--location", "caches", "--root", root.path, "--json"])
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            let contents = try FileManager.default.contentsOfDirectory(atPath: root.appending(path: "Library/Caches").path)
+            #expect(contents == ["CACHEDIR.TAG"])
+        }
+    }
+
+    // MARK: - locations, capacity, arguments
+
+    @Test("locations follows XDG variables passed in the environment")
+    func locationsXDG() throws {
+        let environment = [
+            "HOME": "/home/reader", "XDG_CACHE_HOME": "/var/cache/reader", "XDG_DATA_HOME": "relative/ignored",
+            "TMPDIR": "/scratch", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+        ]
+        let outcome = try StowageExecutable.run(["locations", "--app", "com.example.reader", "--json"], environment: environment)
+        #expect(outcome.status == 0, "\(outcome.standardError)")
+        let entries = try #require(
+            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]])
+        let paths = Dictionary(uniqueKeysWithValues: entries.map { ($0["location"] as! String, $0["path"] as! String) })
+        #expect(paths["caches"] == "/var/cache/reader/com.example.reader")
+        #expect(paths["documents"] == "/home/reader/.local/share/com.example.reader/documents")
+        #expect(paths["preferences"] == "/home/reader/.config/com.example.reader")
+        #expect(paths["temporary"] == "/scratch/com.example.reader-\(getuid())")
+    }
+
+    @Test("capacity --json reports the volume's statvfs figures")
+    func capacityJSON() throws {
+        try withTemporaryDirectory { root in
+            let outcome = try StowageExecutable.run(["capacity", "--json", "--important-reserve", "1MB", root.path])
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any])
+            let figure = { (key: String) in (object[key] as? NSNumber)?.int64Value }
+            let available = try #require(figure("available"))
+            #expect(try #require(figure("total")) >= available)
+            #expect(figure("availableForImportantUsage") == max(0, available - 1_000_000))
+        }
+    }
+
+    @Test("bad arguments exit 64 with a message that says what to do", arguments: [
+        (["locations", "--app", "../escape"], "not a valid container identifier"),
+        (["capacity", "--important-reserve", "lots"], "cannot read 'lots' as a size"),
+        (["clear"], "give either a PATH or --location"),
+    ])
+    func badArguments(arguments: [String], message: String) throws {
+        let outcome = try StowageExecutable.run(arguments)
+        #expect(outcome.status == 64)
+        #expect(outcome.standardError.contains(message), "\(outcome.standardError)")
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `stowage` executable, as a shell user would.
+///
+/// Under `swift test` the executable sits beside the test bundle in the build directory
+/// (`Bundle.main.bundleURL`, checked with Swift 6.3.1); `.build/debug` relative to this file
+/// is the fallback for runners that put the bundle elsewhere.
+enum StowageExecutable {
+    struct Outcome {
+        var status: Int32
+        var standardOutput: String
+        var standardError: String
+    }
+
+    static var url: URL {
+        let candidates = [
+            Bundle.main.bundleURL.appending(path: "stowage"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "stowage"),
+            URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appending(path: ".build/debug/stowage"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }
+
+    /// Runs `stowage ARGUMENTS`, optionally through a wrapper command (e.g. `setpriv …`).
+    static func run(
+        _ arguments: [String],
+        environment: [String: String]? = nil,
+        wrapper: [String] = []
+    ) throws -> Outcome {
+        try runProcess(wrapper + [url.path] + arguments, environment: environment)
+    }
+
+    /// Runs any command and collects its output.
+    static func runProcess(_ command: [String], environment: [String: String]? = nil) throws -> Outcome {
+        let process = Process()
+        process.executableURL = URL(filePath: "/usr/bin/env")
+        process.arguments = command
+        if let environment { process.environment = environment }
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        // Read both pipes concurrently so a chatty child cannot fill one and block.
+        let errorData = ErrorCollector(error.fileHandleForReading)
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(
+            status: process.terminationStatus,
+            standardOutput: String(decoding: outputData, as: UTF8.self),
+            standardError: String(decoding: errorData.wait(), as: UTF8.self))
+    }
+
+    /// `du -s -B1 PATH` through an optional wrapper.
+    static func du(_ path: String, wrapper: [String] = []) throws -> Int64 {
+        let outcome = try runProcess(wrapper + ["du", "-s", "-B1", path])
+        guard let bytes = outcome.standardOutput.split(separator: "\t").first.flatMap({ Int64($0) }) else {
+            throw CLITestFailure("du printed no size: \(outcome.standardOutput) \(outcome.standardError)")
+        }
+        return bytes
+    }
+}
+
+/// Reads a pipe to its end on a background thread.
+final class ErrorCollector: @unchecked Sendable {
+    // Invariant: `data` is written once by the reader thread before `done` is signalled and
+    // read only after `wait()` has seen the signal.
+    private var data = Data()
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ handle: FileHandle) {
+        Thread.detachNewThread { [self] in
+            data = handle.readDataToEndOfFile()
+            done.signal()
+        }
+    }
+
+    func wait() -> Data {
+        done.wait()
+        return data
+    }
+}
+
+struct CLITestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A fresh directory under /tmp, removed after `body`.
+func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+    var template = Array("/tmp/stowage-cli-test-XXXXXX".utf8CString)
+    guard let created = mkdtemp(&template) else { throw CLITestFailure("mkdtemp failed: errno \(errno)") }
+    let url = URL(filePath: String(cString: created), directoryHint: .isDirectory)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try body(url)
+}
