@@ -16,8 +16,10 @@ struct CommandTests {
             #expect(outcome.status == 0, "\(outcome.standardError)")
             let object = try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
             let locations = try #require(object?["locations"] as? [[String: Any]])
-            #expect(locations.compactMap { $0["location"] as? String }
-                == ["documents", "applicationSupport", "caches", "preferences", "temporary"])
+            #expect(
+                locations.compactMap { $0["location"] as? String }
+                    == ["documents", "applicationSupport", "caches", "preferences", "temporary"]
+            )
             let caches = try #require(locations.first { $0["location"] as? String == "caches" })
             #expect(caches["path"] as? String == root.path + "/Library/Caches")
             #expect(caches["excludedFromBackup"] as? String == "set")
@@ -33,7 +35,10 @@ struct CommandTests {
     func reportTable() throws {
         try withTemporaryDirectory { root in
             let file = root.appending(path: "Documents/note.txt")
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(),
+                withIntermediateDirectories: true
+            )
             try Data(repeating: 7, count: 3_400).write(to: file)
             let outcome = try StowageExecutable.run(["report", "--root", root.path])
             #expect(outcome.status == 0)
@@ -58,7 +63,8 @@ struct CommandTests {
             let outcome = try StowageExecutable.run(["usage", "--json", root.path])
             #expect(outcome.status == 0, "\(outcome.standardError)")
             let results = try #require(
-                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]])
+                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]]
+            )
             let totals = try #require(results.first?["totals"] as? [String: Any])
             #expect(totals["allocatedBytes"] as? Int64 == (try StowageExecutable.du(root.path)))
             #expect(totals["fileCount"] as? Int == 50)
@@ -83,7 +89,10 @@ struct CommandTests {
         try withTemporaryDirectory { root in
             chmod(root.path, 0o755)
             let locked = root.appending(path: "locked")
-            try FileManager.default.createDirectory(at: locked.appending(path: "inner"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: locked.appending(path: "inner"),
+                withIntermediateDirectories: true
+            )
             try Data(repeating: 1, count: 50_000).write(to: locked.appending(path: "inner/big"))
             try Data(repeating: 1, count: 5_000).write(to: root.appending(path: "visible"))
             chmod(root.appending(path: "visible").path, 0o644)
@@ -95,7 +104,8 @@ struct CommandTests {
             #expect(outcome.standardError.contains(locked.path))
             #expect(outcome.standardError.contains("EACCES"))
             let results = try #require(
-                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]])
+                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]]
+            )
             let totals = try #require(results.first?["totals"] as? [String: Any])
             #expect(totals["allocatedBytes"] as? Int64 == (try StowageExecutable.du(root.path, wrapper: wrapper)))
         }
@@ -109,7 +119,10 @@ struct CommandTests {
             let outside = root.appending(path: "outside")
             let victim = root.appending(path: "victim")
             try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(at: victim.appending(path: "sub"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: victim.appending(path: "sub"),
+                withIntermediateDirectories: true
+            )
             try Data(repeating: 1, count: 10_000).write(to: outside.appending(path: "precious"))
             try Data(repeating: 1, count: 10_000).write(to: victim.appending(path: "sub/cache"))
             symlink(outside.path, victim.appending(path: "link-to-outside").path)
@@ -136,7 +149,9 @@ struct CommandTests {
             try Data(repeating: 1, count: 100).write(to: root.appending(path: "Library/Caches/entry"))
             let outcome = try StowageExecutable.run(["clear", "--location", "caches", "--root", root.path, "--json"])
             #expect(outcome.status == 0, "\(outcome.standardError)")
-            let contents = try FileManager.default.contentsOfDirectory(atPath: root.appending(path: "Library/Caches").path)
+            let contents = try FileManager.default.contentsOfDirectory(
+                atPath: root.appending(path: "Library/Caches").path
+            )
             #expect(contents == ["CACHEDIR.TAG"])
         }
     }
@@ -149,10 +164,14 @@ struct CommandTests {
             "HOME": "/home/reader", "XDG_CACHE_HOME": "/var/cache/reader", "XDG_DATA_HOME": "relative/ignored",
             "TMPDIR": "/scratch", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
-        let outcome = try StowageExecutable.run(["locations", "--app", "com.example.reader", "--json"], environment: environment)
+        let outcome = try StowageExecutable.run(
+            ["locations", "--app", "com.example.reader", "--json"],
+            environment: environment
+        )
         #expect(outcome.status == 0, "\(outcome.standardError)")
         let entries = try #require(
-            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]])
+            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]]
+        )
         let paths = Dictionary(uniqueKeysWithValues: entries.map { ($0["location"] as! String, $0["path"] as! String) })
         #expect(paths["caches"] == "/var/cache/reader/com.example.reader")
         #expect(paths["documents"] == "/home/reader/.local/share/com.example.reader/documents")
@@ -166,7 +185,8 @@ struct CommandTests {
             let outcome = try StowageExecutable.run(["capacity", "--json", "--important-reserve", "1MB", root.path])
             #expect(outcome.status == 0, "\(outcome.standardError)")
             let object = try #require(
-                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any])
+                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
+            )
             let figure = { (key: String) in (object[key] as? NSNumber)?.int64Value }
             let available = try #require(figure("available"))
             #expect(try #require(figure("total")) >= available)
@@ -174,11 +194,14 @@ struct CommandTests {
         }
     }
 
-    @Test("bad arguments exit 64 with a message that says what to do", arguments: [
-        (["locations", "--app", "../escape"], "not a valid container identifier"),
-        (["capacity", "--important-reserve", "lots"], "cannot read 'lots' as a size"),
-        (["clear"], "give either a PATH or --location"),
-    ])
+    @Test(
+        "bad arguments exit 64 with a message that says what to do",
+        arguments: [
+            (["locations", "--app", "../escape"], "not a valid container identifier"),
+            (["capacity", "--important-reserve", "lots"], "cannot read 'lots' as a size"),
+            (["clear"], "give either a PATH or --location"),
+        ]
+    )
     func badArguments(arguments: [String], message: String) throws {
         let outcome = try StowageExecutable.run(arguments)
         #expect(outcome.status == 64)

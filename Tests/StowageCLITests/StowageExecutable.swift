@@ -53,7 +53,8 @@ enum StowageExecutable {
         return Outcome(
             status: process.terminationStatus,
             standardOutput: String(decoding: outputData, as: UTF8.self),
-            standardError: String(decoding: errorData.wait(), as: UTF8.self))
+            standardError: String(decoding: errorData.wait(), as: UTF8.self)
+        )
     }
 
     /// `du -s -B1 PATH` through an optional wrapper.

@@ -12,7 +12,10 @@ struct DiskUsageTreeScenario: Scenario {
     func run(_ context: BenchContext) async throws -> ScenarioResult {
         BenchContext.progress("preparing the fixture tree (first run only; 100k files)…")
         let tree = try FixtureTree.make(
-            at: context.fixtures.appending(path: "tree-100k"), directories: 1_000, filesPerDirectory: 100)
+            at: context.fixtures.appending(path: "tree-100k"),
+            directories: 1_000,
+            filesPerDirectory: 100
+        )
 
         // Warm the dentry and inode caches so that every contender reads from memory.
         _ = try du(tree)
@@ -41,7 +44,8 @@ struct DiskUsageTreeScenario: Scenario {
             baselines: ["du": median(duTimes), "FileManager": foundation.seconds],
             ok: ok,
             notes: "allocated bytes: stowage \(stowageBytes.rawValue), du \(duBytes), FileManager \(foundation.result)"
-                + (foundation.result == duBytes ? "" : " (FileManager disagrees with du)"))
+                + (foundation.result == duBytes ? "" : " (FileManager disagrees with du)")
+        )
     }
 
     private func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
@@ -67,7 +71,9 @@ struct DiskUsageTreeScenario: Scenario {
     /// What most Swift code does: enumerate with FileManager and sum `totalFileAllocatedSize`.
     private func fileManagerTotal(_ url: URL) -> Int64 {
         let keys: [URLResourceKey] = [.totalFileAllocatedSizeKey]
-        guard let enumerator = FileManager.default.enumerator(at: url, includingPropertiesForKeys: keys) else { return 0 }
+        guard let enumerator = FileManager.default.enumerator(at: url, includingPropertiesForKeys: keys) else {
+            return 0
+        }
         var total: Int64 = 0
         for case let file as URL in enumerator {
             total += Int64((try? file.resourceValues(forKeys: Set(keys)))?.totalFileAllocatedSize ?? 0)

@@ -34,7 +34,10 @@ enum FixtureTree {
                 _ = payload.withUnsafeBytes { write(descriptor, $0.baseAddress, size) }
                 close(descriptor)
             }
-            link(directory.appending(path: "file-0.dat").fileSystemPath, directory.appending(path: "hardlink.dat").fileSystemPath)
+            link(
+                directory.appending(path: "file-0.dat").fileSystemPath,
+                directory.appending(path: "hardlink.dat").fileSystemPath
+            )
             symlink("file-1.dat", directory.appending(path: "symlink.dat").fileSystemPath)
         }
         guard FileManager.default.createFile(atPath: marker.fileSystemPath, contents: Data()) else {

@@ -37,7 +37,8 @@ struct ScenarioResult: Encodable {
         let baselineText = baselines.keys.sorted().map { key in
             "\(key) \(BenchContext.format(baselines[key]!)) \(unit) (stowage/\(key) = \(BenchContext.format(ratios[key]!)))"
         }.joined(separator: ", ")
-        return "\(name): stowage \(BenchContext.format(stowage)) \(unit); \(baselineText); \(ok ? "ok" : "MISMATCH"): \(notes)"
+        return
+            "\(name): stowage \(BenchContext.format(stowage)) \(unit); \(baselineText); \(ok ? "ok" : "MISMATCH"): \(notes)"
     }
 }
 

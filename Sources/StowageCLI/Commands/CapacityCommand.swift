@@ -40,8 +40,10 @@ struct CapacityCommand: AsyncParsableCommand {
             }
             let size = { (count: ByteCount) in bytes ? String(count.rawValue) : count.formatted(.seed) }
             var table = TextTable(header: ["TOTAL", "AVAILABLE", "IMPORTANT", "OPPORTUNISTIC", "PATH"])
-            table.append([size(capacity.total), size(capacity.available), size(capacity.availableForImportantUsage),
-                          size(capacity.availableForOpportunisticUsage), url.fileSystemPath])
+            table.append([
+                size(capacity.total), size(capacity.available), size(capacity.availableForImportantUsage),
+                size(capacity.availableForOpportunisticUsage), url.fileSystemPath,
+            ])
             print(table.rendered)
         }
     }

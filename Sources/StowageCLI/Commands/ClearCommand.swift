@@ -24,7 +24,9 @@ struct ClearCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (path == nil) != (location == nil) else {
-            throw ValidationError("give either a PATH or --location (one of: \(Location.allCases.map(\.rawValue).joined(separator: ", ")))")
+            throw ValidationError(
+                "give either a PATH or --location (one of: \(Location.allCases.map(\.rawValue).joined(separator: ", ")))"
+            )
         }
         if let path { try Self.refuseDangerous(path) }
     }
@@ -35,12 +37,16 @@ struct ClearCommand: AsyncParsableCommand {
             if let location {
                 report = try await options.container().clear(location)
             } else {
-                report = try await DirectoryClearing.clearContents(of: URL(filePath: path!, directoryHint: .isDirectory))
+                report = try await DirectoryClearing.clearContents(
+                    of: URL(filePath: path!, directoryHint: .isDirectory)
+                )
             }
             if options.json {
                 try Output.printJSON(report)
             } else {
-                print("Cleared \(report.path): removed \(report.removedCount) entries, freed \(report.bytesFreed.formatted(.seed))")
+                print(
+                    "Cleared \(report.path): removed \(report.removedCount) entries, freed \(report.bytesFreed.formatted(.seed))"
+                )
             }
             for failure in report.failures { Output.warn(failure.description) }
             if !report.isComplete { throw Output.partialFailure }
@@ -52,7 +58,9 @@ struct ClearCommand: AsyncParsableCommand {
         let target = URL(filePath: path, directoryHint: .isDirectory).standardizedFileURL.fileSystemPath
         let home = FileManager.default.homeDirectoryForCurrentUser.standardizedFileURL.fileSystemPath
         if target == "/" || target == home || home.hasPrefix(target + "/") {
-            throw ValidationError("refusing to clear '\(target)': it is the root or holds your home directory; name the directory to empty")
+            throw ValidationError(
+                "refusing to clear '\(target)': it is the root or holds your home directory; name the directory to empty"
+            )
         }
     }
 }

@@ -22,8 +22,12 @@ struct LocationsCommand: AsyncParsableCommand {
         try await Output.run {
             let container = try options.container()
             let entries = Location.allCases.map { location in
-                Entry(location: location, path: container.url(for: location).fileSystemPath,
-                      isBackedUp: location.isBackedUp, purgePolicy: location.purgePolicy)
+                Entry(
+                    location: location,
+                    path: container.url(for: location).fileSystemPath,
+                    isBackedUp: location.isBackedUp,
+                    purgePolicy: location.purgePolicy
+                )
             }
             if options.json {
                 try Output.printJSON(entries)
@@ -31,8 +35,10 @@ struct LocationsCommand: AsyncParsableCommand {
             }
             var table = TextTable(header: ["LOCATION", "BACKED UP", "PURGED", "PATH"])
             for entry in entries {
-                table.append([entry.location.description, entry.isBackedUp ? "yes" : "no",
-                              Self.describe(entry.purgePolicy), entry.path])
+                table.append([
+                    entry.location.description, entry.isBackedUp ? "yes" : "no",
+                    Self.describe(entry.purgePolicy), entry.path,
+                ])
             }
             print(table.rendered)
         }

@@ -29,7 +29,9 @@ struct ReportCommand: AsyncParsableCommand {
 
     static func render(_ report: ContainerReport) -> String {
         var lines = ["Container \(report.identifier)" + (report.root.map { " (rooted at \($0))" } ?? "")]
-        var table = TextTable(header: ["LOCATION", "SIZE", "LOGICAL", "FILES", "DIRS", "BACKUP", "PURGEABLE", "TAG", "PATH"])
+        var table = TextTable(header: [
+            "LOCATION", "SIZE", "LOGICAL", "FILES", "DIRS", "BACKUP", "PURGEABLE", "TAG", "PATH",
+        ])
         for entry in report.locations {
             table.append([
                 entry.location.description,
@@ -52,7 +54,8 @@ struct ReportCommand: AsyncParsableCommand {
                 "Volume of \(entry.location): total \(capacity.total.formatted(.seed)), "
                     + "available \(capacity.available.formatted(.seed)), "
                     + "for important usage \(capacity.availableForImportantUsage.formatted(.seed)), "
-                    + "for opportunistic usage \(capacity.availableForOpportunisticUsage.formatted(.seed))")
+                    + "for opportunistic usage \(capacity.availableForOpportunisticUsage.formatted(.seed))"
+            )
         }
         return lines.joined(separator: "\n")
     }

@@ -50,7 +50,12 @@ struct UsageCommand: AsyncParsableCommand {
         var table = TextTable(header: ["SIZE", "LOGICAL", "FILES", "DIRS", "PATH"])
         for usage in results {
             for child in usage.children {
-                table.append(row(child.totals, path: usage.path.hasSuffix("/") ? usage.path + child.name : usage.path + "/" + child.name))
+                table.append(
+                    row(
+                        child.totals,
+                        path: usage.path.hasSuffix("/") ? usage.path + child.name : usage.path + "/" + child.name
+                    )
+                )
             }
             table.append(row(usage.totals, path: usage.path))
         }
@@ -59,7 +64,9 @@ struct UsageCommand: AsyncParsableCommand {
 
     private func row(_ totals: DiskUsage.Totals, path: String) -> [String] {
         let size = { (count: ByteCount) in bytes ? String(count.rawValue) : count.formatted(.seed) }
-        return [size(totals.allocatedBytes), size(totals.logicalBytes), String(totals.fileCount),
-                String(totals.directoryCount), path]
+        return [
+            size(totals.allocatedBytes), size(totals.logicalBytes), String(totals.fileCount),
+            String(totals.directoryCount), path,
+        ]
     }
 }

@@ -86,15 +86,19 @@ public struct VolumeCapacity: Sendable, Hashable, Codable {
     }
 
     /// Blocking variant of ``forVolume(containing:reserves:)``.
-    public static func forVolumeBlocking(containing url: URL, reserves: Reserves = Reserves()) throws -> VolumeCapacity {
+    public static func forVolumeBlocking(containing url: URL, reserves: Reserves = Reserves()) throws -> VolumeCapacity
+    {
         let path = url.fileSystemPath
         var info = statvfs()
-        guard statvfs(path, &info) == 0 else { throw StowageError.syscall(.current, "read the capacity of", path: path) }
+        guard statvfs(path, &info) == 0 else {
+            throw StowageError.syscall(.current, "read the capacity of", path: path)
+        }
         let fragment = Int64(info.f_frsize)
         return VolumeCapacity(
             total: ByteCount(Int64(info.f_blocks) * fragment),
             available: ByteCount(Int64(info.f_bavail) * fragment),
             reserves: reserves,
-            volumeID: UInt64(truncatingIfNeeded: info.f_fsid))
+            volumeID: UInt64(truncatingIfNeeded: info.f_fsid)
+        )
     }
 }

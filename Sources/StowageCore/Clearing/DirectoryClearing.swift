@@ -59,7 +59,8 @@ public enum DirectoryClearing {
             if error.rawValue == ELOOP {
                 throw StowageError.invalidArgument(
                     "cannot clear '\(path)': it is a symbolic link; pass the directory it points to if you mean it",
-                    path: path)
+                    path: path
+                )
             }
             throw StowageError.syscall(error, "clear", path: path)
         }
@@ -89,10 +90,14 @@ public enum DirectoryClearing {
         while true {
             errno = 0
             guard let entry = readdir(directory) else {
-                if errno != 0 { report.failures.append(.init(path: path, message: "cannot read directory: \(Errno.current)")) }
+                if errno != 0 {
+                    report.failures.append(.init(path: path, message: "cannot read directory: \(Errno.current)"))
+                }
                 break
             }
-            let name = String(cString: UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self))
+            let name = String(
+                cString: UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+            )
             if name != "." && name != ".." && !keeping.contains(name) { names.append(name) }
         }
         for name in names {
@@ -110,7 +115,9 @@ public enum DirectoryClearing {
         let path = parentPath.hasSuffix("/") ? parentPath + name : parentPath + "/" + name
         var status = stat()
         guard fstatat(parent, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
-            if errno != ENOENT { report.failures.append(.init(path: path, message: "cannot examine: \(Errno.current)")) }
+            if errno != ENOENT {
+                report.failures.append(.init(path: path, message: "cannot examine: \(Errno.current)"))
+            }
             return
         }
         if FileType(status) == .directory {

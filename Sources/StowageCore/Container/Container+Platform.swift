@@ -54,7 +54,8 @@ extension Container {
         throw StowageError(
             code: .notFound,
             message: "cannot find the home directory: HOME is unset or not absolute and the user database has no "
-                + "entry for uid \(getuid()); set HOME, the XDG_* variables, or use a rooted container (--root)")
+                + "entry for uid \(getuid()); set HOME, the XDG_* variables, or use a rooted container (--root)"
+        )
     }
 
     #if canImport(Darwin)

@@ -113,12 +113,14 @@ public struct Container: Sendable, Hashable {
 
     private static func validate(identifier: String) throws {
         let allowed = identifier.unicodeScalars.allSatisfy {
-            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "._-".unicodeScalars.contains($0)
+            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+                || "._-".unicodeScalars.contains($0)
         }
         guard !identifier.isEmpty, identifier.count <= 255, allowed, identifier != ".", identifier != ".." else {
             throw StowageError.invalidArgument(
                 "'\(identifier)' is not a valid container identifier: use 1 to 255 ASCII letters, digits, "
-                    + "'.', '-' or '_' (not '.' or '..'), e.g. 'com.example.reader'")
+                    + "'.', '-' or '_' (not '.' or '..'), e.g. 'com.example.reader'"
+            )
         }
     }
 }

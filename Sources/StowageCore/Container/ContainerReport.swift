@@ -66,7 +66,9 @@ extension Container {
                     excludedFromBackup: try Self.status { try Marks.isExcludedFromBackup(url) },
                     purgeable: try Self.status { try Marks.isPurgeable(url) },
                     hasCacheDirectoryTag: CacheDirectoryTag.isPresent(in: url),
-                    capacity: try await VolumeCapacity.forVolume(containing: url, reserves: reserves)))
+                    capacity: try await VolumeCapacity.forVolume(containing: url, reserves: reserves)
+                )
+            )
         }
         return ContainerReport(identifier: identifier, root: root?.fileSystemPath, locations: locations)
     }

@@ -32,14 +32,16 @@ package enum DirectoryCreation {
                 code: .notADirectory,
                 message: "cannot use '\(path)' as a directory: something else (a file or a symbolic link) is there; "
                     + "move it away or choose another location",
-                path: path)
+                path: path
+            )
         }
         if privateToOwner && (status.st_uid != geteuid() || status.st_mode & 0o077 != 0) {
             throw StowageError(
                 code: .permissionDenied,
                 message: "'\(path)' already exists but belongs to uid \(status.st_uid) or is open to other users "
                     + "(mode \(String(status.st_mode & 0o7777, radix: 8))); remove it, or set TMPDIR to a private directory",
-                path: path)
+                path: path
+            )
         }
     }
 }

@@ -102,8 +102,13 @@ struct TreeWalker {
                 }
             }
             if children != nil {
-                children?.append(DiskUsage.Child(
-                    name: String(cString: name), isDirectory: type == .directory, totals: entryTotals))
+                children?.append(
+                    DiskUsage.Child(
+                        name: String(cString: name),
+                        isDirectory: type == .directory,
+                        totals: entryTotals
+                    )
+                )
             }
             totals.add(entryTotals)
         }

@@ -24,7 +24,9 @@ package enum AtomicFile {
             defer { close(descriptor) }
             var offset = 0
             while offset < bytes.count {
-                let written = bytes.withUnsafeBytes { systemWrite(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+                let written = bytes.withUnsafeBytes {
+                    systemWrite(descriptor, $0.baseAddress! + offset, $0.count - offset)
+                }
                 if written < 0 {
                     if errno == EINTR { continue }
                     throw StowageError.syscall(.current, "write", path: temporary)

@@ -109,7 +109,9 @@ public enum Marks {
                 message: "cannot \(operation) '\(path)': the file system does not support user extended "
                     + "attributes (\(error)); keep the data on a file system that has them (ext4, xfs, btrfs, "
                     + "tmpfs on Linux ≥ 6.6, APFS) or skip marking it",
-                path: path, cause: error)
+                path: path,
+                cause: error
+            )
         }
         return .syscall(error, operation, path: path)
     }

@@ -36,11 +36,9 @@ extension ByteCount {
         let value = Double(rawValue)
         let magnitude = abs(value)
         let (divisor, unit): (Double, String) =
-            if magnitude > 1e12 { (1e12, "T") }
-            else if magnitude > 1e9 { (1e9, "G") }
-            else if magnitude > 1e6 { (1e6, "M") }
-            else if magnitude > 1e3 { (1e3, "KB") }
-            else { (1, "B") }
+            if magnitude > 1e12 { (1e12, "T") } else if magnitude > 1e9 { (1e9, "G") } else if magnitude > 1e6 {
+                (1e6, "M")
+            } else if magnitude > 1e3 { (1e3, "KB") } else { (1, "B") }
         return Self.fixed(value / divisor, decimals: 2) + unit
     }
 
