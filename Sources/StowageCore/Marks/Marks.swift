@@ -42,11 +42,7 @@ public enum Marks {
     ///   - url: The file or directory.
     /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs.
     public static func setExcludedFromBackup(_ excluded: Bool, at url: URL) throws {
-        if excluded {
-            try setAttribute(backupAttribute, to: "false", of: url)
-        } else {
-            try removeAttribute(backupAttribute, of: url)
-        }
+        try setFlag(backupAttribute, value: "false", present: excluded, at: url)
     }
 
     /// Whether the item carries Stowage's purgeable mark.
@@ -60,10 +56,15 @@ public enum Marks {
     ///
     /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs.
     public static func setPurgeable(_ purgeable: Bool, at url: URL) throws {
-        if purgeable {
-            try setAttribute(purgeableAttribute, to: "true", of: url)
+        try setFlag(purgeableAttribute, value: "true", present: purgeable, at: url)
+    }
+
+    /// Sets `name` to `value` when `present`, removes it otherwise: a mark is its presence.
+    private static func setFlag(_ name: String, value: String, present: Bool, at url: URL) throws {
+        if present {
+            try setAttribute(name, to: value, of: url)
         } else {
-            try removeAttribute(purgeableAttribute, of: url)
+            try removeAttribute(name, of: url)
         }
     }
 
