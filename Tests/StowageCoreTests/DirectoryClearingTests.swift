@@ -1,0 +1,71 @@
+import Foundation
+import StowageCore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("DirectoryClearing")
+struct DirectoryClearingTests {
+    @Test("clearing removes everything inside, keeps the directory and reports bytes freed like du")
+    func clearsContents() async throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.write("a", bytes: 50_000)
+        try scratch.write("deep/er/b", bytes: 9_000)
+        try scratch.makeDirectory("empty")
+        // What du counts, less the directory's own blocks (it stays).
+        var status = stat()
+        #expect(lstat(scratch.path, &status) == 0)
+        let before = try duAllocatedBytes(scratch.path) - Int64(status.st_blocks) * 512
+        let report = try await DirectoryClearing.clearContents(of: scratch.url)
+        #expect(report.isComplete)
+        #expect(report.removedCount == 5)
+        #expect(report.bytesFreed.rawValue == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
+    }
+
+    @Test("a symbolic link to a directory outside is removed as a link; the outside stays")
+    func outsideLinkUntouched() throws {
+        let outside = try TemporaryDirectory("outside")
+        try outside.write("precious", bytes: 10)
+        let scratch = try TemporaryDirectory()
+        try scratch.symlink("escape", to: outside.path)
+        let report = try DirectoryClearing.clearContentsBlocking(of: scratch.url)
+        #expect(report.removedCount == 1)
+        #expect(!scratch.exists("escape"))
+        #expect(outside.exists("precious"))
+    }
+
+    @Test("names in keeping stay")
+    func keeping() throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.write("CACHEDIR.TAG")
+        try scratch.write("keep-me/inside")
+        try scratch.write("gone")
+        _ = try DirectoryClearing.clearContentsBlocking(of: scratch.url, keeping: ["CACHEDIR.TAG", "keep-me"])
+        #expect(scratch.exists("CACHEDIR.TAG") && scratch.exists("keep-me/inside"))
+        #expect(!scratch.exists("gone"))
+    }
+
+    @Test("a missing directory is notFound; a symbolic link as the directory is refused")
+    func badRoots() throws {
+        let scratch = try TemporaryDirectory()
+        #expect {
+            try DirectoryClearing.clearContentsBlocking(of: scratch.url.appending(path: "missing"))
+        } throws: { ($0 as? StowageError)?.code == .notFound }
+
+        let target = try TemporaryDirectory("target")
+        try target.write("survivor")
+        try scratch.symlink("link", to: target.path)
+        #expect(throws: StowageError.self) {
+            try DirectoryClearing.clearContentsBlocking(of: scratch.url.appending(path: "link"))
+        }
+        #expect(target.exists("survivor"))
+
+        let file = try scratch.write("file")
+        #expect {
+            try DirectoryClearing.clearContentsBlocking(of: file)
+        } throws: { ($0 as? StowageError)?.code == .notADirectory }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import StowageCore
+import Testing
+
+@Suite("VolumeCapacity")
+struct VolumeCapacityTests {
+    @Test("statvfs figures match Python's os.statvfs")
+    func matchesStatvfs() async throws {
+        let scratch = try TemporaryDirectory()
+        let capacity = try await VolumeCapacity.forVolume(containing: scratch.url)
+        let script = "import os,sys; s=os.statvfs(sys.argv[1]); print(s.f_blocks*s.f_frsize, s.f_bavail*s.f_frsize)"
+        let fields = try runCommand(["python3", "-c", script, scratch.path]).split(separator: " ")
+            .compactMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        try #require(fields.count == 2)
+        #expect(capacity.total.rawValue == fields[0])
+        // Free space moves while tests run; 64 MiB of slack.
+        #expect(abs(capacity.available.rawValue - fields[1]) < 64 << 20)
+        #expect(capacity.availableForImportantUsage <= capacity.available)
+        #expect(capacity.availableForOpportunisticUsage <= capacity.availableForImportantUsage)
+    }
+
+    @Test("the reserves are 1% (≤ 1 GB) for important and 10% (≤ 10 GB) for opportunistic usage")
+    func reserves() {
+        let small = VolumeCapacity(total: ByteCount(10_000_000_000), available: ByteCount(5_000_000_000))
+        #expect(small.availableForImportantUsage.rawValue == 5_000_000_000 - 100_000_000)
+        #expect(small.availableForOpportunisticUsage.rawValue == 5_000_000_000 - 1_000_000_000)
+        let huge = VolumeCapacity(total: ByteCount(1_000_000_000_000), available: ByteCount(50_000_000_000))
+        #expect(huge.availableForImportantUsage.rawValue == 50_000_000_000 - 1_000_000_000)
+        #expect(huge.availableForOpportunisticUsage.rawValue == 50_000_000_000 - 10_000_000_000)
+        let full = VolumeCapacity(total: ByteCount(10_000_000_000), available: ByteCount(10_000_000))
+        #expect(full.availableForImportantUsage == .zero)
+        #expect(full.availableForOpportunisticUsage == .zero)
+    }
+
+    @Test("a missing path is notFound")
+    func missing() {
+        #expect {
+            try VolumeCapacity.forVolumeBlocking(containing: URL(filePath: "/nonexistent/stowage"))
+        } throws: { ($0 as? StowageError)?.code == .notFound }
+    }
+}
