@@ -16,11 +16,15 @@ let package = Package(
     products: [
         .library(name: "Stowage", targets: ["Stowage"]),
         .library(name: "StowageCore", targets: ["StowageCore"]),
+        .library(name: "StowageCache", targets: ["StowageCache"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // §1: container, locations, marks, disk usage, capacity, sizes, clearing.
@@ -31,8 +35,19 @@ let package = Package(
         ),
         // Tiny C shim for what Glibc's module map does not show Swift (xattr, statx).
         .target(name: "CStowageShims"),
+        // §2: memory, disk and hybrid caches. GRDB holds the disk cache's index.
+        .target(
+            name: "StowageCache",
+            dependencies: [
+                "StowageCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Umbrella: re-exports the light modules.
-        .target(name: "Stowage", dependencies: ["StowageCore"], swiftSettings: swiftSettings),
+        .target(name: "Stowage", dependencies: ["StowageCore", "StowageCache"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "StowageCLI",
             dependencies: [
@@ -45,11 +60,29 @@ let package = Package(
             name: "StowageBench",
             dependencies: [
                 "StowageCore",
+                "StowageCache",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "StowageCoreTests", dependencies: ["StowageCore"], swiftSettings: swiftSettings),
+        // A child process for the cache tests: writes, gets killed, shares a directory.
+        .executableTarget(
+            name: "StowageCacheWorker",
+            dependencies: ["StowageCache"],
+            path: "Tests/StowageCacheWorker",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageCacheTests",
+            dependencies: [
+                "StowageCache", "StowageCacheWorker",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StowageCLITests",
             dependencies: ["StowageCore", "StowageCLI"],

@@ -1,1 +1,2 @@
+@_exported import StowageCache
 @_exported import StowageCore

@@ -1,0 +1,114 @@
+import Foundation
+import Logging
+import StowageCore
+
+extension DiskCache {
+    /// How a ``DiskCache`` limits itself and where it keeps its values.
+    ///
+    /// ```swift
+    /// var configuration = DiskCache.Configuration(name: "images")
+    /// configuration.sizeLimit = ByteCount(200_000_000)   // 200 MB, trimmed back to 100 MB
+    /// configuration.maximumAge = 7 * 24 * 3600           // a week since last access
+    /// let cache = try DiskCache(directory: cachesURL.appending(path: "images"), configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// A name for logs and metrics (the `cache` dimension).
+        public var name: String
+        /// The most bytes of values the cache keeps (values' lengths, not allocated blocks);
+        /// `nil` for no limit. Default: 150 MB.
+        public var sizeLimit: ByteCount?
+        /// The most entries the cache keeps; `nil` (the default) for no limit.
+        public var countLimit: Int?
+        /// Entries older than this many seconds, by ``ageBasis``, are removed; `nil` (the
+        /// default) for no limit. The seeds' `maxCacheAge` is one week.
+        public var maximumAge: TimeInterval?
+        /// Which date ``maximumAge`` is measured from. Default: ``AgeBasis/accessed``.
+        public var ageBasis: AgeBasis
+        /// The time-to-live of values stored without one, in seconds; `nil` (the default) for
+        /// values that live until a limit removes them.
+        public var defaultTimeToLive: TimeInterval?
+        /// When a limit is exceeded, least-recently-used entries are removed until size and count
+        /// are at this fraction of their limits. Default `0.5`, the seeds' "half of the cap";
+        /// must be in `0...1`.
+        public var trimRatio: Double
+        /// Values of at most this many bytes live inside the index (one SQLite row, no file);
+        /// larger ones are files. Default 16 KiB (see the benchmarks in the README).
+        public var inlineThreshold: Int
+        /// Whether each write is flushed to stable storage (`fsync` of the file and
+        /// `PRAGMA synchronous = FULL`) before it returns. Default `false`: values survive a
+        /// crash of the process (kill -9) but the most recent writes may be lost on power
+        /// failure; what is lost is a miss, never a wrong value.
+        public var synchronousWrites: Bool
+        /// What to do when the index is not a readable SQLite database. Default
+        /// ``CorruptIndexPolicy/rebuild``.
+        public var corruptIndexPolicy: CorruptIndexPolicy
+        /// The clock behind dates, expiry and age. Tests pass a clock they advance by hand.
+        public var clock: CacheClock
+        /// Where the cache logs recoveries and failed background work.
+        public var logger: Logger
+
+        /// A configuration with the defaults above.
+        ///
+        /// - Parameter name: A name for logs and metrics.
+        public init(name: String = "disk") {
+            self.name = name
+            self.sizeLimit = ByteCount(150_000_000)
+            self.countLimit = nil
+            self.maximumAge = nil
+            self.ageBasis = .accessed
+            self.defaultTimeToLive = nil
+            self.trimRatio = 0.5
+            self.inlineThreshold = 16 * 1024
+            self.synchronousWrites = false
+            self.corruptIndexPolicy = .rebuild
+            self.clock = .system
+            self.logger = Logger(label: "stowage.disk-cache")
+        }
+
+        func validate() throws {
+            if let sizeLimit, sizeLimit.rawValue <= 0 {
+                throw StowageError.invalidArgument(
+                    "the disk cache's sizeLimit must be positive or nil, not \(sizeLimit)"
+                )
+            }
+            if let countLimit, countLimit <= 0 {
+                throw StowageError.invalidArgument(
+                    "the disk cache's countLimit must be positive or nil, not \(countLimit)"
+                )
+            }
+            if let maximumAge, !(maximumAge > 0) {
+                throw StowageError.invalidArgument("the disk cache's maximumAge must be positive seconds or nil")
+            }
+            if let defaultTimeToLive, !(defaultTimeToLive > 0) {
+                throw StowageError.invalidArgument("the disk cache's defaultTimeToLive must be positive seconds or nil")
+            }
+            guard (0...1).contains(trimRatio) else {
+                throw StowageError.invalidArgument(
+                    "the disk cache's trimRatio must be between 0 and 1, not \(trimRatio)"
+                )
+            }
+            guard inlineThreshold >= 0 else {
+                throw StowageError.invalidArgument("the disk cache's inlineThreshold must not be negative")
+            }
+        }
+    }
+
+    /// The date an entry's age is measured from.
+    public enum AgeBasis: String, Sendable, Hashable, Codable {
+        /// The last read or write (least recently used goes first).
+        case accessed
+        /// The last write.
+        case modified
+        /// The first write of the key.
+        case created
+    }
+
+    /// What opening a cache does when its index is damaged.
+    public enum CorruptIndexPolicy: Sendable, Hashable {
+        /// Log a warning, empty the cache and start a fresh index: a cache can always be
+        /// refilled. Only done when no other process has the cache open.
+        case rebuild
+        /// Throw ``StowageError`` with code `.corrupt` and leave the files for inspection.
+        case fail
+    }
+}

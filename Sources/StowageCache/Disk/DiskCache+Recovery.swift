@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import Logging
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension DiskCache {
+    /// Leftovers younger than this may belong to another process's write in flight.
+    static let orphanGracePeriod: TimeInterval = 120
+
+    /// Opens the index; a damaged one is rebuilt or reported, as the configuration says.
+    static func openIndex(
+        path: String,
+        files: DiskCacheFiles,
+        configuration: Configuration,
+        isOnlyUser: Bool
+    ) throws -> DiskCacheIndex {
+        do {
+            return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites)
+        } catch let error as DatabaseError
+            where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
+        {
+            guard configuration.corruptIndexPolicy == .rebuild, isOnlyUser else {
+                var reported = StowageError.index(error, path: path)
+                if !isOnlyUser {
+                    reported.message += " (another process has the cache open, so it was not rebuilt)"
+                }
+                throw reported
+            }
+            configuration.logger.warning(
+                "disk cache index is damaged; starting an empty cache",
+                metadata: ["path": "\(path)", "error": "\(error)", "cache": "\(configuration.name)"]
+            )
+            for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+            _ = try DirectoryClearing.clearContentsBlocking(of: URL(filePath: files.dataDirectory))
+            do {
+                return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites)
+            } catch let error as DatabaseError {
+                throw StowageError.index(error, path: path)
+            }
+        } catch let error as DatabaseError {
+            throw StowageError.index(error, path: path)
+        }
+    }
+
+    /// Removes files no row points at, rows whose file is gone, and abandoned temporary files.
+    ///
+    /// Alone, everything found is collected; with other processes present, only files older
+    /// than ``orphanGracePeriod``.
+    func collectOrphans(isOnlyUser: Bool) throws {
+        let cutoff = Date().timeIntervalSince1970 - (isOnlyUser ? -1 : Self.orphanGracePeriod)
+        func isOldEnough(_ path: String) -> Bool {
+            var status = stat()
+            guard lstat(path, &status) == 0 else { return false }
+            return Double(status.st_mtim.tv_sec) < cutoff
+        }
+        for name in Self.names(in: files.temporaryDirectory) {
+            let path = files.temporaryDirectory + "/" + name
+            if isOldEnough(path) { unlink(path) }
+        }
+        let indexed = try indexCall {
+            try index.pool.read { db in
+                Set(try String.fetchAll(db, sql: "SELECT file FROM entry WHERE file IS NOT NULL"))
+            }
+        }
+        var present = Set<String>()
+        var removedFiles = 0
+        for subdirectory in Self.names(in: files.dataDirectory) {
+            for name in Self.names(in: files.dataDirectory + "/" + subdirectory) {
+                let relative = subdirectory + "/" + name
+                if indexed.contains(relative) {
+                    present.insert(relative)
+                } else if isOldEnough(files.path(of: relative)) {
+                    unlink(files.path(of: relative))
+                    removedFiles += 1
+                }
+            }
+        }
+        let missing = indexed.subtracting(present)
+        if !missing.isEmpty {
+            try indexCall {
+                try index.write { db in
+                    for file in missing {
+                        try db.execute(sql: "DELETE FROM entry WHERE file = ?", arguments: [file])
+                    }
+                }
+            }
+        }
+        if removedFiles > 0 || !missing.isEmpty {
+            configuration.logger.notice(
+                "disk cache collected leftovers",
+                metadata: [
+                    "orphanFiles": "\(removedFiles)", "rowsWithoutFile": "\(missing.count)",
+                    "cache": "\(configuration.name)",
+                ]
+            )
+        }
+    }
+
+    /// The entries of a directory, without `.` and `..`; empty when it cannot be read.
+    static func names(in directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+}

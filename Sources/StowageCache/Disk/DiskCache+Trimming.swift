@@ -1,0 +1,143 @@
+import Foundation
+import GRDB
+import Logging
+import StowageCore
+import Synchronization
+
+extension DiskCache {
+    /// What one trim removed.
+    public struct TrimReport: Sendable, Hashable {
+        /// Entries removed because they expired or passed the age limit.
+        public var expired = 0
+        /// Least-recently-used entries removed to get back under the limits.
+        public var evicted = 0
+        /// Entries and bytes left afterwards.
+        public var remainingCount = 0
+        /// Bytes of values left afterwards.
+        public var remainingSize = ByteCount.zero
+    }
+
+    /// Rows removed per transaction, so writers of other keys wait at most one batch.
+    static let trimBatchSize = 256
+
+    /// Applies the limits now: removes expired and too-old entries, then, if size or count is
+    /// over its limit, least-recently-used entries until both are at their targets.
+    ///
+    /// Runs after any trim already scheduled in the background, so when it returns the
+    /// cache is within its limits as of the call.
+    @discardableResult
+    public func trim() async throws -> TrimReport {
+        try await withCheckedThrowingContinuation { continuation in
+            trimQueue.async {
+                continuation.resume(with: Result { try self.trimNow() })
+            }
+        }
+    }
+
+    /// Blocking variant of ``trim()``.
+    @discardableResult
+    public func trimBlocking() throws -> TrimReport {
+        try trimQueue.sync { try trimNow() }
+    }
+
+    func isOverLimit(count: Int, size: Int64) -> Bool {
+        if let countLimit = configuration.countLimit, count > countLimit { return true }
+        if let sizeLimit = configuration.sizeLimit, size > sizeLimit.rawValue { return true }
+        return false
+    }
+
+    /// Starts a background trim unless one is already waiting to run.
+    func scheduleTrim() {
+        guard trimScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        trimQueue.async { [weak self] in
+            guard let self else { return }
+            self.trimScheduled.store(false, ordering: .releasing)
+            do {
+                _ = try self.trimNow()
+            } catch {
+                self.configuration.logger.error(
+                    "background trim failed: \(error)",
+                    metadata: ["cache": "\(self.configuration.name)"]
+                )
+            }
+        }
+    }
+
+    /// The trim itself; always on `trimQueue`.
+    private func trimNow() throws -> TrimReport {
+        try flushAccessLog()
+        var report = TrimReport()
+        let now = configuration.clock.now().timeIntervalSince1970
+        // 1. Expired and too-old entries.
+        var condition = "(expires IS NOT NULL AND expires <= ?)"
+        var arguments: StatementArguments = [now]
+        if let maximumAge = configuration.maximumAge {
+            condition += " OR \(configuration.ageBasis.rawValue) < ?"
+            arguments += [now - maximumAge]
+        }
+        while true {
+            let removal = try indexCall {
+                try index.write { db in
+                    try DiskCacheIndex.remove(db, where: condition, arguments: arguments, limit: Self.trimBatchSize)
+                }
+            }
+            files.remove(removal.files)
+            report.expired += removal.count
+            if removal.count < Self.trimBatchSize { break }
+        }
+        counters.recordEviction(.expired, count: report.expired)
+
+        // 2. Least recently used, until back at the targets of the limits that were exceeded.
+        var totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
+        let countTarget = configuration.countLimit.flatMap {
+            totals.count > $0 ? Int(Double($0) * configuration.trimRatio) : nil
+        }
+        let sizeTarget = configuration.sizeLimit.flatMap {
+            totals.size > $0.rawValue ? Int64(Double($0.rawValue) * configuration.trimRatio) : nil
+        }
+        var evictedForCount = 0
+        var evictedForSize = 0
+        while (countTarget.map { totals.count > $0 } ?? false) || (sizeTarget.map { totals.size > $0 } ?? false) {
+            let overCount = countTarget.map { totals.count > $0 } ?? false
+            let (removal, after) = try indexCall {
+                try index.write { db in
+                    // Select exactly what is needed (at most one batch) in LRU order.
+                    let rows = try Row.fetchAll(
+                        db,
+                        sql: "SELECT key, size FROM entry ORDER BY accessed LIMIT ?",
+                        arguments: [Self.trimBatchSize]
+                    )
+                    var current = try DiskCacheIndex.totals(db)
+                    var keys: [String] = []
+                    for row in rows {
+                        let stillOver =
+                            (countTarget.map { current.count > $0 } ?? false)
+                            || (sizeTarget.map { current.size > $0 } ?? false)
+                        guard stillOver else { break }
+                        keys.append(row[0])
+                        current.count -= 1
+                        current.size -= row[1] as Int64
+                    }
+                    var removal = DiskCacheIndex.Removal()
+                    for key in keys {
+                        let part = try DiskCacheIndex.remove(db, where: "key = ?", arguments: [key])
+                        removal.count += part.count
+                        removal.files += part.files
+                    }
+                    return (removal, try DiskCacheIndex.totals(db))
+                }
+            }
+            files.remove(removal.files)
+            if overCount { evictedForCount += removal.count } else { evictedForSize += removal.count }
+            totals = after
+            if removal.count == 0 { break }
+        }
+        counters.recordEviction(.countLimit, count: evictedForCount)
+        counters.recordEviction(.costLimit, count: evictedForSize)
+        report.evicted = evictedForCount + evictedForSize
+        report.remainingCount = totals.count
+        report.remainingSize = ByteCount(totals.size)
+        return report
+    }
+}

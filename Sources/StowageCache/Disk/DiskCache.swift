@@ -1,0 +1,369 @@
+import Foundation
+import GRDB
+import Logging
+import StowageCore
+import Synchronization
+
+/// A cache of bytes on disk with string keys, limits on size, count and age, and an index
+/// in SQLite.
+///
+/// ```swift
+/// let cache = try DiskCache(directory: caches.appending(path: "thumbnails"))
+/// try await cache.setData(png, forKey: "https://example.com/a.png")
+/// let data = try await cache.data(forKey: "https://example.com/a.png")
+/// ```
+///
+/// - Values up to ``Configuration/inlineThreshold`` live in the index; larger ones are files
+///   named by a hash of the key (``DiskCacheFileName``), written to a temporary file and renamed
+///   before the index points at them: a value is visible only once complete, and a file that
+///   does not read back at its recorded length is treated as missing, never returned.
+/// - Size and count come from the index (kept by triggers), never from walking the directory.
+/// - When a write takes the cache over ``Configuration/sizeLimit`` or
+///   ``Configuration/countLimit``, a background trim removes least-recently-used entries until
+///   both are at ``Configuration/trimRatio`` of their limits (the seeds' half). Readers are never
+///   blocked by it (SQLite WAL).
+/// - Several processes may open one directory; SQLite serializes their writes.
+/// - Reads record the access time in memory and write them to the index in batches, so a read
+///   costs one indexed `SELECT`.
+///
+/// Every operation has an async form, which runs the blocking work off Swift's cooperative
+/// threads, and a `…Blocking` form for callers that are on their own thread already.
+public final class DiskCache: Sendable {
+    /// The cache's directory: `index.sqlite`, `data/`, `tmp/` and a `CACHEDIR.TAG`.
+    public let directory: URL
+    /// The configuration the cache was opened with.
+    public let configuration: Configuration
+
+    let index: DiskCacheIndex
+    let files: DiskCacheFiles
+    let counters: CacheCounters
+    let accessLog = Mutex<[String: Double]>([:])
+    let trimScheduled = Atomic<Bool>(false)
+    let trimQueue = DispatchQueue(label: "stowage.disk-cache.trim")
+    let processLock: DiskCacheProcessLock
+
+    /// Buffered access times are written to the index once this many are pending.
+    static let accessLogFlushCount = 512
+
+    /// Opens the cache in `directory`, creating it if needed, and collects what a crash left.
+    ///
+    /// Opening creates the directory (`0700`) with a `CACHEDIR.TAG`, excludes it from backup
+    /// where the file system has extended attributes, opens or creates the index, and removes
+    /// files that no index row points at and rows whose file is gone.
+    ///
+    /// - Parameters:
+    ///   - directory: The cache's own directory, e.g. `caches/thumbnails`.
+    ///   - configuration: Limits and behaviour; see ``Configuration``.
+    /// - Throws: ``StowageError``: `.invalidArgument` for a bad configuration, `.corrupt` when
+    ///   the index is damaged and the policy is ``CorruptIndexPolicy/fail`` (or another process
+    ///   has it open), file system errors when the directory cannot be created.
+    public init(directory: URL, configuration: Configuration = Configuration()) throws {
+        try configuration.validate()
+        self.directory = directory
+        self.configuration = configuration
+        let root = directory.fileSystemPath
+        try DirectoryCreation.createDirectory(at: directory)
+        try CacheDirectoryTag.write(in: directory)
+        do {
+            if try !Marks.isExcludedFromBackup(directory) { try Marks.setExcludedFromBackup(true, at: directory) }
+        } catch StowageError.Code.unsupported {
+            // No xattrs here; CACHEDIR.TAG still tells backup tools.
+        }
+        let openLock = try DiskCacheProcessLock(path: root + "/open.lock")
+        openLock.acquireExclusive()
+        defer { openLock.release() }
+        let lock = try DiskCacheProcessLock(path: root + "/lock")
+        let isOnlyUser = try lock.acquireExclusiveIfAlone()
+        defer { lock.holdShared() }
+        processLock = lock
+        files = try DiskCacheFiles(root: root, synchronous: configuration.synchronousWrites)
+        index = try Self.openIndex(
+            path: root + "/index.sqlite",
+            files: files,
+            configuration: configuration,
+            isOnlyUser: isOnlyUser
+        )
+        counters = CacheCounters(name: configuration.name, tier: "disk")
+        try collectOrphans(isOnlyUser: isOnlyUser)
+    }
+
+    /// Opens the cache without blocking Swift's cooperative threads; see ``init(directory:configuration:)``.
+    public static func open(directory: URL, configuration: Configuration = Configuration()) async throws -> DiskCache {
+        try await BlockingWork.run { try DiskCache(directory: directory, configuration: configuration) }
+    }
+
+    /// Opens the cache `name` in `container`'s caches location.
+    ///
+    /// - Throws: ``StowageError`` `.invalidArgument` when `name` is not a single path component.
+    public convenience init(container: Container, name: String, configuration: Configuration? = nil) throws {
+        guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+            throw StowageError.invalidArgument("a disk cache name must be one path component, not '\(name)'")
+        }
+        let caches = try container.directoryBlocking(for: .caches)
+        try self.init(
+            directory: caches.appending(path: name, directoryHint: .isDirectory),
+            configuration: configuration ?? Configuration(name: name)
+        )
+    }
+
+    deinit {
+        try? flushAccessLog()
+    }
+
+    // MARK: - Reading
+
+    /// The value stored for `key`, or `nil` when there is none, it expired, or it did not read
+    /// back whole.
+    ///
+    /// - Throws: ``StowageError`` when the index or the file cannot be read (not for a miss).
+    public func data(forKey key: String) async throws -> Data? {
+        try await BlockingWork.run { try self.dataBlocking(forKey: key) }
+    }
+
+    /// Blocking variant of ``data(forKey:)``.
+    public func dataBlocking(forKey key: String) throws -> Data? {
+        let now = configuration.clock.now().timeIntervalSince1970
+        guard let entry = try indexCall({ try index.entry(forKey: key) }) else {
+            counters.recordMiss()
+            return nil
+        }
+        if isExpired(entry, key: key, now: now) {
+            counters.recordMiss()
+            return nil
+        }
+        let value: Data?
+        if let file = entry.file {
+            value = try files.read(file, expectedSize: entry.size)
+            if value == nil { try discardUnreadable(key: key, file: file) }
+        } else {
+            value =
+                entry.inline.flatMap { Int64($0.count) == entry.size ? $0 : nil } ?? (entry.size == 0 ? Data() : nil)
+        }
+        guard let value else {
+            counters.recordMiss()
+            return nil
+        }
+        counters.recordHit()
+        recordAccess(key: key, at: now)
+        return value
+    }
+
+    /// Whether a live value is stored for `key`, without reading it or counting a hit.
+    public func containsBlocking(key: String) throws -> Bool {
+        let now = configuration.clock.now().timeIntervalSince1970
+        guard let entry = try indexCall({ try index.entry(forKey: key) }) else { return false }
+        return !isExpired(entry, key: key, now: now)
+    }
+
+    /// Whether a live value is stored for `key`.
+    public func contains(key: String) async throws -> Bool {
+        try await BlockingWork.run { try self.containsBlocking(key: key) }
+    }
+
+    // MARK: - Writing
+
+    /// Stores `data` for `key`, replacing any value.
+    ///
+    /// - Parameters:
+    ///   - data: The bytes; any length.
+    ///   - key: Any string; it never becomes a path.
+    ///   - timeToLive: Seconds until the value expires; `nil` uses
+    ///     ``Configuration/defaultTimeToLive``.
+    /// - Throws: ``StowageError`` when the file or the index cannot be written (`.noSpace` when
+    ///   the volume is full); the previous value then stays.
+    public func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval? = nil) async throws {
+        try await BlockingWork.run { try self.setDataBlocking(data, forKey: key, timeToLive: timeToLive) }
+    }
+
+    /// Blocking variant of ``setData(_:forKey:timeToLive:)``.
+    public func setDataBlocking(_ data: Data, forKey key: String, timeToLive: TimeInterval? = nil) throws {
+        let now = configuration.clock.now().timeIntervalSince1970
+        let lifetime = timeToLive ?? configuration.defaultTimeToLive
+        var entry = DiskCacheIndex.Entry(
+            file: nil,
+            inline: nil,
+            size: Int64(data.count),
+            created: now,
+            modified: now,
+            accessed: now,
+            expires: lifetime.map { now + $0 }
+        )
+        if data.count > configuration.inlineThreshold {
+            let name = DiskCacheFileName.make(forKey: key)
+            try files.write(data, as: name)
+            entry.file = name
+        } else {
+            entry.inline = data
+        }
+        let (replaced, totals): (String?, (count: Int, size: Int64))
+        do {
+            (replaced, totals) = try indexCall {
+                try index.write { db in
+                    let replaced = try DiskCacheIndex.upsert(db, key: key, entry: entry)
+                    return (replaced, try DiskCacheIndex.totals(db))
+                }
+            }
+        } catch {
+            if let file = entry.file { files.remove([file]) }
+            throw error
+        }
+        if let replaced { files.remove([replaced]) }
+        accessLog.withLock { _ = $0.removeValue(forKey: key) }
+        counters.recordWrite()
+        if isOverLimit(count: totals.count, size: totals.size) { scheduleTrim() }
+    }
+
+    /// Removes `key`'s value; returns whether there was one.
+    @discardableResult
+    public func removeData(forKey key: String) async throws -> Bool {
+        try await BlockingWork.run { try self.removeDataBlocking(forKey: key) }
+    }
+
+    /// Blocking variant of ``removeData(forKey:)``.
+    @discardableResult
+    public func removeDataBlocking(forKey key: String) throws -> Bool {
+        let removal = try indexCall {
+            try index.write { db in try DiskCacheIndex.remove(db, where: "key = ?", arguments: [key]) }
+        }
+        files.remove(removal.files)
+        accessLog.withLock { _ = $0.removeValue(forKey: key) }
+        return removal.count > 0
+    }
+
+    /// Removes every value.
+    public func removeAll() async throws {
+        try await BlockingWork.run { try self.removeAllBlocking() }
+    }
+
+    /// Blocking variant of ``removeAll()``.
+    public func removeAllBlocking() throws {
+        accessLog.withLock { $0.removeAll() }
+        while true {
+            let removal = try indexCall {
+                try index.write { db in try DiskCacheIndex.remove(db, where: "1", limit: 1_000) }
+            }
+            files.remove(removal.files)
+            if removal.count == 0 { return }
+        }
+    }
+
+    // MARK: - Size
+
+    /// The number of entries and the bytes of their values, from the index (no directory walk).
+    /// Expired entries count until a trim removes them.
+    public func usageBlocking() throws -> (count: Int, size: ByteCount) {
+        let totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
+        return (totals.count, ByteCount(totals.size))
+    }
+
+    /// See ``usageBlocking()``.
+    public func usage() async throws -> (count: Int, size: ByteCount) {
+        try await BlockingWork.run { try self.usageBlocking() }
+    }
+
+    /// Hits, misses, writes and evictions since the cache was opened in this process.
+    public var statistics: CacheStatistics { counters.statistics }
+
+    /// Writes access times recorded by reads to the index now (they are otherwise written in
+    /// batches and before each trim).
+    public func flushAccessLog() throws {
+        let pending = accessLog.withLock { log in
+            let pending = log
+            log.removeAll(keepingCapacity: true)
+            return pending
+        }
+        try indexCall { try index.recordAccesses(pending) }
+    }
+
+    // MARK: - Internals shared with the extensions
+
+    /// Runs an index operation, turning SQLite's errors into ``StowageError``.
+    func indexCall<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError {
+            throw StowageError.index(error, path: index.path)
+        }
+    }
+
+    func isExpired(_ entry: DiskCacheIndex.Entry, key: String, now: Double) -> Bool {
+        if let expires = entry.expires, expires <= now { return true }
+        guard let maximumAge = configuration.maximumAge else { return false }
+        let reference: Double
+        switch configuration.ageBasis {
+        case .created: reference = entry.created
+        case .modified: reference = entry.modified
+        case .accessed:
+            let pending = accessLog.withLock { $0[key] }
+            reference = max(entry.accessed, pending ?? 0)
+        }
+        return reference < now - maximumAge
+    }
+
+    private func recordAccess(key: String, at time: Double) {
+        let shouldFlush = accessLog.withLock { log in
+            log[key] = time
+            return log.count >= Self.accessLogFlushCount
+        }
+        if shouldFlush {
+            do {
+                try flushAccessLog()
+            } catch {
+                configuration.logger.warning("could not record access times: \(error)")
+            }
+        }
+    }
+
+    /// A file that vanished or has the wrong length: drop its row (only if it still points there).
+    private func discardUnreadable(key: String, file: String) throws {
+        configuration.logger.warning(
+            "discarding unreadable cache value",
+            metadata: ["key": "\(key)", "file": "\(file)", "cache": "\(configuration.name)"]
+        )
+        let removal = try indexCall {
+            try index.write { db in
+                try DiskCacheIndex.remove(db, where: "key = ? AND file = ?", arguments: [key, file])
+            }
+        }
+        files.remove(removal.files)
+    }
+}
+
+extension StowageError {
+    /// An index error from SQLite, with the code and advice that fit it.
+    static func index(_ error: DatabaseError, path: String) -> StowageError {
+        switch error.resultCode {
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            StowageError(
+                code: .corrupt,
+                message: "the disk cache index '\(path)' is damaged (\(error.message ?? "\(error.resultCode)")); "
+                    + "remove the cache directory, or open it with corruptIndexPolicy .rebuild",
+                path: path,
+                cause: error
+            )
+        case .SQLITE_FULL:
+            StowageError(
+                code: .noSpace,
+                message: "the disk cache index '\(path)' cannot grow: the volume is full; free space",
+                path: path,
+                cause: error
+            )
+        case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_CANTOPEN:
+            StowageError(
+                code: .permissionDenied,
+                message:
+                    "cannot open or write the disk cache index '\(path)': \(error.message ?? "\(error.resultCode)"); "
+                    + "check the owner and mode of the cache directory",
+                path: path,
+                cause: error
+            )
+        default:
+            StowageError(
+                code: .ioError,
+                message: "the disk cache index '\(path)' failed: \(error.message ?? "\(error.resultCode)")",
+                path: path,
+                cause: error
+            )
+        }
+    }
+}

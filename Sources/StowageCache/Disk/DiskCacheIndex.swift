@@ -1,0 +1,178 @@
+import Foundation
+import GRDB
+import StowageCore
+
+/// The disk cache's SQLite index, through GRDB in WAL mode: one row per entry, small values
+/// inline, and a `totals` row kept by triggers so size and count never need a scan.
+///
+/// Several processes may open the same index: SQLite's locks serialize the writers (each write
+/// is an `IMMEDIATE` transaction, so none fails on a lock upgrade) and WAL lets readers run
+/// during writes. Triggers keep `totals` right whichever process writes.
+struct DiskCacheIndex: Sendable {
+    /// One entry as the index records it.
+    struct Entry {
+        var file: String?
+        var inline: Data?
+        var size: Int64
+        var created: Double
+        var modified: Double
+        var accessed: Double
+        var expires: Double?
+    }
+
+    /// What a removal took out of the index: the files to unlink after the commit.
+    struct Removal {
+        var count = 0
+        var files: [String] = []
+    }
+
+    let pool: DatabasePool
+    let path: String
+
+    static let schema = """
+        CREATE TABLE IF NOT EXISTS entry (
+            key TEXT NOT NULL PRIMARY KEY,
+            file TEXT,
+            inline BLOB,
+            size INTEGER NOT NULL,
+            created REAL NOT NULL,
+            modified REAL NOT NULL,
+            accessed REAL NOT NULL,
+            expires REAL
+        );
+        CREATE INDEX IF NOT EXISTS entry_accessed ON entry(accessed);
+        CREATE INDEX IF NOT EXISTS entry_expires ON entry(expires) WHERE expires IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS totals (
+            id INTEGER PRIMARY KEY CHECK (id = 0),
+            count INTEGER NOT NULL,
+            size INTEGER NOT NULL
+        );
+        INSERT OR IGNORE INTO totals (id, count, size) VALUES (0, 0, 0);
+        CREATE TRIGGER IF NOT EXISTS entry_inserted AFTER INSERT ON entry BEGIN
+            UPDATE totals SET count = count + 1, size = size + NEW.size WHERE id = 0;
+        END;
+        CREATE TRIGGER IF NOT EXISTS entry_deleted AFTER DELETE ON entry BEGIN
+            UPDATE totals SET count = count - 1, size = size - OLD.size WHERE id = 0;
+        END;
+        CREATE TRIGGER IF NOT EXISTS entry_resized AFTER UPDATE OF size ON entry BEGIN
+            UPDATE totals SET size = size - OLD.size + NEW.size WHERE id = 0;
+        END;
+        """
+
+    /// Opens (creating if needed) the index at `path`.
+    ///
+    /// - Throws: GRDB's `DatabaseError` as SQLite reports it (`SQLITE_NOTADB`,
+    ///   `SQLITE_CORRUPT` for a damaged file); the caller decides about recovery.
+    init(path: String, synchronous: Bool) throws {
+        var configuration = GRDB.Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.label = "stowage.disk-cache"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: synchronous ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        self.path = path
+        try pool.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                try db.execute(sql: Self.schema)
+                return .commit
+            }
+        }
+        // A cheap check that the file is a sound database before trusting it.
+        try pool.read { db in
+            _ = try Row.fetchOne(db, sql: "SELECT count, size FROM totals WHERE id = 0")
+            _ = try Row.fetchOne(db, sql: "SELECT key FROM entry LIMIT 1")
+        }
+    }
+
+    /// An `IMMEDIATE` write transaction: the write lock is taken up front, so concurrent
+    /// writers from other processes wait (busy timeout) instead of failing on upgrade.
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            var result: T?
+            try db.inTransaction(.immediate) {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
+    }
+
+    func entry(forKey key: String) throws -> Entry? {
+        try pool.read { db in
+            let statement = try db.cachedStatement(
+                sql: "SELECT file, inline, size, created, modified, accessed, expires FROM entry WHERE key = ?"
+            )
+            guard let row = try Row.fetchOne(statement, arguments: [key]) else { return nil }
+            return Entry(
+                file: row[0],
+                inline: row[1],
+                size: row[2],
+                created: row[3],
+                modified: row[4],
+                accessed: row[5],
+                expires: row[6]
+            )
+        }
+    }
+
+    /// Inserts or replaces `key`'s row; returns the file of the value it replaced, if any.
+    static func upsert(_ db: Database, key: String, entry: Entry) throws -> String? {
+        let previous = try String.fetchOne(
+            try db.cachedStatement(sql: "SELECT file FROM entry WHERE key = ?"),
+            arguments: [key]
+        )
+        // An upsert, not INSERT OR REPLACE: REPLACE's implicit delete does not fire triggers.
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO entry (key, file, inline, size, created, modified, accessed, expires)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(key) DO UPDATE SET file = excluded.file, inline = excluded.inline,
+                    size = excluded.size, modified = excluded.modified, accessed = excluded.accessed,
+                    expires = excluded.expires
+                """
+        ).execute(arguments: [
+            key, entry.file, entry.inline, entry.size, entry.created, entry.modified, entry.accessed, entry.expires,
+        ])
+        return previous
+    }
+
+    /// Count and total size of the values, from the `totals` row.
+    static func totals(_ db: Database) throws -> (count: Int, size: Int64) {
+        let row = try Row.fetchOne(try db.cachedStatement(sql: "SELECT count, size FROM totals WHERE id = 0"))
+        return (row?[0] ?? 0, row?[1] ?? 0)
+    }
+
+    /// Deletes the rows matched by `whereClause` (oldest access first, at most `limit`).
+    static func remove(
+        _ db: Database,
+        where whereClause: String,
+        arguments: StatementArguments = [],
+        limit: Int? = nil
+    ) throws -> Removal {
+        let limitClause = limit.map { " ORDER BY accessed LIMIT \($0)" } ?? ""
+        let rows = try Row.fetchAll(
+            db,
+            sql:
+                "DELETE FROM entry WHERE key IN (SELECT key FROM entry WHERE \(whereClause)\(limitClause)) RETURNING file",
+            arguments: arguments
+        )
+        var removal = Removal()
+        removal.count = rows.count
+        removal.files = rows.compactMap { $0[0] as String? }
+        return removal
+    }
+
+    /// Records buffered access times (only ever moving them forward).
+    func recordAccesses(_ accesses: [String: Double]) throws {
+        guard !accesses.isEmpty else { return }
+        try write { db in
+            let statement = try db.cachedStatement(
+                sql: "UPDATE entry SET accessed = ?2 WHERE key = ?1 AND accessed < ?2"
+            )
+            for (key, time) in accesses {
+                try statement.execute(arguments: [key, time])
+            }
+        }
+    }
+}

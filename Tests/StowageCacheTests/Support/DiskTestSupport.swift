@@ -1,0 +1,83 @@
+import Foundation
+import StowageCache
+import Synchronization
+
+/// A fresh directory for one test, removed afterwards.
+final class DiskTestDirectory: Sendable {
+    let url: URL
+    var path: String { url.path(percentEncoded: false).trimmingSuffixSlash() }
+
+    init(_ name: String = #function) throws {
+        let safe = name.filter { $0.isLetter || $0.isNumber }
+        url = FileManager.default.temporaryDirectory
+            .appending(path: "stowage-cache-\(safe)-\(UUID().uuidString)", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// Relative names of the value files under `cache/data`.
+    func dataFiles(cache: String = "cache") -> Set<String> {
+        let data = url.appending(path: "\(cache)/data")
+        var names = Set<String>()
+        for subdirectory in (try? FileManager.default.contentsOfDirectory(atPath: data.path)) ?? [] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: data.appending(path: subdirectory).path))
+                ?? []
+            {
+                names.insert(subdirectory + "/" + name)
+            }
+        }
+        return names
+    }
+}
+
+extension String {
+    func trimmingSuffixSlash() -> String { hasSuffix("/") && count > 1 ? String(dropLast()) : self }
+}
+
+/// A wall clock tests move by hand.
+final class DiskTestClock: Sendable {
+    private let time = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+    var clock: CacheClock { CacheClock { self.time.withLock { $0 } } }
+    func advance(by seconds: TimeInterval) { time.withLock { $0 += seconds } }
+}
+
+/// The worker executable built beside the tests (see Tests/StowageCacheWorker).
+enum CacheWorker {
+    static var url: URL {
+        let candidates = [
+            Bundle.main.bundleURL.appending(path: "StowageCacheWorker"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "StowageCacheWorker"),
+            URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appending(path: ".build/debug/StowageCacheWorker"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }
+
+    static func start(_ arguments: [String]) throws -> (Process, FileHandle) {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        return (process, output.fileHandleForReading)
+    }
+
+    /// Runs the worker to the end and returns its last output line.
+    static func run(_ arguments: [String]) throws -> String {
+        let (process, output) = try start(arguments)
+        let data = output.readDataToEndOfFile()
+        process.waitUntilExit()
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+        guard process.terminationStatus == 0, let last = lines.last else {
+            throw DiskTestFailure("worker \(arguments) exited \(process.terminationStatus)")
+        }
+        return String(last)
+    }
+}
+
+struct DiskTestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,72 @@
+// A separate process for the disk cache's reliability tests: the tests kill it mid-write or
+// run two at once on one directory, then check what it left with `verify`.
+//
+//   StowageCacheWorker write DIR FIRST COUNT     writes key-FIRST … key-(FIRST+COUNT-1)
+//   StowageCacheWorker verify DIR FIRST COUNT    prints "present P missing M wrong W"
+//
+// Values depend only on the key's number; every seventh is larger than the inline threshold,
+// so both the index and the files are exercised.
+import Foundation
+import StowageCache
+
+func value(for number: Int) -> Data {
+    let count = number % 7 == 0 ? 40_000 + number % 1_000 : 100 + number % 3_000
+    var bytes = [UInt8](repeating: 0, count: count)
+    var state = UInt64(truncatingIfNeeded: number) &* 0x9E37_79B9_7F4A_7C15 | 1
+    for index in bytes.indices {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        bytes[index] = UInt8(truncatingIfNeeded: state)
+    }
+    return Data(bytes)
+}
+
+/// Unbuffered, so the parent sees each line as soon as it is written.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("StowageCacheWorker: \(message)\n".utf8))
+    exit(2)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(arguments[4]) else {
+    fail("usage: StowageCacheWorker write|verify DIR FIRST COUNT")
+}
+var configuration = DiskCache.Configuration(name: "worker")
+configuration.sizeLimit = nil
+let directory = URL(filePath: arguments[2], directoryHint: .isDirectory)
+
+do {
+    let cache = try DiskCache(directory: directory, configuration: configuration)
+    switch arguments[1] {
+    case "write":
+        say("open")
+        for number in first..<(first + count) {
+            try cache.setDataBlocking(value(for: number), forKey: "key-\(number)")
+            if number % 100 == 0 {
+                say("wrote \(number - first)")
+            }
+        }
+        say("done")
+    case "verify":
+        var present = 0
+        var missing = 0
+        var wrong = 0
+        for number in first..<(first + count) {
+            switch try cache.dataBlocking(forKey: "key-\(number)") {
+            case nil: missing += 1
+            case value(for: number): present += 1
+            default: wrong += 1
+            }
+        }
+        say("present \(present) missing \(missing) wrong \(wrong)")
+    default:
+        fail("unknown command \(arguments[1])")
+    }
+} catch {
+    fail("\(error)")
+}
