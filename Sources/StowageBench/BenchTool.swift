@@ -34,7 +34,7 @@ struct BenchTool: AsyncParsableCommand {
     /// Every scenario; later issues append theirs.
     static let scenarios: [any Scenario] = [
         DiskUsageTreeScenario()
-    ]
+    ] + DiskCacheScenario.all
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())

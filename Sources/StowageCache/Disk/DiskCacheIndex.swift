@@ -99,7 +99,8 @@ struct DiskCacheIndex: Sendable {
     }
 
     func entry(forKey key: String) throws -> Entry? {
-        try pool.read { db in
+        // One SELECT is atomic by itself: skipping GRDB's BEGIN/COMMIT around it halves a read.
+        try pool.unsafeRead { db in
             let statement = try db.cachedStatement(
                 sql: "SELECT file, inline, size, created, modified, accessed, expires FROM entry WHERE key = ?"
             )
