@@ -32,9 +32,10 @@ struct BenchTool: AsyncParsableCommand {
     }
 
     /// Every scenario; later issues append theirs.
-    static let scenarios: [any Scenario] = [
-        DiskUsageTreeScenario()
-    ] + DiskCacheScenario.all
+    static let scenarios: [any Scenario] =
+        [
+            DiskUsageTreeScenario(), MemoryCacheScenario(),
+        ] + DiskCacheScenario.all
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())

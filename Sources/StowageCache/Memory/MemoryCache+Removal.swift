@@ -1,0 +1,77 @@
+extension MemoryCache {
+    /// A slot's place in recency order, its cost and its expiry. A plain value, so a free slot
+    /// keeps it initialized and the free list threads through `next`.
+    @usableFromInline
+    struct Link {
+        @usableFromInline var previous: Int32
+        @usableFromInline var next: Int32
+        @usableFromInline var cost: Int
+        /// Seconds since the reference date (`Date.timeIntervalSinceReferenceDate`);
+        /// `.infinity` for an entry that never expires.
+        @usableFromInline var expiry: Double
+
+        @inlinable
+        init(previous: Int32, next: Int32, cost: Int, expiry: Double) {
+            self.previous = previous
+            self.next = next
+            self.cost = cost
+            self.expiry = expiry
+        }
+    }
+
+    /// An entry that left the storage, carried out of the lock to be reported and released.
+    @usableFromInline
+    struct Removal {
+        @usableFromInline var key: Key
+        @usableFromInline var value: Value
+        @usableFromInline var reason: EvictionReason
+
+        @inlinable
+        init(key: Key, value: Value, reason: EvictionReason) {
+            self.key = key
+            self.value = value
+            self.reason = reason
+        }
+    }
+
+    /// The entries one write evicted. The first is stored inline, so a full cache evicting one
+    /// entry per write allocates nothing.
+    @usableFromInline
+    struct Removals {
+        @usableFromInline var first: Removal?
+        @usableFromInline var rest: [Removal]
+
+        @inlinable
+        init() {
+            first = nil
+            rest = []
+        }
+
+        @inlinable
+        mutating func append(_ removal: Removal) {
+            if first == nil { first = removal } else { rest.append(removal) }
+        }
+    }
+
+    /// What a lookup found.
+    @usableFromInline
+    enum Lookup {
+        case hit(Value)
+        case miss
+        /// The entry had expired and was removed.
+        case expired(Removal)
+    }
+
+    /// What a write displaced: the key's previous entry and the entries evicted for the limits.
+    @usableFromInline
+    struct Insertion {
+        @usableFromInline var replaced: Removal?
+        @usableFromInline var evictions: Removals
+
+        @inlinable
+        init() {
+            replaced = nil
+            evictions = Removals()
+        }
+    }
+}

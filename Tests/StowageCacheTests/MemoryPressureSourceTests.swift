@@ -1,0 +1,144 @@
+import StowageCore
+import Synchronization
+import Testing
+
+@testable import StowageCache
+
+// Every test uses a source of its own: `MemoryPressureSource.shared` is process-wide.
+@Suite struct MemoryPressureSourceTests {
+    // MARK: - Notifying handlers
+
+    @Test("notify reaches every registered handler once, and none after unregistering")
+    func notifyRegisteredHandlers() {
+        let source = MemoryPressureSource()
+        let first = PressureRecorder()
+        let second = PressureRecorder()
+        source.register(first)
+        source.register(first)  // a second registration is ignored
+        source.register(second)
+
+        source.notify(.warning)
+        source.unregister(second)
+        source.notify(.critical)
+
+        #expect(first.levels == [.warning, .critical])
+        #expect(second.levels == [.warning])
+    }
+
+    @Test("handlers are held weakly")
+    func handlersAreWeak() {
+        let source = MemoryPressureSource()
+        weak var released: PressureRecorder?
+        do {
+            let temporary = PressureRecorder()
+            released = temporary
+            source.register(temporary)
+        }
+        #expect(released == nil)
+        let kept = PressureRecorder()
+        source.register(kept)
+        source.notify(.warning)
+        #expect(kept.levels == [.warning])
+    }
+
+    @Test("a cache registers with its configured source and trims itself on its notifications")
+    func cacheFollowsItsSource() throws {
+        let source = MemoryPressureSource()
+        let reasons = Mutex<[EvictionReason]>([])
+        var configuration = MemoryCache<Int, String>.Configuration(name: "pressure")
+        configuration.memoryPressureSource = source
+        configuration.onEviction = { _, _, reason in reasons.withLock { $0.append(reason) } }
+        let cache = try MemoryCache(configuration: configuration)
+        for key in 0..<8 { cache.setValue("\(key)", forKey: key, cost: 1) }
+
+        source.notify(.warning)
+        #expect(cache.count == 4)
+        #expect(cache.value(forKey: 7) == "7")
+        #expect(cache.value(forKey: 0) == nil)
+
+        source.notify(.critical)
+        #expect(cache.count == 0)
+        #expect(reasons.withLock { $0 }.count == 8)
+        #expect(reasons.withLock { $0 }.allSatisfy { $0 == .memoryPressure })
+    }
+
+    // MARK: - Watching the system
+
+    @Test("start either watches the system's signal and stops cleanly, or throws unsupported saying why")
+    func startWatchingOrExplain() throws {
+        let source = MemoryPressureSource()
+        do {
+            try source.start()
+        } catch let error as StowageError {
+            #expect(error.code == .unsupported)
+            #expect(error.message.contains("PSI") || error.message.contains("platform"))
+            #expect(error.message.contains("notify"))
+            #expect(!source.isRunning)
+            return
+        }
+        #expect(source.isRunning)
+        try source.start()  // already watching: nothing happens
+        #expect(source.isRunning)
+        source.stop()
+        #expect(!source.isRunning)
+        source.stop()  // stopping twice is harmless
+
+        // It can start again after a stop.
+        try source.start()
+        #expect(source.isRunning)
+        source.stop()
+        #expect(!source.isRunning)
+    }
+
+    @Test("the default trigger is 150 ms of stall within a 2 s window")
+    func defaultTrigger() {
+        #expect(MemoryPressureSource.Configuration().trigger == "some 150000 2000000")
+        let custom = MemoryPressureSource.Configuration(stallThreshold: .microseconds(500), window: .seconds(4))
+        #expect(custom.trigger == "some 500 4000000")
+    }
+
+    #if os(Linux)
+    @Test("a missing PSI file is reported as unsupported, naming the file and what to do")
+    func missingFileIsUnsupported() {
+        let path = "/nonexistent/stowage/memory.pressure"
+        #expect {
+            _ = try PressureWatcher.start(candidates: [path], trigger: "some 150000 2000000") { _ in }
+        } throws: { error in
+            guard let error = error as? StowageError else { return false }
+            return error.code == .unsupported && error.path == path && error.message.contains(path)
+                && error.message.contains("ENOENT") && error.message.contains("CONFIG_PSI")
+                && error.message.contains("MemoryCache.handleMemoryPressure")
+        }
+    }
+
+    @Test("a trigger the kernel refuses is reported as unsupported, never as started")
+    func refusedTriggerIsUnsupported() {
+        #expect {
+            _ = try PressureWatcher.start(candidates: PressureStallFiles.candidates(), trigger: "nonsense") { _ in }
+        } throws: { error in
+            guard let error = error as? StowageError, error.code == .unsupported else { return false }
+            // EINVAL where the kernel has PSI; ENOENT or another reason where it has not.
+            return error.message.contains("refused the trigger 'nonsense'") || error.message.contains("ENOENT")
+                || error.message.contains("PSI")
+        }
+    }
+
+    @Test("the cgroup v2 memory.pressure path is absolute, or absent without cgroup v2")
+    func cgroupPath() {
+        let candidates = PressureStallFiles.candidates()
+        #expect(candidates.last == "/proc/pressure/memory")
+        if let path = PressureStallFiles.cgroupMemoryPressurePath() {
+            #expect(path.hasPrefix("/"))
+            #expect(path.hasSuffix("/memory.pressure"))
+            #expect(!path.contains("//"))
+        }
+    }
+    #endif
+}
+
+/// Remembers the levels it was notified of.
+private final class PressureRecorder: MemoryPressureHandling {
+    private let received = Mutex<[MemoryPressureLevel]>([])
+    var levels: [MemoryPressureLevel] { received.withLock { $0 } }
+    func handleMemoryPressure(_ level: MemoryPressureLevel) { received.withLock { $0.append(level) } }
+}
