@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Stowage", targets: ["Stowage"]),
         .library(name: "StowageCore", targets: ["StowageCore"]),
         .library(name: "StowageCache", targets: ["StowageCache"]),
+        .library(name: "StowagePreferences", targets: ["StowagePreferences"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -46,12 +47,25 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // §5: typed preferences (an append-only, checksummed log) and Codable archives. No heavy deps.
+        .target(
+            name: "StowagePreferences",
+            dependencies: [
+                "StowageCore", "CStowageShims",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Umbrella: re-exports the light modules.
-        .target(name: "Stowage", dependencies: ["StowageCore", "StowageCache"], swiftSettings: swiftSettings),
+        .target(
+            name: "Stowage",
+            dependencies: ["StowageCore", "StowageCache", "StowagePreferences"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "StowageCLI",
             dependencies: [
-                "StowageCore",
+                "StowageCore", "StowagePreferences",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -61,6 +75,7 @@ let package = Package(
             dependencies: [
                 "StowageCore",
                 "StowageCache",
+                "StowagePreferences",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -81,6 +96,18 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // A child process for the preferences tests: writes a suite, gets killed, shares it.
+        .executableTarget(
+            name: "StowagePreferencesWorker",
+            dependencies: ["StowagePreferences"],
+            path: "Tests/StowagePreferencesWorker",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowagePreferencesTests",
+            dependencies: ["StowagePreferences", "StowagePreferencesWorker"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,2 +1,3 @@
 @_exported import StowageCache
 @_exported import StowageCore
+@_exported import StowagePreferences

@@ -8,6 +8,20 @@
 #include <sys/xattr.h>
 #endif
 
+#include <stdint.h>
+
+/// Loads a 64-bit value another process may store concurrently (a `MAP_SHARED` page).
+/// Swift's `Atomic` cannot live at an address it did not allocate, so shared memory goes
+/// through these two sequentially consistent C11 builtins.
+static inline uint64_t stowage_atomic_load_u64(const uint64_t *address) {
+    return __atomic_load_n(address, __ATOMIC_SEQ_CST);
+}
+
+/// Stores a 64-bit value that other processes read with `stowage_atomic_load_u64`.
+static inline void stowage_atomic_store_u64(uint64_t *address, uint64_t value) {
+    __atomic_store_n(address, value, __ATOMIC_SEQ_CST);
+}
+
 /// Sets an extended attribute on `path` without following a final symbolic link.
 int stowage_setxattr(const char *path, const char *name, const void *value, size_t size);
 /// Reads an extended attribute of `path` without following a final symbolic link.

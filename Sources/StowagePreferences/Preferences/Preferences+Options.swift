@@ -1,0 +1,31 @@
+import Logging
+
+extension Preferences {
+    /// How far a returned `set` survives.
+    public enum Durability: Sendable, Hashable {
+        /// The write is in the kernel once `set` returns: it survives the process being killed
+        /// or crashing at any point, not a power loss. One `pwrite`, a few microseconds. The
+        /// default, and what UserDefaults gives between its periodic flushes.
+        case processCrash
+        /// Each `set` also waits for the device (`fdatasync`; `F_FULLFSYNC` on Apple): it
+        /// survives a power loss, at milliseconds per write. ``Preferences/synchronize()``
+        /// gives the same guarantee for the writes so far, on demand.
+        case powerLoss
+    }
+
+    /// How a preferences store behaves.
+    public struct Options: Sendable {
+        /// How far a returned `set` survives. Default ``Durability/processCrash``.
+        public var durability: Durability = .processCrash
+        /// The log is rewritten as one record per value once it holds at least this many bytes
+        /// and more than twice as many records as values. Default 256 KiB.
+        public var compactionThreshold = 256 * 1024
+        /// How often a store with observers checks for other processes' changes. Default 250 ms.
+        public var observationInterval: Duration = .milliseconds(250)
+        /// Where the store logs repairs and compactions.
+        public var logger = Logger(label: "org.stowage.preferences")
+
+        /// Options with the defaults above.
+        public init() {}
+    }
+}

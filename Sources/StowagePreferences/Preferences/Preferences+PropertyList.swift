@@ -1,0 +1,129 @@
+import Foundation
+import StowageCore
+
+extension Preferences {
+    /// The encodings ``exportPropertyList(to:format:)`` writes.
+    public enum PropertyListFormat: Sendable, Hashable {
+        /// Text XML, as `defaults export` writes on macOS and UserDefaults on Linux.
+        case xml
+        /// Binary (`bplist00`), as UserDefaults writes on Apple platforms.
+        case binary
+    }
+
+    /// Adds every value of a property-list defaults file (the `[String: Any]` dictionary
+    /// UserDefaults writes, XML or binary) to this suite, replacing values of the same name.
+    ///
+    /// - Returns: The number of values imported.
+    /// - Throws: ``StowageError`` `.corrupt` naming the key whose value has no preferences
+    ///   equivalent, or saying why the file is not a property list; nothing is imported then.
+    @discardableResult
+    public func importPropertyList(from url: URL) async throws -> Int {
+        try await BlockingWork.run { try self.importPropertyListBlocking(from: url) }
+    }
+
+    /// Blocking variant of ``importPropertyList(from:)``.
+    @discardableResult
+    public func importPropertyListBlocking(from url: URL) throws -> Int {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw StowageError(
+                code: .notFound,
+                message: "cannot read the property list \(url.path): \(error)",
+                path: url.path,
+                cause: error
+            )
+        }
+        let root: Any
+        do {
+            root = try PropertyListSerialization.propertyList(from: data, format: nil)
+        } catch {
+            throw StowageError(
+                code: .corrupt,
+                message: "\(url.path) is not a property list (\(error)); export it again from its source",
+                path: url.path,
+                cause: error
+            )
+        }
+        guard let dictionary = root as? [String: Any] else {
+            throw StowageError(
+                code: .corrupt,
+                message: "\(url.path) holds a \(type(of: root)), not the dictionary of a defaults file",
+                path: url.path
+            )
+        }
+        // Convert everything first: an unsupported value aborts before anything is written.
+        var values: [(String, PreferenceValue)] = []
+        for key in dictionary.keys.sorted() {
+            values.append((key, try PreferenceValue(propertyList: dictionary[key]!, path: key, file: url.path)))
+        }
+        for (key, value) in values { try set(value, forName: key) }
+        return values.count
+    }
+
+    /// Writes every value of this suite as a property-list defaults file, atomically.
+    public func exportPropertyList(to url: URL, format: PropertyListFormat = .xml) async throws {
+        try await BlockingWork.run { try self.exportPropertyListBlocking(to: url, format: format) }
+    }
+
+    /// Blocking variant of ``exportPropertyList(to:format:)``.
+    public func exportPropertyListBlocking(to url: URL, format: PropertyListFormat = .xml) throws {
+        let dictionary = dictionaryRepresentation().mapValues(\.propertyListObject)
+        let data = try PropertyListSerialization.data(
+            fromPropertyList: dictionary,
+            format: format == .xml ? .xml : .binary,
+            options: 0
+        )
+        try AtomicFile.write([UInt8](data), to: url, permissions: 0o600)
+    }
+}
+
+extension PreferenceValue {
+    /// The Foundation object a property list holds for this value.
+    var propertyListObject: Any {
+        switch self {
+        case .bool(let value): value
+        case .int(let value): value
+        case .double(let value): value
+        case .string(let value): value
+        case .data(let value): value
+        case .date(let value): value
+        case .array(let values): values.map(\.propertyListObject)
+        case .dictionary(let values): values.mapValues(\.propertyListObject)
+        }
+    }
+
+    /// Converts a property-list object; `path` names it in errors (`key/3/subkey`).
+    init(propertyList object: Any, path: String, file: String) throws {
+        switch object {
+        case let value as Bool where type(of: object) == Bool.self: self = .bool(value)
+        case let number as NSNumber:
+            switch String(cString: number.objCType) {
+            case "c", "B": self = .bool(number.boolValue)
+            case "f", "d": self = .double(number.doubleValue)
+            default: self = .int(number.intValue)
+            }
+        case let value as String: self = .string(value)
+        case let value as Data: self = .data(value)
+        case let value as Date: self = .date(value)
+        case let values as [Any]:
+            self = .array(
+                try values.enumerated().map { try PreferenceValue(propertyList: $1, path: "\(path)/\($0)", file: file) }
+            )
+        case let values as [String: Any]:
+            var converted: [String: PreferenceValue] = [:]
+            for (key, value) in values {
+                converted[key] = try PreferenceValue(propertyList: value, path: "\(path)/\(key)", file: file)
+            }
+            self = .dictionary(converted)
+        default:
+            throw StowageError(
+                code: .corrupt,
+                message:
+                    "the value at \(path.debugDescription) in \(file) is a \(type(of: object)), which preferences cannot hold",
+                path: file
+            )
+        }
+    }
+}

@@ -1,0 +1,384 @@
+import CStowageShims
+import Foundation
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file behind one preferences suite: a 4 KiB header shared through `mmap`, then records.
+///
+/// Header layout (little-endian): magic `STWPREF1` (8 bytes), format version (UInt32), unused
+/// (UInt32), the committed end (UInt64: the offset where the last complete record ends), and a
+/// superseded flag (UInt64). The header page is mapped `MAP_SHARED`, so a store to it is seen at
+/// once by every process that has the file open.
+///
+/// - A writer takes the `flock` exclusively, appends a record after the committed end with one
+///   `pwrite`, then advances the committed end with an atomic store. A set is durable against
+///   the process being killed once `pwrite` returns (the bytes are in the kernel's page cache);
+///   ``Preferences/Durability/powerLoss`` adds an `fdatasync`.
+/// - Readers need no lock: every byte before the committed end is already written, and the only
+///   rewrite is compaction, which writes a new file and renames it over this one after setting
+///   the superseded flag here (so holders of this file reopen the path).
+/// - Opening takes the lock exclusively, drops a damaged or uncommitted tail (its checksum tells)
+///   and clears a superseded flag left by a compaction that died before its rename.
+///
+/// Not thread-safe: ``Preferences`` serialises calls with its mutex.
+final class PreferencesLog {
+    static let headerSize = 4096
+    static let formatVersion: UInt32 = 1
+    private static let magic: [UInt8] = Array("STWPREF1".utf8)
+    private static let committedEndOffset = 16
+    private static let supersededOffset = 24
+
+    let path: String
+    let descriptor: Int32
+    private let header: UnsafeMutableRawPointer
+    private let inode: UInt64
+
+    private init(path: String, descriptor: Int32, header: UnsafeMutableRawPointer, inode: UInt64) {
+        self.path = path
+        self.descriptor = descriptor
+        self.header = header
+        self.inode = inode
+    }
+
+    deinit {
+        munmap(header, Self.headerSize)
+        close(descriptor)
+    }
+
+    // MARK: - Shared header
+
+    /// Where the last complete record ends (an offset in the file).
+    var committedEnd: Int {
+        Int(stowage_atomic_load_u64(header.advanced(by: Self.committedEndOffset).assumingMemoryBound(to: UInt64.self)))
+    }
+
+    private func storeCommittedEnd(_ end: Int) {
+        stowage_atomic_store_u64(
+            header.advanced(by: Self.committedEndOffset).assumingMemoryBound(to: UInt64.self),
+            UInt64(end)
+        )
+    }
+
+    /// Set by a compaction that replaced this file at ``path``.
+    var isSuperseded: Bool {
+        stowage_atomic_load_u64(header.advanced(by: Self.supersededOffset).assumingMemoryBound(to: UInt64.self)) != 0
+    }
+
+    private func storeSuperseded(_ value: Bool) {
+        stowage_atomic_store_u64(
+            header.advanced(by: Self.supersededOffset).assumingMemoryBound(to: UInt64.self),
+            value ? 1 : 0
+        )
+    }
+
+    /// Whether ``path`` names a different file than this one (a compaction renamed over it).
+    var isReplacedAtPath: Bool {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return true }
+        return UInt64(status.st_ino) != inode
+    }
+
+    // MARK: - Locking
+
+    func lockExclusive() throws {
+        while flock(descriptor, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            throw StowageError.syscall(.current, "lock the preferences file", path: path)
+        }
+    }
+
+    func unlock() {
+        flock(descriptor, LOCK_UN)
+    }
+
+    /// Clears a superseded flag whose compaction never renamed its file (it died first).
+    /// Call with the exclusive lock held.
+    func clearStaleSupersededFlag() {
+        if isSuperseded && !isReplacedAtPath { storeSuperseded(false) }
+    }
+
+    // MARK: - Reading
+
+    /// The records in `[start, end)`, stopping at the first one that is incomplete or damaged.
+    ///
+    /// - Returns: The records, the offset after the last sound one, and why reading stopped
+    ///   early (`nil` when it reached `end`).
+    func readRecords(
+        from start: Int,
+        to end: Int
+    ) throws -> (records: [PreferencesLogRecord], end: Int, stopped: String?) {
+        guard end > start else { return ([], start, nil) }
+        var bytes = [UInt8](repeating: 0, count: end - start)
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + filled, $0.count - filled, off_t(start + filled))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StowageError.syscall(.current, "read the preferences file", path: path)
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        var records: [PreferencesLogRecord] = []
+        var offset = 0
+        var stopped: String?
+        bytes.withUnsafeBytes { all in
+            let available = UnsafeRawBufferPointer(rebasing: all[0..<filled])
+            while offset < available.count {
+                switch PreferencesLogRecord.read(from: UnsafeRawBufferPointer(rebasing: available[offset...])) {
+                case .record(let record, let size):
+                    records.append(record)
+                    offset += size
+                case .incomplete:
+                    stopped = "an incomplete record at byte \(start + offset)"
+                    return
+                case .damaged(let reason):
+                    stopped = "a damaged record at byte \(start + offset) (\(reason))"
+                    return
+                }
+            }
+            if filled < bytes.count { stopped = "the file ends at byte \(start + filled)" }
+        }
+        return (records, start + offset, stopped)
+    }
+
+    // MARK: - Writing
+
+    /// Appends `record` after the committed end and commits it. Call with the exclusive lock
+    /// held and after catching up to the committed end.
+    ///
+    /// - Throws: ``StowageError`` (`.noSpace` on a full volume); the committed end then stays,
+    ///   so the partial bytes are never read.
+    func append(_ record: [UInt8], synchronously: Bool) throws -> Int {
+        let end = committedEnd
+        var written = 0
+        while written < record.count {
+            let count = record.withUnsafeBytes {
+                pwrite(descriptor, $0.baseAddress! + written, $0.count - written, off_t(end + written))
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StowageError.syscall(.current, "append to the preferences file", path: path)
+            }
+            written += count
+        }
+        if synchronously { try flush() }
+        storeCommittedEnd(end + record.count)
+        if synchronously { try flush() }
+        return end + record.count
+    }
+
+    /// Writes the file's data and header to the device (`fdatasync`).
+    func flush() throws {
+        #if canImport(Darwin)
+        let result = fcntl(descriptor, F_FULLFSYNC)
+        #else
+        let result = fdatasync(descriptor)
+        #endif
+        guard result == 0 else { throw StowageError.syscall(.current, "flush the preferences file", path: path) }
+    }
+
+    /// Makes `end` the committed end and cuts the file there: used at open to drop a damaged
+    /// or uncommitted tail. Call with the exclusive lock held.
+    func truncate(to end: Int) throws {
+        storeCommittedEnd(end)
+        guard ftruncate(descriptor, off_t(end)) == 0 else {
+            throw StowageError.syscall(.current, "truncate the preferences file", path: path)
+        }
+    }
+
+    /// The file's size in bytes.
+    func fileSize() throws -> Int {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw StowageError.syscall(.current, "inspect the preferences file", path: path)
+        }
+        return Int(status.st_size)
+    }
+
+    // MARK: - Opening and compaction
+
+    /// Opens the log at `path`, creating an empty one if there is none. Does not lock.
+    ///
+    /// - Throws: ``StowageError`` `.corrupt` when the file is not a Stowage preferences file,
+    ///   `.unsupported` when a newer format wrote it.
+    static func open(path: String) throws -> PreferencesLog {
+        while true {
+            let descriptor = systemOpen(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            if descriptor < 0 {
+                guard errno == ENOENT else {
+                    throw StowageError.syscall(.current, "open the preferences file", path: path)
+                }
+                try createEmpty(at: path)
+                continue
+            }
+            do {
+                return try map(descriptor: descriptor, path: path)
+            } catch {
+                close(descriptor)
+                throw error
+            }
+        }
+    }
+
+    private static func map(descriptor: Int32, path: String) throws -> PreferencesLog {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw StowageError.syscall(.current, "inspect the preferences file", path: path)
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw StowageError(
+                code: .invalidArgument,
+                message: "the preferences file \(path) is not a regular file; remove it or choose another suite",
+                path: path
+            )
+        }
+        guard Int(status.st_size) >= headerSize else {
+            throw StowageError(
+                code: .corrupt,
+                message: """
+                    the preferences file \(path) is \(status.st_size) bytes, shorter than its \(headerSize)-byte \
+                    header: it was truncated or is not a Stowage preferences file; move it aside to start empty
+                    """,
+                path: path
+            )
+        }
+        guard let mapping = mmap(nil, headerSize, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0),
+            mapping != MAP_FAILED
+        else { throw StowageError.syscall(.current, "map the preferences file's header", path: path) }
+        let header = UnsafeMutableRawPointer(mapping)
+        let magicMatches = (0..<magic.count).allSatisfy { header.load(fromByteOffset: $0, as: UInt8.self) == magic[$0] }
+        let version = UInt32(littleEndian: header.load(fromByteOffset: 8, as: UInt32.self))
+        guard magicMatches, version >= 1 else {
+            munmap(mapping, headerSize)
+            throw StowageError(
+                code: .corrupt,
+                message: """
+                    \(path) is not a Stowage preferences file (its header is wrong); move it aside to start \
+                    empty, or open the file it was meant to be
+                    """,
+                path: path
+            )
+        }
+        guard version <= formatVersion else {
+            munmap(mapping, headerSize)
+            throw StowageError(
+                code: .unsupported,
+                message: """
+                    \(path) was written in preferences format \(version) by a newer Stowage (this one reads up \
+                    to \(formatVersion)); upgrade Stowage to read it
+                    """,
+                path: path
+            )
+        }
+        return PreferencesLog(path: path, descriptor: descriptor, header: header, inode: UInt64(status.st_ino))
+    }
+
+    /// Creates an empty log at `path` without ever exposing a half-written header: the file is
+    /// written under a temporary name and linked into place, which fails harmlessly when another
+    /// process created it first.
+    private static func createEmpty(at path: String) throws {
+        try writeFile(at: path, records: []) { temporary in
+            // EEXIST: another process created it first. ENOENT: that process's open removed this
+            // temporary as a leftover. Either way the file now exists, and the caller reopens it.
+            if link(temporary, path) != 0 && errno != EEXIST && errno != ENOENT {
+                throw StowageError.syscall(.current, "create the preferences file", path: path)
+            }
+        }
+    }
+
+    /// Writes a complete log (header and `records`) to a temporary file beside `path`, flushes
+    /// it, and hands its name to `install`; the temporary name is removed afterwards.
+    private static func writeFile(
+        at path: String,
+        records: [[UInt8]],
+        install: (String) throws -> Void
+    ) throws {
+        let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let descriptor = systemOpen(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            throw StowageError.syscall(.current, "create a temporary preferences file", path: temporary)
+        }
+        defer { unlink(temporary) }
+        do {
+            defer { close(descriptor) }
+            var contents = [UInt8](repeating: 0, count: headerSize)
+            contents.replaceSubrange(0..<magic.count, with: magic)
+            let end = headerSize + records.reduce(0) { $0 + $1.count }
+            contents.withUnsafeMutableBytes { bytes in
+                bytes.storeBytes(of: formatVersion.littleEndian, toByteOffset: 8, as: UInt32.self)
+                bytes.storeBytes(of: UInt64(end).littleEndian, toByteOffset: committedEndOffset, as: UInt64.self)
+            }
+            contents.reserveCapacity(end)
+            for record in records { contents.append(contentsOf: record) }
+            var written = 0
+            while written < contents.count {
+                let count = contents.withUnsafeBytes {
+                    write(descriptor, $0.baseAddress! + written, $0.count - written)
+                }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw StowageError.syscall(.current, "write a temporary preferences file", path: temporary)
+                }
+                written += count
+            }
+            guard fsync(descriptor) == 0 else {
+                throw StowageError.syscall(.current, "flush a temporary preferences file", path: temporary)
+            }
+        }
+        try install(temporary)
+    }
+
+    /// Rewrites the log as one record per value, replacing this file at ``path``, and returns
+    /// the new log. Call with the exclusive lock held; this log is superseded afterwards.
+    func compacted(values: [String: PreferenceValue]) throws -> PreferencesLog {
+        let records = values.keys.sorted().map { PreferencesLogRecord.set(key: $0, value: values[$0]!).encoded() }
+        var replacement: PreferencesLog?
+        try Self.writeFile(at: path, records: records) { temporary in
+            let descriptor = systemOpen(temporary, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+            guard descriptor >= 0 else {
+                throw StowageError.syscall(.current, "reopen the compacted preferences file", path: temporary)
+            }
+            let log: PreferencesLog
+            do {
+                log = try Self.map(descriptor: descriptor, path: path)
+            } catch {
+                close(descriptor)
+                throw error
+            }
+            // Flag first: if the rename never happens, openers find the same file and clear it.
+            storeSuperseded(true)
+            guard rename(temporary, path) == 0 else {
+                storeSuperseded(false)
+                throw StowageError.syscall(.current, "replace the preferences file", path: path)
+            }
+            replacement = log
+        }
+        return replacement!
+    }
+
+    /// Removes temporary files that a process killed mid-creation or mid-compaction left
+    /// beside `path`. Call with the exclusive lock of the current file held (no compaction can
+    /// be running then).
+    func removeLeftoverTemporaries() {
+        let url = URL(fileURLWithPath: path)
+        let prefix = url.lastPathComponent + ".tmp-"
+        let directory = url.deletingLastPathComponent().path
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            unlink(directory + "/" + name)
+        }
+    }
+}
+
+/// `open(2)`, named so that ``PreferencesLog/open(path:)`` does not shadow it.
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+    open(path, flags, mode)
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Logging
+import StowageCore
+
+/// What one process knows of a suite: the open log, the values replayed from it, and how far.
+///
+/// Lives inside ``Preferences``'s mutex; every method runs with it held.
+struct PreferencesState {
+    /// A value that changed: its key and the new value (`nil` when removed).
+    typealias Change = (key: String, value: PreferenceValue?)
+
+    private(set) var log: PreferencesLog
+    private(set) var values: [String: PreferenceValue] = [:]
+    /// The log offset up to which records are applied to ``values``.
+    private(set) var applied = PreferencesLog.headerSize
+    /// Records in the current file, live or not: compaction's measure of waste.
+    private(set) var recordCount = 0
+    let logger: Logger
+
+    /// Opens the log at `path` and replays it, repairing a damaged or uncommitted tail.
+    init(path: String, logger: Logger) throws {
+        self.logger = logger
+        log = try Self.openCurrent(path: path, logger: logger)
+        defer { log.unlock() }
+        try replayAll(repairing: true)
+    }
+
+    /// Opens the file now at `path`, locked exclusively, skipping files a compaction replaced.
+    private static func openCurrent(path: String, logger: Logger) throws -> PreferencesLog {
+        while true {
+            let log = try PreferencesLog.open(path: path)
+            try log.lockExclusive()
+            if log.isSuperseded {
+                if log.isReplacedAtPath {
+                    log.unlock()
+                    continue
+                }
+                logger.notice(
+                    "preferences: a compaction stopped before its rename; keeping the file",
+                    metadata: ["path": "\(path)"]
+                )
+                log.clearStaleSupersededFlag()
+            }
+            log.removeLeftoverTemporaries()
+            return log
+        }
+    }
+
+    /// Reads every record of the (locked) current log into fresh values.
+    ///
+    /// - Parameter repairing: Cut a damaged or uncommitted tail off the file (needs the
+    ///   exclusive lock); otherwise only stop reading there.
+    private mutating func replayAll(repairing: Bool) throws {
+        values = [:]
+        recordCount = 0
+        applied = PreferencesLog.headerSize
+        let size = try log.fileSize()
+        let committed = log.committedEnd
+        // A committed end past the file's size means the header reached the disk and the data did
+        // not (power loss); read what is there and let checksums decide.
+        let limit = committed >= PreferencesLog.headerSize ? min(committed, size) : size
+        let (records, end, stopped) = try log.readRecords(from: applied, to: limit)
+        for record in records { _ = apply(record) }
+        applied = end
+        recordCount = records.count
+        guard repairing else { return }
+        if let stopped {
+            logger.warning(
+                "preferences: dropped the log's damaged tail",
+                metadata: ["path": "\(log.path)", "at": "\(stopped)", "bytes": "\(size - end)"]
+            )
+        }
+        if end != committed || size != end { try log.truncate(to: end) }
+    }
+
+    /// Applies `record` to ``values`` and returns the changes it made.
+    private mutating func apply(_ record: PreferencesLogRecord) -> [Change] {
+        switch record {
+        case .set(let key, let value):
+            let previous = values.updateValue(value, forKey: key)
+            return previous == value ? [] : [(key, value)]
+        case .remove(let key):
+            return values.removeValue(forKey: key) == nil ? [] : [(key, nil)]
+        case .removeAll:
+            defer { values.removeAll(keepingCapacity: true) }
+            return values.keys.map { ($0, nil) }
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Whether another process committed records, or replaced the file, since the last catch-up.
+    var isBehind: Bool { log.committedEnd != applied || log.isSuperseded }
+
+    /// Applies what other processes wrote since the last catch-up; returns the changes.
+    mutating func catchUp() throws -> [Change] {
+        if log.isSuperseded && log.isReplacedAtPath { return try reopen() }
+        let committed = log.committedEnd
+        guard committed > applied else { return [] }
+        let (records, end, stopped) = try log.readRecords(from: applied, to: committed)
+        if let stopped {
+            // Below the committed end every record was complete when committed: this is damage.
+            logger.error(
+                "preferences: a committed record is damaged",
+                metadata: ["path": "\(log.path)", "at": "\(stopped)"]
+            )
+        }
+        var changes: [Change] = []
+        for record in records { changes += apply(record) }
+        applied = end
+        recordCount += records.count
+        return changes
+    }
+
+    /// Switches to the file a compaction put at the path and returns how values differ.
+    private mutating func reopen() throws -> [Change] {
+        let old = values
+        let replacement = try Self.openCurrent(path: log.path, logger: logger)
+        log = replacement
+        defer { log.unlock() }
+        try replayAll(repairing: true)
+        var changes: [Change] = []
+        for (key, value) in values where old[key] != value { changes.append((key, value)) }
+        for key in old.keys where values[key] == nil { changes.append((key, nil)) }
+        return changes
+    }
+
+    func value(forKey key: String) -> PreferenceValue? { values[key] }
+
+    var allValues: [String: PreferenceValue] { values }
+
+    // MARK: - Writing
+
+    /// Appends `record` under the exclusive lock after catching up; returns every change, the
+    /// other processes' first.
+    mutating func write(
+        _ record: PreferencesLogRecord,
+        encoded: [UInt8],
+        options: Preferences.Options
+    ) throws -> [Change] {
+        let (ownChanges, changes) = try withExclusiveLock { state in
+            state.applied = try state.log.append(encoded, synchronously: options.durability == .powerLoss)
+            state.recordCount += 1
+            let changes = state.apply(record)
+            try state.compactIfWasteful(options: options)
+            return changes
+        }
+        return changes + ownChanges
+    }
+
+    /// Rewrites the log when most of it is overwritten values. Call with the exclusive lock.
+    private mutating func compactIfWasteful(options: Preferences.Options) throws {
+        let logBytes = applied - PreferencesLog.headerSize
+        guard logBytes >= options.compactionThreshold, recordCount > 2 * max(values.count, 1) else { return }
+        try compact()
+    }
+
+    /// Rewrites the log as one record per value. Call with the exclusive lock held; on return
+    /// the new file is current (and unlocked, as nobody else can have locked it yet).
+    mutating func compact() throws {
+        let before = applied
+        let replacement = try log.compacted(values: values)
+        log.unlock()
+        log = replacement
+        applied = replacement.committedEnd
+        recordCount = values.count
+        logger.debug(
+            "preferences: compacted",
+            metadata: ["path": "\(log.path)", "before": "\(before)", "after": "\(applied)"]
+        )
+    }
+
+    /// Takes the exclusive lock on the current file, catches up, and runs `body`; returns its
+    /// result and the changes other processes had made.
+    mutating func withExclusiveLock<T>(_ body: (inout PreferencesState) throws -> T) throws -> (T, [Change]) {
+        var changes: [Change] = []
+        while true {
+            try log.lockExclusive()
+            if !log.isSuperseded || !log.isReplacedAtPath { break }
+            log.unlock()
+            changes += try reopen()
+        }
+        log.clearStaleSupersededFlag()
+        // After a compaction inside `body` this unlocks the new file, which nobody else has locked.
+        defer { log.unlock() }
+        changes += try catchUp()
+        return (try body(&self), changes)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import StowagePreferences
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Real processes: a writer killed with SIGKILL, two writers sharing one suite.
+@Suite("Preferences across processes", .serialized)
+struct PreferencesProcessTests {
+    @Test("kill -9 during 20,000 sets: every set that returned is there, nothing reads back torn")
+    func killDuringWrites() throws {
+        let scratch = try PreferencesTestDirectory()
+        let file = scratch.file()
+        let count = 20_000
+        let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "k", count: count, keys: count)
+        var seen = ""
+        while !seen.contains("set 3000\n") {
+            let chunk = output.availableData
+            if chunk.isEmpty { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        seen += String(decoding: output.readDataToEndOfFile(), as: UTF8.self)
+        let returned = seen.split(separator: "\n").compactMap { $0.hasPrefix("set ") ? Int($0.dropFirst(4)) : nil }
+        let lastReturned = try #require(returned.max())
+
+        let preferences = try Preferences.openBlocking(at: file)
+        let stored = preferences.dictionaryRepresentation()
+        for index in 0...lastReturned {
+            #expect(stored["k\(index)"] == .string(PreferencesWorker.value(index)), "set \(index) returned")
+        }
+        // At most the one set in flight when the signal came may have landed as well, whole.
+        #expect(stored.count <= lastReturned + 2)
+        if stored.count == lastReturned + 2 {
+            #expect(stored["k\(lastReturned + 1)"] == .string(PreferencesWorker.value(lastReturned + 1)))
+        }
+    }
+
+    @Test("two processes writing one suite at once, with compactions: every last value is there")
+    func twoWriters() throws {
+        let scratch = try PreferencesTestDirectory()
+        let file = scratch.file()
+        let count = 5_000
+        let keys = 250
+        // A small threshold makes both processes compact (rename the file) many times meanwhile.
+        let writers = try ["a", "b"].map {
+            try PreferencesWorker.startWriting(
+                file: file,
+                prefix: $0,
+                count: count,
+                keys: keys,
+                compactionThreshold: 8192
+            )
+        }
+        for (process, output) in writers {
+            let text = String(decoding: output.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(text.hasSuffix("done \(count)\n"))
+        }
+        let preferences = try Preferences.openBlocking(at: file)
+        let stored = preferences.dictionaryRepresentation()
+        #expect(stored.count == 2 * keys)
+        for prefix in ["a", "b"] {
+            for key in 0..<keys {
+                #expect(stored["\(prefix)\(key)"] == .string(PreferencesWorker.value(count - keys + key)))
+            }
+        }
+    }
+
+    @Test("a write by another process is seen by this one's next read")
+    func nextReadSeesOtherProcess() throws {
+        let scratch = try PreferencesTestDirectory()
+        let file = scratch.file()
+        let preferences = try Preferences.openBlocking(at: file)
+        #expect(preferences.value(forName: "p0") == nil)
+        let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "p", count: 3, keys: 1)
+        _ = output.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(preferences.value(forName: "p0") == .string(PreferencesWorker.value(2)))
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import StowageCore
+import StowagePreferences
+import Testing
+
+@Suite("Preferences property lists")
+struct PreferencesPropertyListTests {
+    /// What UserDefaults writes for a suite (XML, as on Linux).
+    private static let defaultsFile = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0">
+        <dict>
+            <key>launchCount</key><integer>12</integer>
+            <key>onboarded</key><true/>
+            <key>ratio</key><real>0.75</real>
+            <key>username</key><string>ada</string>
+            <key>lastOpen</key><date>2024-03-01T12:00:00Z</date>
+            <key>avatar</key><data>AAEC</data>
+            <key>recent</key><array><string>a</string><string>b</string></array>
+            <key>window</key><dict><key>width</key><integer>800</integer><key>zoom</key><real>1.5</real></dict>
+        </dict>
+        </plist>
+        """
+
+    @Test("imports a UserDefaults property list with each type mapped")
+    func importDefaults() async throws {
+        let scratch = try PreferencesTestDirectory()
+        let source = scratch.file("defaults.plist")
+        try Data(Self.defaultsFile.utf8).write(to: source)
+        let preferences = try Preferences.openBlocking(at: scratch.file())
+        let imported = try await preferences.importPropertyList(from: source)
+        #expect(imported == 8)
+        #expect(preferences[.init("launchCount", default: 0)] == 12)
+        #expect(preferences[.init("onboarded", default: false)] == true)
+        #expect(preferences[.init("ratio", default: 0.0)] == 0.75)
+        #expect(preferences[.init("username", default: "")] == "ada")
+        #expect(preferences[.init("lastOpen", default: Date.distantPast)] == Date(timeIntervalSince1970: 1_709_294_400))
+        #expect(preferences[.init("avatar", default: Data())] == Data([0, 1, 2]))
+        #expect(preferences[.init("recent", default: [String]())] == ["a", "b"])
+        #expect(
+            preferences.value(forName: "window") == .dictionary(["width": .int(800), "zoom": .double(1.5)])
+        )
+    }
+
+    @Test("exports XML and binary that read back equal, and that Python's plistlib reads")
+    func exportRoundTrip() async throws {
+        let scratch = try PreferencesTestDirectory()
+        let source = scratch.file("defaults.plist")
+        try Data(Self.defaultsFile.utf8).write(to: source)
+        let preferences = try Preferences.openBlocking(at: scratch.file())
+        try preferences.importPropertyListBlocking(from: source)
+        for format in [Preferences.PropertyListFormat.xml, .binary] {
+            let exported = scratch.file("exported-\(format).plist")
+            try await preferences.exportPropertyList(to: exported, format: format)
+            let other = try Preferences.openBlocking(at: scratch.file("other-\(format).stowprefs"))
+            try other.importPropertyListBlocking(from: exported)
+            #expect(other.dictionaryRepresentation() == preferences.dictionaryRepresentation())
+        }
+        let python = Process()
+        python.executableURL = URL(filePath: "/usr/bin/env")
+        python.arguments = [
+            "python3", "-c",
+            "import plistlib,sys; d=plistlib.load(open(sys.argv[1],'rb')); print(d['launchCount'], d['window']['zoom'], d['onboarded'])",
+            scratch.file("exported-binary.plist").path,
+        ]
+        let output = Pipe()
+        python.standardOutput = output
+        try python.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        python.waitUntilExit()
+        #expect(text == "12 1.5 True\n")
+    }
+
+    @Test("a file that is not a property list is a typed error and imports nothing")
+    func badImport() throws {
+        let scratch = try PreferencesTestDirectory()
+        let source = scratch.file("broken.plist")
+        try Data("<plist><dict><key>a</key><integer>1</integer>".utf8).write(to: source)
+        let preferences = try Preferences.openBlocking(at: scratch.file())
+        #expect { try preferences.importPropertyListBlocking(from: source) } throws: {
+            ($0 as? StowageError)?.code == .corrupt
+        }
+        #expect(preferences.dictionaryRepresentation().isEmpty)
+    }
+}
