@@ -35,6 +35,7 @@ struct BenchTool: AsyncParsableCommand {
     static let scenarios: [any Scenario] =
         [
             DiskUsageTreeScenario(), MemoryCacheScenario(),
+            PreferencesScenario(operation: .set), PreferencesScenario(operation: .get),
         ] + DiskCacheScenario.all
 
     func run() async throws {

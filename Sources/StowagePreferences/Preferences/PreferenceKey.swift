@@ -20,7 +20,7 @@ public struct PreferenceKey<Value: Sendable>: Sendable {
     /// The value reads give when the store has none (or one of another type).
     public let defaultValue: Value
     let encode: @Sendable (Value) throws -> PreferenceValue
-    let decode: @Sendable (PreferenceValue) -> Value?
+    @usableFromInline let decode: @Sendable (PreferenceValue) -> Value?
     /// True for the `nil` of an optional key: setting it removes the stored value.
     let isAbsent: @Sendable (Value) -> Bool
 

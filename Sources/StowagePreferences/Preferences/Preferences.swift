@@ -102,15 +102,20 @@ public final class Preferences: Sendable {
     // MARK: - Reading
 
     /// The value stored for `key`, or its default when there is none (or one of another type).
+    @inlinable
     public subscript<Value>(key: PreferenceKey<Value>) -> Value {
         value(forName: key.name).flatMap(key.decode) ?? key.defaultValue
     }
 
     /// The stored value named `name`, untyped; `nil` when there is none.
     public func value(forName name: String) -> PreferenceValue? {
+        // The common case: nobody else wrote since the last read. One lock, one lookup.
+        let current: PreferenceValue?? = state.withLock { state in
+            state.isBehind ? .none : .some(state.value(forKey: name))
+        }
+        if let current { return current }
         let (value, changes) = state.withLock { state -> (PreferenceValue?, [PreferencesState.Change]) in
-            guard state.isBehind else { return (state.value(forKey: name), []) }
-            let changes = (try? state.catchUp()) ?? []
+            let changes = state.isBehind ? (try? state.catchUp()) ?? [] : []
             return (state.value(forKey: name), changes)
         }
         if !changes.isEmpty { observers.notify(changes) }
