@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "StowageCore", targets: ["StowageCore"]),
         .library(name: "StowageCache", targets: ["StowageCache"]),
         .library(name: "StowagePreferences", targets: ["StowagePreferences"]),
+        .library(name: "StowageDatabase", targets: ["StowageDatabase"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -56,6 +57,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // §5: one GRDB database per user.
+        .target(
+            name: "StowageDatabase",
+            dependencies: [
+                "StowageCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Umbrella: re-exports the light modules.
         .target(
             name: "Stowage",
@@ -65,7 +76,8 @@ let package = Package(
         .executableTarget(
             name: "StowageCLI",
             dependencies: [
-                "StowageCore", "StowagePreferences",
+                "StowageCore", "StowagePreferences", "StowageDatabase",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -108,6 +120,11 @@ let package = Package(
         .testTarget(
             name: "StowagePreferencesTests",
             dependencies: ["StowagePreferences", "StowagePreferencesWorker"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageDatabaseTests",
+            dependencies: ["StowageDatabase", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,215 @@
+import Foundation
+import GRDB
+import Logging
+import StowageCore
+import Synchronization
+
+/// One SQLite database per user, through GRDB: the role of Core Data stores and hand-written
+/// SQLite for an app where several people sign in.
+///
+/// ```swift
+/// var migrator = DatabaseMigrator()
+/// migrator.registerMigration("v1") { db in
+///     try db.create(table: "note") { t in
+///         t.autoIncrementedPrimaryKey("id")
+///         t.column("text", .text).notNull()
+///     }
+/// }
+/// let databases = UserDatabases(container: container, migrator: migrator)
+/// let pool = try await databases.database(for: "ada")     // created and migrated on first use
+/// try await pool.write { db in try Note(text: "hello").insert(db) }
+/// ```
+///
+/// Each user's database lives in its own directory, `application support/databases/USER/`,
+/// as `NAME.sqlite` with its `-wal` and `-shm` files: a `DatabasePool` in WAL mode (readers
+/// never wait for the writer). The migrator runs each time a database is opened, so a new app
+/// version migrates every user's file on their next use. ``removeUser(_:)`` closes the pool and
+/// deletes the directory, leaving nothing of that user behind.
+///
+/// GRDB is not hidden: ``database(for:)`` returns its `DatabasePool`, for records,
+/// `ValueObservation` and everything else GRDB offers.
+public final class UserDatabases: Sendable {
+    /// The container whose application-support location holds the databases.
+    public let container: Container
+    /// The file name of each user's database, without `.sqlite`.
+    public let name: String
+    private let migrator: DatabaseMigrator
+    private let configuration: GRDB.Configuration
+    private let logger: Logger
+    private let open = Mutex<[String: DatabasePool]>([:])
+
+    /// Databases named `name` for the users of `container`, migrated with `migrator`.
+    ///
+    /// - Parameter configuration: GRDB's configuration for each pool (busy mode, tracing,
+    ///   `prepareDatabase` for keys or functions). WAL mode is always on.
+    public init(
+        container: Container,
+        name: String = "main",
+        migrator: DatabaseMigrator,
+        configuration: GRDB.Configuration = GRDB.Configuration(),
+        logger: Logger = Logger(label: "org.stowage.database")
+    ) {
+        self.container = container
+        self.name = name
+        self.migrator = migrator
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    // MARK: - Opening
+
+    /// The database of `user`, created and migrated on first use; the same pool afterwards.
+    ///
+    /// - Parameter user: 1 to 128 letters, digits, `.`, `-`, `_` or `@`, not starting with `.`
+    ///   (an account id, not a display name).
+    /// - Throws: ``StowageError`` `.invalidArgument` for a user id that could leave the databases
+    ///   directory; GRDB's `DatabaseError` when the file is not a database or a migration fails.
+    public func database(for user: String) async throws -> DatabasePool {
+        try await BlockingWork.run { try self.databaseBlocking(for: user) }
+    }
+
+    /// Blocking variant of ``database(for:)``.
+    public func databaseBlocking(for user: String) throws -> DatabasePool {
+        try UserIdentifier.validate(user)
+        return try open.withLock { open in
+            if let pool = open[user] { return pool }
+            let directory = try userDirectory(user)
+            try DirectoryCreation.createDirectory(at: directory)
+            let pool = try DatabasePool(path: databaseURL(user).path, configuration: configuration)
+            do {
+                try migrator.migrate(pool)
+            } catch {
+                try? pool.close()
+                throw error
+            }
+            open[user] = pool
+            logger.debug("database opened", metadata: ["user": "\(user)", "path": "\(pool.path)"])
+            return pool
+        }
+    }
+
+    // MARK: - Users
+
+    /// The users that have a database, sorted.
+    public func users() throws -> [String] {
+        let directory = container.url(for: .applicationSupport).appending(
+            path: "databases",
+            directoryHint: .isDirectory
+        )
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        } catch CocoaError.fileReadNoSuchFile {
+            return []
+        }
+        return names.filter { user in
+            (try? UserIdentifier.validate(user)) != nil
+                && FileManager.default.fileExists(
+                    atPath: directory.appending(path: user).appending(path: name + ".sqlite").path
+                )
+        }.sorted()
+    }
+
+    /// Copies `user`'s database, consistently while it is in use, into a new SQLite file at
+    /// `destination` (SQLite's online backup; the copy is a single file, without WAL).
+    ///
+    /// - Throws: ``StowageError`` `.notFound` when the user has no database, `.invalidArgument`
+    ///   when `destination` exists (nothing is overwritten).
+    public func backup(user: String, to destination: URL) async throws {
+        try await BlockingWork.run { try self.backupBlocking(user: user, to: destination) }
+    }
+
+    /// Blocking variant of ``backup(user:to:)``.
+    public func backupBlocking(user: String, to destination: URL) throws {
+        try requireDatabase(of: user)
+        guard !FileManager.default.fileExists(atPath: destination.path) else {
+            throw StowageError(
+                code: .invalidArgument,
+                message: "the backup destination \(destination.path) exists; choose a new file name",
+                path: destination.path
+            )
+        }
+        let pool = try databaseBlocking(for: user)
+        let copy = try DatabaseQueue(path: destination.path)
+        do {
+            try pool.backup(to: copy)
+            try copy.close()
+        } catch {
+            try? copy.close()
+            try? FileManager.default.removeItem(at: destination)
+            throw error
+        }
+    }
+
+    /// Closes `user`'s database and deletes its directory: the database, its WAL and shared
+    /// memory files, and anything else stored there. Returns whether there was one.
+    ///
+    /// - Throws: GRDB's error when the pool cannot close because the app still uses it (an
+    ///   unfinished read or write, a live `ValueObservation`); nothing is deleted then.
+    @discardableResult
+    public func removeUser(_ user: String) async throws -> Bool {
+        try await BlockingWork.run { try self.removeUserBlocking(user) }
+    }
+
+    /// Blocking variant of ``removeUser(_:)``.
+    @discardableResult
+    public func removeUserBlocking(_ user: String) throws -> Bool {
+        try UserIdentifier.validate(user)
+        return try open.withLock { open in
+            if let pool = open[user] {
+                try pool.close()
+                open[user] = nil
+            }
+            let directory = try userDirectory(user)
+            guard FileManager.default.fileExists(atPath: directory.path) else { return false }
+            try FileManager.default.removeItem(at: directory)
+            logger.info("user database removed", metadata: ["user": "\(user)"])
+            return true
+        }
+    }
+
+    // MARK: - Paths
+
+    /// The directory that holds `user`'s database files.
+    public func userDirectory(_ user: String) throws -> URL {
+        try UserIdentifier.validate(user)
+        return container.url(for: .applicationSupport)
+            .appending(path: "databases", directoryHint: .isDirectory)
+            .appending(path: user, directoryHint: .isDirectory)
+    }
+
+    /// The database file of `user` (its `-wal` and `-shm` files sit beside it).
+    public func databaseURL(_ user: String) throws -> URL {
+        try userDirectory(user).appending(path: name + ".sqlite")
+    }
+
+    private func requireDatabase(of user: String) throws {
+        let url = try databaseURL(user)
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw StowageError(
+                code: .notFound,
+                message: "user \(user.debugDescription) has no database (no \(url.path))",
+                path: url.path
+            )
+        }
+    }
+}
+
+/// The rule for user ids that become directory names.
+enum UserIdentifier {
+    static func validate(_ user: String) throws {
+        let allowed = user.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2E || byte == 0x2D || byte == 0x5F || byte == 0x40
+        }
+        guard allowed, !user.isEmpty, user.utf8.count <= 128, user.first != "." else {
+            throw StowageError(
+                code: .invalidArgument,
+                message: """
+                    the user id \(user.debugDescription) cannot name a database directory; use 1 to 128 letters, \
+                    digits, '.', '-', '_' or '@', not starting with '.' (hash other ids first)
+                    """
+            )
+        }
+    }
+}
