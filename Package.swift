@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "StowageCache", targets: ["StowageCache"]),
         .library(name: "StowagePreferences", targets: ["StowagePreferences"]),
         .library(name: "StowageDatabase", targets: ["StowageDatabase"]),
+        .library(name: "StowageSecrets", targets: ["StowageSecrets"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -27,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // §1: container, locations, marks, disk usage, capacity, sizes, clearing.
@@ -67,6 +69,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // §5: the encrypted secret store (swift-crypto: AES-GCM, scrypt).
+        .target(
+            name: "StowageSecrets",
+            dependencies: [
+                "StowageCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Umbrella: re-exports the light modules.
         .target(
             name: "Stowage",
@@ -76,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "StowageCLI",
             dependencies: [
-                "StowageCore", "StowagePreferences", "StowageDatabase",
+                "StowageCore", "StowagePreferences", "StowageDatabase", "StowageSecrets",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -125,6 +137,11 @@ let package = Package(
         .testTarget(
             name: "StowageDatabaseTests",
             dependencies: ["StowageDatabase", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageSecretsTests",
+            dependencies: ["StowageSecrets", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

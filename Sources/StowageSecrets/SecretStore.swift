@@ -1,0 +1,235 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Small secrets (tokens, passwords, keys) by service and account, encrypted at rest: the role
+/// of the Keychain.
+///
+/// ```swift
+/// let secrets = try SecretStore.open(in: container)           // key file in the preferences tree
+/// try secrets.set(Data(token.utf8), service: "api.example.com", account: "ada")
+/// let token = try secrets.secret(service: "api.example.com", account: "ada")
+/// ```
+///
+/// Each item is one file, `items/SHA256(service, account).secret`, holding the service and
+/// account and an AES-256-GCM sealed box (random 96-bit nonce, 128-bit tag). The associated data
+/// binds the sealed box to the store's area, the service and the account, so a ciphertext moved
+/// to another item's file fails authentication instead of decrypting. `store.json` records the
+/// format, the scrypt salt and cost for a passphrase, and a sealed check value that tells a
+/// wrong key apart from a damaged item. Files are `0600`, directories `0700`, and opening a
+/// store whose directory or files are readable by others is refused. Writes are atomic
+/// (temporary file, `fsync`, rename).
+///
+/// Errors: a wrong key is `.invalidArgument`; a tampered, truncated or swapped item is
+/// `.corrupt`; wide permissions are `.permissionDenied` with the `chmod` that fixes them.
+public final class SecretStore: Sendable {
+    /// The store's directory.
+    public let directory: URL
+    /// What the associated data names: `private` or `shared:GROUP`.
+    let area: String
+    private let key: SymmetricKey
+
+    private static let itemMagic = Array("STWSEC1\n".utf8)
+    private static let checkPlaintext = Data("stowage secret store key check".utf8)
+
+    /// Opens (creating if needed) a store in `directory`.
+    ///
+    /// - Parameter area: The name bound into every item (`private`, or `shared:GROUP`): items
+    ///   do not decrypt in a store of another area.
+    /// - Throws: ``StowageError`` (see the type's documentation).
+    public init(directory: URL, masterKey: MasterKey, area: String = "private") throws {
+        self.directory = directory
+        self.area = area
+        try SecureFiles.createDirectory(directory)
+        try SecureFiles.createDirectory(directory.appending(path: "items", directoryHint: .isDirectory))
+        let header = try StoreHeader.loadOrCreate(in: directory, masterKey: masterKey)
+        key = try Self.resolve(masterKey, header: header, storeDirectory: directory)
+        try header.verify(key: key, area: area, storePath: directory.path)
+    }
+
+    /// The app's private store: `application support/secrets`, with its key file in the
+    /// preferences location's `keys/` directory (another XDG tree on Linux), unless `masterKey`
+    /// says otherwise.
+    public static func open(in container: Container, masterKey: MasterKey? = nil) throws -> SecretStore {
+        let directory = container.url(for: .applicationSupport).appending(path: "secrets", directoryHint: .isDirectory)
+        let keyFile = container.url(for: .preferences).appending(path: "keys/secrets.key")
+        return try SecretStore(directory: directory, masterKey: masterKey ?? .keyFile(keyFile))
+    }
+
+    /// A store several apps of one user share: `directory` is agreed between them (e.g.
+    /// `$XDG_DATA_HOME/GROUP/secrets`), and so is the master key.
+    public static func openShared(group: String, directory: URL, masterKey: MasterKey) throws -> SecretStore {
+        try SecretStore(directory: directory, masterKey: masterKey, area: "shared:\(group)")
+    }
+
+    // MARK: - Items
+
+    /// Stores `secret` for `service` and `account`, replacing any previous one, atomically.
+    public func set(_ secret: Data, service: String, account: String) throws {
+        let sealed = try AES.GCM.seal(secret, using: key, authenticating: associatedData(service, account))
+        var bytes = Self.itemMagic
+        bytes.appendLengthPrefixed(service)
+        bytes.appendLengthPrefixed(account)
+        bytes.append(contentsOf: sealed.combined!)
+        try AtomicFile.write(bytes, to: itemURL(service, account), permissions: 0o600)
+    }
+
+    /// Stores a string secret as UTF-8.
+    public func set(_ secret: String, service: String, account: String) throws {
+        try set(Data(secret.utf8), service: service, account: account)
+    }
+
+    /// The secret stored for `service` and `account`; `nil` when there is none.
+    ///
+    /// - Throws: ``StowageError`` `.corrupt` when the item was tampered with, truncated or
+    ///   moved from another item; `.permissionDenied` when its file is readable by others.
+    public func secret(service: String, account: String) throws -> Data? {
+        let url = itemURL(service, account)
+        guard let bytes = try SecureFiles.read(url) else { return nil }
+        let item = try Self.parse(bytes, path: url.path)
+        guard item.service == service, item.account == account else {
+            throw StowageError(
+                code: .corrupt,
+                message: "the secret file \(url.path) holds another item; remove it and store the secret again",
+                path: url.path
+            )
+        }
+        do {
+            let box = try AES.GCM.SealedBox(combined: item.sealed)
+            return try AES.GCM.open(box, using: key, authenticating: associatedData(service, account))
+        } catch {
+            throw StowageError(
+                code: .corrupt,
+                message: """
+                    the secret for \(service)/\(account) fails authentication: the file was altered, truncated or \
+                    copied from another item; remove it and store the secret again
+                    """,
+                path: url.path
+            )
+        }
+    }
+
+    /// The secret as a UTF-8 string.
+    public func string(service: String, account: String) throws -> String? {
+        try secret(service: service, account: account).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Removes the secret; returns whether there was one.
+    @discardableResult
+    public func remove(service: String, account: String) throws -> Bool {
+        let url = itemURL(service, account)
+        if unlink(url.path) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw StowageError.syscall(.current, "remove the secret", path: url.path)
+    }
+
+    /// The (service, account) pairs stored, sorted; unreadable items are skipped.
+    public func items() throws -> [(service: String, account: String)] {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.appending(path: "items").path)
+        return names.filter { $0.hasSuffix(".secret") }.compactMap { name in
+            let url = directory.appending(path: "items").appending(path: name)
+            guard let bytes = try? SecureFiles.read(url), let item = try? Self.parse(bytes, path: url.path) else {
+                return nil
+            }
+            return (item.service, item.account)
+        }.sorted { ($0.service, $0.account) < ($1.service, $1.account) }
+    }
+
+    // MARK: - Format
+
+    private func itemURL(_ service: String, _ account: String) -> URL {
+        var name: [UInt8] = []
+        name.appendLengthPrefixed(service)
+        name.appendLengthPrefixed(account)
+        let digest = SHA256.hash(data: name).map { String(format: "%02x", $0) }.joined()
+        return directory.appending(path: "items").appending(path: digest + ".secret")
+    }
+
+    private func associatedData(_ service: String, _ account: String) -> Data {
+        var bytes = Self.itemMagic
+        bytes.appendLengthPrefixed(area)
+        bytes.appendLengthPrefixed(service)
+        bytes.appendLengthPrefixed(account)
+        return Data(bytes)
+    }
+
+    private static func parse(_ bytes: [UInt8], path: String) throws -> (service: String, account: String, sealed: Data)
+    {
+        func damaged(_ what: String) -> StowageError {
+            StowageError(
+                code: .corrupt,
+                message: "the secret file \(path) is damaged (\(what)); remove it and store the secret again",
+                path: path
+            )
+        }
+        guard bytes.count > itemMagic.count, Array(bytes[0..<itemMagic.count]) == itemMagic else {
+            throw damaged("not a Stowage secret")
+        }
+        var offset = itemMagic.count
+        func string() throws -> String {
+            guard bytes.count >= offset + 4 else { throw damaged("truncated") }
+            let count =
+                Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16
+                | Int(bytes[offset + 3]) << 24
+            offset += 4
+            guard bytes.count >= offset + count else { throw damaged("truncated") }
+            defer { offset += count }
+            return String(decoding: bytes[offset..<offset + count], as: UTF8.self)
+        }
+        let service = try string()
+        let account = try string()
+        // Nonce (12) and tag (16) at least.
+        guard bytes.count - offset >= 28 else { throw damaged("truncated") }
+        return (service, account, Data(bytes[offset...]))
+    }
+
+    private static func resolve(_ masterKey: MasterKey, header: StoreHeader, storeDirectory: URL) throws -> SymmetricKey
+    {
+        switch masterKey {
+        case .key(let key):
+            guard key.bitCount == 256 else {
+                throw StowageError(
+                    code: .invalidArgument,
+                    message: "the master key has \(key.bitCount) bits; use a 256-bit key (SymmetricKey(size: .bits256))"
+                )
+            }
+            return key
+        case .keyFile(let url):
+            return try KeyFile.loadOrCreate(url, storeDirectory: storeDirectory)
+        case .passphrase(let passphrase, _):
+            guard let scrypt = header.scrypt else {
+                throw StowageError(
+                    code: .invalidArgument,
+                    message:
+                        "the secret store at \(storeDirectory.path) was not created with a passphrase; open it with its key"
+                )
+            }
+            return try KDF.Scrypt.deriveKey(
+                from: Array(passphrase.utf8),
+                salt: scrypt.salt,
+                outputByteCount: 32,
+                rounds: scrypt.cost.rounds,
+                blockSize: scrypt.cost.blockSize,
+                parallelism: scrypt.cost.parallelism
+            )
+        }
+    }
+}
+
+extension [UInt8] {
+    mutating func appendLengthPrefixed(_ string: String) {
+        let utf8 = Array(string.utf8)
+        let count = UInt32(utf8.count)
+        append(contentsOf: [
+            UInt8(count & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count >> 16 & 0xFF), UInt8(count >> 24),
+        ])
+        append(contentsOf: utf8)
+    }
+}
