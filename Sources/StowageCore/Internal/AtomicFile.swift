@@ -22,21 +22,26 @@ package enum AtomicFile {
         }
         do {
             defer { close(descriptor) }
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeBytes {
-                    systemWrite(descriptor, $0.baseAddress! + offset, $0.count - offset)
-                }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw StowageError.syscall(.current, "write", path: temporary)
-                }
-                offset += written
-            }
+            try writeAll(bytes, to: descriptor, path: temporary)
             guard fsync(descriptor) == 0 else { throw StowageError.syscall(.current, "flush", path: temporary) }
         }
         guard rename(temporary, path) == 0 else { throw StowageError.syscall(.current, "replace", path: path) }
         succeeded = true
+    }
+
+    /// Writes all of `bytes` to `descriptor`, retrying short writes and `EINTR`.
+    ///
+    /// - Throws: ``StowageError`` naming `path` (`.noSpace` on a full volume).
+    package static func writeAll(_ bytes: [UInt8], to descriptor: Int32, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { systemWrite(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw StowageError.syscall(.current, "write", path: path)
+            }
+            offset += written
+        }
     }
 }
 

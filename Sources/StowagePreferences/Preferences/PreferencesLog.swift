@@ -318,17 +318,7 @@ final class PreferencesLog {
             }
             contents.reserveCapacity(end)
             for record in records { contents.append(contentsOf: record) }
-            var written = 0
-            while written < contents.count {
-                let count = contents.withUnsafeBytes {
-                    write(descriptor, $0.baseAddress! + written, $0.count - written)
-                }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    throw StowageError.syscall(.current, "write a temporary preferences file", path: temporary)
-                }
-                written += count
-            }
+            try AtomicFile.writeAll(contents, to: descriptor, path: temporary)
             guard fsync(descriptor) == 0 else {
                 throw StowageError.syscall(.current, "flush a temporary preferences file", path: temporary)
             }
