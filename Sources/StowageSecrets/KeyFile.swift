@@ -43,10 +43,17 @@ enum KeyFile {
             throw StowageError.syscall(.current, "create the key file", path: url.path)
         }
         defer { close(descriptor) }
-        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        guard written == bytes.count, fsync(descriptor) == 0 else {
+        do {
+            try bytes.withUnsafeBytes {
+                try FileDescriptorIO.writeAll($0, to: descriptor, action: "write the key file", path: url.path)
+            }
+            guard fsync(descriptor) == 0 else {
+                throw StowageError.syscall(.current, "flush the key file", path: url.path)
+            }
+        } catch {
+            // A partial key file would lock the store for good: remove it so the next open retries.
             unlink(url.path)
-            throw StowageError.syscall(.current, "write the key file", path: url.path)
+            throw error
         }
         return key
     }

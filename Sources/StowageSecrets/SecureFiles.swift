@@ -30,14 +30,8 @@ enum SecureFiles {
         guard fstat(descriptor, &status) == 0 else { throw StowageError.syscall(.current, "examine", path: url.path) }
         try requirePrivate(status, path: url.path, fix: "chmod 600")
         var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
-        var filled = 0
-        while filled < bytes.count {
-            let count = bytes.withUnsafeMutableBytes {
-                systemRead(descriptor, $0.baseAddress! + filled, $0.count - filled)
-            }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            filled += count
+        let filled = try bytes.withUnsafeMutableBytes {
+            try FileDescriptorIO.read(into: $0, from: descriptor, action: "read", path: url.path)
         }
         return Array(bytes[0..<filled])
     }
@@ -61,9 +55,4 @@ enum SecureFiles {
             )
         }
     }
-}
-
-/// `read(2)`, named so that ``SecureFiles/read(_:)`` does not shadow it.
-private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-    read(descriptor, buffer, count)
 }

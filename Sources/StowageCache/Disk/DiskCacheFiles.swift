@@ -39,16 +39,8 @@ struct DiskCacheFiles: Sendable {
         defer { if !moved { unlink(temporary) } }
         do {
             defer { close(descriptor) }
-            try data.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = systemWrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written < 0 {
-                        if errno == EINTR { continue }
-                        throw StowageError.syscall(.current, "write cache file", path: temporary)
-                    }
-                    offset += written
-                }
+            try data.withUnsafeBytes {
+                try FileDescriptorIO.writeAll($0, to: descriptor, action: "write cache file", path: temporary)
             }
             if synchronous && fsync(descriptor) != 0 {
                 throw StowageError.syscall(.current, "flush cache file", path: temporary)
@@ -85,18 +77,19 @@ struct DiskCacheFiles: Sendable {
         let count = Int(expectedSize)
         guard count > 0 else { return Data() }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
-        var offset = 0
-        while offset < count {
-            let received = systemRead(descriptor, buffer + offset, count - offset)
-            if received < 0 {
-                if errno == EINTR { continue }
-                buffer.deallocate()
-                throw StowageError.syscall(.current, "read cache file", path: path)
-            }
-            if received == 0 { break }
-            offset += received
+        let received: Int
+        do {
+            received = try FileDescriptorIO.read(
+                into: UnsafeMutableRawBufferPointer(start: buffer, count: count),
+                from: descriptor,
+                action: "read cache file",
+                path: path
+            )
+        } catch {
+            buffer.deallocate()
+            throw error
         }
-        guard offset == count else {
+        guard received == count else {
             buffer.deallocate()
             return nil
         }
@@ -107,12 +100,4 @@ struct DiskCacheFiles: Sendable {
     func remove(_ names: [String]) {
         for name in names { unlink(path(of: name)) }
     }
-}
-
-private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    write(descriptor, buffer, count)
-}
-
-private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-    read(descriptor, buffer, count)
 }

@@ -22,30 +22,12 @@ package enum AtomicFile {
         }
         do {
             defer { close(descriptor) }
-            try writeAll(bytes, to: descriptor, path: temporary)
+            try bytes.withUnsafeBytes {
+                try FileDescriptorIO.writeAll($0, to: descriptor, action: "write", path: temporary)
+            }
             guard fsync(descriptor) == 0 else { throw StowageError.syscall(.current, "flush", path: temporary) }
         }
         guard rename(temporary, path) == 0 else { throw StowageError.syscall(.current, "replace", path: path) }
         succeeded = true
     }
-
-    /// Writes all of `bytes` to `descriptor`, retrying short writes and `EINTR`.
-    ///
-    /// - Throws: ``StowageError`` naming `path` (`.noSpace` on a full volume).
-    package static func writeAll(_ bytes: [UInt8], to descriptor: Int32, path: String) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { systemWrite(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw StowageError.syscall(.current, "write", path: path)
-            }
-            offset += written
-        }
-    }
-}
-
-/// `write(2)`, named so that it does not clash with ``AtomicFile/write(_:to:permissions:)``.
-private func systemWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    write(descriptor, buffer, count)
 }

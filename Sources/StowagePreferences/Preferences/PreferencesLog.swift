@@ -114,17 +114,14 @@ final class PreferencesLog {
     ) throws -> (records: [PreferencesLogRecord], end: Int, stopped: String?) {
         guard end > start else { return ([], start, nil) }
         var bytes = [UInt8](repeating: 0, count: end - start)
-        var filled = 0
-        while filled < bytes.count {
-            let count = bytes.withUnsafeMutableBytes {
-                pread(descriptor, $0.baseAddress! + filled, $0.count - filled, off_t(start + filled))
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw StowageError.syscall(.current, "read the preferences file", path: path)
-            }
-            if count == 0 { break }
-            filled += count
+        let filled = try bytes.withUnsafeMutableBytes {
+            try FileDescriptorIO.read(
+                into: $0,
+                from: descriptor,
+                at: start,
+                action: "read the preferences file",
+                path: path
+            )
         }
         var records: [PreferencesLogRecord] = []
         var offset = 0
@@ -158,16 +155,14 @@ final class PreferencesLog {
     ///   so the partial bytes are never read.
     func append(_ record: [UInt8], synchronously: Bool) throws -> Int {
         let end = committedEnd
-        var written = 0
-        while written < record.count {
-            let count = record.withUnsafeBytes {
-                pwrite(descriptor, $0.baseAddress! + written, $0.count - written, off_t(end + written))
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw StowageError.syscall(.current, "append to the preferences file", path: path)
-            }
-            written += count
+        try record.withUnsafeBytes {
+            try FileDescriptorIO.writeAll(
+                $0,
+                to: descriptor,
+                at: end,
+                action: "append to the preferences file",
+                path: path
+            )
         }
         if synchronously { try flush() }
         storeCommittedEnd(end + record.count)
@@ -318,7 +313,14 @@ final class PreferencesLog {
             }
             contents.reserveCapacity(end)
             for record in records { contents.append(contentsOf: record) }
-            try AtomicFile.writeAll(contents, to: descriptor, path: temporary)
+            try contents.withUnsafeBytes {
+                try FileDescriptorIO.writeAll(
+                    $0,
+                    to: descriptor,
+                    action: "write a temporary preferences file",
+                    path: temporary
+                )
+            }
             guard fsync(descriptor) == 0 else {
                 throw StowageError.syscall(.current, "flush a temporary preferences file", path: temporary)
             }
