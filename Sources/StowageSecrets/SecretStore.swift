@@ -37,7 +37,6 @@ public final class SecretStore: Sendable {
     private let key: SymmetricKey
 
     private static let itemMagic = Array("STWSEC1\n".utf8)
-    private static let checkPlaintext = Data("stowage secret store key check".utf8)
 
     /// Opens (creating if needed) a store in `directory`.
     ///

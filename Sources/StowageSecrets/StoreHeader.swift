@@ -11,6 +11,8 @@ struct StoreHeader: Codable {
     }
 
     static let currentFormat = 1
+    /// What ``check`` seals.
+    private static let checkPlaintext = Data("stowage secret store key check".utf8)
 
     var format: Int
     var scrypt: Scrypt?
@@ -59,12 +61,7 @@ struct StoreHeader: Codable {
         let associated = Data("stowage secret store check \(area)".utf8)
         guard let check else {
             var header = self
-            header.check = try AES.GCM.seal(
-                Data("stowage secret store key check".utf8),
-                using: key,
-                authenticating: associated
-            )
-            .combined
+            header.check = try AES.GCM.seal(Self.checkPlaintext, using: key, authenticating: associated).combined
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try AtomicFile.write(
