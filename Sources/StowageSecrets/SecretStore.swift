@@ -171,22 +171,20 @@ public final class SecretStore: Sendable {
         guard bytes.count > itemMagic.count, Array(bytes[0..<itemMagic.count]) == itemMagic else {
             throw damaged("not a Stowage secret")
         }
-        var offset = itemMagic.count
-        func string() throws -> String {
-            guard bytes.count >= offset + 4 else { throw damaged("truncated") }
-            let count =
-                Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16
-                | Int(bytes[offset + 3]) << 24
-            offset += 4
-            guard bytes.count >= offset + count else { throw damaged("truncated") }
-            defer { offset += count }
-            return String(decoding: bytes[offset..<offset + count], as: UTF8.self)
+        return try bytes.withUnsafeBytes { raw in
+            var reader = BinaryReader(raw, offset: itemMagic.count)
+            let service: String
+            let account: String
+            do {
+                service = try reader.readLengthPrefixedString()
+                account = try reader.readLengthPrefixedString()
+            } catch {
+                throw damaged("\(error)")
+            }
+            // Nonce (12) and tag (16) at least.
+            guard reader.remaining >= 28 else { throw damaged("truncated") }
+            return (service, account, Data(bytes[reader.offset...]))
         }
-        let service = try string()
-        let account = try string()
-        // Nonce (12) and tag (16) at least.
-        guard bytes.count - offset >= 28 else { throw damaged("truncated") }
-        return (service, account, Data(bytes[offset...]))
     }
 
     private static func resolve(_ masterKey: MasterKey, header: StoreHeader, storeDirectory: URL) throws -> SymmetricKey
@@ -219,16 +217,5 @@ public final class SecretStore: Sendable {
                 parallelism: scrypt.cost.parallelism
             )
         }
-    }
-}
-
-extension [UInt8] {
-    mutating func appendLengthPrefixed(_ string: String) {
-        let utf8 = Array(string.utf8)
-        let count = UInt32(utf8.count)
-        append(contentsOf: [
-            UInt8(count & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count >> 16 & 0xFF), UInt8(count >> 24),
-        ])
-        append(contentsOf: utf8)
     }
 }

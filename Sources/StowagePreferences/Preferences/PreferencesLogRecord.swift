@@ -1,4 +1,5 @@
 import Foundation
+import StowageCore
 
 /// One change in a preferences log: set a key, remove a key, or remove every key.
 ///
