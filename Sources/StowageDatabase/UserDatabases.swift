@@ -198,11 +198,7 @@ public final class UserDatabases: Sendable {
 /// The rule for user ids that become directory names.
 enum UserIdentifier {
     static func validate(_ user: String) throws {
-        let allowed = user.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == 0x2E || byte == 0x2D || byte == 0x5F || byte == 0x40
-        }
-        guard allowed, !user.isEmpty, user.utf8.count <= 128, user.first != "." else {
+        guard PlainName.isValid(user, maximumLength: 128, extra: [UInt8(ascii: "@")], allowsLeadingDot: false) else {
             throw StowageError(
                 code: .invalidArgument,
                 message: """

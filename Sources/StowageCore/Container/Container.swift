@@ -112,11 +112,7 @@ public struct Container: Sendable, Hashable {
     }
 
     private static func validate(identifier: String) throws {
-        let allowed = identifier.unicodeScalars.allSatisfy {
-            ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
-                || "._-".unicodeScalars.contains($0)
-        }
-        guard !identifier.isEmpty, identifier.count <= 255, allowed, identifier != ".", identifier != ".." else {
+        guard PlainName.isValid(identifier, maximumLength: 255, allowsLeadingDot: true) else {
             throw StowageError.invalidArgument(
                 "'\(identifier)' is not a valid container identifier: use 1 to 255 ASCII letters, digits, "
                     + "'.', '-' or '_' (not '.' or '..'), e.g. 'com.example.reader'"

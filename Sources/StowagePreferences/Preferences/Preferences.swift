@@ -84,11 +84,7 @@ public final class Preferences: Sendable {
     }
 
     private static func validate(suite: String) throws {
-        let allowed = suite.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == 0x2E || byte == 0x2D || byte == 0x5F
-        }
-        guard allowed, !suite.isEmpty, suite.utf8.count <= 200, suite.first != "." else {
+        guard PlainName.isValid(suite, maximumLength: 200, allowsLeadingDot: false) else {
             throw StowageError(
                 code: .invalidArgument,
                 message: """
