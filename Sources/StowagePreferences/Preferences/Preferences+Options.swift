@@ -18,7 +18,8 @@ extension Preferences {
         /// How far a returned `set` survives. Default ``Durability/processCrash``.
         public var durability: Durability = .processCrash
         /// The log is rewritten as one record per value once it holds at least this many bytes
-        /// and more than twice as many records as values. Default 256 KiB.
+        /// and more than twice as many records as values, by a process that has the suite open
+        /// alone (see ``Preferences/compact()``). Default 256 KiB.
         public var compactionThreshold = 256 * 1024
         /// How often a store with observers checks for other processes' changes. Default 250 ms.
         public var observationInterval: Duration = .milliseconds(250)

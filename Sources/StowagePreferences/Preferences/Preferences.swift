@@ -203,10 +203,13 @@ public final class Preferences: Sendable {
         try state.withLock { try $0.log.flush() }
     }
 
-    /// Rewrites the log as one record per value now (writes do it by themselves when most of
-    /// the log is overwritten values).
-    public func compact() throws {
-        let ((), changes) = try state.withLock { try $0.withExclusiveLock { try $0.compact() } }
+    /// Rewrites the log as one record per value now, if no other process has the suite open
+    /// (writes do it by themselves when most of the log is overwritten values); returns whether
+    /// it did.
+    @discardableResult
+    public func compact() throws -> Bool {
+        let (compacted, changes) = try state.withLock { try $0.withExclusiveLock { try $0.compactIfAlone() } }
         if !changes.isEmpty { observers.notify(changes) }
+        return compacted
     }
 }

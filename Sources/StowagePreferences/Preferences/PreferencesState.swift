@@ -16,10 +16,13 @@ struct PreferencesState {
     /// Records in the current file, live or not: compaction's measure of waste.
     private(set) var recordCount = 0
     let logger: Logger
+    /// Held shared while the suite is open here; compaction needs this process to be alone.
+    private let users: PreferencesUsersLock
 
     /// Opens the log at `path` and replays it, repairing a damaged or uncommitted tail.
     init(path: String, logger: Logger) throws {
         self.logger = logger
+        users = try PreferencesUsersLock(logPath: path)
         log = try Self.openCurrent(path: path, logger: logger)
         defer { log.unlock() }
         try replayAll(repairing: true)
@@ -152,12 +155,21 @@ struct PreferencesState {
     private mutating func compactIfWasteful(options: Preferences.Options) throws {
         let logBytes = applied - PreferencesLog.headerSize
         guard logBytes >= options.compactionThreshold, recordCount > 2 * max(values.count, 1) else { return }
-        try compact()
+        _ = try compactIfAlone()
     }
 
-    /// Rewrites the log as one record per value. Call with the exclusive lock held; on return
+    /// Compacts when no other process has the suite open; returns whether it did. Call with the
+    /// exclusive lock held.
+    mutating func compactIfAlone() throws -> Bool {
+        guard users.isAlone() else { return false }
+        try compact()
+        return true
+    }
+
+    /// Rewrites the log as one record per value. Call with the exclusive lock held, and only
+    /// when alone (``compactIfAlone()``); on return
     /// the new file is current (and unlocked, as nobody else can have locked it yet).
-    mutating func compact() throws {
+    private mutating func compact() throws {
         let before = applied
         let replacement = try log.compacted(values: values)
         log.unlock()
