@@ -52,7 +52,9 @@ let package = Package(
             name: "StowageCLI",
             dependencies: [
                 "StowageCore",
+                "StowageCache",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
