@@ -35,7 +35,7 @@ struct BenchTool: AsyncParsableCommand {
     static let scenarios: [any Scenario] =
         [
             DiskUsageTreeScenario(), MemoryCacheScenario(),
-        ] + DiskCacheScenario.all
+        ] + DiskCacheScenario.all + [CleanerScenario(), PurgeSweepScenario()]
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())
