@@ -88,9 +88,10 @@ let package = Package(
         .executableTarget(
             name: "StowageCLI",
             dependencies: [
-                "StowageCore", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,3 +1,5 @@
+// statx(2) is declared by glibc's <sys/stat.h> only with _GNU_SOURCE.
+#define _GNU_SOURCE
 #include "CStowageShims.h"
 
 // Linux has the l* variants (no symlink following); Apple spells it as an option flag.
@@ -23,4 +25,59 @@ int stowage_removexattr(const char *path, const char *name) {
 #else
     return lremovexattr(path, name);
 #endif
+}
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#if defined(__linux__)
+#include <sys/sysmacros.h>
+#endif
+
+static void stowage_fill_from_stat(const struct stat *source, struct stowage_file_status *status) {
+    status->mode = source->st_mode;
+    status->link_count = source->st_nlink;
+    status->inode = source->st_ino;
+    status->device = (unsigned long long)source->st_dev;
+    status->blocks = source->st_blocks;
+    status->size = source->st_size;
+#if defined(__APPLE__)
+    status->modification_seconds = source->st_mtimespec.tv_sec;
+    status->modification_nanoseconds = source->st_mtimespec.tv_nsec;
+    status->birth_seconds = source->st_birthtimespec.tv_sec;
+    status->birth_nanoseconds = source->st_birthtimespec.tv_nsec;
+    status->has_birth_time = 1;
+#else
+    status->modification_seconds = source->st_mtim.tv_sec;
+    status->modification_nanoseconds = source->st_mtim.tv_nsec;
+    status->birth_seconds = 0;
+    status->birth_nanoseconds = 0;
+    status->has_birth_time = 0;
+#endif
+}
+
+int stowage_status_at(int directory, const char *name, struct stowage_file_status *status) {
+#if defined(__linux__) && defined(STATX_BTIME)
+    struct statx extended;
+    if (statx(directory, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &extended) == 0) {
+        status->mode = extended.stx_mode;
+        status->link_count = extended.stx_nlink;
+        status->inode = extended.stx_ino;
+        status->device = makedev(extended.stx_dev_major, extended.stx_dev_minor);
+        status->blocks = (long long)extended.stx_blocks;
+        status->size = (long long)extended.stx_size;
+        status->modification_seconds = extended.stx_mtime.tv_sec;
+        status->modification_nanoseconds = extended.stx_mtime.tv_nsec;
+        status->has_birth_time = (extended.stx_mask & STATX_BTIME) ? 1 : 0;
+        status->birth_seconds = status->has_birth_time ? extended.stx_btime.tv_sec : 0;
+        status->birth_nanoseconds = status->has_birth_time ? extended.stx_btime.tv_nsec : 0;
+        return 0;
+    }
+    if (errno != ENOSYS) return -1;
+#endif
+    struct stat plain;
+    if (fstatat(directory, name, &plain, AT_SYMLINK_NOFOLLOW) != 0) return -1;
+    stowage_fill_from_stat(&plain, status);
+    return 0;
 }

@@ -5,7 +5,8 @@ import ArgumentParser
 struct StowageTool: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stowage",
-        abstract: "Local storage and caching for Swift programs: report, measure and clear an app's storage.",
+        abstract:
+            "Local storage and caching for Swift programs: report, measure, clear, clean and purge an app's storage.",
         discussion: """
             Every command works on a container: the five locations (documents, application support,
             caches, preferences, temporary) of one app. By default that is the container of the
@@ -18,6 +19,7 @@ struct StowageTool: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ReportCommand.self, UsageCommand.self, LocationsCommand.self, CapacityCommand.self, ClearCommand.self,
+            CleanCommand.self, PurgeableCommand.self, PurgeCommand.self,
             PrefsCommand.self, DatabaseCommand.self, SecretsCommand.self,
         ],
         defaultSubcommand: ReportCommand.self

@@ -29,4 +29,25 @@ ssize_t stowage_getxattr(const char *path, const char *name, void *value, size_t
 /// Removes an extended attribute of `path` without following a final symbolic link.
 int stowage_removexattr(const char *path, const char *name);
 
+/// What Stowage's walks need to know about one directory entry.
+struct stowage_file_status {
+    unsigned int mode;
+    unsigned long long link_count;
+    unsigned long long inode;
+    unsigned long long device;
+    long long blocks;
+    long long size;
+    long long modification_seconds;
+    long long modification_nanoseconds;
+    long long birth_seconds;
+    long long birth_nanoseconds;
+    /// 1 when the file system reported a birth time, 0 when it has none.
+    int has_birth_time;
+};
+
+/// Examines `name` in the directory open at `directory` without following a final symbolic
+/// link: `statx(2)` with the birth time on Linux (falling back to `fstatat` where the kernel has
+/// no statx), `fstatat` with `st_birthtimespec` on Apple platforms. Returns 0 or -1 with errno.
+int stowage_status_at(int directory, const char *name, struct stowage_file_status *status);
+
 #endif

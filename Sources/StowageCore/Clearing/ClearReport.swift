@@ -17,6 +17,12 @@ public struct ClearReport: Sendable, Hashable, Codable {
         /// Why, e.g. `"cannot remove: EACCES (Permission denied)"`.
         public var message: String
         public var description: String { "\(path): \(message)" }
+
+        /// Creates a failure record.
+        public init(path: String, message: String) {
+            self.path = path
+            self.message = message
+        }
     }
 
     /// Whether every entry was removed.

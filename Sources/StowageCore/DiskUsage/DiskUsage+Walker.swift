@@ -168,6 +168,11 @@ package struct FileIdentity: Hashable {
         inode = UInt64(status.st_ino)
     }
 
+    package init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+
     package static func device(of status: stat) -> UInt64 {
         UInt64(truncatingIfNeeded: status.st_dev)
     }

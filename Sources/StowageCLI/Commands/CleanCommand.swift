@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import Logging
+import StowageCache
+import StowageCore
+
+/// `stowage clean --manifest FILE`: run a clean manifest (the seed's PurgeableCache.plist).
+struct CleanCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clean",
+        abstract: "Run the clean tasks of a manifest (PurgeableCache.plist or JSON) with progress.",
+        discussion: """
+            Task paths are container paths such as Library/Caches/images; entries may use * and ?.
+            Absolute paths, '..' and symbolic links leading out of the container are refused; links
+            are removed as links, never followed. Class + Selectors tasks need handlers registered in
+            the app's code, so they fail here. Progress goes to standard error (a bar on a terminal),
+            the summary to standard output. Exit status 1 when a task failed.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(help: "The manifest: a property list (XML, binary) or a .json file.")
+    var manifest: String
+
+    @Flag(help: "Measure and report what would be freed; delete nothing.")
+    var dryRun = false
+
+    func run() async throws {
+        try await Output.run {
+            let manifest = try CleanManifest(contentsOf: URL(filePath: manifest))
+            // Failed tasks are printed below; the library's log would say the same again.
+            var logger = Logger(label: "stowage.cleaner")
+            logger.logLevel = .error
+            let cleaner = CacheCleaner(container: try options.container(), logger: logger)
+            var printer = CleanProgressPrinter()
+            var report: CleanReport?
+            for try await event in cleaner.run(manifest, dryRun: dryRun) {
+                if !options.json { printer.show(event) }
+                if case .done(let done) = event { report = done }
+            }
+            guard let report else { throw CancellationError() }
+            if options.json {
+                try Output.printJSON(report)
+            } else {
+                print(render(report))
+            }
+            for task in report.tasks {
+                if let error = task.error { Output.warn(error.message) }
+                for failure in task.failures { Output.warn(failure.description) }
+            }
+            if !report.isComplete { throw Output.partialFailure }
+        }
+    }
+
+    private func render(_ report: CleanReport) -> String {
+        var table = TextTable(header: ["TASK", report.isDryRun ? "WOULD FREE" : "FREED", "ENTRIES", "STATUS"])
+        for task in report.tasks {
+            let status = task.error != nil ? "failed" : task.failures.isEmpty ? "ok" : "\(task.failures.count) failures"
+            table.append([
+                "\(task.index) \(task.task)", task.bytesFreed.formatted(.seed),
+                report.isDryRun ? String(task.entriesBefore) : String(task.entriesRemoved), status,
+            ])
+        }
+        let summary =
+            report.isDryRun
+            ? "would free \(report.bytesFreed.formatted(.seed)) (dry run: nothing was deleted)"
+            : "freed \(report.bytesFreed.formatted(.seed))"
+        return table.rendered + "\n" + summary
+    }
+}

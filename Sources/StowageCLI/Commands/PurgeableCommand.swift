@@ -1,0 +1,125 @@
+import ArgumentParser
+import Foundation
+import StowageCache
+import StowageCore
+
+/// `stowage purgeable add|list|remove`: the container's purgeable-directory registrations.
+struct PurgeableCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purgeable",
+        abstract: "Register, list and remove purgeable directories (the seed's APPurgeablePath).",
+        subcommands: [Add.self, List.self, Remove.self]
+    )
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a directory (created if missing) or update its policy and cap.",
+            discussion: "PATH is a container path such as Documents/SomePath or Library/Caches/feeds."
+        )
+
+        @OptionGroup var options: GlobalOptions
+
+        @Argument(help: "The directory, relative to the container.")
+        var path: String
+
+        @Option(help: "'manual' or an age in days: 3d, 7d, 14d, 30d, … (files older than that are swept).")
+        var policy: String
+
+        @Option(help: "Size cap, e.g. 200MB: over it a sweep deletes the oldest files down to half the cap.")
+        var cap: String?
+
+        func validate() throws {
+            do {
+                _ = try PurgePolicy(parsing: policy)
+                if let cap { _ = try ByteCount(parsing: cap) }
+            } catch let error as StowageError {
+                throw ValidationError(error.message)
+            }
+        }
+
+        func run() async throws {
+            try await Output.run {
+                let purgeable = PurgeableDirectories(container: try options.container(), configuration: .quiet)
+                let url = try await purgeable.register(
+                    path,
+                    policy: try PurgePolicy(parsing: policy),
+                    sizeCap: try cap.map { try ByteCount(parsing: $0) }
+                )
+                if options.json {
+                    try Output.printJSON(["path": path, "fileSystemPath": url.fileSystemPath])
+                } else {
+                    print("Registered \(path) (\(url.fileSystemPath))")
+                }
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the registered directories and their sizes.")
+
+        @OptionGroup var options: GlobalOptions
+
+        struct Row: Encodable {
+            var path: String
+            var policy: String
+            var sizeCap: ByteCount?
+            var fileSystemPath: String
+            var allocatedBytes: ByteCount?
+        }
+
+        func run() async throws {
+            try await Output.run {
+                let container = try options.container()
+                let purgeable = PurgeableDirectories(container: container, configuration: .quiet)
+                var rows: [Row] = []
+                for directory in try await purgeable.registrations() {
+                    let location = try purgeable.url(for: directory.path)
+                    let size = try? await DiskUsage.measure(location).allocatedBytes
+                    rows.append(
+                        Row(
+                            path: directory.path,
+                            policy: directory.policy.description,
+                            sizeCap: directory.sizeCap,
+                            fileSystemPath: location.fileSystemPath,
+                            allocatedBytes: size
+                        )
+                    )
+                }
+                if options.json {
+                    try Output.printJSON(rows)
+                    return
+                }
+                var table = TextTable(header: ["PATH", "POLICY", "CAP", "SIZE", "LOCATION"])
+                for row in rows {
+                    table.append([
+                        row.path, row.policy, row.sizeCap?.formatted(.seed) ?? "-",
+                        row.allocatedBytes?.formatted(.seed) ?? "missing", row.fileSystemPath,
+                    ])
+                }
+                print(rows.isEmpty ? "No purgeable directories are registered." : table.rendered)
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Forget a registration; the directory and its files stay."
+        )
+
+        @OptionGroup var options: GlobalOptions
+
+        @Argument(help: "The registered directory, relative to the container.")
+        var path: String
+
+        func run() async throws {
+            try await Output.run {
+                let purgeable = PurgeableDirectories(container: try options.container(), configuration: .quiet)
+                guard try await purgeable.unregister(path) else {
+                    Output.warn("'\(path)' is not registered; see 'stowage purgeable list'")
+                    throw Output.partialFailure
+                }
+                if !options.json { print("Removed the registration of \(path); its files stay.") }
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Logging
+import StowageCore
+
+/// The manifest-driven cache cleaner: the seed's `APUserCacheCleaner`, made safe and observable.
+///
+/// ```swift
+/// let manifest = try CleanManifest(contentsOf: Bundle.main.url(forResource: "PurgeableCache", withExtension: "plist")!)
+/// let cleaner = CacheCleaner(container: container, handlers: handlers)
+/// for try await event in cleaner.run(manifest) {
+///     switch event {
+///     case .done(let report): print("freed", report.bytesFreed.formatted(.seed))   // "freed 12.35M"
+///     default: show(event.phase, event.fraction)
+///     }
+/// }
+/// ```
+///
+/// A run goes through the seed's four phases: pre-calculating (measuring what every task
+/// names), cleaning, post-calculating (measuring again), done (bytes freed = before − after, per
+/// task and in total, and the errors of the tasks that failed). One failing task never stops the
+/// others.
+///
+/// Safety:
+/// - Task paths are container paths (`Library/Caches/images`); absolute paths, `..` and symbolic
+///   links that lead out of the location are refused with a ``StowageError`` naming the task
+///   (`.pathEscapesRoot`), as are link loops (`.invalidArgument`).
+/// - Deletion works through directory descriptors: `openat(…, O_NOFOLLOW | O_DIRECTORY)`,
+///   `fstatat(…, AT_SYMLINK_NOFOLLOW)`, `unlinkat`; no path string is ever passed to a deleting
+///   system call and no link is followed, so a link inside a cleaned directory is removed as a
+///   link and a directory swapped for a link mid-way is not entered.
+/// - A malformed manifest is rejected by ``CleanManifest`` before a run can start.
+public final class CacheCleaner: Sendable {
+    /// The container the manifest's paths are relative to.
+    public let container: Container
+    /// The handlers `Class` + `Selectors` tasks call.
+    public let handlers: CleanHandlers
+    /// Where runs are logged (label `stowage.cleaner` by default).
+    public let logger: Logger
+
+    /// A cleaner for `container`.
+    public init(
+        container: Container,
+        handlers: CleanHandlers = CleanHandlers(),
+        logger: Logger = Logger(label: "stowage.cleaner")
+    ) {
+        self.container = container
+        self.handlers = handlers
+        self.logger = logger
+    }
+
+    /// Starts cleaning and returns its progress; see ``CleanProgress``.
+    ///
+    /// - Parameters:
+    ///   - manifest: The tasks.
+    ///   - dryRun: Measure and report what would be freed, delete nothing.
+    /// - Returns: The events, ending with ``CleanEvent/done(_:)``. Cancelling the iterating task
+    ///   stops the clean between two files.
+    public func run(_ manifest: CleanManifest, dryRun: Bool = false) -> CleanProgress {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: CleanEvent.self, throwing: (any Error).self)
+        let cancellation = CancellationFlag()
+        let job = CleanJob(
+            container: container,
+            handlers: handlers,
+            logger: logger,
+            isDryRun: dryRun,
+            cancellation: cancellation,
+            gate: ProgressGate { continuation.yield($0) }
+        )
+        let task = Task {
+            do {
+                let report = try await withTaskCancellationHandler {
+                    try await job.run(manifest)
+                } onCancel: {
+                    cancellation.cancel()
+                }
+                continuation.yield(.done(report))
+                continuation.finish()
+            } catch {
+                if error is CancellationError { logger.notice("clean cancelled") }
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { termination in
+            if case .cancelled = termination {
+                cancellation.cancel()
+                task.cancel()
+            }
+        }
+        return CleanProgress(stream: stream)
+    }
+
+    /// Cleans and returns the report, without progress.
+    ///
+    /// - Throws: `CancellationError` when the calling task is cancelled (between two files; what
+    ///   was removed stays removed). Task failures are in the report, not thrown.
+    public func clean(_ manifest: CleanManifest, dryRun: Bool = false) async throws -> CleanReport {
+        try await run(manifest, dryRun: dryRun).report()
+    }
+}

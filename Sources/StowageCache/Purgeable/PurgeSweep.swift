@@ -1,0 +1,222 @@
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The work of one sweep or reset of one registered directory, on the calling thread.
+///
+/// The directory is resolved inside its container location without following links out of it
+/// (``ConfinedResolver``), then walked through directory descriptors: each file is examined
+/// once with `statx`, removed at once with `unlinkat` when it is older than the policy, else
+/// kept in a list for the cap. Over the cap, that list is ordered by ``FileTimestamp`` and the
+/// oldest files are removed until the directory is at half of the cap (the seed's rule).
+/// Directories are never removed by a sweep: the app may expect them to exist.
+struct PurgeSweep {
+    let container: Container
+    let ageTimestamp: FileTimestamp
+    let capOrder: FileTimestamp
+    /// Seconds since 1970, from the injected clock.
+    let now: Double
+    let cancellation: CancellationFlag?
+
+    /// Sweeps one directory. Throws `CancellationError` only; other problems are in the report.
+    func sweep(_ registration: PurgeableDirectory) throws -> PurgeReport.Directory {
+        var report = PurgeReport.Directory(
+            path: registration.path,
+            fileSystemPath: "",
+            policy: registration.policy,
+            sizeCap: registration.sizeCap
+        )
+        guard let root = open(registration, into: &report) else { return report }
+        var walk = SweepWalk(
+            cutoff: registration.policy.maximumAge.map { now - $0 },
+            keepsSurvivors: registration.sizeCap != nil,
+            ageTimestamp: ageTimestamp,
+            capOrder: capOrder,
+            cancellation: cancellation
+        )
+        try walk.walk(root, index: 0)
+        if let cap = registration.sizeCap, walk.remainingBytes > cap.rawValue {
+            try walk.trim(toBytes: cap.rawValue / 2, root: root)
+        }
+        report.removedForAge = walk.removedForAge
+        report.removedForCap = walk.removedForCap
+        report.bytesFreed = ByteCount(walk.bytesFreed)
+        report.remainingBytes = ByteCount(walk.remainingBytes)
+        report.failures = walk.failures
+        return report
+    }
+
+    /// Empties one directory (reset-all, clear), keeping the directory itself.
+    func empty(_ registration: PurgeableDirectory) throws -> PurgeReport.Directory {
+        var report = PurgeReport.Directory(
+            path: registration.path,
+            fileSystemPath: "",
+            policy: registration.policy,
+            sizeCap: registration.sizeCap
+        )
+        guard let root = open(registration, into: &report) else { return report }
+        let entries = (try? root.entries()) ?? []
+        // The caches location's own tag stays, as Container.clear keeps it.
+        let keeping: Set<String> = root.path == container.url(for: .caches).fileSystemPath ? ["CACHEDIR.TAG"] : []
+        var before = TreeMeasure(cancellation: cancellation)
+        let bytesBefore = try entries.filter { !keeping.contains($0.name) }.reduce(Int64(0)) {
+            $0 + (try before.measure($1.name, in: root)).bytes
+        }
+        var removal = TreeRemoval(cancellation: cancellation)
+        try removal.removeContents(of: root, keeping: keeping)
+        var after = TreeMeasure(cancellation: cancellation)
+        let bytesAfter = try ((try? root.entries()) ?? []).filter { !keeping.contains($0.name) }.reduce(Int64(0)) {
+            $0 + (try after.measure($1.name, in: root)).bytes
+        }
+        report.removedByReset = removal.removedCount
+        report.bytesFreed = ByteCount(max(0, bytesBefore - bytesAfter))
+        report.remainingBytes = ByteCount(bytesAfter)
+        report.failures = removal.failures
+        return report
+    }
+
+    /// Resolves the registered path; `nil` (with the report filled) when there is nothing to do.
+    private func open(_ registration: PurgeableDirectory, into report: inout PurgeReport.Directory) -> OpenDirectory? {
+        let subject = "purgeable directory '\(registration.path)'"
+        do {
+            let path = try ContainerPath(parsing: registration.path, subject: subject)
+            report.fileSystemPath = path.url(in: container).fileSystemPath
+            switch try ConfinedResolver.resolve(path, in: container, subject: subject) {
+            case .directory(let directory):
+                return directory
+            case .missing:
+                return nil
+            case .entry(let parent, let name):
+                report.error =
+                    "\(subject): '\(parent.pathOf(name))' is not a directory; move it away or unregister the path"
+                return nil
+            }
+        } catch {
+            report.error = (error as? StowageError)?.message ?? "\(error)"
+            return nil
+        }
+    }
+}
+
+/// The walk of one sweep: removals by age as it goes, survivors kept for the cap.
+private struct SweepWalk {
+    struct Survivor {
+        var directory: Int
+        var name: String
+        var time: Double
+        var bytes: Int64
+        var isLastLink: Bool
+    }
+
+    let cutoff: Double?
+    let keepsSurvivors: Bool
+    let ageTimestamp: FileTimestamp
+    let capOrder: FileTimestamp
+    let cancellation: CancellationFlag?
+
+    /// Directories seen, index 0 being the root: parent index and name, to reopen them.
+    var directories: [(parent: Int, name: String)] = [(-1, "")]
+    var survivors: [Survivor] = []
+    var seenLinks = Set<FileIdentity>()
+    var removedForAge = 0
+    var removedForCap = 0
+    var bytesFreed: Int64 = 0
+    var remainingBytes: Int64 = 0
+    var failures: [ClearReport.Failure] = []
+
+    mutating func walk(_ directory: OpenDirectory, index: Int) throws {
+        let entries: [OpenDirectory.Entry]
+        do {
+            entries = try directory.entries()
+        } catch {
+            failures.append(.init(path: directory.path, message: (error as? StowageError)?.message ?? "\(error)"))
+            return
+        }
+        for entry in entries {
+            try cancellation?.check()
+            guard let status = FileStatus.at(directory.descriptor, entry.name) else {
+                if errno != ENOENT { fail(directory.pathOf(entry.name), "cannot examine") }
+                continue
+            }
+            if status.type == .directory {
+                guard let child = directory.openChild(entry.name) else {
+                    if errno != ENOENT { fail(directory.pathOf(entry.name), "cannot open directory") }
+                    continue
+                }
+                directories.append((index, entry.name))
+                try walk(child, index: directories.count - 1)
+                continue
+            }
+            let isLastLink = status.linkCount <= 1
+            // A file with several links takes its space once.
+            let bytes = isLastLink || seenLinks.insert(status.identity).inserted ? status.allocatedBytes : 0
+            if let cutoff, ageTimestamp.seconds(of: status) < cutoff {
+                if unlinkat(directory.descriptor, entry.name, 0) == 0 {
+                    removedForAge += 1
+                    if isLastLink { bytesFreed += bytes }
+                    continue
+                }
+                if errno == ENOENT { continue }
+                fail(directory.pathOf(entry.name), "cannot remove")
+            }
+            remainingBytes += bytes
+            if keepsSurvivors {
+                survivors.append(
+                    Survivor(
+                        directory: index,
+                        name: entry.name,
+                        time: capOrder.seconds(of: status),
+                        bytes: bytes,
+                        isLastLink: isLastLink
+                    )
+                )
+            }
+        }
+    }
+
+    /// Removes the oldest survivors until at most `target` bytes remain.
+    mutating func trim(toBytes target: Int64, root: OpenDirectory) throws {
+        var chosen: [Int] = []
+        var total = remainingBytes
+        for index in survivors.indices.sorted(by: { survivors[$0].time < survivors[$1].time }) {
+            guard total > target else { break }
+            chosen.append(index)
+            total -= survivors[index].bytes
+        }
+        // One reopening per directory; directories in walk order.
+        let byDirectory = Dictionary(grouping: chosen) { survivors[$0].directory }
+        for directoryIndex in byDirectory.keys.sorted() {
+            try cancellation?.check()
+            guard let directory = reopen(directoryIndex, root: root) else {
+                fail(root.path, "cannot reopen a subdirectory to trim it")
+                continue
+            }
+            for index in byDirectory[directoryIndex]! {
+                try cancellation?.check()
+                let survivor = survivors[index]
+                if unlinkat(directory.descriptor, survivor.name, 0) == 0 || errno == ENOENT {
+                    removedForCap += 1
+                    remainingBytes -= survivor.bytes
+                    if survivor.isLastLink { bytesFreed += survivor.bytes }
+                } else {
+                    fail(directory.pathOf(survivor.name), "cannot remove")
+                }
+            }
+        }
+    }
+
+    /// Opens a directory seen by the walk again, from the root, never following a link.
+    private func reopen(_ index: Int, root: OpenDirectory) -> OpenDirectory? {
+        if index == 0 { return root }
+        let (parent, name) = directories[index]
+        return reopen(parent, root: root)?.openChild(name)
+    }
+
+    private mutating func fail(_ path: String, _ what: String) {
+        failures.append(.init(path: path, message: "\(what): \(Errno.current)"))
+    }
+}

@@ -1,0 +1,31 @@
+import Logging
+
+extension PurgeableDirectories {
+    /// How sweeps judge age and order, and where they log.
+    public struct Configuration: Sendable {
+        /// Where "now" comes from; tests inject a clock they move. Default: the system clock.
+        public var clock: CacheClock
+        /// The time a file's age is measured from for the policy. Default
+        /// ``FileTimestamp/modification``: when the data was last written, as `find -mtime`.
+        public var ageTimestamp: FileTimestamp
+        /// The time that orders files for the size cap, oldest removed first. Default
+        /// ``FileTimestamp/creation`` (the birth time where the file system has one, else the
+        /// modification time), as the seed removes "the files with the oldest creation time".
+        public var capOrder: FileTimestamp
+        /// Where registrations, sweeps and resets are logged. Default label `stowage.purgeable`.
+        public var logger: Logger
+
+        /// Creates a configuration; the defaults are documented on each property.
+        public init(
+            clock: CacheClock = .system,
+            ageTimestamp: FileTimestamp = .modification,
+            capOrder: FileTimestamp = .creation,
+            logger: Logger = Logger(label: "stowage.purgeable")
+        ) {
+            self.clock = clock
+            self.ageTimestamp = ageTimestamp
+            self.capOrder = capOrder
+            self.logger = logger
+        }
+    }
+}

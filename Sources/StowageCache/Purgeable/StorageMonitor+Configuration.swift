@@ -1,0 +1,64 @@
+import Logging
+import StowageCore
+
+extension StorageMonitor {
+    /// When the volume counts as short of space, and how often to look.
+    public struct Configuration: Sendable {
+        /// Under pressure when opportunistic capacity is below this fraction of the volume.
+        /// Default `0.10` (seed 003: "less than 10% free").
+        public var minimumFreeFraction: Double
+        /// Under pressure when opportunistic capacity is below this. Default 200 MB (seed 003).
+        public var minimumFreeBytes: ByteCount
+        /// Time between checks once ``StorageMonitor/start()`` was called. Default 5 minutes.
+        public var interval: Duration
+        /// The reserves opportunistic capacity is computed with. Default ``VolumeCapacity/Reserves/init(important:opportunistic:)``.
+        public var reserves: VolumeCapacity.Reserves
+        /// Where checks that found pressure, and what was freed, are logged. Default label
+        /// `stowage.storage-monitor`.
+        public var logger: Logger
+
+        /// Creates a configuration; the defaults are documented on each property.
+        public init(
+            minimumFreeFraction: Double = 0.10,
+            minimumFreeBytes: ByteCount = 200 * .megabyte,
+            interval: Duration = .seconds(300),
+            reserves: VolumeCapacity.Reserves = VolumeCapacity.Reserves(),
+            logger: Logger = Logger(label: "stowage.storage-monitor")
+        ) {
+            self.minimumFreeFraction = minimumFreeFraction
+            self.minimumFreeBytes = minimumFreeBytes
+            self.interval = interval
+            self.reserves = reserves
+            self.logger = logger
+        }
+
+        /// Whether `capacity` is below either threshold.
+        public func isUnderPressure(_ capacity: VolumeCapacity) -> Bool {
+            let fraction =
+                capacity.total.rawValue > 0
+                ? Double(capacity.availableForOpportunisticUsage.rawValue) / Double(capacity.total.rawValue) : 0
+            return fraction < minimumFreeFraction || capacity.availableForOpportunisticUsage < minimumFreeBytes
+        }
+    }
+
+    /// What one check under pressure did.
+    public struct Report: Sendable {
+        /// The capacity that triggered the purge.
+        public var capacityBefore: VolumeCapacity
+        /// The capacity afterwards.
+        public var capacityAfter: VolumeCapacity
+        /// The purge sweep's report, `nil` without purgeable directories.
+        public var sweep: PurgeReport?
+        /// Bytes each registered cache freed, by ``Purging/purgingName``.
+        public var caches: [(name: String, bytesFreed: ByteCount)]
+        /// What failed (the sweep, a cache), with the others still run.
+        public var errors: [any Error]
+
+        /// Bytes freed by the sweep and the caches together.
+        public var bytesFreed: ByteCount {
+            caches.reduce(sweep?.bytesFreed ?? .zero) { $0 + $1.bytesFreed }
+        }
+        /// Whether the volume is still under pressure afterwards.
+        public var isStillUnderPressure: Bool
+    }
+}

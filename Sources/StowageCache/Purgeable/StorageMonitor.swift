@@ -1,0 +1,182 @@
+import Foundation
+import Logging
+import StowageCore
+import Synchronization
+
+/// Watches the volume's opportunistic capacity and, when it runs low, purges: first the
+/// purgeable directories' sweep, then every registered cache (seed 003's `StorageMonitor`).
+///
+/// ```swift
+/// let monitor = StorageMonitor(purgeable: purgeable, caches: [images, feeds])
+/// monitor.start()                                    // checks every 5 minutes
+/// for await report in monitor.reports() { print("freed", report.bytesFreed.formatted(.seed)) }
+/// let report = try await monitor.check()             // or on demand; nil when there was no pressure
+/// ```
+///
+/// Under pressure means opportunistic capacity below ``Configuration/minimumFreeFraction`` of
+/// the volume (10%) or below ``Configuration/minimumFreeBytes`` (200 MB). What was freed goes to
+/// the log, to ``reports()`` subscribers and to the `onReport` callback.
+public final class StorageMonitor: Sendable {
+    /// Thresholds, interval, logger.
+    public let configuration: Configuration
+
+    private let purgeable: PurgeableDirectories?
+    private let capacity: @Sendable () throws -> VolumeCapacity
+    private let onReport: (@Sendable (Report) -> Void)?
+    private let state = Mutex(State())
+
+    private struct State {
+        var caches: [any Purging] = []
+        var subscribers: [UUID: AsyncStream<Report>.Continuation] = [:]
+        var loop: Task<Void, Never>?
+    }
+
+    /// A monitor of the volume holding `purgeable`'s container (its caches location).
+    ///
+    /// - Parameters:
+    ///   - purgeable: The directories to sweep first; `nil` for none.
+    ///   - caches: Caches to purge after the sweep; more can be added with ``add(_:)``.
+    ///   - configuration: Thresholds and interval.
+    ///   - capacity: Reads the capacity; default: `statvfs` of the container's caches location
+    ///     (the current directory without a container). Tests pass their own.
+    ///   - onReport: Called after every check that found pressure.
+    public init(
+        purgeable: PurgeableDirectories?,
+        caches: [any Purging] = [],
+        configuration: Configuration = Configuration(),
+        capacity: (@Sendable () throws -> VolumeCapacity)? = nil,
+        onReport: (@Sendable (Report) -> Void)? = nil
+    ) {
+        self.purgeable = purgeable
+        self.configuration = configuration
+        self.onReport = onReport
+        let reserves = configuration.reserves
+        let volume = purgeable.map { $0.container.url(for: .caches) } ?? URL(filePath: ".")
+        self.capacity =
+            capacity ?? {
+                // The location may not exist yet: measure the nearest existing ancestor's volume.
+                var url = volume
+                while !FileManager.default.fileExists(atPath: url.fileSystemPath), url.pathComponents.count > 1 {
+                    url = url.deletingLastPathComponent()
+                }
+                return try VolumeCapacity.forVolumeBlocking(containing: url, reserves: reserves)
+            }
+        state.withLock { $0.caches = caches }
+    }
+
+    deinit {
+        state.withLock { state in
+            state.loop?.cancel()
+            for subscriber in state.subscribers.values { subscriber.finish() }
+        }
+    }
+
+    /// Adds a cache to purge under pressure.
+    public func add(_ cache: any Purging) {
+        state.withLock { $0.caches.append(cache) }
+    }
+
+    /// Reads the capacity now and purges if it is under pressure.
+    ///
+    /// - Returns: What was done, or `nil` when there was enough space.
+    /// - Throws: ``StowageError`` when the capacity cannot be read; `CancellationError`.
+    @discardableResult
+    public func check() async throws -> Report? {
+        let capacity = self.capacity
+        let before = try await BlockingWork.run { try capacity() }
+        guard configuration.isUnderPressure(before) else { return nil }
+        let logger = configuration.logger
+        logger.warning(
+            "storage pressure: purging",
+            metadata: [
+                "opportunistic": "\(before.availableForOpportunisticUsage.formatted(.seed))",
+                "total": "\(before.total.formatted(.seed))",
+            ]
+        )
+        var errors: [any Error] = []
+        var sweep: PurgeReport?
+        if let purgeable {
+            do {
+                sweep = try await purgeable.sweep()
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                errors.append(error)
+            }
+        }
+        var freed: [(name: String, bytesFreed: ByteCount)] = []
+        for cache in state.withLock({ $0.caches }) {
+            try Task.checkCancellation()
+            do {
+                freed.append((cache.purgingName, try await cache.purge()))
+            } catch {
+                errors.append(error)
+                logger.error(
+                    "purging a cache failed",
+                    metadata: ["cache": "\(cache.purgingName)", "error": "\(error)"]
+                )
+            }
+        }
+        let after = (try? await BlockingWork.run { try capacity() }) ?? before
+        let report = Report(
+            capacityBefore: before,
+            capacityAfter: after,
+            sweep: sweep,
+            caches: freed,
+            errors: errors,
+            isStillUnderPressure: configuration.isUnderPressure(after)
+        )
+        logger.notice(
+            "storage pressure: purged",
+            metadata: [
+                "freed": "\(report.bytesFreed.formatted(.seed))",
+                "opportunistic": "\(after.availableForOpportunisticUsage.formatted(.seed))",
+                "stillUnderPressure": "\(report.isStillUnderPressure)", "errors": "\(errors.count)",
+            ]
+        )
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(report) }
+        onReport?(report)
+        return report
+    }
+
+    /// Starts checking every ``Configuration/interval`` (the first check at once), until
+    /// ``stop()``. Calling it again while running does nothing.
+    public func start() {
+        state.withLock { state in
+            guard state.loop == nil else { return }
+            let interval = configuration.interval
+            state.loop = Task.detached(priority: .background) { [weak self] in
+                while !Task.isCancelled {
+                    do {
+                        try await self?.check()
+                    } catch is CancellationError {
+                        return
+                    } catch {
+                        self?.configuration.logger.error("storage check failed: \(error)")
+                    }
+                    guard self != nil else { return }
+                    try? await Task.sleep(for: interval)
+                }
+            }
+        }
+    }
+
+    /// Stops the checks ``start()`` began.
+    public func stop() {
+        state.withLock { state in
+            state.loop?.cancel()
+            state.loop = nil
+        }
+    }
+
+    /// The reports of checks that found pressure, from now on; each call is a new subscription.
+    public func reports() -> AsyncStream<Report> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Report.self)
+        let id = UUID()
+        state.withLock { $0.subscribers[id] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+}

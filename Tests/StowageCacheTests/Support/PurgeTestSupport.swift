@@ -1,0 +1,116 @@
+import Foundation
+import StowageCache
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A rooted container in a fresh temporary directory, with helpers to lay out files.
+final class TestContainer: Sendable {
+    let directory: DiskTestDirectory
+    let container: Container
+    var root: URL { directory.url }
+
+    init(_ name: String = #function) throws {
+        directory = try DiskTestDirectory(name)
+        container = Container(root: directory.url)
+    }
+
+    func url(_ relative: String) -> URL { root.appending(path: relative) }
+
+    /// Writes `bytes` bytes at `relative` (parents created) and sets its modification time to
+    /// `modified` seconds since 1970 with `utimensat`, when given.
+    @discardableResult
+    func file(_ relative: String, bytes: Int = 4_096, modified: Double? = nil) throws -> URL {
+        let url = url(relative)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(repeating: 0x5A, count: bytes).write(to: url)
+        if let modified { try setModificationTime(url, modified) }
+        return url
+    }
+
+    /// Writes `directories × filesPerDirectory` one-byte files quickly (no FileManager per file).
+    func manyFiles(_ relative: String, directories: Int, filesPerDirectory: Int, modified: Double? = nil) throws {
+        for directory in 0..<directories {
+            let folder = url("\(relative)/d\(directory)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for file in 0..<filesPerDirectory {
+                let path = folder.appending(path: "f\(file)").path
+                let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+                guard descriptor >= 0 else { throw DiskTestFailure("cannot create \(path): errno \(errno)") }
+                _ = write(descriptor, "x", 1)
+                close(descriptor)
+                if let modified { try setModificationTime(URL(filePath: path), modified) }
+            }
+        }
+    }
+
+    func directory(_ relative: String) throws {
+        try FileManager.default.createDirectory(at: url(relative), withIntermediateDirectories: true)
+    }
+
+    func symlink(_ relative: String, to destination: String) throws {
+        try FileManager.default.createDirectory(
+            at: url(relative).deletingLastPathComponent(),
+            withIntermediateDirectories: true
+        )
+        guard Glibc.symlink(destination, url(relative).path) == 0 else {
+            throw DiskTestFailure("symlink \(relative) failed: errno \(errno)")
+        }
+    }
+
+    func exists(_ relative: String) -> Bool {
+        var status = stat()
+        return lstat(url(relative).path, &status) == 0
+    }
+
+    /// Names of the regular files below `relative`, relative to it, sorted.
+    func files(under relative: String) -> [String] {
+        let base = url(relative)
+        guard let enumerator = FileManager.default.enumerator(atPath: base.path) else { return [] }
+        return enumerator.compactMap { $0 as? String }.filter {
+            var status = stat()
+            return lstat(base.appending(path: $0).path, &status) == 0 && status.st_mode & S_IFMT != S_IFDIR
+        }.sorted()
+    }
+}
+
+/// Sets a file's access and modification times, without following a final link.
+func setModificationTime(_ url: URL, _ seconds: Double) throws {
+    var times = [timespec](
+        repeating: timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9)),
+        count: 2
+    )
+    guard utimensat(AT_FDCWD, url.path, &times, AT_SYMLINK_NOFOLLOW) == 0 else {
+        throw DiskTestFailure("utimensat \(url.path) failed: errno \(errno)")
+    }
+}
+
+/// `st_blocks × 512` of a file.
+func allocatedBytes(_ url: URL) -> Int64 {
+    var status = stat()
+    return lstat(url.path, &status) == 0 ? Int64(status.st_blocks) * 512 : 0
+}
+
+/// Whether the file system under `url` reports birth times through statx.
+func hasBirthTime(_ url: URL) -> Bool {
+    let output = (try? runTool(["stat", "-c", "%W", url.path])) ?? "0"
+    return (Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
+}
+
+func runTool(_ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(filePath: "/usr/bin/env")
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// One day in seconds.
+let day: Double = 86_400
