@@ -41,3 +41,10 @@ public struct PurgeReport: Sendable, Hashable, Codable {
     /// Whether every directory was processed without a failure.
     public var isComplete: Bool { directories.allSatisfy { $0.error == nil && $0.failures.isEmpty } }
 }
+
+extension PurgeReport.Directory {
+    /// An empty report for `registration`, before it is processed.
+    init(starting registration: PurgeableDirectory) {
+        self.init(path: registration.path, fileSystemPath: "", policy: registration.policy, sizeCap: registration.sizeCap)
+    }
+}

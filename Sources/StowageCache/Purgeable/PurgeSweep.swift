@@ -24,12 +24,7 @@ struct PurgeSweep {
 
     /// Sweeps one directory. Throws `CancellationError` only; other problems are in the report.
     func sweep(_ registration: PurgeableDirectory) throws -> PurgeReport.Directory {
-        var report = PurgeReport.Directory(
-            path: registration.path,
-            fileSystemPath: "",
-            policy: registration.policy,
-            sizeCap: registration.sizeCap
-        )
+        var report = PurgeReport.Directory(starting: registration)
         guard let root = open(registration, into: &report) else { return report }
         var walk = SweepWalk(
             cutoff: registration.policy.maximumAge.map { now - $0 },
@@ -52,12 +47,7 @@ struct PurgeSweep {
 
     /// Empties one directory (reset-all, clear), keeping the directory itself.
     func empty(_ registration: PurgeableDirectory) throws -> PurgeReport.Directory {
-        var report = PurgeReport.Directory(
-            path: registration.path,
-            fileSystemPath: "",
-            policy: registration.policy,
-            sizeCap: registration.sizeCap
-        )
+        var report = PurgeReport.Directory(starting: registration)
         guard let root = open(registration, into: &report) else { return report }
         let entries = (try? root.entries()) ?? []
         // The caches location's own tag stays, as Container.clear keeps it.

@@ -237,22 +237,29 @@ public final class PurgeableDirectories: Sendable {
     }
 
     private func sweep(cancellation: CancellationFlag?) throws -> PurgeReport {
-        let engine = engine(cancellation)
-        var report = PurgeReport()
-        for registration in try registry.read() {
-            report.directories.append(try engine.sweep(registration))
+        try forEachRegistration(action: "sweep", cancellation: cancellation) { engine, registration in
+            try engine.sweep(registration)
         }
-        record(report, action: "sweep")
-        return report
     }
 
     private func resetAll(cancellation: CancellationFlag?) throws -> PurgeReport {
+        try forEachRegistration(action: "reset", cancellation: cancellation) { engine, registration in
+            try engine.empty(registration)
+        }
+    }
+
+    /// Runs `body` on every registered directory in registration order and records the report.
+    private func forEachRegistration(
+        action: String,
+        cancellation: CancellationFlag?,
+        _ body: (PurgeSweep, PurgeableDirectory) throws -> PurgeReport.Directory
+    ) throws -> PurgeReport {
         let engine = engine(cancellation)
         var report = PurgeReport()
         for registration in try registry.read() {
-            report.directories.append(try engine.empty(registration))
+            report.directories.append(try body(engine, registration))
         }
-        record(report, action: "reset")
+        record(report, action: action)
         return report
     }
 
