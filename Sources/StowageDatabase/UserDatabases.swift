@@ -4,6 +4,12 @@ import Logging
 import StowageCore
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One SQLite database per user, through GRDB: the role of Core Data stores and hand-written
 /// SQLite for an app where several people sign in.
 ///
@@ -26,6 +32,12 @@ import Synchronization
 /// version migrates every user's file on their next use. ``removeUser(_:)`` closes the pool and
 /// deletes the directory, leaving nothing of that user behind.
 ///
+/// Several processes (or several `UserDatabases`) may open one user's database at once: SQLite
+/// coordinates them, and a 5-second busy timeout is the default so that two first opens of a new
+/// file wait for each other instead of failing with "database is locked". A shared lock on the
+/// user's `.lock` file, held while the database is open, makes a removal anywhere else fail with
+/// ``StowageError/Code/busy`` instead of deleting files from under a live pool.
+///
 /// GRDB is not hidden: ``database(for:)`` returns its `DatabasePool`, for records,
 /// `ValueObservation` and everything else GRDB offers.
 public final class UserDatabases: Sendable {
@@ -36,12 +48,19 @@ public final class UserDatabases: Sendable {
     private let migrator: DatabaseMigrator
     private let configuration: GRDB.Configuration
     private let logger: Logger
-    private let open = Mutex<[String: DatabasePool]>([:])
+    private let open = Mutex<[String: OpenDatabase]>([:])
+
+    /// A pool and the shared lock that keeps its files from being removed elsewhere.
+    private struct OpenDatabase {
+        let pool: DatabasePool
+        let lock: UserDirectoryLock
+    }
 
     /// Databases named `name` for the users of `container`, migrated with `migrator`.
     ///
     /// - Parameter configuration: GRDB's configuration for each pool (busy mode, tracing,
-    ///   `prepareDatabase` for keys or functions). WAL mode is always on.
+    ///   `prepareDatabase` for keys or functions). WAL mode is always on. GRDB's default busy
+    ///   mode (fail at once) becomes a 5-second timeout; set another busy mode to override it.
     public init(
         container: Container,
         name: String = "main",
@@ -52,6 +71,8 @@ public final class UserDatabases: Sendable {
         self.container = container
         self.name = name
         self.migrator = migrator
+        var configuration = configuration
+        if case .immediateError = configuration.busyMode { configuration.busyMode = .timeout(5) }
         self.configuration = configuration
         self.logger = logger
     }
@@ -72,19 +93,44 @@ public final class UserDatabases: Sendable {
     public func databaseBlocking(for user: String) throws -> DatabasePool {
         try UserIdentifier.validate(user)
         return try open.withLock { open in
-            if let pool = open[user] { return pool }
+            if let database = open[user] { return database.pool }
             let directory = try userDirectory(user)
             try DirectoryCreation.createDirectory(at: directory)
-            let pool = try DatabasePool(path: databaseURL(user).path, configuration: configuration)
+            let lock = try UserDirectoryLock.acquire(in: directory, exclusive: false, user: user)
+            let pool: DatabasePool
             do {
-                try migrator.migrate(pool)
+                pool = try UserDirectoryLock.whileOpening(in: directory) {
+                    let pool = try DatabasePool(path: databaseURL(user).path, configuration: configuration)
+                    do {
+                        try migrator.migrate(pool)
+                    } catch {
+                        try? pool.close()
+                        throw error
+                    }
+                    return pool
+                }
             } catch {
-                try? pool.close()
+                lock.release()
                 throw error
             }
-            open[user] = pool
+            open[user] = OpenDatabase(pool: pool, lock: lock)
             logger.debug("database opened", metadata: ["user": "\(user)", "path": "\(pool.path)"])
             return pool
+        }
+    }
+
+    /// Closes `user`'s database in this store, if open, so that it can be removed elsewhere.
+    /// The next ``database(for:)`` opens it again.
+    ///
+    /// - Throws: GRDB's error when the pool cannot close because it is still in use (an
+    ///   unfinished read or write, a live `ValueObservation`); the database stays open then.
+    public func close(_ user: String) throws {
+        try UserIdentifier.validate(user)
+        try open.withLock { open in
+            guard let database = open[user] else { return }
+            try database.pool.close()
+            database.lock.release()
+            open[user] = nil
         }
     }
 
@@ -92,10 +138,7 @@ public final class UserDatabases: Sendable {
 
     /// The users that have a database, sorted.
     public func users() throws -> [String] {
-        let directory = container.url(for: .applicationSupport).appending(
-            path: "databases",
-            directoryHint: .isDirectory
-        )
+        let directory = databasesDirectory
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -144,8 +187,15 @@ public final class UserDatabases: Sendable {
     /// Closes `user`'s database and deletes its directory: the database, its WAL and shared
     /// memory files, and anything else stored there. Returns whether there was one.
     ///
-    /// - Throws: GRDB's error when the pool cannot close because the app still uses it (an
-    ///   unfinished read or write, a live `ValueObservation`); nothing is deleted then.
+    /// The directory is first renamed out of the way under the user's exclusive lock (one atomic
+    /// step: from then on the user has no database, even if the process dies before the files
+    /// are deleted), then deleted; leftovers of an interrupted removal are deleted on the next
+    /// removal.
+    ///
+    /// - Throws: ``StowageError`` `.busy` when another store or process has the database open
+    ///   (close it there first); GRDB's error when this store's pool cannot close because the
+    ///   app still uses it (an unfinished read or write, a live `ValueObservation`). Nothing is
+    ///   deleted then.
     @discardableResult
     public func removeUser(_ user: String) async throws -> Bool {
         try await BlockingWork.run { try self.removeUserBlocking(user) }
@@ -156,26 +206,63 @@ public final class UserDatabases: Sendable {
     public func removeUserBlocking(_ user: String) throws -> Bool {
         try UserIdentifier.validate(user)
         return try open.withLock { open in
-            if let pool = open[user] {
-                try pool.close()
+            if let database = open[user] {
+                try database.pool.close()
+                database.lock.release()
                 open[user] = nil
             }
+            try deleteRemovalLeftovers()
             let directory = try userDirectory(user)
             guard FileManager.default.fileExists(atPath: directory.path) else { return false }
-            try FileManager.default.removeItem(at: directory)
+            let lock = try UserDirectoryLock.acquire(in: directory, exclusive: true, user: user)
+            defer { lock.release() }
+            let leftover = databasesDirectory.appending(
+                path: ".removing-\(user)-\(UInt32.random(in: 0...UInt32.max))",
+                directoryHint: .isDirectory
+            )
+            guard rename(directory.path, leftover.path) == 0 else {
+                throw StowageError.syscall(.current, "move the user's directory away", path: directory.path)
+            }
+            try deleteTree(leftover)
             logger.info("user database removed", metadata: ["user": "\(user)"])
             return true
         }
     }
 
+    /// Deletes what removals interrupted by a crash left (directories renamed, not yet deleted).
+    private func deleteRemovalLeftovers() throws {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: databasesDirectory.path)) ?? []
+        for name in names where name.hasPrefix(".removing-") {
+            try deleteTree(databasesDirectory.appending(path: name, directoryHint: .isDirectory))
+        }
+    }
+
+    private func deleteTree(_ url: URL) throws {
+        do {
+            try FileManager.default.removeItem(at: url)
+        } catch CocoaError.fileNoSuchFile {
+            // Another process deleted it meanwhile.
+        } catch {
+            throw StowageError(
+                code: .ioError,
+                message: "cannot delete \(url.path): \(error); it holds a removed user's data, delete it by hand",
+                path: url.path,
+                cause: error
+            )
+        }
+    }
+
     // MARK: - Paths
+
+    /// The directory that holds every user's directory.
+    private var databasesDirectory: URL {
+        container.url(for: .applicationSupport).appending(path: "databases", directoryHint: .isDirectory)
+    }
 
     /// The directory that holds `user`'s database files.
     public func userDirectory(_ user: String) throws -> URL {
         try UserIdentifier.validate(user)
-        return container.url(for: .applicationSupport)
-            .appending(path: "databases", directoryHint: .isDirectory)
-            .appending(path: user, directoryHint: .isDirectory)
+        return databasesDirectory.appending(path: user, directoryHint: .isDirectory)
     }
 
     /// The database file of `user` (its `-wal` and `-shm` files sit beside it).

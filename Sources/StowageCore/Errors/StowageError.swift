@@ -30,6 +30,7 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
             case pathEscapesRoot = "path escapes root"
             case notADirectory = "not a directory"
             case ioError = "I/O error"
+            case busy
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -52,6 +53,9 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
         public static let notADirectory = Code(.notADirectory)
         /// Any other operating-system failure; see ``StowageError/cause``.
         public static let ioError = Code(.ioError)
+        /// Another user of the resource (in this or another process) holds it; the message says
+        /// who and what to do (close it there, or retry later).
+        public static let busy = Code(.busy)
 
         public var description: String { base.rawValue }
 

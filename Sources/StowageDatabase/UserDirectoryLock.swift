@@ -1,0 +1,88 @@
+import Foundation
+import StowageCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An advisory `flock(2)` on `USER/.lock`: shared while a store has the user's database open,
+/// exclusive while the user is being removed.
+///
+/// `flock` locks belong to the open file description, so two ``UserDatabases`` in one process
+/// conflict exactly as two processes do: a removal is refused while anyone has the user open,
+/// and an open is refused while a removal runs. The lock file goes with the directory.
+final class UserDirectoryLock: Sendable {
+    private let descriptor: Mutex<Int32?>
+
+    private init(descriptor: Int32) { self.descriptor = Mutex(descriptor) }
+
+    deinit { release() }
+
+    /// Takes the lock in `directory` (which must exist) without waiting.
+    ///
+    /// - Throws: ``StowageError`` `.busy` when a conflicting lock is held.
+    static func acquire(in directory: URL, exclusive: Bool, user: String) throws -> UserDirectoryLock {
+        let path = directory.appending(path: ".lock").path
+        // A removal renames the directory away after taking its exclusive lock; an open that
+        // raced it may then hold a lock on the orphan. Such a lock is worthless: check that the
+        // file locked is still the file at the path, and retry (recreating the directory) if not.
+        for _ in 0..<8 {
+            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard descriptor >= 0 else { throw StowageError.syscall(.current, "open the lock file", path: path) }
+            guard flock(descriptor, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
+                let failure = Errno.current
+                close(descriptor)
+                guard failure.rawValue == EWOULDBLOCK else { throw StowageError.syscall(failure, "lock", path: path) }
+                throw StowageError(
+                    code: .busy,
+                    message: exclusive
+                        ? "the database of user \(user.debugDescription) is open in this or another process; "
+                            + "close it there (UserDatabases.close) and retry"
+                        : "the database of user \(user.debugDescription) is being removed; retry when it is gone",
+                    path: path
+                )
+            }
+            var held = stat()
+            var current = stat()
+            if fstat(descriptor, &held) == 0, lstat(path, &current) == 0,
+                held.st_ino == current.st_ino, held.st_dev == current.st_dev
+            {
+                return UserDirectoryLock(descriptor: descriptor)
+            }
+            close(descriptor)
+            if exclusive { break }
+            try DirectoryCreation.createDirectory(at: directory)
+        }
+        throw StowageError(
+            code: .busy,
+            message: "the directory of user \(user.debugDescription) was replaced while locking it; retry",
+            path: path
+        )
+    }
+
+    /// Runs `body` holding an exclusive lock on `directory/.open`, waiting for it.
+    ///
+    /// Two first opens of one file race twice, whatever the busy timeout: switching a new file
+    /// to WAL mode fails with "database is locked" while another connection is doing the same
+    /// (SQLite does not call the busy handler there), and GRDB's migrator reads which migrations
+    /// are applied before applying the others, so two connections would both create the same
+    /// tables. Opening and migrating one at a time, across processes, removes both races.
+    static func whileOpening<T>(in directory: URL, _ body: () throws -> T) throws -> T {
+        let path = directory.appending(path: ".open").path
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else { throw StowageError.syscall(.current, "open the opening lock", path: path) }
+        defer { close(descriptor) }
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw StowageError.syscall(.current, "lock for opening", path: path) }
+        }
+        return try body()
+    }
+
+    /// Releases the lock; later calls do nothing.
+    func release() {
+        if let descriptor = descriptor.withLock({ $0.take() }) { close(descriptor) }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import GRDB
+import StowageCore
+import StowageDatabase
+import Testing
+
+/// Several stores (standing in for several processes: SQLite and `flock` treat separate
+/// connections and open files alike) on one user's database.
+@Suite("UserDatabases shared between stores")
+struct UserDatabasesSharingTests {
+    private static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "item") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("value", .integer).notNull()
+            }
+        }
+        return migrator
+    }
+
+    private static func scratchContainer() throws -> (URL, Container) {
+        let url = FileManager.default.temporaryDirectory.appending(path: "stowage-dbshare-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return (url, Container(root: url, identifier: "org.stowage.tests"))
+    }
+
+    @Test("two stores opening a brand-new database at the same moment both succeed (busy timeout)")
+    func concurrentFirstOpen() async throws {
+        let (url, container) = try Self.scratchContainer()
+        defer { try? FileManager.default.removeItem(at: url) }
+        for round in 0..<20 {
+            let user = "user\(round)"
+            let first = UserDatabases(container: container, migrator: Self.migrator())
+            let second = UserDatabases(container: container, migrator: Self.migrator())
+            async let a = first.database(for: user)
+            async let b = second.database(for: user)
+            let (poolA, poolB) = try await (a, b)
+            try await poolA.write { db in try db.execute(sql: "INSERT INTO item (value) VALUES (1)") }
+            try await poolB.write { db in try db.execute(sql: "INSERT INTO item (value) VALUES (2)") }
+            #expect(try await poolA.read { db in try Int.fetchOne(db, sql: "SELECT SUM(value) FROM item") } == 3)
+            try first.close(user)
+            try second.close(user)
+        }
+    }
+
+    @Test("removal is refused with .busy while another store has the user open, and works after it closes")
+    func removalWaitsForOtherStores() async throws {
+        let (url, container) = try Self.scratchContainer()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let app = UserDatabases(container: container, migrator: Self.migrator())
+        let settings = UserDatabases(container: container, migrator: Self.migrator())
+        let pool = try await app.database(for: "ada")
+        try await pool.write { db in try db.execute(sql: "INSERT INTO item (value) VALUES (7)") }
+
+        let refusal = await #expect(throws: StowageError.self) { try await settings.removeUser("ada") }
+        #expect(refusal?.code == .busy)
+        #expect(FileManager.default.fileExists(atPath: try app.databaseURL("ada").path))
+        #expect(try await pool.read { db in try Int.fetchOne(db, sql: "SELECT value FROM item") } == 7)
+
+        try app.close("ada")
+        #expect(try await settings.removeUser("ada"))
+        #expect(!FileManager.default.fileExists(atPath: try app.userDirectory("ada").path))
+        #expect(try settings.users().isEmpty)
+        // Opening again starts from an empty, migrated database.
+        let fresh = try await app.database(for: "ada")
+        #expect(try await fresh.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") } == 0)
+    }
+
+    @Test("a removal interrupted after its rename is finished by the next removal; the user is gone at once")
+    func interruptedRemovalLeftovers() async throws {
+        let (url, container) = try Self.scratchContainer()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let databases = UserDatabases(container: container, migrator: Self.migrator())
+        _ = try await databases.database(for: "ada")
+        try databases.close("ada")
+        // What a removal leaves when the process dies between its rename and its deletion.
+        let directory = try databases.userDirectory("ada")
+        let leftover = directory.deletingLastPathComponent().appending(path: ".removing-ada-1")
+        try FileManager.default.moveItem(at: directory, to: leftover)
+        #expect(try databases.users().isEmpty)
+
+        _ = try await databases.database(for: "bob")
+        #expect(try await databases.removeUser("bob"))
+        #expect(!FileManager.default.fileExists(atPath: leftover.path))
+        #expect(try databases.users().isEmpty)
+    }
+}
