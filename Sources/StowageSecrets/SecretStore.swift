@@ -208,14 +208,7 @@ public final class SecretStore: Sendable {
                         "the secret store at \(storeDirectory.path) was not created with a passphrase; open it with its key"
                 )
             }
-            return try KDF.Scrypt.deriveKey(
-                from: Array(passphrase.utf8),
-                salt: scrypt.salt,
-                outputByteCount: 32,
-                rounds: scrypt.cost.rounds,
-                blockSize: scrypt.cost.blockSize,
-                parallelism: scrypt.cost.parallelism
-            )
+            return try scrypt.cost.deriveKey(from: passphrase, salt: scrypt.salt)
         }
     }
 }
