@@ -21,7 +21,7 @@ extension DiskCache {
         isOnlyUser: Bool
     ) throws -> DiskCacheIndex {
         do {
-            return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites)
+            return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites, logger: configuration.logger)
         } catch let error as DatabaseError
             where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
         {
@@ -39,7 +39,7 @@ extension DiskCache {
             for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
             _ = try DirectoryClearing.clearContentsBlocking(of: URL(filePath: files.dataDirectory))
             do {
-                return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites)
+                return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites, logger: configuration.logger)
             } catch let error as DatabaseError {
                 throw StowageError.index(error, path: path)
             }

@@ -169,14 +169,37 @@ public final class DiskCache: Sendable {
     ///   - key: Any string; it never becomes a path.
     ///   - timeToLive: Seconds until the value expires; `nil` uses
     ///     ``Configuration/defaultTimeToLive``.
+    ///   - tag: A label shared by entries that go together (a user, a feed, a screen);
+    ///     ``removeAll(tagged:)`` removes them in one indexed statement.
     /// - Throws: ``StowageError`` when the file or the index cannot be written (`.noSpace` when
     ///   the volume is full); the previous value then stays.
-    public func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval? = nil) async throws {
-        try await BlockingWork.run { try self.setDataBlocking(data, forKey: key, timeToLive: timeToLive) }
+    public func setData(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: TimeInterval? = nil,
+        tag: String? = nil
+    ) async throws {
+        try await BlockingWork.run { try self.setDataBlocking(data, forKey: key, timeToLive: timeToLive, tag: tag) }
     }
 
-    /// Blocking variant of ``setData(_:forKey:timeToLive:)``.
-    public func setDataBlocking(_ data: Data, forKey key: String, timeToLive: TimeInterval? = nil) throws {
+    /// Blocking variant of ``setData(_:forKey:timeToLive:tag:)``.
+    public func setDataBlocking(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: TimeInterval? = nil,
+        tag: String? = nil
+    ) throws {
+        try store(data, forKey: key, timeToLive: timeToLive, tag: tag, computeSeconds: nil)
+    }
+
+    /// Stores `data`, recording how long it took to compute (for memoize's early refresh).
+    func store(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: TimeInterval?,
+        tag: String?,
+        computeSeconds: Double?
+    ) throws {
         let now = configuration.clock.now().timeIntervalSince1970
         let lifetime = timeToLive ?? configuration.defaultTimeToLive
         var entry = DiskCacheIndex.Entry(
@@ -186,7 +209,9 @@ public final class DiskCache: Sendable {
             created: now,
             modified: now,
             accessed: now,
-            expires: lifetime.map { now + $0 }
+            expires: lifetime.map { now + $0 },
+            tag: tag,
+            computeSeconds: computeSeconds
         )
         if data.count > configuration.inlineThreshold {
             let name = DiskCacheFileName.make(forKey: key)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 import StowageCore
 
 /// The disk cache's SQLite index, through GRDB in WAL mode: one row per entry, small values
@@ -18,6 +19,10 @@ struct DiskCacheIndex: Sendable {
         var modified: Double
         var accessed: Double
         var expires: Double?
+        /// A label for ``DiskCache/removeAll(tagged:)``.
+        var tag: String? = nil
+        /// Seconds the value took to compute, recorded by memoize for early recomputation.
+        var computeSeconds: Double? = nil
     }
 
     /// What a removal took out of the index: the files to unlink after the commit.
@@ -29,6 +34,10 @@ struct DiskCacheIndex: Sendable {
     let pool: DatabasePool
     let path: String
 
+    /// The format this code writes, in SQLite's `user_version`. Format 1 (no version stored,
+    /// user_version 0) lacked `tag` and `compute`; it is migrated in place on open.
+    static let formatVersion = 2
+
     static let schema = """
         CREATE TABLE IF NOT EXISTS entry (
             key TEXT NOT NULL PRIMARY KEY,
@@ -38,10 +47,13 @@ struct DiskCacheIndex: Sendable {
             created REAL NOT NULL,
             modified REAL NOT NULL,
             accessed REAL NOT NULL,
-            expires REAL
+            expires REAL,
+            tag TEXT,
+            compute REAL
         );
         CREATE INDEX IF NOT EXISTS entry_accessed ON entry(accessed);
         CREATE INDEX IF NOT EXISTS entry_expires ON entry(expires) WHERE expires IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS entry_tag ON entry(tag) WHERE tag IS NOT NULL;
         CREATE TABLE IF NOT EXISTS totals (
             id INTEGER PRIMARY KEY CHECK (id = 0),
             count INTEGER NOT NULL,
@@ -59,11 +71,19 @@ struct DiskCacheIndex: Sendable {
         END;
         """
 
+    /// Brings format 1 to format 2: two nullable columns and the tag index. Cheap at any size
+    /// (SQLite adds nullable columns without rewriting rows).
+    static let migrationFrom1 = """
+        ALTER TABLE entry ADD COLUMN tag TEXT;
+        ALTER TABLE entry ADD COLUMN compute REAL;
+        """
+
     /// Opens (creating if needed) the index at `path`.
     ///
     /// - Throws: GRDB's `DatabaseError` as SQLite reports it (`SQLITE_NOTADB`,
     ///   `SQLITE_CORRUPT` for a damaged file); the caller decides about recovery.
-    init(path: String, synchronous: Bool) throws {
+    ///   A newer format than ``formatVersion`` is ``StowageError`` `.unsupported`, never a misread.
+    init(path: String, synchronous: Bool, logger: Logger) throws {
         var configuration = GRDB.Configuration()
         configuration.busyMode = .timeout(30)
         configuration.label = "stowage.disk-cache"
@@ -74,7 +94,7 @@ struct DiskCacheIndex: Sendable {
         self.path = path
         try pool.writeWithoutTransaction { db in
             try db.inTransaction(.immediate) {
-                try db.execute(sql: Self.schema)
+                try Self.prepareFormat(db, path: path, logger: logger)
                 return .commit
             }
         }
@@ -83,6 +103,28 @@ struct DiskCacheIndex: Sendable {
             _ = try Row.fetchOne(db, sql: "SELECT count, size FROM totals WHERE id = 0")
             _ = try Row.fetchOne(db, sql: "SELECT key FROM entry LIMIT 1")
         }
+    }
+
+    /// Creates the schema in a new file, migrates format 1, refuses a newer format.
+    private static func prepareFormat(_ db: Database, path: String, logger: Logger) throws {
+        let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+        if version > formatVersion {
+            throw StowageError(
+                code: .unsupported,
+                message: "the disk cache index \(path) has format \(version), newer than this Stowage's "
+                    + "\(formatVersion); open it with the newer version, or give this one another directory",
+                path: path
+            )
+        }
+        if version < formatVersion, try db.tableExists("entry") {
+            try db.execute(sql: migrationFrom1)
+            logger.notice(
+                "disk cache index migrated",
+                metadata: ["path": "\(path)", "from": "\(max(version, 1))", "to": "\(formatVersion)"]
+            )
+        }
+        try db.execute(sql: schema)
+        try db.execute(sql: "PRAGMA user_version = \(formatVersion)")
     }
 
     /// An `IMMEDIATE` write transaction: the write lock is taken up front, so concurrent
@@ -102,7 +144,10 @@ struct DiskCacheIndex: Sendable {
         // One SELECT is atomic by itself: skipping GRDB's BEGIN/COMMIT around it halves a read.
         try pool.unsafeRead { db in
             let statement = try db.cachedStatement(
-                sql: "SELECT file, inline, size, created, modified, accessed, expires FROM entry WHERE key = ?"
+                sql: """
+                    SELECT file, inline, size, created, modified, accessed, expires, tag, compute
+                    FROM entry WHERE key = ?
+                    """
             )
             guard let row = try Row.fetchOne(statement, arguments: [key]) else { return nil }
             return Entry(
@@ -112,7 +157,9 @@ struct DiskCacheIndex: Sendable {
                 created: row[3],
                 modified: row[4],
                 accessed: row[5],
-                expires: row[6]
+                expires: row[6],
+                tag: row[7],
+                computeSeconds: row[8]
             )
         }
     }
@@ -126,14 +173,15 @@ struct DiskCacheIndex: Sendable {
         // An upsert, not INSERT OR REPLACE: REPLACE's implicit delete does not fire triggers.
         try db.cachedStatement(
             sql: """
-                INSERT INTO entry (key, file, inline, size, created, modified, accessed, expires)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO entry (key, file, inline, size, created, modified, accessed, expires, tag, compute)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET file = excluded.file, inline = excluded.inline,
                     size = excluded.size, modified = excluded.modified, accessed = excluded.accessed,
-                    expires = excluded.expires
+                    expires = excluded.expires, tag = excluded.tag, compute = excluded.compute
                 """
         ).execute(arguments: [
             key, entry.file, entry.inline, entry.size, entry.created, entry.modified, entry.accessed, entry.expires,
+            entry.tag, entry.computeSeconds,
         ])
         return previous
     }

@@ -26,7 +26,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public let disk: DiskCache
     /// How values become bytes for the disk tier.
     public let serializer: any CacheSerializer<Value>
-    private let loads = Mutex<[String: Task<Value, any Error>]>([:])
+    /// Loads and computations in flight, by key: concurrent callers share one.
+    let loads = Mutex<[String: Task<Value, any Error>]>([:])
 
     /// A cache over the two tiers.
     ///
@@ -65,12 +66,37 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - timeToLive: Seconds until the value expires in both tiers; `nil` for the tiers'
     ///     defaults.
+    ///   - tag: A label for ``removeAll(tagged:)``.
     /// - Throws: The serializer's error (nothing is stored), or ``StowageError`` when the disk
     ///   write fails (the memory tier then does not keep the value either).
-    public func setValue(_ value: Value, forKey key: String, timeToLive: TimeInterval? = nil) async throws {
+    public func setValue(
+        _ value: Value,
+        forKey key: String,
+        timeToLive: TimeInterval? = nil,
+        tag: String? = nil
+    ) async throws {
+        try await store(value, forKey: key, timeToLive: timeToLive, tag: tag, computeSeconds: nil)
+    }
+
+    /// Stores `value` in both tiers, with the disk tier's tag and compute time.
+    func store(
+        _ value: Value,
+        forKey key: String,
+        timeToLive: TimeInterval?,
+        tag: String?,
+        computeSeconds: Double?
+    ) async throws {
         let data = try serializer.encode(value)
         do {
-            try await disk.setData(data, forKey: key, timeToLive: timeToLive)
+            try await BlockingWork.run {
+                try self.disk.store(
+                    data,
+                    forKey: key,
+                    timeToLive: timeToLive,
+                    tag: tag,
+                    computeSeconds: computeSeconds
+                )
+            }
         } catch {
             _ = memory.removeValue(forKey: key)
             throw error
@@ -88,6 +114,16 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public func removeAll() async throws {
         memory.removeAll()
         try await disk.removeAll()
+    }
+
+    /// Removes every entry stored with `tag` from both tiers; returns the keys removed.
+    ///
+    /// The disk tier's index finds them (one indexed `DELETE`); the same keys then leave memory.
+    @discardableResult
+    public func removeAll(tagged tag: String) async throws -> [String] {
+        let keys = try await disk.removeAll(tagged: tag)
+        for key in keys { _ = memory.removeValue(forKey: key) }
+        return keys
     }
 
     /// The cached value for `key`, or the value `load` produces, which is then stored.

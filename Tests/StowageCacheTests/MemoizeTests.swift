@@ -1,0 +1,109 @@
+import Foundation
+import StowageCache
+import StowageCore
+import Synchronization
+import Testing
+
+@Suite("HybridCache memoize")
+struct MemoizeTests {
+    private func makeCache(_ scratch: DiskTestDirectory, clock: DiskTestClock) throws -> HybridCache<String> {
+        var configuration = DiskCache.Configuration()
+        configuration.clock = clock.clock
+        return HybridCache(
+            memory: try MemoryCache<String, String>(),
+            disk: try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration),
+            serializer: StringSerializer()
+        )
+    }
+
+    /// A function to memoize that counts its runs and takes `duration` seconds.
+    private final class Computation: Sendable {
+        let runs = Atomic<Int>(0)
+        let duration: Duration
+        init(duration: Duration = .milliseconds(20)) { self.duration = duration }
+        func callAsFunction() async throws -> String {
+            let run = runs.add(1, ordering: .relaxed).newValue
+            try await Task.sleep(for: duration)
+            return "v\(run)"
+        }
+    }
+
+    @Test("a miss computes once for all concurrent callers; hits return the stored value")
+    func computesOnce() async throws {
+        let scratch = try DiskTestDirectory()
+        let clock = DiskTestClock()
+        let cache = try makeCache(scratch, clock: clock)
+        let compute = Computation()
+        let results = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<8 { group.addTask { try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: "v1", count: 8))
+        #expect(try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } == "v1")
+        #expect(compute.runs.load(ordering: .relaxed) == 1)
+        let info = try #require(try await cache.disk.info(forKey: "k"))
+        #expect(info.computeSeconds.map { $0 >= 0.015 } == true)
+        #expect(info.expires == clock.clock.now().addingTimeInterval(10))
+    }
+
+    @Test("far from expiry nothing recomputes; after expiry the next call computes again")
+    func expiry() async throws {
+        let scratch = try DiskTestDirectory()
+        let clock = DiskTestClock()
+        let cache = try makeCache(scratch, clock: clock)
+        let compute = Computation()
+        _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() }
+        clock.advance(by: 5)
+        // Refreshing 5 s early with a 20 ms computation needs a draw of e^-250: never.
+        for _ in 0..<50 { _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(compute.runs.load(ordering: .relaxed) == 1)
+        clock.advance(by: 5)
+        #expect(try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } == "v2")
+    }
+
+    @Test("near expiry one caller's hit starts one background recomputation; everyone gets the old value meanwhile")
+    func earlyRefresh() async throws {
+        let scratch = try DiskTestDirectory()
+        let clock = DiskTestClock()
+        let cache = try makeCache(scratch, clock: clock)
+        let compute = Computation(duration: .milliseconds(200))
+        _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() }
+        clock.advance(by: 9.99)
+        // beta 10^6: the probability of not refreshing 10 ms before expiry is below 10^-7.
+        let start = ContinuousClock.now
+        let results = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<8 {
+                group.addTask { try await cache.memoized(forKey: "k", timeToLive: 10, beta: 1e6) { try await compute() } }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: "v1", count: 8))
+        #expect(ContinuousClock.now - start < .milliseconds(200), "callers waited for the recomputation")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await cache.disk.data(forKey: "k") != Data("v2".utf8), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } == "v2")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(compute.runs.load(ordering: .relaxed) == 2)
+    }
+
+    @Test("a failing computation on a miss is thrown and stores nothing; a failing refresh keeps the value")
+    func failures() async throws {
+        struct Failure: Error {}
+        let scratch = try DiskTestDirectory()
+        let clock = DiskTestClock()
+        let cache = try makeCache(scratch, clock: clock)
+        await #expect(throws: Failure.self) {
+            try await cache.memoized(forKey: "k", timeToLive: 10) { throw Failure() }
+        }
+        #expect(try await cache.disk.data(forKey: "k") == nil)
+        let compute = Computation()
+        _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() }
+        clock.advance(by: 9.99)
+        #expect(try await cache.memoized(forKey: "k", timeToLive: 10, beta: 1e6) { throw Failure() } == "v1")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } == "v1")
+    }
+}
