@@ -273,3 +273,21 @@ struct PurgeableDirectoriesTests {
         #expect(!report.isComplete)
     }
 }
+
+@Suite("purgeable registry format")
+struct PurgeableRegistryFormatTests {
+    @Test("a registry of a newer version is refused with .unsupported and not overwritten by a registration")
+    func newerVersion() throws {
+        let fixture = try TestContainer()
+        let purgeable = PurgeableDirectories(container: fixture.container)
+        _ = try purgeable.registerBlocking("Documents/a", policy: .oneWeek)
+        let registry = fixture.container.url(for: .applicationSupport).appending(path: "Stowage/purgeable-directories.json")
+        let newer = Data(#"{"version": 2, "directories": [], "somethingNew": true}"#.utf8)
+        try newer.write(to: registry)
+
+        let error = #expect(throws: StowageError.self) { try purgeable.registrationsBlocking() }
+        #expect(error?.code == .unsupported)
+        #expect(throws: StowageError.self) { try purgeable.registerBlocking("Documents/b", policy: .manual) }
+        #expect(try Data(contentsOf: registry) == newer)
+    }
+}
