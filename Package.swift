@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "StowagePreferences", targets: ["StowagePreferences"]),
         .library(name: "StowageDatabase", targets: ["StowageDatabase"]),
         .library(name: "StowageSecrets", targets: ["StowageSecrets"]),
+        .library(name: "StowageStores", targets: ["StowageStores"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -79,6 +80,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Across every store: the storage account, clearing every cache, per-user spaces.
+        .target(
+            name: "StowageStores",
+            dependencies: [
+                "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Umbrella: re-exports the light modules.
         .target(
             name: "Stowage",
@@ -89,6 +100,7 @@ let package = Package(
             name: "StowageCLI",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                "StowageStores",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -143,6 +155,15 @@ let package = Package(
         .testTarget(
             name: "StowageSecretsTests",
             dependencies: ["StowageSecrets", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageStoresTests",
+            dependencies: [
+                "StowageStores", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

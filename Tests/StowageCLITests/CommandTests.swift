@@ -31,6 +31,28 @@ struct CommandTests {
         }
     }
 
+    @Test("report lists the container's stores: a table, and under \"account\" in --json")
+    func reportStores() throws {
+        try withTemporaryDirectory { root in
+            _ = try StowageExecutable.run(["prefs", "set", "theme", "dark", "--root", root.path])
+            _ = try StowageExecutable.run(["purgeable", "add", "Library/Caches/dl", "--policy", "7d", "--root", root.path])
+            let json = try StowageExecutable.run(["report", "--root", root.path, "--json"])
+            #expect(json.status == 0, "\(json.standardError)")
+            let object = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+            let account = try #require(object?["account"] as? [String: Any])
+            let stores = try #require(account["stores"] as? [[String: Any]])
+            let names = stores.compactMap { $0["name"] as? String }
+            #expect(names.contains("preferences/standard") && names.contains("Library/Caches/dl"))
+            let preferences = try #require(stores.first { $0["name"] as? String == "preferences/standard" })
+            #expect(preferences["category"] as? String == "durable")
+            #expect(preferences["entries"] as? Int == 1)
+
+            let table = try StowageExecutable.run(["report", "--root", root.path])
+            #expect(table.standardOutput.contains("preferences/standard"))
+            #expect(table.standardOutput.contains("regenerable: 1 stores"))
+        }
+    }
+
     @Test("report prints a table naming every location and the volume")
     func reportTable() throws {
         try withTemporaryDirectory { root in

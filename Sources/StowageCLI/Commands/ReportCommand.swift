@@ -1,25 +1,37 @@
 import ArgumentParser
 import Foundation
 import StowageCore
+import StowageStores
 
-/// `stowage report`: every location of a container with its size and marks, and capacity.
+/// `stowage report`: every location of a container with its size and marks, capacity, and the
+/// storage account (every store Stowage manages there).
 struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
-        abstract: "Show every location of a container: path, size, files, marks, and the volume's capacity.",
-        discussion: "Missing locations are created first, with their marks, as on any first use."
+        abstract: "Show a container's locations (path, size, marks, capacity) and every store in it.",
+        discussion: """
+            Missing locations are created first, with their marks, as on any first use. The stores \
+            table lists each disk cache (from its index), loose cache files, purgeable directory, \
+            preference suite, the secret store, each user database and temporary files, with their \
+            category (durable, regenerable, temporary). --json adds them under "account".
+            """
     )
 
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
         try await Output.run {
-            let report = try await options.container().report()
+            let container = try options.container()
+            let report = try await container.report()
+            let account = try await StorageAccountant(container: container).account()
             if options.json {
-                try Output.printJSON(report)
+                try Output.printJSON(ReportDocument(report: report, account: account))
                 return
             }
             print(Self.render(report))
+            print("")
+            print(Self.render(account))
+            for issue in account.issues { Output.warn(issue) }
             for location in report.locations {
                 for issue in location.issues { Output.warn(issue.description) }
             }
@@ -58,6 +70,45 @@ struct ReportCommand: AsyncParsableCommand {
             )
         }
         return lines.joined(separator: "\n")
+    }
+
+    static func render(_ account: StorageAccount) -> String {
+        var table = TextTable(header: ["STORE", "KIND", "CATEGORY", "SIZE", "LOGICAL", "ENTRIES", "EXPIRED", "FROM"])
+        for store in account.stores {
+            table.append([
+                store.name,
+                store.kind.description,
+                store.category.description,
+                store.allocatedBytes.formatted(.seed),
+                store.logicalBytes.formatted(.seed),
+                store.entries.map(String.init) ?? "-",
+                store.expiredBytes == .zero ? "-" : store.expiredBytes.formatted(.seed),
+                store.source.description,
+            ])
+        }
+        var lines = ["Stores", table.rendered]
+        for category in StorageAccount.Category.allCases {
+            let totals = account.totals(for: category)
+            lines.append(
+                "\(category): \(totals.stores) stores, \(totals.allocatedBytes.formatted(.seed)) on disk, "
+                    + "\(totals.entries) entries" + (totals.expiredBytes == .zero ? "" : ", \(totals.expiredBytes.formatted(.seed)) expired")
+            )
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// The JSON document: the container report's fields, and the account under `account`.
+    private struct ReportDocument: Encodable {
+        let report: ContainerReport
+        let account: StorageAccount
+
+        private enum Keys: String, CodingKey { case account }
+
+        func encode(to encoder: any Encoder) throws {
+            try report.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(account, forKey: .account)
+        }
     }
 
     private static func backupColumn(_ entry: ContainerReport.LocationReport) -> String {

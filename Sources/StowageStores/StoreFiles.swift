@@ -1,0 +1,49 @@
+import Foundation
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Sizes of a store's few known files, by `lstat`: no walk.
+enum StoreFiles {
+    struct Measured {
+        var logical = ByteCount.zero
+        var allocated = ByteCount.zero
+        var files = 0
+    }
+
+    /// The regular files among `paths` (missing ones count as nothing).
+    static func measure(_ paths: [String]) throws -> Measured {
+        var measured = Measured()
+        var status = stat()
+        for path in paths {
+            guard lstat(path, &status) == 0 else {
+                if errno == ENOENT { continue }
+                throw StowageError.syscall(.current, "examine", path: path)
+            }
+            guard (status.st_mode & S_IFMT) == S_IFREG else { continue }
+            measured.logical = measured.logical + ByteCount(Int64(status.st_size))
+            measured.allocated = measured.allocated + ByteCount(Int64(status.st_blocks) * 512)
+            measured.files += 1
+        }
+        return measured
+    }
+
+    /// The names in `directory`, without `.` and `..`; empty when it does not exist.
+    static func names(in directory: URL) throws -> [String] {
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: directory.fileSystemPath).sorted()
+        } catch CocoaError.fileReadNoSuchFile {
+            return []
+        }
+    }
+
+    /// Whether `url` is a directory (not following a final symbolic link).
+    static func isDirectory(_ url: URL) -> Bool {
+        var status = stat()
+        return lstat(url.fileSystemPath, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    }
+}
