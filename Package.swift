@@ -113,6 +113,7 @@ let package = Package(
                 "StowageCore",
                 "StowageCache",
                 "StowagePreferences",
+                "StowageStores",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

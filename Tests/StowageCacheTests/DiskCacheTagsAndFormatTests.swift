@@ -66,18 +66,30 @@ struct DiskCacheTagsAndFormatTests {
                     CREATE INDEX entry_expires ON entry(expires) WHERE expires IS NOT NULL;
                     CREATE TABLE totals (id INTEGER PRIMARY KEY CHECK (id = 0), count INTEGER NOT NULL,
                         size INTEGER NOT NULL);
-                    INSERT INTO totals VALUES (0, 1, 5);
+                    INSERT INTO totals VALUES (0, 2, 10005);
                     INSERT INTO entry VALUES ('old', NULL, x'68656c6c6f', 5, 1e9, 1e9, 1e9, NULL);
+                    INSERT INTO entry VALUES ('big', 'ab/big-value', NULL, 10000, 1e9, 1e9, 1e9, NULL);
                     """
             )
         }
         try queue.close()
+        try FileManager.default.createDirectory(at: directory.appending(path: "data/ab"), withIntermediateDirectories: true)
+        try Data(repeating: 7, count: 10_000).write(to: directory.appending(path: "data/ab/big-value"))
 
         let cache = try DiskCache(directory: directory)
         #expect(try await cache.data(forKey: "old") == Data("hello".utf8))
-        #expect(try await cache.usage().count == 1)
+        #expect(try await cache.data(forKey: "big") == Data(repeating: 7, count: 10_000))
+        #expect(try await cache.usage().count == 2)
+        // The file-allocation total was computed by the migration and is kept by the new triggers.
+        let summary = try #require(try DiskCache.summary(ofDirectory: directory))
+        #expect(summary.logicalBytes == ByteCount(10_005))
+        let indexOnly = summary.allocatedBytes.rawValue - 12_288
+        #expect(indexOnly > 0 && indexOnly % 512 == 0)
+        try await cache.removeData(forKey: "big")
+        #expect(try DiskCache.summary(ofDirectory: directory)?.logicalBytes == ByteCount(5))
         try await cache.setData(Data("new".utf8), forKey: "new", tag: "t")
         #expect(try await cache.removeAll(tagged: "t") == ["new"])
+        #expect(try await cache.usage().count == 1)
         let version = try await DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
             try Int.fetchOne(db, sql: "PRAGMA user_version")
         }
@@ -104,5 +116,47 @@ struct DiskCacheTagsAndFormatTests {
             try Data.fetchOne(db, sql: "SELECT inline FROM entry WHERE key = 'k'")
         }
         #expect(kept == Data("keep".utf8))
+    }
+}
+
+@Suite("DiskCache summary")
+struct DiskCacheSummaryTests {
+    @Test("the summary's counts and allocation follow inserts, replacements (inline ↔ file) and removals")
+    func followsChanges() throws {
+        let scratch = try DiskTestDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let clock = DiskTestClock()
+        var configuration = DiskCache.Configuration()
+        configuration.clock = clock.clock
+        configuration.inlineThreshold = 1_000
+        let cache = try DiskCache(directory: directory, configuration: configuration)
+        func fileBytes() throws -> Int64 {
+            let summary = try #require(try DiskCache.summary(ofDirectory: directory, now: clock.clock.now()))
+            let index = ["", "-wal", "-shm"].reduce(Int64(0)) { total, suffix in
+                let path = directory.appending(path: "index.sqlite" + suffix).path
+                guard FileManager.default.fileExists(atPath: path) else { return total }
+                var status = stat()
+                stat(path, &status)
+                return total + Int64(status.st_blocks) * 512
+            }
+            return summary.allocatedBytes.rawValue - index
+        }
+        try cache.setDataBlocking(Data(count: 5_000), forKey: "a")
+        try cache.setDataBlocking(Data(count: 100), forKey: "b", timeToLive: 10)
+        #expect(try fileBytes() == 8_192)
+        try cache.setDataBlocking(Data(count: 50), forKey: "a")  // file → inline
+        #expect(try fileBytes() == 0)
+        try cache.setDataBlocking(Data(count: 4_097), forKey: "b")  // inline → file
+        #expect(try fileBytes() == 8_192)
+        try cache.removeDataBlocking(forKey: "b")
+        #expect(try fileBytes() == 0)
+
+        try cache.setDataBlocking(Data(count: 300), forKey: "c", timeToLive: 10)
+        clock.advance(by: 11)
+        let summary = try #require(try DiskCache.summary(ofDirectory: directory, now: clock.clock.now()))
+        #expect(summary.count == 2)
+        #expect(summary.logicalBytes == ByteCount(350))
+        #expect(summary.expiredCount == 1 && summary.expiredBytes == ByteCount(300))
+        #expect(try DiskCache.summary(ofDirectory: scratch.url.appending(path: "nothing")) == nil)
     }
 }

@@ -85,5 +85,4 @@ struct CleanerScenario: Scenario {
         return Int64(status.st_blocks) * 512
     }
 
-    private func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 }

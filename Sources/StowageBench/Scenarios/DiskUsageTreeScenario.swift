@@ -48,7 +48,6 @@ struct DiskUsageTreeScenario: Scenario {
         )
     }
 
-    private func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
     /// Runs `du -s -B1 PATH` and returns its byte count.
     private func du(_ url: URL) throws -> Int64 {

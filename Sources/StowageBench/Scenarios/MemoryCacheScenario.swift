@@ -59,7 +59,6 @@ struct MemoryCacheScenario: Scenario {
         )
     }
 
-    private func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
     private static func value(for key: Int) -> Int { key &* 31 &+ 7 }
 

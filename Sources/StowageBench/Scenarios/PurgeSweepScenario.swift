@@ -104,5 +104,4 @@ struct PurgeSweepScenario: Scenario {
             .split(separator: "\n").map(String.init).sorted()
     }
 
-    private func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 }

@@ -77,3 +77,6 @@ struct BenchContext: Sendable {
         value >= 100 ? String(Int(value.rounded())) : String(Double(Int((value * 1000).rounded())) / 1000)
     }
 }
+
+/// The middle value of repeated timings (the upper middle for an even count).
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }

@@ -17,7 +17,8 @@ extension DiskCache {
         /// Bytes of their values.
         public var logicalBytes: ByteCount
         /// Allocated bytes: the index files as they are, plus each value file's size rounded
-        /// up to the volume's block size (an estimate that equals `du` for files without holes).
+        /// up to 4 KiB (kept by the index as values come and go: an estimate that equals `du`
+        /// on file systems with 4 KiB blocks).
         public var allocatedBytes: ByteCount
         /// Entries whose time to live has passed but that no trim has removed yet.
         public var expiredCount: Int
@@ -39,9 +40,6 @@ extension DiskCache {
         for suffix in ["", "-wal", "-shm"] where lstat(indexPath + suffix, &status) == 0 {
             indexBytes += Int64(status.st_blocks) * 512
         }
-        var block: Int64 = 4_096
-        var volume = statvfs()
-        if statvfs(root, &volume) == 0, volume.f_bsize > 0 { block = Int64(volume.f_bsize) }
         do {
             var configuration = GRDB.Configuration()
             configuration.busyMode = .timeout(5)
@@ -63,15 +61,11 @@ extension DiskCache {
                     sql: "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM entry WHERE expires <= ?",
                     arguments: [now.timeIntervalSince1970]
                 )
-                let fileBytes = try Int64.fetchOne(
-                    db,
-                    sql: "SELECT COALESCE(SUM((size + ?1 - 1) / ?1 * ?1), 0) FROM entry WHERE file IS NOT NULL",
-                    arguments: [block]
-                )
+                let fileBytes = try DiskCacheIndex.fileAllocated(db)
                 return Summary(
                     count: totals.count,
                     logicalBytes: ByteCount(totals.size),
-                    allocatedBytes: ByteCount(indexBytes + (fileBytes ?? 0)),
+                    allocatedBytes: ByteCount(indexBytes + fileBytes),
                     expiredCount: expired?[0] ?? 0,
                     expiredBytes: ByteCount(expired?[1] as Int64? ?? 0)
                 )

@@ -35,8 +35,15 @@ struct DiskCacheIndex: Sendable {
     let path: String
 
     /// The format this code writes, in SQLite's `user_version`. Format 1 (no version stored,
-    /// user_version 0) lacked `tag` and `compute`; it is migrated in place on open.
+    /// user_version 0) lacked tags, compute times and the file-allocation total; it is migrated
+    /// in place on open.
     static let formatVersion = 2
+
+    /// Bytes a value file takes, estimated as its size rounded up to 4 KiB blocks (the block of
+    /// ext4, XFS and APFS), kept in `totals.file_allocated` so reports need no scan.
+    private static func fileAllocation(_ row: String) -> String {
+        "CASE WHEN \(row).file IS NOT NULL THEN (\(row).size + 4095) / 4096 * 4096 ELSE 0 END"
+    }
 
     static let schema = """
         CREATE TABLE IF NOT EXISTS entry (
@@ -52,30 +59,40 @@ struct DiskCacheIndex: Sendable {
             compute REAL
         );
         CREATE INDEX IF NOT EXISTS entry_accessed ON entry(accessed);
-        CREATE INDEX IF NOT EXISTS entry_expires ON entry(expires) WHERE expires IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS entry_expires_size ON entry(expires, size) WHERE expires IS NOT NULL;
         CREATE INDEX IF NOT EXISTS entry_tag ON entry(tag) WHERE tag IS NOT NULL;
         CREATE TABLE IF NOT EXISTS totals (
             id INTEGER PRIMARY KEY CHECK (id = 0),
             count INTEGER NOT NULL,
-            size INTEGER NOT NULL
+            size INTEGER NOT NULL,
+            file_allocated INTEGER NOT NULL DEFAULT 0
         );
         INSERT OR IGNORE INTO totals (id, count, size) VALUES (0, 0, 0);
         CREATE TRIGGER IF NOT EXISTS entry_inserted AFTER INSERT ON entry BEGIN
-            UPDATE totals SET count = count + 1, size = size + NEW.size WHERE id = 0;
+            UPDATE totals SET count = count + 1, size = size + NEW.size,
+                file_allocated = file_allocated + \(fileAllocation("NEW")) WHERE id = 0;
         END;
         CREATE TRIGGER IF NOT EXISTS entry_deleted AFTER DELETE ON entry BEGIN
-            UPDATE totals SET count = count - 1, size = size - OLD.size WHERE id = 0;
+            UPDATE totals SET count = count - 1, size = size - OLD.size,
+                file_allocated = file_allocated - \(fileAllocation("OLD")) WHERE id = 0;
         END;
-        CREATE TRIGGER IF NOT EXISTS entry_resized AFTER UPDATE OF size ON entry BEGIN
-            UPDATE totals SET size = size - OLD.size + NEW.size WHERE id = 0;
+        CREATE TRIGGER IF NOT EXISTS entry_changed AFTER UPDATE OF size, file ON entry BEGIN
+            UPDATE totals SET size = size - OLD.size + NEW.size,
+                file_allocated = file_allocated - \(fileAllocation("OLD")) + \(fileAllocation("NEW")) WHERE id = 0;
         END;
         """
 
-    /// Brings format 1 to format 2: two nullable columns and the tag index. Cheap at any size
-    /// (SQLite adds nullable columns without rewriting rows).
+    /// Brings format 1 to format 2: nullable columns (SQLite adds them without rewriting rows),
+    /// the file-allocation total computed once, and the triggers and expiry index replaced.
     static let migrationFrom1 = """
         ALTER TABLE entry ADD COLUMN tag TEXT;
         ALTER TABLE entry ADD COLUMN compute REAL;
+        ALTER TABLE totals ADD COLUMN file_allocated INTEGER NOT NULL DEFAULT 0;
+        UPDATE totals SET file_allocated = (SELECT COALESCE(SUM(\(fileAllocation("entry"))), 0) FROM entry) WHERE id = 0;
+        DROP TRIGGER IF EXISTS entry_inserted;
+        DROP TRIGGER IF EXISTS entry_deleted;
+        DROP TRIGGER IF EXISTS entry_resized;
+        DROP INDEX IF EXISTS entry_expires;
         """
 
     /// Opens (creating if needed) the index at `path`.
@@ -184,6 +201,11 @@ struct DiskCacheIndex: Sendable {
             entry.tag, entry.computeSeconds,
         ])
         return previous
+    }
+
+    /// Bytes the value files take (estimated; see ``fileAllocation(_:)``), from the `totals` row.
+    static func fileAllocated(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(try db.cachedStatement(sql: "SELECT file_allocated FROM totals WHERE id = 0")) ?? 0
     }
 
     /// Count and total size of the values, from the `totals` row.
