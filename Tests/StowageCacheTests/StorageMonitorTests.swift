@@ -47,7 +47,7 @@ struct StorageMonitorTests {
         #expect(strict.isUnderPressure(capacity), "configurable")
     }
 
-    @Test("under pressure it sweeps purgeable directories, then purges the caches, and reports")
+    @Test("under pressure it purges the caches, then sweeps purgeable directories, and reports")
     func purgesUnderPressure() async throws {
         let fixture = try TestContainer()
         let now = Date().timeIntervalSince1970
@@ -82,6 +82,87 @@ struct StorageMonitorTests {
         #expect(callbacks.load(ordering: .relaxed) == 1)
         var iterator = reports.makeAsyncIterator()
         #expect(await iterator.next()?.sweep?.removedCount == 1)
+    }
+
+    final class PurgeLog: Sendable {
+        let names = Mutex<[String]>([])
+    }
+
+    /// Records the order in which it and its siblings were purged, and frees space on a volume.
+    final class OrderedPurger: Purging {
+        let purgingName: String
+        let purgingTier: PurgingTier
+        let log: PurgeLog
+        let volume: FakeVolume
+        let frees: ByteCount
+        init(_ name: String, _ tier: PurgingTier, log: PurgeLog, volume: FakeVolume, frees: ByteCount) {
+            purgingName = name
+            purgingTier = tier
+            self.log = log
+            self.volume = volume
+            self.frees = frees
+        }
+        func purge() async throws -> ByteCount {
+            log.names.withLock { $0.append(purgingName) }
+            volume.available.withLock { $0 = $0 + frees }
+            return frees
+        }
+    }
+
+    @Test("tiers go temporary, HTTP cache, caches, purgeable directories, and stop once the pressure is gone")
+    func tieredOrder() async throws {
+        let fixture = try TestContainer()
+        let purgeable = PurgeableDirectories(container: fixture.container)
+        try await purgeable.register("Library/Caches/feeds", policy: .oneWeek)
+        try fixture.file("Library/Caches/feeds/old", modified: Date().timeIntervalSince1970 - 30 * day)
+        let volume = FakeVolume()
+        let log = PurgeLog()
+        let purgers: [any Purging] = [
+            OrderedPurger("images", .cache, log: log, volume: volume, frees: .zero),
+            OrderedPurger("http", .httpCache, log: log, volume: volume, frees: .zero),
+            OrderedPurger("tmp", .temporary, log: log, volume: volume, frees: .zero),
+        ]
+        let monitor = StorageMonitor(purgeable: purgeable, caches: purgers, capacity: { volume.read() })
+
+        volume.available.withLock { $0 = 100 * .megabyte }
+        let everything = try #require(try await monitor.check())
+        #expect(log.names.withLock { $0 } == ["tmp", "http", "images"])
+        #expect(everything.sweep?.removedCount == 1)
+
+        // Temporary files free enough: nothing else is touched.
+        log.names.withLock { $0 = [] }
+        let relieving = StorageMonitor(
+            purgeable: purgeable,
+            caches: [
+                OrderedPurger("images", .cache, log: log, volume: volume, frees: .zero),
+                OrderedPurger("tmp", .temporary, log: log, volume: volume, frees: 20 * .gigabyte),
+            ],
+            capacity: { volume.read() }
+        )
+        volume.available.withLock { $0 = 100 * .megabyte }
+        let relieved = try #require(try await relieving.check())
+        #expect(log.names.withLock { $0 } == ["tmp"])
+        #expect(relieved.sweep == nil)
+        #expect(!relieved.isStillUnderPressure)
+    }
+
+    @Test("temporary files older than the minimum age are purged through descriptors; newer ones stay")
+    func temporaryFiles() async throws {
+        let fixture = try TestContainer()
+        let now = Date().timeIntervalSince1970
+        try fixture.file("tmp/old-upload", bytes: 8_192, modified: now - 7_200)
+        try fixture.file("tmp/old-dir/part", bytes: 4_096, modified: now - 7_200)
+        try setModificationTime(fixture.url("tmp/old-dir"), now - 7_200)
+        try fixture.file("tmp/writing-now", bytes: 4_096, modified: now)
+        try fixture.symlink("tmp/link-out", to: fixture.url("Documents").path)
+        try setModificationTime(fixture.url("tmp/link-out"), now - 7_200)
+        try fixture.file("Documents/precious", bytes: 100)
+
+        let freed = try await TemporaryFiles(container: fixture.container).purge()
+        #expect(!fixture.exists("tmp/old-upload") && !fixture.exists("tmp/old-dir"))
+        #expect(fixture.exists("tmp/writing-now"))
+        #expect(fixture.exists("Documents/precious"))
+        #expect(freed.rawValue >= 12_288)
     }
 
     @Test("started, it checks at its interval until stopped")

@@ -1,15 +1,43 @@
 import StowageCore
 
+/// The order in which a ``StorageMonitor`` frees space, cheapest loss first: scratch files,
+/// then HTTP responses (the network has them), then other caches, then purgeable directories
+/// (data the app chose to keep until a policy says otherwise).
+public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
+    case temporary
+    case httpCache
+    case cache
+    case purgeableDirectories
+
+    public static func < (lhs: PurgingTier, rhs: PurgingTier) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String {
+        switch self {
+        case .temporary: "temporary"
+        case .httpCache: "HTTP cache"
+        case .cache: "caches"
+        case .purgeableDirectories: "purgeable directories"
+        }
+    }
+}
+
 /// Something that can give space back when the volume runs short: what a ``StorageMonitor``
-/// calls after the purge sweep.
+/// calls, tier by tier.
 public protocol Purging: Sendable {
     /// A name for reports and logs, e.g. the cache's name.
     var purgingName: String { get }
+
+    /// When it is purged relative to others; ``PurgingTier/cache`` unless it says otherwise.
+    var purgingTier: PurgingTier { get }
 
     /// Frees what it can without losing anything that cannot be regenerated.
     ///
     /// - Returns: The bytes freed.
     func purge() async throws -> ByteCount
+}
+
+extension Purging {
+    public var purgingTier: PurgingTier { .cache }
 }
 
 extension DiskCache: Purging {

@@ -3,11 +3,15 @@ import Logging
 import StowageCore
 import Synchronization
 
-/// Watches the volume's opportunistic capacity and, when it runs low, purges: first the
-/// purgeable directories' sweep, then every registered cache (seed 003's `StorageMonitor`).
+/// Watches the volume's opportunistic capacity and, when it runs low, purges tier by tier until
+/// the pressure is gone (seed 003's `StorageMonitor`): temporary files, then HTTP caches, then
+/// other caches, then the purgeable directories' sweep (``PurgingTier``).
 ///
 /// ```swift
-/// let monitor = StorageMonitor(purgeable: purgeable, caches: [images, feeds])
+/// let monitor = StorageMonitor(
+///     purgeable: purgeable,
+///     caches: [TemporaryFiles(container: container), images, feeds]
+/// )
 /// monitor.start()                                    // checks every 5 minutes
 /// for await report in monitor.reports() { print("freed", report.bytesFreed.formatted(.seed)) }
 /// let report = try await monitor.check()             // or on demand; nil when there was no pressure
@@ -34,8 +38,9 @@ public final class StorageMonitor: Sendable {
     /// A monitor of the volume holding `purgeable`'s container (its caches location).
     ///
     /// - Parameters:
-    ///   - purgeable: The directories to sweep first; `nil` for none.
-    ///   - caches: Caches to purge after the sweep; more can be added with ``add(_:)``.
+    ///   - purgeable: The directories to sweep in the last tier; `nil` for none.
+    ///   - caches: What to purge, each in its ``Purging/purgingTier``; more can be added with
+    ///     ``add(_:)``.
     ///   - configuration: Thresholds and interval.
     ///   - capacity: Reads the capacity; default: `statvfs` of the container's caches location
     ///     (the current directory without a container). Tests pass their own.
@@ -95,26 +100,37 @@ public final class StorageMonitor: Sendable {
         )
         var errors: [any Error] = []
         var sweep: PurgeReport?
-        if let purgeable {
-            do {
-                sweep = try await purgeable.sweep()
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                errors.append(error)
-            }
-        }
         var freed: [(name: String, bytesFreed: ByteCount)] = []
-        for cache in state.withLock({ $0.caches }) {
+        let purgers = state.withLock { $0.caches }
+        // Tier by tier, cheapest loss first; stop as soon as the pressure is gone.
+        for tier in PurgingTier.allCases {
             try Task.checkCancellation()
-            do {
-                freed.append((cache.purgingName, try await cache.purge()))
-            } catch {
-                errors.append(error)
-                logger.error(
-                    "purging a cache failed",
-                    metadata: ["cache": "\(cache.purgingName)", "error": "\(error)"]
-                )
+            if tier == .purgeableDirectories, let purgeable {
+                do {
+                    sweep = try await purgeable.sweep()
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    errors.append(error)
+                }
+            }
+            let members = purgers.filter { $0.purgingTier == tier }
+            for cache in members {
+                try Task.checkCancellation()
+                do {
+                    freed.append((cache.purgingName, try await cache.purge()))
+                } catch {
+                    errors.append(error)
+                    logger.error(
+                        "purging a cache failed",
+                        metadata: ["cache": "\(cache.purgingName)", "error": "\(error)"]
+                    )
+                }
+            }
+            guard !members.isEmpty || (tier == .purgeableDirectories && purgeable != nil) else { continue }
+            if let now = try? await BlockingWork.run({ try capacity() }), !configuration.isUnderPressure(now) {
+                logger.info("storage pressure relieved", metadata: ["after": "\(tier)"])
+                break
             }
         }
         let after = (try? await BlockingWork.run { try capacity() }) ?? before

@@ -1,0 +1,61 @@
+import Foundation
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A container's temporary location as something a ``StorageMonitor`` purges first: the
+/// entries in it not modified for ``minimumAge`` are removed (files, and directories with
+/// everything below them), through descriptors, never following a symbolic link.
+///
+/// Newer entries stay: the app may be writing them right now.
+public struct TemporaryFiles: Purging {
+    /// The container whose temporary location is purged.
+    public let container: Container
+    /// How long an entry must have been left alone before it goes. Default: one hour.
+    public var minimumAge: TimeInterval
+    /// The clock that decides the age.
+    public var clock: CacheClock
+
+    public init(container: Container, minimumAge: TimeInterval = 3_600, clock: CacheClock = .system) {
+        self.container = container
+        self.minimumAge = minimumAge
+        self.clock = clock
+    }
+
+    public var purgingName: String { "temporary" }
+    public var purgingTier: PurgingTier { .temporary }
+
+    /// Removes the old entries; returns the allocated bytes freed.
+    public func purge() async throws -> ByteCount {
+        try await BlockingWork.run { try purgeBlocking() }
+    }
+
+    /// Blocking variant of ``purge()``.
+    public func purgeBlocking() throws -> ByteCount {
+        let path = container.url(for: .temporary).fileSystemPath
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return .zero }
+            throw StowageError.syscall(.current, "open the temporary directory", path: path)
+        }
+        let directory = OpenDirectory(descriptor: descriptor, path: path)
+        let cutoff = clock.now().timeIntervalSince1970 - minimumAge
+        var measure = TreeMeasure(cancellation: nil)
+        var removal = TreeRemoval(cancellation: nil)
+        var freed: Int64 = 0
+        for entry in try directory.entries() {
+            guard let status = FileStatus.at(directory.descriptor, entry.name), status.modificationTime < cutoff else {
+                continue
+            }
+            let bytes = try measure.measure(entry.name, in: directory).bytes
+            let failuresBefore = removal.failures.count
+            try removal.remove(entry.name, type: entry.type, in: directory)
+            if removal.failures.count == failuresBefore { freed += bytes }
+        }
+        return ByteCount(freed)
+    }
+}
