@@ -19,7 +19,7 @@ struct StowageTool: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ReportCommand.self, UsageCommand.self, LocationsCommand.self, CapacityCommand.self, ClearCommand.self,
-            CleanCommand.self, PurgeableCommand.self, PurgeCommand.self,
+            CleanCommand.self, ClearCachesCommand.self, PurgeableCommand.self, PurgeCommand.self,
             PrefsCommand.self, DatabaseCommand.self, SecretsCommand.self,
         ],
         defaultSubcommand: ReportCommand.self

@@ -53,6 +53,29 @@ struct CommandTests {
         }
     }
 
+    @Test("clear-caches empties the caches and temporary locations and keeps preferences; --dry-run keeps all")
+    func clearCaches() throws {
+        try withTemporaryDirectory { root in
+            _ = try StowageExecutable.run(["prefs", "set", "theme", "dark", "--root", root.path])
+            let caches = root.appending(path: "Library/Caches/thumbs")
+            try FileManager.default.createDirectory(at: caches, withIntermediateDirectories: true)
+            try Data(count: 10_000).write(to: caches.appending(path: "a.png"))
+
+            let dry = try StowageExecutable.run(["clear-caches", "--dry-run", "--root", root.path])
+            #expect(dry.status == 0, "\(dry.standardError)")
+            #expect(dry.standardOutput.contains("would free"))
+            #expect(FileManager.default.fileExists(atPath: caches.appending(path: "a.png").path))
+
+            let outcome = try StowageExecutable.run(["clear-caches", "--json", "--root", root.path])
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            let object = try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
+            #expect((object?["bytesFreed"] as? Int ?? 0) >= 10_000)
+            #expect(!FileManager.default.fileExists(atPath: caches.path))
+            let theme = try StowageExecutable.run(["prefs", "get", "theme", "--root", root.path])
+            #expect(theme.standardOutput.contains("dark"))
+        }
+    }
+
     @Test("report prints a table naming every location and the volume")
     func reportTable() throws {
         try withTemporaryDirectory { root in

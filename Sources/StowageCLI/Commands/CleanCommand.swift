@@ -29,43 +29,11 @@ struct CleanCommand: AsyncParsableCommand {
     func run() async throws {
         try await Output.run {
             let manifest = try CleanManifest(contentsOf: URL(filePath: manifest))
-            // Failed tasks are printed below; the library's log would say the same again.
+            // Failed tasks are printed by the presenter; the library's log would say the same again.
             var logger = Logger(label: "stowage.cleaner")
             logger.logLevel = .error
             let cleaner = CacheCleaner(container: try options.container(), logger: logger)
-            var printer = CleanProgressPrinter()
-            var report: CleanReport?
-            for try await event in cleaner.run(manifest, dryRun: dryRun) {
-                if !options.json { printer.show(event) }
-                if case .done(let done) = event { report = done }
-            }
-            guard let report else { throw CancellationError() }
-            if options.json {
-                try Output.printJSON(report)
-            } else {
-                print(render(report))
-            }
-            for task in report.tasks {
-                if let error = task.error { Output.warn(error.message) }
-                for failure in task.failures { Output.warn(failure.description) }
-            }
-            if !report.isComplete { throw Output.partialFailure }
+            try await CleanReportPresenter.present(cleaner.run(manifest, dryRun: dryRun), json: options.json)
         }
-    }
-
-    private func render(_ report: CleanReport) -> String {
-        var table = TextTable(header: ["TASK", report.isDryRun ? "WOULD FREE" : "FREED", "ENTRIES", "STATUS"])
-        for task in report.tasks {
-            let status = task.error != nil ? "failed" : task.failures.isEmpty ? "ok" : "\(task.failures.count) failures"
-            table.append([
-                "\(task.index) \(task.task)", task.bytesFreed.formatted(.seed),
-                report.isDryRun ? String(task.entriesBefore) : String(task.entriesRemoved), status,
-            ])
-        }
-        let summary =
-            report.isDryRun
-            ? "would free \(report.bytesFreed.formatted(.seed)) (dry run: nothing was deleted)"
-            : "freed \(report.bytesFreed.formatted(.seed))"
-        return table.rendered + "\n" + summary
     }
 }

@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import StowageCache
+import StowageCore
+
+/// One "clear caches" for a whole container: everything regenerable goes, nothing durable is
+/// touched.
+///
+/// ```swift
+/// for try await event in try ClearCaches(container: container).run() {
+///     progressView.show(event)                    // the cache cleaner's four phases
+/// }
+/// ```
+///
+/// What is emptied, in this order (the storage monitor's tiers): the temporary location; each
+/// disk cache in the caches location, through its index (`DiskCache.removeAll()`, so processes
+/// that have it open stay consistent); every other entry in the caches location; and each
+/// registered purgeable directory. Documents (other than purgeable directories), application
+/// support (preferences' and secrets' data, databases) and preferences are never touched.
+///
+/// The run is a ``CacheCleaner`` run over a manifest built from what is on disk, so it has the
+/// same progress events, dry run, per-task bytes freed and failure isolation.
+public struct ClearCaches: Sendable {
+    /// The container cleared.
+    public let container: Container
+    /// Where the run is logged.
+    public let logger: Logger
+
+    public init(container: Container, logger: Logger = Logger(label: "stowage.clear-caches")) {
+        self.container = container
+        self.logger = logger
+    }
+
+    /// The tasks a run would perform, in order, with the handlers they call.
+    public func plan() throws -> (manifest: CleanManifest, handlers: CleanHandlers) {
+        var tasks: [CleanTask] = []
+        var handlers = CleanHandlers()
+        if StoreFiles.isDirectory(container.url(for: .temporary)) { tasks.append(.path("tmp", entries: [])) }
+
+        let purgeable = PurgeableDirectories(container: container)
+        let registrations = try purgeable.registrationsBlocking()
+        let purgeablePaths = Set(try registrations.map { try purgeable.url(for: $0.path).fileSystemPath })
+        let caches = container.url(for: .caches)
+        var diskCaches: [String] = []
+        var looseEntries: [String] = []
+        for name in try StoreFiles.names(in: caches) where name != "CACHEDIR.TAG" {
+            let url = caches.appending(path: name)
+            if purgeablePaths.contains(url.fileSystemPath) { continue }
+            if StoreFiles.isDirectory(url), FileManager.default.fileExists(atPath: url.appending(path: "index.sqlite").path) {
+                diskCaches.append(name)
+            } else {
+                looseEntries.append(name)
+            }
+        }
+        if !diskCaches.isEmpty {
+            tasks.append(.handler(className: "DiskCache", selectors: diskCaches.map { "removeAll:" + $0 }))
+            for name in diskCaches {
+                let directory = caches.appending(path: name, directoryHint: .isDirectory)
+                handlers.register(className: "DiskCache", selector: "removeAll:" + name, measuring: ["Library/Caches/" + name]) {
+                    let cache = try await DiskCache.open(directory: directory, configuration: .init(name: name))
+                    try await cache.removeAll()
+                }
+            }
+        }
+        if !looseEntries.isEmpty { tasks.append(.path("Library/Caches", entries: looseEntries)) }
+        for registration in registrations { tasks.append(.path(registration.path, entries: [])) }
+        return (CleanManifest(tasks: tasks), handlers)
+    }
+
+    /// Starts clearing and returns its progress (see ``CacheCleaner/run(_:dryRun:)``).
+    ///
+    /// - Throws: ``StowageError`` when the plan cannot be made (an unreadable purgeable
+    ///   registry); nothing has been removed then.
+    public func run(dryRun: Bool = false) throws -> CleanProgress {
+        let (manifest, handlers) = try plan()
+        return CacheCleaner(container: container, handlers: handlers, logger: logger).run(manifest, dryRun: dryRun)
+    }
+
+    /// Clears and returns the report, without progress.
+    public func clear(dryRun: Bool = false) async throws -> CleanReport {
+        try await run(dryRun: dryRun).report()
+    }
+}
