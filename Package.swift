@@ -85,6 +85,7 @@ let package = Package(
             name: "StowageStores",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -158,10 +159,17 @@ let package = Package(
             dependencies: ["StowageSecrets", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
+        // A child process for the user-space tests: wipes a user, gets killed.
+        .executableTarget(
+            name: "StowageStoresWorker",
+            dependencies: ["StowageStores", "StowageCore"],
+            path: "Tests/StowageStoresWorker",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StowageStoresTests",
             dependencies: [
-                "StowageStores", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                "StowageStores", "StowageStoresWorker", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],

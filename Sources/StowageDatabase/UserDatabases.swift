@@ -281,18 +281,3 @@ public final class UserDatabases: Sendable {
         }
     }
 }
-
-/// The rule for user ids that become directory names.
-enum UserIdentifier {
-    static func validate(_ user: String) throws {
-        guard PlainName.isValid(user, maximumLength: 128, extra: [UInt8(ascii: "@")], allowsLeadingDot: false) else {
-            throw StowageError(
-                code: .invalidArgument,
-                message: """
-                    the user id \(user.debugDescription) cannot name a database directory; use 1 to 128 letters, \
-                    digits, '.', '-', '_' or '@', not starting with '.' (hash other ids first)
-                    """
-            )
-        }
-    }
-}

@@ -58,8 +58,13 @@ public final class SecretStore: Sendable {
     /// says otherwise.
     public static func open(in container: Container, masterKey: MasterKey? = nil) throws -> SecretStore {
         let directory = container.url(for: .applicationSupport).appending(path: "secrets", directoryHint: .isDirectory)
-        let keyFile = container.url(for: .preferences).appending(path: "keys/secrets.key")
-        return try SecretStore(directory: directory, masterKey: masterKey ?? .keyFile(keyFile))
+        return try SecretStore(directory: directory, masterKey: masterKey ?? .keyFile(defaultKeyFile(in: container)))
+    }
+
+    /// The key file a container's stores use unless told otherwise: `keys/secrets.key` in the
+    /// preferences location (another XDG tree on Linux than the stores in application support).
+    public static func defaultKeyFile(in container: Container) -> URL {
+        container.url(for: .preferences).appending(path: "keys/secrets.key")
     }
 
     /// A store several apps of one user share: `directory` is agreed between them (e.g.

@@ -1,0 +1,204 @@
+import Foundation
+import GRDB
+import Logging
+import StowageCore
+import StowageDatabase
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The user spaces of a container, and sign-out: ``wipe(user:)`` removes everything of one
+/// user from every store, crash-safely.
+///
+/// ```swift
+/// let spaces = UserSpaces(container: container, databases: databases)
+/// let ada = try spaces.space(for: "ada")
+/// try ada.preferences().set(true, for: .onboarded)
+/// let report = try await spaces.wipe(user: "ada")      // on sign-out
+/// ```
+///
+/// A wipe first writes a journal (`application support/Stowage/wipes/USER.json`), then moves
+/// each of the user's directories out of the way (one atomic rename each), then deletes them
+/// and the user's database, and removes the journal last. A wipe cut short (kill -9, power
+/// loss) leaves its journal: the next ``UserSpaces`` of the container finishes it before it
+/// serves anyone, so a half-wiped user is never handed out. Close the user's open stores
+/// (caches, preferences, database pool) before wiping; a database still open elsewhere makes
+/// the wipe fail with `.busy` and stay pending.
+public final class UserSpaces: Sendable {
+    /// The container.
+    public let container: Container
+    /// The user databases, if the app has them.
+    public let databases: UserDatabases?
+    private let logger: Logger
+    /// Wipes finished since opening, so that spaces are served without rereading the journals.
+    private let recovered = Mutex(false)
+
+    public init(
+        container: Container,
+        databases: UserDatabases? = nil,
+        logger: Logger = Logger(label: "org.stowage.user-spaces")
+    ) {
+        self.container = container
+        self.databases = databases
+        self.logger = logger
+    }
+
+    /// The space of `user`, finishing any wipe of the container that was cut short first.
+    ///
+    /// - Throws: ``StowageError`` `.invalidArgument` for a user id that cannot name a
+    ///   directory; the error of a pending wipe of `user` that cannot be finished yet (`.busy`
+    ///   while their database is open elsewhere): a half-wiped user is never served. Pending
+    ///   wipes of other users that cannot be finished are logged and retried later.
+    public func space(for user: String) throws -> UserSpace {
+        try UserIdentifier.validate(user)
+        try finishPendingWipes(requiring: user)
+        return UserSpace(user: user, container: container, databases: databases)
+    }
+
+    /// The users that have anything stored, sorted.
+    public func users() throws -> [String] {
+        var users = Set<String>()
+        for location in [Location.caches, .applicationSupport, .temporary] {
+            let directory = container.url(for: location).appending(path: "users")
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.fileSystemPath)) ?? []
+            where (try? UserIdentifier.validate(name)) != nil {
+                users.insert(name)
+            }
+        }
+        if let databases { users.formUnion(try databases.users()) }
+        return users.sorted()
+    }
+
+    /// Removes everything of `user`: caches, files, preferences, secrets, scratch files and
+    /// database. Other users are not touched.
+    ///
+    /// - Throws: ``StowageError``: `.invalidArgument` for a bad user id; `.busy` when the
+    ///   user's database is open in another store or process (the wipe stays pending and is
+    ///   finished by the next ``space(for:)`` or wipe).
+    @discardableResult
+    public func wipe(user: String) async throws -> WipeReport {
+        try UserIdentifier.validate(user)
+        return try await BlockingWork.run { try self.wipeBlocking(user: user) }
+    }
+
+    /// Blocking variant of ``wipe(user:)``.
+    @discardableResult
+    public func wipeBlocking(user: String) throws -> WipeReport {
+        try UserIdentifier.validate(user)
+        let journal = WipeJournal(container: container)
+        try journal.begin(user)
+        recovered.withLock { $0 = false }
+        var report = try carryOut(user, journal: journal)
+        report.resumed = false
+        return report
+    }
+
+    /// Finishes every wipe whose journal is still there (interrupted by a crash, or refused
+    /// because the database was busy).
+    ///
+    /// - Returns: What the finished wipes removed.
+    /// - Throws: The first wipe's error; the others are still attempted.
+    @discardableResult
+    public func finishPendingWipes() throws -> [WipeReport] {
+        try finishPendingWipes(requiring: nil)
+    }
+
+    /// Finishes pending wipes; throws only for `required` (or, when `nil`, for the first failure).
+    @discardableResult
+    private func finishPendingWipes(requiring required: String?) throws -> [WipeReport] {
+        if recovered.withLock({ $0 }) { return [] }
+        let journal = WipeJournal(container: container)
+        var reports: [WipeReport] = []
+        var failure: (any Error)?
+        var allFinished = true
+        for user in try journal.pending() {
+            logger.notice("finishing a pending wipe", metadata: ["user": "\(user)"])
+            do {
+                reports.append(try carryOut(user, journal: journal))
+            } catch {
+                allFinished = false
+                logger.warning("a pending wipe cannot finish yet", metadata: ["user": "\(user)", "error": "\(error)"])
+                if required == nil || required == user { failure = failure ?? error }
+            }
+        }
+        if allFinished { recovered.withLock { $0 = true } }
+        if let failure { throw failure }
+        return reports
+    }
+
+    private func carryOut(_ user: String, journal: WipeJournal) throws -> WipeReport {
+        var report = WipeReport(user: user, resumed: true)
+        let directories = [
+            ("caches", UserSpace.cachesDirectory(of: user, in: container)),
+            ("data", UserSpace.dataDirectory(of: user, in: container)),
+            ("temporary", UserSpace.temporaryDirectory(of: user, in: container)),
+        ]
+        // First every rename (each atomic), so that the user has nothing left to serve as soon
+        // as possible; then the deletions, which may take long.
+        var moved: [(String, URL)] = []
+        for (area, directory) in directories {
+            if let tombstone = try moveAway(directory, user: user) { moved.append((area, tombstone)) }
+        }
+        for (area, directory) in directories {
+            // Tombstones of an earlier, interrupted attempt.
+            let parent = directory.deletingLastPathComponent()
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.fileSystemPath)) ?? []
+            where name.hasPrefix(Self.tombstonePrefix(user)) && !moved.contains(where: { $0.1.lastPathComponent == name }) {
+                moved.append((area, parent.appending(path: name)))
+            }
+        }
+        for (area, tombstone) in moved {
+            guard let cleared = try delete(tombstone) else { continue }
+            report.removed.append(WipeReport.Area(area: area, entries: cleared.removedCount, bytes: cleared.bytesFreed))
+        }
+        let databases = self.databases ?? UserDatabases(container: container, migrator: DatabaseMigrator())
+        report.removedDatabase = try databases.removeUserBlocking(user)
+        try journal.end(user)
+        logger.info(
+            "user wiped",
+            metadata: ["user": "\(user)", "bytes": "\(report.bytesRemoved.formatted(.seed))"]
+        )
+        return report
+    }
+
+    private static func tombstonePrefix(_ user: String) -> String { ".wiping-\(user)-" }
+
+    /// Renames `directory` to a tombstone beside it; `nil` when there is nothing to move.
+    private func moveAway(_ directory: URL, user: String) throws -> URL? {
+        let tombstone = directory.deletingLastPathComponent().appending(
+            path: Self.tombstonePrefix(user) + String(UInt32.random(in: 0...UInt32.max), radix: 16),
+            directoryHint: .isDirectory
+        )
+        guard rename(directory.fileSystemPath, tombstone.fileSystemPath) == 0 else {
+            if errno == ENOENT { return nil }
+            throw StowageError.syscall(.current, "move the user's directory away", path: directory.fileSystemPath)
+        }
+        return tombstone
+    }
+
+    /// Deletes `url` and everything below it; `nil` when it was gone already.
+    private func delete(_ url: URL) throws -> ClearReport? {
+        let report: ClearReport
+        do {
+            report = try DirectoryClearing.clearContentsBlocking(of: url)
+        } catch let error as StowageError where error.code == .notFound {
+            return nil  // Deleted by another process finishing the same wipe.
+        }
+        if let failure = report.failures.first {
+            throw StowageError(
+                code: .ioError,
+                message: "cannot delete all of a wiped user's data (\(failure)); the wipe stays pending and is "
+                    + "retried on the next open",
+                path: failure.path
+            )
+        }
+        guard rmdir(url.fileSystemPath) == 0 || errno == ENOENT else {
+            throw StowageError.syscall(.current, "remove", path: url.fileSystemPath)
+        }
+        return report
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import StowageCore
+import StowageDatabase
+import StowageStores
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The worker executable built beside the tests (see Tests/StowageStoresWorker).
+private var workerURL: URL {
+    let candidates = [
+        Bundle.main.bundleURL.appending(path: "StowageStoresWorker"),
+        Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "StowageStoresWorker"),
+        URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appending(path: ".build/debug/StowageStoresWorker"),
+    ]
+    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+}
+
+@Suite("UserSpaces wipe under kill -9")
+struct WipeCrashTests {
+    @Test("a wipe killed mid-way is finished by the next open; the other user is left byte for byte")
+    func killedWipe() async throws {
+        let fixture = try PopulatedContainer()
+        let databases = UserDatabases(container: fixture.container, migrator: noteMigrator())
+        let spaces = UserSpaces(container: fixture.container, databases: databases)
+        let ada = try spaces.space(for: "ada")
+        let bob = try spaces.space(for: "bob")
+        try await populate(ada)
+        try await populate(bob)
+        try databases.close("ada")
+        try databases.close("bob")
+        // Enough of ada's files that deleting them takes the worker a while.
+        for folder in 0..<30 {
+            let directory = ada.dataDirectory.appending(path: "many/\(folder)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            for file in 0..<200 { try Data(count: 64).write(to: directory.appending(path: "\(file)")) }
+        }
+        let bobBefore = try snapshot([bob.cachesDirectory, bob.dataDirectory, bob.temporaryDirectory, try databases.userDirectory("bob")])
+        let journal = fixture.container.url(for: .applicationSupport).appending(path: "Stowage/wipes/ada.json")
+
+        let process = Process()
+        process.executableURL = workerURL
+        process.arguments = ["wipe", fixture.root.path, "ada"]
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: journal.path), process.isRunning, Date() < deadline {
+            usleep(500)
+        }
+        usleep(20_000)  // into the deletions
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal, "the worker finished before it could be killed")
+        #expect(FileManager.default.fileExists(atPath: journal.path), "the kill left the wipe pending")
+        // Whatever the kill left, ada's data is no longer where a space would serve it from.
+        #expect(!FileManager.default.fileExists(atPath: ada.dataDirectory.path))
+
+        let reopened = UserSpaces(container: fixture.container, databases: databases)
+        _ = try reopened.space(for: "bob")
+        #expect(!FileManager.default.fileExists(atPath: journal.path))
+        #expect(try reopened.users() == ["bob"])
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: ada.dataDirectory.deletingLastPathComponent().path)
+        #expect(leftovers == ["bob"])
+        #expect(try snapshot([bob.cachesDirectory, bob.dataDirectory, bob.temporaryDirectory, try databases.userDirectory("bob")]) == bobBefore)
+    }
+}
