@@ -16,14 +16,29 @@ struct MemoizeTests {
         )
     }
 
-    /// A function to memoize that counts its runs and takes `duration` seconds.
+    /// A function to memoize that counts its runs and takes `duration` seconds; runs after the
+    /// first wait for ``release()`` (at most ten seconds) once `gated`.
     private final class Computation: Sendable {
         let runs = Atomic<Int>(0)
+        let finished = Atomic<Int>(0)
         let duration: Duration
-        init(duration: Duration = .milliseconds(20)) { self.duration = duration }
+        let gated: Bool
+        private let released = Atomic<Bool>(false)
+        init(duration: Duration = .milliseconds(20), gated: Bool = false) {
+            self.duration = duration
+            self.gated = gated
+        }
+        func release() { released.store(true, ordering: .releasing) }
         func callAsFunction() async throws -> String {
             let run = runs.add(1, ordering: .relaxed).newValue
             try await Task.sleep(for: duration)
+            if gated, run > 1 {
+                let deadline = ContinuousClock.now + .seconds(10)
+                while !released.load(ordering: .acquiring), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+            }
+            finished.add(1, ordering: .relaxed)
             return "v\(run)"
         }
     }
@@ -52,14 +67,15 @@ struct MemoizeTests {
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation()
-        _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() }
-        clock.advance(by: 5)
-        // Refreshing 5 s early with a 20 ms computation needs a draw of e^-250: never.
-        for _ in 0..<50 { _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } }
+        _ = try await cache.memoized(forKey: "k", timeToLive: 1_000) { try await compute() }
+        clock.advance(by: 500)
+        // Refreshing 500 s early needs a draw of e^(-500 / compute time): never, even if a loaded
+        // machine stretched the 20 ms computation to seconds.
+        for _ in 0..<50 { _ = try await cache.memoized(forKey: "k", timeToLive: 1_000) { try await compute() } }
         try await Task.sleep(for: .milliseconds(100))
         #expect(compute.runs.load(ordering: .relaxed) == 1)
-        clock.advance(by: 5)
-        #expect(try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } == "v2")
+        clock.advance(by: 500)
+        #expect(try await cache.memoized(forKey: "k", timeToLive: 1_000) { try await compute() } == "v2")
     }
 
     @Test("near expiry one caller's hit starts one background recomputation; everyone gets the old value meanwhile")
@@ -67,11 +83,10 @@ struct MemoizeTests {
         let scratch = try DiskTestDirectory()
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
-        let compute = Computation(duration: .milliseconds(200))
+        let compute = Computation(duration: .milliseconds(200), gated: true)
         _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() }
         clock.advance(by: 9.99)
         // beta 10^6: the probability of not refreshing 10 ms before expiry is below 10^-7.
-        let start = ContinuousClock.now
         let results = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<8 {
                 group.addTask { try await cache.memoized(forKey: "k", timeToLive: 10, beta: 1e6) { try await compute() } }
@@ -79,7 +94,8 @@ struct MemoizeTests {
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results == Array(repeating: "v1", count: 8))
-        #expect(ContinuousClock.now - start < .milliseconds(200), "callers waited for the recomputation")
+        #expect(compute.finished.load(ordering: .relaxed) == 1, "callers waited for the recomputation")
+        compute.release()
         let deadline = ContinuousClock.now + .seconds(10)
         while try await cache.disk.data(forKey: "k") != Data("v2".utf8), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
