@@ -1,8 +1,6 @@
 import HTTPTypes
 
 extension HTTPField.Name {
-    /// `Age` (RFC 9111 §5.1).
-    public static let age = HTTPField.Name("Age")!
     /// `Cache-Status` (RFC 9211).
     public static let cacheStatus = HTTPField.Name("Cache-Status")!
     /// `Pragma` (RFC 9111 §5.4, deprecated but honoured as `no-cache` when `Cache-Control` is absent).
