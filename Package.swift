@@ -196,7 +196,7 @@ let package = Package(
         // The RFC 9111 conformance suite for the pure logic and the storage: no NIO.
         .testTarget(
             name: "StowageHTTPCacheTests",
-            dependencies: ["StowageHTTPCache", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: ["StowageHTTPCache", "StowageCache", "StowageCore", .product(name: "HTTPTypes", package: "swift-http-types")],
             swiftSettings: swiftSettings
         ),
         // A scripted origin server on 127.0.0.1 for the client and proxy tests.
@@ -213,7 +213,7 @@ let package = Package(
         .testTarget(
             name: "StowageHTTPClientTests",
             dependencies: [
-                "StowageHTTPClient", "StowageHTTPCache", "StowageHTTPTestSupport",
+                "StowageHTTPClient", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
