@@ -222,17 +222,18 @@ let package = Package(
         .testTarget(
             name: "StowageProxyTests",
             dependencies: [
-                "StowageProxy", "StowageHTTPCache", "StowageHTTPTestSupport",
+                "StowageProxy", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "StowageCLITests",
-            dependencies: ["StowageCore", "StowageCLI"],
+            dependencies: ["StowageCore", "StowageCLI", "StowageHTTPTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

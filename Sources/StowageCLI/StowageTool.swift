@@ -18,7 +18,7 @@ struct StowageTool: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ReportCommand.self, UsageCommand.self, LocationsCommand.self, CapacityCommand.self, ClearCommand.self,
-            PrefsCommand.self, DatabaseCommand.self, SecretsCommand.self,
+            PrefsCommand.self, DatabaseCommand.self, SecretsCommand.self, ProxyCommand.self,
         ],
         defaultSubcommand: ReportCommand.self
     )

@@ -23,10 +23,13 @@ public struct UpstreamTransport: Sendable {
     }
 
     /// An AsyncHTTPClient configured for caching: redirects are not followed (a cache stores
-    /// and serves 3xx responses itself), decompression off (bodies are stored as sent).
+    /// and serves 3xx responses itself), decompression off (bodies are stored as sent), and a
+    /// refused connection fails at once instead of being retried until the deadline (so an
+    /// upstream that is down is a prompt 502, or a stale response, not a wait).
     public static func makeClient() -> HTTPClient {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
+        configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
