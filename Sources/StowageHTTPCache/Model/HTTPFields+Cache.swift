@@ -27,7 +27,7 @@ extension HTTPFields {
 }
 
 /// A date field's value: absent, a valid date, or present but not parseable.
-enum FieldDate: Equatable {
+enum FieldDate: Hashable, Sendable {
     case absent
     case date(Int64)
     case invalid

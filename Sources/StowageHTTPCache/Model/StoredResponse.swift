@@ -5,7 +5,13 @@ import HTTPTypes
 public struct StoredResponse: Sendable, Hashable {
     /// Status and header fields as stored: hop-by-hop fields removed, a `Date` added if the origin
     /// sent none (RFC 9110 §6.6.1).
-    public var response: HTTPResponse
+    public var response: HTTPResponse {
+        didSet { facts = Facts(response.headerFields) }
+    }
+    /// The header fields the decisions read, parsed once when the response is set: every lookup
+    /// of a stored response needs them, and parsing them per lookup cost more than the rest of
+    /// the decision (`http-cache.lookup-hit`).
+    private(set) var facts: Facts
     /// Seconds since 1970 when the request that produced the response was sent (`request_time`).
     public var requestTime: Double
     /// Seconds since 1970 when the response was received (`response_time`).
@@ -43,6 +49,7 @@ public struct StoredResponse: Sendable, Hashable {
         bodyLength: Int64? = nil
     ) {
         self.response = response
+        self.facts = Facts(response.headerFields)
         self.requestTime = requestTime
         self.responseTime = responseTime
         self.varyingFields = varyingFields
@@ -51,8 +58,27 @@ public struct StoredResponse: Sendable, Hashable {
     }
 
     /// The response's entity tag, if it has a valid one.
-    public var entityTag: EntityTag? { response.headerFields[.eTag].flatMap { EntityTag(parsing: $0) } }
+    public var entityTag: EntityTag? { facts.entityTag }
 
     /// The response's `Last-Modified`, in seconds since 1970, if valid.
-    public var lastModified: Int64? { response.headerFields.date(.lastModified).value }
+    public var lastModified: Int64? { facts.lastModified }
+
+    /// Parsed header fields of a stored response.
+    struct Facts: Sendable, Hashable {
+        let cacheControl: CacheControl
+        let date: Int64?
+        let expires: FieldDate
+        let lastModified: Int64?
+        let ageValue: Int
+        let entityTag: EntityTag?
+
+        init(_ fields: HTTPFields) {
+            cacheControl = fields.cacheControl
+            date = fields.date(.date).value
+            expires = fields.date(.expires)
+            lastModified = fields.date(.lastModified).value
+            ageValue = CacheRules.ageValue(fields)
+            entityTag = fields[.eTag].flatMap { EntityTag(parsing: $0) }
+        }
+    }
 }

@@ -97,14 +97,22 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the directive `name` is present (with or without an argument).
-    public func contains(_ name: String) -> Bool {
-        let name = name.lowercased()
-        return directives.contains { $0.name == name }
+    public func contains(_ name: String) -> Bool { has(Self.lowercasedIfNeeded(name)) }
+
+    /// Whether a directive named `name` (already lowercase) is present.
+    func has(_ name: String) -> Bool { directives.contains { $0.name == name } }
+
+    /// `name` lowercased, without allocating when it already is (the directive names in
+    /// ``CacheControl+Directives`` are; lookups run on every cache hit).
+    static func lowercasedIfNeeded(_ name: String) -> String {
+        name.utf8.contains { (0x41...0x5A).contains($0) } ? name.lowercased() : name
     }
 
     /// The delta-seconds argument of `name`; see ``DeltaSeconds``.
-    public func deltaSeconds(_ name: String) -> DeltaSeconds {
-        let name = name.lowercased()
+    public func deltaSeconds(_ name: String) -> DeltaSeconds { delta(Self.lowercasedIfNeeded(name)) }
+
+    /// ``deltaSeconds(_:)`` for a name that is already lowercase.
+    func delta(_ name: String) -> DeltaSeconds {
         var result = DeltaSeconds.absent
         for directive in directives where directive.name == name {
             let parsed = Self.parseDeltaSeconds(directive.argument)
@@ -120,7 +128,7 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
     /// The field names listed in the argument of `name` (e.g. `no-cache="Set-Cookie, X-Id"`),
     /// lowercased; `nil` when the directive is absent, `[]` when it has no argument.
     public func fieldNames(_ name: String) -> [String]? {
-        let name = name.lowercased()
+        let name = Self.lowercasedIfNeeded(name)
         var found = false
         var names: [String] = []
         for directive in directives where directive.name == name {

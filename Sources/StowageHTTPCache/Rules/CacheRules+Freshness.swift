@@ -8,13 +8,12 @@ extension CacheRules {
     /// `Last-Modified`; otherwise 0. Invalid or conflicting values give 0 (stale).
     public func freshnessLifetime(of stored: StoredResponse) -> Double {
         if let forced = stored.forcedExpiry { return max(0, forced - stored.responseTime) + correctedInitialAge(of: stored) }
-        let fields = stored.response.headerFields
-        let cc = fields.cacheControl
+        let cc = stored.facts.cacheControl
         if isShared, cc.sharedMaxAge.isPresent { return Double(cc.sharedMaxAge.value ?? 0) }
         // §5.3: with max-age present, Expires is ignored — even when max-age is invalid.
         if cc.maxAge.isPresent { return Double(cc.maxAge.value ?? 0) }
-        let dateValue = fields.date(.date).value ?? Int64(stored.responseTime)
-        switch fields.date(.expires) {
+        let dateValue = stored.facts.date ?? Int64(stored.responseTime)
+        switch stored.facts.expires {
         case .date(let expires): return Double(max(0, expires - dateValue))
         case .invalid: return 0  // §5.3: invalid dates, "0" included, are in the past.
         case .absent: break
@@ -25,7 +24,7 @@ extension CacheRules {
     /// §4.2.2: a fraction of the time since `Last-Modified`, capped; 0 when not allowed.
     func heuristicLifetime(of stored: StoredResponse, dateValue: Int64) -> Double {
         let status = stored.response.status.code
-        let cc = stored.response.headerFields.cacheControl
+        let cc = stored.facts.cacheControl
         guard Self.heuristicallyCacheableStatuses.contains(status) || cc.isPublic,
             let lastModified = stored.lastModified, lastModified < dateValue
         else { return 0 }
@@ -34,21 +33,19 @@ extension CacheRules {
 
     /// Whether the lifetime of `stored` comes from the heuristic (no explicit freshness).
     public func usesHeuristicFreshness(_ stored: StoredResponse) -> Bool {
-        let fields = stored.response.headerFields
-        let cc = fields.cacheControl
+        let cc = stored.facts.cacheControl
         return stored.forcedExpiry == nil && !(isShared && cc.sharedMaxAge.isPresent) && !cc.maxAge.isPresent
-            && fields[.expires] == nil
+            && stored.facts.expires == .absent
     }
 
     // MARK: Age (§4.2.3)
 
     /// `corrected_initial_age`: the age the response had when it arrived.
     public func correctedInitialAge(of stored: StoredResponse) -> Double {
-        let fields = stored.response.headerFields
-        let dateValue = Double(fields.date(.date).value ?? Int64(stored.responseTime))
+        let dateValue = Double(stored.facts.date ?? Int64(stored.responseTime))
         let apparentAge = max(0, stored.responseTime - dateValue)
         let responseDelay = max(0, stored.responseTime - stored.requestTime)
-        let correctedAgeValue = Double(Self.ageValue(fields)) + responseDelay
+        let correctedAgeValue = Double(stored.facts.ageValue) + responseDelay
         return max(apparentAge, correctedAgeValue)
     }
 

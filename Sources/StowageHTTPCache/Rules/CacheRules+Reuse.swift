@@ -21,16 +21,15 @@ extension CacheRules {
     /// `Vary` (or `nil`), at `now` (seconds since 1970).
     public func decide(_ request: HTTPRequest, stored: StoredResponse?, now: Double) -> Decision {
         let requestCC = request.headerFields.cacheControl
-        let contactsOrigin: Decision
-        defer {}
         guard let stored else { return requestCC.onlyIfCached ? .unsatisfiable : .forward }
         let decision = decideWithStored(request, requestCC: requestCC, stored: stored, now: now)
         switch decision {
-        case .validate, .forward: contactsOrigin = decision
-        default: return decision
+        case .validate, .forward:
+            // §5.2.1.7: only-if-cached answers 504 rather than contacting the origin.
+            return requestCC.onlyIfCached ? .unsatisfiable : decision
+        default:
+            return decision
         }
-        // §5.2.1.7: only-if-cached answers 504 rather than contacting the origin.
-        return requestCC.onlyIfCached ? .unsatisfiable : contactsOrigin
     }
 
     private func decideWithStored(
@@ -39,7 +38,7 @@ extension CacheRules {
         stored: StoredResponse,
         now: Double
     ) -> Decision {
-        let responseCC = stored.response.headerFields.cacheControl
+        let responseCC = stored.facts.cacheControl
         let forced = stored.forcedExpiry != nil
         let age = currentAge(of: stored, now: now)
         let ttl = freshnessLifetime(of: stored) - age
@@ -84,7 +83,7 @@ extension CacheRules {
     /// RFC 5861 §4: whether `stored` may be served stale because the origin failed (an error
     /// status 500, 502, 503 or 504, or no response at all).
     public func mayServeStaleOnError(_ stored: StoredResponse, request: HTTPRequest, now: Double) -> Bool {
-        let responseCC = stored.response.headerFields.cacheControl
+        let responseCC = stored.facts.cacheControl
         let requestCC = request.headerFields.cacheControl
         guard !requiresRevalidationWhenStale(responseCC), !responseCC.isUnqualifiedNoCache || stored.forcedExpiry != nil
         else { return false }

@@ -41,8 +41,7 @@ extension CacheRules {
             return candidates.contains { $0 == nil || $0!.matchesWeakly(tag) }
         }
         if let since = fields[.ifModifiedSince], let sinceDate = HTTPDate.parse(since) {
-            let fields = stored.response.headerFields
-            guard let modified = stored.lastModified ?? fields.date(.date).value else { return false }
+            guard let modified = stored.lastModified ?? stored.facts.date else { return false }
             return modified <= sinceDate
         }
         return false
