@@ -8,9 +8,7 @@ extension HTTPCache {
     func validate(_ request: HTTPRequest, record: VariantRecord, key: CacheKey, fetch: @escaping HTTPFetch) async throws
         -> CachedResponse
     {
-        let all = try await variants(for: key)
         let conditional = rules.conditionalRequest(for: request, validating: [record.stored])
-        _ = all
         let requestTime = now
         let response: HTTPResponse
         let body: HTTPBody
