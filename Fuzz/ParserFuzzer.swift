@@ -8,7 +8,9 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: start, count: count)
     let text = String(decoding: bytes, as: UTF8.self)
     let parsed = CacheControl(parsing: text)
-    _ = (parsed.maxAge, parsed.sharedMaxAge, parsed.noCacheFields, parsed.privateFields, parsed.maxStale, parsed.minFresh)
+    _ = (
+        parsed.maxAge, parsed.sharedMaxAge, parsed.noCacheFields, parsed.privateFields, parsed.maxStale, parsed.minFresh
+    )
     let reparsed = CacheControl(parsing: parsed.description)
     if reparsed.directives.map(\.name) != parsed.directives.map(\.name) {
         fatalError("Cache-Control round trip changed \(parsed.description)")

@@ -32,6 +32,9 @@ public struct HTTPCacheError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     static func bodyTooLarge(limit: Int) -> HTTPCacheError {
-        HTTPCacheError(code: .bodyTooLarge, message: "the body is longer than \(limit) bytes; stream it instead of collecting it")
+        HTTPCacheError(
+            code: .bodyTooLarge,
+            message: "the body is longer than \(limit) bytes; stream it instead of collecting it"
+        )
     }
 }

@@ -42,8 +42,13 @@ public struct UpstreamTransport: Sendable {
             let length: HTTPClientRequest.Body.Length = body.length.map { .known($0) } ?? .unknown
             outgoing.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: length)
         }
-        let response = try await client.execute(outgoing, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
-        var head = HTTPResponse(status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase))
+        let response = try await client.execute(
+            outgoing,
+            timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)
+        )
+        var head = HTTPResponse(
+            status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
+        )
         head.headerFields = Self.fields(from: response.headers)
         let length = head.headerFields[.contentLength].flatMap { Int64($0) }
         let body = HTTPBody(response.body.map { Array($0.readableBytesView) }, length: length)
@@ -65,7 +70,9 @@ public struct UpstreamTransport: Sendable {
             "proxy-authorization", "content-length",
         ]
         for value in fields[values: .connection] {
-            for name in value.split(separator: ",") { excluded.insert(name.trimmingCharacters(in: .whitespaces).lowercased()) }
+            for name in value.split(separator: ",") {
+                excluded.insert(name.trimmingCharacters(in: .whitespaces).lowercased())
+            }
         }
         var headers = HTTPHeaders()
         headers.reserveCapacity(fields.count)

@@ -49,7 +49,10 @@ public final class CachingProxy: Sendable {
     /// - Parameters:
     ///   - handlingSignals: Whether SIGINT and SIGTERM shut the proxy down gracefully. Default `true`.
     ///   - onListening: Called with the bound port once the proxy accepts connections.
-    public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    public func run(
+        handlingSignals: Bool = true,
+        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
         let handler = self.handler
         let responder = CallbackResponder<BasicRequestContext> { request, context in
             await handler.respond(to: request, context: context)
@@ -60,7 +63,13 @@ public final class CachingProxy: Sendable {
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
-                logger.info("stowage proxy listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")", "upstream": "\(self.configuration.upstream)"])
+                logger.info(
+                    "stowage proxy listening",
+                    metadata: [
+                        "address": "\(channel.localAddress.map { "\($0)" } ?? "?")",
+                        "upstream": "\(self.configuration.upstream)",
+                    ]
+                )
                 await onListening(port)
             },
             logger: logger

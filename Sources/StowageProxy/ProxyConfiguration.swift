@@ -57,7 +57,9 @@ public struct ProxyConfiguration: Sendable {
             let slash = rest.firstIndex(of: "/") ?? rest.endIndex
             let authority = String(rest[..<slash])
             guard !authority.isEmpty, !authority.contains("@"), !authority.contains(" ") else {
-                throw ProxyError.invalidArgument("the upstream '\(text)' has no valid host; write it as http://host:port")
+                throw ProxyError.invalidArgument(
+                    "the upstream '\(text)' has no valid host; write it as http://host:port"
+                )
             }
             var basePath = String(rest[slash...])
             while basePath.hasSuffix("/") { basePath.removeLast() }
@@ -79,7 +81,9 @@ public struct ProxyConfiguration: Sendable {
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
-            throw ProxyError.invalidArgument("the listen address '\(text)' needs a host and a port in 0…65535, e.g. 127.0.0.1:8080")
+            throw ProxyError.invalidArgument(
+                "the listen address '\(text)' needs a host and a port in 0…65535, e.g. 127.0.0.1:8080"
+            )
         }
         return (host, port)
     }
@@ -94,7 +98,9 @@ public struct ProxyError: Error, Sendable, CustomStringConvertible {
     /// What is wrong and how to fix it.
     public var message: String
 
-    static func invalidArgument(_ message: String) -> ProxyError { ProxyError(code: .invalidArgument, message: message) }
+    static func invalidArgument(_ message: String) -> ProxyError {
+        ProxyError(code: .invalidArgument, message: message)
+    }
 
     public var description: String { message }
 }

@@ -22,7 +22,10 @@ struct ProxyHandler: Sendable {
         self.transport = transport
         var outcomes: [CacheOutcome: Counter] = [:]
         for outcome in [CacheOutcome.hit, .miss, .revalidated, .stale, .bypass] {
-            outcomes[outcome] = Counter(label: "stowage_proxy_responses_total", dimensions: [("outcome", outcome.rawValue)])
+            outcomes[outcome] = Counter(
+                label: "stowage_proxy_responses_total",
+                dimensions: [("outcome", outcome.rawValue)]
+            )
         }
         self.outcomes = outcomes
         errors = Counter(label: "stowage_proxy_upstream_errors_total")
@@ -49,7 +52,10 @@ struct ProxyHandler: Sendable {
             var fields = HTTPFields()
             fields[.contentType] = "text/plain; charset=utf-8"
             fields[.cacheStatus] = CacheStatus(outcome: .miss, detail: "upstream: \(status.code)").description
-            let message = ByteBuffer(string: "\(status.code) \(status.reasonPhrase): the upstream \(configuration.upstream) \(status.code == 504 ? "did not answer in time" : "could not be reached")\n")
+            let message = ByteBuffer(
+                string:
+                    "\(status.code) \(status.reasonPhrase): the upstream \(configuration.upstream) \(status.code == 504 ? "did not answer in time" : "could not be reached")\n"
+            )
             return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: message))
         }
     }
@@ -66,8 +72,11 @@ struct ProxyHandler: Sendable {
     /// 504 for timeouts, 502 for every other upstream failure.
     static func status(for error: any Error) -> HTTPResponse.Status {
         if let error = error as? HTTPClientError,
-            [HTTPClientError.deadlineExceeded, .readTimeout, .connectTimeout, .getConnectionFromPoolTimeout, .writeTimeout]
-                .contains(error)
+            [
+                HTTPClientError.deadlineExceeded, .readTimeout, .connectTimeout, .getConnectionFromPoolTimeout,
+                .writeTimeout,
+            ]
+            .contains(error)
         {
             return .gatewayTimeout
         }
@@ -83,7 +92,9 @@ struct ProxyHandler: Sendable {
     static func response(from served: CachedResponse, method: HTTPRequest.Method) -> Response {
         var fields = served.response.headerFields
         for name in fields[values: .connection].flatMap({ $0.split(separator: ",") }) {
-            if let named = HTTPField.Name(String(name.trimmingPrefix(while: { $0 == " " }))) { fields[values: named] = [] }
+            if let named = HTTPField.Name(String(name.trimmingPrefix(while: { $0 == " " }))) {
+                fields[values: named] = []
+            }
         }
         for name in hopByHop { fields[values: name] = [] }
         fields[.cacheStatus] = served.status.description

@@ -13,8 +13,12 @@ import Glibc
 @Suite struct ProxyCommandTests {
     @Test("stowage proxy serves through its cache and stops gracefully on SIGTERM (exit 0)")
     func servesAndStopsOnSIGTERM() async throws {
-        let origin = try await TestOriginServer.start { r in .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)") }
-        let cacheDirectory = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-cli-\(UUID().uuidString)")
+        let origin = try await TestOriginServer.start { r in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }
+        let cacheDirectory = FileManager.default.temporaryDirectory.appending(
+            path: "stowage-proxy-cli-\(UUID().uuidString)"
+        )
         defer { try? FileManager.default.removeItem(at: cacheDirectory) }
         let process = Process()
         process.executableURL = StowageExecutable.url
@@ -38,7 +42,9 @@ import Glibc
             }
             return String(decoding: bytes, as: UTF8.self)
         }.value
-        let port = try #require(line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        let port = try #require(
+            line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        )
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/doc"))
         for _ in 0..<2 {
             let (data, response) = try await URLSession.shared.data(from: url)

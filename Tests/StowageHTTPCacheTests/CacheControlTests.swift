@@ -72,7 +72,9 @@ import Testing
 
     @Test("Serializing quotes what a token cannot hold, and parses back")
     func roundTrip() {
-        let cc = CacheControl([.init("max-age", "5"), .init("no-cache", "A, B"), .init("ext", "q\"uote"), .init("public")])
+        let cc = CacheControl([
+            .init("max-age", "5"), .init("no-cache", "A, B"), .init("ext", "q\"uote"), .init("public"),
+        ])
         #expect(cc.description == #"max-age=5, no-cache="A, B", ext="q\"uote", public"#)
         #expect(CacheControl(parsing: cc.description) == cc)
     }
@@ -95,8 +97,13 @@ import Testing
         }
     }
 
-    @Test("Invalid dates give nil", arguments: ["0", "", "-1", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
-        "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 06 Nov 1994 08:49 GMT", "tomorrow"])
+    @Test(
+        "Invalid dates give nil",
+        arguments: [
+            "0", "", "-1", "Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 06 Nov 1994 08:49 GMT", "tomorrow",
+        ]
+    )
     func invalid(text: String) {
         #expect(HTTPDate.parse(text) == nil)
     }

@@ -8,8 +8,12 @@ import Testing
 /// Storage behaviour: variants, invalidation, large bodies on disk, persistence, stale serving,
 /// client conditionals and collapsing.
 @Suite struct HTTPCacheStorageTests {
-    func makeCache(_ root: URL, clock: ManualClock, kind: CacheKind = .private,
-                   configure: (inout HTTPCache.Configuration) -> Void = { _ in }) throws -> HTTPCache {
+    func makeCache(
+        _ root: URL,
+        clock: ManualClock,
+        kind: CacheKind = .private,
+        configure: (inout HTTPCache.Configuration) -> Void = { _ in }
+    ) throws -> HTTPCache {
         var configuration = HTTPCache.Configuration(kind: kind)
         configuration.clock = clock.cacheClock
         configure(&configuration)
@@ -22,7 +26,11 @@ import Testing
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
-                ok("lang=\(request.headerFields[.acceptLanguage] ?? "-")", [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")], clock: clock)
+                ok(
+                    "lang=\(request.headerFields[.acceptLanguage] ?? "-")",
+                    [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language")],
+                    clock: clock
+                )
             }
             let en = request(.get, "/v", [("Accept-Language", "en")])
             let fr = request(.get, "/v", [("Accept-Language", "fr")])
@@ -46,8 +54,14 @@ import Testing
                 if request.method == .post { return (response(303, [("Location", "/list")], date: clock.now), []) }
                 return ok("v\(n)", [("Cache-Control", "max-age=600")], clock: clock)
             }
-            for path in ["/item", "/list"] { _ = try await text(try await cache.respond(to: request(.get, path), fetch: origin.fetch)) }
-            let post = try await cache.respond(to: request(.post, "/item"), body: HTTPBody(bytes: [1]), fetch: origin.fetch)
+            for path in ["/item", "/list"] {
+                _ = try await text(try await cache.respond(to: request(.get, path), fetch: origin.fetch))
+            }
+            let post = try await cache.respond(
+                to: request(.post, "/item"),
+                body: HTTPBody(bytes: [1]),
+                fetch: origin.fetch
+            )
             #expect(post.outcome == .bypass)
             #expect(try await cache.respond(to: request(.get, "/item"), fetch: origin.fetch).outcome == .miss)
             #expect(try await cache.respond(to: request(.get, "/list"), fetch: origin.fetch).outcome == .miss)
@@ -59,7 +73,9 @@ import Testing
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
             let payload = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-            let origin = TestOrigin { _, _ in (response(200, [("Cache-Control", "max-age=600")], date: clock.now), payload) }
+            let origin = TestOrigin { _, _ in
+                (response(200, [("Cache-Control", "max-age=600")], date: clock.now), payload)
+            }
             do {
                 let cache = try makeCache(root, clock: clock)
                 let first = try await cache.respond(to: request(), fetch: origin.streamingFetch(chunk: 16_384))
@@ -81,7 +97,12 @@ import Testing
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock) { $0.diskCapacity = ByteCount(1_000_000) }
-            let origin = TestOrigin { _, _ in (response(200, [("Cache-Control", "max-age=600")], date: clock.now), [UInt8](repeating: 7, count: 60_000)) }
+            let origin = TestOrigin { _, _ in
+                (
+                    response(200, [("Cache-Control", "max-age=600")], date: clock.now),
+                    [UInt8](repeating: 7, count: 60_000)
+                )
+            }
             let first = try await cache.respond(to: request(), fetch: origin.streamingFetch(chunk: 4_096))
             #expect(try await first.body.collect(upTo: 1 << 20).count == 60_000)
             #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .miss)
@@ -93,7 +114,12 @@ import Testing
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock)
-            let origin = TestOrigin { _, _ in (response(200, [("Cache-Control", "max-age=600")], date: clock.now), [UInt8](repeating: 1, count: 200_000)) }
+            let origin = TestOrigin { _, _ in
+                (
+                    response(200, [("Cache-Control", "max-age=600")], date: clock.now),
+                    [UInt8](repeating: 1, count: 200_000)
+                )
+            }
             do {
                 let first = try await cache.respond(to: request(), fetch: origin.streamingFetch(chunk: 10_000))
                 var iterator = first.body.makeAsyncIterator()
@@ -109,7 +135,9 @@ import Testing
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock)
             struct Down: Error {}
-            let origin = TestOrigin { _, _ in ok("good", [("Cache-Control", "max-age=10, stale-if-error=600")], clock: clock) }
+            let origin = TestOrigin { _, _ in
+                ok("good", [("Cache-Control", "max-age=10, stale-if-error=600")], clock: clock)
+            }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
             clock.advance(60)
             origin.setScript { _, _ in throw Down() }
@@ -132,7 +160,9 @@ import Testing
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock)
-            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=10, stale-while-revalidate=60")], clock: clock) }
+            let origin = TestOrigin { _, n in
+                ok("v\(n)", [("Cache-Control", "max-age=10, stale-while-revalidate=60")], clock: clock)
+            }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
             clock.advance(20)
             let stale = try await cache.respond(to: request(), fetch: origin.fetch)
@@ -154,12 +184,20 @@ import Testing
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock)
-            let origin = TestOrigin { _, _ in ok("x", [("Cache-Control", "max-age=60"), ("ETag", "\"t\"")], clock: clock) }
+            let origin = TestOrigin { _, _ in
+                ok("x", [("Cache-Control", "max-age=60"), ("ETag", "\"t\"")], clock: clock)
+            }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
-            let conditional = try await cache.respond(to: request(.get, "/resource", [("If-None-Match", "\"t\"")]), fetch: origin.fetch)
+            let conditional = try await cache.respond(
+                to: request(.get, "/resource", [("If-None-Match", "\"t\"")]),
+                fetch: origin.fetch
+            )
             #expect(conditional.response.status == .notModified)
             #expect(conditional.response.headerFields[.eTag] == "\"t\"")
-            let mismatch = try await cache.respond(to: request(.get, "/resource", [("If-None-Match", "\"u\"")]), fetch: origin.fetch)
+            let mismatch = try await cache.respond(
+                to: request(.get, "/resource", [("If-None-Match", "\"u\"")]),
+                fetch: origin.fetch
+            )
             #expect(mismatch.response.status == .ok)
             #expect(origin.count == 1)
         }
@@ -170,7 +208,9 @@ import Testing
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock)
-            let origin = TestOrigin { _, _ in ok("hello", [("Cache-Control", "max-age=60"), ("Content-Length", "5")], clock: clock) }
+            let origin = TestOrigin { _, _ in
+                ok("hello", [("Cache-Control", "max-age=60"), ("Content-Length", "5")], clock: clock)
+            }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
             let head = try await cache.respond(to: request(.head), fetch: origin.fetch)
             #expect(head.outcome == .hit)
@@ -190,7 +230,9 @@ import Testing
                 return ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock)
             }
             let bodies = try await withThrowingTaskGroup(of: String.self) { group in
-                for _ in 0..<20 { group.addTask { try await text(try await cache.respond(to: request(), fetch: origin.fetch)) } }
+                for _ in 0..<20 {
+                    group.addTask { try await text(try await cache.respond(to: request(), fetch: origin.fetch)) }
+                }
                 return try await group.reduce(into: [String]()) { $0.append($1) }
             }
             #expect(bodies.allSatisfy { $0 == "v1" })

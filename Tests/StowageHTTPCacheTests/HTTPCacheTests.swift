@@ -8,8 +8,12 @@ import Testing
 /// The cache end to end over storage (real DiskCache in a temporary directory), with an
 /// in-process origin; the seed's scenarios (001, 004) and the URLCache policies.
 @Suite struct HTTPCacheTests {
-    func makeCache(_ root: URL, clock: ManualClock, kind: CacheKind = .private,
-                   configure: (inout HTTPCache.Configuration) -> Void = { _ in }) throws -> HTTPCache {
+    func makeCache(
+        _ root: URL,
+        clock: ManualClock,
+        kind: CacheKind = .private,
+        configure: (inout HTTPCache.Configuration) -> Void = { _ in }
+    ) throws -> HTTPCache {
         var configuration = HTTPCache.Configuration(kind: kind)
         configuration.clock = clock.cacheClock
         configure(&configuration)
@@ -40,7 +44,9 @@ import Testing
         }
     }
 
-    @Test("Seed 001: ETag round trip — the stale response is validated with If-None-Match and a 304 is served from cache")
+    @Test(
+        "Seed 001: ETag round trip — the stale response is validated with If-None-Match and a 304 is served from cache"
+    )
     func etagRoundTrip() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
@@ -121,8 +127,12 @@ import Testing
                     return proposal
                 }
             }
-            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60"), ("Set-Cookie", "id=1")], clock: clock) }
-            for _ in 0..<2 { _ = try await text(try await cache.respond(to: request(.get, "/refused"), fetch: origin.fetch)) }
+            let origin = TestOrigin { _, n in
+                ok("v\(n)", [("Cache-Control", "max-age=60"), ("Set-Cookie", "id=1")], clock: clock)
+            }
+            for _ in 0..<2 {
+                _ = try await text(try await cache.respond(to: request(.get, "/refused"), fetch: origin.fetch))
+            }
             #expect(origin.count == 2)
             _ = try await text(try await cache.respond(to: request(.get, "/changed"), fetch: origin.fetch))
             let hit = try await cache.respond(to: request(.get, "/changed"), fetch: origin.fetch)
@@ -164,7 +174,11 @@ import Testing
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
-            let reloaded = try await cache.respond(to: request(), policy: .reloadIgnoringLocalCacheData, fetch: origin.fetch)
+            let reloaded = try await cache.respond(
+                to: request(),
+                policy: .reloadIgnoringLocalCacheData,
+                fetch: origin.fetch
+            )
             #expect(reloaded.outcome == .miss)
             #expect(try await text(reloaded) == "v2")
             #expect(try await text(try await cache.respond(to: request(), fetch: origin.fetch)) == "v2")
@@ -200,7 +214,11 @@ import Testing
             let offline = try await cache.respond(to: request(), policy: .returnCacheDataDontLoad, fetch: origin.fetch)
             #expect(try await text(offline) == "v1")
             let error = await #expect(throws: HTTPCacheError.self) {
-                _ = try await cache.respond(to: request(.get, "/never"), policy: .returnCacheDataDontLoad, fetch: origin.fetch)
+                _ = try await cache.respond(
+                    to: request(.get, "/never"),
+                    policy: .returnCacheDataDontLoad,
+                    fetch: origin.fetch
+                )
             }
             #expect(error?.code == .notCached)
             #expect(error?.message.contains("http://origin.test/never") == true)
@@ -214,11 +232,17 @@ import Testing
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
-                if request.headerFields[.ifNoneMatch] != nil { return (response(304, [("ETag", "\"e\"")], date: clock.now), []) }
+                if request.headerFields[.ifNoneMatch] != nil {
+                    return (response(304, [("ETag", "\"e\"")], date: clock.now), [])
+                }
                 return ok("v", [("Cache-Control", "max-age=600"), ("ETag", "\"e\"")], clock: clock)
             }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
-            let validated = try await cache.respond(to: request(), policy: .reloadRevalidatingCacheData, fetch: origin.fetch)
+            let validated = try await cache.respond(
+                to: request(),
+                policy: .reloadRevalidatingCacheData,
+                fetch: origin.fetch
+            )
             #expect(validated.outcome == .revalidated)
             #expect(try await text(validated) == "v")
             #expect(origin.count == 2)
@@ -230,7 +254,10 @@ import Testing
         try await withTemporaryDirectory { root in
             let cache = try makeCache(root, clock: ManualClock())
             let origin = TestOrigin { _, _ in (response(200), []) }
-            let served = try await cache.respond(to: request(.get, "/r", [("Cache-Control", "only-if-cached")]), fetch: origin.fetch)
+            let served = try await cache.respond(
+                to: request(.get, "/r", [("Cache-Control", "only-if-cached")]),
+                fetch: origin.fetch
+            )
             #expect(served.response.status.code == 504)
             #expect(origin.count == 0)
         }

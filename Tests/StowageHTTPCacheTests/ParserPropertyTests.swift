@@ -18,7 +18,8 @@ import Testing
         }
     }
 
-    static let alphabet = Array(#"max-age=s-maxage,no-cache"private\ \t;=,"0123456789WGMTSunNov:"#.utf8) + [0, 0xFF, 0xC3, 0x28]
+    static let alphabet =
+        Array(#"max-age=s-maxage,no-cache"private\ \t;=,"0123456789WGMTSunNov:"#.utf8) + [0, 0xFF, 0xC3, 0x28]
     static let iterations = 100_000
 
     private static func randomBytes(_ rng: inout SplitMix) -> [UInt8] {
@@ -52,7 +53,11 @@ import Testing
                 case 1: return .init(name, String(UInt32.random(in: 0...UInt32.max, using: &rng)))
                 default:
                     let scalars = (0..<Int.random(in: 0...10, using: &rng)).map { _ in
-                        Character(Unicode.Scalar(UInt8(Self.alphabet.filter { $0 >= 0x20 && $0 < 0x7F }.randomElement(using: &rng)!)))
+                        Character(
+                            Unicode.Scalar(
+                                UInt8(Self.alphabet.filter { $0 >= 0x20 && $0 < 0x7F }.randomElement(using: &rng)!)
+                            )
+                        )
                     }
                     return .init(name, String(scalars))
                 }
@@ -62,7 +67,9 @@ import Testing
         }
     }
 
-    @Test("HTTP-date parser (seed 0xDA7E): 100 000 random strings and mutated dates, no trap; formatted dates parse back")
+    @Test(
+        "HTTP-date parser (seed 0xDA7E): 100 000 random strings and mutated dates, no trap; formatted dates parse back"
+    )
     func dates() {
         var rng = SplitMix(state: 0xDA7E)
         for _ in 0..<Self.iterations {

@@ -35,7 +35,9 @@ import Testing
 
     func get(_ origin: TestOriginServer, _ path: String = "/r", _ fields: [(String, String)] = []) -> HTTPRequest {
         var request = HTTPRequest(method: .get, scheme: "http", authority: "127.0.0.1:\(origin.port)", path: path)
-        for (name, value) in fields { request.headerFields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+        for (name, value) in fields {
+            request.headerFields.append(HTTPField(name: HTTPField.Name(name)!, value: value))
+        }
         return request
     }
 
@@ -45,7 +47,9 @@ import Testing
 
     @Test("max-age: the second request is a hit and the origin sees one request")
     func maxAge() async throws {
-        try await withClient(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)") }) { client, origin in
+        try await withClient(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)") }) {
+            client,
+            origin in
             let first = try await client.execute(get(origin))
             #expect(first.outcome == .miss)
             #expect(try await text(first) == "v1")
@@ -89,7 +93,9 @@ import Testing
 
     @Test("A caller's own conditional request may get a 304; the cache's never reach the caller")
     func callerConditional() async throws {
-        try await withClient(script: { _ in .init(fields: [("ETag", "\"x\""), ("Cache-Control", "max-age=60")], body: "b") }) { client, origin in
+        try await withClient(script: { _ in
+            .init(fields: [("ETag", "\"x\""), ("Cache-Control", "max-age=60")], body: "b")
+        }) { client, origin in
             _ = try await text(try await client.execute(get(origin)))
             let conditional = try await client.execute(get(origin, "/r", [("If-None-Match", "\"x\"")]))
             #expect(conditional.response.status == .notModified)
@@ -99,7 +105,9 @@ import Testing
 
     @Test("Offline policy: a stored response is served with the origin gone; a miss throws notCached")
     func offline() async throws {
-        try await withClient(script: { _ in .init(fields: [("Cache-Control", "max-age=1")], body: "kept") }) { client, origin in
+        try await withClient(script: { _ in .init(fields: [("Cache-Control", "max-age=1")], body: "kept") }) {
+            client,
+            origin in
             _ = try await text(try await client.execute(get(origin)))
             await origin.stop()
             let served = try await client.execute(get(origin), policy: .returnCacheDataDontLoad)
@@ -136,7 +144,9 @@ import Testing
 
     @Test("stale-if-error: with the origin down, a stale response within the window is served")
     func staleIfErrorOriginDown() async throws {
-        try await withClient(script: { _ in .init(fields: [("Cache-Control", "max-age=1, stale-if-error=3600")], body: "fallback") }) { client, origin in
+        try await withClient(script: { _ in
+            .init(fields: [("Cache-Control", "max-age=1, stale-if-error=3600")], body: "fallback")
+        }) { client, origin in
             _ = try await text(try await client.execute(get(origin)))
             await origin.stop()
             try await Task.sleep(for: .milliseconds(2_100))

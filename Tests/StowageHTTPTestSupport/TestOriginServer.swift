@@ -86,7 +86,9 @@ public final class TestOriginServer: Sendable {
                 return log.count
             }
             let script = state.script.withLock { $0 }
-            let reply = try await script(Received(head: request.head, body: Array(body.readableBytesView), index: index))
+            let reply = try await script(
+                Received(head: request.head, body: Array(body.readableBytesView), index: index)
+            )
             if let delay = reply.delay { try await Task.sleep(for: delay) }
             var fields = HTTPFields()
             for (name, value) in reply.fields { fields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }

@@ -10,7 +10,7 @@ import Testing
 @Suite struct CachingProxyTests {
     @Test("A cacheable response is served from the cache with Age and Cache-Status; the origin sees one request")
     func hitWithAgeAndCacheStatus() async throws {
-        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)") }) { h in
+        try await ProxyHarness.run(script: versioned(maxAge: 60, prefix: "v")) { h in
             let miss = try await h.get("/a")
             #expect(miss.text == "v1")
             #expect(miss.cacheStatus.contains("fwd=uri-miss"))
@@ -25,7 +25,9 @@ import Testing
 
     @Test("§4.2.1 shared cache: s-maxage wins over max-age")
     func sharedMaxAge() async throws {
-        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "max-age=0, s-maxage=60")], body: "v\(r.index)") }) { h in
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "max-age=0, s-maxage=60")], body: "v\(r.index)")
+        }) { h in
             _ = try await h.get("/s")
             #expect(try await h.get("/s").text == "v1")
             #expect(h.origin.requestCount == 1)
@@ -34,7 +36,9 @@ import Testing
 
     @Test("§5.2.2.7 a private response is not stored by the proxy")
     func privateNotShared() async throws {
-        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "private, max-age=60")], body: "v\(r.index)") }) { h in
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "private, max-age=60")], body: "v\(r.index)")
+        }) { h in
             _ = try await h.get("/p")
             #expect(try await h.get("/p").text == "v2")
         }
@@ -42,7 +46,7 @@ import Testing
 
     @Test("§3.5 a request with Authorization is not answered from the shared cache")
     func authorization() async throws {
-        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)") }) { h in
+        try await ProxyHarness.run(script: versioned(maxAge: 60, prefix: "v")) { h in
             _ = try await h.get("/auth", headers: [("Authorization", "Bearer a")])
             _ = try await h.get("/auth", headers: [("Authorization", "Bearer a")])
             #expect(h.origin.requestCount == 2)
@@ -83,7 +87,9 @@ import Testing
 
     @Test("An uncacheable response is never collapsed: concurrent requests each reach the origin")
     func uncacheableNotShared() async throws {
-        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "no-store")], body: "v\(r.index)", delay: .milliseconds(100)) }) { h in
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "no-store")], body: "v\(r.index)", delay: .milliseconds(100))
+        }) { h in
             let replies = try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<5 { group.addTask { try await h.get("/u").text } }
                 return try await group.reduce(into: Set<String>()) { $0.insert($1) }
@@ -103,7 +109,10 @@ import Testing
 
     @Test("An upstream slower than the timeout is a 504")
     func gatewayTimeout() async throws {
-        try await ProxyHarness.run(upstreamTimeout: .seconds(1), script: { _ in .init(body: "late", delay: .seconds(3)) }) { h in
+        try await ProxyHarness.run(
+            upstreamTimeout: .seconds(1),
+            script: { _ in .init(body: "late", delay: .seconds(3)) }
+        ) { h in
             let reply = try await h.get("/slow")
             #expect(reply.status == 504)
         }
@@ -140,7 +149,7 @@ import Testing
 
     @Test("Keep-alive: three requests on one connection, answered in order")
     func keepAlive() async throws {
-        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "r\(r.index)") }) { h in
+        try await ProxyHarness.run(script: versioned(maxAge: 60, prefix: "r")) { h in
             let port = h.proxyPort
             let bodies = try await offCooperativePool { () -> [String] in
                 let socket = try RawSocket(port: port)
@@ -158,7 +167,8 @@ import Testing
     @Test("A 20 MB body streams through on a miss and back from disk on a hit")
     func largeBody() async throws {
         let payload = (0..<20_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
-        try await ProxyHarness.run(script: { _ in .init(fields: [("Cache-Control", "max-age=60")], bytes: payload) }) { h in
+        try await ProxyHarness.run(script: { _ in .init(fields: [("Cache-Control", "max-age=60")], bytes: payload) }) {
+            h in
             #expect(try await h.get("/big").body == payload)
             let hit = try await h.get("/big")
             #expect(hit.body == payload)
@@ -182,7 +192,8 @@ import Testing
 
     @Test("HEAD is answered from the cached GET without a body")
     func head() async throws {
-        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "hello") }) { h in
+        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "hello") }) {
+            h in
             _ = try await h.get("/h")
             let head = try await h.get("/h", method: .HEAD)
             #expect(head.status == 200)

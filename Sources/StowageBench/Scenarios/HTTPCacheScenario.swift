@@ -23,7 +23,9 @@ struct HTTPCacheLookupScenario: Scenario {
         configuration.memoryCapacity = .init(64_000_000)
         let cache = try await HTTPCache.open(directory: directory, configuration: configuration)
         let body = (0..<1_024).map { UInt8(truncatingIfNeeded: $0) }
-        let requests = (0..<urlCount).map { HTTPRequest(method: .get, scheme: "http", authority: "bench.test", path: "/item/\($0)") }
+        let requests = (0..<urlCount).map {
+            HTTPRequest(method: .get, scheme: "http", authority: "bench.test", path: "/item/\($0)")
+        }
         var dictionary: [String: [UInt8]] = [:]
         let date = HTTPDate.format(Int64(Date().timeIntervalSince1970))
         let fill: HTTPFetch = { _, _ in
@@ -69,9 +71,12 @@ struct HTTPCacheLookupScenario: Scenario {
             name: name,
             unit: "ns/op",
             stowage: stowageTimes.sorted()[stowageTimes.count / 2] * 1e9 / Double(lookups),
-            baselines: ["dictionary+mutex": dictionaryTimes.sorted()[dictionaryTimes.count / 2] * 1e9 / Double(lookups)],
+            baselines: [
+                "dictionary+mutex": dictionaryTimes.sorted()[dictionaryTimes.count / 2] * 1e9 / Double(lookups)
+            ],
             ok: hits == lookups,
-            notes: "\(lookups) GET lookups over \(urlCount) URLs with fresh stored 1 KiB responses (max-age=3600, ETag); "
+            notes:
+                "\(lookups) GET lookups over \(urlCount) URLs with fresh stored 1 KiB responses (max-age=3600, ETag); "
                 + "stowage = HTTPCache.respond (variant selection, freshness, age, Age/Cache-Status) + body; hits \(hits)"
         )
     }

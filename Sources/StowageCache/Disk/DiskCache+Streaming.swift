@@ -138,7 +138,8 @@ extension DiskCache {
             return nil
         }
         guard let file = entry.file else {
-            let value = entry.inline.flatMap { Int64($0.count) == entry.size ? $0 : nil } ?? (entry.size == 0 ? Data() : nil)
+            let value =
+                entry.inline.flatMap { Int64($0.count) == entry.size ? $0 : nil } ?? (entry.size == 0 ? Data() : nil)
             guard let value else {
                 counters.recordMiss()
                 return nil

@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import HTTPTypes
+import Logging
 
 extension HTTPCache {
     /// Fetches `request` from the origin and stores the response when allowed. With `collapse`,
@@ -30,7 +30,9 @@ extension HTTPCache {
         } else {
             leads = false
         }
-        let finish: @Sendable (Bool) -> Void = { [collapser] stored in if leads { collapser.finish(collapseKey, stored: stored) } }
+        let finish: @Sendable (Bool) -> Void = { [collapser] stored in
+            if leads { collapser.finish(collapseKey, stored: stored) }
+        }
         let requestTime = now
         let response: HTTPResponse
         let body: HTTPBody
@@ -59,7 +61,11 @@ extension HTTPCache {
     }
 
     /// Unsafe methods: forwarded as they are, then §4.4 invalidation.
-    func forwardUnsafe(_ request: HTTPRequest, body: HTTPBody?, fetch: @escaping HTTPFetch) async throws -> CachedResponse {
+    func forwardUnsafe(
+        _ request: HTTPRequest,
+        body: HTTPBody?,
+        fetch: @escaping HTTPFetch
+    ) async throws -> CachedResponse {
         let (response, responseBody) = try await fetch(request, body)
         try await invalidate(after: request, response: response)
         return CachedResponse(
@@ -85,7 +91,10 @@ extension HTTPCache {
         guard rules.storability(of: response, for: request, forced: forcedRule != nil) == .storable else {
             return (body, false)
         }
-        var stored = HTTPResponse(status: response.status, headerFields: rules.fieldsToStore(response.headerFields, responseTime: responseTime))
+        var stored = HTTPResponse(
+            status: response.status,
+            headerFields: rules.fieldsToStore(response.headerFields, responseTime: responseTime)
+        )
         var memoryOnly = false
         if let hook = configuration.willCache {
             guard let proposal = hook(CacheProposal(request: request, response: stored)) else {

@@ -44,14 +44,18 @@ extension HTTPCache {
             if policy == .returnCacheDataDontLoad { throw HTTPCacheError.notCached(key) }
             return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
         case .reloadRevalidatingCacheData:
-            guard let record else { return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch) }
+            guard let record else {
+                return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+            }
             return try await validate(request, record: record, key: key, fetch: fetch)
         case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData:
             break
         }
         switch rules.decide(request, stored: record?.stored, now: now) {
         case .serve(let outcome):
-            if let record, let served = try await serve(record, to: request, now: now, outcome: outcome) { return served }
+            if let record, let served = try await serve(record, to: request, now: now, outcome: outcome) {
+                return served
+            }
             return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
         case .serveStaleAndRevalidate:
             guard let record, let served = try await serve(record, to: request, now: now, outcome: .stale) else {
@@ -60,7 +64,9 @@ extension HTTPCache {
             revalidateInBackground(request, record: record, key: key, fetch: fetch)
             return served
         case .validate:
-            guard let record else { return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch) }
+            guard let record else {
+                return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+            }
             return try await validate(request, record: record, key: key, fetch: fetch)
         case .forward:
             return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
@@ -80,7 +86,12 @@ extension HTTPCache {
 
     /// The stored response as served: `Age` set, qualified `no-cache` fields removed, a 304 when
     /// the caller's own conditions hold, no body for HEAD. `nil` when its body is gone.
-    func serve(_ record: VariantRecord, to request: HTTPRequest, now: Double, outcome: CacheOutcome?) async throws
+    func serve(
+        _ record: VariantRecord,
+        to request: HTTPRequest,
+        now: Double,
+        outcome: CacheOutcome?
+    ) async throws
         -> CachedResponse?
     {
         let stored = record.stored
@@ -104,14 +115,21 @@ extension HTTPCache {
     /// A 304 made from a stored response: the fields RFC 9110 §15.4.5 lists, no content fields.
     static func notModified(from response: HTTPResponse) -> HTTPResponse {
         var notModified = HTTPResponse(status: .notModified)
-        for name in [HTTPField.Name.cacheControl, .contentLocation, .date, .eTag, .expires, .vary, .lastModified, .age] {
+        for name in [HTTPField.Name.cacheControl, .contentLocation, .date, .eTag, .expires, .vary, .lastModified, .age]
+        {
             notModified.headerFields[values: name] = response.headerFields[values: name]
         }
         return notModified
     }
 
-    func status(_ outcome: CacheOutcome, ttl: Double? = nil, forwardStatus: Int? = nil, stored: Bool = false,
-                collapsed: Bool = false, detail: String? = nil) -> CacheStatus {
+    func status(
+        _ outcome: CacheOutcome,
+        ttl: Double? = nil,
+        forwardStatus: Int? = nil,
+        stored: Bool = false,
+        collapsed: Bool = false,
+        detail: String? = nil
+    ) -> CacheStatus {
         CacheStatus(
             cacheName: configuration.name,
             outcome: outcome,

@@ -1,11 +1,16 @@
 import Foundation
-import Logging
 import HTTPTypes
+import Logging
 
 extension HTTPCache {
     /// §4.3: validates `record` with a conditional request; serves it refreshed on a 304, the new
     /// response otherwise, or the stale one when the origin fails and `stale-if-error` allows it.
-    func validate(_ request: HTTPRequest, record: VariantRecord, key: CacheKey, fetch: @escaping HTTPFetch) async throws
+    func validate(
+        _ request: HTTPRequest,
+        record: VariantRecord,
+        key: CacheKey,
+        fetch: @escaping HTTPFetch
+    ) async throws
         -> CachedResponse
     {
         let conditional = rules.conditionalRequest(for: request, validating: [record.stored])
@@ -25,7 +30,12 @@ extension HTTPCache {
         }
         let responseTime = now
         if response.status.code == 304 {
-            let refreshed = try await freshenVariants(for: key, with: response, requestTime: requestTime, responseTime: responseTime)
+            let refreshed = try await freshenVariants(
+                for: key,
+                with: response,
+                requestTime: requestTime,
+                responseTime: responseTime
+            )
             let chosen = refreshed.first { $0.bodyKey == record.bodyKey } ?? refreshed.first
             if let chosen, var served = try await serve(chosen, to: request, now: responseTime, outcome: .revalidated) {
                 served.status.forwardStatus = 304
@@ -63,7 +73,12 @@ extension HTTPCache {
 
     /// RFC 5861 §3: validates in the background, once per key at a time; the caller already has
     /// the stale response.
-    func revalidateInBackground(_ request: HTTPRequest, record: VariantRecord, key: CacheKey, fetch: @escaping HTTPFetch) {
+    func revalidateInBackground(
+        _ request: HTTPRequest,
+        record: VariantRecord,
+        key: CacheKey,
+        fetch: @escaping HTTPFetch
+    ) {
         guard revalidations.tryLead(key.uri) else { return }
         var backgroundRequest = request
         backgroundRequest.method = .get

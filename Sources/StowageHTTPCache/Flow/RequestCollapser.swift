@@ -23,8 +23,9 @@ final class RequestCollapser: Sendable {
         }
     }
 
-    /// Waits for the leader of `key`; returns whether it stored a response, `false` on timeout
-    /// or when there is no leader.
+    /// Waits for the leader of `key`; returns whether it stored a response, or may have (the
+    /// leader finished before this caller could register), `false` on timeout or when the
+    /// leader stored nothing.
     func wait(for key: String, timeout: Duration) async -> Bool {
         let id = waiting.withLock { state -> UInt64 in
             state.nextID += 1
@@ -38,7 +39,8 @@ final class RequestCollapser: Sendable {
                         state.keys[key]!.append(Waiter(id: id, continuation: continuation))
                         return true
                     }
-                    if !registered { continuation.resume(returning: false) }
+                    // The leader finished between tryLead and here: its response may be stored.
+                    if !registered { continuation.resume(returning: true) }
                 }
             }
             group.addTask {

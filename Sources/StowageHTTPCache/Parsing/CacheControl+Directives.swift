@@ -43,7 +43,9 @@ extension CacheControl {
     public var noCacheFields: [String]? { fieldNames("no-cache") }
     /// An unqualified `no-cache`: every reuse needs validation.
     public var isUnqualifiedNoCache: Bool {
-        directives.contains { $0.name == "no-cache" && ($0.argument ?? "").trimmingCharacters(in: .whitespaces).isEmpty }
+        directives.contains {
+            $0.name == "no-cache" && ($0.argument ?? "").trimmingCharacters(in: .whitespaces).isEmpty
+        }
     }
     /// `private`, with or without field names (§5.2.2.7).
     public var isPrivate: Bool { has("private") }

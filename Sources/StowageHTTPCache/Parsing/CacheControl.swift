@@ -91,7 +91,10 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
             if !argument.isEmpty, argument.utf8.allSatisfy(CacheControlParser.isTokenCharacter) {
                 return "\(directive.name)=\(argument)"
             }
-            let escaped = argument.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            let escaped = argument.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(
+                of: "\"",
+                with: "\\\""
+            )
             return "\(directive.name)=\"\(escaped)\""
         }.joined(separator: ", ")
     }

@@ -7,7 +7,9 @@ extension CacheRules {
     /// a heuristic (§4.2.2) for heuristically cacheable statuses (or `public`) with a
     /// `Last-Modified`; otherwise 0. Invalid or conflicting values give 0 (stale).
     public func freshnessLifetime(of stored: StoredResponse) -> Double {
-        if let forced = stored.forcedExpiry { return max(0, forced - stored.responseTime) + correctedInitialAge(of: stored) }
+        if let forced = stored.forcedExpiry {
+            return max(0, forced - stored.responseTime) + correctedInitialAge(of: stored)
+        }
         let cc = stored.facts.cacheControl
         if isShared, cc.sharedMaxAge.isPresent { return Double(cc.sharedMaxAge.value ?? 0) }
         // §5.3: with max-age present, Expires is ignored — even when max-age is invalid.

@@ -117,7 +117,9 @@ extension CacheRules {
                 if !name.isEmpty, !names.contains(name) { names.append(name) }
             }
         }
-        return names.map { StoredResponse.VaryingField(name: $0, value: Self.normalizedValue(of: $0, in: request.headerFields)) }
+        return names.map {
+            StoredResponse.VaryingField(name: $0, value: Self.normalizedValue(of: $0, in: request.headerFields))
+        }
     }
 
     /// §4.1: whether `request` selects `stored` — every field its `Vary` named has the same
@@ -132,6 +134,8 @@ extension CacheRules {
         guard let fieldName = HTTPField.Name(name) else { return nil }
         let values = fields[values: fieldName]
         guard !values.isEmpty else { return nil }
-        return values.flatMap { $0.split(separator: ",").map { String($0.trimmingWhitespace()) } }.joined(separator: ",")
+        return values.flatMap { $0.split(separator: ",").map { String($0.trimmingWhitespace()) } }.joined(
+            separator: ","
+        )
     }
 }

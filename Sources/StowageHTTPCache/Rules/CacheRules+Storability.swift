@@ -53,10 +53,14 @@ extension CacheRules {
         if isShared, request.headerFields[.authorization] != nil,
             !(responseCC.mustRevalidate || responseCC.isPublic || responseCC.sharedMaxAge.isPresent)
         {
-            return .notStorable("§3.5 a request with Authorization in a shared cache, without public, s-maxage or must-revalidate")
+            return .notStorable(
+                "§3.5 a request with Authorization in a shared cache, without public, s-maxage or must-revalidate"
+            )
         }
         // §4.1: "Vary: *" always fails to match; storing it is pointless.
-        if response.headerFields[values: .vary].contains(where: { $0.split(separator: ",").contains { $0.trimmingWhitespace() == "*" } }) {
+        if response.headerFields[values: .vary].contains(where: {
+            $0.split(separator: ",").contains { $0.trimmingWhitespace() == "*" }
+        }) {
             return .notStorable("§4.1 Vary: * never matches a later request")
         }
         if forced { return .storable }

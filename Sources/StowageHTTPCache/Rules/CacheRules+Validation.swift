@@ -58,7 +58,10 @@ extension CacheRules {
             if !tag.isWeak {
                 return stored.indices.filter { stored[$0].entityTag.map { $0.matchesStrongly(tag) } ?? false }
             }
-            return mostRecent(stored.indices.filter { stored[$0].entityTag.map { $0.matchesWeakly(tag) } ?? false }, of: stored)
+            return mostRecent(
+                stored.indices.filter { stored[$0].entityTag.map { $0.matchesWeakly(tag) } ?? false },
+                of: stored
+            )
         }
         if let lastModified = fields.date(.lastModified).value {
             return mostRecent(stored.indices.filter { stored[$0].lastModified == lastModified }, of: stored)
@@ -74,7 +77,12 @@ extension CacheRules {
     /// §4.3.4 / §3.2: `stored` with the header fields of `notModified`, which replace the stored
     /// fields of the same names, except `Content-Length` and hop-by-hop fields; the exchange
     /// times become those of the validation.
-    public func freshen(_ stored: StoredResponse, with notModified: HTTPResponse, requestTime: Double, responseTime: Double)
+    public func freshen(
+        _ stored: StoredResponse,
+        with notModified: HTTPResponse,
+        requestTime: Double,
+        responseTime: Double
+    )
         -> StoredResponse
     {
         var updated = stored

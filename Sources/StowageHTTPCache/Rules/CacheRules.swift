@@ -26,7 +26,9 @@ public struct CacheRules: Sendable {
 
     /// Statuses heuristically cacheable by default (RFC 9110 §15.1), except 206: Stowage does
     /// not combine partial content, and §3.3 lets a cache not store it.
-    public static let heuristicallyCacheableStatuses: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+    public static let heuristicallyCacheableStatuses: Set<Int> = [
+        200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501,
+    ]
 
     /// Creates the rules of a private or shared cache.
     public init(

@@ -65,7 +65,10 @@ final class BodyRecorder: Sendable {
             }
             try await BlockingWork.run { try buffered.withUnsafeBytes { try write.write($0) } }
         } catch {
-            cache.configuration.logger.warning("could not store a response body: \(error)", metadata: ["uri": "\(key.uri)"])
+            cache.configuration.logger.warning(
+                "could not store a response body: \(error)",
+                metadata: ["uri": "\(key.uri)"]
+            )
             state.withLock { state in
                 state.failed = true
                 state.write?.cancel()

@@ -64,7 +64,11 @@ extension HTTPCache {
 
         /// The RFC 9111 rules this configuration implies.
         public var rules: CacheRules {
-            CacheRules(kind: kind, heuristicFraction: heuristicFraction, maximumHeuristicLifetime: maximumHeuristicLifetime)
+            CacheRules(
+                kind: kind,
+                heuristicFraction: heuristicFraction,
+                maximumHeuristicLifetime: maximumHeuristicLifetime
+            )
         }
 
         func validate() throws {

@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import HTTPTypes
+import Logging
 import StowageCache
 import StowageCore
 
@@ -29,7 +29,9 @@ extension HTTPCache {
 
     /// The most recent variant that `request` selects (§4.1; §4 "the most recent").
     func selectVariant(_ request: HTTPRequest, in records: [VariantRecord]) -> VariantRecord? {
-        records.filter { rules.varyMatches(request, stored: $0.stored) }.max { $0.stored.responseTime < $1.stored.responseTime }
+        records.filter { rules.varyMatches(request, stored: $0.stored) }.max {
+            $0.stored.responseTime < $1.stored.responseTime
+        }
     }
 
     /// Writes the variant list of `key` (memory and, for non-memory-only records, disk).
@@ -74,7 +76,8 @@ extension HTTPCache {
     }
 
     static func makeBodyKey() -> String {
-        "b " + String(UInt64.random(in: 0...UInt64.max), radix: 16) + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        "b " + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            + String(UInt64.random(in: 0...UInt64.max), radix: 16)
     }
 
     /// The body of `record`: from memory, from the index, or streamed from its file.
@@ -89,7 +92,9 @@ extension HTTPCache {
         switch opened {
         case .data(let data):
             let bytes = [UInt8](data)
-            if Int64(bytes.count) <= memoryBodyLimit { memory.setValue(.body(bytes), forKey: bodyKey, cost: bytes.count) }
+            if Int64(bytes.count) <= memoryBodyLimit {
+                memory.setValue(.body(bytes), forKey: bodyKey, cost: bytes.count)
+            }
             return HTTPBody(bytes: bytes)
         case .file(let reader):
             let chunkSize = 64 * 1024

@@ -66,7 +66,9 @@ public final class HTTPCache: Sendable {
     var now: Double { configuration.clock.now().timeIntervalSince1970 }
 
     /// The largest body kept in memory.
-    var memoryBodyLimit: Int64 { Int64(Double(configuration.memoryCapacity.rawValue) * configuration.maximumEntryFraction) }
+    var memoryBodyLimit: Int64 {
+        Int64(Double(configuration.memoryCapacity.rawValue) * configuration.maximumEntryFraction)
+    }
     /// The largest body stored at all.
     var diskBodyLimit: Int64 { Int64(Double(configuration.diskCapacity.rawValue) * configuration.maximumEntryFraction) }
 

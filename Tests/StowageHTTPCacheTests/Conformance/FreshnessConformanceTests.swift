@@ -42,9 +42,14 @@ import Testing
 
     @Test("§4.2.1 conflicting duplicate max-age values make the response stale; equal ones count once")
     func duplicateMaxAge() {
-        #expect(privateRules.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=60, max-age=70")]))) == 0)
         #expect(
-            privateRules.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=60"), ("Cache-Control", "max-age=60")])))
+            privateRules.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=60, max-age=70")])))
+                == 0
+        )
+        #expect(
+            privateRules.freshnessLifetime(
+                of: stored(response(200, [("Cache-Control", "max-age=60"), ("Cache-Control", "max-age=60")]))
+            )
                 == 60
         )
     }
@@ -72,18 +77,29 @@ import Testing
     func heuristicStatus() {
         let lastModified = ("Last-Modified", httpDate(t0 - 10_000))
         #expect(privateRules.freshnessLifetime(of: stored(response(302, [lastModified]))) == 0)
-        #expect(privateRules.freshnessLifetime(of: stored(response(302, [lastModified, ("Cache-Control", "public")]))) == 1_000)
+        #expect(
+            privateRules.freshnessLifetime(of: stored(response(302, [lastModified, ("Cache-Control", "public")])))
+                == 1_000
+        )
     }
 
     @Test("§4.2.3 apparent age: response_time minus Date")
     func apparentAge() {
-        let res = stored(response(200, [("Cache-Control", "max-age=60")], date: t0 - 30), requestTime: t0, responseTime: t0)
+        let res = stored(
+            response(200, [("Cache-Control", "max-age=60")], date: t0 - 30),
+            requestTime: t0,
+            responseTime: t0
+        )
         #expect(privateRules.currentAge(of: res, now: t0) == 30)
     }
 
     @Test("§4.2.3 corrected age: the Age field plus the response delay")
     func correctedAge() {
-        let res = stored(response(200, [("Cache-Control", "max-age=60"), ("Age", "20")]), requestTime: t0 - 3, responseTime: t0)
+        let res = stored(
+            response(200, [("Cache-Control", "max-age=60"), ("Age", "20")]),
+            requestTime: t0 - 3,
+            responseTime: t0
+        )
         #expect(privateRules.currentAge(of: res, now: t0) == 23)
     }
 
@@ -109,6 +125,8 @@ import Testing
 
     @Test("§4.2.1 a shared cache treats an invalid s-maxage as stale")
     func invalidSharedMaxAge() {
-        #expect(sharedRules.freshnessLifetime(of: stored(response(200, [("Cache-Control", "s-maxage=x, max-age=60")]))) == 0)
+        #expect(
+            sharedRules.freshnessLifetime(of: stored(response(200, [("Cache-Control", "s-maxage=x, max-age=60")]))) == 0
+        )
     }
 }

@@ -46,7 +46,10 @@ import Testing
 
     @Test("§5.4 Pragma: no-cache counts as no-cache when the request has no Cache-Control")
     func pragma() {
-        #expect(privateRules.decide(request(.get, "/resource", [("Pragma", "no-cache")]), stored: fresh, now: t0) == .validate)
+        #expect(
+            privateRules.decide(request(.get, "/resource", [("Pragma", "no-cache")]), stored: fresh, now: t0)
+                == .validate
+        )
         let both = request(.get, "/resource", [("Pragma", "no-cache"), ("Cache-Control", "max-stale")])
         #expect(privateRules.decide(both, stored: fresh, now: t0) == .serve(.hit))
     }
@@ -67,7 +70,9 @@ import Testing
 
     @Test("§5.2.2.4 qualified no-cache: reuse without validation, minus the named fields")
     func qualifiedNoCache() {
-        let res = stored(response(200, [("Cache-Control", "no-cache=\"Set-Cookie\", max-age=100"), ("Set-Cookie", "a=b")]))
+        let res = stored(
+            response(200, [("Cache-Control", "no-cache=\"Set-Cookie\", max-age=100"), ("Set-Cookie", "a=b")])
+        )
         #expect(privateRules.decide(request(), stored: res, now: t0) == .serve(.hit))
         #expect(privateRules.responseForReuse(res).headerFields[.setCookie] == nil)
     }
@@ -130,11 +135,30 @@ import Testing
 
     @Test("§4.1 Vary: a stored response is selected only when the named request fields match")
     func varyMatching() {
-        let original = request(.get, "/resource", [("Accept-Language", "en"), ("Accept", "text/html,  application/json")])
+        let original = request(
+            .get,
+            "/resource",
+            [("Accept-Language", "en"), ("Accept", "text/html,  application/json")]
+        )
         let res = stored(response(200, [("Vary", "Accept-Language, Accept")]), for: original)
-        #expect(privateRules.varyMatches(request(.get, "/resource", [("Accept-Language", "en"), ("Accept", "text/html, application/json")]), stored: res))
-        #expect(!privateRules.varyMatches(request(.get, "/resource", [("Accept-Language", "fr"), ("Accept", "text/html")]), stored: res))
-        #expect(!privateRules.varyMatches(request(.get, "/resource", [("Accept", "text/html,application/json")]), stored: res))
+        #expect(
+            privateRules.varyMatches(
+                request(.get, "/resource", [("Accept-Language", "en"), ("Accept", "text/html, application/json")]),
+                stored: res
+            )
+        )
+        #expect(
+            !privateRules.varyMatches(
+                request(.get, "/resource", [("Accept-Language", "fr"), ("Accept", "text/html")]),
+                stored: res
+            )
+        )
+        #expect(
+            !privateRules.varyMatches(
+                request(.get, "/resource", [("Accept", "text/html,application/json")]),
+                stored: res
+            )
+        )
     }
 
     @Test("§4.1 a Vary field absent from both requests matches")

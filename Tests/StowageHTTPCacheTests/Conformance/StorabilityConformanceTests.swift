@@ -53,7 +53,10 @@ import Testing
 
     @Test("§5.2.2.7 qualified private: a shared cache stores the response without the named fields")
     func qualifiedPrivate() {
-        let res = response(200, [("Cache-Control", "private=\"X-User\", max-age=60"), ("X-User", "alice"), ("X-Other", "1")])
+        let res = response(
+            200,
+            [("Cache-Control", "private=\"X-User\", max-age=60"), ("X-User", "alice"), ("X-Other", "1")]
+        )
         #expect(isStorable(sharedRules, res))
         let kept = sharedRules.fieldsToStore(res.headerFields, responseTime: t0)
         #expect(kept[HTTPField.Name("X-User")!] == nil)
@@ -112,10 +115,13 @@ import Testing
 
     @Test("§3.1 hop-by-hop fields and those named by Connection are not stored")
     func hopByHopNotStored() {
-        let res = response(200, [
-            ("Connection", "X-Hop"), ("X-Hop", "1"), ("Keep-Alive", "timeout=5"), ("Transfer-Encoding", "chunked"),
-            ("X-End", "2"),
-        ])
+        let res = response(
+            200,
+            [
+                ("Connection", "X-Hop"), ("X-Hop", "1"), ("Keep-Alive", "timeout=5"), ("Transfer-Encoding", "chunked"),
+                ("X-End", "2"),
+            ]
+        )
         let kept = privateRules.fieldsToStore(res.headerFields, responseTime: t0)
         #expect(kept[HTTPField.Name("X-Hop")!] == nil)
         #expect(kept[.connection] == nil)

@@ -32,7 +32,9 @@ import Testing
     @Test("§4.3.2 a client's If-None-Match is answered from the stored response (weak comparison)")
     func clientIfNoneMatch() {
         let res = stored(response(200, [("ETag", "W/\"v1\"")]))
-        #expect(privateRules.conditionsMatch(request(.get, "/resource", [("If-None-Match", "\"x\", \"v1\"")]), stored: res))
+        #expect(
+            privateRules.conditionsMatch(request(.get, "/resource", [("If-None-Match", "\"x\", \"v1\"")]), stored: res)
+        )
         #expect(!privateRules.conditionsMatch(request(.get, "/resource", [("If-None-Match", "\"v2\"")]), stored: res))
         #expect(privateRules.conditionsMatch(request(.get, "/resource", [("If-None-Match", "*")]), stored: res))
     }
@@ -40,8 +42,18 @@ import Testing
     @Test("§4.3.2 If-Modified-Since is evaluated only without If-None-Match")
     func clientIfModifiedSince() {
         let res = stored(response(200, [("ETag", "\"v1\""), ("Last-Modified", httpDate(t0 - 100))]))
-        #expect(privateRules.conditionsMatch(request(.get, "/resource", [("If-Modified-Since", httpDate(t0 - 50))]), stored: res))
-        #expect(!privateRules.conditionsMatch(request(.get, "/resource", [("If-Modified-Since", httpDate(t0 - 200))]), stored: res))
+        #expect(
+            privateRules.conditionsMatch(
+                request(.get, "/resource", [("If-Modified-Since", httpDate(t0 - 50))]),
+                stored: res
+            )
+        )
+        #expect(
+            !privateRules.conditionsMatch(
+                request(.get, "/resource", [("If-Modified-Since", httpDate(t0 - 200))]),
+                stored: res
+            )
+        )
         let both = request(.get, "/resource", [("If-None-Match", "\"v2\""), ("If-Modified-Since", httpDate(t0))])
         #expect(!privateRules.conditionsMatch(both, stored: res))
     }
@@ -76,7 +88,12 @@ import Testing
 
     @Test("§4.3.4 freshening replaces stored header fields with the 304's, except Content-Length")
     func freshenFields() {
-        let original = stored(response(200, [("Cache-Control", "max-age=10"), ("ETag", "\"a\""), ("Content-Length", "5"), ("X-Keep", "k")]))
+        let original = stored(
+            response(
+                200,
+                [("Cache-Control", "max-age=10"), ("ETag", "\"a\""), ("Content-Length", "5"), ("X-Keep", "k")]
+            )
+        )
         let notModified = response(304, [("Cache-Control", "max-age=100"), ("Content-Length", "0")], date: t0 + 50)
         let updated = privateRules.freshen(original, with: notModified, requestTime: t0 + 50, responseTime: t0 + 50)
         #expect(updated.response.headerFields[.cacheControl] == "max-age=100")

@@ -20,7 +20,9 @@ func request(
 
 func response(_ status: Int = 200, _ pairs: [(String, String)] = [], date: Double? = t0) -> HTTPResponse {
     var all = pairs
-    if let date, !pairs.contains(where: { $0.0.lowercased() == "date" }) { all.append(("Date", HTTPDate.format(Int64(date)))) }
+    if let date, !pairs.contains(where: { $0.0.lowercased() == "date" }) {
+        all.append(("Date", HTTPDate.format(Int64(date))))
+    }
     return HTTPResponse(status: .init(code: status), headerFields: fields(all))
 }
 

@@ -35,7 +35,9 @@ final class TestOrigin: Sendable {
         return { request, body in
             let (response, whole) = try await fetch(request, body)
             let bytes = whole.bytesInMemory ?? []
-            let chunks = stride(from: 0, to: bytes.count, by: chunk).map { Array(bytes[$0..<min($0 + chunk, bytes.count)]) }
+            let chunks = stride(from: 0, to: bytes.count, by: chunk).map {
+                Array(bytes[$0..<min($0 + chunk, bytes.count)])
+            }
             return (response, HTTPBody(ChunkSequence(chunks: chunks), length: Int64(bytes.count)))
         }
     }
@@ -59,7 +61,10 @@ final class ManualClock: Sendable {
 }
 
 func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let url = FileManager.default.temporaryDirectory.appending(path: "stowage-http-\(UUID().uuidString)", directoryHint: .isDirectory)
+    let url = FileManager.default.temporaryDirectory.appending(
+        path: "stowage-http-\(UUID().uuidString)",
+        directoryHint: .isDirectory
+    )
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: url) }
     return try await body(url)

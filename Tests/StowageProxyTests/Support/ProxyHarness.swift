@@ -61,7 +61,12 @@ struct ProxyHarness {
         var cacheStatus: String { headers["Cache-Status"].first ?? "" }
     }
 
-    func get(_ path: String, method: HTTPMethod = .GET, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws -> Reply {
+    func get(
+        _ path: String,
+        method: HTTPMethod = .GET,
+        headers: [(String, String)] = [],
+        body: [UInt8]? = nil
+    ) async throws -> Reply {
         var request = HTTPClientRequest(url: base + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -70,4 +75,9 @@ struct ProxyHarness {
         let bytes = try await response.body.collect(upTo: 1 << 27)
         return Reply(status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
     }
+}
+
+/// An origin script: every response `max-age=SECONDS`, bodies `PREFIX1`, `PREFIX2`, … by request.
+func versioned(maxAge: Int, prefix: String = "v") -> TestOriginServer.Script {
+    { received in .init(fields: [("Cache-Control", "max-age=\(maxAge)")], body: "\(prefix)\(received.index)") }
 }

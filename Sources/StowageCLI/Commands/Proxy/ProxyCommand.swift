@@ -12,11 +12,14 @@ struct ProxyCommand: AsyncParsableCommand {
         discussion: """
             Example: stowage proxy --listen 127.0.0.1:8080 --upstream http://127.0.0.1:8000
 
-            Responses are cached by their Cache-Control/Expires headers (s-maxage first), validated
-            with ETag/Last-Modified, and served with Age and Cache-Status. Concurrent requests for one
-            uncached URL make one upstream request. Upstream failures answer 502, timeouts 504 (or a
+            Responses are cached by their Cache-Control/Expires headers (s-maxage first), validated \
+            with ETag/Last-Modified, and served with Age and Cache-Status. Concurrent requests for one \
+            uncached URL make one upstream request. Upstream failures answer 502, timeouts 504 (or a \
             stale response where stale-if-error allows). SIGINT or SIGTERM stop it gracefully.
-            The cache lives in --cache-dir (default: the 'stowage' container's caches/proxy).
+
+            The cache lives in --cache-dir (default: the 'stowage' container's caches/proxy). The \
+            bound port is printed on standard output as 'listening on HOST:PORT'; logs go to \
+            standard error.
             """
     )
 
@@ -53,7 +56,9 @@ struct ProxyCommand: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
-        guard upstreamTimeout > 0 else { throw ValidationError("--upstream-timeout must be a positive number of seconds") }
+        guard upstreamTimeout > 0 else {
+            throw ValidationError("--upstream-timeout must be a positive number of seconds")
+        }
         guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
     }
 
@@ -70,7 +75,10 @@ struct ProxyCommand: AsyncParsableCommand {
             if let cacheDir {
                 directory = URL(filePath: cacheDir, directoryHint: .isDirectory)
             } else {
-                directory = try await options.container().directory(for: .caches).appending(path: "proxy", directoryHint: .isDirectory)
+                directory = try await options.container().directory(for: .caches).appending(
+                    path: "proxy",
+                    directoryHint: .isDirectory
+                )
             }
             var configuration = ProxyConfiguration(
                 upstream: try ProxyConfiguration.Upstream(parsing: upstream),
