@@ -21,6 +21,9 @@ let package = Package(
         .library(name: "StowageDatabase", targets: ["StowageDatabase"]),
         .library(name: "StowageSecrets", targets: ["StowageSecrets"]),
         .library(name: "StowageStores", targets: ["StowageStores"]),
+        .library(name: "StowageHTTPCache", targets: ["StowageHTTPCache"]),
+        .library(name: "StowageHTTPClient", targets: ["StowageHTTPClient"]),
+        .library(name: "StowageProxy", targets: ["StowageProxy"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -30,6 +33,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // §1: container, locations, marks, disk usage, capacity, sizes, clearing.
@@ -91,6 +98,45 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // §4: RFC 9111 decisions (pure, over swift-http-types) and response storage on StowageCache.
+        // No NIO or AsyncHTTPClient here, so its conformance tests build in seconds.
+        .target(
+            name: "StowageHTTPCache",
+            dependencies: [
+                "StowageCore", "StowageCache",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // §4: the caching client on AsyncHTTPClient.
+        .target(
+            name: "StowageHTTPClient",
+            dependencies: [
+                "StowageHTTPCache",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // §4: the caching reverse proxy (a shared cache) on Hummingbird, upstream through the client.
+        .target(
+            name: "StowageProxy",
+            dependencies: [
+                "StowageHTTPCache", "StowageHTTPClient",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Umbrella: re-exports the light modules.
         .target(
             name: "Stowage",
@@ -101,7 +147,7 @@ let package = Package(
             name: "StowageCLI",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
-                "StowageStores",
+                "StowageStores", "StowageProxy",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -115,6 +161,8 @@ let package = Package(
                 "StowageCache",
                 "StowagePreferences",
                 "StowageStores",
+                "StowageHTTPCache",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -175,9 +223,47 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The RFC 9111 conformance suite for the pure logic and the storage: no NIO.
+        .testTarget(
+            name: "StowageHTTPCacheTests",
+            dependencies: ["StowageHTTPCache", "StowageCache", "StowageCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            swiftSettings: swiftSettings
+        ),
+        // A scripted origin server on 127.0.0.1 for the client and proxy tests.
+        .target(
+            name: "StowageHTTPTestSupport",
+            dependencies: [
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/StowageHTTPTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageHTTPClientTests",
+            dependencies: [
+                "StowageHTTPClient", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageProxyTests",
+            dependencies: [
+                "StowageProxy", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StowageCLITests",
-            dependencies: ["StowageCore", "StowageCLI"],
+            dependencies: ["StowageCore", "StowageCLI", "StowageHTTPTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -34,7 +34,7 @@ struct BenchTool: AsyncParsableCommand {
     /// Every scenario; later issues append theirs.
     static let scenarios: [any Scenario] =
         [
-            DiskUsageTreeScenario(), MemoryCacheScenario(),
+            DiskUsageTreeScenario(), MemoryCacheScenario(), HTTPCacheLookupScenario(),
             PreferencesScenario(operation: .set), PreferencesScenario(operation: .get),
         ] + DiskCacheScenario.all + [CleanerScenario(), PurgeSweepScenario(), AccountScenario()]
 

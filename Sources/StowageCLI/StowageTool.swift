@@ -20,7 +20,7 @@ struct StowageTool: AsyncParsableCommand {
         subcommands: [
             ReportCommand.self, UsageCommand.self, LocationsCommand.self, CapacityCommand.self, ClearCommand.self,
             CleanCommand.self, ClearCachesCommand.self, PurgeableCommand.self, PurgeCommand.self,
-            PrefsCommand.self, DatabaseCommand.self, SecretsCommand.self,
+            PrefsCommand.self, DatabaseCommand.self, SecretsCommand.self, ProxyCommand.self,
         ],
         defaultSubcommand: ReportCommand.self
     )

@@ -325,7 +325,7 @@ public final class DiskCache: Sendable {
         return reference < now - maximumAge
     }
 
-    private func recordAccess(key: String, at time: Double) {
+    func recordAccess(key: String, at time: Double) {
         let shouldFlush = accessLog.withLock { log in
             log[key] = time
             return log.count >= Self.accessLogFlushCount

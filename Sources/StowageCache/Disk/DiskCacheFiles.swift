@@ -32,7 +32,7 @@ struct DiskCacheFiles: Sendable {
 
     /// Writes `data` to a new file and moves it to `name` under `data/`.
     func write(_ data: Data, as name: String) throws {
-        let temporary = temporaryDirectory + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).tmp"
+        let temporary = temporaryPath()
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw StowageError.syscall(.current, "create cache file", path: temporary) }
         var moved = false
@@ -46,6 +46,18 @@ struct DiskCacheFiles: Sendable {
                 throw StowageError.syscall(.current, "flush cache file", path: temporary)
             }
         }
+        try moveIntoPlace(temporary, as: name)
+        moved = true
+    }
+
+    /// A new, unique path under `tmp/` for a value being written.
+    func temporaryPath() -> String {
+        temporaryDirectory + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).tmp"
+    }
+
+    /// Renames the complete file `temporary` to `name` under `data/`, creating the hash's
+    /// subdirectory on first use.
+    func moveIntoPlace(_ temporary: String, as name: String) throws {
         let destination = path(of: name)
         if rename(temporary, destination) != 0 {
             guard errno == ENOENT else { throw StowageError.syscall(.current, "move cache file to", path: destination) }
@@ -58,7 +70,6 @@ struct DiskCacheFiles: Sendable {
                 throw StowageError.syscall(.current, "move cache file to", path: destination)
             }
         }
-        moved = true
     }
 
     /// Reads the file `name`, or `nil` when it is gone or does not have `expectedSize` bytes

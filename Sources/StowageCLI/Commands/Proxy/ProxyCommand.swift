@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import Logging
+import StowageCore
+import StowageProxy
+
+/// `stowage proxy`: a caching reverse proxy (a shared RFC 9111 cache) in front of one origin.
+struct ProxyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "proxy",
+        abstract: "Run a caching reverse proxy (RFC 9111 shared cache) in front of an upstream HTTP server.",
+        discussion: """
+            Example: stowage proxy --listen 127.0.0.1:8080 --upstream http://127.0.0.1:8000
+
+            Responses are cached by their Cache-Control/Expires headers (s-maxage first), validated \
+            with ETag/Last-Modified, and served with Age and Cache-Status. Concurrent requests for one \
+            uncached URL make one upstream request. Upstream failures answer 502, timeouts 504 (or a \
+            stale response where stale-if-error allows). SIGINT or SIGTERM stop it gracefully.
+
+            The cache lives in --cache-dir (default: the 'stowage' container's caches/proxy). The \
+            bound port is printed on standard output as 'listening on HOST:PORT'; logs go to \
+            standard error.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(help: "Address to listen on, HOST:PORT (port 0 picks a free one).")
+    var listen = "127.0.0.1:8080"
+
+    @Option(help: "The upstream origin, e.g. http://127.0.0.1:8000.")
+    var upstream: String
+
+    @Option(help: "Directory of the cache.")
+    var cacheDir: String?
+
+    @Option(help: "Bytes of responses kept in memory, e.g. 64MB.", transform: { try parseSize($0) })
+    var memoryCapacity = ByteCount(64_000_000)
+
+    @Option(help: "Bytes of responses kept on disk, e.g. 1GB.", transform: { try parseSize($0) })
+    var diskCapacity = ByteCount(1_000_000_000)
+
+    @Option(help: "Seconds one upstream exchange may take before the client gets 504.")
+    var upstreamTimeout = 30
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        do {
+            _ = try ProxyConfiguration.parseListenAddress(listen)
+            _ = try ProxyConfiguration.Upstream(parsing: upstream)
+        } catch let error as ProxyError {
+            throw ValidationError(error.message)
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        guard upstreamTimeout > 0 else {
+            throw ValidationError("--upstream-timeout must be a positive number of seconds")
+        }
+        guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        try await Output.run {
+            let (host, port) = try ProxyConfiguration.parseListenAddress(listen)
+            let directory: URL
+            if let cacheDir {
+                directory = URL(filePath: cacheDir, directoryHint: .isDirectory)
+            } else {
+                directory = try await options.container().directory(for: .caches).appending(
+                    path: "proxy",
+                    directoryHint: .isDirectory
+                )
+            }
+            var configuration = ProxyConfiguration(
+                upstream: try ProxyConfiguration.Upstream(parsing: upstream),
+                cacheDirectory: directory,
+                host: host,
+                port: port
+            )
+            configuration.memoryCapacity = memoryCapacity
+            configuration.diskCapacity = diskCapacity
+            configuration.upstreamTimeout = .seconds(upstreamTimeout)
+            var logger = Logger(label: "stowage.proxy")
+            logger.logLevel = level
+            configuration.logger = logger
+            let proxy = try CachingProxy(configuration: configuration)
+            try await proxy.run(handlingSignals: true) { port in
+                // One line on stdout for scripts that started the proxy on port 0.
+                FileHandle.standardOutput.write(Data("listening on \(host):\(port)\n".utf8))
+            }
+        }
+    }
+}

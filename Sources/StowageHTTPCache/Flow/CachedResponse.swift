@@ -1,0 +1,25 @@
+import HTTPTypes
+
+/// A response as ``HTTPCache/respond(to:body:policy:fetch:)`` serves it, and how.
+public struct CachedResponse: Sendable {
+    /// The response: from the store (with `Age`) or from the origin.
+    public var response: HTTPResponse
+    /// Its body; streamed from the origin or the disk when large.
+    public var body: HTTPBody
+    /// The facts for the `Cache-Status` field (RFC 9211).
+    public var status: CacheStatus
+
+    /// How the response was served: hit, miss, revalidated, stale or bypass.
+    public var outcome: CacheOutcome { status.outcome }
+
+    /// Creates a response.
+    public init(response: HTTPResponse, body: HTTPBody, status: CacheStatus) {
+        self.response = response
+        self.body = body
+        self.status = status
+    }
+}
+
+/// Sends a request to the origin and returns its response and body: the transport the cache
+/// uses (AsyncHTTPClient in the client and the proxy).
+public typealias HTTPFetch = @Sendable (HTTPRequest, HTTPBody?) async throws -> (HTTPResponse, HTTPBody)

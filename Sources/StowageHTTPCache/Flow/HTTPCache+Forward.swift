@@ -1,0 +1,130 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+extension HTTPCache {
+    /// Fetches `request` from the origin and stores the response when allowed. With `collapse`,
+    /// concurrent callers for the same key wait for one fetch and then read the stored response.
+    func forward(
+        _ request: HTTPRequest,
+        key: CacheKey,
+        outcome: CacheOutcome,
+        collapse: Bool,
+        fetch: @escaping HTTPFetch
+    ) async throws -> CachedResponse {
+        let collapseKey = key.uri
+        let leads: Bool
+        if collapse, configuration.collapsesRequests, request.method == .get, !CacheRules.isConditional(request) {
+            leads = collapser.tryLead(collapseKey)
+            if !leads {
+                let stored = await collapser.wait(for: collapseKey, timeout: configuration.collapseTimeout)
+                if stored, let record = selectVariant(request, in: try await variants(for: key)),
+                    case .serve = rules.decide(request, stored: record.stored, now: now),
+                    var served = try await serve(record, to: request, now: now, outcome: .hit)
+                {
+                    served.status.collapsed = true
+                    return served
+                }
+                return try await forward(request, key: key, outcome: outcome, collapse: false, fetch: fetch)
+            }
+        } else {
+            leads = false
+        }
+        let finish: @Sendable (Bool) -> Void = { [collapser] stored in
+            if leads { collapser.finish(collapseKey, stored: stored) }
+        }
+        let requestTime = now
+        let response: HTTPResponse
+        let body: HTTPBody
+        do {
+            (response, body) = try await fetch(request, nil)
+        } catch {
+            finish(false)
+            throw error
+        }
+        let responseTime = now
+        let (servedBody, willStore) = try await storeIfAllowed(
+            response,
+            body: body,
+            for: request,
+            key: key,
+            requestTime: requestTime,
+            responseTime: responseTime,
+            onDone: finish
+        )
+        if !willStore { finish(false) }
+        return CachedResponse(
+            response: response,
+            body: servedBody,
+            status: status(outcome, forwardStatus: response.status.code, stored: willStore)
+        )
+    }
+
+    /// Unsafe methods: forwarded as they are, then §4.4 invalidation.
+    func forwardUnsafe(
+        _ request: HTTPRequest,
+        body: HTTPBody?,
+        fetch: @escaping HTTPFetch
+    ) async throws -> CachedResponse {
+        let (response, responseBody) = try await fetch(request, body)
+        try await invalidate(after: request, response: response)
+        return CachedResponse(
+            response: response,
+            body: responseBody,
+            status: status(.bypass, forwardStatus: response.status.code, detail: "method")
+        )
+    }
+
+    /// Stores `response` if the rules, the forced-expiry rules and the will-cache hook allow it.
+    /// Returns the body to hand to the caller (recorded as it is read) and whether a store is
+    /// under way; `onDone` reports when it completes.
+    func storeIfAllowed(
+        _ response: HTTPResponse,
+        body: HTTPBody,
+        for request: HTTPRequest,
+        key: CacheKey,
+        requestTime: Double,
+        responseTime: Double,
+        onDone: @escaping @Sendable (Bool) -> Void
+    ) async throws -> (HTTPBody, Bool) {
+        let forcedRule = configuration.forcedExpiry.first { $0.applies(to: request) }
+        guard rules.storability(of: response, for: request, forced: forcedRule != nil) == .storable else {
+            return (body, false)
+        }
+        var stored = HTTPResponse(
+            status: response.status,
+            headerFields: rules.fieldsToStore(response.headerFields, responseTime: responseTime)
+        )
+        var memoryOnly = false
+        if let hook = configuration.willCache {
+            guard let proposal = hook(CacheProposal(request: request, response: stored)) else {
+                configuration.logger.debug("will-cache hook refused a response", metadata: ["uri": "\(key.uri)"])
+                return (body, false)
+            }
+            stored = proposal.response
+            memoryOnly = proposal.storage == .memoryOnly
+        }
+        let limit = memoryOnly ? memoryBodyLimit : diskBodyLimit
+        if let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) }), length > limit {
+            return (body, false)
+        }
+        let record = VariantRecord(
+            stored: StoredResponse(
+                response: stored,
+                requestTime: requestTime,
+                responseTime: responseTime,
+                varyingFields: rules.varyingFields(of: stored, request: request),
+                forcedExpiry: forcedRule.map { responseTime + $0.interval }
+            ),
+            bodyKey: Self.makeBodyKey(),
+            isMemoryOnly: memoryOnly
+        )
+        let recorder = BodyRecorder(cache: self, key: key, record: record, onDone: onDone)
+        if let bytes = body.bytesInMemory {
+            await recorder.append(bytes)
+            await recorder.finish()
+            return (body, true)
+        }
+        return (recorder.tee(body), true)
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import HTTPTypes
+
+extension HTTPCache {
+    /// Answers `request` from the cache or the origin, following `policy` and RFC 9111.
+    ///
+    /// - Fresh stored responses are served with `Age`; stale ones are validated with a
+    ///   conditional request the cache builds, and a 304 refreshes and serves them.
+    /// - A 304 reaches the caller only when the caller's request was conditional itself (and
+    ///   its condition holds).
+    /// - Storable responses are stored as their body streams through to the caller; concurrent
+    ///   requests for one uncached URL wait for that single fetch (``Configuration/collapsesRequests``).
+    /// - Unsafe methods go to the origin and invalidate what their success touches (§4.4).
+    ///
+    /// - Parameters:
+    ///   - request: The request, with scheme and authority set (they form the cache key).
+    ///   - body: The request body, for methods that have one.
+    ///   - policy: One of `URLCache`'s five policies; default ``RequestCachePolicy/useProtocolCachePolicy``.
+    ///   - fetch: Sends a request to the origin.
+    /// - Returns: The response, its body and how it was served.
+    /// - Throws: ``HTTPCacheError`` `.notCached` for a miss under
+    ///   ``RequestCachePolicy/returnCacheDataDontLoad``; what `fetch` throws when the origin
+    ///   fails and no stale response may stand in (RFC 5861 `stale-if-error`).
+    public func respond(
+        to request: HTTPRequest,
+        body: HTTPBody? = nil,
+        policy: RequestCachePolicy = .useProtocolCachePolicy,
+        fetch: @escaping HTTPFetch
+    ) async throws -> CachedResponse {
+        guard request.method == .get || request.method == .head else {
+            return try await forwardUnsafe(request, body: body, fetch: fetch)
+        }
+        let key = CacheKey(request)
+        let requestCC = request.headerFields.cacheControl
+        if policy == .reloadIgnoringLocalCacheData || requestCC.noStore {
+            return try await forward(request, key: key, outcome: .miss, collapse: false, fetch: fetch)
+        }
+        let records = try await variants(for: key)
+        let record = selectVariant(request, in: records)
+        let now = self.now
+        switch policy {
+        case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
+            if let record, let served = try await serve(record, to: request, now: now, outcome: nil) { return served }
+            if policy == .returnCacheDataDontLoad { throw HTTPCacheError.notCached(key) }
+            return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+        case .reloadRevalidatingCacheData:
+            guard let record else {
+                return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+            }
+            return try await validate(request, record: record, key: key, fetch: fetch)
+        case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData:
+            break
+        }
+        switch rules.decide(request, stored: record?.stored, now: now) {
+        case .serve(let outcome):
+            if let record, let served = try await serve(record, to: request, now: now, outcome: outcome) {
+                return served
+            }
+            return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+        case .serveStaleAndRevalidate:
+            guard let record, let served = try await serve(record, to: request, now: now, outcome: .stale) else {
+                return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+            }
+            revalidateInBackground(request, record: record, key: key, fetch: fetch)
+            return served
+        case .validate:
+            guard let record else {
+                return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+            }
+            return try await validate(request, record: record, key: key, fetch: fetch)
+        case .forward:
+            return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+        case .unsatisfiable:
+            // §5.2.1.7: only-if-cached with nothing usable: 504.
+            var response = HTTPResponse(status: .gatewayTimeout)
+            response.headerFields[.contentLength] = "0"
+            return CachedResponse(
+                response: response,
+                body: .empty,
+                status: status(.miss, detail: "only-if-cached")
+            )
+        }
+    }
+
+    // MARK: Serving stored responses
+
+    /// The stored response as served: `Age` set, qualified `no-cache` fields removed, a 304 when
+    /// the caller's own conditions hold, no body for HEAD. `nil` when its body is gone.
+    func serve(
+        _ record: VariantRecord,
+        to request: HTTPRequest,
+        now: Double,
+        outcome: CacheOutcome?
+    ) async throws
+        -> CachedResponse?
+    {
+        let stored = record.stored
+        let ttl = rules.timeToLive(of: stored, now: now)
+        let outcome = outcome ?? (ttl > 0 ? .hit : .stale)
+        var response = rules.responseForReuse(stored)
+        response.headerFields[.age] = String(Int(max(0, rules.currentAge(of: stored, now: now))))
+        let cacheStatus = status(outcome, ttl: ttl)
+        if CacheRules.isConditional(request), rules.conditionsMatch(request, stored: stored) {
+            return CachedResponse(response: Self.notModified(from: response), body: .empty, status: cacheStatus)
+        }
+        if request.method == .head { return CachedResponse(response: response, body: .empty, status: cacheStatus) }
+        guard let body = try await body(of: record) else {
+            // The body was evicted apart from its record: drop the record, treat as a miss.
+            try await remove(CacheKey(request))
+            return nil
+        }
+        return CachedResponse(response: response, body: body, status: cacheStatus)
+    }
+
+    /// A 304 made from a stored response: the fields RFC 9110 §15.4.5 lists, no content fields.
+    static func notModified(from response: HTTPResponse) -> HTTPResponse {
+        var notModified = HTTPResponse(status: .notModified)
+        for name in [HTTPField.Name.cacheControl, .contentLocation, .date, .eTag, .expires, .vary, .lastModified, .age]
+        {
+            notModified.headerFields[values: name] = response.headerFields[values: name]
+        }
+        return notModified
+    }
+
+    func status(
+        _ outcome: CacheOutcome,
+        ttl: Double? = nil,
+        forwardStatus: Int? = nil,
+        stored: Bool = false,
+        collapsed: Bool = false,
+        detail: String? = nil
+    ) -> CacheStatus {
+        CacheStatus(
+            cacheName: configuration.name,
+            outcome: outcome,
+            forwardStatus: forwardStatus,
+            timeToLive: ttl.map { Int($0.rounded(.down)) },
+            stored: stored,
+            collapsed: collapsed,
+            detail: detail
+        )
+    }
+}

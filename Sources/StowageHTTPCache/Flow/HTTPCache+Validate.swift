@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+extension HTTPCache {
+    /// §4.3: validates `record` with a conditional request; serves it refreshed on a 304, the new
+    /// response otherwise, or the stale one when the origin fails and `stale-if-error` allows it.
+    func validate(
+        _ request: HTTPRequest,
+        record: VariantRecord,
+        key: CacheKey,
+        fetch: @escaping HTTPFetch
+    ) async throws
+        -> CachedResponse
+    {
+        let conditional = rules.conditionalRequest(for: request, validating: [record.stored])
+        let requestTime = now
+        let response: HTTPResponse
+        let body: HTTPBody
+        do {
+            (response, body) = try await fetch(conditional, nil)
+        } catch {
+            if rules.mayServeStaleOnError(record.stored, request: request, now: now),
+                var served = try await serve(record, to: request, now: now, outcome: .stale)
+            {
+                served.status.detail = "stale-if-error: \(error)"
+                return served
+            }
+            throw error
+        }
+        let responseTime = now
+        if response.status.code == 304 {
+            let refreshed = try await freshenVariants(
+                for: key,
+                with: response,
+                requestTime: requestTime,
+                responseTime: responseTime
+            )
+            let chosen = refreshed.first { $0.bodyKey == record.bodyKey } ?? refreshed.first
+            if let chosen, var served = try await serve(chosen, to: request, now: responseTime, outcome: .revalidated) {
+                served.status.forwardStatus = 304
+                return served
+            }
+            // The 304 selected nothing we hold: fetch the full response (§4.3.3).
+            var unconditional = request
+            unconditional.headerFields[.ifNoneMatch] = nil
+            unconditional.headerFields[.ifModifiedSince] = nil
+            return try await forward(unconditional, key: key, outcome: .miss, collapse: false, fetch: fetch)
+        }
+        if CacheRules.isErrorForStaleIfError(response.status),
+            rules.mayServeStaleOnError(record.stored, request: request, now: responseTime),
+            var served = try await serve(record, to: request, now: responseTime, outcome: .stale)
+        {
+            served.status.forwardStatus = response.status.code
+            served.status.detail = "stale-if-error"
+            return served
+        }
+        let (servedBody, willStore) = try await storeIfAllowed(
+            response,
+            body: body,
+            for: request,
+            key: key,
+            requestTime: requestTime,
+            responseTime: responseTime,
+            onDone: { _ in }
+        )
+        return CachedResponse(
+            response: response,
+            body: servedBody,
+            status: status(.miss, forwardStatus: response.status.code, stored: willStore)
+        )
+    }
+
+    /// RFC 5861 §3: validates in the background, once per key at a time; the caller already has
+    /// the stale response.
+    func revalidateInBackground(
+        _ request: HTTPRequest,
+        record: VariantRecord,
+        key: CacheKey,
+        fetch: @escaping HTTPFetch
+    ) {
+        guard revalidations.tryLead(key.uri) else { return }
+        var backgroundRequest = request
+        backgroundRequest.method = .get
+        Task {
+            defer { revalidations.finish(key.uri, stored: true) }
+            do {
+                let served = try await validate(backgroundRequest, record: record, key: key, fetch: fetch)
+                for try await _ in served.body {}  // drain so a new response is stored
+            } catch {
+                configuration.logger.debug("background revalidation failed: \(error)", metadata: ["uri": "\(key.uri)"])
+            }
+        }
+    }
+}

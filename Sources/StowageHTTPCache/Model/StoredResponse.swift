@@ -1,0 +1,84 @@
+import HTTPTypes
+
+/// A response as a cache holds it: status and header fields (the body lives beside it in
+/// storage), when it was requested and received, and what the decisions need later.
+public struct StoredResponse: Sendable, Hashable {
+    /// Status and header fields as stored: hop-by-hop fields removed, a `Date` added if the origin
+    /// sent none (RFC 9110 §6.6.1).
+    public var response: HTTPResponse {
+        didSet { facts = Facts(response.headerFields) }
+    }
+    /// The header fields the decisions read, parsed once when the response is set: every lookup
+    /// of a stored response needs them, and parsing them per lookup cost more than the rest of
+    /// the decision (`http-cache.lookup-hit`).
+    private(set) var facts: Facts
+    /// Seconds since 1970 when the request that produced the response was sent (`request_time`).
+    public var requestTime: Double
+    /// Seconds since 1970 when the response was received (`response_time`).
+    public var responseTime: Double
+    /// The request fields named by the response's `Vary`, as the original request had them
+    /// (lowercased names; `nil` values for fields the request did not have).
+    public var varyingFields: [VaryingField]
+    /// When set, the response is fresh until this time (seconds since 1970) whatever its headers
+    /// say: a ``ForcedExpiry`` rule matched when it was stored.
+    public var forcedExpiry: Double?
+    /// The body's length in bytes, when known.
+    public var bodyLength: Int64?
+
+    /// One request field named by `Vary`, and the value the original request had.
+    public struct VaryingField: Sendable, Hashable {
+        /// The field name, lowercased.
+        public var name: String
+        /// The request's combined value, whitespace around commas normalized; `nil` if absent.
+        public var value: String?
+
+        /// Creates a varying field.
+        public init(name: String, value: String?) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// Creates a stored response.
+    public init(
+        response: HTTPResponse,
+        requestTime: Double,
+        responseTime: Double,
+        varyingFields: [VaryingField] = [],
+        forcedExpiry: Double? = nil,
+        bodyLength: Int64? = nil
+    ) {
+        self.response = response
+        self.facts = Facts(response.headerFields)
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+        self.varyingFields = varyingFields
+        self.forcedExpiry = forcedExpiry
+        self.bodyLength = bodyLength
+    }
+
+    /// The response's entity tag, if it has a valid one.
+    public var entityTag: EntityTag? { facts.entityTag }
+
+    /// The response's `Last-Modified`, in seconds since 1970, if valid.
+    public var lastModified: Int64? { facts.lastModified }
+
+    /// Parsed header fields of a stored response.
+    struct Facts: Sendable, Hashable {
+        let cacheControl: CacheControl
+        let date: Int64?
+        let expires: FieldDate
+        let lastModified: Int64?
+        let ageValue: Int
+        let entityTag: EntityTag?
+
+        init(_ fields: HTTPFields) {
+            cacheControl = fields.cacheControl
+            date = fields.date(.date).value
+            expires = fields.date(.expires)
+            lastModified = fields.date(.lastModified).value
+            ageValue = CacheRules.ageValue(fields)
+            entityTag = fields[.eTag].flatMap { EntityTag(parsing: $0) }
+        }
+    }
+}

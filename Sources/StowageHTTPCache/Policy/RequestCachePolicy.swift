@@ -1,0 +1,19 @@
+/// How one request uses the cache: the five request cache policies of `URLCache`/`NSURLRequest`
+/// (seed 004), on top of the RFC 9111 rules.
+public enum RequestCachePolicy: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Follow RFC 9111: serve fresh responses, validate stale ones, honour the request's and the
+    /// response's directives (`NSURLRequestUseProtocolCachePolicy`).
+    case useProtocolCachePolicy
+    /// Ignore what is stored and load from the origin; the response is still stored when
+    /// storable (`NSURLRequestReloadIgnoringLocalCacheData`).
+    case reloadIgnoringLocalCacheData
+    /// Serve any stored response, however old, without validation; load only on a miss
+    /// (`NSURLRequestReturnCacheDataElseLoad`).
+    case returnCacheDataElseLoad
+    /// Offline: serve any stored response, however old; never contact the origin. A miss throws
+    /// ``HTTPCacheError`` `.notCached` (`NSURLRequestReturnCacheDataDontLoad`).
+    case returnCacheDataDontLoad
+    /// Always validate a stored response with the origin before serving it; load on a miss
+    /// (`NSURLRequestReloadRevalidatingCacheData`).
+    case reloadRevalidatingCacheData
+}

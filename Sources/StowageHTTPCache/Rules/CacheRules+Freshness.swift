@@ -1,0 +1,70 @@
+import HTTPTypes
+
+extension CacheRules {
+    /// RFC 9111 §4.2.1: how long `stored` is fresh after its origin generated it, in seconds.
+    ///
+    /// In order: a forced expiry; `s-maxage` in a shared cache; `max-age`; `Expires` minus `Date`;
+    /// a heuristic (§4.2.2) for heuristically cacheable statuses (or `public`) with a
+    /// `Last-Modified`; otherwise 0. Invalid or conflicting values give 0 (stale).
+    public func freshnessLifetime(of stored: StoredResponse) -> Double {
+        if let forced = stored.forcedExpiry {
+            return max(0, forced - stored.responseTime) + correctedInitialAge(of: stored)
+        }
+        let cc = stored.facts.cacheControl
+        if isShared, cc.sharedMaxAge.isPresent { return Double(cc.sharedMaxAge.value ?? 0) }
+        // §5.3: with max-age present, Expires is ignored — even when max-age is invalid.
+        if cc.maxAge.isPresent { return Double(cc.maxAge.value ?? 0) }
+        let dateValue = stored.facts.date ?? Int64(stored.responseTime)
+        switch stored.facts.expires {
+        case .date(let expires): return Double(max(0, expires - dateValue))
+        case .invalid: return 0  // §5.3: invalid dates, "0" included, are in the past.
+        case .absent: break
+        }
+        return heuristicLifetime(of: stored, dateValue: dateValue)
+    }
+
+    /// §4.2.2: a fraction of the time since `Last-Modified`, capped; 0 when not allowed.
+    func heuristicLifetime(of stored: StoredResponse, dateValue: Int64) -> Double {
+        let status = stored.response.status.code
+        let cc = stored.facts.cacheControl
+        guard Self.heuristicallyCacheableStatuses.contains(status) || cc.isPublic,
+            let lastModified = stored.lastModified, lastModified < dateValue
+        else { return 0 }
+        return min(Double(dateValue - lastModified) * heuristicFraction, maximumHeuristicLifetime)
+    }
+
+    /// Whether the lifetime of `stored` comes from the heuristic (no explicit freshness).
+    public func usesHeuristicFreshness(_ stored: StoredResponse) -> Bool {
+        let cc = stored.facts.cacheControl
+        return stored.forcedExpiry == nil && !(isShared && cc.sharedMaxAge.isPresent) && !cc.maxAge.isPresent
+            && stored.facts.expires == .absent
+    }
+
+    // MARK: Age (§4.2.3)
+
+    /// `corrected_initial_age`: the age the response had when it arrived.
+    public func correctedInitialAge(of stored: StoredResponse) -> Double {
+        let dateValue = Double(stored.facts.date ?? Int64(stored.responseTime))
+        let apparentAge = max(0, stored.responseTime - dateValue)
+        let responseDelay = max(0, stored.responseTime - stored.requestTime)
+        let correctedAgeValue = Double(stored.facts.ageValue) + responseDelay
+        return max(apparentAge, correctedAgeValue)
+    }
+
+    /// `current_age` at `now`: the corrected initial age plus the time spent in this cache.
+    public func currentAge(of stored: StoredResponse, now: Double) -> Double {
+        correctedInitialAge(of: stored) + max(0, now - stored.responseTime)
+    }
+
+    /// The `Age` field's value (§5.1): the first member of a list; an invalid value is ignored (0).
+    static func ageValue(_ fields: HTTPFields) -> Int {
+        guard let first = fields[values: .age].first else { return 0 }
+        let member = first.split(separator: ",", omittingEmptySubsequences: false).first ?? ""
+        return CacheControl.parseDeltaSeconds(String(member.trimmingWhitespace())).value ?? 0
+    }
+
+    /// Remaining freshness at `now`: lifetime minus current age (negative when stale).
+    public func timeToLive(of stored: StoredResponse, now: Double) -> Double {
+        freshnessLifetime(of: stored) - currentAge(of: stored, now: now)
+    }
+}

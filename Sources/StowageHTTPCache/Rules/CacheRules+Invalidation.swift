@@ -1,0 +1,35 @@
+import HTTPTypes
+
+extension CacheRules {
+    /// Methods that are safe (RFC 9110 §9.2.1): they never invalidate.
+    static let safeMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .trace]
+
+    /// §4.4: the keys to invalidate after `response` to `request`.
+    ///
+    /// An unsafe method with a non-error (2xx or 3xx) response invalidates the target URI, and
+    /// the URIs in `Location` and `Content-Location` when they have the same origin (never
+    /// another origin's, to stop denial-of-service through a foreign response).
+    public func invalidatedKeys(request: HTTPRequest, response: HTTPResponse) -> [CacheKey] {
+        guard !Self.safeMethods.contains(request.method), (200..<400).contains(response.status.code) else { return [] }
+        let target = CacheKey(request)
+        var keys = [target]
+        for name in [HTTPField.Name.location, .contentLocation] {
+            guard let value = response.headerFields[name], let key = CacheKey(reference: value, base: target),
+                key.origin == target.origin, !keys.contains(key)
+            else { continue }
+            keys.append(key)
+        }
+        return keys
+    }
+
+    /// §5.2.2.4: the response to serve from `stored` without validation: the fields named by a
+    /// qualified `no-cache` removed (they must not be reused unvalidated).
+    public func responseForReuse(_ stored: StoredResponse) -> HTTPResponse {
+        guard let fields = stored.facts.cacheControl.noCacheFields, !fields.isEmpty else {
+            return stored.response
+        }
+        var response = stored.response
+        for name in fields { if let name = HTTPField.Name(name) { response.headerFields[values: name] = [] } }
+        return response
+    }
+}

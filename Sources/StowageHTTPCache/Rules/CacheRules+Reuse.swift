@@ -1,0 +1,141 @@
+import HTTPTypes
+
+extension CacheRules {
+    /// What to do with a request, given the stored response that matches it (RFC 9111 §4).
+    public enum Decision: Sendable, Hashable {
+        /// Serve the stored response without contacting the origin; ``CacheOutcome/hit`` when
+        /// fresh, ``CacheOutcome/stale`` when the request's `max-stale` allowed it.
+        case serve(CacheOutcome)
+        /// Serve the stale stored response now and validate it in the background
+        /// (`stale-while-revalidate`, RFC 5861 §3).
+        case serveStaleAndRevalidate
+        /// Send a conditional request built by ``conditionalRequest(for:validating:)`` (§4.3.1).
+        case validate
+        /// Nothing usable is stored: forward the request (§4 "a cache … MUST forward").
+        case forward
+        /// `only-if-cached` and nothing can be served: answer 504 (§5.2.1.7).
+        case unsatisfiable
+    }
+
+    /// RFC 9111 §4: how to answer `request` given `stored`, the variant that matched its
+    /// `Vary` (or `nil`), at `now` (seconds since 1970).
+    public func decide(_ request: HTTPRequest, stored: StoredResponse?, now: Double) -> Decision {
+        let requestCC = request.headerFields.cacheControl
+        guard let stored else { return requestCC.onlyIfCached ? .unsatisfiable : .forward }
+        let decision = decideWithStored(request, requestCC: requestCC, stored: stored, now: now)
+        switch decision {
+        case .validate, .forward:
+            // §5.2.1.7: only-if-cached answers 504 rather than contacting the origin.
+            return requestCC.onlyIfCached ? .unsatisfiable : decision
+        default:
+            return decision
+        }
+    }
+
+    private func decideWithStored(
+        _ request: HTTPRequest,
+        requestCC: CacheControl,
+        stored: StoredResponse,
+        now: Double
+    ) -> Decision {
+        let responseCC = stored.facts.cacheControl
+        let forced = stored.forcedExpiry != nil
+        let age = currentAge(of: stored, now: now)
+        let ttl = freshnessLifetime(of: stored) - age
+        let isFresh = ttl > 0
+        // RFC 8246: an immutable response is not revalidated during its freshness on a reload.
+        let immutable = isFresh && responseCC.immutable
+        // §5.2.1.4 request no-cache; §5.4 Pragma: no-cache counts only without Cache-Control.
+        if requestCC.noCache || Self.hasPragmaNoCache(request.headerFields), !immutable { return .validate }
+        // §5.2.2.4: an unqualified no-cache response must be validated before every reuse.
+        if responseCC.isUnqualifiedNoCache, !forced { return .validate }
+        if isFresh {
+            // §5.2.1.1: the client will not accept a response older than max-age.
+            if !immutable, requestCC.maxAge.isPresent, Double(requestCC.maxAge.value ?? 0) < age { return .validate }
+            // §5.2.1.3: it wants the response to stay fresh for at least min-fresh.
+            if requestCC.minFresh.isPresent, Double(requestCC.minFresh.value ?? 0) > ttl { return .validate }
+            return .serve(.hit)
+        }
+        let staleness = -ttl
+        // §4.2.4 / §5.2.2.2: must-revalidate (and, in a shared cache, proxy-revalidate or
+        // s-maxage, §5.2.2.8 and §5.2.2.10) forbids serving stale without validation.
+        if !requiresRevalidationWhenStale(responseCC) {
+            if let maxStale = requestCC.maxStale {
+                switch maxStale {
+                case .any: return .serve(.stale)
+                case .seconds(let seconds) where staleness <= Double(seconds): return .serve(.stale)
+                default: break
+                }
+            }
+            if let window = responseCC.staleWhileRevalidate.value, staleness <= Double(window) {
+                return .serveStaleAndRevalidate
+            }
+        }
+        return .validate
+    }
+
+    /// Whether `must-revalidate`, or for a shared cache `proxy-revalidate` or `s-maxage`, forbids
+    /// serving the response stale.
+    func requiresRevalidationWhenStale(_ cc: CacheControl) -> Bool {
+        cc.mustRevalidate || (isShared && (cc.proxyRevalidate || cc.sharedMaxAge.isPresent))
+    }
+
+    /// RFC 5861 §4: whether `stored` may be served stale because the origin failed (an error
+    /// status 500, 502, 503 or 504, or no response at all).
+    public func mayServeStaleOnError(_ stored: StoredResponse, request: HTTPRequest, now: Double) -> Bool {
+        let responseCC = stored.facts.cacheControl
+        let requestCC = request.headerFields.cacheControl
+        guard !requiresRevalidationWhenStale(responseCC), !responseCC.isUnqualifiedNoCache || stored.forcedExpiry != nil
+        else { return false }
+        let staleness = -timeToLive(of: stored, now: now)
+        if staleness <= 0 { return true }
+        let window = max(responseCC.staleIfError.value ?? -1, requestCC.staleIfError.value ?? -1)
+        return window >= 0 && staleness <= Double(window)
+    }
+
+    /// Whether a status from the origin counts as an error for `stale-if-error` (RFC 5861 §4).
+    public static func isErrorForStaleIfError(_ status: HTTPResponse.Status) -> Bool {
+        [500, 502, 503, 504].contains(status.code)
+    }
+
+    /// §5.4: `Pragma: no-cache` in a request without `Cache-Control`.
+    static func hasPragmaNoCache(_ fields: HTTPFields) -> Bool {
+        guard fields[.cacheControl] == nil else { return false }
+        return fields[values: .pragma].contains { value in
+            value.split(separator: ",").contains { $0.trimmingWhitespace().lowercased() == "no-cache" }
+        }
+    }
+
+    // MARK: Vary (§4.1)
+
+    /// The request fields `response`'s `Vary` names, with `request`'s values, for storing.
+    public func varyingFields(of response: HTTPResponse, request: HTTPRequest) -> [StoredResponse.VaryingField] {
+        var names: [String] = []
+        for value in response.headerFields[values: .vary] {
+            for name in value.split(separator: ",") {
+                let name = name.trimmingWhitespace().lowercased()
+                if !name.isEmpty, !names.contains(name) { names.append(name) }
+            }
+        }
+        return names.map {
+            StoredResponse.VaryingField(name: $0, value: Self.normalizedValue(of: $0, in: request.headerFields))
+        }
+    }
+
+    /// §4.1: whether `request` selects `stored` — every field its `Vary` named has the same
+    /// (normalized) value, absent matching absent.
+    public func varyMatches(_ request: HTTPRequest, stored: StoredResponse) -> Bool {
+        stored.varyingFields.allSatisfy { $0.value == Self.normalizedValue(of: $0.name, in: request.headerFields) }
+    }
+
+    /// Field lines combined with `, `, whitespace around list commas removed (§4.1 allows
+    /// normalizing by the field's syntax).
+    static func normalizedValue(of name: String, in fields: HTTPFields) -> String? {
+        guard let fieldName = HTTPField.Name(name) else { return nil }
+        let values = fields[values: fieldName]
+        guard !values.isEmpty else { return nil }
+        return values.flatMap { $0.split(separator: ",").map { String($0.trimmingWhitespace()) } }.joined(
+            separator: ","
+        )
+    }
+}

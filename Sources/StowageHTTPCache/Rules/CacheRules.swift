@@ -1,0 +1,47 @@
+import HTTPTypes
+
+/// The decisions of RFC 9111, as pure functions of requests, responses and times.
+///
+/// No I/O and no clock: every function takes `now` (seconds since 1970), so each requirement
+/// is testable on its own (see `Tests/StowageHTTPCacheTests/Conformance`). ``HTTPCache`` applies
+/// these rules to stored responses; the client and the proxy apply ``HTTPCache``.
+///
+/// ```swift
+/// let rules = CacheRules(kind: .shared)
+/// if rules.storability(of: response, for: request) == .storable { ... }
+/// let lifetime = rules.freshnessLifetime(of: stored)      // seconds
+/// let decision = rules.decide(request, stored: stored, now: now)
+/// ```
+public struct CacheRules: Sendable {
+    /// Private (a client's) or shared (a proxy's).
+    public var kind: CacheKind
+    /// The fraction of the time since `Last-Modified` used as a heuristic lifetime. Default 0.1,
+    /// the figure RFC 9111 §4.2.2 mentions and browsers use.
+    public var heuristicFraction: Double
+    /// The longest heuristic lifetime, in seconds. Default one day (86 400 s), as Squid's and
+    /// requests-cache's defaults bound it.
+    public var maximumHeuristicLifetime: Double
+    /// Status codes this cache understands (for `must-understand`, §5.2.2.3) and may store.
+    public var understoodStatuses: Set<Int>
+
+    /// Statuses heuristically cacheable by default (RFC 9110 §15.1), except 206: Stowage does
+    /// not combine partial content, and §3.3 lets a cache not store it.
+    public static let heuristicallyCacheableStatuses: Set<Int> = [
+        200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501,
+    ]
+
+    /// Creates the rules of a private or shared cache.
+    public init(
+        kind: CacheKind,
+        heuristicFraction: Double = 0.1,
+        maximumHeuristicLifetime: Double = 86_400,
+        understoodStatuses: Set<Int> = CacheRules.heuristicallyCacheableStatuses.union([302, 303, 307])
+    ) {
+        self.kind = kind
+        self.heuristicFraction = heuristicFraction
+        self.maximumHeuristicLifetime = maximumHeuristicLifetime
+        self.understoodStatuses = understoodStatuses
+    }
+
+    var isShared: Bool { kind == .shared }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import Logging
+import StowageCache
+import StowageCore
+import Synchronization
+
+/// Stores a body as it passes through to the caller: small bodies are buffered and written in
+/// one piece, larger ones stream to a disk cache file once they pass the streaming threshold.
+/// The variant record is written only after the whole body is stored, so a stored record always
+/// has its complete body. `onDone` is called exactly once, with whether the response was stored.
+final class BodyRecorder: Sendable {
+    private struct State {
+        var buffer: [UInt8] = []
+        var received: Int64 = 0
+        var write: DiskCache.StreamingWrite?
+        var failed = false
+        var done = false
+    }
+
+    private let cache: HTTPCache
+    private let key: CacheKey
+    private let record: VariantRecord
+    private let onDone: @Sendable (Bool) -> Void
+    private let state = Mutex(State())
+
+    init(cache: HTTPCache, key: CacheKey, record: VariantRecord, onDone: @escaping @Sendable (Bool) -> Void) {
+        self.cache = cache
+        self.key = key
+        self.record = record
+        self.onDone = onDone
+    }
+
+    deinit { abandon() }
+
+    /// Adds a chunk; failures only stop the recording, never the caller's stream.
+    func append(_ chunk: [UInt8]) async {
+        let limit = record.isMemoryOnly ? cache.memoryBodyLimit : cache.diskBodyLimit
+        let action: (write: DiskCache.StreamingWrite?, flush: [UInt8])? = state.withLock { state in
+            guard !state.failed, !state.done else { return nil }
+            state.received += Int64(chunk.count)
+            if state.received > limit {
+                state.failed = true
+                state.write?.cancel()
+                state.buffer = []
+                return nil
+            }
+            if let write = state.write { return (write, chunk) }
+            state.buffer += chunk
+            guard !record.isMemoryOnly, state.buffer.count > cache.configuration.streamingThreshold else { return nil }
+            return (nil, [])
+        }
+        guard let action else { return }
+        do {
+            if let write = action.write {
+                try await BlockingWork.run { try action.flush.withUnsafeBytes { try write.write($0) } }
+                return
+            }
+            // Crossed the threshold: open a file and move the buffer to it.
+            let bodyKey = record.bodyKey
+            let write = try await BlockingWork.run { try self.cache.disk.beginStreamingWrite(forKey: bodyKey) }
+            let buffered = state.withLock { state -> [UInt8] in
+                state.write = write
+                defer { state.buffer = [] }
+                return state.buffer
+            }
+            try await BlockingWork.run { try buffered.withUnsafeBytes { try write.write($0) } }
+        } catch {
+            cache.configuration.logger.warning(
+                "could not store a response body: \(error)",
+                metadata: ["uri": "\(key.uri)"]
+            )
+            state.withLock { state in
+                state.failed = true
+                state.write?.cancel()
+            }
+        }
+    }
+
+    /// The body ended: store it and its record.
+    func finish() async {
+        let outcome: (buffer: [UInt8], write: DiskCache.StreamingWrite?, size: Int64)? = state.withLock { state in
+            guard !state.failed, !state.done else { return nil }
+            return (state.buffer, state.write, state.received)
+        }
+        guard let outcome else { return complete(stored: false) }
+        var record = record
+        record.stored.bodyLength = outcome.size
+        do {
+            if let write = outcome.write {
+                try await BlockingWork.run { try write.commit() }
+            } else {
+                try await cache.writeBody(outcome.buffer, for: record)
+            }
+            try await cache.addVariant(record, for: key)
+            complete(stored: true)
+        } catch {
+            cache.configuration.logger.warning("could not store a response: \(error)", metadata: ["uri": "\(key.uri)"])
+            complete(stored: false)
+        }
+    }
+
+    /// The body failed or was dropped: store nothing.
+    func abandon() {
+        let write = state.withLock { state -> DiskCache.StreamingWrite? in
+            state.failed = true
+            return state.write
+        }
+        write?.cancel()
+        complete(stored: false)
+    }
+
+    private func complete(stored: Bool) {
+        let first = state.withLock { state -> Bool in
+            defer { state.done = true }
+            return !state.done
+        }
+        if first { onDone(stored) }
+    }
+
+    /// `body` passed through unchanged, recorded as it is read.
+    func tee(_ body: HTTPBody) -> HTTPBody {
+        let box = TeeIterator(body: body, recorder: self)
+        return HTTPBody(length: body.length) { { try await box.next() } }
+    }
+}
+
+/// Iterates the origin's body for one reader, feeding the recorder.
+private final class TeeIterator: @unchecked Sendable {
+    // Iterated by one task only (HTTPBody is single-pass); the lock-free state is safe there.
+    private var iterator: HTTPBody.AsyncIterator
+    private let recorder: BodyRecorder
+
+    init(body: HTTPBody, recorder: BodyRecorder) {
+        iterator = body.makeAsyncIterator()
+        self.recorder = recorder
+    }
+
+    func next() async throws -> [UInt8]? {
+        do {
+            guard let chunk = try await iterator.next() else {
+                await recorder.finish()
+                return nil
+            }
+            await recorder.append(chunk)
+            return chunk
+        } catch {
+            recorder.abandon()
+            throw error
+        }
+    }
+}
+
+extension HTTPCache {
+    /// Writes a complete body held in memory to its tier(s).
+    func writeBody(_ bytes: [UInt8], for record: VariantRecord) async throws {
+        if Int64(bytes.count) <= memoryBodyLimit {
+            memory.setValue(.body(bytes), forKey: record.bodyKey, cost: bytes.count)
+        } else if record.isMemoryOnly {
+            throw HTTPCacheError.bodyTooLarge(limit: Int(memoryBodyLimit))
+        }
+        if !record.isMemoryOnly { try await disk.setData(Data(bytes), forKey: record.bodyKey) }
+    }
+}

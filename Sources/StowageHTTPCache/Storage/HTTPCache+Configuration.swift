@@ -1,0 +1,96 @@
+import Foundation
+import Logging
+import StowageCache
+import StowageCore
+
+extension HTTPCache {
+    /// How an ``HTTPCache`` behaves; every property has a documented default.
+    public struct Configuration: Sendable {
+        /// A name for logs, metrics and the `Cache-Status` field. Default `"stowage"`.
+        public var name: String
+        /// Private (a client's) or shared (a proxy's). Default ``CacheKind/private``.
+        public var kind: CacheKind
+        /// Bytes of responses kept in memory, in front of the disk. Default 2 MB (seed 004's
+        /// `initWithMemoryCapacity:2 * 1024 * 1024`).
+        public var memoryCapacity: ByteCount
+        /// Bytes of responses kept on disk; least-recently-used responses go first when it is
+        /// exceeded. Default 100 MB (seed 004's `diskCapacity:100 * 1024 * 1024`).
+        public var diskCapacity: ByteCount
+        /// The largest body stored, as a fraction of each tier's capacity: a body above
+        /// `memoryCapacity × fraction` skips memory, one above `diskCapacity × fraction` is not
+        /// stored at all. Default 0.05, the "about 5% of the cache size" URLSession documents.
+        public var maximumEntryFraction: Double
+        /// Bodies up to this size are buffered and written in one piece; larger ones stream to a
+        /// file as they arrive. Default 64 KiB.
+        public var streamingThreshold: Int
+        /// The fraction of the time since `Last-Modified` used as a heuristic lifetime. Default 0.1.
+        public var heuristicFraction: Double
+        /// The longest heuristic lifetime in seconds. Default 86 400 (one day).
+        public var maximumHeuristicLifetime: TimeInterval
+        /// Rules that force an expiry interval for chosen requests; the first match wins.
+        /// Default none.
+        public var forcedExpiry: [ForcedExpiry]
+        /// Called before a response is stored; may change it, keep it in memory only, or refuse
+        /// it. Default none.
+        public var willCache: WillCacheHook?
+        /// Whether concurrent requests for one uncached URL wait for a single origin fetch
+        /// (request collapsing, nginx's `proxy_cache_lock`). Default `true`.
+        public var collapsesRequests: Bool
+        /// How long a collapsed request waits for the first one before fetching on its own.
+        /// Default 5 s, nginx's `proxy_cache_lock_timeout`.
+        public var collapseTimeout: Duration
+        /// Where time comes from; tests move it by hand. Default the system clock.
+        public var clock: CacheClock
+        /// Where the cache logs. Default a logger labelled `stowage.http-cache`.
+        public var logger: Logger
+
+        /// A configuration with the defaults above.
+        public init(kind: CacheKind = .private, name: String = "stowage") {
+            self.name = name
+            self.kind = kind
+            memoryCapacity = ByteCount(2 * 1024 * 1024)
+            diskCapacity = ByteCount(100 * 1024 * 1024)
+            maximumEntryFraction = 0.05
+            streamingThreshold = 64 * 1024
+            heuristicFraction = 0.1
+            maximumHeuristicLifetime = 86_400
+            forcedExpiry = []
+            willCache = nil
+            collapsesRequests = true
+            collapseTimeout = .seconds(5)
+            clock = .system
+            logger = Logger(label: "stowage.http-cache")
+        }
+
+        /// The RFC 9111 rules this configuration implies.
+        public var rules: CacheRules {
+            CacheRules(
+                kind: kind,
+                heuristicFraction: heuristicFraction,
+                maximumHeuristicLifetime: maximumHeuristicLifetime
+            )
+        }
+
+        func validate() throws {
+            guard memoryCapacity.rawValue >= 0, diskCapacity.rawValue > 0 else {
+                throw HTTPCacheError(
+                    code: .invalidConfiguration,
+                    message: "memoryCapacity (\(memoryCapacity.rawValue)) must be ≥ 0 and diskCapacity "
+                        + "(\(diskCapacity.rawValue)) > 0 bytes"
+                )
+            }
+            guard maximumEntryFraction > 0, maximumEntryFraction <= 1 else {
+                throw HTTPCacheError(
+                    code: .invalidConfiguration,
+                    message: "maximumEntryFraction is \(maximumEntryFraction); it must be in (0, 1]"
+                )
+            }
+            guard heuristicFraction >= 0, maximumHeuristicLifetime >= 0, streamingThreshold > 0 else {
+                throw HTTPCacheError(
+                    code: .invalidConfiguration,
+                    message: "heuristicFraction, maximumHeuristicLifetime must be ≥ 0 and streamingThreshold > 0"
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import HTTPTypes
+import Logging
+import StowageCache
+import StowageCore
+
+// Loading, storing and removing records and bodies. Keys in the disk cache: `m <uri>` for the
+// variant records of a URI, `b <random>` for each body (a new key per stored body, so a reader
+// of the old body is never confused by a new one).
+
+extension HTTPCache {
+    static func recordKey(_ key: CacheKey) -> String { "m " + key.uri }
+
+    /// The stored variants of `key`, memory first.
+    func variants(for key: CacheKey) async throws -> [VariantRecord] {
+        let recordKey = Self.recordKey(key)
+        if case .variants(let records) = memory.value(forKey: recordKey) { return records }
+        guard let data = try await disk.data(forKey: recordKey) else { return [] }
+        do {
+            let records = try VariantRecord.decode(data)
+            memory.setValue(.variants(records), forKey: recordKey, cost: data.count)
+            return records
+        } catch {
+            configuration.logger.warning("discarding an unreadable HTTP cache record", metadata: ["uri": "\(key.uri)"])
+            try await disk.removeData(forKey: recordKey)
+            return []
+        }
+    }
+
+    /// The most recent variant that `request` selects (§4.1; §4 "the most recent").
+    func selectVariant(_ request: HTTPRequest, in records: [VariantRecord]) -> VariantRecord? {
+        records.filter { rules.varyMatches(request, stored: $0.stored) }.max {
+            $0.stored.responseTime < $1.stored.responseTime
+        }
+    }
+
+    /// Writes the variant list of `key` (memory and, for non-memory-only records, disk).
+    func writeVariants(_ records: [VariantRecord], for key: CacheKey) async throws {
+        let recordKey = Self.recordKey(key)
+        if records.isEmpty {
+            memory.removeValue(forKey: recordKey)
+            try await disk.removeData(forKey: recordKey)
+            return
+        }
+        let bytes = VariantRecord.encode(records)
+        memory.setValue(.variants(records), forKey: recordKey, cost: bytes.count)
+        let durable = records.filter { !$0.isMemoryOnly }
+        if durable.isEmpty {
+            try await disk.removeData(forKey: recordKey)
+        } else {
+            try await disk.setData(Data(VariantRecord.encode(durable)), forKey: recordKey)
+        }
+    }
+
+    /// Adds (or replaces the one with the same `Vary` values) a variant of `key`, removing
+    /// the replaced variant's body.
+    func addVariant(_ record: VariantRecord, for key: CacheKey) async throws {
+        var records = try await variants(for: key)
+        let replaced = records.filter { $0.stored.varyingFields == record.stored.varyingFields }
+        records.removeAll { $0.stored.varyingFields == record.stored.varyingFields }
+        records.append(record)
+        try await writeVariants(records, for: key)
+        for old in replaced where old.bodyKey != record.bodyKey { try await removeBody(old.bodyKey) }
+    }
+
+    /// Removes every variant of `key` and their bodies.
+    func remove(_ key: CacheKey) async throws {
+        let records = try await variants(for: key)
+        try await writeVariants([], for: key)
+        for record in records { try await removeBody(record.bodyKey) }
+    }
+
+    func removeBody(_ bodyKey: String) async throws {
+        memory.removeValue(forKey: bodyKey)
+        try await disk.removeData(forKey: bodyKey)
+    }
+
+    static func makeBodyKey() -> String {
+        "b " + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+    }
+
+    /// The body of `record`: from memory, from the index, or streamed from its file.
+    /// `nil` when it is gone (evicted separately from its record).
+    func body(of record: VariantRecord) async throws -> HTTPBody? {
+        if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
+        if record.isMemoryOnly { return nil }
+        let bodyKey = record.bodyKey
+        guard let opened = try await BlockingWork.run({ try self.disk.openValueBlocking(forKey: bodyKey) }) else {
+            return nil
+        }
+        switch opened {
+        case .data(let data):
+            let bytes = [UInt8](data)
+            if Int64(bytes.count) <= memoryBodyLimit {
+                memory.setValue(.body(bytes), forKey: bodyKey, cost: bytes.count)
+            }
+            return HTTPBody(bytes: bytes)
+        case .file(let reader):
+            let chunkSize = 64 * 1024
+            return HTTPBody(length: reader.size) {
+                { () async throws -> [UInt8]? in
+                    let chunk = try await BlockingWork.run { try reader.read(upTo: chunkSize) }
+                    return chunk.isEmpty ? nil : chunk
+                }
+            }
+        }
+    }
+
+    /// Replaces the stored fields of the variants a 304 selects (§4.3.4); returns the updated
+    /// records.
+    func freshenVariants(
+        for key: CacheKey,
+        with notModified: HTTPResponse,
+        requestTime: Double,
+        responseTime: Double
+    ) async throws -> [VariantRecord] {
+        var records = try await variants(for: key)
+        let indices = rules.responsesToFreshen(records.map(\.stored), with: notModified)
+        guard !indices.isEmpty else { return [] }
+        for index in indices {
+            records[index].stored = rules.freshen(
+                records[index].stored,
+                with: notModified,
+                requestTime: requestTime,
+                responseTime: responseTime
+            )
+        }
+        try await writeVariants(records, for: key)
+        return indices.map { records[$0] }
+    }
+
+    /// §4.4: removes what an unsafe request invalidates.
+    public func invalidate(after request: HTTPRequest, response: HTTPResponse) async throws {
+        for key in rules.invalidatedKeys(request: request, response: response) { try await remove(key) }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import HTTPTypes
+import Logging
+import StowageCache
+import StowageCore
+
+/// An HTTP response cache that follows RFC 9111, with the request policies and hooks of
+/// `URLCache` (seeds 001 and 004), on a ``DiskCache`` with a ``MemoryCache`` in front.
+///
+/// ```swift
+/// let cache = try await HTTPCache.open(directory: caches.appending(path: "http"))
+/// let served = try await cache.respond(to: request, policy: .useProtocolCachePolicy) { request, body in
+///     try await origin.send(request, body)        // your transport: AsyncHTTPClient, a test origin
+/// }
+/// served.outcome        // .hit, .miss, .revalidated, .stale
+/// ```
+///
+/// The decisions are ``CacheRules`` (pure functions); this type stores and loads responses and
+/// runs the exchange: conditional requests, 304 freshening, `Vary` variants, invalidation,
+/// `stale-while-revalidate` and `stale-if-error`, request collapsing. ``StowageHTTPClient``
+/// and ``StowageProxy`` are thin layers on ``respond(to:body:policy:fetch:)``.
+public final class HTTPCache: Sendable {
+    /// The configuration the cache was opened with.
+    public let configuration: Configuration
+    /// The RFC 9111 rules in force.
+    public let rules: CacheRules
+    /// The disk tier.
+    public let disk: DiskCache
+    let memory: MemoryCache<String, MemoryEntry>
+    let collapser = RequestCollapser()
+    let revalidations = RequestCollapser()
+
+    /// What the memory tier holds: the variant records of a URL, or one body.
+    enum MemoryEntry: Sendable {
+        case variants([VariantRecord])
+        case body([UInt8])
+    }
+
+    /// Opens (or creates) the cache in `directory`.
+    ///
+    /// - Throws: ``HTTPCacheError`` `.invalidConfiguration`, or ``StowageError`` when the
+    ///   directory or its index cannot be opened.
+    public init(directory: URL, configuration: Configuration = Configuration()) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        rules = configuration.rules
+        var diskConfiguration = DiskCache.Configuration(name: configuration.name)
+        diskConfiguration.sizeLimit = configuration.diskCapacity
+        diskConfiguration.clock = configuration.clock
+        diskConfiguration.logger = configuration.logger
+        disk = try DiskCache(directory: directory, configuration: diskConfiguration)
+        var memoryConfiguration = MemoryCache<String, MemoryEntry>.Configuration(
+            name: configuration.name,
+            costLimit: max(1, Int(configuration.memoryCapacity.rawValue))
+        )
+        memoryConfiguration.clock = configuration.clock
+        memory = try MemoryCache(configuration: memoryConfiguration)
+    }
+
+    /// Opens the cache without blocking Swift's cooperative threads.
+    public static func open(directory: URL, configuration: Configuration = Configuration()) async throws -> HTTPCache {
+        try await BlockingWork.run { try HTTPCache(directory: directory, configuration: configuration) }
+    }
+
+    /// Seconds since 1970, from the configured clock.
+    var now: Double { configuration.clock.now().timeIntervalSince1970 }
+
+    /// The largest body kept in memory.
+    var memoryBodyLimit: Int64 {
+        Int64(Double(configuration.memoryCapacity.rawValue) * configuration.maximumEntryFraction)
+    }
+    /// The largest body stored at all.
+    var diskBodyLimit: Int64 { Int64(Double(configuration.diskCapacity.rawValue) * configuration.maximumEntryFraction) }
+
+    /// Removes every stored response.
+    public func removeAll() async throws {
+        memory.removeAll()
+        try await disk.removeAll()
+    }
+
+    /// Removes the stored responses (all variants) of `request`'s URI.
+    public func removeResponses(for request: HTTPRequest) async throws {
+        try await remove(CacheKey(request))
+    }
+
+    /// Bytes and entries on disk (bodies and records).
+    public func diskUsage() async throws -> (count: Int, size: ByteCount) { try await disk.usage() }
+
+    /// Bytes held by the memory tier.
+    public var memoryUsage: ByteCount { ByteCount(memory.totalCost) }
+}

@@ -1,0 +1,64 @@
+import AsyncHTTPClient
+import HTTPTypes
+import StowageHTTPCache
+
+/// An HTTP client with a private RFC 9111 cache: AsyncHTTPClient underneath, ``HTTPCache``
+/// in front, `URLCache`'s request policies per call.
+///
+/// ```swift
+/// let cache = try await HTTPCache.open(directory: caches.appending(path: "http"))
+/// let client = CachingHTTPClient(cache: cache)
+/// defer { try? await client.shutdown() }
+/// let request = HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/feed")
+/// let served = try await client.execute(request, policy: .useProtocolCachePolicy)
+/// print(served.outcome)                         // .miss, then .hit while fresh
+/// let bytes = try await served.body.collect(upTo: 10 << 20)
+/// ```
+///
+/// Conditional requests are built by the cache; a 304 reaches the caller only if the caller's
+/// request was conditional itself. ``CachedResponse/status`` carries the same facts the proxy
+/// sends as `Cache-Status`.
+public final class CachingHTTPClient: Sendable {
+    /// The cache (configure it as ``CacheKind/private`` for a client).
+    public let cache: HTTPCache
+    /// The transport to origins.
+    public let transport: UpstreamTransport
+    private let ownsClient: Bool
+
+    /// A client over `cache`.
+    ///
+    /// - Parameters:
+    ///   - cache: Where responses are stored.
+    ///   - httpClient: The AsyncHTTPClient to use; `nil` creates one (redirects off, so 3xx
+    ///     responses are cached as such) that ``shutdown()`` closes.
+    ///   - timeout: The longest one origin exchange may take, body included. Default 60 s.
+    public init(cache: HTTPCache, httpClient: HTTPClient? = nil, timeout: Duration = .seconds(60)) {
+        self.cache = cache
+        ownsClient = httpClient == nil
+        transport = UpstreamTransport(client: httpClient ?? UpstreamTransport.makeClient(), timeout: timeout)
+    }
+
+    /// Sends `request` through the cache.
+    ///
+    /// - Parameters:
+    ///   - request: An absolute request: `scheme`, `authority` and `path` set.
+    ///   - body: A body for methods that have one.
+    ///   - policy: How this request uses the cache; default RFC 9111's own rules.
+    /// - Returns: The response, its streamed body and how it was served (hit, miss,
+    ///   revalidated, stale, bypass).
+    /// - Throws: ``HTTPCacheError`` `.notCached` for a miss under
+    ///   ``RequestCachePolicy/returnCacheDataDontLoad``; AsyncHTTPClient's errors when the origin
+    ///   cannot be reached and no stale response may stand in.
+    public func execute(
+        _ request: HTTPRequest,
+        body: HTTPBody? = nil,
+        policy: RequestCachePolicy = .useProtocolCachePolicy
+    ) async throws -> CachedResponse {
+        try await cache.respond(to: request, body: body, policy: policy, fetch: transport.asFetch)
+    }
+
+    /// Shuts down the AsyncHTTPClient if this client created it.
+    public func shutdown() async throws {
+        if ownsClient { try await transport.client.shutdown() }
+    }
+}

@@ -1,0 +1,95 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import StowageHTTPCache
+
+/// Sends swift-http-types requests through AsyncHTTPClient and returns swift-http-types
+/// responses with streamed bodies: the ``HTTPFetch`` the cache needs.
+///
+/// Bodies stream both ways; nothing is collected whole. Hop-by-hop request fields and `Host`
+/// are not forwarded (AsyncHTTPClient sets `Host` from the URL).
+public struct UpstreamTransport: Sendable {
+    /// The client that carries the requests.
+    public let client: HTTPClient
+    /// The longest a request may take, body included.
+    public var timeout: Duration
+
+    /// A transport over `client`.
+    public init(client: HTTPClient, timeout: Duration = .seconds(60)) {
+        self.client = client
+        self.timeout = timeout
+    }
+
+    /// An AsyncHTTPClient configured for caching: redirects are not followed (a cache stores
+    /// and serves 3xx responses itself), decompression off (bodies are stored as sent), and a
+    /// refused connection fails at once instead of being retried until the deadline (so an
+    /// upstream that is down is a prompt 502, or a stale response, not a wait).
+    public static func makeClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// Sends `request` (to the URL its scheme, authority and path make) with `body`.
+    public func fetch(_ request: HTTPRequest, body: HTTPBody?) async throws -> (HTTPResponse, HTTPBody) {
+        var outgoing = HTTPClientRequest(url: Self.url(of: request))
+        outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
+        outgoing.headers = Self.headers(from: request.headerFields)
+        if let body {
+            let length: HTTPClientRequest.Body.Length = body.length.map { .known($0) } ?? .unknown
+            outgoing.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: length)
+        }
+        let response = try await client.execute(
+            outgoing,
+            timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)
+        )
+        var head = HTTPResponse(
+            status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
+        )
+        head.headerFields = Self.fields(from: response.headers)
+        let length = head.headerFields[.contentLength].flatMap { Int64($0) }
+        let body = HTTPBody(response.body.map { Array($0.readableBytesView) }, length: length)
+        return (head, body)
+    }
+
+    /// The transport as the cache's fetch closure.
+    public var asFetch: HTTPFetch { { request, body in try await fetch(request, body: body) } }
+
+    static func url(of request: HTTPRequest) -> String {
+        (request.scheme ?? "http") + "://" + (request.authority ?? "") + (request.path ?? "/")
+    }
+
+    /// Request fields to send upstream: hop-by-hop fields, the fields `Connection` names and
+    /// `Host` stay behind.
+    static func headers(from fields: HTTPFields) -> HTTPHeaders {
+        var excluded: Set<String> = [
+            "connection", "proxy-connection", "keep-alive", "te", "transfer-encoding", "upgrade", "host",
+            "proxy-authorization", "content-length",
+        ]
+        for value in fields[values: .connection] {
+            for name in value.split(separator: ",") {
+                excluded.insert(name.trimmingCharacters(in: .whitespaces).lowercased())
+            }
+        }
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(fields.count)
+        for field in fields where !excluded.contains(field.name.canonicalName) {
+            headers.add(name: field.name.rawName, value: field.value)
+        }
+        return headers
+    }
+
+    /// Response fields as swift-http-types fields; names that are not valid tokens are dropped.
+    static func fields(from headers: HTTPHeaders) -> HTTPFields {
+        var fields = HTTPFields()
+        fields.reserveCapacity(headers.count)
+        for (name, value) in headers {
+            guard let fieldName = HTTPField.Name(name) else { continue }
+            fields.append(HTTPField(name: fieldName, value: value))
+        }
+        return fields
+    }
+}

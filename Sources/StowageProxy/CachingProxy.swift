@@ -1,0 +1,86 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import StowageHTTPCache
+import StowageHTTPClient
+
+/// A caching reverse proxy: a shared RFC 9111 cache in front of one origin, on Hummingbird,
+/// forwarding with AsyncHTTPClient.
+///
+/// ```swift
+/// let proxy = try CachingProxy(configuration: .init(
+///     upstream: try .init(parsing: "http://127.0.0.1:8000"),
+///     cacheDirectory: URL(filePath: "/var/cache/stowage-proxy")))
+/// try await proxy.run()                     // until SIGINT or SIGTERM
+/// ```
+///
+/// It keeps connections alive, streams bodies both ways, adds `Age` and `Cache-Status`
+/// (RFC 9211), collapses concurrent requests for one uncached URL into one upstream fetch,
+/// answers 502 when the upstream fails and 504 when it times out (or a stale response when
+/// `stale-if-error` allows), and 400 to requests that do not parse.
+public final class CachingProxy: Sendable {
+    /// The configuration.
+    public let configuration: ProxyConfiguration
+    /// The shared cache.
+    public let cache: HTTPCache
+    let transport: UpstreamTransport
+    let handler: ProxyHandler
+
+    /// Opens the cache and prepares the upstream client; nothing listens until ``run(handlingSignals:onListening:)``.
+    ///
+    /// - Throws: What ``HTTPCache`` throws when its directory cannot be opened.
+    public init(configuration: ProxyConfiguration) throws {
+        self.configuration = configuration
+        var cacheConfiguration = HTTPCache.Configuration(kind: .shared, name: "stowage")
+        cacheConfiguration.memoryCapacity = configuration.memoryCapacity
+        cacheConfiguration.diskCapacity = configuration.diskCapacity
+        cacheConfiguration.logger = configuration.logger
+        cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
+        transport = UpstreamTransport(client: UpstreamTransport.makeClient(), timeout: configuration.upstreamTimeout)
+        handler = ProxyHandler(configuration: configuration, cache: cache, transport: transport)
+    }
+
+    /// Serves until cancelled or, with `handlingSignals`, until SIGINT or SIGTERM; then stops
+    /// accepting, lets requests in flight finish, and closes the upstream client.
+    ///
+    /// - Parameters:
+    ///   - handlingSignals: Whether SIGINT and SIGTERM shut the proxy down gracefully. Default `true`.
+    ///   - onListening: Called with the bound port once the proxy accepts connections.
+    public func run(
+        handlingSignals: Bool = true,
+        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
+        let handler = self.handler
+        let responder = CallbackResponder<BasicRequestContext> { request, context in
+            await handler.respond(to: request, context: context)
+        }
+        let logger = configuration.logger
+        let app = Application(
+            responder: responder,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                logger.info(
+                    "stowage proxy listening",
+                    metadata: [
+                        "address": "\(channel.localAddress.map { "\($0)" } ?? "?")",
+                        "upstream": "\(self.configuration.upstream)",
+                    ]
+                )
+                await onListening(port)
+            },
+            logger: logger
+        )
+        do {
+            if handlingSignals { try await app.runService() } else { try await app.run() }
+        } catch {
+            try? await transport.client.shutdown()
+            throw error
+        }
+        logger.info("stowage proxy stopped")
+        try await transport.client.shutdown()
+    }
+}

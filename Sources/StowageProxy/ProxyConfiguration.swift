@@ -1,0 +1,106 @@
+import Foundation
+import Logging
+import StowageCore
+
+/// How a ``CachingProxy`` listens, where it forwards and how it caches.
+public struct ProxyConfiguration: Sendable {
+    /// The address to listen on. Default `127.0.0.1`.
+    public var host: String
+    /// The port to listen on; 0 picks a free one. Default 8080.
+    public var port: Int
+    /// The origin every request goes to.
+    public var upstream: Upstream
+    /// The cache's directory.
+    public var cacheDirectory: URL
+    /// Bytes of responses kept in memory. Default 64 MB.
+    public var memoryCapacity: ByteCount
+    /// Bytes of responses kept on disk. Default 1 GB.
+    public var diskCapacity: ByteCount
+    /// The longest one upstream exchange may take; longer ones get 504. Default 30 s.
+    public var upstreamTimeout: Duration
+    /// Where the proxy logs. Default a logger labelled `stowage.proxy`.
+    public var logger: Logger
+
+    /// A configuration with the defaults above.
+    public init(upstream: Upstream, cacheDirectory: URL, host: String = "127.0.0.1", port: Int = 8080) {
+        self.host = host
+        self.port = port
+        self.upstream = upstream
+        self.cacheDirectory = cacheDirectory
+        memoryCapacity = ByteCount(64_000_000)
+        diskCapacity = ByteCount(1_000_000_000)
+        upstreamTimeout = .seconds(30)
+        logger = Logger(label: "stowage.proxy")
+    }
+
+    /// The origin server: scheme, host and port, and a path prefix.
+    public struct Upstream: Sendable, Hashable, CustomStringConvertible {
+        /// `http` or `https`.
+        public var scheme: String
+        /// `host[:port]`.
+        public var authority: String
+        /// Prepended to every request path; empty for none.
+        public var basePath: String
+
+        /// Parses `http://host[:port][/prefix]`.
+        ///
+        /// - Throws: ``ProxyError`` `.invalidArgument` naming what is wrong.
+        public init(parsing text: String) throws {
+            guard let schemeEnd = text.range(of: "://") else {
+                throw ProxyError.invalidArgument("the upstream '\(text)' has no scheme; write it as http://host:port")
+            }
+            let scheme = text[..<schemeEnd.lowerBound].lowercased()
+            guard scheme == "http" || scheme == "https" else {
+                throw ProxyError.invalidArgument("the upstream '\(text)' must use http or https, not \(scheme)")
+            }
+            let rest = text[schemeEnd.upperBound...]
+            let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+            let authority = String(rest[..<slash])
+            guard !authority.isEmpty, !authority.contains("@"), !authority.contains(" ") else {
+                throw ProxyError.invalidArgument(
+                    "the upstream '\(text)' has no valid host; write it as http://host:port"
+                )
+            }
+            var basePath = String(rest[slash...])
+            while basePath.hasSuffix("/") { basePath.removeLast() }
+            self.scheme = scheme
+            self.authority = authority
+            self.basePath = basePath
+        }
+
+        public var description: String { "\(scheme)://\(authority)\(basePath)" }
+    }
+
+    /// Parses a listen address `host:port` (IPv6 as `[::1]:8080`).
+    ///
+    /// - Throws: ``ProxyError`` `.invalidArgument` when the port is missing or out of range.
+    public static func parseListenAddress(_ text: String) throws -> (host: String, port: Int) {
+        guard let colon = text.lastIndex(of: ":") else {
+            throw ProxyError.invalidArgument("the listen address '\(text)' has no port; write it as 127.0.0.1:8080")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
+            throw ProxyError.invalidArgument(
+                "the listen address '\(text)' needs a host and a port in 0…65535, e.g. 127.0.0.1:8080"
+            )
+        }
+        return (host, port)
+    }
+}
+
+/// An error in the proxy's configuration.
+public struct ProxyError: Error, Sendable, CustomStringConvertible {
+    /// What kind of error.
+    public enum Code: String, Sendable { case invalidArgument = "invalid argument" }
+    /// The kind.
+    public var code: Code
+    /// What is wrong and how to fix it.
+    public var message: String
+
+    static func invalidArgument(_ message: String) -> ProxyError {
+        ProxyError(code: .invalidArgument, message: message)
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import HTTPTypes
+import StowageCache
+import StowageCore
+import StowageHTTPCache
+import Testing
+
+/// The cache end to end over storage (real DiskCache in a temporary directory), with an
+/// in-process origin; the seed's scenarios (001, 004) and the URLCache policies.
+@Suite struct HTTPCacheTests {
+    func makeCache(
+        _ root: URL,
+        clock: ManualClock,
+        kind: CacheKind = .private,
+        configure: (inout HTTPCache.Configuration) -> Void = { _ in }
+    ) throws -> HTTPCache {
+        var configuration = HTTPCache.Configuration(kind: kind)
+        configuration.clock = clock.cacheClock
+        configure(&configuration)
+        return try HTTPCache(directory: root.appending(path: "http"), configuration: configuration)
+    }
+
+    // MARK: Seed scenarios
+
+    @Test("Seed 004: Cache-Control max-age is honoured — a second request within it never reaches the origin")
+    func maxAgeHonoured() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
+            let first = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(first.outcome == .miss)
+            #expect(try await text(first) == "v1")
+            clock.advance(30)
+            let second = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(second.outcome == .hit)
+            #expect(try await text(second) == "v1")
+            #expect(second.response.headerFields[.age] == "30")
+            #expect(origin.count == 1)
+            clock.advance(31)
+            let third = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(try await text(third) == "v3" || origin.count == 2)
+            #expect(origin.count == 2)
+        }
+    }
+
+    @Test(
+        "Seed 001: ETag round trip — the stale response is validated with If-None-Match and a 304 is served from cache"
+    )
+    func etagRoundTrip() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { request, _ in
+                if request.headerFields[.ifNoneMatch] == "\"abc\"" {
+                    return (response(304, [("ETag", "\"abc\""), ("Cache-Control", "max-age=10")], date: clock.now), [])
+                }
+                return ok("body", [("ETag", "\"abc\""), ("Cache-Control", "max-age=10")], clock: clock)
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            clock.advance(20)
+            let revalidated = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(revalidated.outcome == .revalidated)
+            #expect(revalidated.response.status == .ok)  // never a 304 to a caller that did not ask
+            #expect(try await text(revalidated) == "body")
+            #expect(origin.requests.last?.headerFields[.ifNoneMatch] == "\"abc\"")
+            // Freshened: fresh again for 10 s.
+            clock.advance(5)
+            #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .hit)
+            #expect(origin.count == 2)
+        }
+    }
+
+    @Test("Seed 001: Last-Modified round trip with If-Modified-Since")
+    func lastModifiedRoundTrip() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let modified = httpDate(t0 - 1_000)
+            let origin = TestOrigin { request, _ in
+                if request.headerFields[.ifModifiedSince] == modified {
+                    return (response(304, [("Last-Modified", modified)], date: clock.now), [])
+                }
+                return ok("page", [("Last-Modified", modified), ("Cache-Control", "no-cache")], clock: clock)
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            let second = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(second.outcome == .revalidated)
+            #expect(try await text(second) == "page")
+            #expect(origin.requests[1].headerFields[.ifModifiedSince] == modified)
+        }
+    }
+
+    @Test("Seed 004: a forced expiry interval overrides no-cache headers for matching requests only")
+    func forcedExpiry() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock) {
+                $0.forcedExpiry = [ForcedExpiry(host: "origin.test", pathPrefix: "/catalog", interval: 600)]
+            }
+            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "no-cache, no-transform")], clock: clock) }
+            let catalog = request(.get, "/catalog/items")
+            _ = try await text(try await cache.respond(to: catalog, fetch: origin.fetch))
+            clock.advance(599)
+            let hit = try await cache.respond(to: catalog, fetch: origin.fetch)
+            #expect(hit.outcome == .hit)
+            #expect(try await text(hit) == "v1")
+            clock.advance(2)
+            #expect(try await text(try await cache.respond(to: catalog, fetch: origin.fetch)) == "v2")
+            // Another path: no-cache holds.
+            _ = try await text(try await cache.respond(to: request(.get, "/other"), fetch: origin.fetch))
+            let other = try await cache.respond(to: request(.get, "/other"), fetch: origin.fetch)
+            #expect(other.outcome != .hit)
+            #expect(origin.count == 4)
+        }
+    }
+
+    @Test("Seed 004: the will-cache hook refuses a response (nothing stored) or changes it before it is stored")
+    func willCache() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock) {
+                $0.willCache = { proposal in
+                    if proposal.request.path == "/refused" { return nil }
+                    var proposal = proposal
+                    proposal.response.headerFields[.setCookie] = nil
+                    return proposal
+                }
+            }
+            let origin = TestOrigin { _, n in
+                ok("v\(n)", [("Cache-Control", "max-age=60"), ("Set-Cookie", "id=1")], clock: clock)
+            }
+            for _ in 0..<2 {
+                _ = try await text(try await cache.respond(to: request(.get, "/refused"), fetch: origin.fetch))
+            }
+            #expect(origin.count == 2)
+            _ = try await text(try await cache.respond(to: request(.get, "/changed"), fetch: origin.fetch))
+            let hit = try await cache.respond(to: request(.get, "/changed"), fetch: origin.fetch)
+            #expect(hit.outcome == .hit)
+            #expect(hit.response.headerFields[.setCookie] == nil)
+            #expect(origin.count == 3)
+        }
+    }
+
+    @Test("The will-cache hook may keep a response in memory only: served while open, gone after reopening")
+    func memoryOnly() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let configure: (inout HTTPCache.Configuration) -> Void = {
+                $0.willCache = { proposal in
+                    var proposal = proposal
+                    proposal.storage = .memoryOnly
+                    return proposal
+                }
+            }
+            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
+            do {
+                let cache = try makeCache(root, clock: clock, configure: configure)
+                _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+                #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .hit)
+                #expect(try await cache.diskUsage().count == 0)
+            }
+            let reopened = try makeCache(root, clock: clock, configure: configure)
+            #expect(try await reopened.respond(to: request(), fetch: origin.fetch).outcome == .miss)
+        }
+    }
+
+    // MARK: URLCache policies
+
+    @Test("Policy reloadIgnoringLocalCacheData: always loads, and stores the new response")
+    func reloadIgnoring() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            let reloaded = try await cache.respond(
+                to: request(),
+                policy: .reloadIgnoringLocalCacheData,
+                fetch: origin.fetch
+            )
+            #expect(reloaded.outcome == .miss)
+            #expect(try await text(reloaded) == "v2")
+            #expect(try await text(try await cache.respond(to: request(), fetch: origin.fetch)) == "v2")
+            #expect(origin.count == 2)
+        }
+    }
+
+    @Test("Policy returnCacheDataElseLoad: serves a stale response without validation; loads on a miss")
+    func returnCacheElseLoad() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=1")], clock: clock) }
+            let miss = try await cache.respond(to: request(), policy: .returnCacheDataElseLoad, fetch: origin.fetch)
+            #expect(miss.outcome == .miss)
+            _ = try await text(miss)
+            clock.advance(3_600)
+            let stale = try await cache.respond(to: request(), policy: .returnCacheDataElseLoad, fetch: origin.fetch)
+            #expect(stale.outcome == .stale)
+            #expect(try await text(stale) == "v1")
+            #expect(origin.count == 1)
+        }
+    }
+
+    @Test("Policy returnCacheDataDontLoad (offline): serves what is stored however old; a miss is a notCached error")
+    func offline() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=1")], clock: clock) }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            clock.advance(86_400)
+            let offline = try await cache.respond(to: request(), policy: .returnCacheDataDontLoad, fetch: origin.fetch)
+            #expect(try await text(offline) == "v1")
+            let error = await #expect(throws: HTTPCacheError.self) {
+                _ = try await cache.respond(
+                    to: request(.get, "/never"),
+                    policy: .returnCacheDataDontLoad,
+                    fetch: origin.fetch
+                )
+            }
+            #expect(error?.code == .notCached)
+            #expect(error?.message.contains("http://origin.test/never") == true)
+            #expect(origin.count == 1)
+        }
+    }
+
+    @Test("Policy reloadRevalidatingCacheData: a fresh response is still validated with the origin")
+    func reloadRevalidating() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { request, _ in
+                if request.headerFields[.ifNoneMatch] != nil {
+                    return (response(304, [("ETag", "\"e\"")], date: clock.now), [])
+                }
+                return ok("v", [("Cache-Control", "max-age=600"), ("ETag", "\"e\"")], clock: clock)
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            let validated = try await cache.respond(
+                to: request(),
+                policy: .reloadRevalidatingCacheData,
+                fetch: origin.fetch
+            )
+            #expect(validated.outcome == .revalidated)
+            #expect(try await text(validated) == "v")
+            #expect(origin.count == 2)
+        }
+    }
+
+    @Test("Policy useProtocolCachePolicy with only-if-cached: a miss is a 504")
+    func onlyIfCached() async throws {
+        try await withTemporaryDirectory { root in
+            let cache = try makeCache(root, clock: ManualClock())
+            let origin = TestOrigin { _, _ in (response(200), []) }
+            let served = try await cache.respond(
+                to: request(.get, "/r", [("Cache-Control", "only-if-cached")]),
+                fetch: origin.fetch
+            )
+            #expect(served.response.status.code == 504)
+            #expect(origin.count == 0)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import HTTPTypes
+import StowageCache
+import StowageHTTPCache
+import Synchronization
+
+/// An origin in the test process: a script answers each request and every request is recorded,
+/// so tests check what reached the origin. (The client and proxy suites use a real server.)
+final class TestOrigin: Sendable {
+    typealias Script = @Sendable (HTTPRequest, Int) throws -> (HTTPResponse, [UInt8])
+    private let script: Mutex<Script>
+    private let log = Mutex<[HTTPRequest]>([])
+
+    init(_ script: @escaping Script) { self.script = Mutex(script) }
+
+    func setScript(_ script: @escaping Script) { self.script.withLock { $0 = script } }
+
+    var requests: [HTTPRequest] { log.withLock { $0 } }
+    var count: Int { log.withLock { $0.count } }
+
+    var fetch: HTTPFetch {
+        { request, _ in
+            let index = self.log.withLock { log in
+                log.append(request)
+                return log.count
+            }
+            let (response, body) = try self.script.withLock { $0 }(request, index)
+            return (response, HTTPBody(bytes: body))
+        }
+    }
+
+    /// The same, with the body as a stream of `chunk`-byte pieces (as a network delivers it).
+    func streamingFetch(chunk: Int) -> HTTPFetch {
+        let fetch = self.fetch
+        return { request, body in
+            let (response, whole) = try await fetch(request, body)
+            let bytes = whole.bytesInMemory ?? []
+            let chunks = stride(from: 0, to: bytes.count, by: chunk).map {
+                Array(bytes[$0..<min($0 + chunk, bytes.count)])
+            }
+            return (response, HTTPBody(ChunkSequence(chunks: chunks), length: Int64(bytes.count)))
+        }
+    }
+}
+
+struct ChunkSequence: AsyncSequence, Sendable {
+    let chunks: [[UInt8]]
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var remaining: ArraySlice<[UInt8]>
+        mutating func next() async throws -> [UInt8]? { remaining.popFirst() }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: chunks[...]) }
+}
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let time = Mutex(Date(timeIntervalSince1970: t0))
+    var cacheClock: CacheClock { CacheClock { self.time.withLock { $0 } } }
+    var now: Double { time.withLock { $0.timeIntervalSince1970 } }
+    func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
+}
+
+func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let url = FileManager.default.temporaryDirectory.appending(
+        path: "stowage-http-\(UUID().uuidString)",
+        directoryHint: .isDirectory
+    )
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try await body(url)
+}
+
+func ok(_ body: String, _ pairs: [(String, String)], clock: ManualClock) -> (HTTPResponse, [UInt8]) {
+    (response(200, pairs, date: clock.now), Array(body.utf8))
+}
+
+func text(_ served: CachedResponse) async throws -> String {
+    String(decoding: try await served.body.collect(upTo: 1 << 26), as: UTF8.self)
+}

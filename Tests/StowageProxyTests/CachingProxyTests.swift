@@ -1,0 +1,216 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import NIOHTTP1
+import StowageHTTPTestSupport
+import StowageProxy
+import Testing
+
+/// The proxy end to end: real client → proxy → real origin, all on 127.0.0.1.
+@Suite struct CachingProxyTests {
+    @Test("A cacheable response is served from the cache with Age and Cache-Status; the origin sees one request")
+    func hitWithAgeAndCacheStatus() async throws {
+        try await ProxyHarness.run(script: versioned(maxAge: 60, prefix: "v")) { h in
+            let miss = try await h.get("/a")
+            #expect(miss.text == "v1")
+            #expect(miss.cacheStatus.contains("fwd=uri-miss"))
+            #expect(miss.cacheStatus.contains("stored"))
+            let hit = try await h.get("/a")
+            #expect(hit.text == "v1")
+            #expect(hit.cacheStatus.hasPrefix("stowage; hit"))
+            #expect(hit.headers["Age"].first != nil)
+            #expect(h.origin.requestCount(path: "/a") == 1)
+        }
+    }
+
+    @Test("§4.2.1 shared cache: s-maxage wins over max-age")
+    func sharedMaxAge() async throws {
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "max-age=0, s-maxage=60")], body: "v\(r.index)")
+        }) { h in
+            _ = try await h.get("/s")
+            #expect(try await h.get("/s").text == "v1")
+            #expect(h.origin.requestCount == 1)
+        }
+    }
+
+    @Test("§5.2.2.7 a private response is not stored by the proxy")
+    func privateNotShared() async throws {
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "private, max-age=60")], body: "v\(r.index)")
+        }) { h in
+            _ = try await h.get("/p")
+            #expect(try await h.get("/p").text == "v2")
+        }
+    }
+
+    @Test("§3.5 a request with Authorization is not answered from the shared cache")
+    func authorization() async throws {
+        try await ProxyHarness.run(script: versioned(maxAge: 60, prefix: "v")) { h in
+            _ = try await h.get("/auth", headers: [("Authorization", "Bearer a")])
+            _ = try await h.get("/auth", headers: [("Authorization", "Bearer a")])
+            #expect(h.origin.requestCount == 2)
+        }
+    }
+
+    @Test("ETag validation through the proxy: a 304 from the origin is a 200 to a plain client")
+    func validation() async throws {
+        try await ProxyHarness.run(script: { r in
+            if r.head.headerFields[.ifNoneMatch] == "\"e1\"" { return .init(status: 304, fields: [("ETag", "\"e1\"")]) }
+            return .init(fields: [("Cache-Control", "no-cache"), ("ETag", "\"e1\"")], body: "body")
+        }) { h in
+            _ = try await h.get("/v")
+            let second = try await h.get("/v")
+            #expect(second.status == 200)
+            #expect(second.text == "body")
+            #expect(second.cacheStatus.contains("fwd-status=304"))
+            let conditional = try await h.get("/v", headers: [("If-None-Match", "\"e1\"")])
+            #expect(conditional.status == 304)
+        }
+    }
+
+    @Test("Request collapsing: 30 concurrent requests for one uncached URL make one upstream request")
+    func collapsing() async throws {
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "once", delay: .milliseconds(300))
+        }) { h in
+            let replies = try await withThrowingTaskGroup(of: ProxyHarness.Reply.self) { group in
+                for _ in 0..<30 { group.addTask { try await h.get("/c") } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(replies.allSatisfy { $0.text == "once" && $0.status == 200 })
+            #expect(h.origin.requestCount(path: "/c") == 1)
+            // The others waited for that fetch (collapsed) or came after it was stored (hit).
+            #expect(replies.filter { $0.cacheStatus.hasPrefix("stowage; hit") }.count == 29)
+        }
+    }
+
+    @Test("An uncacheable response is never collapsed: concurrent requests each reach the origin")
+    func uncacheableNotShared() async throws {
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "no-store")], body: "v\(r.index)", delay: .milliseconds(100))
+        }) { h in
+            let replies = try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<5 { group.addTask { try await h.get("/u").text } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+            #expect(replies.count == 5)
+        }
+    }
+
+    @Test("An unreachable upstream is a 502 that says so")
+    func badGateway() async throws {
+        try await ProxyHarness.run(originDown: true, script: { _ in .init() }) { h in
+            let reply = try await h.get("/down")
+            #expect(reply.status == 502)
+            #expect(reply.text.contains("could not be reached"))
+        }
+    }
+
+    @Test("An upstream slower than the timeout is a 504")
+    func gatewayTimeout() async throws {
+        try await ProxyHarness.run(
+            upstreamTimeout: .seconds(1),
+            script: { _ in .init(body: "late", delay: .seconds(3)) }
+        ) { h in
+            let reply = try await h.get("/slow")
+            #expect(reply.status == 504)
+        }
+    }
+
+    @Test("RFC 5861 stale-if-error: with the upstream failing, the stale response is served instead of 502")
+    func staleIfError() async throws {
+        try await ProxyHarness.run(script: { r in
+            if r.index == 1 { return .init(fields: [("Cache-Control", "max-age=1, stale-if-error=600")], body: "old") }
+            return .init(status: 503, body: "broken")
+        }) { h in
+            _ = try await h.get("/e")
+            try await Task.sleep(for: .milliseconds(2_100))
+            let reply = try await h.get("/e")
+            #expect(reply.status == 200)
+            #expect(reply.text == "old")
+            #expect(reply.cacheStatus.contains("fwd-status=503"))
+        }
+    }
+
+    @Test("A malformed request is answered with 400")
+    func badRequest() async throws {
+        try await ProxyHarness.run(script: { _ in .init() }) { h in
+            let port = h.proxyPort
+            let reply = try await offCooperativePool { () -> (head: String, body: String)? in
+                let socket = try RawSocket(port: port)
+                socket.send("GET /x HTTP/1.1\r\nHost: a\r\nBad Header Line\r\n\r\n")
+                return socket.readResponse()
+            }
+            #expect(reply?.head.hasPrefix("HTTP/1.1 400") == true)
+            #expect(h.origin.requestCount == 0)
+        }
+    }
+
+    @Test("Keep-alive: three requests on one connection, answered in order")
+    func keepAlive() async throws {
+        try await ProxyHarness.run(script: versioned(maxAge: 60, prefix: "r")) { h in
+            let port = h.proxyPort
+            let bodies = try await offCooperativePool { () -> [String] in
+                let socket = try RawSocket(port: port)
+                var bodies: [String] = []
+                for path in ["/k1", "/k2", "/k1"] {
+                    socket.send("GET \(path) HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                    bodies.append(socket.readResponse()?.body ?? "closed")
+                }
+                return bodies
+            }
+            #expect(bodies == ["r1", "r2", "r1"])
+        }
+    }
+
+    @Test("A 20 MB body streams through on a miss and back from disk on a hit")
+    func largeBody() async throws {
+        let payload = (0..<20_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        try await ProxyHarness.run(script: { _ in .init(fields: [("Cache-Control", "max-age=60")], bytes: payload) }) {
+            h in
+            #expect(try await h.get("/big").body == payload)
+            let hit = try await h.get("/big")
+            #expect(hit.body == payload)
+            #expect(hit.cacheStatus.hasPrefix("stowage; hit"))
+            #expect(h.origin.requestCount == 1)
+        }
+    }
+
+    @Test("§4.4 a POST through the proxy reaches the origin with its body and invalidates the cached GET")
+    func postInvalidates() async throws {
+        try await ProxyHarness.run(script: { r in
+            if r.head.method == .post { return .init(status: 200, body: "got \(r.body.count)") }
+            return .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }) { h in
+            _ = try await h.get("/item")
+            let posted = try await h.get("/item", method: .POST, body: Array("12345".utf8))
+            #expect(posted.text == "got 5")
+            #expect(try await h.get("/item").text == "v3")
+        }
+    }
+
+    @Test("HEAD is answered from the cached GET without a body")
+    func head() async throws {
+        try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "hello") }) {
+            h in
+            _ = try await h.get("/h")
+            let head = try await h.get("/h", method: .HEAD)
+            #expect(head.status == 200)
+            #expect(head.body.isEmpty)
+            #expect(head.cacheStatus.hasPrefix("stowage; hit"))
+            #expect(h.origin.requestCount == 1)
+        }
+    }
+
+    @Test("Configuration errors name the bad value")
+    func configurationErrors() throws {
+        #expect(throws: ProxyError.self) { try ProxyConfiguration.Upstream(parsing: "ftp://x") }
+        #expect(throws: ProxyError.self) { try ProxyConfiguration.Upstream(parsing: "127.0.0.1:8000") }
+        #expect(throws: ProxyError.self) { try ProxyConfiguration.parseListenAddress("127.0.0.1") }
+        #expect(throws: ProxyError.self) { try ProxyConfiguration.parseListenAddress("127.0.0.1:70000") }
+        let listen = try ProxyConfiguration.parseListenAddress("[::1]:8080")
+        #expect(listen.host == "::1" && listen.port == 8080)
+        #expect(try ProxyConfiguration.Upstream(parsing: "http://h:1/base/").basePath == "/base")
+    }
+}

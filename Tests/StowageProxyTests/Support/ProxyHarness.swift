@@ -1,0 +1,83 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import StowageCore
+import StowageHTTPTestSupport
+import StowageProxy
+
+/// A proxy in this process in front of a scripted origin, both on free loopback ports, and an
+/// AsyncHTTPClient to talk to the proxy; all stopped at the end.
+struct ProxyHarness {
+    let origin: TestOriginServer
+    let proxyPort: Int
+    let client: HTTPClient
+
+    var base: String { "http://127.0.0.1:\(proxyPort)" }
+
+    static func run(
+        upstreamTimeout: Duration = .seconds(10),
+        originDown: Bool = false,
+        script: @escaping TestOriginServer.Script,
+        _ body: (ProxyHarness) async throws -> Void
+    ) async throws {
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let origin = try await TestOriginServer.start(script)
+        var configuration = ProxyConfiguration(
+            upstream: try .init(parsing: origin.baseURL),
+            cacheDirectory: root,
+            host: "127.0.0.1",
+            port: 0
+        )
+        configuration.upstreamTimeout = upstreamTimeout
+        configuration.memoryCapacity = ByteCount(32_000_000)
+        configuration.diskCapacity = ByteCount(400_000_000)
+        configuration.logger.logLevel = .critical
+        let proxy = try CachingProxy(configuration: configuration)
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let task = Task { try await proxy.run(handlingSignals: false) { port in continuation.yield(port) } }
+        var iterator = ports.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        if originDown { await origin.stop() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let harness = ProxyHarness(origin: origin, proxyPort: port, client: client)
+        var failure: (any Error)?
+        do { try await body(harness) } catch { failure = error }
+        try await client.shutdown()
+        task.cancel()
+        _ = await task.result
+        await origin.stop()
+        if let failure { throw failure }
+    }
+
+    struct Reply {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+        var cacheStatus: String { headers["Cache-Status"].first ?? "" }
+    }
+
+    func get(
+        _ path: String,
+        method: HTTPMethod = .GET,
+        headers: [(String, String)] = [],
+        body: [UInt8]? = nil
+    ) async throws -> Reply {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 27)
+        return Reply(status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
+    }
+}
+
+/// An origin script: every response `max-age=SECONDS`, bodies `PREFIX1`, `PREFIX2`, … by request.
+func versioned(maxAge: Int, prefix: String = "v") -> TestOriginServer.Script {
+    { received in .init(fields: [("Cache-Control", "max-age=\(maxAge)")], body: "\(prefix)\(received.index)") }
+}
