@@ -20,6 +20,10 @@ public struct ProxyConfiguration: Sendable {
     public var upstreamTimeout: Duration
     /// Where the proxy logs. Default a logger labelled `stowage.proxy`.
     public var logger: Logger
+    /// Adds a `Stowage-Cache-Trace` field to every response: why the cache answered as it did
+    /// (``CachedResponse/trace``, steps joined by ` | `). For debugging: it shows cache
+    /// internals to clients. Default off.
+    public var sendsTrace: Bool
 
     /// A configuration with the defaults above.
     public init(upstream: Upstream, cacheDirectory: URL, host: String = "127.0.0.1", port: Int = 8080) {
@@ -31,6 +35,7 @@ public struct ProxyConfiguration: Sendable {
         diskCapacity = ByteCount(1_000_000_000)
         upstreamTimeout = .seconds(30)
         logger = Logger(label: "stowage.proxy")
+        sendsTrace = false
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

@@ -41,7 +41,7 @@ struct ProxyHandler: Sendable {
             configuration.logger.debug(
                 "\(request.head.method) \(request.head.path ?? "/") \(served.response.status.code) \(served.outcome)"
             )
-            return Self.response(from: served, method: request.head.method)
+            return Self.response(from: served, method: request.head.method, trace: configuration.sendsTrace)
         } catch {
             errors.increment()
             let status = Self.status(for: error)
@@ -89,7 +89,10 @@ struct ProxyHandler: Sendable {
         HTTPField.Name("Keep-Alive")!, HTTPField.Name("Proxy-Connection")!,
     ]
 
-    static func response(from served: CachedResponse, method: HTTPRequest.Method) -> Response {
+    /// The name of the opt-in debug field that carries ``CachedResponse/trace``.
+    static let traceField = HTTPField.Name("Stowage-Cache-Trace")!
+
+    static func response(from served: CachedResponse, method: HTTPRequest.Method, trace: Bool = false) -> Response {
         var fields = served.response.headerFields
         for name in fields[values: .connection].flatMap({ $0.split(separator: ",") }) {
             if let named = HTTPField.Name(String(name.trimmingPrefix(while: { $0 == " " }))) {
@@ -98,6 +101,18 @@ struct ProxyHandler: Sendable {
         }
         for name in hopByHop { fields[values: name] = [] }
         fields[.cacheStatus] = served.status.description
+        if trace {
+            // Field values are visible ASCII (RFC 9110 §5.5): "§" becomes "section ".
+            var text = ""
+            for scalar in served.trace.joined(separator: " | ").unicodeScalars {
+                if scalar == "§" {
+                    text += "section "
+                } else {
+                    text.unicodeScalars.append(scalar.isASCII && scalar.value >= 0x20 ? scalar : "?")
+                }
+            }
+            fields[traceField] = text
+        }
         let status = served.response.status
         let body: ResponseBody
         if method == .head || status.code == 304 || status.code == 204 {

@@ -69,6 +69,21 @@ import Testing
         }
     }
 
+    @Test("With sendsTrace, Stowage-Cache-Trace says why a response was not stored; without it, nothing is sent")
+    func traceHeader() async throws {
+        try await ProxyHarness.run(sendsTrace: true, script: { _ in
+            .init(fields: [("Cache-Control", "private, max-age=60")], body: "mine")
+        }) { h in
+            let reply = try await h.get("/p")
+            let trace = reply.headers["Stowage-Cache-Trace"].first ?? ""
+            #expect(trace.contains("not stored: section 5.2.2.7 private responses are not stored by a shared cache"), "\(trace)")
+        }
+        try await ProxyHarness.run(script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }) { h in
+            let reply = try await h.get("/q")
+            #expect(reply.headers["Stowage-Cache-Trace"].isEmpty)
+        }
+    }
+
     @Test("Request collapsing: 30 concurrent requests for one uncached URL make one upstream request")
     func collapsing() async throws {
         try await ProxyHarness.run(script: { r in

@@ -8,6 +8,11 @@ public struct CachedResponse: Sendable {
     public var body: HTTPBody
     /// The facts for the `Cache-Status` field (RFC 9211).
     public var status: CacheStatus
+    /// Why the cache answered as it did, step by step, each with the RFC section that decided
+    /// it: what the lookup found, the freshness figures and their source, the directive that
+    /// settled reuse, and whether the response was stored (and if not, why: `no-store`,
+    /// `private` in a shared cache, too large, refused by the will-cache hook, …).
+    public var trace: [String] = []
 
     /// How the response was served: hit, miss, revalidated, stale or bypass.
     public var outcome: CacheOutcome { status.outcome }

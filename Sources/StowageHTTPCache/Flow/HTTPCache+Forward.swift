@@ -23,9 +23,12 @@ extension HTTPCache {
                     var served = try await serve(record, to: request, now: now, outcome: .hit)
                 {
                     served.status.collapsed = true
+                    served.trace.append("collapsed: waited for another request's fetch and served what it stored")
                     return served
                 }
-                return try await forward(request, key: key, outcome: outcome, collapse: false, fetch: fetch)
+                var alone = try await forward(request, key: key, outcome: outcome, collapse: false, fetch: fetch)
+                alone.trace.insert("collapsed: the other request stored nothing usable (or timed out): fetched alone", at: 0)
+                return alone
             }
         } else {
             leads = false
@@ -43,7 +46,7 @@ extension HTTPCache {
             throw error
         }
         let responseTime = now
-        let (servedBody, willStore) = try await storeIfAllowed(
+        let (servedBody, willStore, note) = try await storeIfAllowed(
             response,
             body: body,
             for: request,
@@ -53,11 +56,13 @@ extension HTTPCache {
             onDone: finish
         )
         if !willStore { finish(false) }
-        return CachedResponse(
+        var served = CachedResponse(
             response: response,
             body: servedBody,
             status: status(outcome, forwardStatus: response.status.code, stored: willStore)
         )
+        served.trace = ["fetched from the origin: \(response.status.code)", note]
+        return served
     }
 
     /// Unsafe methods: forwarded as they are, then §4.4 invalidation.
@@ -68,16 +73,18 @@ extension HTTPCache {
     ) async throws -> CachedResponse {
         let (response, responseBody) = try await fetch(request, body)
         try await invalidate(after: request, response: response)
-        return CachedResponse(
+        var served = CachedResponse(
             response: response,
             body: responseBody,
             status: status(.bypass, forwardStatus: response.status.code, detail: "method")
         )
+        served.trace = ["fetched from the origin: \(response.status.code); not stored (§3 only GET responses are stored)"]
+        return served
     }
 
     /// Stores `response` if the rules, the forced-expiry rules and the will-cache hook allow it.
-    /// Returns the body to hand to the caller (recorded as it is read) and whether a store is
-    /// under way; `onDone` reports when it completes.
+    /// Returns the body to hand to the caller (recorded as it is read), whether a store is
+    /// under way, and why (for traces); `onDone` reports when it completes.
     func storeIfAllowed(
         _ response: HTTPResponse,
         body: HTTPBody,
@@ -86,10 +93,10 @@ extension HTTPCache {
         requestTime: Double,
         responseTime: Double,
         onDone: @escaping @Sendable (Bool) -> Void
-    ) async throws -> (HTTPBody, Bool) {
+    ) async throws -> (body: HTTPBody, willStore: Bool, note: String) {
         let forcedRule = configuration.forcedExpiry.first { $0.applies(to: request) }
-        guard rules.storability(of: response, for: request, forced: forcedRule != nil) == .storable else {
-            return (body, false)
+        if case .notStorable(let reason) = rules.storability(of: response, for: request, forced: forcedRule != nil) {
+            return (body, false, "not stored: \(reason)")
         }
         var stored = HTTPResponse(
             status: response.status,
@@ -99,14 +106,17 @@ extension HTTPCache {
         if let hook = configuration.willCache {
             guard let proposal = hook(CacheProposal(request: request, response: stored)) else {
                 configuration.logger.debug("will-cache hook refused a response", metadata: ["uri": "\(key.uri)"])
-                return (body, false)
+                return (body, false, "not stored: the will-cache hook refused it")
             }
             stored = proposal.response
             memoryOnly = proposal.storage == .memoryOnly
         }
         let limit = memoryOnly ? memoryBodyLimit : diskBodyLimit
         if let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) }), length > limit {
-            return (body, false)
+            return (
+                body, false,
+                "not stored: the body (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
+            )
         }
         let record = VariantRecord(
             stored: StoredResponse(
@@ -119,12 +129,17 @@ extension HTTPCache {
             bodyKey: Self.makeBodyKey(),
             isMemoryOnly: memoryOnly
         )
+        var note = "§3 stored" + (memoryOnly ? " in memory only (will-cache hook)" : "")
+        if let forcedRule { note += "; a forced expiry of \(Int(forcedRule.interval)) s overrides its freshness" }
+        if rules.usesHeuristicFreshness(record.stored), forcedRule == nil {
+            note += "; §4.2.2 no explicit freshness: heuristic from Last-Modified"
+        }
         let recorder = BodyRecorder(cache: self, key: key, record: record, onDone: onDone)
         if let bytes = body.bytesInMemory {
             await recorder.append(bytes)
             await recorder.finish()
-            return (body, true)
+            return (body, true, note)
         }
-        return (recorder.tee(body), true)
+        return (recorder.tee(body), true, note + " (as the body is read)")
     }
 }

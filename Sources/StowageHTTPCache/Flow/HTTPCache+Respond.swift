@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 
 extension HTTPCache {
     /// Answers `request` from the cache or the origin, following `policy` and RFC 9111.
@@ -27,38 +28,77 @@ extension HTTPCache {
         policy: RequestCachePolicy = .useProtocolCachePolicy,
         fetch: @escaping HTTPFetch
     ) async throws -> CachedResponse {
+        var trace: [String] = []
+        var served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
+        served.trace = trace + served.trace
+        configuration.logger.debug(
+            "cache decision",
+            metadata: [
+                "uri": "\(CacheKey(request).uri)", "outcome": "\(served.outcome)",
+                "trace": "\(served.trace.joined(separator: " | "))",
+            ]
+        )
+        return served
+    }
+
+    /// ``respond(to:body:policy:fetch:)``, noting in `trace` why it answers as it does; the
+    /// steps after the decision (validation, storing) come in the response's own trace.
+    private func respond(
+        to request: HTTPRequest,
+        body: HTTPBody?,
+        policy: RequestCachePolicy,
+        fetch: @escaping HTTPFetch,
+        trace: inout [String]
+    ) async throws -> CachedResponse {
         guard request.method == .get || request.method == .head else {
+            trace.append("§4.4 \(request.method) is not cacheable: forwarded, then stored responses it touches are invalidated")
             return try await forwardUnsafe(request, body: body, fetch: fetch)
         }
         let key = CacheKey(request)
         let requestCC = request.headerFields.cacheControl
+        if policy != .useProtocolCachePolicy { trace.append("policy \(policy)") }
         if policy == .reloadIgnoringLocalCacheData || requestCC.noStore {
+            trace.append(
+                requestCC.noStore
+                    ? "§5.2.1.5 the request has no-store: the cache is not consulted"
+                    : "reloadIgnoringLocalCacheData: the cache is not consulted"
+            )
             return try await forward(request, key: key, outcome: .miss, collapse: false, fetch: fetch)
         }
         let records = try await variants(for: key)
         let record = selectVariant(request, in: records)
+        trace.append(lookupNote(records: records, selected: record))
         let now = self.now
         switch policy {
         case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
-            if let record, let served = try await serve(record, to: request, now: now, outcome: nil) { return served }
-            if policy == .returnCacheDataDontLoad { throw HTTPCacheError.notCached(key) }
+            if let record, let served = try await serve(record, to: request, now: now, outcome: nil) {
+                trace.append("\(policy): the stored response is used whatever its age")
+                return served
+            }
+            if policy == .returnCacheDataDontLoad {
+                trace.append("returnCacheDataDontLoad: nothing stored, the origin is not contacted")
+                throw HTTPCacheError.notCached(key)
+            }
             return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
         case .reloadRevalidatingCacheData:
             guard let record else {
                 return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
             }
+            trace.append("reloadRevalidatingCacheData: validate with the origin")
             return try await validate(request, record: record, key: key, fetch: fetch)
         case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData:
             break
         }
-        switch rules.decide(request, stored: record?.stored, now: now) {
+        switch rules.decide(request, stored: record?.stored, now: now, explaining: &trace) {
         case .serve(let outcome):
             if let record, let served = try await serve(record, to: request, now: now, outcome: outcome) {
                 return served
             }
+            trace.append("the stored body is gone: forwarded")
             return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
         case .serveStaleAndRevalidate:
             guard let record, let served = try await serve(record, to: request, now: now, outcome: .stale) else {
+                trace.append("the stored body is gone: forwarded")
                 return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
             }
             revalidateInBackground(request, record: record, key: key, fetch: fetch)
@@ -80,6 +120,16 @@ extension HTTPCache {
                 status: status(.miss, detail: "only-if-cached")
             )
         }
+    }
+
+    /// What the lookup found, for traces.
+    private func lookupNote(records: [VariantRecord], selected: VariantRecord?) -> String {
+        if records.isEmpty { return "lookup: nothing stored for this URI" }
+        if selected != nil {
+            return records.count == 1 ? "lookup: a stored response" : "lookup: \(records.count) variants, one matches"
+        }
+        let vary = Set(records.flatMap { $0.stored.varyingFields.map(\.name) }).sorted().joined(separator: ", ")
+        return "§4.1 lookup: \(records.count) stored variant(s), none matches this request's \(vary.isEmpty ? "Vary" : vary)"
     }
 
     // MARK: Serving stored responses

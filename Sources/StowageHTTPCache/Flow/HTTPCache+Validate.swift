@@ -24,6 +24,7 @@ extension HTTPCache {
                 var served = try await serve(record, to: request, now: now, outcome: .stale)
             {
                 served.status.detail = "stale-if-error: \(error)"
+                served.trace.append("RFC 5861 §4 the origin failed (\(error)): served stale (stale-if-error)")
                 return served
             }
             throw error
@@ -39,13 +40,16 @@ extension HTTPCache {
             let chosen = refreshed.first { $0.bodyKey == record.bodyKey } ?? refreshed.first
             if let chosen, var served = try await serve(chosen, to: request, now: responseTime, outcome: .revalidated) {
                 served.status.forwardStatus = 304
+                served.trace.append("§4.3.4 the origin answered 304: the stored response was freshened and served")
                 return served
             }
             // The 304 selected nothing we hold: fetch the full response (§4.3.3).
             var unconditional = request
             unconditional.headerFields[.ifNoneMatch] = nil
             unconditional.headerFields[.ifModifiedSince] = nil
-            return try await forward(unconditional, key: key, outcome: .miss, collapse: false, fetch: fetch)
+            var fetched = try await forward(unconditional, key: key, outcome: .miss, collapse: false, fetch: fetch)
+            fetched.trace.insert("§4.3.3 the 304 matched nothing stored: fetched in full", at: 0)
+            return fetched
         }
         if CacheRules.isErrorForStaleIfError(response.status),
             rules.mayServeStaleOnError(record.stored, request: request, now: responseTime),
@@ -53,9 +57,10 @@ extension HTTPCache {
         {
             served.status.forwardStatus = response.status.code
             served.status.detail = "stale-if-error"
+            served.trace.append("RFC 5861 §4 the origin answered \(response.status.code): served stale (stale-if-error)")
             return served
         }
-        let (servedBody, willStore) = try await storeIfAllowed(
+        let (servedBody, willStore, note) = try await storeIfAllowed(
             response,
             body: body,
             for: request,
@@ -64,11 +69,13 @@ extension HTTPCache {
             responseTime: responseTime,
             onDone: { _ in }
         )
-        return CachedResponse(
+        var served = CachedResponse(
             response: response,
             body: servedBody,
             status: status(.miss, forwardStatus: response.status.code, stored: willStore)
         )
+        served.trace = ["§4.3.3 validation answered \(response.status.code): the new response replaces the stored one", note]
+        return served
     }
 
     /// RFC 5861 §3: validates in the background, once per key at a time; the caller already has

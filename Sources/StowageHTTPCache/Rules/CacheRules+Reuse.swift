@@ -20,12 +20,28 @@ extension CacheRules {
     /// RFC 9111 §4: how to answer `request` given `stored`, the variant that matched its
     /// `Vary` (or `nil`), at `now` (seconds since 1970).
     public func decide(_ request: HTTPRequest, stored: StoredResponse?, now: Double) -> Decision {
+        var ignored: [String] = []
+        return decide(request, stored: stored, now: now, explaining: &ignored)
+    }
+
+    /// ``decide(_:stored:now:)``, appending to `trace` why: the freshness figures, their source
+    /// and the directive (with its section) that settled the decision.
+    public func decide(
+        _ request: HTTPRequest,
+        stored: StoredResponse?,
+        now: Double,
+        explaining trace: inout [String]
+    ) -> Decision {
         let requestCC = request.headerFields.cacheControl
-        guard let stored else { return requestCC.onlyIfCached ? .unsatisfiable : .forward }
-        let decision = decideWithStored(request, requestCC: requestCC, stored: stored, now: now)
+        guard let stored else {
+            if requestCC.onlyIfCached { trace.append("§5.2.1.7 only-if-cached and nothing stored: 504") }
+            return requestCC.onlyIfCached ? .unsatisfiable : .forward
+        }
+        let decision = decideWithStored(request, requestCC: requestCC, stored: stored, now: now, trace: &trace)
         switch decision {
         case .validate, .forward:
             // §5.2.1.7: only-if-cached answers 504 rather than contacting the origin.
+            if requestCC.onlyIfCached { trace.append("§5.2.1.7 only-if-cached forbids contacting the origin: 504") }
             return requestCC.onlyIfCached ? .unsatisfiable : decision
         default:
             return decision
@@ -36,24 +52,43 @@ extension CacheRules {
         _ request: HTTPRequest,
         requestCC: CacheControl,
         stored: StoredResponse,
-        now: Double
+        now: Double,
+        trace: inout [String]
     ) -> Decision {
         let responseCC = stored.facts.cacheControl
         let forced = stored.forcedExpiry != nil
         let age = currentAge(of: stored, now: now)
-        let ttl = freshnessLifetime(of: stored) - age
+        let lifetime = freshnessLifetime(of: stored)
+        let ttl = lifetime - age
         let isFresh = ttl > 0
+        trace.append(
+            "§4.2 age \(Int(age)) s of a \(Int(lifetime)) s lifetime from \(lifetimeSource(of: stored)): "
+                + (isFresh ? "fresh for \(Int(ttl)) s" : "stale by \(Int(-ttl)) s")
+        )
         // RFC 8246: an immutable response is not revalidated during its freshness on a reload.
         let immutable = isFresh && responseCC.immutable
         // §5.2.1.4 request no-cache; §5.4 Pragma: no-cache counts only without Cache-Control.
-        if requestCC.noCache || Self.hasPragmaNoCache(request.headerFields), !immutable { return .validate }
+        if requestCC.noCache || Self.hasPragmaNoCache(request.headerFields), !immutable {
+            trace.append("§5.2.1.4 the request has no-cache (or §5.4 Pragma: no-cache): validate")
+            return .validate
+        }
         // §5.2.2.4: an unqualified no-cache response must be validated before every reuse.
-        if responseCC.isUnqualifiedNoCache, !forced { return .validate }
+        if responseCC.isUnqualifiedNoCache, !forced {
+            trace.append("§5.2.2.4 the stored response has no-cache: validate before every reuse")
+            return .validate
+        }
         if isFresh {
             // §5.2.1.1: the client will not accept a response older than max-age.
-            if !immutable, requestCC.maxAge.isPresent, Double(requestCC.maxAge.value ?? 0) < age { return .validate }
+            if !immutable, requestCC.maxAge.isPresent, Double(requestCC.maxAge.value ?? 0) < age {
+                trace.append("§5.2.1.1 the request's max-age=\(requestCC.maxAge.value ?? 0) is below the age: validate")
+                return .validate
+            }
             // §5.2.1.3: it wants the response to stay fresh for at least min-fresh.
-            if requestCC.minFresh.isPresent, Double(requestCC.minFresh.value ?? 0) > ttl { return .validate }
+            if requestCC.minFresh.isPresent, Double(requestCC.minFresh.value ?? 0) > ttl {
+                trace.append("§5.2.1.3 the request's min-fresh=\(requestCC.minFresh.value ?? 0) exceeds the time left: validate")
+                return .validate
+            }
+            trace.append("§4.2 fresh: served from the cache")
             return .serve(.hit)
         }
         let staleness = -ttl
@@ -62,16 +97,40 @@ extension CacheRules {
         if !requiresRevalidationWhenStale(responseCC) {
             if let maxStale = requestCC.maxStale {
                 switch maxStale {
-                case .any: return .serve(.stale)
-                case .seconds(let seconds) where staleness <= Double(seconds): return .serve(.stale)
+                case .any:
+                    trace.append("§5.2.1.2 the request's max-stale accepts any staleness: served stale")
+                    return .serve(.stale)
+                case .seconds(let seconds) where staleness <= Double(seconds):
+                    trace.append("§5.2.1.2 the request's max-stale=\(seconds) covers the staleness: served stale")
+                    return .serve(.stale)
                 default: break
                 }
             }
             if let window = responseCC.staleWhileRevalidate.value, staleness <= Double(window) {
+                trace.append("RFC 5861 §3 stale-while-revalidate=\(window): served stale, validated in the background")
                 return .serveStaleAndRevalidate
             }
+        } else {
+            trace.append("§4.2.4 must-revalidate (or proxy-revalidate / s-maxage in a shared cache) forbids serving it stale")
         }
+        trace.append("§4.3 stale: validate with the origin")
         return .validate
+    }
+
+    /// Where the freshness lifetime of `stored` comes from, for traces.
+    func lifetimeSource(of stored: StoredResponse) -> String {
+        let cc = stored.facts.cacheControl
+        if stored.forcedExpiry != nil { return "a forced expiry rule" }
+        if isShared, cc.sharedMaxAge.isPresent { return "s-maxage" }
+        if cc.maxAge.isPresent { return "max-age" }
+        switch stored.facts.expires {
+        case .date: return "Expires"
+        case .invalid: return "an invalid Expires (§5.3: already expired)"
+        case .absent: break
+        }
+        return heuristicLifetime(of: stored, dateValue: stored.facts.date ?? Int64(stored.responseTime)) > 0
+            ? "§4.2.2 heuristic freshness (a fraction of the time since Last-Modified)"
+            : "nothing (no explicit freshness, no heuristic allowed)"
     }
 
     /// Whether `must-revalidate`, or for a shared cache `proxy-revalidate` or `s-maxage`, forbids

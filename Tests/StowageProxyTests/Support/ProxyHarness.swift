@@ -20,6 +20,7 @@ struct ProxyHarness {
     static func run(
         upstreamTimeout: Duration = .seconds(10),
         originDown: Bool = false,
+        sendsTrace: Bool = false,
         script: @escaping TestOriginServer.Script,
         _ body: (ProxyHarness) async throws -> Void
     ) async throws {
@@ -33,6 +34,7 @@ struct ProxyHarness {
             port: 0
         )
         configuration.upstreamTimeout = upstreamTimeout
+        configuration.sendsTrace = sendsTrace
         configuration.memoryCapacity = ByteCount(32_000_000)
         configuration.diskCapacity = ByteCount(400_000_000)
         configuration.logger.logLevel = .critical

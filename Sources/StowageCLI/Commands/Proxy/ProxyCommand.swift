@@ -46,6 +46,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
+    @Flag(help: "Add Stowage-Cache-Trace to every response: why it was (not) cached, served or validated.")
+    var trace = false
+
     func validate() throws {
         do {
             _ = try ProxyConfiguration.parseListenAddress(listen)
@@ -89,6 +92,7 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.memoryCapacity = memoryCapacity
             configuration.diskCapacity = diskCapacity
             configuration.upstreamTimeout = .seconds(upstreamTimeout)
+            configuration.sendsTrace = trace
             var logger = Logger(label: "stowage.proxy")
             logger.logLevel = level
             configuration.logger = logger
