@@ -92,6 +92,7 @@ let package = Package(
             name: "StowageStores",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                "StowageHTTPCache",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -218,6 +219,7 @@ let package = Package(
             name: "StowageStoresTests",
             dependencies: [
                 "StowageStores", "StowageStoresWorker", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                "StowageHTTPCache",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],

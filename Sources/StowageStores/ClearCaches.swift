@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import StowageCache
 import StowageCore
+import StowageHTTPCache
 
 /// One "clear caches" for a whole container: everything regenerable goes, nothing durable is
 /// touched.
@@ -13,7 +14,7 @@ import StowageCore
 /// ```
 ///
 /// What is emptied, in this order (the storage monitor's tiers): the temporary location; each
-/// disk cache in the caches location, through its index (`DiskCache.removeAll()`, so processes
+/// disk cache in the caches location, HTTP caches first, through its index (`DiskCache.removeAll()`, so processes
 /// that have it open stay consistent); every other entry in the caches location; and each
 /// registered purgeable directory. Documents (other than purgeable directories), application
 /// support (preferences' and secrets' data, databases) and preferences are never touched.
@@ -52,6 +53,11 @@ public struct ClearCaches: Sendable {
                 looseEntries.append(name)
             }
         }
+        // HTTP caches first (the storage monitor's tier order): the network has all of them.
+        let isHTTPCache = { (name: String) in
+            FileManager.default.fileExists(atPath: caches.appending(path: name).appending(path: HTTPCache.layoutFileName).path)
+        }
+        diskCaches = diskCaches.filter(isHTTPCache) + diskCaches.filter { !isHTTPCache($0) }
         if !diskCaches.isEmpty {
             tasks.append(.handler(className: "DiskCache", selectors: diskCaches.map { "removeAll:" + $0 }))
             for name in diskCaches {

@@ -1,6 +1,7 @@
 import Foundation
 import StowageCache
 import StowageCore
+import StowageHTTPCache
 import StowagePreferences
 
 /// Finds and measures the stores a container holds on disk, each the cheapest way it allows.
@@ -35,7 +36,8 @@ struct StoreDiscovery {
         }
     }
 
-    /// Disk caches from their index; any other directory or file in caches by a walk.
+    /// Disk caches (HTTP caches among them) from their index; any other directory or file in
+    /// caches by a walk.
     private func caches(excluding purgeable: Set<String>) throws -> [StorageAccount.Store] {
         let caches = container.url(for: .caches)
         var stores: [StorageAccount.Store] = []
@@ -43,10 +45,11 @@ struct StoreDiscovery {
             let url = caches.appending(path: name)
             guard !purgeable.contains(url.fileSystemPath) else { continue }
             if StoreFiles.isDirectory(url), let summary = try DiskCache.summary(ofDirectory: url, now: now) {
+                let isHTTPCache = FileManager.default.fileExists(atPath: url.appending(path: HTTPCache.layoutFileName).path)
                 stores.append(
                     StorageAccount.Store(
                         name: "caches/\(name)",
-                        kind: .diskCache,
+                        kind: isHTTPCache ? .httpCache : .diskCache,
                         category: .regenerable,
                         path: url.fileSystemPath,
                         logicalBytes: summary.logicalBytes,

@@ -56,7 +56,7 @@ struct ClearCachesTests {
         #expect(try open.usageBlocking().count == 0)
         #expect(try open.dataBlocking(forKey: "large0") == nil)
         let caches = try FileManager.default.contentsOfDirectory(atPath: container.url(for: .caches).path).sorted()
-        #expect(caches == ["CACHEDIR.TAG", "downloads", "images"])
+        #expect(caches == ["CACHEDIR.TAG", "downloads", "http", "images"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: container.url(for: .caches).appending(path: "downloads").path).isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: container.url(for: .temporary).path).isEmpty)
 

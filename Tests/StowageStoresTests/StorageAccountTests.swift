@@ -3,6 +3,7 @@ import GRDB
 import StowageCache
 import StowageCore
 import StowageDatabase
+import StowageHTTPCache
 import StowagePreferences
 import StowageSecrets
 import StowageStores
@@ -72,6 +73,8 @@ final class PopulatedContainer: Sendable {
 
         let temporary = try container.directoryBlocking(for: .temporary)
         try Data(count: 7_000).write(to: temporary.appending(path: "scratch"))
+
+        _ = try HTTPCache(directory: caches.appending(path: "http", directoryHint: .isDirectory))
     }
 }
 
@@ -94,7 +97,7 @@ struct StorageAccountTests {
         let byName = Dictionary(uniqueKeysWithValues: account.stores.map { ($0.name, $0) })
         #expect(
             Set(byName.keys) == [
-                "caches/images", "caches/loose", "Library/Caches/downloads", "preferences/settings", "secrets",
+                "caches/images", "caches/loose", "caches/http", "Library/Caches/downloads", "preferences/settings", "secrets",
                 "database ada", "temporary", "memory/thumbnails", "archive/profile",
             ]
         )
@@ -110,6 +113,8 @@ struct StorageAccountTests {
         #expect(images.allocatedBytes <= walked)
         #expect(walked.rawValue - images.allocatedBytes.rawValue < 256 * 1_024)
 
+        #expect(byName["caches/http"]?.kind == .httpCache)
+        #expect(byName["caches/http"]?.source == .index)
         #expect(byName["caches/loose"]?.source == .walk)
         #expect(byName["caches/loose"]?.logicalBytes == ByteCount(5_000))
         #expect(byName["Library/Caches/downloads"]?.kind == .purgeableDirectory)
@@ -128,7 +133,7 @@ struct StorageAccountTests {
         // Durable first, then regenerable, then temporary.
         let categories = account.stores.map(\.category)
         #expect(categories == categories.sorted { ["durable", "regenerable", "temporary"].firstIndex(of: $0.rawValue)! < ["durable", "regenerable", "temporary"].firstIndex(of: $1.rawValue)! })
-        #expect(account.totals(for: .regenerable).stores == 4)
+        #expect(account.totals(for: .regenerable).stores == 5)
     }
 }
 

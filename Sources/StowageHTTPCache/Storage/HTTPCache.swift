@@ -49,6 +49,7 @@ public final class HTTPCache: Sendable {
         diskConfiguration.clock = configuration.clock
         diskConfiguration.logger = configuration.logger
         disk = try DiskCache(directory: directory, configuration: diskConfiguration)
+        try Self.checkLayout(in: directory)
         var memoryConfiguration = MemoryCache<String, MemoryEntry>.Configuration(
             name: configuration.name,
             costLimit: max(1, Int(configuration.memoryCapacity.rawValue))

@@ -1,0 +1,56 @@
+import Foundation
+import StowageCache
+import StowageCore
+
+extension HTTPCache {
+    /// The file that marks a directory as an HTTP cache and records its layout version: how
+    /// records and bodies sit in the disk cache. Reports tell HTTP caches from other disk caches
+    /// by it; a layout newer than this code knows is refused, never misread.
+    public static let layoutFileName = ".stowage-http-cache"
+
+    /// The layout this code writes.
+    static let layoutVersion = 1
+
+    /// Writes the marker in a new cache; refuses a newer layout.
+    ///
+    /// - Throws: ``StowageError`` `.unsupported` for a newer layout, `.corrupt` for a marker
+    ///   that is not a version number.
+    static func checkLayout(in directory: URL) throws {
+        let url = directory.appending(path: layoutFileName)
+        guard let data = try? Data(contentsOf: url) else {
+            try AtomicFile.write(Array("\(layoutVersion)\n".utf8), to: url, permissions: 0o644)
+            return
+        }
+        guard let version = Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            throw StowageError(
+                code: .corrupt,
+                message: "\(url.fileSystemPath) does not hold a layout version; delete the HTTP cache directory",
+                path: url.fileSystemPath
+            )
+        }
+        guard version <= layoutVersion else {
+            throw StowageError(
+                code: .unsupported,
+                message: "the HTTP cache at \(directory.fileSystemPath) has layout \(version), newer than this "
+                    + "Stowage's \(layoutVersion); open it with the newer version, or give this one another directory",
+                path: url.fileSystemPath
+            )
+        }
+    }
+}
+
+extension HTTPCache: Purging {
+    /// The cache's name.
+    public var purgingName: String { configuration.name }
+
+    /// HTTP responses go before other caches: the network has them all.
+    public var purgingTier: PurgingTier { .httpCache }
+
+    /// Trims the disk tier now (expired entries, then least recently used down to its target)
+    /// and empties the memory tier.
+    public func purge() async throws -> ByteCount {
+        memory.removeAll()
+        return try await disk.purge()
+    }
+}
