@@ -7,18 +7,6 @@ import Testing
 /// "Why not cached": every answer carries the steps that decided it.
 @Suite("HTTPCache trace")
 struct CacheTraceTests {
-    private func makeCache(
-        _ root: URL,
-        clock: ManualClock,
-        kind: CacheKind = .private,
-        configure: (inout HTTPCache.Configuration) -> Void = { _ in }
-    ) throws -> HTTPCache {
-        var configuration = HTTPCache.Configuration(kind: kind)
-        configuration.clock = clock.cacheClock
-        configure(&configuration)
-        return try HTTPCache(directory: root.appending(path: "http"), configuration: configuration)
-    }
-
     /// The trace of one request, its body read (a response is stored as its body is read).
     private func trace(
         _ cache: HTTPCache,

@@ -8,18 +8,6 @@ import Testing
 /// Storage behaviour: variants, invalidation, large bodies on disk, persistence, stale serving,
 /// client conditionals and collapsing.
 @Suite struct HTTPCacheStorageTests {
-    func makeCache(
-        _ root: URL,
-        clock: ManualClock,
-        kind: CacheKind = .private,
-        configure: (inout HTTPCache.Configuration) -> Void = { _ in }
-    ) throws -> HTTPCache {
-        var configuration = HTTPCache.Configuration(kind: kind)
-        configuration.clock = clock.cacheClock
-        configure(&configuration)
-        return try HTTPCache(directory: root.appending(path: "http"), configuration: configuration)
-    }
-
     @Test("§4.1 Vary: two variants of one URL are stored side by side and each is selected by its request")
     func varyVariants() async throws {
         try await withTemporaryDirectory { root in

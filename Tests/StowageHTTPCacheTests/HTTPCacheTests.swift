@@ -8,18 +8,6 @@ import Testing
 /// The cache end to end over storage (real DiskCache in a temporary directory), with an
 /// in-process origin; the seed's scenarios (001, 004) and the URLCache policies.
 @Suite struct HTTPCacheTests {
-    func makeCache(
-        _ root: URL,
-        clock: ManualClock,
-        kind: CacheKind = .private,
-        configure: (inout HTTPCache.Configuration) -> Void = { _ in }
-    ) throws -> HTTPCache {
-        var configuration = HTTPCache.Configuration(kind: kind)
-        configuration.clock = clock.cacheClock
-        configure(&configuration)
-        return try HTTPCache(directory: root.appending(path: "http"), configuration: configuration)
-    }
-
     // MARK: Seed scenarios
 
     @Test("Seed 004: Cache-Control max-age is honoured — a second request within it never reaches the origin")

@@ -181,22 +181,7 @@ extension DiskCache {
             accessed: now,
             expires: lifetime.map { now + $0 }
         )
-        let (replaced, totals): (String?, (count: Int, size: Int64))
-        do {
-            (replaced, totals) = try indexCall {
-                try index.write { db in
-                    let replaced = try DiskCacheIndex.upsert(db, key: key, entry: entry)
-                    return (replaced, try DiskCacheIndex.totals(db))
-                }
-            }
-        } catch {
-            files.remove([name])
-            throw error
-        }
-        if let replaced { files.remove([replaced]) }
-        accessLog.withLock { _ = $0.removeValue(forKey: key) }
-        counters.recordWrite()
-        if isOverLimit(count: totals.count, size: totals.size) { scheduleTrim() }
+        try commit(entry, forKey: key)
     }
 }
 

@@ -220,6 +220,13 @@ public final class DiskCache: Sendable {
         } else {
             entry.inline = data
         }
+        try commit(entry, forKey: key)
+    }
+
+    /// Records `entry` for `key` in one transaction, after its file (if any) is complete under
+    /// `data/`: the file of a replaced value goes after the commit, the entry's own file if the
+    /// commit fails. Schedules a trim when the cache is over a limit.
+    func commit(_ entry: DiskCacheIndex.Entry, forKey key: String) throws {
         let (replaced, totals): (String?, (count: Int, size: Int64))
         do {
             (replaced, totals) = try indexCall {

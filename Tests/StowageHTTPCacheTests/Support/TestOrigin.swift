@@ -77,3 +77,16 @@ func ok(_ body: String, _ pairs: [(String, String)], clock: ManualClock) -> (HTT
 func text(_ served: CachedResponse) async throws -> String {
     String(decoding: try await served.body.collect(upTo: 1 << 26), as: UTF8.self)
 }
+
+/// An HTTP cache in `root/http` on `clock`, as most tests want it.
+func makeCache(
+    _ root: URL,
+    clock: ManualClock,
+    kind: CacheKind = .private,
+    configure: (inout HTTPCache.Configuration) -> Void = { _ in }
+) throws -> HTTPCache {
+    var configuration = HTTPCache.Configuration(kind: kind)
+    configuration.clock = clock.cacheClock
+    configure(&configuration)
+    return try HTTPCache(directory: root.appending(path: "http"), configuration: configuration)
+}
