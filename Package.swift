@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "StowagePreferences", targets: ["StowagePreferences"]),
         .library(name: "StowageDatabase", targets: ["StowageDatabase"]),
         .library(name: "StowageSecrets", targets: ["StowageSecrets"]),
+        .library(name: "StowageRedis", targets: ["StowageRedis"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -29,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // §1: container, locations, marks, disk usage, capacity, sizes, clearing.
@@ -76,6 +79,19 @@ let package = Package(
                 "StowageCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // §2 shared tier, part 1: a RESP3/RESP2 Redis client on SwiftNIO (standalone and Cluster,
+        // pool, pub/sub, TLS). Knows nothing of caches, so it stays usable on its own.
+        .target(
+            name: "StowageRedis",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -142,6 +158,23 @@ let package = Package(
         .testTarget(
             name: "StowageSecretsTests",
             dependencies: ["StowageSecrets", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        // Starts and stops real redis-server processes (standalone and a 3-master cluster) on
+        // free loopback ports in temporary directories, for the Redis and shared-tier tests.
+        .target(
+            name: "StowageRedisTestSupport",
+            dependencies: ["StowageRedis"],
+            path: "Tests/StowageRedisTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageRedisTests",
+            dependencies: [
+                "StowageRedis", "StowageRedisTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
