@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "StowageDatabase", targets: ["StowageDatabase"]),
         .library(name: "StowageSecrets", targets: ["StowageSecrets"]),
         .library(name: "StowageRedis", targets: ["StowageRedis"]),
+        .library(name: "StowageSharedTier", targets: ["StowageSharedTier"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -95,6 +96,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // §2 shared tier, part 2: StowageCache's SharedCacheTier on Redis. The only module that
+        // sees both the cache (GRDB) and the client (NIO), so neither pulls in the other.
+        .target(
+            name: "StowageSharedTier",
+            dependencies: [
+                "StowageCache", "StowageRedis",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Umbrella: re-exports the light modules.
         .target(
             name: "Stowage",
@@ -116,6 +128,8 @@ let package = Package(
                 "StowageCore",
                 "StowageCache",
                 "StowagePreferences",
+                "StowageRedis",
+                "StowageSharedTier",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -174,6 +188,21 @@ let package = Package(
                 "StowageRedis", "StowageRedisTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A second node for the shared-tier tests: its own process, its own memory and disk.
+        .executableTarget(
+            name: "StowageSharedTierWorker",
+            dependencies: ["StowageCache", "StowageSharedTier", "StowageRedis"],
+            path: "Tests/StowageSharedTierWorker",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageSharedTierTests",
+            dependencies: [
+                "StowageCache", "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport",
+                "StowageSharedTierWorker",
             ],
             swiftSettings: swiftSettings
         ),
