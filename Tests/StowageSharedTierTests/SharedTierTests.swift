@@ -226,6 +226,45 @@ final class LoadCounters: Sendable {
     let operations = Atomic<Int>(0)
 }
 
+@Suite(
+    "Shared tier on a Redis Cluster",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"),
+    .timeLimit(.minutes(3))
+)
+struct SharedTierClusterTests {
+    @Test("nodes on different cluster masters share values, invalidations and the load lock")
+    func clusterTier() async throws {
+        let cluster = try await RedisClusterProcesses.start()
+        defer { cluster.stop() }
+        let scratch = try ScratchDirectory()
+        let first = "redis://127.0.0.1:\(cluster.nodes[0].port)"
+        let last = "redis://127.0.0.1:\(cluster.nodes[2].port)"
+        let (a, tierA) = try await makeNode(url: first, namespace: "c1", scratch: scratch, name: "a")
+        let (b, tierB) = try await makeNode(url: last, namespace: "c1", scratch: scratch, name: "b")
+        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        #expect(tierA.client is RedisClusterClient)
+        for index in 0..<50 { try await a.setValue("v\(index)", forKey: "key-\(index)", timeToLive: 300) }
+        for index in 0..<50 { #expect(try await b.value(forKey: "key-\(index)") == "v\(index)") }
+        try await a.setValue("changed", forKey: "key-7")
+        try await eventually { b.memory.value(forKey: "key-7") == nil }
+        #expect(try await b.value(forKey: "key-7") == "changed")
+        // The lock scripts touch value, lock and fence keys of one hash tag: one slot, no CROSSSLOT.
+        let runs = LoadCounters()
+        async let fromA = a.value(forKey: "loaded") {
+            runs.operations.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(200))
+            return "once"
+        }
+        async let fromB = b.value(forKey: "loaded") {
+            runs.operations.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(200))
+            return "once"
+        }
+        #expect(try await [fromA, fromB] == ["once", "once"])
+        #expect(runs.operations.load(ordering: .relaxed) == 1)
+    }
+}
+
 /// Polls `condition` until it holds, or fails the test after `timeout`.
 func eventually(timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout

@@ -34,6 +34,28 @@ public final class RedisClusterClient: RedisCommandExecuting {
     }
 
     private let state = Mutex(State())
+    private let movedCount = Atomic<Int>(0)
+    private let askCount = Atomic<Int>(0)
+    private let refreshCount = Atomic<Int>(0)
+
+    /// Redirections followed and slot-map reads since the client was created.
+    public struct Statistics: Sendable, Hashable {
+        /// `MOVED` replies followed (each updates the map).
+        public var moved: Int
+        /// `ASK` replies followed (slots being migrated).
+        public var ask: Int
+        /// Slot maps read (`CLUSTER SHARDS`/`SLOTS`).
+        public var topologyRefreshes: Int
+    }
+
+    /// Redirections and refreshes so far.
+    public var statistics: Statistics {
+        Statistics(
+            moved: movedCount.load(ordering: .relaxed),
+            ask: askCount.load(ordering: .relaxed),
+            topologyRefreshes: refreshCount.load(ordering: .relaxed)
+        )
+    }
 
     /// A client that discovers the cluster from `seeds` (one reachable node is enough).
     public init(seeds: [RedisConfiguration]) throws {
@@ -78,10 +100,12 @@ public final class RedisClusterClient: RedisCommandExecuting {
                 let node = RedisClusterTopology.Node(host: redirection.host, port: redirection.port)
                 switch redirection.kind {
                 case .moved:
+                    movedCount.add(1, ordering: .relaxed)
                     state.withLock { $0.topology.assign(redirection.slot...redirection.slot, to: node) }
                     scheduleRefresh()
                     asking = false
                 case .ask:
+                    askCount.add(1, ordering: .relaxed)
                     asking = true
                 }
                 target = node
@@ -121,6 +145,7 @@ public final class RedisClusterClient: RedisCommandExecuting {
             let task = Task {
                 defer { self.state.withLock { $0.refresh = nil } }
                 let topology = try await self.readTopology()
+                self.refreshCount.add(1, ordering: .relaxed)
                 self.state.withLock { $0.topology = topology }
             }
             state.refresh = task
