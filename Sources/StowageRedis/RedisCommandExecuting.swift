@@ -7,6 +7,10 @@ public protocol RedisCommandExecuting: Sendable {
     @discardableResult
     func send(_ command: RedisCommand) async throws -> RESPValue
 
+    /// Sends `commands` together (one round trip where they share a server) and returns their
+    /// replies in order, error replies as values.
+    func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue]
+
     /// A subscription to `channels` that reconnects (and resubscribes) by itself until cancelled.
     func subscribe(to channels: [String]) -> RedisSubscription
 

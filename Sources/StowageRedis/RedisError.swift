@@ -53,6 +53,9 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
     public var serverMessage: String?
     /// The underlying error (a socket or TLS error), if any.
     public var cause: (any Error)?
+    /// Set when the command provably never left this process (the connection was already
+    /// closed), so sending it again elsewhere cannot run it twice.
+    package var wasNotSent = false
 
     public init(
         code: Code,

@@ -19,8 +19,8 @@ import Synchronization
 /// - `NS:{=key}:lock` — the load lock: the fencing token, with the lease as `PX` expiry;
 /// - `NS:{=key}:fence` — the last fencing token issued (`INCR`), kept a day after the last load.
 ///
-/// Invalidations are pub/sub messages on `NS:invalidations` ("node-id key"); a node ignores its
-/// own. Every node subscribes when the tier is created (``waitUntilSubscribed(timeout:)``).
+/// Invalidations are pub/sub messages on `NS:invalidations` (node id and keys, see
+/// ``InvalidationPublisher``), sent after the write is acknowledged; a node ignores its own. Every node subscribes when the tier is created (``waitUntilSubscribed(timeout:)``).
 /// In a cluster, `PUBLISH` reaches subscribers on every node.
 ///
 /// The lock is the single-instance pattern from the Redis documentation's distributed-lock
@@ -41,6 +41,7 @@ public final class RedisSharedTier: SharedCacheTier {
     private let subscribed = Atomic<Bool>(false)
     private let pump = Mutex<Task<Void, Never>?>(nil)
     private let logger: Logger
+    private let publisher: InvalidationPublisher
 
     /// A tier over `client`; it subscribes to invalidations at once.
     ///
@@ -62,6 +63,7 @@ public final class RedisSharedTier: SharedCacheTier {
         nodeID = UUID().uuidString
         channel = "\(namespace):invalidations"
         self.logger = logger ?? Logger(label: "stowage.shared-tier")
+        publisher = InvalidationPublisher(client: client, channel: channel, nodeID: nodeID, logger: self.logger)
         subscription = client.subscribe(to: [channel])
         startPump()
     }
@@ -127,13 +129,14 @@ public final class RedisSharedTier: SharedCacheTier {
     public func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?) async throws {
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
         try await client.send(.set(valueKey(key), value: RedisArgument(entry), expiry: timeToLive.map(Self.duration)))
-        try await publishInvalidation(of: key)
+        publisher.publish(key)
     }
 
     public func removeData(forKey key: String) async throws {
         try await client.send(.del(valueKey(key)))
-        try await publishInvalidation(of: key)
+        publisher.publish(key)
     }
+
 
     public func invalidations() -> AsyncStream<SharedCacheInvalidation> {
         let (stream, continuation) = AsyncStream.makeStream(
@@ -182,7 +185,7 @@ public final class RedisSharedTier: SharedCacheTier {
             )
         )
         guard reply.integer == 1 else { return false }
-        try await publishInvalidation(of: key)
+        publisher.publish(key)
         return true
     }
 
@@ -194,9 +197,6 @@ public final class RedisSharedTier: SharedCacheTier {
 
     // MARK: - Invalidations
 
-    private func publishInvalidation(of key: String) async throws {
-        try await client.send(.publish(channel, message: RedisArgument("\(nodeID) \(key)")))
-    }
 
     private func startPump() {
         let events = subscription.events
@@ -217,10 +217,12 @@ public final class RedisSharedTier: SharedCacheTier {
                         hadGap = true
                     }
                 case .message(_, let payload):
-                    let text = String(buffer: payload)
-                    guard let space = text.firstIndex(of: " ") else { continue }
-                    if text[..<space] == nodeID { continue }
-                    broadcast(.key(String(text[text.index(after: space)...])))
+                    guard let (sender, keys) = InvalidationPublisher.decode(payload) else {
+                        logger.warning("ignoring a malformed invalidation message", metadata: ["channel": "\(channel)"])
+                        continue
+                    }
+                    if sender == nodeID { continue }
+                    for key in keys { broadcast(.key(key)) }
                 }
             }
         }

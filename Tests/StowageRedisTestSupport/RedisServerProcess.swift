@@ -44,11 +44,13 @@ public final class RedisServerProcess: Sendable {
     /// `redis://127.0.0.1:PORT`.
     public var url: String { "redis://127.0.0.1:\(port)" }
 
-    /// A configuration for this server with short timeouts suited to tests.
+    /// A configuration for this server with generous timeouts: the suites run in parallel on a
+    /// small, shared machine, where a handshake can take seconds.
     public var configuration: RedisConfiguration {
         var configuration = RedisConfiguration(host: "127.0.0.1", port: port)
-        configuration.connectTimeout = .seconds(2)
-        configuration.commandTimeout = .seconds(5)
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(15)
+        configuration.poolWaitTimeout = .seconds(10)
         return configuration
     }
 
@@ -64,6 +66,7 @@ public final class RedisServerProcess: Sendable {
             ] + extraArguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
         try process.run()
         self.process.withLock { $0 = process }
         try await waitUntilAnswering()
@@ -117,17 +120,29 @@ public final class RedisServerProcess: Sendable {
 
     private func waitUntilAnswering() async throws {
         let deadline = ContinuousClock.now + .seconds(15)
+        let pid = process.withLock { $0?.processIdentifier } ?? -1
         while ContinuousClock.now < deadline {
-            if (try? cli(["PING"]))?.contains("PONG") == true { return }
+            // Our own server must answer, not whatever else listens on the port.
+            if let info = try? cli(["INFO", "server"]), info.contains("process_id:\(pid)\r") { return }
+            if process.withLock({ $0?.isRunning }) == false { break }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw TestSupportError("redis-server on port \(port) did not answer PING within 15 s; see \(directory.path)/redis.log")
+        throw TestSupportError(
+            "redis-server on port \(port) did not start within 15 s (port taken?); see \(directory.path)/redis.log"
+        )
     }
+
+    /// Ports handed out by this process, counting up from a random base below the kernel's
+    /// ephemeral range (32768+), so no two servers of one test run ever share a port (a restart
+    /// keeps its port, and no other test can take it in between), and cluster bus ports
+    /// (+10000) stay below the ephemeral range too.
+    private static let nextPort = Atomic<Int>(Int.random(in: 20_000...21_000))
 
     /// A port nobody listens on now (and whose cluster bus port, +10000, is free too).
     public static func freePort() throws -> Int {
-        for _ in 0..<200 {
-            let port = Int.random(in: 20_000...50_000)
+        for _ in 0..<500 {
+            let port = nextPort.add(1, ordering: .relaxed).newValue
+            if port > 22_700 { break }
             if isFree(port), isFree(port + 10_000) { return port }
         }
         throw TestSupportError("no free port found")
@@ -157,19 +172,29 @@ public final class RedisServerProcess: Sendable {
     }
 
     /// Runs a tool and returns its standard output; throws when it exits non-zero.
+    ///
+    /// Output goes through a temporary file, not a pipe: tests run in parallel, and a
+    /// redis-server spawned by another test while a pipe is open inherits its write end, so
+    /// reading the pipe to its end would wait for that server to exit.
     @discardableResult
     public static func run(_ tool: String, _ arguments: [String]) throws -> String {
         guard let url = executable(tool) else { throw TestSupportError("\(tool) is not installed") }
+        let outputURL = FileManager.default.temporaryDirectory.appending(path: "stowage-redis-output-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
+            throw TestSupportError("cannot create \(outputURL.path)")
+        }
+        defer { try? FileManager.default.removeItem(at: outputURL) }
+        let output = try FileHandle(forWritingTo: outputURL)
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
-        let output = Pipe()
         process.standardOutput = output
         process.standardError = output
+        process.standardInput = FileHandle.nullDevice
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
+        try output.close()
+        let text = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
         guard process.terminationStatus == 0 else {
             throw TestSupportError("\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
         }

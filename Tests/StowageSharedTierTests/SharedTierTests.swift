@@ -18,12 +18,17 @@ struct SharedTierTests {
         defer { Task { await writerTier.shutdown(); await readerTier.shutdown() } }
         try await writer.setValue("hello", forKey: "greeting", timeToLive: 60)
         let ttl = try await writerTier.client.send(RedisCommand("PTTL", "t1:{=greeting}", keyIndex: 1)).integer ?? 0
-        #expect(ttl > 58_000 && ttl <= 60_000)
+        #expect(ttl > 50_000 && ttl <= 60_000)
         #expect(reader.memory.value(forKey: "greeting") == nil)
         #expect(try await reader.value(forKey: "greeting") == "hello")
-        #expect(reader.memory.value(forKey: "greeting") == "hello")
-        #expect(try await reader.disk.data(forKey: "greeting") == Data("hello".utf8))
-        #expect(reader.sharedStatistics.hits == 1)
+        #expect(reader.sharedStatistics.hits >= 1)
+        // The read filled memory and disk. (The writer's invalidation is published after its SET
+        // and may reach the reader after this first read, dropping the copies once: read again.)
+        try await eventually {
+            let value = try await reader.value(forKey: "greeting")
+            let onDisk = try await reader.disk.data(forKey: "greeting")
+            return value == "hello" && reader.memory.value(forKey: "greeting") == "hello" && onDisk == Data("hello".utf8)
+        }
         #expect(try await reader.value(forKey: "absent") == nil)
         #expect(reader.sharedStatistics.misses == 1)
     }
@@ -146,12 +151,14 @@ struct SharedTierTests {
     func fencing() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t6")
+        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t6") { $0.connectTimeout = .seconds(10) }
         defer { Task { await tier.shutdown() } }
-        let first = try #require(try await tier.lockForLoading(key: "k", lease: .milliseconds(100)))
+        let first = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(60)))
         #expect(try await tier.lockForLoading(key: "k", lease: .seconds(5)) == nil)
         #expect(try await tier.isLockedForLoading(key: "k"))
-        try await Task.sleep(for: .milliseconds(250))
+        // The lease runs out (made to, rather than waited for: no timing in tests).
+        try await tier.client.send(RedisCommand("PEXPIRE", "t6:{=k}:lock", "1", keyIndex: 1))
+        try await eventually { try await !tier.isLockedForLoading(key: "k") }
         let second = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(5)))
         #expect(second.fencingToken > first.fencingToken)
         #expect(try await !tier.setData(Data("stale".utf8), forKey: "k", timeToLive: nil, releasing: first))

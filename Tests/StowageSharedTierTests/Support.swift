@@ -24,10 +24,19 @@ func makeNode(
     options: SharedTierOptions = SharedTierOptions(),
     configure: (inout RedisConfiguration) -> Void = { _ in }
 ) async throws -> (HybridCache<String>, RedisSharedTier) {
-    let tier = try await RedisSharedTier.connect(url: url, namespace: namespace, configure: configure)
+    let tier = try await RedisSharedTier.connect(url: url, namespace: namespace) { configuration in
+        // Generous: the suites run in parallel on a small, shared machine.
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(15)
+        configure(&configuration)
+    }
     guard await tier.waitUntilSubscribed(timeout: .seconds(10)) else { throw TestSupportError("not subscribed") }
+    // No memory-pressure source: the machine's PSI (other jobs' memory tests) must not empty the
+    // memory level in the middle of an invalidation test.
+    var memoryConfiguration = MemoryCache<String, String>.Configuration(name: name)
+    memoryConfiguration.memoryPressureSource = nil
     let cache = HybridCache(
-        memory: try MemoryCache<String, String>(),
+        memory: try MemoryCache<String, String>(configuration: memoryConfiguration),
         disk: try DiskCache(directory: scratch.url.appending(path: name), configuration: .init(name: name)),
         serializer: StringSerializer(),
         shared: tier,

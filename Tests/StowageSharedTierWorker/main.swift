@@ -9,6 +9,7 @@
 //   quit
 import Foundation
 import StowageCache
+import StowageRedis
 import StowageSharedTier
 
 /// Unbuffered, so the parent sees each line as soon as it is written.
@@ -26,12 +27,18 @@ guard arguments.count == 4 else { fail("usage: StowageSharedTierWorker REDIS_URL
 let pid = ProcessInfo.processInfo.processIdentifier
 
 do {
-    let tier = try await RedisSharedTier.connect(url: arguments[1], namespace: arguments[2])
+    let tier = try await RedisSharedTier.connect(url: arguments[1], namespace: arguments[2]) {
+        $0.connectTimeout = .seconds(10)
+        $0.commandTimeout = .seconds(15)
+    }
     guard await tier.waitUntilSubscribed(timeout: .seconds(10)) else { fail("no invalidation subscription") }
     var configuration = DiskCache.Configuration(name: "worker")
     configuration.sizeLimit = nil
+    // No memory-pressure source: "dropped" must mean an invalidation, not the machine's PSI.
+    var memoryConfiguration = MemoryCache<String, String>.Configuration(name: "worker")
+    memoryConfiguration.memoryPressureSource = nil
     let cache = HybridCache(
-        memory: try MemoryCache<String, String>(),
+        memory: try MemoryCache<String, String>(configuration: memoryConfiguration),
         disk: try DiskCache(directory: URL(filePath: arguments[3], directoryHint: .isDirectory), configuration: configuration),
         serializer: StringSerializer(),
         shared: tier
@@ -48,8 +55,12 @@ do {
             let words = line.split(separator: " ", maxSplits: 2).map(String.init)
             switch (words.first, words.count) {
             case ("get", 2):
+                let source =
+                    cache.memory.value(forKey: words[1]) != nil
+                    ? "memory" : try await cache.disk.data(forKey: words[1]) != nil ? "disk" : "shared"
                 let value = try await cache.value(forKey: words[1])
                 say(value.map { "value \(words[1]) \($0)" } ?? "miss \(words[1])")
+                FileHandle.standardError.write(Data("worker get \(words[1]) from \(source)\n".utf8))
             case ("set", 3):
                 try await cache.setValue(words[2], forKey: words[1])
                 say("set \(words[1])")

@@ -6,8 +6,13 @@ import Synchronization
 /// nodes, and loads coordinated across nodes.
 extension HybridCache {
     /// Reads `key` from the shared level and, on a hit, fills disk and memory.
+    ///
+    /// An invalidation that arrives while the fill is under way may have removed the local
+    /// copies before the fill wrote them; the fill then removes them itself, so a stale copy
+    /// never outlives an invalidation (the value is still returned: it was current when read).
     func sharedValue(forKey key: String) async throws -> Value? {
         guard let shared else { return nil }
+        let generation = invalidationGeneration.load(ordering: .acquiring)
         guard let found = await health.call("get", { try await shared.entry(forKey: key) }) else { return nil }
         guard let entry = found else {
             sharedCounters.recordMiss()
@@ -33,6 +38,9 @@ extension HybridCache {
                 metadata: ["key": "\(key)", "error": "\(error)"]
             )
         }
+        if invalidationGeneration.load(ordering: .acquiring) != generation {
+            await apply(.key(key))
+        }
         return value
     }
 
@@ -49,6 +57,7 @@ extension HybridCache {
 
     /// Drops local copies another node made stale.
     func apply(_ invalidation: SharedCacheInvalidation) async {
+        invalidationGeneration.add(1, ordering: .acquiringAndReleasing)
         switch invalidation {
         case .key(let key):
             // Disk first: a read between the two removals must not promote the stale disk copy

@@ -59,6 +59,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
     let health: SharedTierHealth
     let sharedCounters: CacheCounters
     let invalidationListener = Mutex<Task<Void, Never>?>(nil)
+    /// Counts invalidations applied; a read-through fill that saw it change drops what it stored.
+    let invalidationGeneration = Atomic<UInt64>(0)
 
     /// A cache over memory and disk, and a shared level if given.
     ///

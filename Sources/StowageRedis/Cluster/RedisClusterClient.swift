@@ -130,6 +130,38 @@ public final class RedisClusterClient: RedisCommandExecuting {
         )
     }
 
+    /// Sends `commands` in one write when their keys share a slot (keyless commands go along);
+    /// otherwise, and for any command redirected on the way, one by one through ``send(_:)``.
+    /// Replies in order, error replies as values.
+    public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
+        let slots = Set(commands.compactMap { $0.key.map { RedisHashSlot.slot(for: $0.readableBytesView) } })
+        var replies: [RESPValue]
+        if slots.count <= 1 {
+            let target = try await node(forSlot: slots.first)
+            replies = try await pool(for: target).withConnection { try await $0.pipeline(commands) }
+        } else {
+            replies = Array(repeating: .null, count: commands.count)
+            for index in commands.indices { replies[index] = try await sendCapturingErrors(commands[index]) }
+            return replies
+        }
+        for index in replies.indices {
+            guard let message = replies[index].errorMessage else { continue }
+            let word = message.prefix { $0 != " " }
+            if word == "MOVED" || word == "ASK" || word == "TRYAGAIN" || word == "CLUSTERDOWN" {
+                replies[index] = try await sendCapturingErrors(commands[index])
+            }
+        }
+        return replies
+    }
+
+    private func sendCapturingErrors(_ command: RedisCommand) async throws -> RESPValue {
+        do {
+            return try await send(command)
+        } catch let error as RedisError where error.code == .server {
+            return .simpleError(error.serverMessage ?? error.message)
+        }
+    }
+
     public func subscribe(to channels: [String]) -> RedisSubscription {
         // PUBLISH reaches every node of a cluster, so one connection to any node hears everything.
         RedisSubscription(channels: channels, configuration: seeds[0]) { [self] in

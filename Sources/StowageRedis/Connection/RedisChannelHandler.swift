@@ -19,11 +19,30 @@ struct RESPFrameDecoder: ByteToMessageDecoder {
     }
 }
 
-/// Commands written together, with one promise per command (or none for fire-and-forget
-/// writes such as `SUBSCRIBE` on a subscriber connection).
+/// Commands written together, and who gets their replies: one promise per command, one
+/// promise for all of them (a pipeline), or nobody (`SUBSCRIBE` on a subscriber connection).
 struct RedisOutboundRequest {
+    enum Completion {
+        case each([EventLoopPromise<RESPValue>])
+        case all(EventLoopPromise<[RESPValue]>)
+        case none
+    }
+
     var commands: [RedisCommand]
-    var promises: [EventLoopPromise<RESPValue>]
+    var completion: Completion
+}
+
+/// Collects a pipeline's replies on the event loop; one promise completes with all of them.
+final class RedisReplyBatch {
+    var replies: [RESPValue]
+    let promise: EventLoopPromise<[RESPValue]>
+    var isFailed = false
+
+    init(count: Int, promise: EventLoopPromise<[RESPValue]>) {
+        replies = []
+        replies.reserveCapacity(count)
+        self.promise = promise
+    }
 }
 
 /// Matches replies to commands in order (pipelining), routes RESP3 pushes, enforces the
@@ -35,15 +54,42 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     typealias OutboundIn = RedisOutboundRequest
     typealias OutboundOut = ByteBuffer
 
+    private enum Completion {
+        case single(EventLoopPromise<RESPValue>)
+        /// Part of a pipeline; the last command of the batch completes its promise.
+        case batch(RedisReplyBatch, isLast: Bool)
+
+        func succeed(_ value: RESPValue) {
+            switch self {
+            case .single(let promise): promise.succeed(value)
+            case .batch(let batch, let isLast):
+                batch.replies.append(value)
+                if isLast, !batch.isFailed { batch.promise.succeed(batch.replies) }
+            }
+        }
+
+        func fail(_ error: RedisError) {
+            switch self {
+            case .single(let promise): promise.fail(error)
+            case .batch(let batch, _):
+                if !batch.isFailed {
+                    batch.isFailed = true
+                    batch.promise.fail(error)
+                }
+            }
+        }
+    }
+
     private struct Pending {
         var command: RedisCommand
-        var promise: EventLoopPromise<RESPValue>
+        var completion: Completion
         var deadline: NIODeadline
     }
 
     private var pending = CircularBuffer<Pending>(initialCapacity: 16)
     private let server: String
-    private let commandTimeout: TimeAmount
+    /// During the handshake the connect timeout; afterwards the configured command timeout.
+    var commandTimeout: TimeAmount
     private let onPush: @Sendable (RESPValue) -> Void
     private var timeoutCheck: Scheduled<Void>?
     private var closedError: RedisError?
@@ -59,15 +105,35 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
         if let closedError {
-            for command in request.promises { command.fail(closedError) }
+            switch request.completion {
+            case .each(let promises): for commandPromise in promises { commandPromise.fail(closedError) }
+            case .all(let batchPromise): batchPromise.fail(closedError)
+            case .none: break
+            }
             promise?.fail(closedError)
             return
         }
         var buffer = context.channel.allocator.buffer(capacity: 64 * request.commands.count)
         for command in request.commands { RESPEncoder.write(command, into: &buffer) }
         let deadline = NIODeadline.now() + commandTimeout
-        for (command, commandPromise) in zip(request.commands, request.promises) {
-            pending.append(Pending(command: command, promise: commandPromise, deadline: deadline))
+        switch request.completion {
+        case .each(let promises):
+            for (command, commandPromise) in zip(request.commands, promises) {
+                pending.append(Pending(command: command, completion: .single(commandPromise), deadline: deadline))
+            }
+        case .all(let batchPromise):
+            let batch = RedisReplyBatch(count: request.commands.count, promise: batchPromise)
+            for (index, command) in request.commands.enumerated() {
+                pending.append(
+                    Pending(
+                        command: command,
+                        completion: .batch(batch, isLast: index == request.commands.count - 1),
+                        deadline: deadline
+                    )
+                )
+            }
+        case .none:
+            break
         }
         if timeoutCheck == nil, !pending.isEmpty { scheduleTimeoutCheck(context: context, at: deadline) }
         context.write(wrapOutboundOut(buffer), promise: promise)
@@ -88,7 +154,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             fail(RedisError.protocolViolation("a reply arrived with no command waiting for it"), context: context)
             return
         }
-        next.promise.succeed(value)
+        next.completion.succeed(value)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -123,7 +189,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         if closedError == nil { closedError = error }
         timeoutCheck?.cancel()
         timeoutCheck = nil
-        while let next = pending.popFirst() { next.promise.fail(error) }
+        while let next = pending.popFirst() { next.completion.fail(error) }
     }
 
     /// One timer per connection, re-armed for the oldest pending command's deadline, instead of
@@ -151,7 +217,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
                 ),
                 context: context
             )
-            timedOut.promise.fail(
+            timedOut.completion.fail(
                 RedisError(
                     code: .timeout,
                     message: "no reply to \(timedOut.command) within \(commandTimeout.nanoseconds / 1_000_000) ms; "

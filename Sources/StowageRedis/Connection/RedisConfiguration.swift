@@ -58,7 +58,8 @@ public struct RedisConfiguration: Sendable {
     public var protocolVersion: ProtocolVersion
     /// Name shown by `CLIENT LIST` (`CLIENT SETNAME`).
     public var clientName: String?
-    /// Longest wait for TCP (and TLS) to connect and the handshake to finish.
+    /// Longest wait for TCP (and TLS) to connect and the handshake (`HELLO`, `AUTH`, `SELECT`)
+    /// to finish.
     public var connectTimeout: Duration
     /// Longest wait for a reply. When it passes, the command fails with `.timeout` and its
     /// connection is closed (its later replies could no longer be matched to commands), which
@@ -77,13 +78,14 @@ public struct RedisConfiguration: Sendable {
     public var eventLoopGroup: any EventLoopGroup
 
     /// A server at `host:port` with the defaults: no credentials, database 0, plain TCP, RESP3
-    /// with RESP2 fallback, 16 connections, 2 s connect, 5 s command and 2 s pool timeouts.
+    /// with RESP2 fallback, 16 connections, 5 s connect (as go-redis), 5 s command and 2 s pool
+    /// timeouts.
     public init(host: String = "127.0.0.1", port: Int = 6379) {
         self.host = host
         self.port = port
         database = 0
         protocolVersion = .automatic
-        connectTimeout = .seconds(2)
+        connectTimeout = .seconds(5)
         commandTimeout = .seconds(5)
         maximumConnections = 16
         poolWaitTimeout = .seconds(2)

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// One connection to one Redis server: commands are pipelined (sent without waiting for
 /// earlier replies) and replies matched in order.
@@ -37,7 +38,7 @@ public final class RedisConnection: Sendable {
     ) async throws -> RedisConnection {
         try configuration.validate()
         let server = configuration.address
-        let commandTimeout = TimeAmount.nanoseconds(Int64(configuration.commandTimeout.milliseconds) * 1_000_000)
+        let handshakeTimeout = TimeAmount.milliseconds(Int64(configuration.connectTimeout.milliseconds))
         let sslContext: NIOSSLContext?
         do {
             sslContext = try configuration.tls.map { try NIOSSLContext(configuration: $0) }
@@ -61,7 +62,7 @@ public final class RedisConnection: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(
-                        RedisChannelHandler(server: server, commandTimeout: commandTimeout, onPush: onPush)
+                        RedisChannelHandler(server: server, commandTimeout: handshakeTimeout, onPush: onPush)
                     )
                 }
             }
@@ -91,7 +92,11 @@ public final class RedisConnection: Sendable {
         channel: any Channel,
         _ body: @escaping @Sendable () async throws -> RedisConnection
     ) async throws -> RedisConnection {
+        // The timer may already be running on the event loop when the handshake succeeds; the
+        // flag keeps it from closing a connection that is about to be used.
+        let finished = HandshakeState()
         let timer = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(configuration.connectTimeout.milliseconds))) {
+            guard !finished.isDone.load(ordering: .acquiring) else { return }
             channel.pipeline.fireErrorCaught(
                 RedisError(
                     code: .timeout,
@@ -101,7 +106,9 @@ public final class RedisConnection: Sendable {
             )
         }
         defer { timer.cancel() }
-        return try await body()
+        let connection = try await body()
+        finished.isDone.store(true, ordering: .releasing)
+        return connection
     }
 
     private static func handshake(_ configuration: RedisConfiguration, channel: any Channel) async throws
@@ -156,6 +163,19 @@ public final class RedisConnection: Sendable {
         if configuration.database != 0 {
             _ = try await provisional.send(RedisCommand("SELECT", RedisArgument(configuration.database)))
         }
+        let commandTimeout = TimeAmount.milliseconds(Int64(configuration.commandTimeout.milliseconds))
+        do {
+            try await channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.handler(type: RedisChannelHandler.self).commandTimeout = commandTimeout
+            }.get()
+        } catch {
+            throw RedisError(
+                code: .timeout,
+                message: "the connection closed at the end of the handshake (the connect timeout passed)",
+                server: server,
+                cause: error
+            )
+        }
         return RedisConnection(channel: channel, server: server, protocolVersion: version)
     }
 
@@ -176,7 +196,7 @@ public final class RedisConnection: Sendable {
     /// Sends `command` and returns its reply, error replies included as values.
     public func sendRaw(_ command: RedisCommand) async throws -> RESPValue {
         let promise = channel.eventLoop.makePromise(of: RESPValue.self)
-        channel.writeAndFlush(RedisOutboundRequest(commands: [command], promises: [promise]), promise: nil)
+        write(RedisOutboundRequest(commands: [command], completion: .each([promise]))) { promise.fail($0) }
         return try await promise.futureResult.get()
     }
 
@@ -186,18 +206,34 @@ public final class RedisConnection: Sendable {
     /// - Throws: ``RedisError`` `.connectionClosed` or `.timeout` when the replies cannot all come.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
         guard !commands.isEmpty else { return [] }
-        let promises = commands.map { _ in channel.eventLoop.makePromise(of: RESPValue.self) }
-        channel.writeAndFlush(RedisOutboundRequest(commands: commands, promises: promises), promise: nil)
-        var replies: [RESPValue] = []
-        replies.reserveCapacity(commands.count)
-        for promise in promises { replies.append(try await promise.futureResult.get()) }
-        return replies
+        let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
+        write(RedisOutboundRequest(commands: commands, completion: .all(promise))) { promise.fail($0) }
+        return try await promise.futureResult.get()
+    }
+
+    /// Writes `request`; if the write cannot reach the handler (the channel closed and its
+    /// pipeline is gone), `onFailure` fails the reply promises, so no caller waits forever.
+    /// (Completing a promise twice is a no-op in NIO, so the handler and this may both try.)
+    private func write(_ request: RedisOutboundRequest, onFailure: @escaping @Sendable (RedisError) -> Void) {
+        let server = server
+        channel.writeAndFlush(request).whenFailure { error in
+            var unsent =
+                error as? RedisError
+                ?? RedisError(
+                    code: .connectionClosed,
+                    message: "the connection closed before the command was sent",
+                    server: server,
+                    cause: error
+                )
+            unsent.wasNotSent = true
+            onFailure(unsent)
+        }
     }
 
     /// Writes `command` without waiting for (or matching) a reply: for `SUBSCRIBE` on a
     /// connection whose replies all arrive as pushes.
     func sendWithoutReply(_ command: RedisCommand) async throws {
-        try await channel.writeAndFlush(RedisOutboundRequest(commands: [command], promises: [])).get()
+        try await channel.writeAndFlush(RedisOutboundRequest(commands: [command], completion: .none)).get()
     }
 
     /// Makes every later reply go to the push handler (a RESP2 subscriber connection).
@@ -215,4 +251,8 @@ public final class RedisConnection: Sendable {
     public func close() async {
         try? await channel.close()
     }
+}
+
+private final class HandshakeState: Sendable {
+    let isDone = Atomic<Bool>(false)
 }

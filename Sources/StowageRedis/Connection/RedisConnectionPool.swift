@@ -45,10 +45,24 @@ final class RedisConnectionPool: Sendable {
     }
 
     /// Runs `body` with a leased connection and returns it to the pool afterwards.
+    ///
+    /// When `body` fails because the connection had closed before anything was sent (it was
+    /// idle when the server dropped it), `body` runs once more on a fresh connection.
     func withConnection<T: Sendable>(_ body: (RedisConnection) async throws -> T) async throws -> T {
         let connection = try await lease()
-        defer { release(connection) }
-        return try await body(connection)
+        do {
+            let result = try await body(connection)
+            release(connection)
+            return result
+        } catch let error as RedisError where error.wasNotSent {
+            release(connection)
+            let fresh = try await lease()
+            defer { release(fresh) }
+            return try await body(fresh)
+        } catch {
+            release(connection)
+            throw error
+        }
     }
 
     func lease() async throws -> RedisConnection {
