@@ -130,6 +130,8 @@ let package = Package(
                 "StowagePreferences",
                 "StowageRedis",
                 "StowageSharedTier",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

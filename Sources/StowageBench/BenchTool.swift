@@ -36,7 +36,7 @@ struct BenchTool: AsyncParsableCommand {
         [
             DiskUsageTreeScenario(), MemoryCacheScenario(),
             PreferencesScenario(operation: .set), PreferencesScenario(operation: .get),
-        ] + DiskCacheScenario.all
+        ] + DiskCacheScenario.all + SharedTierScenario.all
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())
