@@ -24,6 +24,8 @@ let package = Package(
         .library(name: "StowageHTTPCache", targets: ["StowageHTTPCache"]),
         .library(name: "StowageHTTPClient", targets: ["StowageHTTPClient"]),
         .library(name: "StowageProxy", targets: ["StowageProxy"]),
+        .library(name: "StowageRedis", targets: ["StowageRedis"]),
+        .library(name: "StowageSharedTier", targets: ["StowageSharedTier"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -37,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // §1: container, locations, marks, disk usage, capacity, sizes, clearing.
@@ -138,6 +141,30 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // §2 shared tier, part 1: a RESP3/RESP2 Redis client on SwiftNIO (standalone and Cluster,
+        // pool, pub/sub, TLS). Knows nothing of caches, so it stays usable on its own.
+        .target(
+            name: "StowageRedis",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // §2 shared tier, part 2: StowageCache's SharedCacheTier on Redis. The only module that
+        // sees both the cache (GRDB) and the client (NIO), so neither pulls in the other.
+        .target(
+            name: "StowageSharedTier",
+            dependencies: [
+                "StowageCache", "StowageRedis",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Umbrella: re-exports the light modules.
         .target(
             name: "Stowage",
@@ -164,6 +191,10 @@ let package = Package(
                 "StowageStores",
                 "StowageHTTPCache",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                "StowageRedis",
+                "StowageSharedTier",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -260,6 +291,38 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Starts and stops real redis-server processes (standalone and a 3-master cluster) on
+        // free loopback ports in temporary directories, for the Redis and shared-tier tests.
+        .target(
+            name: "StowageRedisTestSupport",
+            dependencies: ["StowageRedis"],
+            path: "Tests/StowageRedisTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageRedisTests",
+            dependencies: [
+                "StowageRedis", "StowageRedisTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A second node for the shared-tier tests: its own process, its own memory and disk.
+        .executableTarget(
+            name: "StowageSharedTierWorker",
+            dependencies: ["StowageCache", "StowageSharedTier", "StowageRedis"],
+            path: "Tests/StowageSharedTierWorker",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageSharedTierTests",
+            dependencies: [
+                "StowageCache", "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport",
+                "StowageSharedTierWorker",
             ],
             swiftSettings: swiftSettings
         ),

@@ -3,7 +3,8 @@ import Logging
 import StowageCore
 import Synchronization
 
-/// Memory in front of disk: typed values, written through to both, read from memory first.
+/// Memory in front of disk, optionally in front of a level shared by a fleet: typed values,
+/// written through to every level, read from the nearest.
 ///
 /// ```swift
 /// let cache = HybridCache(
@@ -19,6 +20,30 @@ import Synchronization
 /// - A read that misses memory and hits disk decodes the value and promotes it into memory.
 /// - Memory costs are the encoded sizes in bytes, so a memory cost limit is a byte budget.
 /// - Bytes on disk that no longer decode (a format change) are removed and read as a miss.
+///
+/// ## Shared level
+///
+/// With a ``SharedCacheTier`` (e.g. `RedisSharedTier` from `StowageSharedTier`) the cache is
+/// one of many nodes — processes or machines — over one shared level:
+///
+/// ```swift
+/// let tier = try await RedisSharedTier.connect(url: "redis://cache.internal:6379", namespace: "feeds")
+/// let cache = HybridCache(memory: memory, disk: disk, serializer: JSONSerializer(Feed.self), shared: tier)
+/// ```
+///
+/// - Reads fall through memory → disk → shared and fill the levels above on the way back, with
+///   the shared entry's remaining time-to-live.
+/// - Writes go to every level (write-through); `timeToLive` becomes the shared level's expiry.
+///   An overwrite or removal makes every other node drop its memory and disk copy of the key
+///   (``SharedCacheInvalidation``); after an outage of the invalidation channel, nodes drop
+///   their memory copies, since invalidations may have been missed.
+/// - ``value(forKey:timeToLive:orLoad:)`` coalesces across nodes: one node takes the key's
+///   load lock and loads; the others poll the shared level until the value appears, and load
+///   themselves if it has not after ``SharedTierOptions/loadWaitTimeout``.
+/// - Degradation: when the shared level fails (unreachable, timing out), the cache works on
+///   memory and disk alone: reads miss the shared level, writes stay local, no caller sees the
+///   error. The outage is logged once when it starts and once when it ends, and failed calls
+///   are counted (``sharedTierFailures``, metric `stowage_cache_shared_tier_failures_total`).
 public final class HybridCache<Value: Sendable>: Sendable {
     /// The memory tier.
     public let memory: MemoryCache<String, Value>
@@ -26,27 +51,55 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public let disk: DiskCache
     /// How values become bytes for the disk tier.
     public let serializer: any CacheSerializer<Value>
+    /// The level shared with other nodes, if any.
+    public let shared: (any SharedCacheTier)?
+    /// How the shared level is used.
+    public let sharedOptions: SharedTierOptions
     /// Loads and computations in flight, by key: concurrent callers share one.
     let loads = Mutex<[String: Task<Value, any Error>]>([:])
+    let health: SharedTierHealth
+    let sharedCounters: CacheCounters
+    let invalidationListener = Mutex<Task<Void, Never>?>(nil)
+    /// Counts invalidations applied; a read-through fill that saw it change drops what it stored.
+    let invalidationGeneration = Atomic<UInt64>(0)
 
-    /// A cache over the two tiers.
+    /// A cache over memory and disk, and a shared level if given.
     ///
     /// - Parameters:
     ///   - memory: The memory tier; its limits apply to the values held in memory.
     ///   - disk: The disk tier; its limits apply to the bytes on disk.
-    ///   - serializer: How values are stored on disk.
-    public init(memory: MemoryCache<String, Value>, disk: DiskCache, serializer: some CacheSerializer<Value>) {
+    ///   - serializer: How values are stored on disk (and in the shared level).
+    ///   - shared: A level shared with other processes or machines; `nil` for a local cache.
+    ///   - sharedOptions: Lock lease, load wait and polling for the shared level.
+    public init(
+        memory: MemoryCache<String, Value>,
+        disk: DiskCache,
+        serializer: some CacheSerializer<Value>,
+        shared: (any SharedCacheTier)? = nil,
+        sharedOptions: SharedTierOptions = SharedTierOptions()
+    ) {
         self.memory = memory
         self.disk = disk
         self.serializer = serializer
+        self.shared = shared
+        self.sharedOptions = sharedOptions
+        health = SharedTierHealth(name: disk.configuration.name, logger: disk.configuration.logger)
+        sharedCounters = CacheCounters(name: disk.configuration.name, tier: "shared")
+        if let shared { startListening(to: shared) }
     }
 
-    /// The value for `key` from memory, else from disk (then kept in memory), else `nil`.
+    deinit {
+        invalidationListener.withLock { $0?.cancel() }
+    }
+
+    /// The value for `key` from memory, else from disk (then kept in memory), else from the
+    /// shared level (then kept on disk and in memory), else `nil`.
     ///
-    /// - Throws: ``StowageError`` when the disk tier cannot be read.
+    /// - Throws: ``StowageError`` when the disk tier cannot be read (never for a shared-level
+    ///   failure, which reads as a miss).
     public func value(forKey key: String) async throws -> Value? {
         if let value = memory.value(forKey: key) { return value }
-        guard let data = try await disk.data(forKey: key) else { return nil }
+        guard let data = try await disk.data(forKey: key) else { return try await sharedValue(forKey: key) }
         do {
             let value = try serializer.decode(data)
             memory.setValue(value, forKey: key, cost: data.count)
@@ -61,14 +114,16 @@ public final class HybridCache<Value: Sendable>: Sendable {
         }
     }
 
-    /// Stores `value` in memory and on disk.
+    /// Stores `value` in memory, on disk and in the shared level (which then invalidates the
+    /// other nodes' copies).
     ///
     /// - Parameters:
-    ///   - timeToLive: Seconds until the value expires in both tiers; `nil` for the tiers'
-    ///     defaults.
-    ///   - tag: A label for ``removeAll(tagged:)``.
+    ///   - timeToLive: Seconds until the value expires in every tier; `nil` for the local tiers'
+    ///     defaults and no expiry in the shared level.
+    ///   - tag: A label for ``removeAll(tagged:)`` (memory and disk; the shared level has no tags).
     /// - Throws: The serializer's error (nothing is stored), or ``StowageError`` when the disk
-    ///   write fails (the memory tier then does not keep the value either).
+    ///   write fails (the memory tier then does not keep the value either). A failed shared
+    ///   write is not thrown: it is logged and counted, and the value stays local.
     public func setValue(
         _ value: Value,
         forKey key: String,
@@ -78,7 +133,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         try await store(value, forKey: key, timeToLive: timeToLive, tag: tag, computeSeconds: nil)
     }
 
-    /// Stores `value` in both tiers, with the disk tier's tag and compute time.
+    /// Stores `value` in every tier, with the disk tier's tag and compute time.
     func store(
         _ value: Value,
         forKey key: String,
@@ -87,6 +142,29 @@ public final class HybridCache<Value: Sendable>: Sendable {
         computeSeconds: Double?
     ) async throws {
         let data = try serializer.encode(value)
+        try await storeLocally(
+            value,
+            data: data,
+            forKey: key,
+            timeToLive: timeToLive,
+            tag: tag,
+            computeSeconds: computeSeconds
+        )
+        if let shared {
+            _ = await health.call("set") { try await shared.setData(data, forKey: key, timeToLive: timeToLive) }
+        }
+    }
+
+    /// Stores `value` in memory and on disk only (a fill from the shared level, or the local
+    /// half of a write).
+    func storeLocally(
+        _ value: Value,
+        data: Data,
+        forKey key: String,
+        timeToLive: TimeInterval?,
+        tag: String? = nil,
+        computeSeconds: Double? = nil
+    ) async throws {
         do {
             try await BlockingWork.run {
                 try self.disk.store(
@@ -104,25 +182,36 @@ public final class HybridCache<Value: Sendable>: Sendable {
         memory.setValue(value, forKey: key, cost: data.count, timeToLive: timeToLive)
     }
 
-    /// Removes `key` from both tiers.
+    /// Removes `key` from every tier; other nodes drop their copies.
     public func removeValue(forKey key: String) async throws {
         _ = memory.removeValue(forKey: key)
         try await disk.removeData(forKey: key)
+        if let shared {
+            _ = await health.call("remove") { try await shared.removeData(forKey: key) }
+        }
     }
 
-    /// Empties both tiers.
+    /// Empties the memory and disk tiers. The shared level is left alone: other nodes use it,
+    /// and its entries expire by their time-to-live (remove keys one by one to drop them
+    /// fleet-wide).
     public func removeAll() async throws {
         memory.removeAll()
         try await disk.removeAll()
     }
 
-    /// Removes every entry stored with `tag` from both tiers; returns the keys removed.
+    /// Removes every entry stored with `tag`; returns the keys removed.
     ///
-    /// The disk tier's index finds them (one indexed `DELETE`); the same keys then leave memory.
+    /// The disk tier's index finds them (one indexed `DELETE`); the same keys then leave memory
+    /// and, with a shared level, the shared level (so other nodes drop their copies too).
     @discardableResult
     public func removeAll(tagged tag: String) async throws -> [String] {
         let keys = try await disk.removeAll(tagged: tag)
         for key in keys { _ = memory.removeValue(forKey: key) }
+        if let shared {
+            for key in keys {
+                _ = await health.call("remove") { try await shared.removeData(forKey: key) }
+            }
+        }
         return keys
     }
 
@@ -130,6 +219,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///
     /// Concurrent calls for the same key share one load: `load` runs once and every caller
     /// gets its value or its error. A failing load stores nothing, so the next call tries again.
+    /// With a shared level, calls on different nodes coalesce too (see "Shared level" above).
     ///
     /// - Parameters:
     ///   - key: The key.
@@ -147,6 +237,9 @@ public final class HybridCache<Value: Sendable>: Sendable {
             let task = Task<Value, any Error> {
                 defer { _ = self.loads.withLock { $0.removeValue(forKey: key) } }
                 if let cached = try await self.value(forKey: key) { return cached }
+                if let shared = self.shared {
+                    return try await self.loadCoordinated(key: key, timeToLive: timeToLive, shared: shared, load: load)
+                }
                 let loaded = try await load()
                 try await self.setValue(loaded, forKey: key, timeToLive: timeToLive)
                 return loaded
@@ -156,4 +249,10 @@ public final class HybridCache<Value: Sendable>: Sendable {
         }
         return try await task.value
     }
+
+    /// Failed calls to the shared level since the cache was created.
+    public var sharedTierFailures: Int { health.failureTotal }
+
+    /// Hits and misses of the shared level (reads that reached it), and values it stored.
+    public var sharedStatistics: CacheStatistics { sharedCounters.statistics }
 }

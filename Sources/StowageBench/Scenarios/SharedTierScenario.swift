@@ -1,0 +1,141 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import StowageCache
+import StowageRedis
+import StowageSharedTier
+import Synchronization
+
+/// `shared-tier.get-1KiB`, `shared-tier.set-1KiB` (and `-pipelined`): 16 concurrent callers
+/// against a local `redis-server` the scenario starts; nanoseconds per operation (wall time /
+/// operations, so the inverse of throughput).
+///
+/// - Unpipelined: each caller awaits each operation. Stowage goes through `RedisSharedTier`
+///   (`entry(forKey:)`; `setData` = `SET` with the entry header plus the invalidation `PUBLISH`,
+///   pipelined in one round trip) over a 16-connection pool. Baseline: `redis-benchmark -t
+///   set,get -d 1024 -c 16 -P 1` on the same server in the same run.
+/// - Pipelined: each caller sends 16 `GET`s/`SET`s per round trip with `RedisClient.pipeline`.
+///   Baseline: `redis-benchmark … -P 16`.
+///
+/// `ok` means every get returned the 1 KiB that was set. Skipped (ok, no figures) when
+/// redis-server, redis-cli or redis-benchmark is not installed.
+struct SharedTierScenario: Scenario {
+    enum Operation: String, Sendable { case get, set }
+
+    let operation: Operation
+    let isPipelined: Bool
+    var name: String { "shared-tier.\(operation.rawValue)-1KiB" + (isPipelined ? "-pipelined" : "") }
+    let callers = 16
+    let depth = 16
+    let keyCount = 1_000
+    let valueSize = 1_024
+
+    static let all: [any Scenario] = [
+        SharedTierScenario(operation: .get, isPipelined: false), SharedTierScenario(operation: .set, isPipelined: false),
+        SharedTierScenario(operation: .get, isPipelined: true), SharedTierScenario(operation: .set, isPipelined: true),
+    ]
+
+    func run(_ context: BenchContext) async throws -> ScenarioResult {
+        guard RedisBenchServer.isAvailable else {
+            BenchContext.progress("\(name): skipped — install redis-server and redis-tools (apt) to run it")
+            return ScenarioResult(
+                name: name, unit: "ns/op", stowage: 0, baselines: [:], ok: true,
+                notes: "skipped: redis-server, redis-cli or redis-benchmark is not installed"
+            )
+        }
+        let server = try await RedisBenchServer()
+        defer { server.stop() }
+        var configuration = try RedisConfiguration(url: server.url)
+        configuration.maximumConnections = callers
+        if let threads = ProcessInfo.processInfo.environment["STOWAGE_BENCH_EL_THREADS"].flatMap({ Int($0) }) {
+            configuration.eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        }
+        let client = RedisClient(configuration: configuration)
+        let tier = try RedisSharedTier(client: client, namespace: "bench")
+        defer { Task { await tier.shutdown() } }
+        let value = Data((0..<valueSize).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        for index in 0..<keyCount { try await tier.setData(value, forKey: "k\(index)", timeToLive: nil) }
+        let operations = isPipelined ? 320_000 : 100_000
+        let baselineName = isPipelined ? "redis-benchmark-P16" : "redis-benchmark"
+        var stowageTimes: [Double] = []
+        var baselineTimes: [Double] = []
+        var ok = true
+        // Warm up connections and code paths, then alternate contender order per repetition.
+        _ = try await measure(tier: tier, client: client, value: value, operations: operations / 10)
+        for iteration in 0..<min(context.iterations, 3) {
+            for contender in iteration.isMultiple(of: 2) ? [0, 1] : [1, 0] {
+                if contender == 0 {
+                    let (seconds, matches) = try await measure(tier: tier, client: client, value: value, operations: operations)
+                    stowageTimes.append(seconds * 1e9 / Double(operations))
+                    ok = ok && matches
+                } else {
+                    let rates = try server.benchmark(
+                        valueSize: valueSize, clients: callers, pipeline: isPipelined ? depth : 1, requests: operations
+                    )
+                    baselineTimes.append(1e9 / rates[operation == .get ? "GET" : "SET"]!)
+                }
+            }
+        }
+        let stowage = stowageTimes.sorted()[stowageTimes.count / 2]
+        let baseline = baselineTimes.sorted()[baselineTimes.count / 2]
+        return ScenarioResult(
+            name: name, unit: "ns/op", stowage: stowage, baselines: [baselineName: baseline], ok: ok,
+            notes: "\(callers) concurrent callers, \(operations) ops of \(valueSize) B values over \(keyCount) keys"
+                + (isPipelined ? ", \(depth) commands per round trip (RedisClient.pipeline)" : " through RedisSharedTier")
+                + "; throughput stowage \(Int(1e9 / stowage)) ops/s vs \(baselineName) \(Int(1e9 / baseline)) ops/s "
+                + "(\(BenchContext.format(baseline / stowage))x)"
+        )
+    }
+
+    /// Seconds for `operations` operations by `callers` concurrent tasks, and whether every read matched.
+    private func measure(tier: RedisSharedTier, client: RedisClient, value: Data, operations: Int) async throws
+        -> (Double, Bool)
+    {
+        let perCaller = operations / callers
+        let mismatches = MismatchCount()
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<callers {
+                group.addTask {
+                    var index = caller * 7
+                    if isPipelined {
+                        let header = 12
+                        let payload = RedisArgument(value)
+                        for _ in 0..<(perCaller / depth) {
+                            let commands = (0..<depth).map { offset -> RedisCommand in
+                                let key = "bench:{=k\((index + offset) % keyCount)}"
+                                return operation == .get ? .get(key) : .set("bench:raw:\((index + offset) % keyCount)", value: payload)
+                            }
+                            let replies = try await client.pipeline(commands)
+                            if operation == .get, replies.contains(where: { ($0.bytes?.readableBytes ?? 0) != valueSize + header }) {
+                                mismatches.count.add(1, ordering: .relaxed)
+                            }
+                            index += depth
+                        }
+                    } else {
+                        for _ in 0..<perCaller {
+                            let key = "k\(index % keyCount)"
+                            if operation == .get {
+                                if try await tier.entry(forKey: key)?.data.count != valueSize {
+                                    mismatches.count.add(1, ordering: .relaxed)
+                                }
+                            } else {
+                                try await tier.setData(value, forKey: key, timeToLive: nil)
+                            }
+                            index += 1
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = clock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return (seconds, mismatches.count.load(ordering: .relaxed) == 0)
+    }
+}
+
+private final class MismatchCount: Sendable {
+    let count = Atomic<Int>(0)
+}

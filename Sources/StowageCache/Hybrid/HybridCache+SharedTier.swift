@@ -1,0 +1,152 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The shared level's part of ``HybridCache``: fall-through reads, invalidations from other
+/// nodes, and loads coordinated across nodes.
+extension HybridCache {
+    /// Reads `key` from the shared level and, on a hit, fills disk and memory.
+    ///
+    /// An invalidation that arrives while the fill is under way may have removed the local
+    /// copies before the fill wrote them; the fill then removes them itself, so a stale copy
+    /// never outlives an invalidation (the value is still returned: it was current when read).
+    func sharedValue(forKey key: String) async throws -> Value? {
+        guard let shared else { return nil }
+        let generation = invalidationGeneration.load(ordering: .acquiring)
+        guard let found = await health.call("get", { try await shared.entry(forKey: key) }) else { return nil }
+        guard let entry = found else {
+            sharedCounters.recordMiss()
+            return nil
+        }
+        sharedCounters.recordHit()
+        let value: Value
+        do {
+            value = try serializer.decode(entry.data)
+        } catch {
+            // Another node may run a newer format; leave its bytes alone and read a miss.
+            disk.configuration.logger.warning(
+                "shared bytes do not decode; reading a miss",
+                metadata: ["key": "\(key)", "error": "\(error)"]
+            )
+            return nil
+        }
+        do {
+            try await storeLocally(value, data: entry.data, forKey: key, timeToLive: entry.timeToLive)
+        } catch {
+            disk.configuration.logger.warning(
+                "could not keep a shared value on disk",
+                metadata: ["key": "\(key)", "error": "\(error)"]
+            )
+        }
+        if invalidationGeneration.load(ordering: .acquiring) != generation {
+            await apply(.key(key))
+        }
+        return value
+    }
+
+    func startListening(to shared: any SharedCacheTier) {
+        let stream = shared.invalidations()
+        let task = Task { [weak self] in
+            for await invalidation in stream {
+                guard let self else { return }
+                await self.apply(invalidation)
+            }
+        }
+        invalidationListener.withLock { $0 = task }
+    }
+
+    /// Drops local copies another node made stale.
+    func apply(_ invalidation: SharedCacheInvalidation) async {
+        invalidationGeneration.add(1, ordering: .acquiringAndReleasing)
+        switch invalidation {
+        case .key(let key):
+            // Disk first: a read between the two removals must not promote the stale disk copy
+            // back into memory.
+            if sharedOptions.invalidatesDisk {
+                do {
+                    try await disk.removeData(forKey: key)
+                } catch {
+                    disk.configuration.logger.warning(
+                        "could not drop an invalidated disk copy",
+                        metadata: ["key": "\(key)", "error": "\(error)"]
+                    )
+                }
+            }
+            _ = memory.removeValue(forKey: key)
+        case .all:
+            memory.removeAll()
+        }
+    }
+
+    /// Loads `key` once across the fleet: take the key's lock and load, or wait for the node
+    /// that holds it, or load anyway when the wait times out or the shared level is down.
+    func loadCoordinated(
+        key: String,
+        timeToLive: TimeInterval?,
+        shared: any SharedCacheTier,
+        load: @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let clock = ContinuousClock()
+        let deadline = clock.now + sharedOptions.loadWaitTimeout
+        while clock.now < deadline {
+            guard
+                let acquired = await health.call("lock", {
+                    try await shared.lockForLoading(key: key, lease: sharedOptions.loadLockLease)
+                })
+            else { break }  // Shared level down: load locally.
+            if let lock = acquired {
+                return try await loadHolding(lock, key: key, timeToLive: timeToLive, shared: shared, load: load)
+            }
+            // Another node is loading: poll until its value lands, its lock goes, or time runs out.
+            var pause = sharedOptions.pollInterval
+            while clock.now < deadline {
+                try await Task.sleep(for: min(pause, deadline - clock.now))
+                pause = min(pause * 2, sharedOptions.maximumPollInterval)
+                if let value = try await sharedValue(forKey: key) { return value }
+                let isLocked = await health.call("lock-state") { try await shared.isLockedForLoading(key: key) }
+                guard let isLocked else { break }
+                if !isLocked {
+                    // Released: the value may have landed just now; else the loader failed — take over.
+                    if let value = try await sharedValue(forKey: key) { return value }
+                    break
+                }
+            }
+        }
+        disk.configuration.logger.debug(
+            "loading without the fleet's lock (timed out waiting, or the shared level is down)",
+            metadata: ["key": "\(key)"]
+        )
+        let loaded = try await load()
+        try await setValue(loaded, forKey: key, timeToLive: timeToLive)
+        return loaded
+    }
+
+    private func loadHolding(
+        _ lock: SharedCacheLoadLock,
+        key: String,
+        timeToLive: TimeInterval?,
+        shared: any SharedCacheTier,
+        load: @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let loaded: Value
+        let data: Data
+        do {
+            loaded = try await load()
+            data = try serializer.encode(loaded)
+        } catch {
+            _ = await health.call("unlock") { try await shared.unlock(lock) }
+            throw error
+        }
+        try await storeLocally(loaded, data: data, forKey: key, timeToLive: timeToLive)
+        let stored = await health.call("set") {
+            try await shared.setData(data, forKey: key, timeToLive: timeToLive, releasing: lock)
+        }
+        if stored == false {
+            disk.configuration.logger.notice(
+                "the load took longer than the lock's lease; another node's value stands",
+                metadata: ["key": "\(key)", "fencingToken": "\(lock.fencingToken)"]
+            )
+        }
+        return loaded
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// A cache level that several processes or machines share, behind memory and disk in a
+/// ``HybridCache``: bytes by string key with a time-to-live, invalidation messages between
+/// nodes, and a lease lock so a value missing everywhere is loaded by one node only.
+///
+/// StowageCache defines the level and uses it; it knows no network protocol. `StowageSharedTier`
+/// provides `RedisSharedTier` (Redis, Valkey, Redis Cluster). Any key/value cache can plug in the
+/// same way: an HTTP cache stores its encoded responses as the bytes.
+///
+/// Implementations report failures by throwing; ``HybridCache`` turns those into misses and
+/// keeps serving from its local levels (see ``HybridCache`` "Degradation"), so a shared level
+/// never needs to hide its errors itself.
+public protocol SharedCacheTier: Sendable {
+    /// The entry for `key`, or `nil` when there is none or it expired.
+    func entry(forKey key: String) async throws -> SharedCacheEntry?
+
+    /// Stores `data` for `key` (replacing any value) and tells the other nodes to drop their
+    /// copies.
+    ///
+    /// - Parameter timeToLive: Seconds until the value expires in the shared level; `nil` for
+    ///   no expiry.
+    func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?) async throws
+
+    /// Removes `key` and tells the other nodes to drop their copies.
+    func removeData(forKey key: String) async throws
+
+    /// A new stream of the invalidations other nodes send (never this node's own). Each call
+    /// returns an independent stream; it ends when the tier shuts down.
+    func invalidations() -> AsyncStream<SharedCacheInvalidation>
+
+    /// Takes the load lock of `key` if no node holds it, for at most `lease`.
+    ///
+    /// - Returns: The lock, with a fencing token larger than any issued before for `key`; `nil`
+    ///   when another node holds it.
+    func lockForLoading(key: String, lease: Duration) async throws -> SharedCacheLoadLock?
+
+    /// Whether some node holds the load lock of `key`.
+    func isLockedForLoading(key: String) async throws -> Bool
+
+    /// Stores a loaded value and releases `lock`, only if `lock` is still held (its lease did not
+    /// run out and pass to another node): the fencing token stops a slow loader from
+    /// overwriting a newer value.
+    ///
+    /// - Returns: Whether the value was stored.
+    func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?, releasing lock: SharedCacheLoadLock)
+        async throws -> Bool
+
+    /// Releases `lock` without storing anything (the load failed), if it is still held.
+    func unlock(_ lock: SharedCacheLoadLock) async throws
+}
+
+/// Bytes from a shared level and how long they have left.
+public struct SharedCacheEntry: Sendable, Hashable {
+    public var data: Data
+    /// Seconds until the entry expires, `nil` when it does not.
+    public var timeToLive: TimeInterval?
+
+    public init(data: Data, timeToLive: TimeInterval?) {
+        self.data = data
+        self.timeToLive = timeToLive
+    }
+}
+
+/// What another node changed.
+public enum SharedCacheInvalidation: Sendable, Hashable {
+    /// `key` was overwritten or removed on another node: drop local copies.
+    case key(String)
+    /// Invalidations may have been missed (the connection to the shared level broke and came
+    /// back): local copies can no longer be trusted.
+    case all
+}
+
+/// A held load lock: the key and the fencing token it was granted with.
+public struct SharedCacheLoadLock: Sendable, Hashable {
+    public var key: String
+    /// Increases with every lock granted for the key.
+    public var fencingToken: Int64
+
+    public init(key: String, fencingToken: Int64) {
+        self.key = key
+        self.fencingToken = fencingToken
+    }
+}

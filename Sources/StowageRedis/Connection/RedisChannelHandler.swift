@@ -1,0 +1,232 @@
+import NIOCore
+
+/// Frames bytes from the socket into ``RESPValue``s for ``RedisChannelHandler``.
+struct RESPFrameDecoder: ByteToMessageDecoder {
+    typealias InboundOut = RESPValue
+    let decoder = RESPDecoder()
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let value = try decoder.decode(&buffer) else { return .needMoreData }
+        context.fireChannelRead(Self.wrapInboundOut(value))
+        return .continue
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+        -> DecodingState
+    {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        return .needMoreData
+    }
+}
+
+/// Commands written together, and who gets their replies: one promise per command, one
+/// promise for all of them (a pipeline), or nobody (`SUBSCRIBE` on a subscriber connection).
+struct RedisOutboundRequest {
+    enum Completion {
+        case each([EventLoopPromise<RESPValue>])
+        case all(EventLoopPromise<[RESPValue]>)
+        case none
+    }
+
+    var commands: [RedisCommand]
+    var completion: Completion
+}
+
+/// Collects a pipeline's replies on the event loop; one promise completes with all of them.
+final class RedisReplyBatch {
+    var replies: [RESPValue]
+    let promise: EventLoopPromise<[RESPValue]>
+    var isFailed = false
+
+    init(count: Int, promise: EventLoopPromise<[RESPValue]>) {
+        replies = []
+        replies.reserveCapacity(count)
+        self.promise = promise
+    }
+}
+
+/// Matches replies to commands in order (pipelining), routes RESP3 pushes, enforces the
+/// command timeout, and fails every pending command when the connection goes away.
+///
+/// Runs on the channel's event loop only; ``RedisConnection`` talks to it through the channel.
+final class RedisChannelHandler: ChannelDuplexHandler {
+    typealias InboundIn = RESPValue
+    typealias OutboundIn = RedisOutboundRequest
+    typealias OutboundOut = ByteBuffer
+
+    private enum Completion {
+        case single(EventLoopPromise<RESPValue>)
+        /// Part of a pipeline; the last command of the batch completes its promise.
+        case batch(RedisReplyBatch, isLast: Bool)
+
+        func succeed(_ value: RESPValue) {
+            switch self {
+            case .single(let promise): promise.succeed(value)
+            case .batch(let batch, let isLast):
+                batch.replies.append(value)
+                if isLast, !batch.isFailed { batch.promise.succeed(batch.replies) }
+            }
+        }
+
+        func fail(_ error: RedisError) {
+            switch self {
+            case .single(let promise): promise.fail(error)
+            case .batch(let batch, _):
+                if !batch.isFailed {
+                    batch.isFailed = true
+                    batch.promise.fail(error)
+                }
+            }
+        }
+    }
+
+    private struct Pending {
+        var command: RedisCommand
+        var completion: Completion
+        var deadline: NIODeadline
+    }
+
+    private var pending = CircularBuffer<Pending>(initialCapacity: 16)
+    private let server: String
+    /// During the handshake the connect timeout; afterwards the configured command timeout.
+    var commandTimeout: TimeAmount
+    private let onPush: @Sendable (RESPValue) -> Void
+    private var timeoutCheck: Scheduled<Void>?
+    private var closedError: RedisError?
+    /// After `SUBSCRIBE` on RESP2 every reply is a pub/sub message, not a command's reply.
+    var routesEverythingAsPush = false
+
+    init(server: String, commandTimeout: TimeAmount, onPush: @escaping @Sendable (RESPValue) -> Void) {
+        self.server = server
+        self.commandTimeout = commandTimeout
+        self.onPush = onPush
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        if let closedError {
+            switch request.completion {
+            case .each(let promises): for commandPromise in promises { commandPromise.fail(closedError) }
+            case .all(let batchPromise): batchPromise.fail(closedError)
+            case .none: break
+            }
+            promise?.fail(closedError)
+            return
+        }
+        var buffer = context.channel.allocator.buffer(capacity: 64 * request.commands.count)
+        for command in request.commands { RESPEncoder.write(command, into: &buffer) }
+        let deadline = NIODeadline.now() + commandTimeout
+        switch request.completion {
+        case .each(let promises):
+            for (command, commandPromise) in zip(request.commands, promises) {
+                pending.append(Pending(command: command, completion: .single(commandPromise), deadline: deadline))
+            }
+        case .all(let batchPromise):
+            let batch = RedisReplyBatch(count: request.commands.count, promise: batchPromise)
+            for (index, command) in request.commands.enumerated() {
+                pending.append(
+                    Pending(
+                        command: command,
+                        completion: .batch(batch, isLast: index == request.commands.count - 1),
+                        deadline: deadline
+                    )
+                )
+            }
+        case .none:
+            break
+        }
+        if timeoutCheck == nil, !pending.isEmpty { scheduleTimeoutCheck(context: context, at: deadline) }
+        context.write(wrapOutboundOut(buffer), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let value = unwrapInboundIn(data)
+        if case .push = value {
+            onPush(value)
+            return
+        }
+        if routesEverythingAsPush, pending.isEmpty {
+            onPush(value)
+            return
+        }
+        guard let next = pending.popFirst() else {
+            // A reply nobody asked for: the stream is out of step; start over.
+            fail(RedisError.protocolViolation("a reply arrived with no command waiting for it"), context: context)
+            return
+        }
+        next.completion.succeed(value)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failAll(
+            RedisError(
+                code: .connectionClosed,
+                message: "the connection closed before the reply came; the command may or may not have run",
+                server: server
+            )
+        )
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let redisError =
+            (error as? RedisError)
+            ?? RedisError(
+                code: .connectionClosed,
+                message: "the connection failed; the command may or may not have run",
+                server: server,
+                cause: error
+            )
+        fail(redisError, context: context)
+    }
+
+    private func fail(_ error: RedisError, context: ChannelHandlerContext) {
+        failAll(error)
+        context.close(promise: nil)
+    }
+
+    private func failAll(_ error: RedisError) {
+        if closedError == nil { closedError = error }
+        timeoutCheck?.cancel()
+        timeoutCheck = nil
+        while let next = pending.popFirst() { next.completion.fail(error) }
+    }
+
+    /// One timer per connection, re-armed for the oldest pending command's deadline, instead of
+    /// one timer per command.
+    private func scheduleTimeoutCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        timeoutCheck = context.eventLoop.scheduleTask(deadline: deadline) {
+            let (handler, context) = loopBound.value
+            handler.timeoutCheck = nil
+            handler.checkTimeouts(context: context)
+        }
+    }
+
+    private func checkTimeouts(context: ChannelHandlerContext) {
+        guard let oldest = pending.first else { return }
+        if oldest.deadline <= .now() {
+            let timedOut = pending.removeFirst()
+            // Close first, so the caller that learns of the timeout finds the connection closed
+            // (the pool must not hand it out again).
+            fail(
+                RedisError(
+                    code: .connectionClosed,
+                    message: "the connection was closed because an earlier command timed out",
+                    server: server
+                ),
+                context: context
+            )
+            timedOut.completion.fail(
+                RedisError(
+                    code: .timeout,
+                    message: "no reply to \(timedOut.command) within \(commandTimeout.nanoseconds / 1_000_000) ms; "
+                        + "the connection is closed (raise commandTimeout for slow commands)",
+                    server: server
+                )
+            )
+        } else {
+            scheduleTimeoutCheck(context: context, at: oldest.deadline)
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+
+/// Where a Redis server is and how to talk to it: address, credentials, database, TLS,
+/// protocol version, pool size, timeouts and reconnect backoff.
+///
+/// ```swift
+/// let configuration = try RedisConfiguration(url: "rediss://app:secret@cache.internal:6380/2")
+/// ```
+public struct RedisConfiguration: Sendable {
+    /// Which RESP version to speak.
+    public enum ProtocolVersion: Sendable, Hashable {
+        /// `HELLO 3`, and RESP2 (`AUTH`, `SELECT`) if the server does not know `HELLO` (before Redis 6).
+        case automatic
+        /// RESP3 only: a server without `HELLO 3` is an error.
+        case resp3
+        /// RESP2 only (`AUTH`, `SELECT`; no `HELLO`).
+        case resp2
+    }
+
+    /// Delays between reconnect attempts: `initial`, doubling per consecutive failure up to
+    /// `maximum`, each with up to 20% random jitter so a fleet does not reconnect in lockstep.
+    public struct Backoff: Sendable, Hashable {
+        public var initial: Duration
+        public var maximum: Duration
+
+        public init(initial: Duration = .milliseconds(50), maximum: Duration = .seconds(2)) {
+            self.initial = initial
+            self.maximum = maximum
+        }
+
+        /// The delay after `failures` consecutive failures (≥ 1).
+        public func delay(afterFailures failures: Int) -> Duration {
+            let exponent = min(max(failures - 1, 0), 20)
+            let base = min(initial * (1 << exponent), maximum)
+            return base + base * Double.random(in: 0...0.2)
+        }
+    }
+
+    /// Host name or IP address.
+    public var host: String
+    /// TCP port; 6379 by default.
+    public var port: Int
+    /// ACL user name (`AUTH user password`), or `nil` for the default user.
+    public var username: String?
+    /// Password, or `nil` when the server needs none.
+    public var password: String?
+    /// Database number (`SELECT`); ignored by a cluster, which has only database 0.
+    public var database: Int
+    /// TLS settings when the URL says `rediss://`; `nil` for plain TCP.
+    public var tls: TLSConfiguration?
+    /// Host name to verify the certificate against and send as SNI; `host` by default.
+    public var tlsServerHostname: String?
+    /// The RESP version to negotiate.
+    public var protocolVersion: ProtocolVersion
+    /// Name shown by `CLIENT LIST` (`CLIENT SETNAME`).
+    public var clientName: String?
+    /// Longest wait for TCP (and TLS) to connect and the handshake (`HELLO`, `AUTH`, `SELECT`)
+    /// to finish.
+    public var connectTimeout: Duration
+    /// Longest wait for a reply. When it passes, the command fails with `.timeout` and its
+    /// connection is closed (its later replies could no longer be matched to commands), which
+    /// fails the commands pipelined behind it with `.connectionClosed`.
+    public var commandTimeout: Duration
+    /// Most connections the pool opens to this server.
+    public var maximumConnections: Int
+    /// Longest wait for a pooled connection when all are busy, before `.poolExhausted`.
+    public var poolWaitTimeout: Duration
+    /// Delays between reconnect attempts after a failed connect; while one runs, commands fail
+    /// at once with `.connectionFailed` instead of each waiting for its own connect timeout.
+    public var reconnectBackoff: Backoff
+    /// Where the client logs reconnects and protocol errors.
+    public var logger: Logger
+    /// The event loops the connections run on; NIO's shared singleton by default.
+    public var eventLoopGroup: any EventLoopGroup
+
+    /// A server at `host:port` with the defaults: no credentials, database 0, plain TCP, RESP3
+    /// with RESP2 fallback, 16 connections, 5 s connect (as go-redis), 5 s command and 2 s pool
+    /// timeouts.
+    public init(host: String = "127.0.0.1", port: Int = 6379) {
+        self.host = host
+        self.port = port
+        database = 0
+        protocolVersion = .automatic
+        connectTimeout = .seconds(5)
+        commandTimeout = .seconds(5)
+        maximumConnections = 16
+        poolWaitTimeout = .seconds(2)
+        reconnectBackoff = Backoff()
+        logger = Logger(label: "stowage.redis")
+        eventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    }
+
+    /// A server from a URL: `redis://[[user]:password@]host[:port][/database]`, or `rediss://…`
+    /// for TLS (system trust roots, certificate verified against the host name).
+    /// `?protocol=2` or `?protocol=3` pins the RESP version.
+    ///
+    /// - Throws: ``RedisError`` `.invalidURL` naming the part that is wrong.
+    public init(url text: String) throws {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
+            throw RedisError(code: .invalidURL, message: "'\(text)' is not a URL; write redis://host:port")
+        }
+        guard scheme == "redis" || scheme == "rediss" else {
+            throw RedisError(
+                code: .invalidURL,
+                message: "'\(scheme)://' is not a Redis URL scheme; use redis:// or rediss:// (TLS)"
+            )
+        }
+        guard let host = components.host, !host.isEmpty else {
+            throw RedisError(code: .invalidURL, message: "'\(text)' has no host; write redis://host:port")
+        }
+        self.init(host: host, port: components.port ?? 6379)
+        if let user = components.percentEncodedUser, !user.isEmpty { username = user.removingPercentEncoding }
+        if let password = components.percentEncodedPassword { self.password = password.removingPercentEncoding }
+        let path = components.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        if !path.isEmpty {
+            guard let database = Int(path), database >= 0 else {
+                throw RedisError(code: .invalidURL, message: "'/\(path)' in '\(text)' is not a database number")
+            }
+            self.database = database
+        }
+        for item in components.queryItems ?? [] where item.name == "protocol" {
+            switch item.value {
+            case "2": protocolVersion = .resp2
+            case "3": protocolVersion = .resp3
+            default:
+                throw RedisError(code: .invalidURL, message: "protocol=\(item.value ?? "") must be 2 or 3")
+            }
+        }
+        if scheme == "rediss" { tls = .makeClientConfiguration() }
+    }
+
+    /// `host:port`, for messages and metrics.
+    public var address: String { "\(host):\(port)" }
+
+    /// The same settings for another node (cluster nodes share credentials and TLS).
+    public func with(host: String, port: Int) -> RedisConfiguration {
+        var copy = self
+        copy.host = host
+        copy.port = port
+        copy.tlsServerHostname = nil
+        return copy
+    }
+
+    func validate() throws {
+        guard maximumConnections >= 1 else {
+            throw RedisError(code: .invalidURL, message: "maximumConnections is \(maximumConnections); it must be ≥ 1")
+        }
+        guard (0...65535).contains(port) else {
+            throw RedisError(code: .invalidURL, message: "port \(port) is not a TCP port (0…65535)")
+        }
+    }
+}

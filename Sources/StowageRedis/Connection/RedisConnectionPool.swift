@@ -1,0 +1,226 @@
+import NIOCore
+import Synchronization
+
+/// Connections to one server, at most ``RedisConfiguration/maximumConnections`` of them,
+/// opened on demand and reused.
+///
+/// - A caller takes an idle connection, or opens one while under the limit, or waits up to
+///   ``RedisConfiguration/poolWaitTimeout`` for one to come back (then `.poolExhausted`).
+/// - Closed connections are dropped when they come back or are found idle.
+/// - After a failed connect, new connects wait for the backoff delay
+///   (``RedisConfiguration/reconnectBackoff``); while no connection is open, callers fail at once
+///   with `.connectionFailed` instead of piling up, so an outage costs them microseconds, not a
+///   connect timeout each. The first connect after the delay probes the server again.
+final class RedisConnectionPool: Sendable {
+    let configuration: RedisConfiguration
+
+    private struct Waiter {
+        var id: Int
+        var continuation: CheckedContinuation<RedisConnection, any Error>
+    }
+
+    private struct State {
+        var idle: [RedisConnection] = []
+        /// Open and opening connections, idle or leased.
+        var count = 0
+        var waiters: [Waiter] = []
+        var nextWaiterID = 0
+        var consecutiveFailures = 0
+        var retryAfter: ContinuousClock.Instant?
+        var lastFailure: RedisError?
+        var isShutdown = false
+    }
+
+    private enum Decision {
+        case use(RedisConnection)
+        case open
+        case wait
+        case fail(RedisError)
+    }
+
+    private let state = Mutex(State())
+
+    init(configuration: RedisConfiguration) {
+        self.configuration = configuration
+    }
+
+    /// Runs `body` with a leased connection and returns it to the pool afterwards.
+    ///
+    /// When `body` fails because the connection had closed before anything was sent (it was
+    /// idle when the server dropped it), `body` runs once more on a fresh connection.
+    func withConnection<T: Sendable>(_ body: (RedisConnection) async throws -> T) async throws -> T {
+        let connection = try await lease()
+        do {
+            let result = try await body(connection)
+            release(connection)
+            return result
+        } catch let error as RedisError where error.wasNotSent {
+            release(connection)
+            let fresh = try await lease()
+            defer { release(fresh) }
+            return try await body(fresh)
+        } catch {
+            release(connection)
+            throw error
+        }
+    }
+
+    func lease() async throws -> RedisConnection {
+        let now = ContinuousClock.now
+        let decision: Decision = state.withLock { state in
+            if state.isShutdown { return .fail(Self.shutdownError(configuration)) }
+            while let connection = state.idle.popLast() {
+                if connection.isActive { return .use(connection) }
+                state.count -= 1
+            }
+            if state.count < configuration.maximumConnections {
+                if let retryAfter = state.retryAfter, now < retryAfter, state.count == 0 {
+                    return .fail(
+                        RedisError(
+                            code: .connectionFailed,
+                            message: "Redis is unreachable (\(state.consecutiveFailures) failed connects); "
+                                + "the next attempt is in \(retryAfter - now)",
+                            server: configuration.address,
+                            cause: state.lastFailure
+                        )
+                    )
+                }
+                state.count += 1
+                return .open
+            }
+            return .wait
+        }
+        switch decision {
+        case .use(let connection): return connection
+        case .fail(let error): throw error
+        case .open: return try await open()
+        case .wait: return try await waitForConnection()
+        }
+    }
+
+    func release(_ connection: RedisConnection) {
+        let waiter: Waiter? = state.withLock { state in
+            guard connection.isActive, !state.isShutdown else {
+                state.count -= 1
+                return nil
+            }
+            if !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            state.idle.append(connection)
+            return nil
+        }
+        if let waiter {
+            waiter.continuation.resume(returning: connection)
+        } else if !connection.isActive {
+            replaceForWaiter()
+        } else if state.withLock({ $0.isShutdown }) {
+            Task { await connection.close() }
+        }
+    }
+
+    /// A leased connection closed; a waiter (if any) gets a fresh one.
+    private func replaceForWaiter() {
+        let waiter: Waiter? = state.withLock { state in
+            guard !state.waiters.isEmpty, state.count < configuration.maximumConnections else { return nil }
+            state.count += 1
+            return state.waiters.removeFirst()
+        }
+        guard let waiter else { return }
+        Task {
+            do {
+                waiter.continuation.resume(returning: try await open())
+            } catch {
+                waiter.continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    private func open() async throws -> RedisConnection {
+        do {
+            let connection = try await RedisConnection.connect(configuration)
+            state.withLock { state in
+                state.consecutiveFailures = 0
+                state.retryAfter = nil
+                state.lastFailure = nil
+            }
+            return connection
+        } catch {
+            let redisError =
+                error as? RedisError
+                ?? RedisError(code: .connectionFailed, message: "cannot connect", server: configuration.address, cause: error)
+            let waiters: [Waiter] = state.withLock { state in
+                state.count -= 1
+                state.consecutiveFailures += 1
+                state.lastFailure = redisError
+                state.retryAfter =
+                    ContinuousClock.now + configuration.reconnectBackoff.delay(afterFailures: state.consecutiveFailures)
+                // Nobody is connected; the waiters would only wait for a timeout.
+                guard state.count == 0 else { return [] }
+                defer { state.waiters.removeAll() }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.continuation.resume(throwing: redisError) }
+            throw redisError
+        }
+    }
+
+    private func waitForConnection() async throws -> RedisConnection {
+        let id = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        let timeout = configuration.poolWaitTimeout
+        let timer = configuration.eventLoopGroup.any().scheduleTask(in: .milliseconds(Int64(timeout.milliseconds))) {
+            [self] in
+            let expired: Waiter? = state.withLock { state in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index)
+            }
+            expired?.continuation.resume(
+                throwing: RedisError(
+                    code: .poolExhausted,
+                    message: "all \(configuration.maximumConnections) connections stayed busy for \(timeout); "
+                        + "raise maximumConnections or poolWaitTimeout, or send fewer commands at once",
+                    server: configuration.address
+                )
+            )
+        }
+        defer { timer.cancel() }
+        return try await withCheckedThrowingContinuation { continuation in
+            let shutdown: Bool = state.withLock { state in
+                if state.isShutdown { return true }
+                // A connection may have come back between the decision and now.
+                while let connection = state.idle.popLast() {
+                    if connection.isActive {
+                        continuation.resume(returning: connection)
+                        return false
+                    }
+                    state.count -= 1
+                }
+                state.waiters.append(Waiter(id: id, continuation: continuation))
+                return false
+            }
+            if shutdown { continuation.resume(throwing: Self.shutdownError(configuration)) }
+        }
+    }
+
+    /// Closes idle connections and fails waiters; leased connections close when they come back.
+    func shutdown() async {
+        let (idle, waiters) = state.withLock { state in
+            state.isShutdown = true
+            defer {
+                state.idle.removeAll()
+                state.waiters.removeAll()
+            }
+            return (state.idle, state.waiters)
+        }
+        for waiter in waiters { waiter.continuation.resume(throwing: Self.shutdownError(configuration)) }
+        for connection in idle { await connection.close() }
+    }
+
+    /// Open connections (idle and leased), for tests and diagnostics.
+    var connectionCount: Int { state.withLock { $0.count } }
+
+    private static func shutdownError(_ configuration: RedisConfiguration) -> RedisError {
+        RedisError(code: .shutdown, message: "the Redis client was shut down", server: configuration.address)
+    }
+}

@@ -1,0 +1,79 @@
+import Logging
+import Metrics
+import NIOCore
+
+/// A client for one Redis (or Valkey, or any RESP server): pooled, pipelined connections,
+/// RESP3 with RESP2 fallback, TLS for `rediss://`.
+///
+/// ```swift
+/// let redis = try RedisClient(url: "redis://127.0.0.1:6379/0")
+/// try await redis.send(.set("greeting", value: "hello", expiry: .seconds(30)))
+/// let reply = try await redis.send(.get("greeting"))      // .bulkString("hello")
+/// let replies = try await redis.pipeline([.get("a"), .get("b")])
+/// await redis.shutdown()
+/// ```
+///
+/// Metrics (swift-metrics, dimension `server`): `stowage_redis_commands_total`,
+/// `stowage_redis_failures_total` (with `code`).
+public final class RedisClient: RedisCommandExecuting {
+    /// The configuration every connection uses.
+    public let configuration: RedisConfiguration
+    let pool: RedisConnectionPool
+    private let commands: Counter
+
+    /// A client for `configuration`'s server. Connections open on first use.
+    public init(configuration: RedisConfiguration) {
+        self.configuration = configuration
+        pool = RedisConnectionPool(configuration: configuration)
+        commands = Counter(label: "stowage_redis_commands_total", dimensions: [("server", configuration.address)])
+    }
+
+    /// A client for a `redis://` or `rediss://` URL (see ``RedisConfiguration/init(url:)``).
+    public convenience init(url: String) throws {
+        self.init(configuration: try RedisConfiguration(url: url))
+    }
+
+    @discardableResult
+    public func send(_ command: RedisCommand) async throws -> RESPValue {
+        commands.increment()
+        do {
+            return try await pool.withConnection { try await $0.send(command) }
+        } catch {
+            recordFailure(error)
+            throw error
+        }
+    }
+
+    /// Sends `commands` on one connection in one write; replies in order, error replies as values.
+    public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
+        self.commands.increment(by: Int64(commands.count))
+        do {
+            return try await pool.withConnection { try await $0.pipeline(commands) }
+        } catch {
+            recordFailure(error)
+            throw error
+        }
+    }
+
+    /// Runs `body` with one connection to itself (for `MULTI`/`EXEC`, `WATCH`, or ordered pipelines).
+    public func withConnection<T: Sendable>(_ body: (RedisConnection) async throws -> T) async throws -> T {
+        try await pool.withConnection(body)
+    }
+
+    public func subscribe(to channels: [String]) -> RedisSubscription {
+        RedisSubscription(channels: channels, configuration: configuration) { [configuration] in [configuration] }
+    }
+
+    /// Open connections, idle and in use.
+    public var connectionCount: Int { pool.connectionCount }
+
+    public func shutdown() async {
+        await pool.shutdown()
+    }
+
+    private func recordFailure(_ error: any Error) {
+        let code = (error as? RedisError)?.code.description ?? "other"
+        Counter(label: "stowage_redis_failures_total", dimensions: [("server", configuration.address), ("code", code)])
+            .increment()
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import NIOCore
+
+/// One Redis command: its name and arguments as bytes, and which argument is the key that
+/// routes it in a cluster.
+///
+/// ```swift
+/// try await client.send(.set("user:42", value: payload, expiry: .seconds(60)))
+/// try await client.send(RedisCommand("HINCRBY", "stats", "hits", "1", keyIndex: 1))
+/// ```
+public struct RedisCommand: Sendable, Hashable, CustomStringConvertible {
+    /// The name first, then the arguments; each one bulk string on the wire.
+    public var arguments: [ByteBuffer]
+    /// Index in ``arguments`` of the key that picks the cluster node; `nil` for commands
+    /// without a key (any node may run them).
+    public var keyIndex: Int?
+
+    /// A command from its words.
+    public init(_ name: String, _ arguments: [RedisArgument], keyIndex: Int? = nil) {
+        self.arguments = [ByteBuffer(string: name)] + arguments.map(\.bytes)
+        self.keyIndex = keyIndex
+    }
+
+    /// A command from its words.
+    public init(_ name: String, _ arguments: RedisArgument..., keyIndex: Int? = nil) {
+        self.init(name, arguments, keyIndex: keyIndex)
+    }
+
+    /// The command's name in upper case (`"GET"`).
+    public var name: String {
+        arguments.first.map { String(buffer: $0).uppercased() } ?? ""
+    }
+
+    /// The routing key's bytes, if the command has one.
+    public var key: ByteBuffer? {
+        keyIndex.flatMap { $0 < arguments.count ? arguments[$0] : nil }
+    }
+
+    /// The name and the key, never the values (they may be large or secret).
+    public var description: String {
+        key.map { "\(name) \(String(buffer: $0))" } ?? name
+    }
+}
+
+/// One argument of a command: text, a number or bytes.
+public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    public var bytes: ByteBuffer
+
+    public init(_ text: String) { bytes = ByteBuffer(string: text) }
+    public init(_ bytes: ByteBuffer) { self.bytes = bytes }
+    public init(_ data: Data) { bytes = ByteBuffer(bytes: data) }
+    public init(_ number: Int) { bytes = ByteBuffer(string: String(number)) }
+    public init(stringLiteral value: String) { self.init(value) }
+    public init(integerLiteral value: Int) { self.init(value) }
+}
+
+extension RedisCommand {
+    /// `GET key`.
+    public static func get(_ key: String) -> RedisCommand { RedisCommand("GET", RedisArgument(key), keyIndex: 1) }
+
+    /// `SET key value [PX milliseconds]`.
+    public static func set(_ key: String, value: RedisArgument, expiry: Duration? = nil) -> RedisCommand {
+        var arguments: [RedisArgument] = [RedisArgument(key), value]
+        if let expiry { arguments += ["PX", RedisArgument(max(1, expiry.milliseconds))] }
+        return RedisCommand("SET", arguments, keyIndex: 1)
+    }
+
+    /// `DEL key`.
+    public static func del(_ key: String) -> RedisCommand { RedisCommand("DEL", RedisArgument(key), keyIndex: 1) }
+
+    /// `PUBLISH channel message`; in a cluster any node forwards it to every node.
+    public static func publish(_ channel: String, message: RedisArgument) -> RedisCommand {
+        RedisCommand("PUBLISH", RedisArgument(channel), message)
+    }
+
+    /// `EVAL script numkeys key… arg…`; routed by the first key.
+    public static func eval(_ script: String, keys: [String], arguments: [RedisArgument]) -> RedisCommand {
+        RedisCommand(
+            "EVAL",
+            [RedisArgument(script), RedisArgument(keys.count)] + keys.map { RedisArgument($0) } + arguments,
+            keyIndex: keys.isEmpty ? nil : 3
+        )
+    }
+
+    /// `PING`.
+    public static let ping = RedisCommand("PING")
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded up so a positive duration never becomes zero.
+    var milliseconds: Int {
+        let (seconds, attoseconds) = components
+        return Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import StowageRedis
+
+/// A Redis Cluster of three masters (no replicas) on free loopback ports, created with
+/// `redis-cli --cluster create`, for tests.
+public final class RedisClusterProcesses: Sendable {
+    public let nodes: [RedisServerProcess]
+
+    private init(nodes: [RedisServerProcess]) {
+        self.nodes = nodes
+    }
+
+    /// Starts three `redis-server --cluster-enabled yes`, joins them into one cluster with the
+    /// 16384 slots split evenly, and waits until every node reports `cluster_state:ok`.
+    public static func start() async throws -> RedisClusterProcesses {
+        var nodes: [RedisServerProcess] = []
+        for _ in 0..<3 {
+            nodes.append(
+                try await RedisServerProcess.start(extraArguments: [
+                    "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                    "--cluster-node-timeout", "5000",
+                ])
+            )
+        }
+        let cluster = RedisClusterProcesses(nodes: nodes)
+        try RedisServerProcess.run(
+            "redis-cli",
+            ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", "0", "--cluster-yes"]
+        )
+        try await cluster.waitUntilConsistent()
+        return cluster
+    }
+
+    /// Seed URLs.
+    public var seeds: [RedisConfiguration] { nodes.map(\.configuration) }
+
+    /// The node ID of `node` (`CLUSTER MYID`).
+    public func nodeID(_ node: RedisServerProcess) throws -> String {
+        try node.cli(["CLUSTER", "MYID"]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Moves `slots` slots from `from` to `to` with `redis-cli --cluster reshard` (which runs
+    /// `CLUSTER SETSLOT … MIGRATING/IMPORTING`, `MIGRATE` per key, then `SETSLOT … NODE`).
+    public func reshard(slots: Int, from: RedisServerProcess, to: RedisServerProcess) throws {
+        try RedisServerProcess.run(
+            "redis-cli",
+            [
+                "--cluster", "reshard", "127.0.0.1:\(from.port)",
+                "--cluster-from", try nodeID(from), "--cluster-to", try nodeID(to),
+                "--cluster-slots", String(slots), "--cluster-yes", "--cluster-pipeline", "10",
+            ]
+        )
+    }
+
+    /// Waits until every node reports `cluster_state:ok` and agrees on the slot map.
+    public func waitUntilConsistent() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let states = nodes.map { (try? $0.cli(["CLUSTER", "INFO"])) ?? "" }
+            if states.allSatisfy({ $0.contains("cluster_state:ok") }),
+                (try? RedisServerProcess.run("redis-cli", ["--cluster", "check", "127.0.0.1:\(nodes[0].port)"]))?
+                    .contains("All 16384 slots covered") == true
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw TestSupportError("the test cluster did not reach cluster_state:ok within 60 s")
+    }
+
+    public func stop() {
+        for node in nodes { node.remove() }
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import StowageRedis
+import Synchronization
+
+/// A real `redis-server` on a free 127.0.0.1 port in its own temporary directory, for tests.
+///
+/// ```swift
+/// let server = try await RedisServerProcess.start()
+/// defer { server.stop() }
+/// let client = try RedisClient(url: server.url)
+/// ```
+///
+/// Persistence is off (no RDB, no AOF): a restart starts empty, as after a crash of a cache.
+public final class RedisServerProcess: Sendable {
+    /// Whether `redis-server` is installed (`.ci/run` installs it from apt).
+    public static let isAvailable = executable("redis-server") != nil && executable("redis-cli") != nil
+
+    public let port: Int
+    public let directory: URL
+    private let extraArguments: [String]
+    private let process = Mutex<Process?>(nil)
+
+    private init(port: Int, directory: URL, extraArguments: [String]) {
+        self.port = port
+        self.directory = directory
+        self.extraArguments = extraArguments
+    }
+
+    /// Starts a server and waits until it answers `PING`.
+    ///
+    /// - Parameter extraArguments: More `--option value` pairs (e.g. `--requirepass s3cret`).
+    public static func start(extraArguments: [String] = [], port: Int? = nil) async throws -> RedisServerProcess {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-redis-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let server = RedisServerProcess(
+            port: try port ?? freePort(),
+            directory: directory,
+            extraArguments: extraArguments
+        )
+        try await server.start()
+        return server
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    public var url: String { "redis://127.0.0.1:\(port)" }
+
+    /// A configuration for this server with generous timeouts: the suites run in parallel on a
+    /// small, shared machine, where a handshake can take seconds.
+    public var configuration: RedisConfiguration {
+        var configuration = RedisConfiguration(host: "127.0.0.1", port: port)
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(15)
+        configuration.poolWaitTimeout = .seconds(10)
+        return configuration
+    }
+
+    /// (Re)starts the server on the same port and directory and waits until it answers.
+    public func start() async throws {
+        let process = Process()
+        process.executableURL = Self.executable("redis-server")
+        process.arguments =
+            [
+                "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path,
+                "--save", "", "--appendonly", "no", "--protected-mode", "no",
+                "--logfile", directory.appending(path: "redis.log").path,
+            ] + extraArguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process.withLock { $0 = process }
+        try await waitUntilAnswering()
+    }
+
+    /// Stops the server (`SHUTDOWN NOSAVE`, SIGKILL if it is still running after 5 s) and waits
+    /// for it to exit. Not SIGTERM: a child of the test process inherits its blocked signals, and
+    /// redis-server then never sees the SIGTERM.
+    public func stop() {
+        guard let process = process.withLock({ state -> Process? in
+            defer { state = nil }
+            return state
+        }) else { return }
+        _ = try? cli(["SHUTDOWN", "NOSAVE"])
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning, Date() < deadline { usleep(5_000) }
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// Kills the server (SIGKILL), as a crash or an OOM kill would.
+    public func kill() {
+        guard let process = process.withLock({ state -> Process? in
+            defer { state = nil }
+            return state
+        }) else { return }
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Stops the server and deletes its directory.
+    public func remove() {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Runs `redis-cli -p PORT arguments…` and returns its output.
+    @discardableResult
+    public func cli(_ arguments: [String]) throws -> String {
+        var authentication: [String] = []
+        if let index = extraArguments.firstIndex(of: "--requirepass"), index + 1 < extraArguments.count {
+            authentication = ["-a", extraArguments[index + 1], "--no-auth-warning"]
+        }
+        return try Self.run("redis-cli", ["-p", String(port)] + authentication + arguments)
+    }
+
+    private func waitUntilAnswering() async throws {
+        let deadline = ContinuousClock.now + .seconds(15)
+        let pid = process.withLock { $0?.processIdentifier } ?? -1
+        while ContinuousClock.now < deadline {
+            // Our own server must answer, not whatever else listens on the port.
+            if let info = try? cli(["INFO", "server"]), info.contains("process_id:\(pid)\r") { return }
+            if process.withLock({ $0?.isRunning }) == false { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestSupportError(
+            "redis-server on port \(port) did not start within 15 s (port taken?); see \(directory.path)/redis.log"
+        )
+    }
+
+    /// Ports handed out by this process, counting up from a random base below the kernel's
+    /// ephemeral range (32768+), so no two servers of one test run ever share a port (a restart
+    /// keeps its port, and no other test can take it in between), and cluster bus ports
+    /// (+10000) stay below the ephemeral range too.
+    private static let nextPort = Atomic<Int>(Int.random(in: 20_000...21_000))
+
+    /// A port nobody listens on now (and whose cluster bus port, +10000, is free too).
+    public static func freePort() throws -> Int {
+        for _ in 0..<500 {
+            let port = nextPort.add(1, ordering: .relaxed).newValue
+            if port > 22_700 { break }
+            if isFree(port), isFree(port + 10_000) { return port }
+        }
+        throw TestSupportError("no free port found")
+    }
+
+    private static func isFree(_ port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    static func executable(_ name: String) -> URL? {
+        for directory in ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"] {
+            let url = URL(filePath: directory).appending(path: name)
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return nil
+    }
+
+    /// Runs a tool and returns its standard output; throws when it exits non-zero.
+    ///
+    /// Output goes through a temporary file, not a pipe: tests run in parallel, and a
+    /// redis-server spawned by another test while a pipe is open inherits its write end, so
+    /// reading the pipe to its end would wait for that server to exit.
+    @discardableResult
+    public static func run(_ tool: String, _ arguments: [String]) throws -> String {
+        guard let url = executable(tool) else { throw TestSupportError("\(tool) is not installed") }
+        let outputURL = FileManager.default.temporaryDirectory.appending(path: "stowage-redis-output-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
+            throw TestSupportError("cannot create \(outputURL.path)")
+        }
+        defer { try? FileManager.default.removeItem(at: outputURL) }
+        let output = try FileHandle(forWritingTo: outputURL)
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        try output.close()
+        let text = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw TestSupportError("\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+        }
+        return text
+    }
+}
+
+/// A failure of the test harness itself (not of the code under test).
+public struct TestSupportError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

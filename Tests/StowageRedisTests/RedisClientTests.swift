@@ -1,0 +1,283 @@
+import Foundation
+import NIOCore
+import StowageRedis
+import StowageRedisTestSupport
+import Testing
+
+@Suite("RedisClient against redis-server", .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"))
+struct RedisClientTests {
+    @Test("binary values round-trip through the server; typed replies come back")
+    func roundTrips() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        defer { Task { await client.shutdown() } }
+        var random = SeededRandom(seed: 7)
+        for length in [0, 1, 2, 13, 1024, 70_000, 1_000_000] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+            try await client.send(.set("blob:\(length)", value: RedisArgument(Data(bytes))))
+            let reply = try await client.send(.get("blob:\(length)"))
+            #expect(reply.bytes.map { Array($0.readableBytesView) } == bytes, "length \(length)")
+        }
+        #expect(try await client.send(.get("missing")).isNull)
+        #expect(try await client.send(RedisCommand("INCRBY", "n", "5", keyIndex: 1)) == .integer(5))
+        // RESP3 types arrive as themselves: a map from HGETALL, a double from INCRBYFLOAT's RESP3 sibling.
+        try await client.send(RedisCommand("HSET", "h", "f", "v", keyIndex: 1))
+        #expect(try await client.send(RedisCommand("HGETALL", "h", keyIndex: 1)) == .map([RESPMapEntry(key: .bulkString("f"), value: .bulkString("v"))]))
+        try await client.send(RedisCommand("ZADD", "z", "1.5", "m", keyIndex: 1))
+        #expect(try await client.send(RedisCommand("ZSCORE", "z", "m", keyIndex: 1)) == .double(1.5))
+    }
+
+    @Test("a server error is typed and carries the server's message")
+    func serverError() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        defer { Task { await client.shutdown() } }
+        try await client.send(.set("text", value: "abc"))
+        await #expect {
+            try await client.send(RedisCommand("INCR", "text", keyIndex: 1))
+        } throws: { error in
+            let error = try #require(error as? RedisError)
+            return error.code == .server && error.serverMessage?.hasPrefix("ERR value is not an integer") == true
+        }
+        // The connection stays usable after an error reply.
+        #expect(try await client.send(.ping) == .simpleString("PONG"))
+    }
+
+    @Test("pipelining: 10,000 commands in one write, replies in order, one error among them")
+    func pipelining() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        defer { Task { await client.shutdown() } }
+        let count = 10_000
+        var commands = (0..<count).map { RedisCommand.set("k\($0)", value: RedisArgument($0)) }
+        commands.append(RedisCommand("INCR", "k1x", "extra"))
+        commands += (0..<count).map { RedisCommand.get("k\($0)") }
+        let replies = try await client.pipeline(commands)
+        #expect(replies.count == 2 * count + 1)
+        #expect(replies[count].errorMessage != nil)
+        #expect((0..<count).allSatisfy { replies[count + 1 + $0].integer == Int64($0) })
+        // Concurrent callers each pipeline on their own connections.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<32 {
+                group.addTask {
+                    let replies = try await client.pipeline((0..<100).map { RedisCommand.get("k\(caller * 100 + $0)") })
+                    #expect(replies.enumerated().allSatisfy { $0.element.integer == Int64(caller * 100 + $0.offset) })
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(client.connectionCount <= client.configuration.maximumConnections)
+    }
+
+    @Test("TTLs map to PX expiry and keys expire")
+    func timeToLive() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        defer { Task { await client.shutdown() } }
+        try await client.send(.set("short", value: "v", expiry: .milliseconds(150)))
+        try await client.send(.set("long", value: "v", expiry: .seconds(60)))
+        let ttl = try await client.send(RedisCommand("PTTL", "long", keyIndex: 1)).integer ?? 0
+        #expect(ttl > 50_000 && ttl <= 60_000)
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(try await client.send(.get("short")).isNull)
+        #expect(try await client.send(.get("long")) == .bulkString("v"))
+    }
+
+    @Test("pool exhaustion: a caller waits for a connection, then fails with poolExhausted")
+    func poolExhaustion() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.maximumConnections = 2
+        configuration.poolWaitTimeout = .seconds(3)
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        let (held, holding) = AsyncStream.makeStream(of: Void.self)
+        let (release, releasing) = AsyncStream.makeStream(of: Void.self)
+        let holders = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        try await client.withConnection { _ in
+                            holding.yield()
+                            for await _ in release { break }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        var iterator = held.makeAsyncIterator()
+        _ = await iterator.next()
+        _ = await iterator.next()
+        let started = ContinuousClock.now
+        await #expect(throws: RedisError.self) {
+            do { try await client.send(.ping) } catch let error as RedisError {
+                #expect(error.code == .poolExhausted)
+                throw error
+            }
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(2_900))
+        #expect(client.connectionCount == 2)
+        // A waiter gets a connection as soon as one comes back.
+        let waiter = Task { try await client.send(.ping) }
+        releasing.yield()
+        releasing.yield()
+        #expect(try await waiter.value == .simpleString("PONG"))
+        try await holders.value
+    }
+
+    @Test("a server that dies mid-pipeline fails the pending commands promptly, never hangs them")
+    func serverDiesMidPipeline() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        defer { Task { await client.shutdown() } }
+        try await client.send(.ping)  // the pipeline below runs on an open connection
+        let pending = Task {
+            // BLPOP blocks the connection; the GETs queue behind it.
+            try await client.pipeline([RedisCommand("BLPOP", "never", "0", keyIndex: 1), .get("a"), .get("b")])
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let killed = ContinuousClock.now
+        server.kill()
+        await #expect {
+            _ = try await pending.value
+        } throws: { error in
+            (error as? RedisError)?.code == .connectionClosed
+        }
+        // Under the 15 s command timeout: the close failed them, not the timer.
+        #expect(ContinuousClock.now - killed < .seconds(12))
+    }
+
+    @Test("a command without a reply in time fails with timeout and closes its connection")
+    func commandTimeout() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.commandTimeout = .milliseconds(200)
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        await #expect {
+            try await client.send(RedisCommand("BLPOP", "never", "0", keyIndex: 1))
+        } throws: { error in
+            (error as? RedisError)?.code == .timeout
+        }
+        #expect(try await client.send(.ping) == .simpleString("PONG"))
+    }
+
+    @Test("server restart mid-run: commands fail fast while it is down, then the client reconnects")
+    func restart() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        try await client.send(.set("k", value: "before"))
+        server.stop()
+        var failures = 0
+        let downSince = ContinuousClock.now
+        for _ in 0..<50 {
+            do { try await client.send(.get("k")) } catch let error as RedisError {
+                #expect([.connectionClosed, .connectionFailed].contains(error.code))
+                failures += 1
+            }
+        }
+        #expect(failures == 50)
+        // Far below 50 connect timeouts (10 s each here): an outage must not cost each caller a
+        // timeout. (Generous: the suites share two loaded cores.)
+        #expect(ContinuousClock.now - downSince < .seconds(30), "an outage must not cost each caller a timeout")
+        try await server.start()
+        let deadline = ContinuousClock.now + .seconds(10)
+        var recovered = false
+        while ContinuousClock.now < deadline, !recovered {
+            recovered = (try? await client.send(.set("k", value: "after"))) != nil
+            if !recovered { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(recovered)
+        #expect(try await client.send(.get("k")) == .bulkString("after"))
+    }
+
+    @Test("AUTH through HELLO, RESP2 fallback path, database selection")
+    func authenticationAndDatabases() async throws {
+        let server = try await RedisServerProcess.start(extraArguments: ["--requirepass", "s3cret"])
+        defer { server.remove() }
+        let resp3 = try client("redis://:s3cret@127.0.0.1:\(server.port)/3")
+        defer { Task { await resp3.shutdown() } }
+        try await resp3.send(.set("where", value: "db3"))
+        #expect(try await resp3.withConnection { $0.protocolVersion } == 3)
+        #expect(try server.cli(["-n", "3", "GET", "where"]).contains("db3"))
+        let resp2 = try client("redis://default:s3cret@127.0.0.1:\(server.port)/3?protocol=2")
+        defer { Task { await resp2.shutdown() } }
+        #expect(try await resp2.withConnection { $0.protocolVersion } == 2)
+        #expect(try await resp2.send(.get("where")) == .bulkString("db3"))
+        let wrong = try client("redis://:nope@127.0.0.1:\(server.port)")
+        defer { Task { await wrong.shutdown() } }
+        await #expect {
+            try await wrong.send(.ping)
+        } throws: { error in
+            (error as? RedisError)?.code == .authentication
+        }
+    }
+
+    /// A client for `url` with the generous test timeouts (the suites run in parallel on a small machine).
+    private func client(_ url: String) throws -> RedisClient {
+        var configuration = try RedisConfiguration(url: url)
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(15)
+        return RedisClient(configuration: configuration)
+    }
+
+    @Test("URLs: schemes, credentials, database, protocol, and typed errors for bad ones")
+    func urls() throws {
+        let plain = try RedisConfiguration(url: "redis://cache.internal")
+        #expect(plain.host == "cache.internal" && plain.port == 6379 && plain.database == 0 && plain.tls == nil)
+        let full = try RedisConfiguration(url: "rediss://app:p%40ss@10.0.0.5:6380/2?protocol=2")
+        #expect(full.username == "app" && full.password == "p@ss" && full.port == 6380 && full.database == 2)
+        #expect(full.tls != nil && full.protocolVersion == .resp2)
+        for bad in ["http://x", "redis://", "redis://h/abc", "redis://h?protocol=4", "nonsense"] {
+            #expect(throws: RedisError.self, "\(bad)") { try RedisConfiguration(url: bad) }
+        }
+    }
+
+    @Test("pub/sub: a subscriber receives what is published, and resubscribes after a restart")
+    func pubSub() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(100))
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        let subscription = client.subscribe(to: ["news", "other"])
+        defer { subscription.cancel() }
+        var events = subscription.events.makeAsyncIterator()
+        func next(_ matching: (RedisSubscription.Event) -> Bool) async -> RedisSubscription.Event? {
+            while let event = await events.next() { if matching(event) { return event } }
+            return nil
+        }
+        _ = await next { if case .subscribed = $0 { true } else { false } }
+        try await client.send(.publish("news", message: "hello"))
+        let first = await next { if case .message = $0 { true } else { false } }
+        if case .message(let channel, let payload)? = first {
+            #expect(channel == "news" && String(buffer: payload) == "hello")
+        } else {
+            Issue.record("no message")
+        }
+        server.stop()
+        _ = await next { if case .disconnected = $0 { true } else { false } }
+        try await server.start()
+        _ = await next { if case .subscribed = $0 { true } else { false } }
+        var delivered = false
+        for _ in 0..<50 where !delivered {
+            delivered = ((try? await client.send(.publish("other", message: "again")))?.integer ?? 0) > 0
+            if !delivered { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let second = await next { if case .message = $0 { true } else { false } }
+        if case .message(let channel, _)? = second { #expect(channel == "other") }
+    }
+}

@@ -1,0 +1,283 @@
+import Foundation
+import StowageCache
+import StowageRedis
+import StowageRedisTestSupport
+import StowageSharedTier
+import Synchronization
+import Testing
+
+@Suite("Shared tier on Redis", .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"))
+struct SharedTierTests {
+    @Test("reads fall through memory → disk → Redis and fill the levels above; TTL becomes Redis expiry")
+    func fallThrough() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (writer, writerTier) = try await makeNode(url: server.url, namespace: "t1", scratch: scratch, name: "a")
+        let (reader, readerTier) = try await makeNode(url: server.url, namespace: "t1", scratch: scratch, name: "b")
+        defer { Task { await writerTier.shutdown(); await readerTier.shutdown() } }
+        try await writer.setValue("hello", forKey: "greeting", timeToLive: 60)
+        let ttl = try await writerTier.client.send(RedisCommand("PTTL", "t1:{=greeting}", keyIndex: 1)).integer ?? 0
+        #expect(ttl > 50_000 && ttl <= 60_000)
+        #expect(reader.memory.value(forKey: "greeting") == nil)
+        #expect(try await reader.value(forKey: "greeting") == "hello")
+        #expect(reader.sharedStatistics.hits >= 1)
+        // The read filled memory and disk. (The writer's invalidation is published after its SET
+        // and may reach the reader after this first read, dropping the copies once: read again.)
+        try await eventually {
+            let value = try await reader.value(forKey: "greeting")
+            let onDisk = try await reader.disk.data(forKey: "greeting")
+            return value == "hello" && reader.memory.value(forKey: "greeting") == "hello" && onDisk == Data("hello".utf8)
+        }
+        #expect(try await reader.value(forKey: "absent") == nil)
+        #expect(reader.sharedStatistics.misses == 1)
+    }
+
+    @Test("an overwrite or removal on one node drops the other node's memory and disk copies")
+    func invalidationInProcess() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (a, tierA) = try await makeNode(url: server.url, namespace: "t2", scratch: scratch, name: "a")
+        let (b, tierB) = try await makeNode(url: server.url, namespace: "t2", scratch: scratch, name: "b")
+        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        try await a.setValue("v1", forKey: "k")
+        #expect(try await b.value(forKey: "k") == "v1")
+        try await a.setValue("v2", forKey: "k")
+        try await eventually { b.memory.value(forKey: "k") == nil }
+        #expect(try await b.disk.data(forKey: "k") == nil)
+        #expect(try await b.value(forKey: "k") == "v2")
+        // A node keeps its own fresh copy: its own invalidations do not come back to it.
+        #expect(a.memory.value(forKey: "k") == "v2")
+        try await a.removeValue(forKey: "k")
+        try await eventually { b.memory.value(forKey: "k") == nil }
+        #expect(try await b.value(forKey: "k") == nil)
+    }
+
+    @Test("two processes: invalidation reaches the other process; measured delay")
+    func invalidationAcrossProcesses() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (local, tier) = try await makeNode(url: server.url, namespace: "t3", scratch: scratch, name: "local")
+        defer { Task { await tier.shutdown() } }
+        let worker = try WorkerNode(url: server.url, namespace: "t3", directory: scratch.url.appending(path: "worker"))
+        defer { worker.stop() }
+        _ = try await worker.line(startingWith: "ready")
+        var delays: [Duration] = []
+        for round in 0..<20 {
+            let key = "key-\(round)"
+            try await local.setValue("old", forKey: key)
+            worker.send("get \(key)")
+            #expect(try await worker.line(startingWith: "value \(key)") == "value \(key) old")
+            worker.send("watch \(key)")
+            try await Task.sleep(for: .milliseconds(5))
+            let start = ContinuousClock.now
+            if round.isMultiple(of: 2) {
+                try await local.setValue("new", forKey: key)
+            } else {
+                try await local.removeValue(forKey: key)
+            }
+            _ = try await worker.line(startingWith: "dropped \(key)")
+            delays.append(ContinuousClock.now - start)
+            worker.send("get \(key)")
+            let after = try await worker.line(startingWith: "value \(key)", orMiss: true)
+            #expect(after == (round.isMultiple(of: 2) ? "value \(key) new" : "miss \(key)"))
+        }
+        delays.sort()
+        print(
+            "cross-process invalidation delay over \(delays.count) rounds (write → other process's memory copy gone, "
+                + "including the pipe back to the test): median \(delays[delays.count / 2]), max \(delays.last!)"
+        )
+    }
+
+    @Test("two processes and this one: the loader runs once across the fleet; all get its value")
+    func coalescedLoadAcrossProcesses() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (local, tier) = try await makeNode(url: server.url, namespace: "t4", scratch: scratch, name: "local")
+        defer { Task { await tier.shutdown() } }
+        let workers = try (0..<2).map {
+            try WorkerNode(url: server.url, namespace: "t4", directory: scratch.url.appending(path: "w\($0)"))
+        }
+        defer { workers.forEach { $0.stop() } }
+        for worker in workers { _ = try await worker.line(startingWith: "ready") }
+        for round in 0..<3 {
+            let key = "report-\(round)"
+            let localRuns = LoadCounters()
+            for worker in workers { worker.send("load \(key) 300") }
+            async let localValue = local.value(forKey: key) {
+                localRuns.operations.add(1, ordering: .relaxed)
+                try await Task.sleep(for: .milliseconds(300))
+                return "loaded-by-test"
+            }
+            var values = [try await localValue]
+            var runs = localRuns.operations.load(ordering: .relaxed)
+            for worker in workers {
+                let line = try await worker.line(startingWith: "loaded \(key)") { $0.hasPrefix("loader-ran") }
+                if line.hasPrefix("loader-ran") {
+                    runs += 1
+                    values.append(String(try await worker.line(startingWith: "loaded \(key)").split(separator: " ")[2]))
+                } else {
+                    values.append(String(line.split(separator: " ")[2]))
+                }
+            }
+            #expect(runs == 1, "round \(round): the loader ran \(runs) times")
+            #expect(Set(values).count == 1, "round \(round): nodes saw \(values)")
+        }
+    }
+
+    @Test("a waiter whose loader never finishes loads itself after the wait timeout")
+    func waitTimeout() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        var options = SharedTierOptions()
+        options.loadWaitTimeout = .milliseconds(400)
+        let (cache, tier) = try await makeNode(url: server.url, namespace: "t5", scratch: scratch, name: "a", options: options)
+        defer { Task { await tier.shutdown() } }
+        // A node that took the lock and hung.
+        let stuck = try #require(try await tier.lockForLoading(key: "slow", lease: .seconds(30)))
+        let start = ContinuousClock.now
+        let value = try await cache.value(forKey: "slow") { "mine" }
+        #expect(value == "mine")
+        #expect(ContinuousClock.now - start >= .milliseconds(350))
+        // The hung node's late write is refused only if its lease ran out; here it still holds it.
+        #expect(try await tier.setData(Data("late".utf8), forKey: "slow", timeToLive: nil, releasing: stuck))
+    }
+
+    @Test("fencing: a loader whose lease ran out cannot overwrite the next holder's value")
+    func fencing() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t6") { $0.connectTimeout = .seconds(10) }
+        defer { Task { await tier.shutdown() } }
+        let first = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(60)))
+        #expect(try await tier.lockForLoading(key: "k", lease: .seconds(5)) == nil)
+        #expect(try await tier.isLockedForLoading(key: "k"))
+        // The lease runs out (made to, rather than waited for: no timing in tests).
+        try await tier.client.send(RedisCommand("PEXPIRE", "t6:{=k}:lock", "1", keyIndex: 1))
+        try await eventually { try await !tier.isLockedForLoading(key: "k") }
+        let second = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(5)))
+        #expect(second.fencingToken > first.fencingToken)
+        #expect(try await !tier.setData(Data("stale".utf8), forKey: "k", timeToLive: nil, releasing: first))
+        #expect(try await tier.setData(Data("fresh".utf8), forKey: "k", timeToLive: nil, releasing: second))
+        #expect(try await tier.entry(forKey: "k")?.data == Data("fresh".utf8))
+        #expect(try await !tier.isLockedForLoading(key: "k"))
+        // A failed load releases its lock for the next node.
+        let third = try #require(try await tier.lockForLoading(key: "k2", lease: .seconds(5)))
+        try await tier.unlock(third)
+        #expect(try await !tier.isLockedForLoading(key: "k2"))
+    }
+
+    @Test("Redis killed during load: no error, no hang, local levels serve, failures counted, recovery after restart")
+    func degradation() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (cache, tier) = try await makeNode(url: server.url, namespace: "t7", scratch: scratch, name: "a") {
+            $0.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
+            $0.commandTimeout = .seconds(1)
+        }
+        defer { Task { await tier.shutdown() } }
+        for index in 0..<100 { try await cache.setValue("v\(index)", forKey: "k\(index)") }
+        let counters = LoadCounters()
+        let load = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for caller in 0..<8 {
+                    group.addTask {
+                        var index = caller
+                        while !counters.stop.load(ordering: .relaxed) {
+                            do {
+                                let key = "k\(index % 100)"
+                                if index.isMultiple(of: 5) {
+                                    try await cache.setValue("v\(index % 100)", forKey: key)
+                                } else if try await cache.value(forKey: key) != "v\(index % 100)" {
+                                    counters.errors.add(1, ordering: .relaxed)
+                                }
+                                _ = try await cache.value(forKey: "fresh-\(index % 10)") { "loaded" }
+                            } catch {
+                                counters.errors.add(1, ordering: .relaxed)
+                            }
+                            counters.operations.add(1, ordering: .relaxed)
+                            index += 8
+                        }
+                    }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        server.kill()
+        let before = counters.operations.load(ordering: .relaxed)
+        try await Task.sleep(for: .seconds(1))
+        #expect(counters.operations.load(ordering: .relaxed) - before > 100, "callers must keep going while Redis is down")
+        #expect(cache.sharedTierFailures > 0)
+        try await server.start()
+        // The restarted server is empty; k0 is rewritten all the time, so it shows writes arriving.
+        try await eventually(timeout: .seconds(10)) {
+            (try? await tier.entry(forKey: "k0")) != nil
+        }
+        counters.stop.store(true, ordering: .relaxed)
+        await load.value
+        #expect(counters.errors.load(ordering: .relaxed) == 0)
+        // Writes reach Redis again.
+        try await cache.setValue("after", forKey: "recovered")
+        #expect(try await tier.entry(forKey: "recovered")?.data == Data("after".utf8))
+    }
+}
+
+final class LoadCounters: Sendable {
+    let stop = Atomic<Bool>(false)
+    let errors = Atomic<Int>(0)
+    let operations = Atomic<Int>(0)
+}
+
+@Suite(
+    "Shared tier on a Redis Cluster",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"),
+    .timeLimit(.minutes(3))
+)
+struct SharedTierClusterTests {
+    @Test("nodes on different cluster masters share values, invalidations and the load lock")
+    func clusterTier() async throws {
+        let cluster = try await RedisClusterProcesses.start()
+        defer { cluster.stop() }
+        let scratch = try ScratchDirectory()
+        let first = "redis://127.0.0.1:\(cluster.nodes[0].port)"
+        let last = "redis://127.0.0.1:\(cluster.nodes[2].port)"
+        let (a, tierA) = try await makeNode(url: first, namespace: "c1", scratch: scratch, name: "a")
+        let (b, tierB) = try await makeNode(url: last, namespace: "c1", scratch: scratch, name: "b")
+        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        #expect(tierA.client is RedisClusterClient)
+        for index in 0..<50 { try await a.setValue("v\(index)", forKey: "key-\(index)", timeToLive: 300) }
+        for index in 0..<50 { #expect(try await b.value(forKey: "key-\(index)") == "v\(index)") }
+        try await a.setValue("changed", forKey: "key-7")
+        try await eventually { b.memory.value(forKey: "key-7") == nil }
+        #expect(try await b.value(forKey: "key-7") == "changed")
+        // The lock scripts touch value, lock and fence keys of one hash tag: one slot, no CROSSSLOT.
+        let runs = LoadCounters()
+        async let fromA = a.value(forKey: "loaded") {
+            runs.operations.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(200))
+            return "once"
+        }
+        async let fromB = b.value(forKey: "loaded") {
+            runs.operations.add(1, ordering: .relaxed)
+            try await Task.sleep(for: .milliseconds(200))
+            return "once"
+        }
+        #expect(try await [fromA, fromB] == ["once", "once"])
+        #expect(runs.operations.load(ordering: .relaxed) == 1)
+    }
+}
+
+/// Polls `condition` until it holds, or fails the test after `timeout`.
+func eventually(timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+    Issue.record("condition did not hold within \(timeout)")
+}

@@ -1,0 +1,124 @@
+import Foundation
+import StowageCache
+import StowageRedis
+import StowageRedisTestSupport
+import StowageSharedTier
+import Synchronization
+
+/// A scratch directory removed when the value goes away.
+final class ScratchDirectory: Sendable {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appending(path: "stowage-shared-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// One in-process node: memory, disk in `directory/name`, and a Redis tier.
+func makeNode(
+    url: String,
+    namespace: String,
+    scratch: ScratchDirectory,
+    name: String,
+    options: SharedTierOptions = SharedTierOptions(),
+    configure: (inout RedisConfiguration) -> Void = { _ in }
+) async throws -> (HybridCache<String>, RedisSharedTier) {
+    let tier = try await RedisSharedTier.connect(url: url, namespace: namespace) { configuration in
+        // Generous: the suites run in parallel on a small, shared machine.
+        configuration.connectTimeout = .seconds(10)
+        configuration.commandTimeout = .seconds(15)
+        configure(&configuration)
+    }
+    guard await tier.waitUntilSubscribed(timeout: .seconds(10)) else { throw TestSupportError("not subscribed") }
+    // No memory-pressure source: the machine's PSI (other jobs' memory tests) must not empty the
+    // memory level in the middle of an invalidation test.
+    var memoryConfiguration = MemoryCache<String, String>.Configuration(name: name)
+    memoryConfiguration.memoryPressureSource = nil
+    let cache = HybridCache(
+        memory: try MemoryCache<String, String>(configuration: memoryConfiguration),
+        disk: try DiskCache(directory: scratch.url.appending(path: name), configuration: .init(name: name)),
+        serializer: StringSerializer(),
+        shared: tier,
+        sharedOptions: options
+    )
+    return (cache, tier)
+}
+
+/// A `StowageSharedTierWorker` child process driven line by line.
+final class WorkerNode: Sendable {
+    private let process: Process
+    private let input: FileHandle
+    private let lines: AsyncStream<String>
+
+    init(url: String, namespace: String, directory: URL) throws {
+        process = Process()
+        process.executableURL = Self.executable
+        process.arguments = [url, namespace, directory.path]
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        input = stdin.fileHandleForWriting
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        let reader = stdout.fileHandleForReading
+        Thread.detachNewThread {
+            var pending = Data()
+            while true {
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    continuation.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    pending.removeSubrange(pending.startIndex...newline)
+                }
+            }
+            continuation.finish()
+        }
+        lines = stream
+        try process.run()
+    }
+
+    func send(_ line: String) {
+        input.write(Data((line + "\n").utf8))
+    }
+
+    /// The next line starting with `prefix` (or `miss` when `orMiss`, or matching `also`),
+    /// skipping others, or an error after `timeout`.
+    func line(
+        startingWith prefix: String,
+        orMiss: Bool = false,
+        timeout: Duration = .seconds(20),
+        also: @escaping @Sendable (String) -> Bool = { _ in false }
+    ) async throws -> String {
+        try await withThrowingTaskGroup(of: String.self) { group in
+            group.addTask { [self] in
+                for await line in lines where line.hasPrefix(prefix) || (orMiss && line.hasPrefix("miss")) || also(line) {
+                    return line
+                }
+                throw TestSupportError("the worker exited while waiting for '\(prefix)'")
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                throw TestSupportError("no '\(prefix)' line from the worker within \(timeout)")
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    func stop() {
+        send("quit")
+        process.waitUntilExit()
+    }
+
+    static var executable: URL {
+        let candidates = [
+            Bundle.main.bundleURL.appending(path: "StowageSharedTierWorker"),
+            Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "StowageSharedTierWorker"),
+            URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appending(path: ".build/debug/StowageSharedTierWorker"),
+        ]
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }
+}
