@@ -34,6 +34,9 @@ do {
     guard await tier.waitUntilSubscribed(timeout: .seconds(10)) else { fail("no invalidation subscription") }
     var configuration = DiskCache.Configuration(name: "worker")
     configuration.sizeLimit = nil
+    // A minute of waiting for another node's load: the test machine may be loaded.
+    var options = SharedTierOptions()
+    options.loadWaitTimeout = .seconds(60)
     // No memory-pressure source: "dropped" must mean an invalidation, not the machine's PSI.
     var memoryConfiguration = MemoryCache<String, String>.Configuration(name: "worker")
     memoryConfiguration.memoryPressureSource = nil
@@ -41,7 +44,8 @@ do {
         memory: try MemoryCache<String, String>(configuration: memoryConfiguration),
         disk: try DiskCache(directory: URL(filePath: arguments[3], directoryHint: .isDirectory), configuration: configuration),
         serializer: StringSerializer(),
-        shared: tier
+        shared: tier,
+        sharedOptions: options
     )
     // stdin is read on its own thread: a blocking readLine must not hold a cooperative thread.
     let (lines, input) = AsyncStream.makeStream(of: String.self)
