@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "StowageProxy",
             dependencies: [
-                "StowageHTTPCache", "StowageHTTPClient",
+                "StowageHTTPCache", "StowageHTTPClient", "StowageCache",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -175,7 +175,7 @@ let package = Package(
             name: "StowageCLI",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
-                "StowageStores", "StowageProxy",
+                "StowageStores", "StowageProxy", "StowageSharedTier",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -286,6 +286,7 @@ let package = Package(
             name: "StowageProxyTests",
             dependencies: [
                 "StowageProxy", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
+                "StowageSharedTier", "StowageRedisTestSupport", "StowageCache",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

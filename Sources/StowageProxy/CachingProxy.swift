@@ -38,6 +38,7 @@ public final class CachingProxy: Sendable {
         cacheConfiguration.memoryCapacity = configuration.memoryCapacity
         cacheConfiguration.diskCapacity = configuration.diskCapacity
         cacheConfiguration.logger = configuration.logger
+        cacheConfiguration.sharedTier = configuration.sharedTier
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(client: UpstreamTransport.makeClient(), timeout: configuration.upstreamTimeout)
         handler = ProxyHandler(configuration: configuration, cache: cache, transport: transport)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import StowageCache
 import StowageCore
 
 /// How a ``CachingProxy`` listens, where it forwards and how it caches.
@@ -24,6 +25,9 @@ public struct ProxyConfiguration: Sendable {
     /// (``CachedResponse/trace``, steps joined by ` | `). For debugging: it shows cache
     /// internals to clients. Default off.
     public var sendsTrace: Bool
+    /// A cache level shared with other proxies (e.g. `RedisSharedTier`): proxies configured with
+    /// the same one serve each other's stored responses. Default `nil` (this proxy's cache only).
+    public var sharedTier: (any SharedCacheTier)?
 
     /// A configuration with the defaults above.
     public init(upstream: Upstream, cacheDirectory: URL, host: String = "127.0.0.1", port: Int = 8080) {
@@ -36,6 +40,7 @@ public struct ProxyConfiguration: Sendable {
         upstreamTimeout = .seconds(30)
         logger = Logger(label: "stowage.proxy")
         sendsTrace = false
+        sharedTier = nil
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

@@ -228,8 +228,8 @@ struct RedisClientTests {
     /// A client for `url` with the generous test timeouts (the suites run in parallel on a small machine).
     private func client(_ url: String) throws -> RedisClient {
         var configuration = try RedisConfiguration(url: url)
-        configuration.connectTimeout = .seconds(10)
-        configuration.commandTimeout = .seconds(15)
+        configuration.connectTimeout = .seconds(30)
+        configuration.commandTimeout = .seconds(30)
         return RedisClient(configuration: configuration)
     }
 

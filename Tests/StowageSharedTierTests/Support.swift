@@ -26,11 +26,11 @@ func makeNode(
 ) async throws -> (HybridCache<String>, RedisSharedTier) {
     let tier = try await RedisSharedTier.connect(url: url, namespace: namespace) { configuration in
         // Generous: the suites run in parallel on a small, shared machine.
-        configuration.connectTimeout = .seconds(10)
-        configuration.commandTimeout = .seconds(15)
+        configuration.connectTimeout = .seconds(30)
+        configuration.commandTimeout = .seconds(30)
         configure(&configuration)
     }
-    guard await tier.waitUntilSubscribed(timeout: .seconds(10)) else { throw TestSupportError("not subscribed") }
+    guard await tier.waitUntilSubscribed(timeout: .seconds(30)) else { throw TestSupportError("not subscribed") }
     // No memory-pressure source: the machine's PSI (other jobs' memory tests) must not empty the
     // memory level in the middle of an invalidation test.
     var memoryConfiguration = MemoryCache<String, String>.Configuration(name: name)

@@ -31,7 +31,7 @@ do {
         $0.connectTimeout = .seconds(10)
         $0.commandTimeout = .seconds(15)
     }
-    guard await tier.waitUntilSubscribed(timeout: .seconds(10)) else { fail("no invalidation subscription") }
+    guard await tier.waitUntilSubscribed(timeout: .seconds(30)) else { fail("no invalidation subscription") }
     var configuration = DiskCache.Configuration(name: "worker")
     configuration.sizeLimit = nil
     // A minute of waiting for another node's load: the test machine may be loaded.

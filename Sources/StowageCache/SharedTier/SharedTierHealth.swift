@@ -6,29 +6,29 @@ import Synchronization
 /// it ends (not per failed call), and counts failed calls.
 ///
 /// Metric: `stowage_cache_shared_tier_failures_total` (dimension `cache`).
-final class SharedTierHealth: Sendable {
+package final class SharedTierHealth: Sendable {
     private let isDown = Atomic<Bool>(false)
     private let failureCount = Atomic<Int>(0)
     private let failures: Counter
     private let logger: Logger
     private let name: String
 
-    init(name: String, logger: Logger) {
+    package init(name: String, logger: Logger) {
         self.name = name
         self.logger = logger
         failures = Counter(label: "stowage_cache_shared_tier_failures_total", dimensions: [("cache", name)])
     }
 
-    var failureTotal: Int { failureCount.load(ordering: .relaxed) }
+    package var failureTotal: Int { failureCount.load(ordering: .relaxed) }
 
-    func recordSuccess() {
+    package func recordSuccess() {
         guard isDown.load(ordering: .relaxed) else { return }
         if isDown.exchange(false, ordering: .relaxed) {
             logger.notice("shared cache tier reachable again; using it", metadata: ["cache": "\(name)"])
         }
     }
 
-    func recordFailure(_ error: any Error, operation: String) {
+    package func recordFailure(_ error: any Error, operation: String) {
         failureCount.add(1, ordering: .relaxed)
         failures.increment()
         if !isDown.exchange(true, ordering: .relaxed) {
@@ -40,7 +40,7 @@ final class SharedTierHealth: Sendable {
     }
 
     /// Runs `body` against the shared level; a failure is recorded and becomes `nil`.
-    func call<T: Sendable>(_ operation: String, _ body: () async throws -> T) async -> T? {
+    package func call<T: Sendable>(_ operation: String, _ body: () async throws -> T) async -> T? {
         do {
             let result = try await body()
             recordSuccess()

@@ -88,6 +88,12 @@ final class BodyRecorder: Sendable {
         do {
             if let write = outcome.write {
                 try await BlockingWork.run { try write.commit() }
+                // Streamed to disk: share it from there if it is small enough for the shared level.
+                if cache.configuration.sharedTier != nil, cache.isShareable(record),
+                    let data = try await cache.disk.data(forKey: record.bodyKey)
+                {
+                    await cache.shareBody([UInt8](data), bodyKey: record.bodyKey)
+                }
             } else {
                 try await cache.writeBody(outcome.buffer, for: record)
             }
@@ -158,6 +164,9 @@ extension HTTPCache {
         } else if record.isMemoryOnly {
             throw HTTPCacheError.bodyTooLarge(limit: Int(memoryBodyLimit))
         }
-        if !record.isMemoryOnly { try await disk.setData(Data(bytes), forKey: record.bodyKey) }
+        if !record.isMemoryOnly {
+            try await disk.setData(Data(bytes), forKey: record.bodyKey)
+            await shareBody(bytes, bodyKey: record.bodyKey)
+        }
     }
 }

@@ -43,6 +43,14 @@ extension HTTPCache {
         public var clock: CacheClock
         /// Where the cache logs. Default a logger labelled `stowage.http-cache`.
         public var logger: Logger
+        /// A level shared with other nodes (e.g. `RedisSharedTier`): two proxies or clients with
+        /// the same shared level serve each other's stored responses. `nil`: local only.
+        public var sharedTier: (any SharedCacheTier)?
+        /// The largest body put in the shared level; responses with larger bodies stay local
+        /// (their records are not shared either). Default 1 MB.
+        public var sharedBodyLimit: ByteCount
+        /// How long records and bodies live in the shared level. Default one day.
+        public var sharedTimeToLive: TimeInterval
 
         /// A configuration with the defaults above.
         public init(kind: CacheKind = .private, name: String = "stowage") {
@@ -60,6 +68,9 @@ extension HTTPCache {
             collapseTimeout = .seconds(5)
             clock = .system
             logger = Logger(label: "stowage.http-cache")
+            sharedTier = nil
+            sharedBodyLimit = ByteCount(1_000_000)
+            sharedTimeToLive = 86_400
         }
 
         /// The RFC 9111 rules this configuration implies.

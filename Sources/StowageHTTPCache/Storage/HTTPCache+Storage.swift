@@ -15,7 +15,13 @@ extension HTTPCache {
     func variants(for key: CacheKey) async throws -> [VariantRecord] {
         let recordKey = Self.recordKey(key)
         if case .variants(let records) = memory.value(forKey: recordKey) { return records }
-        guard let data = try await disk.data(forKey: recordKey) else { return [] }
+        var data = try await disk.data(forKey: recordKey)
+        if data == nil, let shared = await sharedData(forKey: recordKey) {
+            // Another node stored it: keep a local copy (not published again).
+            data = shared
+            try await disk.setData(shared, forKey: recordKey)
+        }
+        guard let data else { return [] }
         do {
             let records = try VariantRecord.decode(data)
             memory.setValue(.variants(records), forKey: recordKey, cost: data.count)
@@ -40,6 +46,7 @@ extension HTTPCache {
         if records.isEmpty {
             memory.removeValue(forKey: recordKey)
             try await disk.removeData(forKey: recordKey)
+            await shareVariants([], recordKey: recordKey)
             return
         }
         let bytes = VariantRecord.encode(records)
@@ -50,6 +57,7 @@ extension HTTPCache {
         } else {
             try await disk.setData(Data(VariantRecord.encode(durable)), forKey: recordKey)
         }
+        await shareVariants(records, recordKey: recordKey)
     }
 
     /// Adds (or replaces the one with the same `Vary` values) a variant of `key`, removing
@@ -73,6 +81,7 @@ extension HTTPCache {
     func removeBody(_ bodyKey: String) async throws {
         memory.removeValue(forKey: bodyKey)
         try await disk.removeData(forKey: bodyKey)
+        await unshareBody(bodyKey)
     }
 
     static func makeBodyKey() -> String {
@@ -87,7 +96,12 @@ extension HTTPCache {
         if record.isMemoryOnly { return nil }
         let bodyKey = record.bodyKey
         guard let opened = try await BlockingWork.run({ try self.disk.openValueBlocking(forKey: bodyKey) }) else {
-            return nil
+            // Another node's body: keep a local copy.
+            guard let data = await sharedData(forKey: bodyKey) else { return nil }
+            let bytes = [UInt8](data)
+            try await disk.setData(data, forKey: bodyKey)
+            if Int64(bytes.count) <= memoryBodyLimit { memory.setValue(.body(bytes), forKey: bodyKey, cost: bytes.count) }
+            return HTTPBody(bytes: bytes)
         }
         switch opened {
         case .data(let data):

@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import StowageCache
 import StowageCore
+import Synchronization
 
 /// An HTTP response cache that follows RFC 9111, with the request policies and hooks of
 /// `URLCache` (seeds 001 and 004), on a ``DiskCache`` with a ``MemoryCache`` in front.
@@ -28,6 +29,10 @@ public final class HTTPCache: Sendable {
     public let disk: DiskCache
     let memory: MemoryCache<String, MemoryEntry>
     let collapser = RequestCollapser()
+    /// Reachability of the shared level (logged once per outage, failures counted).
+    let sharedHealth: SharedTierHealth
+    /// Applies other nodes' invalidations while the cache lives.
+    let invalidationListener = Mutex<Task<Void, Never>?>(nil)
     let revalidations = RequestCollapser()
 
     /// What the memory tier holds: the variant records of a URL, or one body.
@@ -56,6 +61,12 @@ public final class HTTPCache: Sendable {
         )
         memoryConfiguration.clock = configuration.clock
         memory = try MemoryCache(configuration: memoryConfiguration)
+        sharedHealth = SharedTierHealth(name: configuration.name, logger: configuration.logger)
+        startListeningForInvalidations()
+    }
+
+    deinit {
+        invalidationListener.withLock { $0?.cancel() }
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import StowageCore
 import StowageProxy
+import StowageSharedTier
 
 /// `stowage proxy`: a caching reverse proxy (a shared RFC 9111 cache) in front of one origin.
 struct ProxyCommand: AsyncParsableCommand {
@@ -20,6 +21,10 @@ struct ProxyCommand: AsyncParsableCommand {
             The cache lives in --cache-dir (default: the 'stowage' container's caches/proxy). The \
             bound port is printed on standard output as 'listening on HOST:PORT'; logs go to \
             standard error.
+
+            With --shared redis://HOST:PORT (a Redis or Valkey server, or any node of a Redis \
+            Cluster; rediss:// for TLS), proxies sharing that server serve each other's cached \
+            responses; when it is unreachable each proxy goes on with its own cache.
             """
     )
 
@@ -48,6 +53,9 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @Flag(help: "Add Stowage-Cache-Trace to every response: why it was (not) cached, served or validated.")
     var trace = false
+
+    @Option(help: "A Redis URL whose server this proxy shares its cache through, e.g. redis://127.0.0.1:6379.")
+    var shared: String?
 
     func validate() throws {
         do {
@@ -96,11 +104,25 @@ struct ProxyCommand: AsyncParsableCommand {
             var logger = Logger(label: "stowage.proxy")
             logger.logLevel = level
             configuration.logger = logger
-            let proxy = try CachingProxy(configuration: configuration)
-            try await proxy.run(handlingSignals: true) { port in
-                // One line on stdout for scripts that started the proxy on port 0.
-                FileHandle.standardOutput.write(Data("listening on \(host):\(port)\n".utf8))
+            var tier: RedisSharedTier?
+            if let shared {
+                let connected = try await RedisSharedTier.connect(url: shared, namespace: "stowage-http")
+                // Invalidations from the other proxies must not be missed from the start.
+                _ = await connected.waitUntilSubscribed()
+                configuration.sharedTier = connected
+                tier = connected
             }
+            let proxy = try CachingProxy(configuration: configuration)
+            do {
+                try await proxy.run(handlingSignals: true) { port in
+                    // One line on stdout for scripts that started the proxy on port 0.
+                    FileHandle.standardOutput.write(Data("listening on \(host):\(port)\n".utf8))
+                }
+            } catch {
+                await tier?.shutdown()
+                throw error
+            }
+            await tier?.shutdown()
         }
     }
 }
