@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import StowageCache
 import StowageCore
-import StowageHTTPCache
 
 /// One "clear caches" for a whole container: everything regenerable goes, nothing durable is
 /// touched.
@@ -38,26 +37,12 @@ public struct ClearCaches: Sendable {
         var handlers = CleanHandlers()
         if StoreFiles.isDirectory(container.url(for: .temporary)) { tasks.append(.path("tmp", entries: [])) }
 
-        let purgeable = PurgeableDirectories(container: container)
-        let registrations = try purgeable.registrationsBlocking()
-        let purgeablePaths = Set(try registrations.map { try purgeable.url(for: $0.path).fileSystemPath })
+        let inventory = try CachesInventory(container: container)
         let caches = container.url(for: .caches)
-        var diskCaches: [String] = []
-        var looseEntries: [String] = []
-        for name in try StoreFiles.names(in: caches) where name != "CACHEDIR.TAG" {
-            let url = caches.appending(path: name)
-            if purgeablePaths.contains(url.fileSystemPath) { continue }
-            if StoreFiles.isDirectory(url), FileManager.default.fileExists(atPath: url.appending(path: "index.sqlite").path) {
-                diskCaches.append(name)
-            } else {
-                looseEntries.append(name)
-            }
-        }
         // HTTP caches first (the storage monitor's tier order): the network has all of them.
-        let isHTTPCache = { (name: String) in
-            FileManager.default.fileExists(atPath: caches.appending(path: name).appending(path: HTTPCache.layoutFileName).path)
-        }
-        diskCaches = diskCaches.filter(isHTTPCache) + diskCaches.filter { !isHTTPCache($0) }
+        let diskCaches = inventory.entries.filter { $0.kind == .httpCache }.map(\.name)
+            + inventory.entries.filter { $0.kind == .diskCache }.map(\.name)
+        let looseEntries = inventory.entries.filter { $0.kind == .loose }.map(\.name)
         if !diskCaches.isEmpty {
             tasks.append(.handler(className: "DiskCache", selectors: diskCaches.map { "removeAll:" + $0 }))
             for name in diskCaches {
@@ -69,7 +54,7 @@ public struct ClearCaches: Sendable {
             }
         }
         if !looseEntries.isEmpty { tasks.append(.path("Library/Caches", entries: looseEntries)) }
-        for registration in registrations { tasks.append(.path(registration.path, entries: [])) }
+        for (registration, _) in inventory.purgeable { tasks.append(.path(registration.path, entries: [])) }
         return (CleanManifest(tasks: tasks), handlers)
     }
 

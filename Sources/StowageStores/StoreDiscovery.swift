@@ -1,7 +1,6 @@
 import Foundation
 import StowageCache
 import StowageCore
-import StowageHTTPCache
 import StowagePreferences
 
 /// Finds and measures the stores a container holds on disk, each the cheapest way it allows.
@@ -16,11 +15,9 @@ struct StoreDiscovery {
 
     func discover() throws -> Found {
         var found = Found()
-        let directories = PurgeableDirectories(container: container)
-        let purgeable = try directories.registrationsBlocking().map { ($0, try directories.url(for: $0.path)) }
-        let purgeablePaths = Set(purgeable.map { $0.1.fileSystemPath })
-        collect(into: &found) { try caches(excluding: purgeablePaths) }
-        collect(into: &found) { try purgeableDirectories(purgeable) }
+        let inventory = try CachesInventory(container: container)
+        collect(into: &found) { try caches(inventory.entries) }
+        collect(into: &found) { try purgeableDirectories(inventory.purgeable) }
         collect(into: &found) { try preferenceSuites() }
         collect(into: &found) { try secrets() }
         collect(into: &found) { try databases() }
@@ -38,36 +35,29 @@ struct StoreDiscovery {
 
     /// Disk caches (HTTP caches among them) from their index; any other directory or file in
     /// caches by a walk.
-    private func caches(excluding purgeable: Set<String>) throws -> [StorageAccount.Store] {
-        let caches = container.url(for: .caches)
-        var stores: [StorageAccount.Store] = []
-        for name in try StoreFiles.names(in: caches) {
-            let url = caches.appending(path: name)
-            guard !purgeable.contains(url.fileSystemPath) else { continue }
-            if StoreFiles.isDirectory(url), let summary = try DiskCache.summary(ofDirectory: url, now: now) {
-                let isHTTPCache = FileManager.default.fileExists(atPath: url.appending(path: HTTPCache.layoutFileName).path)
-                stores.append(
-                    StorageAccount.Store(
-                        name: "caches/\(name)",
-                        kind: isHTTPCache ? .httpCache : .diskCache,
-                        category: .regenerable,
-                        path: url.fileSystemPath,
-                        logicalBytes: summary.logicalBytes,
-                        allocatedBytes: summary.allocatedBytes,
-                        entries: summary.count,
-                        expiredBytes: summary.expiredBytes,
-                        source: .index
-                    )
-                )
-            } else if name != "CACHEDIR.TAG" {
-                stores.append(try walked(url, name: "caches/\(name)", kind: .cacheFiles, category: .regenerable))
+    private func caches(_ entries: [CachesInventory.Entry]) throws -> [StorageAccount.Store] {
+        try entries.map { entry in
+            guard entry.kind != .loose, let summary = try DiskCache.summary(ofDirectory: entry.url, now: now) else {
+                return try walked(entry.url, name: "caches/\(entry.name)", kind: .cacheFiles, category: .regenerable)
             }
+            return StorageAccount.Store(
+                name: "caches/\(entry.name)",
+                kind: entry.kind == .httpCache ? .httpCache : .diskCache,
+                category: .regenerable,
+                path: entry.url.fileSystemPath,
+                logicalBytes: summary.logicalBytes,
+                allocatedBytes: summary.allocatedBytes,
+                entries: summary.count,
+                expiredBytes: summary.expiredBytes,
+                source: .index
+            )
         }
-        return stores
     }
 
-    private func purgeableDirectories(_ registrations: [(PurgeableDirectory, URL)]) throws -> [StorageAccount.Store] {
-        try registrations.filter { StoreFiles.isDirectory($0.1) }.map { registration, url in
+    private func purgeableDirectories(
+        _ registrations: [(registration: PurgeableDirectory, url: URL)]
+    ) throws -> [StorageAccount.Store] {
+        try registrations.filter { StoreFiles.isDirectory($0.url) }.map { registration, url in
             try walked(url, name: registration.path, kind: .purgeableDirectory, category: .regenerable)
         }
     }

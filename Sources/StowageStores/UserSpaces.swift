@@ -92,9 +92,7 @@ public final class UserSpaces: Sendable {
         let journal = WipeJournal(container: container)
         try journal.begin(user)
         recovered.withLock { $0 = false }
-        var report = try carryOut(user, journal: journal)
-        report.resumed = false
-        return report
+        return try carryOut(user, journal: journal, resumed: false)
     }
 
     /// Finishes every wipe whose journal is still there (interrupted by a crash, or refused
@@ -118,7 +116,7 @@ public final class UserSpaces: Sendable {
         for user in try journal.pending() {
             logger.notice("finishing a pending wipe", metadata: ["user": "\(user)"])
             do {
-                reports.append(try carryOut(user, journal: journal))
+                reports.append(try carryOut(user, journal: journal, resumed: true))
             } catch {
                 allFinished = false
                 logger.warning("a pending wipe cannot finish yet", metadata: ["user": "\(user)", "error": "\(error)"])
@@ -130,8 +128,8 @@ public final class UserSpaces: Sendable {
         return reports
     }
 
-    private func carryOut(_ user: String, journal: WipeJournal) throws -> WipeReport {
-        var report = WipeReport(user: user, resumed: true)
+    private func carryOut(_ user: String, journal: WipeJournal, resumed: Bool) throws -> WipeReport {
+        var report = WipeReport(user: user, resumed: resumed)
         let directories = [
             ("caches", UserSpace.cachesDirectory(of: user, in: container)),
             ("data", UserSpace.dataDirectory(of: user, in: container)),

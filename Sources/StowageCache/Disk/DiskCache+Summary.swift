@@ -26,14 +26,22 @@ extension DiskCache {
         public var expiredBytes: ByteCount
     }
 
+    /// The index file of the disk cache in `directory`.
+    static func indexPath(in directory: URL) -> String { directory.fileSystemPath + "/index.sqlite" }
+
+    /// Whether `directory` holds a disk cache (its index), without opening it.
+    public static func isDiskCache(_ directory: URL) -> Bool {
+        var status = stat()
+        return lstat(indexPath(in: directory), &status) == 0
+    }
+
     /// Reads the summary of the disk cache in `directory`, or `nil` when it holds no index.
     ///
     /// - Parameter now: The time that decides what has expired.
     /// - Throws: ``StowageError`` when the index cannot be read (`.unsupported` for a newer
     ///   format, `.corrupt` for a damaged file).
     public static func summary(ofDirectory directory: URL, now: Date = Date()) throws -> Summary? {
-        let root = directory.fileSystemPath
-        let indexPath = root + "/index.sqlite"
+        let indexPath = indexPath(in: directory)
         var indexBytes: Int64 = 0
         var status = stat()
         guard lstat(indexPath, &status) == 0 else { return nil }

@@ -78,7 +78,7 @@ public final class DiskCache: Sendable {
         processLock = lock
         files = try DiskCacheFiles(root: root, synchronous: configuration.synchronousWrites)
         index = try Self.openIndex(
-            path: root + "/index.sqlite",
+            path: Self.indexPath(in: directory),
             files: files,
             configuration: configuration,
             isOnlyUser: isOnlyUser

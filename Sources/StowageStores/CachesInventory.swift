@@ -1,0 +1,43 @@
+import Foundation
+import StowageCache
+import StowageCore
+import StowageHTTPCache
+
+/// What a container's caches location holds, and its purgeable directories: classified once,
+/// the same way, for the storage account and for "clear caches".
+struct CachesInventory {
+    enum Kind: Equatable {
+        /// A disk cache marked as an HTTP cache (its layout file).
+        case httpCache
+        /// Any other disk cache (a directory with a disk-cache index).
+        case diskCache
+        /// Anything else: files and directories the app keeps in caches itself.
+        case loose
+    }
+
+    /// One entry of the caches location (not `CACHEDIR.TAG`, not a purgeable directory).
+    struct Entry {
+        var name: String
+        var url: URL
+        var kind: Kind
+    }
+
+    /// The registered purgeable directories and where they are.
+    var purgeable: [(registration: PurgeableDirectory, url: URL)]
+    /// The caches location's entries, by name.
+    var entries: [Entry]
+
+    init(container: Container) throws {
+        let directories = PurgeableDirectories(container: container)
+        purgeable = try directories.registrationsBlocking().map { ($0, try directories.url(for: $0.path)) }
+        let purgeablePaths = Set(purgeable.map(\.url.fileSystemPath))
+        let caches = container.url(for: .caches)
+        entries = try StoreFiles.names(in: caches).compactMap { name in
+            let url = caches.appending(path: name)
+            guard name != "CACHEDIR.TAG", !purgeablePaths.contains(url.fileSystemPath) else { return nil }
+            guard StoreFiles.isDirectory(url), DiskCache.isDiskCache(url) else { return Entry(name: name, url: url, kind: .loose) }
+            let isHTTPCache = FileManager.default.fileExists(atPath: url.appending(path: HTTPCache.layoutFileName).path)
+            return Entry(name: name, url: url, kind: isHTTPCache ? .httpCache : .diskCache)
+        }
+    }
+}
