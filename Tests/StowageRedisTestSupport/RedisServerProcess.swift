@@ -120,18 +120,29 @@ public final class RedisServerProcess: Sendable {
         return try Self.run("redis-cli", ["-p", String(port)] + authentication + arguments)
     }
 
+    /// Polls with `redis-cli` from a dispatch thread, not Swift's cooperative pool: many suites
+    /// start servers at once, and each poll spawns and waits for a process.
     private func waitUntilAnswering() async throws {
-        let deadline = ContinuousClock.now + .seconds(15)
         let pid = process.withLock { $0?.processIdentifier } ?? -1
-        while ContinuousClock.now < deadline {
-            // Our own server must answer, not whatever else listens on the port.
-            if let info = try? cli(["INFO", "server"]), info.contains("process_id:\(pid)\r") { return }
-            if process.withLock({ $0?.isRunning }) == false { break }
-            try await Task.sleep(for: .milliseconds(20))
+        let answered: Bool = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let deadline = Date().addingTimeInterval(15)
+                while Date() < deadline {
+                    // Our own server must answer, not whatever else listens on the port.
+                    if let info = try? self.cli(["INFO", "server"]), info.contains("process_id:\(pid)\r") {
+                        return continuation.resume(returning: true)
+                    }
+                    if self.process.withLock({ $0?.isRunning }) == false { break }
+                    usleep(20_000)
+                }
+                continuation.resume(returning: false)
+            }
         }
-        throw TestSupportError(
-            "redis-server on port \(port) did not start within 15 s (port taken?); see \(directory.path)/redis.log"
-        )
+        guard answered else {
+            throw TestSupportError(
+                "redis-server on port \(port) did not start within 15 s (port taken?); see \(directory.path)/redis.log"
+            )
+        }
     }
 
     /// Ports handed out by this process, counting up from a random base below the kernel's
