@@ -286,7 +286,7 @@ let package = Package(
             name: "StowageProxyTests",
             dependencies: [
                 "StowageProxy", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
-                "StowageSharedTier", "StowageRedisTestSupport", "StowageCache",
+                "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport", "StowageCache",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -6,6 +6,7 @@ import NIOHTTP1
 import StowageCore
 import StowageHTTPTestSupport
 import StowageProxy
+import StowageRedis
 import StowageRedisTestSupport
 import StowageSharedTier
 import Testing
@@ -21,7 +22,11 @@ struct SharedProxyTests {
     }
 
     private static func startNode(upstream: String, redis: String, directory: URL) async throws -> Node {
-        let tier = try await RedisSharedTier.connect(url: redis, namespace: "stowage-http")
+        // The test support's generous timeouts: the whole suite runs in parallel on two cores.
+        let tier = try await RedisSharedTier.connect(url: redis, namespace: "stowage-http") {
+            $0.connectTimeout = .seconds(30)
+            $0.commandTimeout = .seconds(30)
+        }
         #expect(await tier.waitUntilSubscribed())
         var configuration = ProxyConfiguration(
             upstream: try .init(parsing: upstream),
