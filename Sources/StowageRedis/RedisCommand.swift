@@ -36,6 +36,23 @@ public struct RedisCommand: Sendable, Hashable, CustomStringConvertible {
         keyIndex.flatMap { $0 < arguments.count ? arguments[$0] : nil }
     }
 
+    /// Whether the command must not share its connection with other callers' commands: it
+    /// blocks the connection (`BLPOP`, `WAIT`, `XREAD`), changes the connection's state (`SELECT`,
+    /// `MULTI`, `CLIENT`, `SUBSCRIBE`) or its replies (`MONITOR`). See
+    /// ``RedisConfiguration/multiplexedConnections``.
+    public var needsOwnConnection: Bool {
+        // GET, SET, DEL and the other three-letter commands are none of these; skip the lookup.
+        guard let first = arguments.first, first.readableBytes > 3, first.readableBytes <= 16 else { return false }
+        return Self.ownConnectionNames.contains(name)
+    }
+
+    static let ownConnectionNames: Set<String> = [
+        "BLPOP", "BRPOP", "BRPOPLPUSH", "BLMOVE", "BLMPOP", "BZPOPMIN", "BZPOPMAX", "BZMPOP", "XREAD", "XREADGROUP",
+        "WAIT", "WAITAOF", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "SELECT", "AUTH", "HELLO", "RESET",
+        "QUIT", "CLIENT", "SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE",
+        "MONITOR", "ASKING", "READONLY", "READWRITE",
+    ]
+
     /// The name and the key, never the values (they may be large or secret).
     public var description: String {
         key.map { "\(name) \(String(buffer: $0))" } ?? name

@@ -137,7 +137,8 @@ struct RedisClientTests {
         defer { server.remove() }
         let client = RedisClient(configuration: server.configuration)
         defer { Task { await client.shutdown() } }
-        try await client.send(.ping)  // the pipeline below runs on an open connection
+        // The pipeline below (BLPOP: a connection of its own) runs on this idle, open connection.
+        _ = try await client.withConnection { try await $0.send(.ping) }
         let pending = Task {
             // BLPOP blocks the connection; the GETs queue behind it.
             try await client.pipeline([RedisCommand("BLPOP", "never", "0", keyIndex: 1), .get("a"), .get("b")])

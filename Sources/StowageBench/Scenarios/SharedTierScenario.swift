@@ -11,9 +11,11 @@ import Synchronization
 /// operations, so the inverse of throughput).
 ///
 /// - Unpipelined: each caller awaits each operation. Stowage goes through `RedisSharedTier`
-///   (`entry(forKey:)`; `setData` = `SET` with the entry header plus the invalidation `PUBLISH`,
-///   pipelined in one round trip) over a 16-connection pool. Baseline: `redis-benchmark -t
-///   set,get -d 1024 -c 16 -P 1` on the same server in the same run.
+///   (`entry(forKey:)`; `setData` = `SET` with the entry header, then the node's coalesced
+///   invalidation `PUBLISH`) on the client's defaults: concurrent callers share two connections
+///   (auto-pipelining, ``RedisConfiguration/multiplexedConnections``). Baseline: `redis-benchmark
+///   -t set,get -d 1024 -c 16 -P 1` on the same server in the same run. Set
+///   `STOWAGE_BENCH_MULTIPLEXED=0` to give each command a connection of its own instead.
 /// - Pipelined: each caller sends 16 `GET`s/`SET`s per round trip with `RedisClient.pipeline`.
 ///   Baseline: `redis-benchmark … -P 16`.
 ///
@@ -47,6 +49,9 @@ struct SharedTierScenario: Scenario {
         defer { server.stop() }
         var configuration = try RedisConfiguration(url: server.url)
         configuration.maximumConnections = callers
+        if let shared = ProcessInfo.processInfo.environment["STOWAGE_BENCH_MULTIPLEXED"].flatMap({ Int($0) }) {
+            configuration.multiplexedConnections = shared
+        }
         if let threads = ProcessInfo.processInfo.environment["STOWAGE_BENCH_EL_THREADS"].flatMap({ Int($0) }) {
             configuration.eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         }
@@ -82,6 +87,7 @@ struct SharedTierScenario: Scenario {
             name: name, unit: "ns/op", stowage: stowage, baselines: [baselineName: baseline], ok: ok,
             notes: "\(callers) concurrent callers, \(operations) ops of \(valueSize) B values over \(keyCount) keys"
                 + (isPipelined ? ", \(depth) commands per round trip (RedisClient.pipeline)" : " through RedisSharedTier")
+                + " on \(configuration.multiplexedConnections) shared connections"
                 + "; throughput stowage \(Int(1e9 / stowage)) ops/s vs \(baselineName) \(Int(1e9 / baseline)) ops/s "
                 + "(\(BenchContext.format(baseline / stowage))x)"
         )

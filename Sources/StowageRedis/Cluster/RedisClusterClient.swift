@@ -81,7 +81,7 @@ public final class RedisClusterClient: RedisCommandExecuting {
             let reply: RESPValue
             do {
                 let pool = try pool(for: target)
-                reply = try await pool.withConnection { connection in
+                reply = try await pool.withSharedConnection(exclusive: command.needsOwnConnection) { connection in
                     if asking {
                         return try await connection.pipeline([RedisCommand("ASKING"), command])[1]
                     }
@@ -138,7 +138,9 @@ public final class RedisClusterClient: RedisCommandExecuting {
         var replies: [RESPValue]
         if slots.count <= 1 {
             let target = try await node(forSlot: slots.first)
-            replies = try await pool(for: target).withConnection { try await $0.pipeline(commands) }
+            replies = try await pool(for: target).withSharedConnection(
+                exclusive: commands.contains(where: \.needsOwnConnection)
+            ) { try await $0.pipeline(commands) }
         } else {
             replies = Array(repeating: .null, count: commands.count)
             for index in commands.indices { replies[index] = try await sendCapturingErrors(commands[index]) }

@@ -93,6 +93,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private let onPush: @Sendable (RESPValue) -> Void
     private var timeoutCheck: Scheduled<Void>?
     private var closedError: RedisError?
+    private var isFlushScheduled = false
     /// After `SUBSCRIBE` on RESP2 every reply is a pub/sub message, not a command's reply.
     var routesEverythingAsPush = false
 
@@ -137,6 +138,19 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         }
         if timeoutCheck == nil, !pending.isEmpty { scheduleTimeoutCheck(context: context, at: deadline) }
         context.write(wrapOutboundOut(buffer), promise: promise)
+    }
+
+    /// Commands written by many tasks in the same moment each ask for a flush; one flush after
+    /// the event loop has run the writes already queued sends them in one `write(2)`.
+    func flush(context: ChannelHandlerContext) {
+        if isFlushScheduled { return }
+        isFlushScheduled = true
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute {
+            let (handler, context) = loopBound.value
+            handler.isFlushScheduled = false
+            context.flush()
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -69,6 +69,14 @@ public struct RedisConfiguration: Sendable {
     public var maximumConnections: Int
     /// Longest wait for a pooled connection when all are busy, before `.poolExhausted`.
     public var poolWaitTimeout: Duration
+    /// How many of the pool's connections ``RedisClient/send(_:)`` and
+    /// ``RedisClient/pipeline(_:)`` share among concurrent callers (auto-pipelining): commands
+    /// from many tasks go out together in one write and their replies come back in one read,
+    /// instead of one system call per command each way. 2 by default; 0 gives every command a
+    /// connection of its own for the length of its round trip. Blocking and connection-state
+    /// commands (`BLPOP`, `WAIT`, `SELECT`, `MULTI`, …) and ``RedisClient/withConnection(_:)``
+    /// always get a connection of their own. Counted within ``maximumConnections``.
+    public var multiplexedConnections: Int
     /// Delays between reconnect attempts after a failed connect; while one runs, commands fail
     /// at once with `.connectionFailed` instead of each waiting for its own connect timeout.
     public var reconnectBackoff: Backoff
@@ -78,8 +86,8 @@ public struct RedisConfiguration: Sendable {
     public var eventLoopGroup: any EventLoopGroup
 
     /// A server at `host:port` with the defaults: no credentials, database 0, plain TCP, RESP3
-    /// with RESP2 fallback, 16 connections, 5 s connect (as go-redis), 5 s command and 2 s pool
-    /// timeouts.
+    /// with RESP2 fallback, 16 connections (2 of them shared by concurrent callers), 5 s connect
+    /// (as go-redis), 5 s command and 2 s pool timeouts.
     public init(host: String = "127.0.0.1", port: Int = 6379) {
         self.host = host
         self.port = port
@@ -89,6 +97,7 @@ public struct RedisConfiguration: Sendable {
         commandTimeout = .seconds(5)
         maximumConnections = 16
         poolWaitTimeout = .seconds(2)
+        multiplexedConnections = 2
         reconnectBackoff = Backoff()
         logger = Logger(label: "stowage.redis")
         eventLoopGroup = MultiThreadedEventLoopGroup.singleton
@@ -148,6 +157,13 @@ public struct RedisConfiguration: Sendable {
     func validate() throws {
         guard maximumConnections >= 1 else {
             throw RedisError(code: .invalidURL, message: "maximumConnections is \(maximumConnections); it must be ≥ 1")
+        }
+        guard (0...maximumConnections).contains(multiplexedConnections) else {
+            throw RedisError(
+                code: .invalidURL,
+                message: "multiplexedConnections is \(multiplexedConnections); it must be between 0 and "
+                    + "maximumConnections (\(maximumConnections))"
+            )
         }
         guard (0...65535).contains(port) else {
             throw RedisError(code: .invalidURL, message: "port \(port) is not a TCP port (0…65535)")

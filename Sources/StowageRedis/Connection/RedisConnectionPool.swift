@@ -39,9 +39,24 @@ final class RedisConnectionPool: Sendable {
     }
 
     private let state = Mutex(State())
+    private let shared: RedisSharedConnections
 
     init(configuration: RedisConfiguration) {
         self.configuration = configuration
+        shared = RedisSharedConnections(
+            count: max(0, min(configuration.multiplexedConnections, configuration.maximumConnections))
+        )
+    }
+
+    /// Runs `command`-sending `body` on a connection that concurrent callers share (see
+    /// ``RedisSharedConnections``), or on a leased one when `exclusive` or when the
+    /// configuration shares none.
+    func withSharedConnection<T: Sendable>(
+        exclusive: Bool = false,
+        _ body: (RedisConnection) async throws -> T
+    ) async throws -> T {
+        if exclusive || shared.count == 0 { return try await withConnection(body) }
+        return try await shared.withConnection(from: self, body)
     }
 
     /// Runs `body` with a leased connection and returns it to the pool afterwards.
@@ -203,10 +218,13 @@ final class RedisConnectionPool: Sendable {
         }
     }
 
-    /// Closes idle connections and fails waiters; leased connections close when they come back.
+    /// Closes idle and shared connections and fails waiters; leased connections close when they
+    /// come back.
     func shutdown() async {
+        let sharedConnections = shared.shutdown()
         let (idle, waiters) = state.withLock { state in
             state.isShutdown = true
+            state.count -= sharedConnections.count
             defer {
                 state.idle.removeAll()
                 state.waiters.removeAll()
@@ -214,13 +232,13 @@ final class RedisConnectionPool: Sendable {
             return (state.idle, state.waiters)
         }
         for waiter in waiters { waiter.continuation.resume(throwing: Self.shutdownError(configuration)) }
-        for connection in idle { await connection.close() }
+        for connection in idle + sharedConnections { await connection.close() }
     }
 
     /// Open connections (idle and leased), for tests and diagnostics.
     var connectionCount: Int { state.withLock { $0.count } }
 
-    private static func shutdownError(_ configuration: RedisConfiguration) -> RedisError {
+    static func shutdownError(_ configuration: RedisConfiguration) -> RedisError {
         RedisError(code: .shutdown, message: "the Redis client was shut down", server: configuration.address)
     }
 }

@@ -1,0 +1,137 @@
+import Foundation
+import NIOCore
+import StowageRedis
+import StowageRedisTestSupport
+import Testing
+
+@Suite("RedisCommand.needsOwnConnection")
+struct RedisCommandConnectionNeedsTests {
+    @Test("blocking and connection-state commands need a connection of their own; data commands do not")
+    func classification() {
+        for name in ["BLPOP", "blpop", "BZPopMin", "XREAD", "WAIT", "MULTI", "EXEC", "WATCH", "SELECT", "CLIENT", "SUBSCRIBE"] {
+            #expect(RedisCommand(name, "x").needsOwnConnection, "\(name)")
+        }
+        for command in [RedisCommand.get("k"), .set("k", value: "v"), .del("k"), .ping, .publish("c", message: "m"),
+                        .eval("return 1", keys: [], arguments: []), RedisCommand("HGETALL", "h"), RedisCommand("XADD", "s")] {
+            #expect(!command.needsOwnConnection, "\(command)")
+        }
+    }
+}
+
+@Suite(
+    "RedisClient multiplexing (auto-pipelining)",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+)
+struct RedisMultiplexingTests {
+    @Test("64 concurrent callers share one connection and each gets its own replies")
+    func concurrentCallersShareOneConnection() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.maximumConnections = 4
+        configuration.multiplexedConnections = 1
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<64 {
+                group.addTask {
+                    for round in 0..<100 {
+                        let key = "m:\(caller):\(round % 7)"
+                        let value = "\(caller)-\(round)-" + String(repeating: "x", count: (caller * 37 + round) % 300)
+                        try await client.send(.set(key, value: RedisArgument(value)))
+                        let reply = try await client.send(.get(key))
+                        #expect(reply.string == value)
+                        let counted = try await client.send(RedisCommand("INCR", RedisArgument("n:\(caller)"), keyIndex: 1))
+                        #expect(counted == .integer(Int64(round + 1)))
+                        if round % 25 == 0 {
+                            let replies = try await client.pipeline([.get(key), .ping, .get("m:missing")])
+                            #expect(replies == [.bulkString(ByteBuffer(string: value)), .simpleString("PONG"), .null])
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(client.connectionCount == 1)
+    }
+
+    @Test("a blocking command gets a connection of its own and holds up no shared caller")
+    func blockingCommandDoesNotHoldUpOthers() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.multiplexedConnections = 1
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        try await client.send(.ping)
+        let blocked = Task { try await client.send(RedisCommand("BLPOP", "queue", "10", keyIndex: 1)) }
+        try await Task.sleep(for: .milliseconds(100))
+        let started = ContinuousClock.now
+        for index in 0..<200 { try await client.send(.set("k\(index)", value: "v")) }
+        // 200 round trips on loopback take milliseconds; behind the BLPOP they would take 10 s.
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(client.connectionCount == 2)
+        try await client.send(RedisCommand("LPUSH", "queue", "job", keyIndex: 1))
+        #expect(try await blocked.value == .array([.bulkString("queue"), .bulkString("job")]))
+    }
+
+    @Test("a shared connection the server closed is replaced; shutdown closes the shared connections")
+    func sharedConnectionReplacedAndClosed() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.multiplexedConnections = 2
+        let client = RedisClient(configuration: configuration)
+        for index in 0..<10 { try await client.send(.set("k\(index)", value: "v")) }
+        var observerConfiguration = server.configuration
+        observerConfiguration.multiplexedConnections = 0
+        observerConfiguration.maximumConnections = 1
+        let observer = RedisClient(configuration: observerConfiguration)
+        defer { Task { await observer.shutdown() } }
+        try await observer.send(RedisCommand("CLIENT", "KILL", "SKIPME", "yes"))
+        // The first command may meet the closing connection ("may or may not have run"); the
+        // ones after it run on fresh connections.
+        var failures = 0
+        for index in 0..<20 {
+            do { try await client.send(.get("k\(index % 10)")) } catch let error as RedisError {
+                #expect(error.code == .connectionClosed)
+                failures += 1
+            }
+        }
+        #expect(failures <= 2)
+        #expect(client.connectionCount <= 2)
+        await client.shutdown()
+        #expect(client.connectionCount == 0)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var clients = Int.max
+        while ContinuousClock.now < deadline {
+            let list = try await observer.send(RedisCommand("CLIENT", "LIST")).string ?? ""
+            clients = list.split(separator: "\n").count
+            if clients == 1 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(clients == 1, "only the observer is left connected")
+        await #expect {
+            try await client.send(.ping)
+        } throws: { error in
+            (error as? RedisError)?.code == .shutdown
+        }
+    }
+
+    @Test("more shared connections than the pool may open is a typed configuration error")
+    func invalidMultiplexedCount() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.maximumConnections = 2
+        configuration.multiplexedConnections = 3
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        await #expect {
+            try await client.send(.ping)
+        } throws: { error in
+            guard let error = error as? RedisError else { return false }
+            return error.code == .invalidURL && error.message.contains("multiplexedConnections")
+        }
+    }
+}
