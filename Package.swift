@@ -175,7 +175,7 @@ let package = Package(
             name: "StowageCLI",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
-                "StowageStores", "StowageProxy", "StowageSharedTier",
+                "StowageStores", "StowageProxy", "StowageSharedTier", "StowageRedis",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -329,7 +329,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StowageCLITests",
-            dependencies: ["StowageCore", "StowageCLI", "StowageHTTPTestSupport"],
+            dependencies: ["StowageCore", "StowageCLI", "StowageHTTPTestSupport", "StowageRedisTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

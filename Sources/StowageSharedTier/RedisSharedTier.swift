@@ -72,14 +72,16 @@ public final class RedisSharedTier: SharedCacheTier {
     /// in `INFO cluster`) gives a ``RedisClusterClient`` seeded with it, any other server a
     /// ``RedisClient``.
     ///
+    /// - Parameter configure: Adjusts the configuration before connecting (trust roots, pool
+    ///   size, timeouts); what it throws is rethrown.
     /// - Throws: ``RedisError`` when the URL is bad or the server cannot be asked.
     public static func connect(
         url: String,
         namespace: String = "stowage",
-        configure: (inout RedisConfiguration) -> Void = { _ in }
+        configure: (inout RedisConfiguration) throws -> Void = { _ in }
     ) async throws -> RedisSharedTier {
         var configuration = try RedisConfiguration(url: url)
-        configure(&configuration)
+        try configure(&configuration)
         let single = RedisClient(configuration: configuration)
         let info = try await single.send(RedisCommand("INFO", "cluster")).string ?? ""
         if info.contains("cluster_enabled:1") {

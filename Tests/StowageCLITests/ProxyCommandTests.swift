@@ -1,5 +1,6 @@
 import Foundation
 import StowageHTTPTestSupport
+import StowageRedisTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -11,27 +12,16 @@ import Glibc
 
 /// `stowage proxy` as a shell user runs it: a real process, a real origin, SIGTERM to stop.
 @Suite struct ProxyCommandTests {
-    @Test("stowage proxy serves through its cache and stops gracefully on SIGTERM (exit 0)")
-    func servesAndStopsOnSIGTERM() async throws {
-        let origin = try await TestOriginServer.start { r in
-            .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
-        }
-        let cacheDirectory = FileManager.default.temporaryDirectory.appending(
-            path: "stowage-proxy-cli-\(UUID().uuidString)"
-        )
-        defer { try? FileManager.default.removeItem(at: cacheDirectory) }
+    /// Starts `stowage proxy --listen 127.0.0.1:0 arguments…` and reads the port it prints.
+    private static func startProxy(_ arguments: [String]) async throws -> (Process, port: Int, errors: Pipe) {
         let process = Process()
         process.executableURL = StowageExecutable.url
-        process.arguments = [
-            "proxy", "--listen", "127.0.0.1:0", "--upstream", origin.baseURL, "--cache-dir", cacheDirectory.path,
-            "--memory-capacity", "8MB", "--disk-capacity", "100MB",
-        ]
+        process.arguments = ["proxy", "--listen", "127.0.0.1:0"] + arguments
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
         try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         let handle = output.fileHandleForReading
         let line = await Task.detached { () -> String in
             var bytes: [UInt8] = []
@@ -42,9 +32,39 @@ import Glibc
             }
             return String(decoding: bytes, as: UTF8.self)
         }.value
-        let port = try #require(
-            line.split(separator: ":").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        else {
+            kill(process.processIdentifier, SIGKILL)
+            let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            Issue.record("stowage proxy printed no port: \(line)\n\(log)")
+            throw CancellationError()
+        }
+        return (process, port, errors)
+    }
+
+    /// Sends SIGTERM and returns the exit status (waited for off Swift's cooperative threads).
+    private static func stop(_ process: Process) async -> Int32 {
+        kill(process.processIdentifier, SIGTERM)
+        return await Task.detached { () -> Int32 in
+            process.waitUntilExit()
+            return process.terminationStatus
+        }.value
+    }
+
+    @Test("stowage proxy serves through its cache and stops gracefully on SIGTERM (exit 0)")
+    func servesAndStopsOnSIGTERM() async throws {
+        let origin = try await TestOriginServer.start { r in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }
+        let cacheDirectory = FileManager.default.temporaryDirectory.appending(
+            path: "stowage-proxy-cli-\(UUID().uuidString)"
         )
+        defer { try? FileManager.default.removeItem(at: cacheDirectory) }
+        let (process, port, errors) = try await Self.startProxy([
+            "--upstream", origin.baseURL, "--cache-dir", cacheDirectory.path,
+            "--memory-capacity", "8MB", "--disk-capacity", "100MB",
+        ])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/doc"))
         for _ in 0..<2 {
             let (data, response) = try await URLSession.shared.data(from: url)
@@ -52,12 +72,7 @@ import Glibc
             #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Status") != nil)
         }
         #expect(origin.requestCount == 1)
-        kill(process.processIdentifier, SIGTERM)
-        let status = await Task.detached { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }.value
-        #expect(status == 0)
+        #expect(await Self.stop(process) == 0)
         let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(log.contains("stowage proxy stopped"))
         await origin.stop()
@@ -68,5 +83,54 @@ import Glibc
         let outcome = try StowageExecutable.run(["proxy", "--upstream", "ftp://example.com"])
         #expect(outcome.status == 64)
         #expect(outcome.standardError.contains("must use http or https"))
+    }
+
+    @Test(
+        "stowage proxy --shared rediss:// --shared-ca-file writes responses through to a TLS Redis",
+        .enabled(
+            if: RedisServerProcess.isAvailable && TestCertificateAuthority.isAvailable,
+            "redis-server or openssl is not installed"
+        )
+    )
+    func sharedOverTLS() async throws {
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-tls-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let authority = try TestCertificateAuthority(in: root.appending(path: "ca"))
+        let tlsPort = try RedisServerProcess.freePort()
+        let redis = try await RedisServerProcess.start(extraArguments: authority.redisServerArguments(tlsPort: tlsPort))
+        defer { redis.remove() }
+        let origin = try await TestOriginServer.start { r in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }
+        let (process, port, errors) = try await Self.startProxy([
+            "--upstream", origin.baseURL, "--cache-dir", root.appending(path: "cache").path,
+            "--shared", "rediss://localhost:\(tlsPort)", "--shared-ca-file", authority.certificate.path,
+        ])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)/doc"))
+        let (data, _) = try await URLSession.shared.data(from: url)
+        #expect(String(decoding: data, as: UTF8.self) == "v1")
+        // The record reaches Redis (through the TLS port) just after the response.
+        let deadline = ContinuousClock.now + .seconds(20)
+        var keys = ""
+        while ContinuousClock.now < deadline {
+            keys = try redis.cli(["--scan", "--pattern", "stowage-http:*"])
+            if !keys.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(keys.contains("stowage-http:"), "no shared record in Redis")
+        #expect(await Self.stop(process) == 0)
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(!log.contains("unreachable"), "\(log)")
+        await origin.stop()
+    }
+
+    @Test("stowage proxy --shared-ca-file without a rediss:// server is a usage error (exit 64)")
+    func caFileNeedsTLS() throws {
+        let outcome = try StowageExecutable.run([
+            "proxy", "--upstream", "http://127.0.0.1:9", "--shared", "redis://127.0.0.1:6379", "--shared-ca-file", "ca.pem",
+        ])
+        #expect(outcome.status == 64)
+        #expect(outcome.standardError.contains("rediss://"))
     }
 }

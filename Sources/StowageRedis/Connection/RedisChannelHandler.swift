@@ -1,4 +1,5 @@
 import NIOCore
+import NIOSSL
 
 /// Frames bytes from the socket into ``RESPValue``s for ``RedisChannelHandler``.
 struct RESPFrameDecoder: ByteToMessageDecoder {
@@ -185,6 +186,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         let redisError =
             (error as? RedisError)
+            ?? Self.tlsError(error, server: server)
             ?? RedisError(
                 code: .connectionClosed,
                 message: "the connection failed; the command may or may not have run",
@@ -192,6 +194,23 @@ final class RedisChannelHandler: ChannelDuplexHandler {
                 cause: error
             )
         fail(redisError, context: context)
+    }
+
+    /// A failed TLS handshake as a `.tls` error that says what to check; `nil` for other errors.
+    private static func tlsError(_ error: any Error, server: String) -> RedisError? {
+        // handshakeFailed: the chain did not verify; NIOSSLExtraError: the names did not match
+        // (failedToValidateHostname) or cannot be matched.
+        switch error {
+        case NIOSSLError.handshakeFailed, is NIOSSLExtraError: break
+        default: return nil
+        }
+        return RedisError(
+            code: .tls,
+            message: "the TLS handshake failed: the server's certificate is not trusted or does not name this host; "
+                + "check the configuration's tls.trustRoots and tlsServerHostname",
+            server: server,
+            cause: error
+        )
     }
 
     private func fail(_ error: RedisError, context: ChannelHandlerContext) {

@@ -142,6 +142,36 @@ public struct RedisConfiguration: Sendable {
         if scheme == "rediss" { tls = .makeClientConfiguration() }
     }
 
+    /// Trusts the certificate authorities in a PEM file instead of the system's, for a
+    /// `rediss://` server whose certificate a private CA signed.
+    ///
+    /// - Throws: ``RedisError`` `.tls` when this configuration does not use TLS (the URL said
+    ///   `redis://`) or the file holds no certificate that can be read.
+    public mutating func trustCertificateAuthorities(pemFile path: String) throws {
+        guard tls != nil else {
+            throw RedisError(
+                code: .tls,
+                message: "a CA file was given for \(address), which does not use TLS; write rediss:// to use TLS",
+                server: address
+            )
+        }
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMFile(path)
+        } catch {
+            throw RedisError(
+                code: .tls,
+                message: "cannot read certificates from '\(path)'; give a PEM file of CA certificates",
+                server: address,
+                cause: error
+            )
+        }
+        guard !certificates.isEmpty else {
+            throw RedisError(code: .tls, message: "'\(path)' holds no PEM certificate", server: address)
+        }
+        tls?.trustRoots = .certificates(certificates)
+    }
+
     /// `host:port`, for messages and metrics.
     public var address: String { "\(host):\(port)" }
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import StowageCore
 import StowageProxy
+import StowageRedis
 import StowageSharedTier
 
 /// `stowage proxy`: a caching reverse proxy (a shared RFC 9111 cache) in front of one origin.
@@ -24,7 +25,8 @@ struct ProxyCommand: AsyncParsableCommand {
 
             With --shared redis://HOST:PORT (a Redis or Valkey server, or any node of a Redis \
             Cluster; rediss:// for TLS), proxies sharing that server serve each other's cached \
-            responses; when it is unreachable each proxy goes on with its own cache.
+            responses; when it is unreachable each proxy goes on with its own cache. A rediss:// \
+            server whose certificate a private CA signed needs --shared-ca-file CA.pem.
             """
     )
 
@@ -57,6 +59,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "A Redis URL whose server this proxy shares its cache through, e.g. redis://127.0.0.1:6379.")
     var shared: String?
 
+    @Option(help: "PEM file of the CAs to trust for a rediss:// --shared server (default: the system's).")
+    var sharedCaFile: String?
+
     func validate() throws {
         do {
             _ = try ProxyConfiguration.parseListenAddress(listen)
@@ -71,6 +76,9 @@ struct ProxyCommand: AsyncParsableCommand {
             throw ValidationError("--upstream-timeout must be a positive number of seconds")
         }
         guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
+        if sharedCaFile != nil, shared?.lowercased().hasPrefix("rediss://") != true {
+            throw ValidationError("--shared-ca-file is for a TLS server: give --shared rediss://HOST:PORT as well")
+        }
     }
 
     func run() async throws {
@@ -106,7 +114,9 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.logger = logger
             var tier: RedisSharedTier?
             if let shared {
-                let connected = try await RedisSharedTier.connect(url: shared, namespace: "stowage-http")
+                let connected = try await RedisSharedTier.connect(url: shared, namespace: "stowage-http") {
+                    if let sharedCaFile { try $0.trustCertificateAuthorities(pemFile: sharedCaFile) }
+                }
                 // Invalidations from the other proxies must not be missed from the start.
                 _ = await connected.waitUntilSubscribed()
                 configuration.sharedTier = connected
