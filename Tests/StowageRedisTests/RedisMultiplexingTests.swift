@@ -64,12 +64,16 @@ struct RedisMultiplexingTests {
         let client = RedisClient(configuration: configuration)
         defer { Task { await client.shutdown() } }
         try await client.send(.ping)
-        let blocked = Task { try await client.send(RedisCommand("BLPOP", "queue", "10", keyIndex: 1)) }
-        try await Task.sleep(for: .milliseconds(100))
-        let started = ContinuousClock.now
+        // Were the SETs queued behind the BLPOP, they would finish only when it times out (60 s)
+        // and returns nil; on their own connection they finish while it still waits.
+        let blocked = Task { try await client.send(RedisCommand("BLPOP", "queue", "60", keyIndex: 1)) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await client.send(RedisCommand("INFO", "clients")).string?.contains("blocked_clients:1") != true {
+            try #require(ContinuousClock.now < deadline, "the BLPOP never reached the server")
+            try await Task.sleep(for: .milliseconds(10))
+        }
         for index in 0..<200 { try await client.send(.set("k\(index)", value: "v")) }
-        // 200 round trips on loopback take milliseconds; behind the BLPOP they would take 10 s.
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(try await client.send(RedisCommand("LLEN", "queue", keyIndex: 1)) == .integer(0))
         #expect(client.connectionCount == 2)
         try await client.send(RedisCommand("LPUSH", "queue", "job", keyIndex: 1))
         #expect(try await blocked.value == .array([.bulkString("queue"), .bulkString("job")]))

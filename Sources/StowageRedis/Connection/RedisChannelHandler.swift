@@ -94,13 +94,20 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private let onPush: @Sendable (RESPValue) -> Void
     private var timeoutCheck: Scheduled<Void>?
     private var closedError: RedisError?
+    private let closeReason: RedisCloseReason
     private var isFlushScheduled = false
     /// After `SUBSCRIBE` on RESP2 every reply is a pub/sub message, not a command's reply.
     var routesEverythingAsPush = false
 
-    init(server: String, commandTimeout: TimeAmount, onPush: @escaping @Sendable (RESPValue) -> Void) {
+    init(
+        server: String,
+        commandTimeout: TimeAmount,
+        closeReason: RedisCloseReason,
+        onPush: @escaping @Sendable (RESPValue) -> Void
+    ) {
         self.server = server
         self.commandTimeout = commandTimeout
+        self.closeReason = closeReason
         self.onPush = onPush
     }
 
@@ -219,7 +226,10 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     }
 
     private func failAll(_ error: RedisError) {
-        if closedError == nil { closedError = error }
+        if closedError == nil {
+            closedError = error
+            closeReason.record(error)
+        }
         timeoutCheck?.cancel()
         timeoutCheck = nil
         while let next = pending.popFirst() { next.completion.fail(error) }

@@ -19,11 +19,14 @@ public final class RedisConnection: Sendable {
     /// `host:port`.
     public let server: String
     let channel: any Channel
+    /// Why the connection closed, once it has: a command written after that fails with it.
+    private let closeReason: RedisCloseReason
 
-    private init(channel: any Channel, server: String, protocolVersion: Int) {
+    private init(channel: any Channel, server: String, protocolVersion: Int, closeReason: RedisCloseReason) {
         self.channel = channel
         self.server = server
         self.protocolVersion = protocolVersion
+        self.closeReason = closeReason
     }
 
     /// Connects, negotiates the protocol, authenticates and selects the database.
@@ -46,6 +49,7 @@ public final class RedisConnection: Sendable {
             throw RedisError(code: .tls, message: "the TLS configuration is not usable", server: server, cause: error)
         }
         let tlsHostname = configuration.tlsServerHostname ?? configuration.host
+        let closeReason = RedisCloseReason()
         let bootstrap = ClientBootstrap(group: configuration.eventLoopGroup)
             .connectTimeout(.milliseconds(Int64(configuration.connectTimeout.milliseconds)))
             .channelOption(.socketOption(.so_keepalive), value: 1)
@@ -62,7 +66,12 @@ public final class RedisConnection: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(
-                        RedisChannelHandler(server: server, commandTimeout: handshakeTimeout, onPush: onPush)
+                        RedisChannelHandler(
+                            server: server,
+                            commandTimeout: handshakeTimeout,
+                            closeReason: closeReason,
+                            onPush: onPush
+                        )
                     )
                 }
             }
@@ -79,10 +88,13 @@ public final class RedisConnection: Sendable {
         }
         do {
             return try await withHandshakeTimeout(configuration, channel: channel) {
-                try await handshake(configuration, channel: channel)
+                try await handshake(configuration, channel: channel, closeReason: closeReason)
             }
         } catch {
             channel.close(promise: nil)
+            // A failed TLS handshake closes the channel, and HELLO may then fail merely as
+            // "closed"; the TLS error says what to fix.
+            if let reason = closeReason.error, reason.code == .tls { throw reason }
             throw error
         }
     }
@@ -111,11 +123,13 @@ public final class RedisConnection: Sendable {
         return connection
     }
 
-    private static func handshake(_ configuration: RedisConfiguration, channel: any Channel) async throws
-        -> RedisConnection
-    {
+    private static func handshake(
+        _ configuration: RedisConfiguration,
+        channel: any Channel,
+        closeReason: RedisCloseReason
+    ) async throws -> RedisConnection {
         let server = configuration.address
-        let provisional = RedisConnection(channel: channel, server: server, protocolVersion: 2)
+        let provisional = RedisConnection(channel: channel, server: server, protocolVersion: 2, closeReason: closeReason)
         var version = 2
         if configuration.protocolVersion != .resp2 {
             var hello: [RedisArgument] = ["3"]
@@ -176,7 +190,7 @@ public final class RedisConnection: Sendable {
                 cause: error
             )
         }
-        return RedisConnection(channel: channel, server: server, protocolVersion: version)
+        return RedisConnection(channel: channel, server: server, protocolVersion: version, closeReason: closeReason)
     }
 
     /// Whether the connection is still open.
@@ -216,9 +230,11 @@ public final class RedisConnection: Sendable {
     /// (Completing a promise twice is a no-op in NIO, so the handler and this may both try.)
     private func write(_ request: RedisOutboundRequest, onFailure: @escaping @Sendable (RedisError) -> Void) {
         let server = server
+        let closeReason = closeReason
         channel.writeAndFlush(request).whenFailure { error in
             var unsent =
                 error as? RedisError
+                ?? closeReason.error
                 ?? RedisError(
                     code: .connectionClosed,
                     message: "the connection closed before the command was sent",
@@ -255,4 +271,16 @@ public final class RedisConnection: Sendable {
 
 private final class HandshakeState: Sendable {
     let isDone = Atomic<Bool>(false)
+}
+
+/// The first error that closed a connection, recorded by ``RedisChannelHandler`` on the event
+/// loop and read by whoever next tries to write.
+final class RedisCloseReason: Sendable {
+    private let first = Mutex<RedisError?>(nil)
+
+    var error: RedisError? { first.withLock { $0 } }
+
+    func record(_ error: RedisError) {
+        first.withLock { if $0 == nil { $0 = error } }
+    }
 }
