@@ -192,14 +192,19 @@ public final class UserDatabases: Sendable {
     /// are deleted), then deleted; leftovers of an interrupted removal are deleted on the next
     /// removal.
     ///
-    /// - Throws: ``StowageError`` `.busy` when another store or process has the database open
-    ///   (close it there first); GRDB's error when this store's pool cannot close because the
+    /// - Throws: ``StowageError`` `.busy` when another store or process still has the database
+    ///   open after a second (close it there first); GRDB's error when this store's pool cannot close because the
     ///   app still uses it (an unfinished read or write, a live `ValueObservation`). Nothing is
     ///   deleted then.
     @discardableResult
     public func removeUser(_ user: String) async throws -> Bool {
         try await BlockingWork.run { try self.removeUserBlocking(user) }
     }
+
+    /// How long a removal waits for shared locks to go before it reports `.busy`: long enough
+    /// for a lock a child process briefly holds between `fork` and `exec`, short enough for a
+    /// caller to wait out.
+    static let removalPatience: Duration = .seconds(1)
 
     /// Blocking variant of ``removeUser(_:)``.
     @discardableResult
@@ -214,7 +219,12 @@ public final class UserDatabases: Sendable {
             try deleteRemovalLeftovers()
             let directory = try userDirectory(user)
             guard FileManager.default.fileExists(atPath: directory.path) else { return false }
-            let lock = try UserDirectoryLock.acquire(in: directory, exclusive: true, user: user)
+            let lock = try UserDirectoryLock.acquire(
+                in: directory,
+                exclusive: true,
+                user: user,
+                patience: Self.removalPatience
+            )
             defer { lock.release() }
             let leftover = databasesDirectory.appending(
                 path: ".removing-\(user)-\(UInt32.random(in: 0...UInt32.max))",

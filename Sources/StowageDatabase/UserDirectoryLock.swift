@@ -21,21 +21,34 @@ final class UserDirectoryLock: Sendable {
 
     deinit { release() }
 
-    /// Takes the lock in `directory` (which must exist) without waiting.
+    /// Takes the lock in `directory` (which must exist), waiting up to `patience` while a
+    /// conflicting lock is held.
     ///
-    /// - Throws: ``StowageError`` `.busy` when a conflicting lock is held.
-    static func acquire(in directory: URL, exclusive: Bool, user: String) throws -> UserDirectoryLock {
+    /// A little patience matters for removals: a child process between `fork` and `exec` holds
+    /// a copy of every descriptor of its parent (close-on-exec closes them only at `exec`), so a
+    /// shared lock this process has just released can outlive its `close` by that moment.
+    ///
+    /// - Throws: ``StowageError`` `.busy` when a conflicting lock is still held after `patience`.
+    static func acquire(
+        in directory: URL,
+        exclusive: Bool,
+        user: String,
+        patience: Duration = .zero
+    ) throws -> UserDirectoryLock {
         let path = directory.appending(path: ".lock").path
-        // A removal renames the directory away after taking its exclusive lock; an open that
-        // raced it may then hold a lock on the orphan. Such a lock is worthless: check that the
-        // file locked is still the file at the path, and retry (recreating the directory) if not.
-        for _ in 0..<8 {
+        let deadline = ContinuousClock.now + patience
+        var replacements = 0
+        while true {
             let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard descriptor >= 0 else { throw StowageError.syscall(.current, "open the lock file", path: path) }
             guard flock(descriptor, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
                 let failure = Errno.current
                 close(descriptor)
                 guard failure.rawValue == EWOULDBLOCK else { throw StowageError.syscall(failure, "lock", path: path) }
+                if ContinuousClock.now < deadline {
+                    usleep(10_000)
+                    continue
+                }
                 throw StowageError(
                     code: .busy,
                     message: exclusive
@@ -45,6 +58,10 @@ final class UserDirectoryLock: Sendable {
                     path: path
                 )
             }
+            // A removal renames the directory away after taking its exclusive lock; an open that
+            // raced it may then hold a lock on the orphan. Such a lock is worthless: check that
+            // the file locked is still the file at the path, and retry (recreating the directory)
+            // if not.
             var held = stat()
             var current = stat()
             if fstat(descriptor, &held) == 0, lstat(path, &current) == 0,
@@ -53,7 +70,8 @@ final class UserDirectoryLock: Sendable {
                 return UserDirectoryLock(descriptor: descriptor)
             }
             close(descriptor)
-            if exclusive { break }
+            replacements += 1
+            if exclusive || replacements == 8 { break }
             try DirectoryCreation.createDirectory(at: directory)
         }
         throw StowageError(

@@ -171,7 +171,9 @@ struct StorageMonitorTests {
         volume.available.withLock { $0 = 10 * .megabyte }
         let cache = CountingCache()
         var configuration = StorageMonitor.Configuration()
-        configuration.interval = .milliseconds(5)
+        // Not shorter: each check purges and logs, and under the full parallel suite this test's
+        // task may wait seconds for a thread while the loop keeps checking.
+        configuration.interval = .milliseconds(50)
         let monitor = StorageMonitor(
             purgeable: nil,
             caches: [],

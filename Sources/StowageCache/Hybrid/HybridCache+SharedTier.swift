@@ -88,12 +88,16 @@ extension HybridCache {
     ) async throws -> Value {
         let clock = ContinuousClock()
         let deadline = clock.now + sharedOptions.loadWaitTimeout
-        while clock.now < deadline {
+        var reason = "timed out waiting for the node that holds the lock"
+        waiting: while clock.now < deadline {
             guard
                 let acquired = await health.call("lock", {
                     try await shared.lockForLoading(key: key, lease: sharedOptions.loadLockLease)
                 })
-            else { break }  // Shared level down: load locally.
+            else {
+                reason = "the shared level is down"
+                break
+            }
             if let lock = acquired {
                 return try await loadHolding(lock, key: key, timeToLive: timeToLive, shared: shared, load: load)
             }
@@ -104,17 +108,24 @@ extension HybridCache {
                 pause = min(pause * 2, sharedOptions.maximumPollInterval)
                 if let value = try await sharedValue(forKey: key) { return value }
                 let isLocked = await health.call("lock-state") { try await shared.isLockedForLoading(key: key) }
-                guard let isLocked else { break }
+                guard let isLocked else {
+                    reason = "the shared level is down"
+                    break waiting
+                }
                 if !isLocked {
                     // Released: the value may have landed just now; else the loader failed — take over.
                     if let value = try await sharedValue(forKey: key) { return value }
+                    disk.configuration.logger.notice(
+                        "the node that held the load lock released it without a value; trying to take over",
+                        metadata: ["key": "\(key)"]
+                    )
                     break
                 }
             }
         }
-        disk.configuration.logger.debug(
-            "loading without the fleet's lock (timed out waiting, or the shared level is down)",
-            metadata: ["key": "\(key)"]
+        disk.configuration.logger.notice(
+            "loading without the fleet's lock",
+            metadata: ["key": "\(key)", "reason": "\(reason)"]
         )
         let loaded = try await load()
         try await setValue(loaded, forKey: key, timeToLive: timeToLive)
