@@ -157,7 +157,7 @@ public final class RedisSharedTier: SharedCacheTier {
         let reply = try await client.send(
             .eval(
                 RedisLockScripts.acquire,
-                keys: [lockKey(key), fenceKey(key)],
+                keys: [lockKey(key), fenceKey(key), valueKey(key)],
                 arguments: [RedisArgument(max(1, Self.milliseconds(lease)))]
             )
         )

@@ -161,6 +161,49 @@ struct SharedTierTests {
         #expect(try await tier.setData(Data("late".utf8), forKey: "slow", timeToLive: nil, releasing: stuck))
     }
 
+    @Test("the lock is refused once the value is there: a node that just missed it reads it, never loads again")
+    func lockRefusedWhenValueStored() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t7") { $0.connectTimeout = .seconds(30) }
+        defer { Task { await tier.shutdown() } }
+        // The last loader stored the value and let go between another node's miss and its lock.
+        let loader = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(30)))
+        #expect(try await tier.setData(Data("v".utf8), forKey: "k", timeToLive: nil, releasing: loader))
+        #expect(try await !tier.isLockedForLoading(key: "k"))
+        #expect(try await tier.lockForLoading(key: "k", lease: .seconds(30)) == nil)
+        // A node that takes that path reads the value without running its loader.
+        let scratch = try ScratchDirectory()
+        let (cache, nodeTier) = try await makeNode(url: server.url, namespace: "t7", scratch: scratch, name: "a")
+        defer { Task { await nodeTier.shutdown() } }
+        let runs = Atomic<Int>(0)
+        let value = try await cache.loadCoordinated(key: "k", timeToLive: nil, shared: nodeTier) {
+            runs.add(1, ordering: .relaxed)
+            return "loaded"
+        }
+        #expect(value == "v")
+        #expect(runs.load(ordering: .relaxed) == 0)
+    }
+
+    @Test("a stored value this node cannot read does not hold its load up until the wait timeout")
+    func unreadableValueLoadsAtOnce() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        var options = SharedTierOptions()
+        options.loadWaitTimeout = .seconds(60)
+        let (cache, tier) = try await makeNode(url: server.url, namespace: "t8", scratch: scratch, name: "a", options: options)
+        defer { Task { await tier.shutdown() } }
+        // Bytes in the shared format's envelope that the String serializer cannot decode (a newer
+        // node's format, say): the lock is refused because a value is there.
+        try await tier.setData(Data([0xFF, 0xFE, 0xFD]), forKey: "k", timeToLive: nil)
+        #expect(try await tier.lockForLoading(key: "k", lease: .seconds(30)) == nil)
+        let start = ContinuousClock.now
+        let value = try await cache.value(forKey: "k") { "mine" }
+        #expect(value == "mine")
+        #expect(ContinuousClock.now - start < .seconds(30), "waited for the wait timeout")
+    }
+
     @Test("fencing: a loader whose lease ran out cannot overwrite the next holder's value")
     func fencing() async throws {
         let server = try await RedisServerProcess.start()

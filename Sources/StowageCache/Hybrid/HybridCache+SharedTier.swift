@@ -80,7 +80,7 @@ extension HybridCache {
 
     /// Loads `key` once across the fleet: take the key's lock and load, or wait for the node
     /// that holds it, or load anyway when the wait times out or the shared level is down.
-    func loadCoordinated(
+    package func loadCoordinated(
         key: String,
         timeToLive: TimeInterval?,
         shared: any SharedCacheTier,
@@ -89,6 +89,10 @@ extension HybridCache {
         let clock = ContinuousClock()
         let deadline = clock.now + sharedOptions.loadWaitTimeout
         var reason = "timed out waiting for the node that holds the lock"
+        // Times the lock was free yet no readable value there, in a row: once means the loader
+        // failed (take over); twice, that the value there is one this node cannot read (another
+        // node's newer format), which the lock is refused for.
+        var freeWithoutValue = 0
         waiting: while clock.now < deadline {
             guard
                 let acquired = await health.call("lock", {
@@ -100,6 +104,10 @@ extension HybridCache {
             }
             if let lock = acquired {
                 return try await loadHolding(lock, key: key, timeToLive: timeToLive, shared: shared, load: load)
+            }
+            if freeWithoutValue >= 2 {
+                reason = "the shared value is one this node cannot read"
+                break
             }
             // Another node is loading: poll until its value lands, its lock goes, or time runs out.
             var pause = sharedOptions.pollInterval
@@ -115,10 +123,7 @@ extension HybridCache {
                 if !isLocked {
                     // Released: the value may have landed just now; else the loader failed — take over.
                     if let value = try await sharedValue(forKey: key) { return value }
-                    disk.configuration.logger.notice(
-                        "the node that held the load lock released it without a value; trying to take over",
-                        metadata: ["key": "\(key)"]
-                    )
+                    freeWithoutValue += 1
                     break
                 }
             }

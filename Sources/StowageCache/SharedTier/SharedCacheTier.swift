@@ -29,10 +29,12 @@ public protocol SharedCacheTier: Sendable {
     /// returns an independent stream; it ends when the tier shuts down.
     func invalidations() -> AsyncStream<SharedCacheInvalidation>
 
-    /// Takes the load lock of `key` if no node holds it, for at most `lease`.
+    /// Takes the load lock of `key` if no node holds it and `key` has no value, for at most
+    /// `lease`. Checking both in one step closes the window in which a node that has just
+    /// missed the value would load it again because the last loader stored it and let go.
     ///
     /// - Returns: The lock, with a fencing token larger than any issued before for `key`; `nil`
-    ///   when another node holds it.
+    ///   when another node holds it or the value is there (read it).
     func lockForLoading(key: String, lease: Duration) async throws -> SharedCacheLoadLock?
 
     /// Whether some node holds the load lock of `key`.
