@@ -17,7 +17,17 @@ public struct RedisCommand: Sendable, Hashable, CustomStringConvertible {
 
     /// A command from its words.
     public init(_ name: String, _ arguments: [RedisArgument], keyIndex: Int? = nil) {
-        self.arguments = [ByteBuffer(string: name)] + arguments.map(\.bytes)
+        self.init(name: ByteBuffer(string: name), arguments, keyIndex: keyIndex)
+    }
+
+    /// A command whose name is already bytes: the factories below share one buffer per name
+    /// instead of allocating it for every command.
+    init(name: ByteBuffer, _ arguments: [RedisArgument], keyIndex: Int?) {
+        var words: [ByteBuffer] = []
+        words.reserveCapacity(arguments.count + 1)
+        words.append(name)
+        for argument in arguments { words.append(argument.bytes) }
+        self.arguments = words
         self.keyIndex = keyIndex
     }
 
@@ -72,18 +82,30 @@ public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, Exp
 }
 
 extension RedisCommand {
+    private static let getName = ByteBuffer(string: "GET")
+    private static let setName = ByteBuffer(string: "SET")
+    private static let delName = ByteBuffer(string: "DEL")
+    private static let pxWord = RedisArgument("PX")
+
     /// `GET key`.
-    public static func get(_ key: String) -> RedisCommand { RedisCommand("GET", RedisArgument(key), keyIndex: 1) }
+    public static func get(_ key: String) -> RedisCommand {
+        RedisCommand(name: getName, [RedisArgument(key)], keyIndex: 1)
+    }
 
     /// `SET key value [PX milliseconds]`.
     public static func set(_ key: String, value: RedisArgument, expiry: Duration? = nil) -> RedisCommand {
-        var arguments: [RedisArgument] = [RedisArgument(key), value]
-        if let expiry { arguments += ["PX", RedisArgument(max(1, expiry.milliseconds))] }
-        return RedisCommand("SET", arguments, keyIndex: 1)
+        guard let expiry else { return RedisCommand(name: setName, [RedisArgument(key), value], keyIndex: 1) }
+        return RedisCommand(
+            name: setName,
+            [RedisArgument(key), value, pxWord, RedisArgument(max(1, expiry.milliseconds))],
+            keyIndex: 1
+        )
     }
 
     /// `DEL key`.
-    public static func del(_ key: String) -> RedisCommand { RedisCommand("DEL", RedisArgument(key), keyIndex: 1) }
+    public static func del(_ key: String) -> RedisCommand {
+        RedisCommand(name: delName, [RedisArgument(key)], keyIndex: 1)
+    }
 
     /// `PUBLISH channel message`; in a cluster any node forwards it to every node.
     public static func publish(_ channel: String, message: RedisArgument) -> RedisCommand {

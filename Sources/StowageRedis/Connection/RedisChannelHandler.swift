@@ -122,7 +122,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             promise?.fail(closedError)
             return
         }
-        var buffer = context.channel.allocator.buffer(capacity: 64 * request.commands.count)
+        var buffer = context.channel.allocator.buffer(capacity: Self.encodedSize(of: request.commands))
         for command in request.commands { RESPEncoder.write(command, into: &buffer) }
         let deadline = NIODeadline.now() + commandTimeout
         switch request.completion {
@@ -159,6 +159,17 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             handler.isFlushScheduled = false
             context.flush()
         }
+    }
+
+    /// At least the bytes `commands` take on the wire (16 per `*N`/`$N` header and CRLF covers
+    /// any length), so a request is encoded into one allocation.
+    private static func encodedSize(of commands: [RedisCommand]) -> Int {
+        var size = 0
+        for command in commands {
+            size += 16
+            for argument in command.arguments { size += argument.readableBytes + 16 }
+        }
+        return size
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
