@@ -163,11 +163,14 @@ struct RedisClientTests {
         configuration.commandTimeout = .milliseconds(200)
         let client = RedisClient(configuration: configuration)
         defer { Task { await client.shutdown() } }
+        let sent = ContinuousClock.now
         await #expect {
             try await client.send(RedisCommand("BLPOP", "never", "0", keyIndex: 1))
         } throws: { error in
             (error as? RedisError)?.code == .timeout
         }
+        // The 200 ms command timeout, not the 30 s connect timeout the handshake ran under.
+        #expect(ContinuousClock.now - sent < .seconds(10))
         #expect(try await client.send(.ping) == .simpleString("PONG"))
     }
 

@@ -93,6 +93,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     var commandTimeout: TimeAmount
     private let onPush: @Sendable (RESPValue) -> Void
     private var timeoutCheck: Scheduled<Void>?
+    private var timeoutCheckDeadline = NIODeadline.distantFuture
     private var closedError: RedisError?
     private let closeReason: RedisCloseReason
     private var isFlushScheduled = false
@@ -144,7 +145,13 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         case .none:
             break
         }
-        if timeoutCheck == nil, !pending.isEmpty { scheduleTimeoutCheck(context: context, at: deadline) }
+        // Deadlines grow in the order commands are written, except when the command timeout has
+        // just become shorter (the handshake runs under the connect timeout): then the check
+        // armed for a handshake command would come too late for this one.
+        if !pending.isEmpty, timeoutCheck == nil || deadline < timeoutCheckDeadline {
+            timeoutCheck?.cancel()
+            scheduleTimeoutCheck(context: context, at: deadline)
+        }
         context.write(wrapOutboundOut(buffer), promise: promise)
     }
 
@@ -249,6 +256,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     /// One timer per connection, re-armed for the oldest pending command's deadline, instead of
     /// one timer per command.
     private func scheduleTimeoutCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        timeoutCheckDeadline = deadline
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         timeoutCheck = context.eventLoop.scheduleTask(deadline: deadline) {
             let (handler, context) = loopBound.value
