@@ -20,8 +20,11 @@ import Synchronization
 /// - `NS:{=key}:fence` — the last fencing token issued (`INCR`), kept a day after the last load.
 ///
 /// Invalidations are pub/sub messages on `NS:invalidations` (node id and keys, see
-/// ``InvalidationPublisher``), sent after the write is acknowledged; a node ignores its own. Every node subscribes when the tier is created (``waitUntilSubscribed(timeout:)``).
-/// In a cluster, `PUBLISH` reaches subscribers on every node.
+/// ``InvalidationPublisher``), sent after the write is acknowledged; a node ignores its own.
+/// Every node subscribes when the tier is created (``waitUntilSubscribed(timeout:)``). In a
+/// cluster, `PUBLISH` reaches subscribers on every node. When the channel comes back after a
+/// gap, `NS:epoch` tells whether the values outlived it (``SharedCacheInvalidation/all``) or
+/// were lost with the server (``SharedCacheInvalidation/emptied``); see `RedisSharedTier+Epoch`.
 ///
 /// The lock is the single-instance pattern from the Redis documentation's distributed-lock
 /// page (`SET NX PX`, compare-and-delete in a script) with Kleppmann's fencing token (a counter
@@ -204,16 +207,25 @@ public final class RedisSharedTier: SharedCacheTier {
         let events = subscription.events
         let task = Task { [weak self] in
             var hadGap = false
+            var knownEpoch: String?
             for await event in events {
                 guard let self else { return }
                 switch event {
                 case .subscribed:
-                    subscribed.store(true, ordering: .releasing)
                     if hadGap {
-                        logger.notice("invalidation channel back; dropping local copies that may be stale")
-                        broadcast(.all)
+                        let (invalidation, epoch) = await invalidationAfterGap(knownEpoch: knownEpoch)
+                        knownEpoch = epoch
+                        if invalidation == .emptied {
+                            logger.notice("the shared level lost its values (restarted empty or flushed); keeping local copies")
+                        } else {
+                            logger.notice("invalidation channel back; dropping memory copies, confirming disk copies")
+                        }
+                        broadcast(invalidation)
                         hadGap = false
+                    } else if knownEpoch == nil {
+                        knownEpoch = try? await currentEpoch()
                     }
+                    subscribed.store(true, ordering: .releasing)
                 case .disconnected:
                     if subscribed.exchange(false, ordering: .acquiringAndReleasing) || !hadGap {
                         hadGap = true

@@ -10,10 +10,10 @@ import NIOCore
 /// The expiry travels with the bytes so one `GET` tells a reader how long the value has left
 /// (to give its disk and memory copies the same lifetime) without a second round trip for
 /// `PTTL`. Bytes without the header (a key some other program wrote) read as a miss.
-enum SharedEntryFormat {
+package enum SharedEntryFormat {
     static let headerLength = 12
 
-    static func encode(_ data: Data, timeToLive: TimeInterval?, now: Date = Date()) -> ByteBuffer {
+    package static func encode(_ data: Data, timeToLive: TimeInterval?, now: Date = Date()) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(headerLength + data.count)
         buffer.writeBytes([UInt8(ascii: "S"), UInt8(ascii: "W"), 1, 0])

@@ -139,4 +139,55 @@ struct SharedProxyTests {
         await origin.stop()
         if let failure { throw failure }
     }
+
+    @Test("a proxy restarted after missing an invalidation does not serve the invalidated response from its disk")
+    func restartAfterMissedInvalidation() async throws {
+        let redis = try await RedisServerProcess.start()
+        defer { redis.remove() }
+        let origin = try await TestOriginServer.start { received in
+            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(received.index)")
+        }
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-shared-proxy-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var nodes: [Node] = []
+        var failure: (any Error)?
+        do {
+            let first = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root.appending(path: "a"))
+            nodes.append(first)
+            #expect(try await Self.get(client, first, "/doc").text == "v1")
+            let recordKey = "m " + origin.baseURL + "/doc"
+            let stored = ContinuousClock.now + .seconds(10)
+            while try await first.tier.entry(forKey: recordKey) == nil, ContinuousClock.now < stored {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            // The first proxy stops, its response fresh on its disk for ten more minutes; while
+            // it is down, a POST through the second proxy invalidates the URL fleet-wide.
+            first.task.cancel()
+            _ = await first.task.result
+            await first.tier.shutdown()
+            let second = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root.appending(path: "b"))
+            nodes.append(second)
+            _ = try await Self.get(client, second, "/doc", method: .POST)
+            #expect(try await second.tier.entry(forKey: recordKey) == nil)
+
+            // Restarted over the same disk, the first proxy must not serve what it never heard
+            // was invalidated: its record predates its start and Redis no longer has it.
+            let restarted = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root.appending(path: "a"))
+            nodes.append(restarted)
+            let after = try await Self.get(client, restarted, "/doc")
+            #expect(after.text != "v1", "served the invalidated response from disk (\(after.cacheStatus))")
+            #expect(origin.requestCount(path: "/doc") == 3)
+        } catch {
+            failure = error
+        }
+        try await client.shutdown()
+        for node in nodes {
+            node.task.cancel()
+            _ = await node.task.result
+            await node.tier.shutdown()
+        }
+        await origin.stop()
+        if let failure { throw failure }
+    }
 }

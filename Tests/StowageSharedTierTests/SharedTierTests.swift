@@ -265,6 +265,7 @@ struct SharedTierTests {
             }
         }
         try await Task.sleep(for: .milliseconds(300))
+        let generation = cache.invalidationGeneration.load(ordering: .acquiring)
         server.kill()
         try await eventually(timeout: .seconds(30)) { cache.sharedTierFailures > 0 }
         let before = counters.operations.load(ordering: .relaxed)
@@ -278,6 +279,11 @@ struct SharedTierTests {
         counters.stop.store(true, ordering: .relaxed)
         await load.value
         #expect(counters.errors.load(ordering: .relaxed) == 0)
+        // The server came back empty (its epoch went with it): once the node has resubscribed and
+        // learned that, its local copies stand — every one is still served, none dropped as
+        // "absent from Redis".
+        try await eventually(timeout: .seconds(30)) { cache.invalidationGeneration.load(ordering: .acquiring) > generation }
+        for index in 0..<100 { #expect(try await cache.value(forKey: "k\(index)") == "v\(index)") }
         // Writes reach Redis again.
         try await cache.setValue("after", forKey: "recovered")
         #expect(try await tier.entry(forKey: "recovered")?.data == Data("after".utf8))

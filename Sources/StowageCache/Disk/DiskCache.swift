@@ -122,6 +122,25 @@ public final class DiskCache: Sendable {
 
     /// Blocking variant of ``data(forKey:)``.
     public func dataBlocking(forKey key: String) throws -> Data? {
+        try storedDataBlocking(forKey: key)?.data
+    }
+
+    /// A stored value and when it was last written.
+    package struct StoredData: Sendable {
+        package var data: Data
+        /// When the value was stored (by the cache's clock).
+        package var modified: Date
+    }
+
+    /// The value stored for `key` with its modification date, for callers that must know how
+    /// old the copy is (a ``HybridCache`` with a shared level); otherwise as ``data(forKey:)``.
+    package func storedData(forKey key: String) async throws -> StoredData? {
+        try await BlockingWork.run { try self.storedDataBlocking(forKey: key) }
+    }
+
+    /// Blocking variant of ``storedData(forKey:)``: one indexed `SELECT` and, for a file value,
+    /// one read.
+    package func storedDataBlocking(forKey key: String) throws -> StoredData? {
         let now = configuration.clock.now().timeIntervalSince1970
         guard let entry = try indexCall({ try index.entry(forKey: key) }) else {
             counters.recordMiss()
@@ -145,7 +164,7 @@ public final class DiskCache: Sendable {
         }
         counters.recordHit()
         recordAccess(key: key, at: now)
-        return value
+        return StoredData(data: value, modified: Date(timeIntervalSince1970: entry.modified))
     }
 
     /// Whether a live value is stored for `key`, without reading it or counting a hit.

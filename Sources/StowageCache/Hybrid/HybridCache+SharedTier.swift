@@ -6,17 +6,29 @@ import Synchronization
 /// nodes, and loads coordinated across nodes.
 extension HybridCache {
     /// Reads `key` from the shared level and, on a hit, fills disk and memory.
+    func sharedValue(forKey key: String) async -> Value? {
+        if case .found(let value) = await sharedLookup(forKey: key) { return value }
+        return nil
+    }
+
+    /// Reads `key` from the shared level and, on a hit, fills disk and memory; bytes this node
+    /// cannot decode (another node's newer format) read as `.absent`.
     ///
     /// An invalidation that arrives while the fill is under way may have removed the local
     /// copies before the fill wrote them; the fill then removes them itself, so a stale copy
     /// never outlives an invalidation (the value is still returned: it was current when read).
-    func sharedValue(forKey key: String) async throws -> Value? {
-        guard let shared else { return nil }
+    func sharedLookup(forKey key: String) async -> SharedLookup<Value> {
+        guard let shared else { return .absent }
+        // The shared level has an older state of a key changed here during an outage.
+        if pendingWrites.change(forKey: key) != nil { return .absent }
         let generation = invalidationGeneration.load(ordering: .acquiring)
-        guard let found = await health.call("get", { try await shared.entry(forKey: key) }) else { return nil }
-        guard let entry = found else {
+        let entry: SharedCacheEntry
+        switch await health.lookup(key, in: shared) {
+        case .unreachable: return .unreachable
+        case .absent:
             sharedCounters.recordMiss()
-            return nil
+            return .absent
+        case .found(let found): entry = found
         }
         sharedCounters.recordHit()
         let value: Value
@@ -28,7 +40,7 @@ extension HybridCache {
                 "shared bytes do not decode; reading a miss",
                 metadata: ["key": "\(key)", "error": "\(error)"]
             )
-            return nil
+            return .absent
         }
         do {
             try await storeLocally(value, data: entry.data, forKey: key, timeToLive: entry.timeToLive)
@@ -41,7 +53,26 @@ extension HybridCache {
         if invalidationGeneration.load(ordering: .acquiring) != generation {
             await apply(.key(key))
         }
-        return value
+        return .found(value)
+    }
+
+    /// Checks a disk copy stored before the ``InvalidationHorizon`` against the shared level:
+    /// the shared value replaces it (and is returned), or, when the shared level no longer has
+    /// one, the copy is removed. `.unreachable` leaves the copy as it is, unchecked.
+    func confirmDiskCopy(forKey key: String) async -> SharedLookup<Value> {
+        let lookup = await sharedLookup(forKey: key)
+        if case .absent = lookup {
+            _ = memory.removeValue(forKey: key)
+            do {
+                try await disk.removeData(forKey: key)
+            } catch {
+                disk.configuration.logger.warning(
+                    "could not drop a disk copy the shared level no longer has",
+                    metadata: ["key": "\(key)", "error": "\(error)"]
+                )
+            }
+        }
+        return lookup
     }
 
     func startListening(to shared: any SharedCacheTier) {
@@ -74,7 +105,14 @@ extension HybridCache {
             }
             _ = memory.removeValue(forKey: key)
         case .all:
+            // Horizon first: a read that misses memory after the purge then confirms its disk copy.
+            horizon.restart()
             memory.removeAll()
+            await replayPendingWrites()
+        case .emptied:
+            horizon.clear()
+            memory.removeAll()
+            await replayPendingWrites()
         }
     }
 
@@ -114,7 +152,7 @@ extension HybridCache {
             while clock.now < deadline {
                 try await Task.sleep(for: min(pause, deadline - clock.now))
                 pause = min(pause * 2, sharedOptions.maximumPollInterval)
-                if let value = try await sharedValue(forKey: key) { return value }
+                if let value = await sharedValue(forKey: key) { return value }
                 let isLocked = await health.call("lock-state") { try await shared.isLockedForLoading(key: key) }
                 guard let isLocked else {
                     reason = "the shared level is down"
@@ -122,7 +160,7 @@ extension HybridCache {
                 }
                 if !isLocked {
                     // Released: the value may have landed just now; else the loader failed — take over.
-                    if let value = try await sharedValue(forKey: key) { return value }
+                    if let value = await sharedValue(forKey: key) { return value }
                     freeWithoutValue += 1
                     break
                 }
@@ -157,7 +195,9 @@ extension HybridCache {
         let stored = await health.call("set") {
             try await shared.setData(data, forKey: key, timeToLive: timeToLive, releasing: lock)
         }
-        if stored == false {
+        if stored == nil {
+            settleOrKeep(.set, forKey: key, taken: false)
+        } else if stored == false {
             disk.configuration.logger.notice(
                 "the load took longer than the lock's lease; another node's value stands",
                 metadata: ["key": "\(key)", "fencingToken": "\(lock.fencingToken)"]

@@ -35,8 +35,10 @@ import Synchronization
 ///   the shared entry's remaining time-to-live.
 /// - Writes go to every level (write-through); `timeToLive` becomes the shared level's expiry.
 ///   An overwrite or removal makes every other node drop its memory and disk copy of the key
-///   (``SharedCacheInvalidation``); after an outage of the invalidation channel, nodes drop
-///   their memory copies, since invalidations may have been missed.
+///   (``SharedCacheInvalidation``). Invalidations sent while a node was not listening (before
+///   it started, or while its invalidation channel was down) are lost to it, so it drops its
+///   memory copies when the channel comes back, and confirms each older disk copy against the
+///   shared level on its next read (``SharedTierOptions/confirmsDiskCopies``).
 /// - ``value(forKey:timeToLive:orLoad:)`` coalesces across nodes: one node takes the key's
 ///   load lock and loads; the others poll the shared level until the value appears, and load
 ///   themselves if it has not after ``SharedTierOptions/loadWaitTimeout``.
@@ -44,6 +46,10 @@ import Synchronization
 ///   memory and disk alone: reads miss the shared level, writes stay local, no caller sees the
 ///   error. The outage is logged once when it starts and once when it ends, and failed calls
 ///   are counted (``sharedTierFailures``, metric `stowage_cache_shared_tier_failures_total`).
+///   Writes and removals the shared level missed are sent once it answers again
+///   (``pendingSharedWrites``, up to ``SharedTierOptions/maximumPendingWrites`` keys), so the
+///   other nodes hear of them and this node keeps them. A shared level that comes back empty
+///   (restarted without its data) leaves local copies as they are.
 public final class HybridCache<Value: Sendable>: Sendable {
     /// The memory tier.
     public let memory: MemoryCache<String, Value>
@@ -61,7 +67,15 @@ public final class HybridCache<Value: Sendable>: Sendable {
     let sharedCounters: CacheCounters
     let invalidationListener = Mutex<Task<Void, Never>?>(nil)
     /// Counts invalidations applied; a read-through fill that saw it change drops what it stored.
-    let invalidationGeneration = Atomic<UInt64>(0)
+    package let invalidationGeneration = Atomic<UInt64>(0)
+    /// Disk copies stored before it are confirmed against the shared level before use.
+    let horizon: InvalidationHorizon
+    /// Changes the shared level did not take (it was down), sent when it answers again.
+    let pendingWrites: PendingSharedWrites
+    /// Whether a replay of ``pendingWrites`` is under way (one at a time).
+    let replaying = Atomic<Bool>(false)
+    /// Whether "too many pending writes" was logged in this outage.
+    let pendingOverflowLogged = Atomic<Bool>(false)
 
     /// A cache over memory and disk, and a shared level if given.
     ///
@@ -85,7 +99,14 @@ public final class HybridCache<Value: Sendable>: Sendable {
         self.sharedOptions = sharedOptions
         health = SharedTierHealth(name: disk.configuration.name, logger: disk.configuration.logger)
         sharedCounters = CacheCounters(name: disk.configuration.name, tier: "shared")
-        if let shared { startListening(to: shared) }
+        horizon = InvalidationHorizon(clock: disk.configuration.clock)
+        pendingWrites = PendingSharedWrites(limit: sharedOptions.maximumPendingWrites)
+        if let shared {
+            startListening(to: shared)
+            health.whenRecovered { [weak self] in
+                Task { await self?.replayPendingWrites() }
+            }
+        }
     }
 
     deinit {
@@ -99,10 +120,24 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   failure, which reads as a miss).
     public func value(forKey key: String) async throws -> Value? {
         if let value = memory.value(forKey: key) { return value }
-        guard let data = try await disk.data(forKey: key) else { return try await sharedValue(forKey: key) }
+        let generation = invalidationGeneration.load(ordering: .acquiring)
+        guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
+        if shared != nil, sharedOptions.confirmsDiskCopies, horizon.predates(stored.modified),
+            pendingWrites.change(forKey: key) == nil
+        {
+            switch await confirmDiskCopy(forKey: key) {
+            case .found(let value): return value
+            case .absent: return nil
+            case .unreachable: break  // serve the copy unchecked, as in any outage
+            }
+        }
         do {
-            let value = try serializer.decode(data)
-            memory.setValue(value, forKey: key, cost: data.count)
+            let value = try serializer.decode(stored.data)
+            // An invalidation applied since the disk read may have removed this copy; promoting
+            // it now would bring it back into memory.
+            if invalidationGeneration.load(ordering: .acquiring) == generation {
+                memory.setValue(value, forKey: key, cost: stored.data.count)
+            }
             return value
         } catch {
             disk.configuration.logger.warning(
@@ -151,7 +186,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
             computeSeconds: computeSeconds
         )
         if let shared {
-            _ = await health.call("set") { try await shared.setData(data, forKey: key, timeToLive: timeToLive) }
+            let taken: Void? = await health.call("set") { try await shared.setData(data, forKey: key, timeToLive: timeToLive) }
+            settleOrKeep(.set, forKey: key, taken: taken != nil)
         }
     }
 
@@ -187,7 +223,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
         _ = memory.removeValue(forKey: key)
         try await disk.removeData(forKey: key)
         if let shared {
-            _ = await health.call("remove") { try await shared.removeData(forKey: key) }
+            let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
+            settleOrKeep(.remove, forKey: key, taken: taken != nil)
         }
     }
 
@@ -209,7 +246,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
         for key in keys { _ = memory.removeValue(forKey: key) }
         if let shared {
             for key in keys {
-                _ = await health.call("remove") { try await shared.removeData(forKey: key) }
+                let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
+                settleOrKeep(.remove, forKey: key, taken: taken != nil)
             }
         }
         return keys

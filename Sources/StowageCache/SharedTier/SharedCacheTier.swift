@@ -68,9 +68,15 @@ public struct SharedCacheEntry: Sendable, Hashable {
 public enum SharedCacheInvalidation: Sendable, Hashable {
     /// `key` was overwritten or removed on another node: drop local copies.
     case key(String)
-    /// Invalidations may have been missed (the connection to the shared level broke and came
-    /// back): local copies can no longer be trusted.
+    /// Invalidations may have been missed (the channel broke and came back) while the shared
+    /// level kept its values: memory copies are dropped, and each older disk copy is confirmed
+    /// against the shared level before it is served again (``InvalidationHorizon``).
     case all
+    /// The shared level lost its values while this node was not listening (it restarted empty
+    /// or was flushed): it can neither confirm nor refute a local copy any more, so local copies
+    /// stand until they expire (memory copies are dropped, disk copies kept unconfirmed) —
+    /// nothing is lost locally because the shared level was.
+    case emptied
 }
 
 /// A held load lock: the key and the fencing token it was granted with.

@@ -12,6 +12,7 @@ package final class SharedTierHealth: Sendable {
     private let failures: Counter
     private let logger: Logger
     private let name: String
+    private let recovery = Mutex<(@Sendable () -> Void)?>(nil)
 
     package init(name: String, logger: Logger) {
         self.name = name
@@ -21,10 +22,16 @@ package final class SharedTierHealth: Sendable {
 
     package var failureTotal: Int { failureCount.load(ordering: .relaxed) }
 
+    /// Runs `handler` each time the shared level answers again after an outage.
+    package func whenRecovered(_ handler: @escaping @Sendable () -> Void) {
+        recovery.withLock { $0 = handler }
+    }
+
     package func recordSuccess() {
         guard isDown.load(ordering: .relaxed) else { return }
         if isDown.exchange(false, ordering: .relaxed) {
             logger.notice("shared cache tier reachable again; using it", metadata: ["cache": "\(name)"])
+            recovery.withLock { $0 }?()
         }
     }
 

@@ -13,6 +13,17 @@ public struct SharedTierOptions: Sendable {
     /// Whether an invalidation also removes the disk copy (not only the memory copy). On by
     /// default: a disk copy that outlives an overwrite elsewhere would be served stale.
     public var invalidatesDisk = true
+    /// Whether a disk copy stored before this node last began hearing invalidations — before
+    /// the cache was created (an earlier run), or before its invalidation channel broke and came
+    /// back — is checked against the shared level before it is served, since invalidations sent
+    /// meanwhile were missed. On by default. The check is one shared read per such copy (the
+    /// shared value then replaces it; a copy the shared level no longer has is removed); while
+    /// the shared level is unreachable the copy is served unchecked. Off serves such copies as
+    /// they are, until they expire.
+    public var confirmsDiskCopies = true
+    /// Most keys whose writes or removals a node keeps to send when the shared level answers
+    /// again after an outage; changes past it stay local (logged once per outage).
+    public var maximumPendingWrites = 10_000
 
     public init() {}
 }

@@ -52,8 +52,31 @@ extension HTTPCache {
         return await sharedHealth.call("get") { try await shared.entry(forKey: key) }??.data
     }
 
+    /// The record bytes to use for a record found on disk. One stored before the
+    /// ``InvalidationHorizon`` (an earlier run, or before the invalidation channel broke) may
+    /// have missed an invalidation, so the shared level is asked: its copy replaces the local
+    /// one, or, when it has none, the local one is removed (the response is fetched again). A
+    /// local record with a variant too large to share loses that variant this way, once. When
+    /// the shared level cannot be asked, the local record is used unchecked. Bodies need no
+    /// check: every stored body has a key of its own.
+    func confirmedRecord(_ stored: DiskCache.StoredData, recordKey: String) async throws -> Data? {
+        guard let shared = configuration.sharedTier, horizon.predates(stored.modified) else { return stored.data }
+        switch await sharedHealth.lookup(recordKey, in: shared) {
+        case .unreachable:
+            return stored.data
+        case .absent:
+            memory.removeValue(forKey: recordKey)
+            try await disk.removeData(forKey: recordKey)
+            return nil
+        case .found(let entry):
+            try await disk.setData(entry.data, forKey: recordKey)
+            return entry.data
+        }
+    }
+
     /// Drops local copies of what other nodes change: a record or body key from memory and disk;
-    /// everything in memory when invalidations may have been missed.
+    /// when invalidations may have been missed, everything in memory, and records on disk are
+    /// confirmed before their next use (``confirmedRecord(_:recordKey:)``).
     func startListeningForInvalidations() {
         guard let shared = configuration.sharedTier else { return }
         let stream = shared.invalidations()
@@ -65,6 +88,10 @@ extension HTTPCache {
                     memory.removeValue(forKey: key)
                     _ = try? await disk.removeData(forKey: key)
                 case .all:
+                    horizon.restart()
+                    memory.removeAll()
+                case .emptied:
+                    horizon.clear()
                     memory.removeAll()
                 }
             }

@@ -15,8 +15,10 @@ extension HTTPCache {
     func variants(for key: CacheKey) async throws -> [VariantRecord] {
         let recordKey = Self.recordKey(key)
         if case .variants(let records) = memory.value(forKey: recordKey) { return records }
-        var data = try await disk.data(forKey: recordKey)
-        if data == nil, let shared = await sharedData(forKey: recordKey) {
+        var data: Data?
+        if let stored = try await disk.storedData(forKey: recordKey) {
+            data = try await confirmedRecord(stored, recordKey: recordKey)
+        } else if let shared = await sharedData(forKey: recordKey) {
             // Another node stored it: keep a local copy (not published again).
             data = shared
             try await disk.setData(shared, forKey: recordKey)

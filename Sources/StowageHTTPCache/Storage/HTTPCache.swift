@@ -34,6 +34,8 @@ public final class HTTPCache: Sendable {
     /// Applies other nodes' invalidations while the cache lives.
     let invalidationListener = Mutex<Task<Void, Never>?>(nil)
     let revalidations = RequestCollapser()
+    /// Records on disk stored before it are confirmed against the shared level before use.
+    let horizon: InvalidationHorizon
 
     /// What the memory tier holds: the variant records of a URL, or one body.
     enum MemoryEntry: Sendable {
@@ -62,6 +64,7 @@ public final class HTTPCache: Sendable {
         memoryConfiguration.clock = configuration.clock
         memory = try MemoryCache(configuration: memoryConfiguration)
         sharedHealth = SharedTierHealth(name: configuration.name, logger: configuration.logger)
+        horizon = InvalidationHorizon(clock: configuration.clock)
         startListeningForInvalidations()
     }
 

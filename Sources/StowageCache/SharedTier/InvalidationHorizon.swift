@@ -1,0 +1,63 @@
+import Foundation
+import Synchronization
+
+/// The moment since which a node has heard every invalidation of its shared level.
+///
+/// Invalidations are messages: a node that was not listening when one was sent — it was not
+/// running yet, or its subscription broke and came back (``SharedCacheInvalidation/all``) —
+/// never learns of it, and a local disk copy written before then may be stale for good. A copy
+/// stored before the horizon is therefore confirmed against the shared level before it is
+/// served (``SharedTierOptions/confirmsDiskCopies``); a copy stored after it is current unless
+/// an invalidation says otherwise.
+///
+/// The horizon starts when the cache is created (disk copies from an earlier run are confirmed),
+/// moves to the present each time invalidations may have been missed, and is cleared when the
+/// shared level itself lost its values (nothing is left to confirm against).
+package final class InvalidationHorizon: Sendable {
+    private let clock: CacheClock
+    /// Seconds since 1970 as the bit pattern of a `Double`: one atomic load per disk hit.
+    private let start: Atomic<UInt64>
+
+    /// A horizon at the present moment of `clock` (the disk cache's clock, which dates entries).
+    package init(clock: CacheClock) {
+        self.clock = clock
+        start = Atomic(clock.now().timeIntervalSince1970.bitPattern)
+    }
+
+    /// Invalidations may have been missed until now.
+    package func restart() {
+        start.store(clock.now().timeIntervalSince1970.bitPattern, ordering: .releasing)
+    }
+
+    /// Every copy is current: the shared level lost its values, so there is nothing to confirm
+    /// copies against (``SharedCacheInvalidation/emptied``).
+    package func clear() {
+        start.store((-Double.infinity).bitPattern, ordering: .releasing)
+    }
+
+    /// Whether a copy stored at `modified` was stored before the horizon and must be confirmed.
+    package func predates(_ modified: Date) -> Bool {
+        modified.timeIntervalSince1970 < Double(bitPattern: start.load(ordering: .acquiring))
+    }
+}
+
+/// What the shared level holds for a key, telling "nothing there" from "could not ask".
+package enum SharedLookup<Found: Sendable>: Sendable {
+    /// The shared level has it.
+    case found(Found)
+    /// The shared level has no value (or none this node can read): a local copy is stale.
+    case absent
+    /// The shared level did not answer (recorded by ``SharedTierHealth``): nothing is known.
+    case unreachable
+}
+
+extension SharedTierHealth {
+    /// The entry for `key` in `shared`; a failure is recorded and reads as `.unreachable`.
+    package func lookup(_ key: String, in shared: any SharedCacheTier) async -> SharedLookup<SharedCacheEntry> {
+        switch await call("get", { try await shared.entry(forKey: key) }) {
+        case .some(.some(let entry)): .found(entry)
+        case .some(.none): .absent
+        case .none: .unreachable
+        }
+    }
+}

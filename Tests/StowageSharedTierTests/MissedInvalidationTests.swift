@@ -1,0 +1,163 @@
+import Foundation
+import StowageCache
+import StowageRedis
+import StowageRedisTestSupport
+import StowageSharedTier
+import Synchronization
+import Testing
+
+/// Invalidations are messages: a node that was not listening when one was sent never receives
+/// it. These tests make a node miss messages for real — it was not running, or its
+/// subscription was killed on the server — and check that it does not go on serving what they
+/// invalidated, that it keeps its local copies when Redis itself lost its values, and that
+/// changes it made while Redis was down reach the fleet when Redis is back.
+@Suite(
+    "Shared tier: missed invalidations and outage writes",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+)
+struct MissedInvalidationTests {
+    @Test("a disk copy from an earlier run is confirmed against Redis before it is served")
+    func diskCopiesFromAnEarlierRun() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        do {
+            let (earlier, tier) = try await makeNode(url: server.url, namespace: "m1", scratch: scratch, name: "b")
+            for key in ["changed", "removed", "kept"] { try await earlier.setValue("v1", forKey: key) }
+            await tier.shutdown()
+        }
+        // While node b is not running, another node changes two of its keys.
+        let (a, tierA) = try await makeNode(url: server.url, namespace: "m1", scratch: scratch, name: "a")
+        defer { Task { await tierA.shutdown() } }
+        try await a.setValue("v2", forKey: "changed")
+        try await a.removeValue(forKey: "removed")
+
+        // Node b starts again over the same disk, which still holds the old copies.
+        let (b, tierB) = try await makeNode(url: server.url, namespace: "m1", scratch: scratch, name: "b")
+        defer { Task { await tierB.shutdown() } }
+        #expect(try await b.disk.data(forKey: "changed") == Data("v1".utf8))
+        #expect(try await b.value(forKey: "changed") == "v2")
+        #expect(try await b.disk.data(forKey: "changed") == Data("v2".utf8))
+        #expect(try await b.value(forKey: "removed") == nil)
+        #expect(try await b.disk.data(forKey: "removed") == nil)
+        #expect(try await b.value(forKey: "kept") == "v1")
+        // Confirmed copies are current from then on: the next disk read does not ask Redis.
+        let sharedReads = b.sharedStatistics.hits + b.sharedStatistics.misses
+        b.memory.removeAll()
+        #expect(try await b.value(forKey: "kept") == "v1")
+        #expect(try await b.value(forKey: "changed") == "v2")
+        #expect(b.sharedStatistics.hits + b.sharedStatistics.misses == sharedReads)
+    }
+
+    @Test("with Redis unreachable, a disk copy from an earlier run is served unchecked")
+    func unconfirmedCopyServedWhileDown() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        do {
+            let (earlier, tier) = try await makeNode(url: server.url, namespace: "m2", scratch: scratch, name: "b")
+            try await earlier.setValue("v1", forKey: "k")
+            await tier.shutdown()
+        }
+        server.stop()
+        var configuration = server.configuration
+        configuration.connectTimeout = .seconds(1)
+        let tier = try RedisSharedTier(client: RedisClient(configuration: configuration), namespace: "m2")
+        defer { Task { await tier.shutdown() } }
+        let b = HybridCache(
+            memory: try MemoryCache<String, String>(),
+            disk: try DiskCache(directory: scratch.url.appending(path: "b"), configuration: .init(name: "b")),
+            serializer: StringSerializer(),
+            shared: tier
+        )
+        #expect(try await b.value(forKey: "k") == "v1")
+        #expect(b.sharedTierFailures >= 1)
+        #expect(try await b.disk.data(forKey: "k") == Data("v1".utf8))
+    }
+
+    @Test("a node whose subscription breaks confirms its disk copies when it comes back")
+    func subscriptionGap() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (a, tierA) = try await makeNode(url: server.url, namespace: "m3", scratch: scratch, name: "a")
+        let (b, tierB) = try await makeNode(url: server.url, namespace: "m3", scratch: scratch, name: "b")
+        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        try await a.setValue("v1", forKey: "changed")
+        try await a.setValue("v1", forKey: "removed")
+        // a's invalidations of its own writes may reach b after b's first read; read until b has
+        // both on disk.
+        try await eventually(timeout: .seconds(30)) {
+            let changed = try await b.value(forKey: "changed")
+            let removed = try await b.value(forKey: "removed")
+            let changedOnDisk = try await b.disk.data(forKey: "changed")
+            let removedOnDisk = try await b.disk.data(forKey: "removed")
+            return changed == "v1" && removed == "v1" && changedOnDisk != nil && removedOnDisk != nil
+        }
+        // Changes that b never hears of: written to Redis with no invalidation message, as if
+        // the message had been sent while b's subscription was down.
+        let entry = SharedEntryFormat.encode(Data("v2".utf8), timeToLive: nil)
+        try await tierA.client.send(.set("m3:{=changed}", value: RedisArgument(entry)))
+        try await tierA.client.send(.del("m3:{=removed}"))
+        b.memory.removeAll()
+        #expect(try await b.value(forKey: "changed") == "v1", "b should still serve its copy: it missed the message")
+
+        // The server drops every subscriber; b resubscribes, learns it may have missed messages
+        // (the epoch is unchanged, so Redis kept its values) and confirms its copies.
+        let generation = b.invalidationGeneration.load(ordering: .acquiring)
+        try server.cli(["CLIENT", "KILL", "TYPE", "pubsub"])
+        try await eventually(timeout: .seconds(30)) {
+            b.invalidationGeneration.load(ordering: .acquiring) > generation
+        }
+        #expect(try await b.value(forKey: "changed") == "v2")
+        #expect(try await b.value(forKey: "removed") == nil)
+        #expect(try await b.disk.data(forKey: "removed") == nil)
+    }
+
+    @Test("writes and removals made while Redis was down reach it and the other nodes when it is back")
+    func outageWritesReplayed() async throws {
+        // Redis keeps its data across the kill (append-only file, fsync per write), as a server
+        // that was unreachable for a while would.
+        let server = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--appendfsync", "always"])
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let quickReconnect: (inout RedisConfiguration) -> Void = {
+            $0.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
+        }
+        let (a, tierA) = try await makeNode(
+            url: server.url, namespace: "m4", scratch: scratch, name: "a", configure: quickReconnect
+        )
+        let (b, tierB) = try await makeNode(
+            url: server.url, namespace: "m4", scratch: scratch, name: "b", configure: quickReconnect
+        )
+        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        try await a.setValue("v1", forKey: "written")
+        try await a.setValue("v1", forKey: "removed")
+        try await eventually(timeout: .seconds(30)) {
+            let written = try await b.value(forKey: "written")
+            let removed = try await b.value(forKey: "removed")
+            return written == "v1" && removed == "v1"
+        }
+
+        server.kill()
+        try await a.setValue("v2", forKey: "written")
+        try await a.removeValue(forKey: "removed")
+        #expect(a.sharedTierFailures >= 2)
+        #expect(a.pendingSharedWrites == 2)
+        try await server.start()
+
+        // a sends both changes once Redis answers; b hears of them and drops its copies.
+        try await eventually(timeout: .seconds(30)) { a.pendingSharedWrites == 0 }
+        #expect(try await tierA.entry(forKey: "written")?.data == Data("v2".utf8))
+        #expect(try await tierA.entry(forKey: "removed") == nil)
+        try await eventually(timeout: .seconds(30)) {
+            let written = try await b.value(forKey: "written")
+            let removed = try await b.value(forKey: "removed")
+            return written == "v2" && removed == nil
+        }
+        // a kept its own change: confirming its disk copy did not bring Redis's older value back.
+        a.memory.removeAll()
+        #expect(try await a.value(forKey: "written") == "v2")
+        #expect(try await a.value(forKey: "removed") == nil)
+    }
+}
