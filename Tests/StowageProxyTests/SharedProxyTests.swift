@@ -9,28 +9,135 @@ import StowageProxy
 import StowageRedis
 import StowageRedisTestSupport
 import StowageSharedTier
+import Synchronization
 import Testing
 
 /// Two proxies, each with its own memory and disk, sharing one redis-server.
 @Suite("Proxies sharing a Redis tier", .enabled(if: RedisServerProcess.isAvailable, "needs redis-server and redis-cli"))
 struct SharedProxyTests {
-    private struct Node {
+    @Test("a response cached through one proxy is a hit through the other; an unsafe request through one invalidates both")
+    func sharedHits() async throws {
+        try await SharedProxyFleet.run { fleet in
+            let first = try await fleet.startProxy(directory: "a")
+            let second = try await fleet.startProxy(directory: "b")
+            let miss = try await fleet.get(first, "/shared")
+            #expect(miss.text == "v1" && miss.cacheStatus.contains("stored"))
+            try await fleet.waitUntilShared(first, "/shared")
+            let hit = try await fleet.get(second, "/shared")
+            #expect(hit.text == "v1")
+            #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
+            #expect(fleet.origin.requestCount(path: "/shared") == 1)
+
+            // A POST through the second proxy invalidates the URL there and, through Redis, in
+            // the first proxy's memory and disk.
+            _ = try await fleet.get(second, "/shared", method: .POST)
+            let deadline = ContinuousClock.now + .seconds(10)
+            var after = try await fleet.get(first, "/shared")
+            while after.text == "v1", ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                after = try await fleet.get(first, "/shared")
+            }
+            #expect(after.text != "v1", "the first proxy kept serving the invalidated response")
+        }
+    }
+
+    @Test("with the shared Redis gone, the proxy serves from its own cache and no request fails")
+    func redisDown() async throws {
+        try await SharedProxyFleet.run { fleet in
+            let node = try await fleet.startProxy(directory: "a")
+            fleet.redis.stop()
+            let miss = try await fleet.get(node, "/local")
+            #expect(miss.text == "v1")
+            // Stored locally as the body was read; a hit follows once the recording is done.
+            var hit = try await fleet.get(node, "/local")
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !hit.cacheStatus.hasPrefix("stowage; hit"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                hit = try await fleet.get(node, "/local")
+            }
+            #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
+            #expect(hit.text == "v1" || hit.text == "v2")
+        }
+    }
+
+    @Test("a proxy restarted after missing an invalidation does not serve the invalidated response from its disk")
+    func restartAfterMissedInvalidation() async throws {
+        try await SharedProxyFleet.run { fleet in
+            let first = try await fleet.startProxy(directory: "a")
+            #expect(try await fleet.get(first, "/doc").text == "v1")
+            try await fleet.waitUntilShared(first, "/doc")
+            // The first proxy stops, its response fresh on its disk for ten more minutes; while
+            // it is down, a POST through the second proxy invalidates the URL fleet-wide.
+            await fleet.stop(first)
+            let second = try await fleet.startProxy(directory: "b")
+            _ = try await fleet.get(second, "/doc", method: .POST)
+            #expect(try await second.tier.entry(forKey: fleet.recordKey("/doc")) == nil)
+
+            // Restarted over the same disk, the first proxy must not serve what it never heard
+            // was invalidated: its record predates its start and Redis no longer has it.
+            let restarted = try await fleet.startProxy(directory: "a")
+            let after = try await fleet.get(restarted, "/doc")
+            #expect(after.text != "v1", "served the invalidated response from disk (\(after.cacheStatus))")
+            #expect(fleet.origin.requestCount(path: "/doc") == 3)
+        }
+    }
+}
+
+/// A redis-server, an origin whose responses ("v1", "v2", …) are fresh for ten minutes, a
+/// scratch directory and an HTTP client, for proxies that share the Redis as their tier.
+private final class SharedProxyFleet: Sendable {
+    struct Proxy: Sendable {
         let proxy: CachingProxy
         let tier: RedisSharedTier
         let task: Task<Void, any Error>
         let port: Int
     }
 
-    private static func startNode(upstream: String, redis: String, directory: URL) async throws -> Node {
+    let redis: RedisServerProcess
+    let origin: TestOriginServer
+    let root: URL
+    let client = HTTPClient(eventLoopGroupProvider: .singleton)
+    private let proxies = Mutex<[Proxy]>([])
+
+    private init(redis: RedisServerProcess, origin: TestOriginServer) {
+        self.redis = redis
+        self.origin = origin
+        root = FileManager.default.temporaryDirectory.appending(path: "stowage-shared-proxy-\(UUID().uuidString)")
+    }
+
+    /// Runs `body` with a new fleet, then stops every proxy it started, the client, the origin
+    /// and Redis, and removes the scratch directory, whether `body` threw or not.
+    static func run(_ body: (SharedProxyFleet) async throws -> Void) async throws {
+        let redis = try await RedisServerProcess.start()
+        defer { redis.remove() }
+        let origin = try await TestOriginServer.start { received in
+            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(received.index)")
+        }
+        let fleet = SharedProxyFleet(redis: redis, origin: origin)
+        defer { try? FileManager.default.removeItem(at: fleet.root) }
+        var failure: (any Error)?
+        do {
+            try await body(fleet)
+        } catch {
+            failure = error
+        }
+        for proxy in fleet.proxies.withLock({ $0 }) { await fleet.stop(proxy) }
+        try await fleet.client.shutdown()
+        await origin.stop()
+        if let failure { throw failure }
+    }
+
+    /// Starts `stowage proxy --shared` on a free port with its cache in `root/directory`.
+    func startProxy(directory: String) async throws -> Proxy {
         // The test support's generous timeouts: the whole suite runs in parallel on two cores.
-        let tier = try await RedisSharedTier.connect(url: redis, namespace: "stowage-http") {
+        let tier = try await RedisSharedTier.connect(url: redis.url, namespace: "stowage-http") {
             $0.connectTimeout = .seconds(30)
             $0.commandTimeout = .seconds(30)
         }
         #expect(await tier.waitUntilSubscribed())
         var configuration = ProxyConfiguration(
-            upstream: try .init(parsing: upstream),
-            cacheDirectory: directory,
+            upstream: try .init(parsing: origin.baseURL),
+            cacheDirectory: root.appending(path: directory),
             host: "127.0.0.1",
             port: 0
         )
@@ -40,154 +147,35 @@ struct SharedProxyTests {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let task = Task { try await proxy.run(handlingSignals: false) { port in continuation.yield(port) } }
         var iterator = ports.makeAsyncIterator()
-        return Node(proxy: proxy, tier: tier, task: task, port: await iterator.next() ?? 0)
+        let started = Proxy(proxy: proxy, tier: tier, task: task, port: await iterator.next() ?? 0)
+        proxies.withLock { $0.append(started) }
+        return started
     }
 
-    private static func get(_ client: HTTPClient, _ node: Node, _ path: String, method: HTTPMethod = .GET) async throws
-        -> (text: String, cacheStatus: String)
-    {
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(node.port)\(path)")
+    /// Stops `proxy` and its tier (again is harmless).
+    func stop(_ proxy: Proxy) async {
+        proxy.task.cancel()
+        _ = await proxy.task.result
+        await proxy.tier.shutdown()
+    }
+
+    func get(_ proxy: Proxy, _ path: String, method: HTTPMethod = .GET) async throws -> (text: String, cacheStatus: String) {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(proxy.port)\(path)")
         request.method = method
         let response = try await client.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 1 << 20)
         return (String(buffer: body), response.headers["Cache-Status"].first ?? "")
     }
 
-    @Test("a response cached through one proxy is a hit through the other; an unsafe request through one invalidates both")
-    func sharedHits() async throws {
-        let redis = try await RedisServerProcess.start()
-        defer { redis.stop(); redis.remove() }
-        let origin = try await TestOriginServer.start { received in
-            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(received.index)")
-        }
-        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-shared-proxy-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
-        let first = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root.appending(path: "a"))
-        let second = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root.appending(path: "b"))
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        var failure: (any Error)?
-        do {
-            let miss = try await Self.get(client, first, "/shared")
-            #expect(miss.text == "v1" && miss.cacheStatus.contains("stored"))
-            // The record is shared once the first proxy has stored the whole body, which may be
-            // just after the client has it: wait for it in Redis.
-            let recordKey = "m " + origin.baseURL + "/shared"
-            let stored = ContinuousClock.now + .seconds(10)
-            while try await first.tier.entry(forKey: recordKey) == nil, ContinuousClock.now < stored {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            let hit = try await Self.get(client, second, "/shared")
-            #expect(hit.text == "v1")
-            #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
-            #expect(origin.requestCount(path: "/shared") == 1)
+    /// The HTTP cache's record key of `path` at the origin.
+    func recordKey(_ path: String) -> String { "m " + origin.baseURL + path }
 
-            // A POST through the second proxy invalidates the URL there and, through Redis, in
-            // the first proxy's memory and disk.
-            _ = try await Self.get(client, second, "/shared", method: .POST)
-            let deadline = ContinuousClock.now + .seconds(10)
-            var after = try await Self.get(client, first, "/shared")
-            while after.text == "v1", ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-                after = try await Self.get(client, first, "/shared")
-            }
-            #expect(after.text != "v1", "the first proxy kept serving the invalidated response")
-        } catch {
-            failure = error
+    /// Waits until `proxy` has shared its record of `path`: it does so once it has stored the
+    /// whole body, which may be just after the client has it.
+    func waitUntilShared(_ proxy: Proxy, _ path: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await proxy.tier.entry(forKey: recordKey(path)) == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
         }
-        try await client.shutdown()
-        for node in [first, second] {
-            node.task.cancel()
-            _ = await node.task.result
-            await node.tier.shutdown()
-        }
-        await origin.stop()
-        if let failure { throw failure }
-    }
-
-    @Test("with the shared Redis gone, the proxy serves from its own cache and no request fails")
-    func redisDown() async throws {
-        let redis = try await RedisServerProcess.start()
-        defer { redis.remove() }
-        let origin = try await TestOriginServer.start { received in
-            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(received.index)")
-        }
-        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-shared-proxy-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
-        let node = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root)
-        redis.stop()
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        var failure: (any Error)?
-        do {
-            let miss = try await Self.get(client, node, "/local")
-            #expect(miss.text == "v1")
-            // Stored locally as the body was read; a hit follows once the recording is done.
-            var hit = try await Self.get(client, node, "/local")
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !hit.cacheStatus.hasPrefix("stowage; hit"), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-                hit = try await Self.get(client, node, "/local")
-            }
-            #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
-            #expect(hit.text == "v1" || hit.text == "v2")
-        } catch {
-            failure = error
-        }
-        try await client.shutdown()
-        node.task.cancel()
-        _ = await node.task.result
-        await node.tier.shutdown()
-        await origin.stop()
-        if let failure { throw failure }
-    }
-
-    @Test("a proxy restarted after missing an invalidation does not serve the invalidated response from its disk")
-    func restartAfterMissedInvalidation() async throws {
-        let redis = try await RedisServerProcess.start()
-        defer { redis.remove() }
-        let origin = try await TestOriginServer.start { received in
-            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(received.index)")
-        }
-        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-shared-proxy-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        var nodes: [Node] = []
-        var failure: (any Error)?
-        do {
-            let first = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root.appending(path: "a"))
-            nodes.append(first)
-            #expect(try await Self.get(client, first, "/doc").text == "v1")
-            let recordKey = "m " + origin.baseURL + "/doc"
-            let stored = ContinuousClock.now + .seconds(10)
-            while try await first.tier.entry(forKey: recordKey) == nil, ContinuousClock.now < stored {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            // The first proxy stops, its response fresh on its disk for ten more minutes; while
-            // it is down, a POST through the second proxy invalidates the URL fleet-wide.
-            first.task.cancel()
-            _ = await first.task.result
-            await first.tier.shutdown()
-            let second = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root.appending(path: "b"))
-            nodes.append(second)
-            _ = try await Self.get(client, second, "/doc", method: .POST)
-            #expect(try await second.tier.entry(forKey: recordKey) == nil)
-
-            // Restarted over the same disk, the first proxy must not serve what it never heard
-            // was invalidated: its record predates its start and Redis no longer has it.
-            let restarted = try await Self.startNode(upstream: origin.baseURL, redis: redis.url, directory: root.appending(path: "a"))
-            nodes.append(restarted)
-            let after = try await Self.get(client, restarted, "/doc")
-            #expect(after.text != "v1", "served the invalidated response from disk (\(after.cacheStatus))")
-            #expect(origin.requestCount(path: "/doc") == 3)
-        } catch {
-            failure = error
-        }
-        try await client.shutdown()
-        for node in nodes {
-            node.task.cancel()
-            _ = await node.task.result
-            await node.tier.shutdown()
-        }
-        await origin.stop()
-        if let failure { throw failure }
     }
 }

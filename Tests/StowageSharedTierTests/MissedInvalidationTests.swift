@@ -83,17 +83,7 @@ struct MissedInvalidationTests {
         let (a, tierA) = try await makeNode(url: server.url, namespace: "m3", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: server.url, namespace: "m3", scratch: scratch, name: "b")
         defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
-        try await a.setValue("v1", forKey: "changed")
-        try await a.setValue("v1", forKey: "removed")
-        // a's invalidations of its own writes may reach b after b's first read; read until b has
-        // both on disk.
-        try await eventually(timeout: .seconds(30)) {
-            let changed = try await b.value(forKey: "changed")
-            let removed = try await b.value(forKey: "removed")
-            let changedOnDisk = try await b.disk.data(forKey: "changed")
-            let removedOnDisk = try await b.disk.data(forKey: "removed")
-            return changed == "v1" && removed == "v1" && changedOnDisk != nil && removedOnDisk != nil
-        }
+        try await seed(["changed", "removed"], from: a, to: b)
         // Changes that b never hears of: written to Redis with no invalidation message, as if
         // the message had been sent while b's subscription was down.
         let entry = SharedEntryFormat.encode(Data("v2".utf8), timeToLive: nil)
@@ -131,13 +121,7 @@ struct MissedInvalidationTests {
             url: server.url, namespace: "m4", scratch: scratch, name: "b", configure: quickReconnect
         )
         defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
-        try await a.setValue("v1", forKey: "written")
-        try await a.setValue("v1", forKey: "removed")
-        try await eventually(timeout: .seconds(30)) {
-            let written = try await b.value(forKey: "written")
-            let removed = try await b.value(forKey: "removed")
-            return written == "v1" && removed == "v1"
-        }
+        try await seed(["written", "removed"], from: a, to: b)
 
         server.kill()
         try await a.setValue("v2", forKey: "written")
@@ -159,5 +143,20 @@ struct MissedInvalidationTests {
         a.memory.removeAll()
         #expect(try await a.value(forKey: "written") == "v2")
         #expect(try await a.value(forKey: "removed") == nil)
+    }
+
+    /// Writes "v1" for `keys` through `writer` and waits until `reader` serves each from its
+    /// disk: the writer's invalidations of its own writes may reach the reader after its first
+    /// read and drop that copy once.
+    private func seed(_ keys: [String], from writer: HybridCache<String>, to reader: HybridCache<String>) async throws {
+        for key in keys { try await writer.setValue("v1", forKey: key) }
+        try await eventually(timeout: .seconds(30)) {
+            for key in keys {
+                guard try await reader.value(forKey: key) == "v1", try await reader.disk.data(forKey: key) != nil else {
+                    return false
+                }
+            }
+            return true
+        }
     }
 }
