@@ -216,7 +216,9 @@ public final class RedisSharedTier: SharedCacheTier {
                         let (invalidation, epoch) = await invalidationAfterGap(knownEpoch: knownEpoch)
                         knownEpoch = epoch
                         if invalidation == .emptied {
-                            logger.notice("the shared level lost its values (restarted empty or flushed); keeping local copies")
+                            logger.notice(
+                                "the shared level lost its values (restarted empty or flushed); keeping local copies"
+                            )
                         } else {
                             logger.notice("invalidation channel back; dropping memory copies, confirming disk copies")
                         }

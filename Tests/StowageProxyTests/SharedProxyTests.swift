@@ -159,7 +159,9 @@ private final class SharedProxyFleet: Sendable {
         await proxy.tier.shutdown()
     }
 
-    func get(_ proxy: Proxy, _ path: String, method: HTTPMethod = .GET) async throws -> (text: String, cacheStatus: String) {
+    func get(_ proxy: Proxy, _ path: String, method: HTTPMethod = .GET) async throws
+        -> (text: String, cacheStatus: String)
+    {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(proxy.port)\(path)")
         request.method = method
         let response = try await client.execute(request, timeout: .seconds(30))

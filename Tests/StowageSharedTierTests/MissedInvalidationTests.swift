@@ -108,7 +108,9 @@ struct MissedInvalidationTests {
     func outageWritesReplayed() async throws {
         // Redis keeps its data across the kill (append-only file, fsync per write), as a server
         // that was unreachable for a while would.
-        let server = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--appendfsync", "always"])
+        let server = try await RedisServerProcess.start(
+            extraArguments: ["--appendonly", "yes", "--appendfsync", "always"]
+        )
         defer { server.remove() }
         let scratch = try ScratchDirectory()
         let quickReconnect: (inout RedisConfiguration) -> Void = {

@@ -18,21 +18,36 @@ final class RedisBenchServer: Sendable {
     init() async throws {
         directory = FileManager.default.temporaryDirectory.appending(path: "stowage-bench-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = Int.random(in: 30_000...39_999)
-        process = Process()
-        process.executableURL = Self.tool("redis-server")
-        process.arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "",
-            "--appendonly", "no", "--logfile", directory.appending(path: "redis.log").path,
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<500 {
-            if (try? run("redis-cli", ["-p", String(port), "PING"]))?.contains("PONG") == true { return }
-            try await Task.sleep(for: .milliseconds(10))
+        (port, process) = try await Self.start(in: directory)
+    }
+
+    /// Starts redis-server on a random port below the kernel's ephemeral range (32768 and up,
+    /// where an outgoing connection may hold the port) and waits until it answers; a server that
+    /// exits at once (the port was taken) is tried again on another port, up to five times.
+    private static func start(in directory: URL) async throws -> (Int, Process) {
+        var tried: [Int] = []
+        for _ in 0..<5 {
+            let port = Int.random(in: 23_000...29_999)
+            tried.append(port)
+            let process = Process()
+            process.executableURL = tool("redis-server")
+            process.arguments = [
+                "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "",
+                "--appendonly", "no", "--logfile", directory.appending(path: "redis.log").path,
+            ]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            for _ in 0..<500 {
+                let reply = try? run("redis-cli", ["-p", String(port), "PING"])
+                if reply?.contains("PONG") == true { return (port, process) }
+                if !process.isRunning { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
         }
-        throw BenchError("redis-server did not start on port \(port); see \(directory.path)/redis.log")
+        throw BenchError("redis-server did not start on ports \(tried); see \(directory.path)/redis.log")
     }
 
     var url: String { "redis://127.0.0.1:\(port)" }
@@ -45,6 +60,11 @@ final class RedisBenchServer: Sendable {
 
     /// Runs a Redis tool and returns its standard output.
     func run(_ tool: String, _ arguments: [String]) throws -> String {
+        try Self.run(tool, arguments)
+    }
+
+    /// Runs a Redis tool and returns its standard output.
+    static func run(_ tool: String, _ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = Self.tool(tool)
         process.arguments = arguments

@@ -186,7 +186,9 @@ public final class HybridCache<Value: Sendable>: Sendable {
             computeSeconds: computeSeconds
         )
         if let shared {
-            let taken: Void? = await health.call("set") { try await shared.setData(data, forKey: key, timeToLive: timeToLive) }
+            let taken: Void? = await health.call("set") {
+                try await shared.setData(data, forKey: key, timeToLive: timeToLive)
+            }
             settleOrKeep(.set, forKey: key, taken: taken != nil)
         }
     }
