@@ -48,8 +48,10 @@ extension HTTPCache {
 
     /// The bytes the shared level holds for `key`, or `nil` (none, or it is unreachable).
     func sharedData(forKey key: String) async -> Data? {
-        guard let shared = configuration.sharedTier else { return nil }
-        return await sharedHealth.call("get") { try await shared.entry(forKey: key) }??.data
+        guard let shared = configuration.sharedTier,
+            case .found(let entry) = await sharedHealth.lookup(key, in: shared)
+        else { return nil }
+        return entry.data
     }
 
     /// The record bytes to use for a record found on disk. One stored before the
