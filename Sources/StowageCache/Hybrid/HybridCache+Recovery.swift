@@ -9,7 +9,7 @@ import Synchronization
 extension HybridCache {
     /// Keys whose latest write or removal the shared level has not taken yet (it was down);
     /// they are sent when it answers again.
-    public var pendingSharedWrites: Int { pendingWrites.snapshot().count }
+    public var pendingSharedWrites: Int { pendingWrites.waitingCount }
 
     /// After a write or removal of `key` through the shared level: forget an older pending
     /// change when the shared level took it, or keep it for the replay when it did not.

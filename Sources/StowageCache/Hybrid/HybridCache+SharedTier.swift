@@ -104,13 +104,10 @@ extension HybridCache {
                 }
             }
             _ = memory.removeValue(forKey: key)
-        case .all:
-            // Horizon first: a read that misses memory after the purge then confirms its disk copy.
-            horizon.restart()
-            memory.removeAll()
-            await replayPendingWrites()
-        case .emptied:
-            horizon.clear()
+        case .all, .emptied:
+            // Horizon first: a read that misses memory after the purge then confirms its disk
+            // copy (after `.all`), or trusts it (after `.emptied`).
+            horizon.apply(invalidation)
             memory.removeAll()
             await replayPendingWrites()
         }

@@ -25,14 +25,24 @@ package final class InvalidationHorizon: Sendable {
     }
 
     /// Invalidations may have been missed until now.
-    package func restart() {
+    private func restart() {
         start.store(clock.now().timeIntervalSince1970.bitPattern, ordering: .releasing)
     }
 
     /// Every copy is current: the shared level lost its values, so there is nothing to confirm
     /// copies against (``SharedCacheInvalidation/emptied``).
-    package func clear() {
+    private func clear() {
         start.store((-Double.infinity).bitPattern, ordering: .releasing)
+    }
+
+    /// Moves the horizon for an invalidation that reports a gap: `.all` restarts it, `.emptied`
+    /// clears it; `.key` leaves it alone.
+    package func apply(_ invalidation: SharedCacheInvalidation) {
+        switch invalidation {
+        case .key: break
+        case .all: restart()
+        case .emptied: clear()
+        }
     }
 
     /// Whether a copy stored at `modified` was stored before the horizon and must be confirmed.

@@ -37,8 +37,11 @@ package final class PendingSharedWrites: Sendable {
         self.limit = limit
     }
 
+    /// How many keys are waiting.
+    package var waitingCount: Int { count.load(ordering: .acquiring) }
+
     /// Whether nothing is waiting: one atomic load, for the paths every read takes.
-    package var isEmpty: Bool { count.load(ordering: .acquiring) == 0 }
+    package var isEmpty: Bool { waitingCount == 0 }
 
     /// Records `change` of `key`, replacing an earlier one. Returns `false` when `limit` keys
     /// are already waiting and `key` is not one of them: the change then stays local.

@@ -89,11 +89,8 @@ extension HTTPCache {
                 case .key(let key):
                     memory.removeValue(forKey: key)
                     _ = try? await disk.removeData(forKey: key)
-                case .all:
-                    horizon.restart()
-                    memory.removeAll()
-                case .emptied:
-                    horizon.clear()
+                case .all, .emptied:
+                    horizon.apply(invalidation)
                     memory.removeAll()
                 }
             }
