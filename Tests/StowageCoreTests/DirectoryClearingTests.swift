@@ -1,5 +1,5 @@
 import Foundation
-import StowageCore
+@testable import StowageCore
 import Testing
 
 #if canImport(Glibc)
@@ -67,5 +67,66 @@ struct DirectoryClearingTests {
         #expect {
             try DirectoryClearing.clearContentsBlocking(of: file)
         } throws: { ($0 as? StowageError)?.code == .notADirectory }
+    }
+}
+
+/// Issue 17, item 3: the refusal to clear through a symbolic link, judged on what is opened.
+@Suite("DirectoryClearing through links")
+struct DirectoryClearingLinkTests {
+    @Test(
+        "LINK/. and its spellings are refused like LINK; the target keeps its contents",
+        arguments: ["link/.", "link/./", "link//.", "link/./.", "link/"]
+    )
+    func trailingDotThroughLink(suffix: String) throws {
+        let scratch = try TemporaryDirectory()
+        let target = try TemporaryDirectory("target")
+        try target.write("survivor")
+        try scratch.symlink("link", to: target.path)
+        let error = try #require(throws: StowageError.self) {
+            try DirectoryClearing.clearContentsBlocking(of: URL(filePath: scratch.path + "/" + suffix))
+        }
+        #expect(error.code == .invalidArgument)
+        #expect(error.message.contains("symbolic link"), "\(error.message)")
+        #expect(target.exists("survivor"))
+    }
+
+    @Test("a path ending in '..' is refused: it names a directory through another")
+    func trailingDotDot() throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.write("inner/file")
+        let error = try #require(throws: StowageError.self) {
+            try DirectoryClearing.clearContentsBlocking(of: URL(filePath: scratch.path + "/inner/.."))
+        }
+        #expect(error.message.contains("'..'"))
+        #expect(scratch.exists("inner/file"))
+    }
+
+    @Test("a link to '/' written LINK/. is refused at the open; '/' itself is refused by device and inode")
+    func rootByIdentity() throws {
+        // Only the open and the identity check run here: a regression must never reach a removal.
+        let scratch = try TemporaryDirectory()
+        try scratch.symlink("root", to: "/")
+        #expect(throws: StowageError.self) { _ = try ClearingTarget.openDirectory(scratch.path + "/root/.") }
+        for spelling in ["/", "/.", "//", "/./."] {
+            let descriptor = try ClearingTarget.openDirectory(spelling)
+            defer { close(descriptor) }
+            #expect(throws: StowageError.self) { try ClearingTarget.refuseProtected(descriptor, path: spelling) }
+        }
+        let home = FileManager.default.homeDirectoryForCurrentUser.path(percentEncoded: false)
+        let descriptor = open(home, O_RDONLY | O_DIRECTORY)
+        try #require(descriptor >= 0)
+        defer { close(descriptor) }
+        #expect(throws: StowageError.self) { try ClearingTarget.refuseProtected(descriptor, path: home) }
+    }
+
+    @Test("a directory reached through a link in a parent is cleared (only the final component matters)")
+    func linkInParent() throws {
+        let scratch = try TemporaryDirectory()
+        let target = try TemporaryDirectory("target")
+        try target.write("dir/gone")
+        try scratch.symlink("link", to: target.path)
+        let report = try DirectoryClearing.clearContentsBlocking(of: URL(filePath: scratch.path + "/link/dir/."))
+        #expect(report.removedCount == 1)
+        #expect(!target.exists("dir/gone") && target.exists("dir"))
     }
 }

@@ -1,3 +1,5 @@
+import StowageCore
+
 /// One clean task of a manifest: a directory's entries, or named handlers registered in code.
 public enum CleanTask: Sendable, Hashable, CustomStringConvertible {
     /// Deletes `entries` of the container path `path` (sandbox-style, e.g. `Library/Caches/images`);
@@ -11,8 +13,8 @@ public enum CleanTask: Sendable, Hashable, CustomStringConvertible {
     /// `"Path 'Library/Caches/images'"` or `"Class 'ImageStore'"`.
     public var description: String {
         switch self {
-        case .path(let path, _): "Path '\(path)'"
-        case .handler(let className, _): "Class '\(className)'"
+        case .path(let path, _): "Path \(PathInput.quoted(path))"
+        case .handler(let className, _): "Class \(PathInput.quoted(className))"
         }
     }
 }

@@ -16,10 +16,11 @@ struct EntryPattern: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``StowageError`` `.pathEscapesRoot` for an absolute pattern or a `..` component,
     ///   `.invalidArgument` for an empty one.
     init(parsing text: String, subject: String) throws {
+        try PathInput.check(text, subject: "\(subject): an entry")
         if text.hasPrefix("/") || text.hasPrefix("~") {
             throw StowageError(
                 code: .pathEscapesRoot,
-                message: "\(subject): the entry '\(text)' is absolute; entries are names inside the task's Path, "
+                message: "\(subject): the entry \(PathInput.quoted(text)) is absolute; entries are names inside the task's Path, "
                     + "e.g. '*.tmp'",
                 path: text
             )
@@ -28,7 +29,7 @@ struct EntryPattern: Sendable, Hashable, CustomStringConvertible {
         if parts.contains("..") {
             throw StowageError(
                 code: .pathEscapesRoot,
-                message: "\(subject): the entry '\(text)' contains '..', which could leave the task's Path; "
+                message: "\(subject): the entry \(PathInput.quoted(text)) contains '..', which could leave the task's Path; "
                     + "name entries inside it",
                 path: text
             )

@@ -71,7 +71,7 @@ struct PurgeSweep {
 
     /// Resolves the registered path; `nil` (with the report filled) when there is nothing to do.
     private func open(_ registration: PurgeableDirectory, into report: inout PurgeReport.Directory) -> OpenDirectory? {
-        let subject = "purgeable directory '\(registration.path)'"
+        let subject = "purgeable directory \(PathInput.quoted(registration.path))"
         do {
             let path = try ContainerPath(parsing: registration.path, subject: subject)
             report.fileSystemPath = path.url(in: container).fileSystemPath

@@ -77,7 +77,7 @@ public final class PurgeableDirectories: Sendable {
     ) throws
         -> URL
     {
-        let subject = "purgeable directory '\(path)'"
+        let subject = "purgeable directory \(PathInput.quoted(path))"
         if let sizeCap, sizeCap < .zero {
             throw StowageError.invalidArgument(
                 "\(subject): a size cap of \(sizeCap.rawValue) bytes is negative; give a positive cap, or nil for none"
@@ -126,7 +126,7 @@ public final class PurgeableDirectories: Sendable {
     /// Blocking variant of ``unregister(_:)``.
     @discardableResult
     public func unregisterBlocking(_ path: String) throws -> Bool {
-        let normalized = try ContainerPath(parsing: path, subject: "purgeable directory '\(path)'").description
+        let normalized = try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))").description
         return try registry.update { directories in
             let count = directories.count
             directories.removeAll { $0.path == normalized }
@@ -138,7 +138,7 @@ public final class PurgeableDirectories: Sendable {
     ///
     /// - Throws: ``StowageError`` for a path ``register(_:policy:sizeCap:)`` would refuse.
     public func url(for path: String) throws -> URL {
-        try ContainerPath(parsing: path, subject: "purgeable directory '\(path)'").url(in: container)
+        try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))").url(in: container)
     }
 
     /// The registered directories, in registration order.
@@ -264,7 +264,7 @@ public final class PurgeableDirectories: Sendable {
     }
 
     private func clear(_ path: String, cancellation: CancellationFlag?) throws -> PurgeReport.Directory {
-        let normalized = try ContainerPath(parsing: path, subject: "purgeable directory '\(path)'").description
+        let normalized = try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))").description
         guard let registration = try registry.read().first(where: { $0.path == normalized }) else {
             throw StowageError(
                 code: .notFound,

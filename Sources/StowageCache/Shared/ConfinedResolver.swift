@@ -46,19 +46,15 @@ enum ConfinedResolver {
         subject: String,
         creating: Bool = false
     ) throws -> ConfinedTarget {
-        let rootURL = container.url(for: path.location)
+        let rootPath = container.url(for: path.location).fileSystemPath
         if creating { _ = try container.directoryBlocking(for: path.location) }
-        let rootPath = rootURL.fileSystemPath
-        let rootDescriptor = open(rootPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard rootDescriptor >= 0 else {
-            if errno == ENOENT { return .missing(path: path.url(in: container).fileSystemPath) }
-            throw StowageError.syscall(.current, "open the \(path.location) directory", path: rootPath)
+        // The location's own directory is opened confined too: `Library` or `Caches` replaced by a
+        // link to outside a rooted container is refused there (Container.openLocationDirectory).
+        guard let rootDescriptor = try container.openLocationDirectory(path.location, creating: creating) else {
+            return .missing(path: path.url(in: container).fileSystemPath)
         }
         let root = OpenDirectory(descriptor: rootDescriptor, path: rootPath)
-        let realRoot = realpath(rootPath, nil).map { pointer in
-            defer { free(pointer) }
-            return String(cString: pointer)
-        }
+        let realRoot = Container.realPath(of: rootDescriptor)
 
         var stack: [OpenDirectory] = [root]
         var pending = path.components

@@ -30,12 +30,16 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameter subject: What the path belongs to, for messages: `"task 2 (Path 'x')"`.
     /// - Throws: ``StowageError`` `.pathEscapesRoot` for an absolute path, `~` or `..`;
-    ///   `.invalidArgument` for an empty path or one that names no location.
+    ///   `.invalidArgument` for an empty path, one with NUL or control bytes (``PathInput``) or
+    ///   one that names no location.
     init(parsing text: String, subject: String) throws {
+        // The one place container paths from manifests, the registry and API arguments enter:
+        // a NUL here would end the path early at the system call, after the `..` check below.
+        try PathInput.check(text, subject: subject)
         if text.hasPrefix("/") || text.hasPrefix("~") {
             throw StowageError(
                 code: .pathEscapesRoot,
-                message: "\(subject): '\(text)' is an absolute path; write it relative to the container, "
+                message: "\(subject): \(PathInput.quoted(text)) is an absolute path; write it relative to the container, "
                     + "starting with a location, e.g. 'Library/Caches/images'",
                 path: text
             )
@@ -44,7 +48,7 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
         if parts.contains("..") {
             throw StowageError(
                 code: .pathEscapesRoot,
-                message: "\(subject): '\(text)' contains a '..' component, which could leave the container; "
+                message: "\(subject): \(PathInput.quoted(text)) contains a '..' component, which could leave the container; "
                     + "name the directory directly",
                 path: text
             )
@@ -52,7 +56,7 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
         guard let match = Self.prefixes.first(where: { parts.starts(with: $0.prefix) }) else {
             throw StowageError(
                 code: .invalidArgument,
-                message: "\(subject): '\(text)' does not start with a container location; start it with "
+                message: "\(subject): \(PathInput.quoted(text)) does not start with a container location; start it with "
                     + "Documents/, Library/Application Support/, Library/Caches/, Library/Preferences/ or tmp/",
                 path: text
             )

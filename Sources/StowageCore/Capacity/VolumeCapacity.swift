@@ -88,7 +88,7 @@ public struct VolumeCapacity: Sendable, Hashable, Codable {
     /// Blocking variant of ``forVolume(containing:reserves:)``.
     public static func forVolumeBlocking(containing url: URL, reserves: Reserves = Reserves()) throws -> VolumeCapacity
     {
-        let path = url.fileSystemPath
+        let path = try url.checkedFileSystemPath(subject: "cannot read the capacity")
         var info = statvfs()
         guard statvfs(path, &info) == 0 else {
             throw StowageError.syscall(.current, "read the capacity of", path: path)

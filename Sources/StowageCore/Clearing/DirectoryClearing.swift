@@ -53,16 +53,31 @@ public enum DirectoryClearing {
         cancellation: CancellationFlag?
     ) throws -> ClearReport {
         let path = directory.fileSystemPath
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            let error = Errno.current
-            if error.rawValue == ELOOP {
-                throw StowageError.invalidArgument(
-                    "cannot clear '\(path)': it is a symbolic link; pass the directory it points to if you mean it",
-                    path: path
-                )
-            }
-            throw StowageError.syscall(error, "clear", path: path)
+        let descriptor = try ClearingTarget.openDirectory(path)
+        return try clearContentsBlocking(
+            ofOpenDirectory: descriptor,
+            path: path,
+            keeping: keeping,
+            cancellation: cancellation
+        )
+    }
+
+    /// Empties the directory open at `descriptor`, which this call closes.
+    ///
+    /// The directory is judged by what was opened, not by its path: the file-system root and
+    /// the home directory with its ancestors are refused by device and inode, however they were
+    /// reached (a trailing `/.`, a bind mount, a link in a parent).
+    package static func clearContentsBlocking(
+        ofOpenDirectory descriptor: Int32,
+        path: String,
+        keeping: Set<String>,
+        cancellation: CancellationFlag?
+    ) throws -> ClearReport {
+        do {
+            try ClearingTarget.refuseProtected(descriptor, path: path)
+        } catch {
+            close(descriptor)
+            throw error
         }
         var report = ClearReport(path: path)
         try removeContents(of: descriptor, path: path, keeping: keeping, report: &report, cancellation: cancellation)

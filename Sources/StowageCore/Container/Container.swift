@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The five locations of one app, resolved for the platform or under a root directory.
 ///
 /// ```swift
@@ -64,13 +70,12 @@ public struct Container: Sendable, Hashable {
         let root = root.standardizedFileURL.absoluteURL
         self.root = root
         self.identifier = identifier ?? root.lastPathComponent
-        self.urls = [
-            .documents: root.appending(path: "Documents", directoryHint: .isDirectory),
-            .applicationSupport: root.appending(path: "Library/Application Support", directoryHint: .isDirectory),
-            .caches: root.appending(path: "Library/Caches", directoryHint: .isDirectory),
-            .preferences: root.appending(path: "Library/Preferences", directoryHint: .isDirectory),
-            .temporary: root.appending(path: "tmp", directoryHint: .isDirectory),
-        ]
+        self.urls = Dictionary(
+            uniqueKeysWithValues: Location.allCases.map { location in
+                let relative = Self.rootedComponents(of: location).joined(separator: "/")
+                return (location, root.appending(path: relative, directoryHint: .isDirectory))
+            }
+        )
     }
 
     /// Where `location` is, without touching the file system.
@@ -94,7 +99,12 @@ public struct Container: Sendable, Hashable {
     /// Blocking variant of ``directory(for:)``.
     public func directoryBlocking(for location: Location) throws -> URL {
         let url = url(for: location)
-        try DirectoryCreation.createDirectory(at: url, privateToOwner: location == .temporary && root == nil)
+        if root == nil {
+            try DirectoryCreation.createDirectory(at: url, privateToOwner: location == .temporary)
+        } else if let descriptor = try openLocationDirectory(location, creating: true) {
+            // Rooted: created and opened confined to the root, so marks never land outside it.
+            close(descriptor)
+        }
         try applyMarks(for: location, at: url)
         return url
     }

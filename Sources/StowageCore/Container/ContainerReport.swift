@@ -86,6 +86,21 @@ extension Container {
     /// - Returns: What was removed and freed; see ``DirectoryClearing/clearContents(of:keeping:)``.
     public func clear(_ location: Location) async throws -> ClearReport {
         let url = try await directory(for: location)
-        return try await DirectoryClearing.clearContents(of: url, keeping: [CacheDirectoryTag.fileName])
+        let cancellation = CancellationFlag()
+        return try await withTaskCancellationHandler {
+            try await BlockingWork.run {
+                guard let descriptor = try openLocationDirectory(location, creating: true) else {
+                    return ClearReport(path: url.fileSystemPath)
+                }
+                return try DirectoryClearing.clearContentsBlocking(
+                    ofOpenDirectory: descriptor,
+                    path: url.fileSystemPath,
+                    keeping: [CacheDirectoryTag.fileName],
+                    cancellation: cancellation
+                )
+            }
+        } onCancel: {
+            cancellation.cancel()
+        }
     }
 }

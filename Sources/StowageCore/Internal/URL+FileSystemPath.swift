@@ -9,3 +9,17 @@ extension URL {
         return path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
     }
 }
+
+extension URL {
+    /// ``fileSystemPath``, checked by ``PathInput`` first: the form for a URL that came from a
+    /// caller, before it reaches a system call.
+    ///
+    /// - Parameter subject: What the path is for, for the message: `"cannot measure"`.
+    /// - Throws: ``StowageError`` `.invalidArgument` for an empty path or one with NUL or
+    ///   control bytes.
+    package func checkedFileSystemPath(subject: String) throws -> String {
+        let path = fileSystemPath
+        try PathInput.check(path, subject: subject)
+        return path
+    }
+}

@@ -72,7 +72,7 @@ public enum Marks {
 
     /// The attribute's value as UTF-8 text, or `nil` when the item does not have it.
     package static func attribute(_ name: String, of url: URL) throws -> String? {
-        let path = url.fileSystemPath
+        let path = try url.checkedFileSystemPath(subject: "cannot use extended attributes")
         var buffer = [UInt8](repeating: 0, count: 256)
         let length = buffer.withUnsafeMutableBytes { stowage_getxattr(path, name, $0.baseAddress, $0.count) }
         if length >= 0 { return String(decoding: buffer.prefix(length), as: UTF8.self) }
@@ -82,14 +82,14 @@ public enum Marks {
     }
 
     package static func setAttribute(_ name: String, to value: String, of url: URL) throws {
-        let path = url.fileSystemPath
+        let path = try url.checkedFileSystemPath(subject: "cannot use extended attributes")
         let bytes = Array(value.utf8)
         let result = bytes.withUnsafeBytes { stowage_setxattr(path, name, $0.baseAddress, $0.count) }
         if result != 0 { throw failure(.current, "set extended attribute '\(name)' on", path: path) }
     }
 
     package static func removeAttribute(_ name: String, of url: URL) throws {
-        let path = url.fileSystemPath
+        let path = try url.checkedFileSystemPath(subject: "cannot use extended attributes")
         if stowage_removexattr(path, name) != 0 {
             let error = Errno.current
             if error.rawValue == noAttributeErrno { return }
