@@ -26,6 +26,10 @@ struct CleanCommand: AsyncParsableCommand {
     @Flag(help: "Measure and report what would be freed; delete nothing.")
     var dryRun = false
 
+    func validate() throws {
+        try GlobalOptions.checkPath(manifest, "--manifest")
+    }
+
     func run() async throws {
         try await Output.run {
             let manifest = try CleanManifest(contentsOf: URL(filePath: manifest))

@@ -28,7 +28,10 @@ struct ClearCommand: AsyncParsableCommand {
                 "give either a PATH or --location (one of: \(Location.allCases.map(\.rawValue).joined(separator: ", ")))"
             )
         }
-        if let path { try Self.refuseDangerous(path) }
+        if let path {
+            try GlobalOptions.checkPath(path, "clear")
+            try Self.refuseDangerous(path)
+        }
     }
 
     func run() async throws {

@@ -25,7 +25,12 @@ struct PurgeableCommand: AsyncParsableCommand {
         @Option(help: "'manual' or an age in days: 3d, 7d, 14d, 30d, … (files older than that are swept).")
         var policy: String
 
-        @Option(help: "Size cap, e.g. 200MB: over it a sweep deletes the oldest files down to half the cap.")
+        // Unconditional, so '--cap -1MB' reaches the size parser (and its message) instead of
+        // being taken for an unknown option and reported as a missing value.
+        @Option(
+            parsing: .unconditional,
+            help: "Size cap, e.g. 200MB: over it a sweep deletes the oldest files down to half the cap."
+        )
         var cap: String?
 
         func validate() throws {

@@ -28,6 +28,10 @@ struct UsageCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON document on standard output instead of a table.")
     var json = false
 
+    func validate() throws {
+        for path in paths { try GlobalOptions.checkPath(path, "usage") }
+    }
+
     func run() async throws {
         try await Output.run {
             let options = DiskUsage.Options(staysOnFileSystem: oneFileSystem, includesChildren: children)

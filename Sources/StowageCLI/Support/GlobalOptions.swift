@@ -17,13 +17,23 @@ struct GlobalOptions: ParsableArguments {
     var json = false
 
     func validate() throws {
-        if let root, root.isEmpty { throw ValidationError("--root needs a directory path") }
+        if let root { try Self.checkPath(root, "--root") }
         if let identifier {
             do {
                 _ = try Container(identifier: identifier, environment: ["HOME": "/"])
             } catch let error as StowageError {
                 throw ValidationError(error.message)
             }
+        }
+    }
+
+    /// Refuses an empty path (it would mean the working directory) and one with control
+    /// characters, as a usage error naming `what`.
+    static func checkPath(_ path: String, _ what: String) throws {
+        do {
+            try PathInput.check(path, subject: what)
+        } catch let error as StowageError {
+            throw ValidationError(error.message)
         }
     }
 

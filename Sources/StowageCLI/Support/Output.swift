@@ -24,7 +24,16 @@ enum Output {
 
     /// Writes a line to standard error, prefixed with the tool's name.
     static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("stowage: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("stowage: \(shortened(message))\n".utf8))
+    }
+
+    /// The longest message written whole; a message quoting a huge path or value is cut.
+    static let maximumMessageLength = 2_000
+
+    /// `message`, cut to ``maximumMessageLength`` characters with the full length given.
+    static func shortened(_ message: String) -> String {
+        guard message.count > maximumMessageLength else { return message }
+        return message.prefix(maximumMessageLength) + "… (message cut, \(message.utf8.count) bytes in all)"
     }
 
     /// Runs a command body, turning library errors into a message on standard error and exit 2.

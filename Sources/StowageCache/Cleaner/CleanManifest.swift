@@ -44,20 +44,10 @@ public struct CleanManifest: Sendable, Hashable {
     /// Reads a manifest file; `.json` files are JSON, anything else is tried as a property list.
     ///
     /// - Throws: ``StowageError`` `.notFound` and friends when the file cannot be read;
-    ///   `.invalidArgument` naming the line, item or key at fault when it is malformed.
+    ///   `.invalidArgument` when it is not a regular file (a directory, a FIFO, a device), is
+    ///   over 64 MiB, or is malformed, naming the line, item or key at fault.
     public init(contentsOf url: URL) throws {
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw StowageError(
-                code: .notFound,
-                message: "cannot read the clean manifest '\(url.fileSystemPath)': \(error.localizedDescription); "
-                    + "check the path",
-                path: url.fileSystemPath,
-                cause: error
-            )
-        }
+        let data = try RegularFile.read(url.fileSystemPath, subject: "the clean manifest")
         let format: Format? = url.pathExtension.lowercased() == "json" ? .json : nil
         try self.init(data: data, format: format, source: url.lastPathComponent)
     }
