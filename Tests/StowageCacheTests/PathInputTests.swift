@@ -121,3 +121,52 @@ struct PathInputTests {
         #expect(fixture.untouched())
     }
 }
+
+/// Inputs the manifest fuzzer (Fuzz/run.sh manifest) found.
+@Suite("manifest fuzzer findings")
+struct ManifestFuzzFindingsTests {
+    @Test("a binary property list with a set inside an array is a typed error, not a crash")
+    func setInBinaryPlist() throws {
+        // Found by libFuzzer: PropertyListSerialization's CoreFoundation bridge dereferenced null.
+        let crash = try #require(
+            Data(
+                base64Encoded: "YnBsaXN0MDChAcICAwQHV0VudHJpZXNUUGF0aKIFBmJwbAB/Z1goL3RodW1kAF8QFf///zlhcnvRxJ+8l5JzL2ltYWdlcwgKDxccHx8uAAF3gGwAAQEAAAAAAAAACAAAAAAAAAAAAAAAAAAAAEY="
+            )
+        )
+        let error = try #require(throws: StowageError.self) { try CleanManifest(data: crash, source: "m.plist") }
+        #expect(error.code == .invalidArgument)
+        #expect(error.message.contains("binary property list"), "\(error.message)")
+    }
+
+    @Test("a parser's message quoting NUL bytes from the input is escaped")
+    func nulInParserDetail() throws {
+        let text = "<?xml version=\"1.0\" encoding=\"UT\u{0}\u{0}F-8\"?>\n<plist version=\"1.0\"><array/></plist>\n"
+        let error = try #require(throws: StowageError.self) { try CleanManifest(data: Data(text.utf8), source: "m") }
+        #expect(!error.message.unicodeScalars.contains { $0.value < 0x20 }, "\(error.message.debugDescription)")
+    }
+
+    @Test("a binary property list manifest still parses (paths, entries, handlers)")
+    func binaryStillParses() throws {
+        let data = try PropertyListSerialization.data(
+            fromPropertyList: [["Path": "Library/Caches/images", "Entries": ["*.jpg"]], ["Class": "C", "Selectors": ["s:"]]],
+            format: .binary,
+            options: 0
+        )
+        let manifest = try CleanManifest(data: data)
+        #expect(manifest.tasks == [.path("Library/Caches/images", entries: ["*.jpg"]), .handler(className: "C", selectors: ["s:"])])
+    }
+}
+
+extension ManifestFuzzFindingsTests {
+    @Test("a binary property list that holds itself is refused promptly, not decoded forever")
+    func cycleInBinaryPlist() throws {
+        // Found by libFuzzer: the decoder followed the reference cycle until the fuzzer's timeout.
+        let cycle = try #require(
+            Data(
+                base64Encoded: "YnBsaXN0MDCiAQfSAgMEBldFbnRyaWVzVFBhdGihAGIQBVNhX1ERWKGhDFJzfwgLEC4ALy4uANIICQoLVUNsYXNzWVNlbGVjdG9yc1FYoQxSc38ICxAYHSkjNjxCTE5QAAAAAAAAAQEAAAAAAAAADQAAAAAAAAAAAAAAAAAAAFM="
+            )
+        )
+        let error = try #require(throws: StowageError.self) { try CleanManifest(data: cycle, source: "m.plist") }
+        #expect(error.message.contains("nests deeper") || error.message.contains("binary property list"))
+    }
+}

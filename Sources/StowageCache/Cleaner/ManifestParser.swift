@@ -5,6 +5,16 @@ import StowageCore
 /// line (syntax) or the item and key (structure) at fault.
 enum ManifestParser {
     static func propertyList(_ data: Data, source: String) throws -> Any {
+        if BinaryPropertyList.isBinary(data) {
+            do {
+                return try BinaryPropertyList.decode(data)
+            } catch let error as DecodingError {
+                throw malformed(source, "is not a valid binary property list: \(describe(error))")
+            } catch {
+                // The binary reader's own errors, e.g. corruptedValue("object index").
+                throw malformed(source, "is not a valid binary property list: \(error)")
+            }
+        }
         do {
             return try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
         } catch {
@@ -98,17 +108,30 @@ enum ManifestParser {
     }
 
     private static func malformed(_ source: String, _ problem: String) -> StowageError {
+        // Escaped: Foundation's parse errors quote the input, NUL and control bytes included.
         StowageError(
             code: .invalidArgument,
-            message: "the clean manifest '\(source)' \(problem); nothing was deleted",
+            message: "the clean manifest \(PathInput.quoted(source)) \(PathInput.escaped(problem)); nothing was deleted",
             path: source
         )
+    }
+
+    /// A decoding error in words: its description and, where there is one, the path to the value.
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
+            .dataCorrupted(let context):
+            let path = context.codingPath.map { $0.intValue.map { "item \($0 + 1)" } ?? "'\($0.stringValue)'" }
+            return context.debugDescription + (path.isEmpty ? "" : " (at \(path.joined(separator: " → ")))")
+        @unknown default:
+            return "\(error)"
+        }
     }
 
     /// What a value is, in words, for messages.
     static func kind(of value: Any) -> String {
         switch value {
-        case let string as String: "the string '\(string)'"
+        case let string as String: "the string \(PathInput.quoted(string))"
         case is [Any]: "an array"
         case is [String: Any]: "a dictionary"
         case is Bool: "a boolean"

@@ -50,12 +50,22 @@ package enum PathInput {
     /// `text` in single quotes for a message: control characters escaped (`\0`, `\n`,
     /// `\x1b`) and anything past `limit` characters cut, with the full length given.
     package static func quoted(_ text: String, limit: Int = 160) -> String {
+        let (shown, isCut) = escape(text, limit: limit)
+        return isCut ? "'\(shown)…' (\(text.utf8.count) bytes)" : "'\(shown)'"
+    }
+
+    /// `text` with control characters escaped and anything past `limit` characters cut: for
+    /// text from outside (a parser's detail, a value) that goes into a message unquoted.
+    package static func escaped(_ text: String, limit: Int = 1_024) -> String {
+        let (shown, isCut) = escape(text, limit: limit)
+        return isCut ? "\(shown)… (\(text.utf8.count) bytes)" : shown
+    }
+
+    private static func escape(_ text: String, limit: Int) -> (String, isCut: Bool) {
         var result = ""
         var count = 0
         for scalar in text.unicodeScalars {
-            if count == limit {
-                return "'\(result)…' (\(text.utf8.count) bytes)"
-            }
+            if count == limit { return (result, true) }
             if scalar.value < 0x20 || scalar.value == 0x7F {
                 result += escaped(UInt8(scalar.value))
             } else {
@@ -63,7 +73,7 @@ package enum PathInput {
             }
             count += 1
         }
-        return "'\(result)'"
+        return (result, false)
     }
 
     private static func isControl(_ byte: UInt8) -> Bool {
