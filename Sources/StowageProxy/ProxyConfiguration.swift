@@ -25,6 +25,15 @@ public struct ProxyConfiguration: Sendable {
     /// (``CachedResponse/trace``, steps joined by ` | `). For debugging: it shows cache
     /// internals to clients. Default off.
     public var sendsTrace: Bool
+    /// The largest request body accepted; a longer one is answered `413 Content Too Large`
+    /// before anything goes upstream. Request bodies are read whole before they are forwarded
+    /// (nginx's `proxy_request_buffering`), so this bounds the memory one request can hold.
+    /// Default 16 MB.
+    public var maximumRequestBodySize: ByteCount
+    /// The longest a client may pause while sending a request body; then it is answered
+    /// `408 Request Timeout` and the connection closes (nginx's `client_body_timeout`).
+    /// Default 60 s.
+    public var requestBodyIdleTimeout: Duration
     /// A cache level shared with other proxies (e.g. `RedisSharedTier`): proxies configured with
     /// the same one serve each other's stored responses. Default `nil` (this proxy's cache only).
     public var sharedTier: (any SharedCacheTier)?
@@ -40,6 +49,8 @@ public struct ProxyConfiguration: Sendable {
         upstreamTimeout = .seconds(30)
         logger = Logger(label: "stowage.proxy")
         sendsTrace = false
+        maximumRequestBodySize = ByteCount(16_000_000)
+        requestBodyIdleTimeout = .seconds(60)
         sharedTier = nil
     }
 

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import Metrics
 import NIOCore
+import StowageCore
 import StowageHTTPCache
 import StowageHTTPClient
 
@@ -32,9 +33,26 @@ struct ProxyHandler: Sendable {
     }
 
     func respond(to request: Request, context: BasicRequestContext) async -> Response {
+        if let refusal = Self.refuseHost(request.head) { return refusal }
         let upstreamRequest = upstream(request.head)
         let hasBody = request.head.method != .get && request.head.method != .head
-        let body: HTTPBody? = hasBody ? HTTPBody(request.body.map { Array($0.readableBytesView) }) : nil
+        var body: HTTPBody?
+        if hasBody {
+            let reader = RequestBodyReader(
+                limit: Int(configuration.maximumRequestBodySize.rawValue),
+                idleTimeout: configuration.requestBodyIdleTimeout
+            )
+            do {
+                let declared = request.head.headerFields[.contentLength].flatMap { Int($0) }
+                body = HTTPBody(bytes: try await reader.read(request.body, declaredLength: declared))
+            } catch {
+                configuration.logger.info(
+                    "request body refused: \(error.message)",
+                    metadata: ["path": "\(request.head.path ?? "/")", "status": "\(error.status.code)"]
+                )
+                return Self.plainResponse(error.status, error.message, closing: error.closesConnection)
+            }
+        }
         do {
             let served = try await cache.respond(to: upstreamRequest, body: body, fetch: transport.asFetch)
             outcomes[served.outcome]?.increment()
@@ -58,6 +76,34 @@ struct ProxyHandler: Sendable {
             )
             return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: message))
         }
+    }
+
+    /// RFC 9112 §3.2: a request without `Host`, or with more than one, is answered 400.
+    ///
+    /// The HTTP/1 codec moves the first `Host` into the request's authority and keeps any other
+    /// among the fields. (It does not pass on the protocol version, so an HTTP/1.0 request
+    /// without `Host` is refused too; every current client sends it.)
+    static func refuseHost(_ head: HTTPRequest) -> Response? {
+        let hostName = HTTPField.Name("Host")!
+        if head.authority == nil || head.authority?.isEmpty == true {
+            return plainResponse(.badRequest, "the request has no Host field (RFC 9112 §3.2)")
+        }
+        if !head.headerFields[values: hostName].isEmpty {
+            return plainResponse(.badRequest, "the request has more than one Host field (RFC 9112 §3.2)")
+        }
+        return nil
+    }
+
+    /// A short plain-text answer from the proxy itself. `closing` says `Connection: close`,
+    /// for failures after which the server closes the connection (its request stream ended).
+    static func plainResponse(_ status: HTTPResponse.Status, _ message: String, closing: Bool = false) -> Response {
+        var fields = HTTPFields()
+        fields[.contentType] = "text/plain; charset=utf-8"
+        fields[.cacheStatus] = CacheStatus(outcome: .bypass, detail: "proxy: \(status.code)").description
+        if closing { fields[.connection] = "close" }
+        let text = "\(status.code) \(status.reasonPhrase): \(message)\n"
+        fields[.contentLength] = String(text.utf8.count)
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// The client's request re-addressed to the upstream (the cache key is the upstream URL).

@@ -21,6 +21,8 @@ struct ProxyHarness {
         upstreamTimeout: Duration = .seconds(10),
         originDown: Bool = false,
         sendsTrace: Bool = false,
+        upstream: String? = nil,
+        configure: (inout ProxyConfiguration) -> Void = { _ in },
         script: @escaping TestOriginServer.Script,
         _ body: (ProxyHarness) async throws -> Void
     ) async throws {
@@ -28,7 +30,7 @@ struct ProxyHarness {
         defer { try? FileManager.default.removeItem(at: root) }
         let origin = try await TestOriginServer.start(script)
         var configuration = ProxyConfiguration(
-            upstream: try .init(parsing: origin.baseURL),
+            upstream: try .init(parsing: upstream ?? origin.baseURL),
             cacheDirectory: root,
             host: "127.0.0.1",
             port: 0
@@ -38,6 +40,7 @@ struct ProxyHarness {
         configuration.memoryCapacity = ByteCount(32_000_000)
         configuration.diskCapacity = ByteCount(400_000_000)
         configuration.logger.logLevel = .critical
+        configure(&configuration)
         let proxy = try CachingProxy(configuration: configuration)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let task = Task { try await proxy.run(handlingSignals: false) { port in continuation.yield(port) } }

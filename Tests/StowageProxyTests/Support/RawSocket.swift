@@ -17,7 +17,7 @@ func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T)
 final class RawSocket: @unchecked Sendable {  // used by one test at a time
     private let descriptor: Int32
 
-    init(port: Int) throws {
+    init(port: Int, receiveTimeout seconds: Int = 10) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -29,7 +29,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
             }
         }
         guard result == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 

@@ -50,6 +50,15 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "Seconds one upstream exchange may take before the client gets 504.")
     var upstreamTimeout = 30
 
+    @Option(
+        help: "The largest request body accepted, e.g. 16MB; longer ones get 413. Bodies are read whole before they go upstream.",
+        transform: { try parseSize($0) }
+    )
+    var maxRequestBody = ByteCount(16_000_000)
+
+    @Option(help: "Seconds a client may pause while sending a request body before it gets 408.")
+    var requestBodyTimeout = 60
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -75,6 +84,10 @@ struct ProxyCommand: AsyncParsableCommand {
         guard upstreamTimeout > 0 else {
             throw ValidationError("--upstream-timeout must be a positive number of seconds")
         }
+        guard requestBodyTimeout > 0 else {
+            throw ValidationError("--request-body-timeout must be a positive number of seconds")
+        }
+        if let cacheDir { try GlobalOptions.checkPath(cacheDir, "--cache-dir") }
         guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
         if sharedCaFile != nil, shared?.lowercased().hasPrefix("rediss://") != true {
             throw ValidationError("--shared-ca-file is for a TLS server: give --shared rediss://HOST:PORT as well")
@@ -109,6 +122,8 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.diskCapacity = diskCapacity
             configuration.upstreamTimeout = .seconds(upstreamTimeout)
             configuration.sendsTrace = trace
+            configuration.maximumRequestBodySize = maxRequestBody
+            configuration.requestBodyIdleTimeout = .seconds(requestBodyTimeout)
             var logger = Logger(label: "stowage.proxy")
             logger.logLevel = level
             configuration.logger = logger

@@ -1,0 +1,136 @@
+import AsyncHTTPClient
+import Foundation
+import Synchronization
+import HTTPTypes
+import NIOHTTP1
+import StowageCore
+import StowageHTTPTestSupport
+import StowageProxy
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Clients that are slow, incomplete or malformed must never take the proxy down (issue 17,
+/// items 2, 7 and 10). Everything runs against the real proxy and real sockets on 127.0.0.1.
+// Serialized: the first test holds 60 dispatch threads in blocking reads for a moment, which
+// would delay the raw sockets of the others.
+@Suite(.serialized) struct HostileClientTests {
+    @Test("A POST that promises 1 MB, sends one byte and waits, while the upstream answers early, cannot crash the proxy")
+    func incompleteBodyWhileUpstreamAnswers() async throws {
+        let origin = try EarlyAnsweringOrigin(.answerAtOnce)
+        defer { origin.stop() }
+        try await ProxyHarness.run(
+            upstream: origin.baseURL,
+            configure: { $0.requestBodyIdleTimeout = .milliseconds(500) },
+            script: { _ in .init() }
+        ) { h in
+            let port = h.proxyPort
+            // The reported sequence, 60 clients at once (it crashed 5 of 10 tries with one client),
+            // one thread per client (GCD would start its workers slowly and serialize them).
+            let replies = try await offCooperativePool { () -> [String?] in
+                let results = Mutex<[String?]>([])
+                let group = DispatchGroup()
+                for _ in 0..<60 {
+                    group.enter()
+                    Thread.detachNewThread {
+                        defer { group.leave() }
+                        guard let socket = try? RawSocket(port: port, receiveTimeout: 5) else { return }
+                        socket.send("POST /upload HTTP/1.1\r\nHost: proxy\r\nContent-Length: 1000000\r\n\r\nx")
+                        let head = socket.readResponse()?.head
+                        results.withLock { $0.append(head) }
+                    }
+                }
+                group.wait()
+                return results.withLock { $0 }
+            }
+            #expect(replies.count == 60)
+            #expect(replies.allSatisfy { $0?.hasPrefix("HTTP/1.1 408") == true }, "\(Set(replies))")
+            #expect(origin.requestCount == 0, "an incomplete body never goes upstream")
+            // Still alive: a normal request is answered.
+            let reply = try await h.get("/after")
+            #expect(reply.text == "early")
+        }
+    }
+
+    @Test("A body trickled in slowly (pauses shorter than the idle timeout) reaches the origin whole")
+    func slowCompleteBody() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.requestBodyIdleTimeout = .seconds(5) },
+            script: { r in .init(status: 200, body: "got \(r.body.count) \(String(decoding: r.body, as: UTF8.self))") }
+        ) { h in
+            let port = h.proxyPort
+            let reply = try await offCooperativePool { () -> (head: String, body: String)? in
+                let socket = try RawSocket(port: port)
+                socket.send("POST /slow HTTP/1.1\r\nHost: proxy\r\nContent-Length: 10\r\n\r\n")
+                for byte in "0123456789" {
+                    usleep(100_000)
+                    socket.send(String(byte))
+                }
+                return socket.readResponse()
+            }
+            #expect(reply?.head.hasPrefix("HTTP/1.1 200") == true)
+            #expect(reply?.body == "got 10 0123456789")
+        }
+    }
+
+    @Test("A body longer than the limit is answered 413 before anything goes upstream")
+    func tooLarge() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.maximumRequestBodySize = ByteCount(1_000) },
+            script: { _ in .init(body: "should not be asked") }
+        ) { h in
+            let declared = try await h.get("/big", method: .POST, body: Array(repeating: 1, count: 5_000))
+            #expect(declared.status == 413)
+            let port = h.proxyPort
+            let chunked = try await offCooperativePool { () -> (head: String, body: String)? in
+                let socket = try RawSocket(port: port)
+                let chunk = String(repeating: "a", count: 800)
+                socket.send("POST /big HTTP/1.1\r\nHost: proxy\r\nTransfer-Encoding: chunked\r\n\r\n")
+                socket.send("320\r\n\(chunk)\r\n320\r\n\(chunk)\r\n0\r\n\r\n")
+                return socket.readResponse()
+            }
+            #expect(chunked?.head.hasPrefix("HTTP/1.1 413") == true, "\(chunked?.head ?? "closed")")
+            #expect(h.origin.requestCount == 0)
+        }
+    }
+
+    @Test("RFC 9112 §7.1: a malformed chunked request body is a 400 from the proxy, not a 502")
+    func malformedChunked() async throws {
+        try await ProxyHarness.run(script: { _ in .init(body: "never") }) { h in
+            let port = h.proxyPort
+            let reply = try await offCooperativePool { () -> (head: String, body: String)? in
+                let socket = try RawSocket(port: port)
+                socket.send("POST /c HTTP/1.1\r\nHost: proxy\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
+                return socket.readResponse()
+            }
+            #expect(reply?.head.hasPrefix("HTTP/1.1 400") == true, "\(reply?.head ?? "closed")")
+            #expect(reply?.head.contains("upstream") != true)
+            #expect(h.origin.requestCount == 0)
+            #expect(try await h.get("/ok").status == 200, "the proxy still serves")
+        }
+    }
+
+    @Test(
+        "RFC 9112 §3.2: a request without Host, or with two, is answered 400",
+        arguments: [
+            "GET /h HTTP/1.1\r\n\r\n",
+            "GET /h HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            "GET /h HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n",
+        ]
+    )
+    func hostRules(request: String) async throws {
+        try await ProxyHarness.run(script: { _ in .init(body: "origin") }) { h in
+            let port = h.proxyPort
+            let reply = try await offCooperativePool { () -> (head: String, body: String)? in
+                let socket = try RawSocket(port: port)
+                socket.send(request)
+                return socket.readResponse()
+            }
+            #expect(reply?.head.hasPrefix("HTTP/1.1 400") == true, "\(reply?.head ?? "closed")")
+            #expect(reply?.body.contains("Host") == true)
+            #expect(h.origin.requestCount == 0)
+        }
+    }
+}

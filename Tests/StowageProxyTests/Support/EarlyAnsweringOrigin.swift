@@ -1,0 +1,94 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An origin on 127.0.0.1 that answers each request as soon as its head has arrived, without
+/// reading the body — as a server that rejects an upload early does — and can stall mid-body.
+/// Plain sockets on its own threads, so it never waits on Swift's cooperative pool.
+final class EarlyAnsweringOrigin: Sendable {
+    /// What the origin sends once it has a request head.
+    enum Behaviour: Sendable {
+        /// A complete `200` with a short body, at once.
+        case answerAtOnce
+        /// A head promising `length` bytes, then `sent` of them, then silence until closed.
+        case stallMidBody(length: Int, sent: Int)
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let connections = Mutex<[Int32]>([])
+    private let requests = Atomic<Int>(0)
+
+    /// How many request heads it has read.
+    var requestCount: Int { requests.load(ordering: .relaxed) }
+
+    init(_ behaviour: Behaviour) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(listener, 128) == 0 else { throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        self.listener = listener
+        Thread.detachNewThread { [self] in
+            while true {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }
+                connections.withLock { $0.append(connection) }
+                Thread.detachNewThread { [self] in serve(connection, behaviour) }
+            }
+        }
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    private func serve(_ connection: Int32, _ behaviour: Behaviour) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while true {
+            // Each head that arrives gets its answer; whatever body follows is never read as such.
+            while let end = received.firstRange(of: Array("\r\n\r\n".utf8)) {
+                received.removeSubrange(..<end.upperBound)
+                requests.add(1, ordering: .relaxed)
+                let reply: String
+                switch behaviour {
+                case .answerAtOnce:
+                    reply = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nCache-Control: no-store\r\n\r\nearly"
+                case .stallMidBody(let length, let sent):
+                    reply = "HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\nCache-Control: max-age=60\r\n\r\n"
+                        + String(repeating: "s", count: sent)
+                }
+                let bytes = Array(reply.utf8)
+                _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            let count = recv(connection, &buffer, buffer.count, 0)
+            guard count > 0 else { return }
+            received += buffer[..<count]
+            if received.count > 1 << 20 { received.removeAll() }
+        }
+    }
+
+    /// Closes the listener and every connection.
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for connection in connections.withLock({ $0 }) {
+            shutdown(connection, Int32(SHUT_RDWR))
+            close(connection)
+        }
+    }
+}
