@@ -35,7 +35,10 @@ public final class CachingHTTPClient: Sendable {
     public init(cache: HTTPCache, httpClient: HTTPClient? = nil, timeout: Duration = .seconds(60)) {
         self.cache = cache
         ownsClient = httpClient == nil
-        transport = UpstreamTransport(client: httpClient ?? UpstreamTransport.makeClient(), timeout: timeout)
+        transport = UpstreamTransport(
+            client: httpClient ?? UpstreamTransport.makeClient(readTimeout: timeout),
+            timeout: timeout
+        )
     }
 
     /// Sends `request` through the cache.

@@ -26,8 +26,16 @@ public struct UpstreamTransport: Sendable {
     /// and serves 3xx responses itself), decompression off (bodies are stored as sent), and a
     /// refused connection fails at once instead of being retried until the deadline (so an
     /// upstream that is down is a prompt 502, or a stale response, not a wait).
-    public static func makeClient() -> HTTPClient {
+    ///
+    /// - Parameter readTimeout: The longest the upstream may stay silent once the request is
+    ///   sent — before the head and between body parts. The request's own deadline
+    ///   (``timeout``) ends when the head arrives, so without this an upstream that stalls
+    ///   mid-body would hold the client until the upstream closed. Default 60 s.
+    public static func makeClient(readTimeout: Duration = .seconds(60)) -> HTTPClient {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.timeout.read = .nanoseconds(
+            readTimeout.components.seconds * 1_000_000_000 + readTimeout.components.attoseconds / 1_000_000_000
+        )
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

@@ -40,7 +40,10 @@ public final class CachingProxy: Sendable {
         cacheConfiguration.logger = configuration.logger
         cacheConfiguration.sharedTier = configuration.sharedTier
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
-        transport = UpstreamTransport(client: UpstreamTransport.makeClient(), timeout: configuration.upstreamTimeout)
+        transport = UpstreamTransport(
+            client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),
+            timeout: configuration.upstreamTimeout
+        )
         handler = ProxyHandler(configuration: configuration, cache: cache, transport: transport)
     }
 

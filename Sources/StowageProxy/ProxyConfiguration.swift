@@ -17,7 +17,9 @@ public struct ProxyConfiguration: Sendable {
     public var memoryCapacity: ByteCount
     /// Bytes of responses kept on disk. Default 1 GB.
     public var diskCapacity: ByteCount
-    /// The longest one upstream exchange may take; longer ones get 504. Default 30 s.
+    /// The longest the upstream may take to answer, and to stay silent between parts of a
+    /// body; past it the client gets 504 (or, mid-body, its connection is cut and nothing is
+    /// stored). Default 30 s.
     public var upstreamTimeout: Duration
     /// Where the proxy logs. Default a logger labelled `stowage.proxy`.
     public var logger: Logger

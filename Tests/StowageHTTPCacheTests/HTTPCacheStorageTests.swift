@@ -105,7 +105,8 @@ import Testing
             let origin = TestOrigin { _, _ in
                 (
                     response(200, [("Cache-Control", "max-age=600")], date: clock.now),
-                    [UInt8](repeating: 1, count: 200_000)
+                    // Over HTTPCache's whole-read limit (256 KiB), so it streams to the caller.
+                    [UInt8](repeating: 1, count: 400_000)
                 )
             }
             do {

@@ -134,3 +134,48 @@ import Glibc
         }
     }
 }
+
+/// Issue 17, item 7, and item 10's `Cache-Status`: an upstream that stalls or fails mid-body.
+@Suite struct StallingUpstreamTests {
+    @Test("An upstream that stalls mid-body: a small body is a 504 within the timeout, and nothing is stored")
+    func smallBodyStall() async throws {
+        let origin = try EarlyAnsweringOrigin(.stallMidBody(length: 100, sent: 10))
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstreamTimeout: .seconds(1), upstream: origin.baseURL, script: { _ in .init() }) {
+            h in
+            let started = ContinuousClock.now
+            let first = try await h.get("/stall")
+            #expect(started.duration(to: .now) < .seconds(15), "bounded by the timeout, not by the upstream")
+            #expect(first.status == 504, "\(first.status) \(first.text)")
+            #expect(!first.cacheStatus.contains("stored"))
+            let second = try await h.get("/stall")
+            #expect(!second.cacheStatus.contains("hit"), "a truncated response is never served from cache")
+            #expect(origin.requestCount == 2)
+        }
+    }
+
+    @Test("An upstream that stalls mid-way through a large body: the client's response is cut within the timeout")
+    func largeBodyStall() async throws {
+        let origin = try EarlyAnsweringOrigin(.stallMidBody(length: 2_000_000, sent: 300_000))
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstreamTimeout: .seconds(1), upstream: origin.baseURL, script: { _ in .init() }) {
+            h in
+            let port = h.proxyPort
+            let started = ContinuousClock.now
+            let outcome = try await offCooperativePool { () -> (head: String, body: String)? in
+                let socket = try RawSocket(port: port, receiveTimeout: 30)
+                socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                return socket.readResponse()  // nil: the connection ended before Content-Length bytes
+            }
+            #expect(outcome == nil, "the response is cut, not completed")
+            #expect(started.duration(to: .now) < .seconds(20))
+            let again = try await offCooperativePool { () -> String? in
+                let socket = try RawSocket(port: port, receiveTimeout: 30)
+                socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                return socket.readHead()
+            }
+            #expect(again?.contains("hit") != true, "\(again ?? "closed")")
+            #expect(origin.requestCount == 2)
+        }
+    }
+}

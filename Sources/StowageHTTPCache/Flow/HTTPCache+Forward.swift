@@ -46,22 +46,33 @@ extension HTTPCache {
             throw error
         }
         let responseTime = now
-        let (servedBody, willStore, note) = try await storeIfAllowed(
-            response,
-            body: body,
-            for: request,
-            key: key,
-            requestTime: requestTime,
-            responseTime: responseTime,
-            onDone: finish
-        )
-        if !willStore { finish(false) }
+        let store: StoreOutcome
+        do {
+            store = try await storeIfAllowed(
+                response,
+                body: body,
+                for: request,
+                key: key,
+                requestTime: requestTime,
+                responseTime: responseTime,
+                onDone: finish
+            )
+        } catch {
+            finish(false)
+            throw error
+        }
+        if !store.isUnderWay { finish(false) }
         var served = CachedResponse(
             response: response,
-            body: servedBody,
-            status: status(outcome, forwardStatus: response.status.code, stored: willStore)
+            body: store.body,
+            status: status(
+                outcome,
+                forwardStatus: response.status.code,
+                stored: store.isCommitted,
+                detail: store.cacheStatusDetail
+            )
         )
-        served.trace = ["fetched from the origin: \(response.status.code)", note]
+        served.trace = ["fetched from the origin: \(response.status.code)", store.note]
         return served
     }
 
@@ -82,9 +93,31 @@ extension HTTPCache {
         return served
     }
 
+    /// Bodies up to this size with a known length are read whole before the response is
+    /// answered, so `Cache-Status` says `stored` only when the store committed, and a body the
+    /// origin cuts short is an error instead of half a response (nginx buffers responses too).
+    static let wholeBodyReadLimit: Int64 = 256 * 1024
+
+    /// What ``storeIfAllowed(_:body:for:key:requestTime:responseTime:onDone:)`` did.
+    struct StoreOutcome {
+        /// The body to hand to the caller.
+        var body: HTTPBody
+        /// A store started (committed already, or committing as the body is read).
+        var isUnderWay: Bool
+        /// The store committed before the response is answered.
+        var isCommitted: Bool
+        /// Why, for traces.
+        var note: String
+
+        /// RFC 9211 `detail` for a store still under way: the field goes out before the body is read.
+        var cacheStatusDetail: String? { isUnderWay && !isCommitted ? "storing" : nil }
+    }
+
     /// Stores `response` if the rules, the forced-expiry rules and the will-cache hook allow it.
     /// Returns the body to hand to the caller (recorded as it is read), whether a store is
-    /// under way, and why (for traces); `onDone` reports when it completes.
+    /// under way or committed, and why (for traces); `onDone` reports when it completes.
+    ///
+    /// - Throws: What reading a small body whole throws (the origin closed or timed out mid-body).
     func storeIfAllowed(
         _ response: HTTPResponse,
         body: HTTPBody,
@@ -93,10 +126,10 @@ extension HTTPCache {
         requestTime: Double,
         responseTime: Double,
         onDone: @escaping @Sendable (Bool) -> Void
-    ) async throws -> (body: HTTPBody, willStore: Bool, note: String) {
+    ) async throws -> StoreOutcome {
         let forcedRule = configuration.forcedExpiry.first { $0.applies(to: request) }
         if case .notStorable(let reason) = rules.storability(of: response, for: request, forced: forcedRule != nil) {
-            return (body, false, "not stored: \(reason)")
+            return StoreOutcome(body: body, isUnderWay: false, isCommitted: false, note: "not stored: \(reason)")
         }
         var stored = HTTPResponse(
             status: response.status,
@@ -106,16 +139,23 @@ extension HTTPCache {
         if let hook = configuration.willCache {
             guard let proposal = hook(CacheProposal(request: request, response: stored)) else {
                 configuration.logger.debug("will-cache hook refused a response", metadata: ["uri": "\(key.uri)"])
-                return (body, false, "not stored: the will-cache hook refused it")
+                return StoreOutcome(
+                    body: body,
+                    isUnderWay: false,
+                    isCommitted: false,
+                    note: "not stored: the will-cache hook refused it"
+                )
             }
             stored = proposal.response
             memoryOnly = proposal.storage == .memoryOnly
         }
         let limit = memoryOnly ? memoryBodyLimit : diskBodyLimit
         if let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) }), length > limit {
-            return (
-                body, false,
-                "not stored: the body (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
+            return StoreOutcome(
+                body: body,
+                isUnderWay: false,
+                isCommitted: false,
+                note: "not stored: the body (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
             )
         }
         let record = VariantRecord(
@@ -135,11 +175,27 @@ extension HTTPCache {
             note += "; §4.2.2 no explicit freshness: heuristic from Last-Modified"
         }
         let recorder = BodyRecorder(cache: self, key: key, record: record, onDone: onDone)
-        if let bytes = body.bytesInMemory {
-            await recorder.append(bytes)
-            await recorder.finish()
-            return (body, true, note)
+        var whole = body.bytesInMemory
+        if whole == nil, let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) }),
+            length <= Self.wholeBodyReadLimit
+        {
+            whole = try await body.collect(upTo: Int(Self.wholeBodyReadLimit))
         }
-        return (recorder.tee(body), true, note + " (as the body is read)")
+        if let bytes = whole {
+            await recorder.append(bytes)
+            let committed = await recorder.finish()
+            return StoreOutcome(
+                body: HTTPBody(bytes: bytes),
+                isUnderWay: true,
+                isCommitted: committed,
+                note: committed ? note : "not stored: writing it failed (see the log)"
+            )
+        }
+        return StoreOutcome(
+            body: recorder.tee(body),
+            isUnderWay: true,
+            isCommitted: false,
+            note: note + " (as the body is read)"
+        )
     }
 }

@@ -60,7 +60,7 @@ extension HTTPCache {
             served.trace.append("RFC 5861 §4 the origin answered \(response.status.code): served stale (stale-if-error)")
             return served
         }
-        let (servedBody, willStore, note) = try await storeIfAllowed(
+        let store = try await storeIfAllowed(
             response,
             body: body,
             for: request,
@@ -71,10 +71,17 @@ extension HTTPCache {
         )
         var served = CachedResponse(
             response: response,
-            body: servedBody,
-            status: status(.miss, forwardStatus: response.status.code, stored: willStore)
+            body: store.body,
+            status: status(
+                .miss,
+                forwardStatus: response.status.code,
+                stored: store.isCommitted,
+                detail: store.cacheStatusDetail
+            )
         )
-        served.trace = ["§4.3.3 validation answered \(response.status.code): the new response replaces the stored one", note]
+        served.trace = [
+            "§4.3.3 validation answered \(response.status.code): the new response replaces the stored one", store.note,
+        ]
         return served
     }
 

@@ -77,12 +77,18 @@ final class BodyRecorder: Sendable {
     }
 
     /// The body ended: store it and its record.
-    func finish() async {
+    ///
+    /// - Returns: Whether the body and its record were stored.
+    @discardableResult
+    func finish() async -> Bool {
         let outcome: (buffer: [UInt8], write: DiskCache.StreamingWrite?, size: Int64)? = state.withLock { state in
             guard !state.failed, !state.done else { return nil }
             return (state.buffer, state.write, state.received)
         }
-        guard let outcome else { return complete(stored: false) }
+        guard let outcome else {
+            complete(stored: false)
+            return false
+        }
         var record = record
         record.stored.bodyLength = outcome.size
         do {
@@ -99,9 +105,11 @@ final class BodyRecorder: Sendable {
             }
             try await cache.addVariant(record, for: key)
             complete(stored: true)
+            return true
         } catch {
             cache.configuration.logger.warning("could not store a response: \(error)", metadata: ["uri": "\(key.uri)"])
             complete(stored: false)
+            return false
         }
     }
 

@@ -40,6 +40,19 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
         _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// Reads a response's head only. `nil` when the peer closed first.
+    func readHead() -> String? {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while data.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            guard count > 0 else { return nil }
+            data += buffer[..<count]
+        }
+        let end = data.firstRange(of: Array("\r\n\r\n".utf8))!
+        return String(decoding: data[..<end.lowerBound], as: UTF8.self)
+    }
+
     /// Reads one response: the head, then `Content-Length` bytes. `nil` when the peer closed.
     func readResponse() -> (head: String, body: String)? {
         var data: [UInt8] = []
