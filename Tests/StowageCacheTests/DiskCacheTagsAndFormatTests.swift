@@ -93,7 +93,7 @@ struct DiskCacheTagsAndFormatTests {
         let version = try await DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
             try Int.fetchOne(db, sql: "PRAGMA user_version")
         }
-        #expect(version == 2)
+        #expect(version == 3)
     }
 
     @Test("an index of a newer format is refused with .unsupported and left untouched, even with rebuild on")
@@ -105,13 +105,13 @@ struct DiskCacheTagsAndFormatTests {
             try cache.setDataBlocking(Data("keep".utf8), forKey: "k")
         }
         let index = directory.appending(path: "index.sqlite").path
-        try DatabaseQueue(path: index).write { db in try db.execute(sql: "PRAGMA user_version = 3") }
+        try DatabaseQueue(path: index).write { db in try db.execute(sql: "PRAGMA user_version = 4") }
 
         var configuration = DiskCache.Configuration()
         configuration.corruptIndexPolicy = .rebuild
         let error = #expect(throws: StowageError.self) { try DiskCache(directory: directory, configuration: configuration) }
         #expect(error?.code == .unsupported)
-        #expect(error?.message.contains("format 3") == true)
+        #expect(error?.message.contains("format 4") == true)
         let kept = try DatabaseQueue(path: index).read { db in
             try Data.fetchOne(db, sql: "SELECT inline FROM entry WHERE key = 'k'")
         }

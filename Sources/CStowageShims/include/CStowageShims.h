@@ -50,4 +50,14 @@ struct stowage_file_status {
 /// no statx), `fstatat` with `st_birthtimespec` on Apple platforms. Returns 0 or -1 with errno.
 int stowage_status_at(int directory, const char *name, struct stowage_file_status *status);
 
+/// CRC-32C (Castagnoli) of `count` bytes at `bytes`, continuing from `crc` (0 to start):
+/// the SSE 4.2 / ARMv8 CRC instruction where the CPU has it, a table otherwise.
+uint32_t stowage_crc32c(uint32_t crc, const void *bytes, size_t count);
+
+/// Whether ``stowage_crc32c`` uses the CPU's CRC instruction on this machine.
+int stowage_crc32c_is_hardware(void);
+
+/// The table-driven CRC-32C, for tests that compare it with the hardware path.
+uint32_t stowage_crc32c_software(uint32_t crc, const void *bytes, size_t count);
+
 #endif

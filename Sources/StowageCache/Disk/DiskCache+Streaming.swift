@@ -21,7 +21,7 @@ extension DiskCache {
         private let cache: DiskCache
         private let key: String
         private let temporary: String
-        private let state: Mutex<(descriptor: Int32, size: Int64, finished: Bool)>
+        private let state: Mutex<(descriptor: Int32, size: Int64, checksum: UInt32, finished: Bool)>
 
         fileprivate init(cache: DiskCache, key: String) throws {
             self.cache = cache
@@ -31,7 +31,7 @@ extension DiskCache {
             guard descriptor >= 0 else {
                 throw StowageError.syscall(.current, "create cache file", path: temporary)
             }
-            state = Mutex((descriptor, 0, false))
+            state = Mutex((descriptor, 0, 0, false))
         }
 
         deinit { cancel() }
@@ -47,6 +47,7 @@ extension DiskCache {
                 }
                 try FileDescriptorIO.writeAll(bytes, to: state.descriptor, action: "write cache file", path: temporary)
                 state.size += Int64(bytes.count)
+                state.checksum = CRC32C.checksum(bytes, continuing: state.checksum)
             }
         }
 
@@ -54,7 +55,7 @@ extension DiskCache {
         ///
         /// - Parameter timeToLive: Seconds until the value expires; `nil` uses the cache's default.
         package func commit(timeToLive: TimeInterval? = nil) throws {
-            let size: Int64 = try state.withLock { state in
+            let (size, checksum): (Int64, UInt32) = try state.withLock { state in
                 guard !state.finished else {
                     throw StowageError.invalidArgument("the streaming write of '\(key)' is already finished")
                 }
@@ -64,7 +65,7 @@ extension DiskCache {
                     unlink(temporary)
                     throw StowageError.syscall(.current, "flush cache file", path: temporary)
                 }
-                return state.size
+                return (state.size, state.checksum)
             }
             let name = DiskCacheFileName.make(forKey: key)
             do {
@@ -73,7 +74,7 @@ extension DiskCache {
                 unlink(temporary)
                 throw error
             }
-            try cache.recordFile(name, size: size, forKey: key, timeToLive: timeToLive)
+            try cache.recordFile(name, size: size, checksum: checksum, forKey: key, timeToLive: timeToLive)
         }
 
         /// Abandons the value and removes what was written.
@@ -96,21 +97,31 @@ extension DiskCache {
     }
 
     /// An open value file, read sequentially; closed when released.
+    ///
+    /// The value's checksum is computed as it is read and compared at the end: bytes already
+    /// handed out cannot be taken back, so damage found there ends the read with a `.corrupt`
+    /// error (a cut response, never a complete wrong one) and removes the entry.
     package final class FileReader: Sendable {
         /// The value's length in bytes.
         package let size: Int64
         private let descriptor: Int32
         private let path: String
+        private let check: (cache: DiskCache, key: String, entry: DiskCacheIndex.Entry)
+        private let progress = Mutex((read: Int64(0), checksum: UInt32(0)))
 
-        fileprivate init(descriptor: Int32, size: Int64, path: String) {
+        fileprivate init(descriptor: Int32, path: String, cache: DiskCache, key: String, entry: DiskCacheIndex.Entry) {
             self.descriptor = descriptor
-            self.size = size
+            self.size = entry.size
             self.path = path
+            self.check = (cache, key, entry)
         }
 
         deinit { close(descriptor) }
 
         /// The next at most `count` bytes; empty at the end.
+        ///
+        /// - Throws: ``StowageError`` `.corrupt` when the value's bytes, read to the end, do not
+        ///   have the checksum stored with them, or the file is shorter than recorded.
         package func read(upTo count: Int) throws -> [UInt8] {
             var buffer = [UInt8](repeating: 0, count: count)
             let received = try buffer.withUnsafeMutableBytes { raw in
@@ -119,6 +130,21 @@ extension DiskCache {
                 return result
             }
             buffer.removeLast(count - received)
+            let (total, checksum) = progress.withLock { progress in
+                progress.read += Int64(received)
+                progress.checksum = CRC32C.checksum(buffer, continuing: progress.checksum)
+                return progress
+            }
+            let isEnd = received == 0 || total == size
+            if isEnd, total != size || (check.entry.checksum.map { $0 != checksum } ?? false) {
+                try check.cache.discardDamaged(key: check.key, entry: check.entry, reason: "checksum mismatch")
+                throw StowageError(
+                    code: .corrupt,
+                    message: "the cache value of '\(check.key)' in '\(path)' is damaged (its bytes do not match the "
+                        + "checksum stored with them); it was removed and will be fetched again",
+                    path: path
+                )
+            }
             return buffer
         }
     }
@@ -140,7 +166,8 @@ extension DiskCache {
         guard let file = entry.file else {
             let value =
                 entry.inline.flatMap { Int64($0.count) == entry.size ? $0 : nil } ?? (entry.size == 0 ? Data() : nil)
-            guard let value else {
+            guard let value, Self.checksumMatches(value, entry) else {
+                try discardDamaged(key: key, entry: entry, reason: "inline value damaged")
                 counters.recordMiss()
                 return nil
             }
@@ -148,28 +175,26 @@ extension DiskCache {
             recordAccess(key: key, at: now)
             return .data(value)
         }
-        let path = files.path(of: file)
-        let descriptor = openFile(path, O_RDONLY | O_CLOEXEC, 0)
-        guard descriptor >= 0 else {
-            if errno == ENOENT {
-                counters.recordMiss()
-                return nil
+        guard let descriptor = try files.openValue(file, expectedSize: entry.size) else {
+            if FileStatus.at(AT_FDCWD, files.path(of: file)) != nil {
+                try discardDamaged(key: key, entry: entry, reason: "not a regular file of the recorded size")
             }
-            throw StowageError.syscall(.current, "open cache file", path: path)
-        }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, Int64(status.st_size) == entry.size else {
-            close(descriptor)
             counters.recordMiss()
             return nil
         }
         counters.recordHit()
         recordAccess(key: key, at: now)
-        return .file(FileReader(descriptor: descriptor, size: entry.size, path: path))
+        return .file(FileReader(descriptor: descriptor, path: files.path(of: file), cache: self, key: key, entry: entry))
     }
 
     /// Points `key` at the complete file `name` under `data/` (as ``setDataBlocking(_:forKey:timeToLive:)`` does).
-    fileprivate func recordFile(_ name: String, size: Int64, forKey key: String, timeToLive: TimeInterval?) throws {
+    fileprivate func recordFile(
+        _ name: String,
+        size: Int64,
+        checksum: UInt32,
+        forKey key: String,
+        timeToLive: TimeInterval?
+    ) throws {
         let now = configuration.clock.now().timeIntervalSince1970
         let lifetime = timeToLive ?? configuration.defaultTimeToLive
         let entry = DiskCacheIndex.Entry(
@@ -179,7 +204,8 @@ extension DiskCache {
             created: now,
             modified: now,
             accessed: now,
-            expires: lifetime.map { now + $0 }
+            expires: lifetime.map { now + $0 },
+            checksum: checksum
         )
         try commit(entry, forKey: key)
     }

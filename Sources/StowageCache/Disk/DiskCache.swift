@@ -153,12 +153,19 @@ public final class DiskCache: Sendable {
         let value: Data?
         if let file = entry.file {
             value = try files.read(file, expectedSize: entry.size)
-            if value == nil { try discardUnreadable(key: key, file: file) }
         } else {
             value =
                 entry.inline.flatMap { Int64($0.count) == entry.size ? $0 : nil } ?? (entry.size == 0 ? Data() : nil)
         }
-        guard let value else {
+        guard let value, Self.checksumMatches(value, entry) else {
+            // A file that is simply gone was removed by another process after the index read.
+            let isGone = value == nil && entry.file.map { FileStatus.at(AT_FDCWD, files.path(of: $0)) == nil } == true
+            try discardDamaged(
+                key: key,
+                entry: entry,
+                reason: isGone ? "file gone" : value == nil ? "unreadable" : "checksum mismatch",
+                isDamage: !isGone
+            )
             counters.recordMiss()
             return nil
         }
@@ -232,6 +239,7 @@ public final class DiskCache: Sendable {
             tag: tag,
             computeSeconds: computeSeconds
         )
+        entry.checksum = CRC32C.checksum(data)
         if data.count > configuration.inlineThreshold {
             let name = DiskCacheFileName.make(forKey: key)
             try files.write(data, as: name)
@@ -366,14 +374,32 @@ public final class DiskCache: Sendable {
     }
 
     /// A file that vanished or has the wrong length: drop its row (only if it still points there).
-    private func discardUnreadable(key: String, file: String) throws {
-        configuration.logger.warning(
-            "discarding unreadable cache value",
-            metadata: ["key": "\(key)", "file": "\(file)", "cache": "\(configuration.name)"]
+    /// Whether `value` has the checksum its row recorded (rows from before format 3 have none).
+    static func checksumMatches(_ value: Data, _ entry: DiskCacheIndex.Entry) -> Bool {
+        guard let expected = entry.checksum else { return true }
+        return CRC32C.checksum(value) == expected
+    }
+
+    /// Removes a value found damaged on read — garbled bytes, a file of the wrong length, or a
+    /// link, FIFO or device in its file's place — and counts it. Only the version that was
+    /// read goes: a value rewritten meanwhile has another `modified` time and stays.
+    func discardDamaged(key: String, entry: DiskCacheIndex.Entry, reason: String, isDamage: Bool = true) throws {
+        if isDamage { counters.recordDamaged() }
+        configuration.logger.log(
+            level: isDamage ? .warning : .debug,
+            "discarding a damaged cache value",
+            metadata: [
+                "key": "\(key)", "file": "\(entry.file ?? "inline")", "reason": "\(reason)",
+                "cache": "\(configuration.name)",
+            ]
         )
         let removal = try indexCall {
             try index.write { db in
-                try DiskCacheIndex.remove(db, where: "key = ? AND file = ?", arguments: [key, file])
+                try DiskCacheIndex.remove(
+                    db,
+                    where: "key = ? AND modified = ? AND file IS ?",
+                    arguments: [key, entry.modified, entry.file]
+                )
             }
         }
         files.remove(removal.files)

@@ -72,19 +72,38 @@ struct DiskCacheFiles: Sendable {
         }
     }
 
-    /// Reads the file `name`, or `nil` when it is gone or does not have `expectedSize` bytes
-    /// (a value that does not read back whole is never returned).
-    func read(_ name: String, expectedSize: Int64) throws -> Data? {
+    /// Opens the value file `name` for reading: never through a symbolic link, never blocking
+    /// on a FIFO, and only when it is a regular file of `expectedSize` bytes.
+    ///
+    /// - Returns: The open descriptor, or `nil` when the file is gone, or is a link, a FIFO, a
+    ///   device, a directory or of another length — damage the caller treats as a miss.
+    func openValue(_ name: String, expectedSize: Int64) throws -> Int32? {
         let path = path(of: name)
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO put in a value's place would otherwise wait for a writer.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT || errno == ELOOP || errno == ENXIO { return nil }
             throw StowageError.syscall(.current, "open cache file", path: path)
         }
-        defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw StowageError.syscall(.current, "examine", path: path) }
-        guard Int64(status.st_size) == expectedSize, expectedSize >= 0 else { return nil }
+        guard fstat(descriptor, &status) == 0 else {
+            let error = Errno.current
+            close(descriptor)
+            throw StowageError.syscall(error, "examine", path: path)
+        }
+        guard status.st_mode & S_IFMT == S_IFREG, Int64(status.st_size) == expectedSize, expectedSize >= 0 else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
+    }
+
+    /// Reads the file `name`, or `nil` when it is gone, not a regular file, or does not have
+    /// `expectedSize` bytes (a value that does not read back whole is never returned).
+    func read(_ name: String, expectedSize: Int64) throws -> Data? {
+        let path = path(of: name)
+        guard let descriptor = try openValue(name, expectedSize: expectedSize) else { return nil }
+        defer { close(descriptor) }
         let count = Int(expectedSize)
         guard count > 0 else { return Data() }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)

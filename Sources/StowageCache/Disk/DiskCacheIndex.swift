@@ -23,6 +23,8 @@ struct DiskCacheIndex: Sendable {
         var tag: String? = nil
         /// Seconds the value took to compute, recorded by memoize for early recomputation.
         var computeSeconds: Double? = nil
+        /// CRC-32C of the value, verified on read; `nil` in rows written before format 3.
+        var checksum: UInt32? = nil
     }
 
     /// What a removal took out of the index: the files to unlink after the commit.
@@ -35,9 +37,10 @@ struct DiskCacheIndex: Sendable {
     let path: String
 
     /// The format this code writes, in SQLite's `user_version`. Format 1 (no version stored,
-    /// user_version 0) lacked tags, compute times and the file-allocation total; it is migrated
-    /// in place on open.
-    static let formatVersion = 2
+    /// user_version 0) lacked tags, compute times and the file-allocation total; format 2 the
+    /// values' checksums. Both are migrated in place on open; their rows keep no checksum and
+    /// are served unverified until they are rewritten.
+    static let formatVersion = 3
 
     /// Bytes a value file takes, estimated as its size rounded up to 4 KiB blocks (the block of
     /// ext4, XFS and APFS), kept in `totals.file_allocated` so reports need no scan.
@@ -56,7 +59,8 @@ struct DiskCacheIndex: Sendable {
             accessed REAL NOT NULL,
             expires REAL,
             tag TEXT,
-            compute REAL
+            compute REAL,
+            checksum INTEGER
         );
         CREATE INDEX IF NOT EXISTS entry_accessed ON entry(accessed);
         CREATE INDEX IF NOT EXISTS entry_expires_size ON entry(expires, size) WHERE expires IS NOT NULL;
@@ -94,6 +98,9 @@ struct DiskCacheIndex: Sendable {
         DROP TRIGGER IF EXISTS entry_resized;
         DROP INDEX IF EXISTS entry_expires;
         """
+
+    /// Brings format 2 to format 3: the values' checksums (NULL for the rows already there).
+    static let migrationFrom2 = "ALTER TABLE entry ADD COLUMN checksum INTEGER;"
 
     /// Opens (creating if needed) the index at `path`.
     ///
@@ -134,7 +141,8 @@ struct DiskCacheIndex: Sendable {
             )
         }
         if version < formatVersion, try db.tableExists("entry") {
-            try db.execute(sql: migrationFrom1)
+            if version < 2 { try db.execute(sql: migrationFrom1) }
+            try db.execute(sql: migrationFrom2)
             logger.notice(
                 "disk cache index migrated",
                 metadata: ["path": "\(path)", "from": "\(max(version, 1))", "to": "\(formatVersion)"]
@@ -162,7 +170,7 @@ struct DiskCacheIndex: Sendable {
         try pool.unsafeRead { db in
             let statement = try db.cachedStatement(
                 sql: """
-                    SELECT file, inline, size, created, modified, accessed, expires, tag, compute
+                    SELECT file, inline, size, created, modified, accessed, expires, tag, compute, checksum
                     FROM entry WHERE key = ?
                     """
             )
@@ -176,7 +184,8 @@ struct DiskCacheIndex: Sendable {
                 accessed: row[5],
                 expires: row[6],
                 tag: row[7],
-                computeSeconds: row[8]
+                computeSeconds: row[8],
+                checksum: (row[9] as Int64?).map { UInt32(truncatingIfNeeded: $0) }
             )
         }
     }
@@ -190,15 +199,16 @@ struct DiskCacheIndex: Sendable {
         // An upsert, not INSERT OR REPLACE: REPLACE's implicit delete does not fire triggers.
         try db.cachedStatement(
             sql: """
-                INSERT INTO entry (key, file, inline, size, created, modified, accessed, expires, tag, compute)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO entry (key, file, inline, size, created, modified, accessed, expires, tag, compute, checksum)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(key) DO UPDATE SET file = excluded.file, inline = excluded.inline,
                     size = excluded.size, modified = excluded.modified, accessed = excluded.accessed,
-                    expires = excluded.expires, tag = excluded.tag, compute = excluded.compute
+                    expires = excluded.expires, tag = excluded.tag, compute = excluded.compute,
+                    checksum = excluded.checksum
                 """
         ).execute(arguments: [
             key, entry.file, entry.inline, entry.size, entry.created, entry.modified, entry.accessed, entry.expires,
-            entry.tag, entry.computeSeconds,
+            entry.tag, entry.computeSeconds, entry.checksum.map { Int64($0) },
         ])
         return previous
     }

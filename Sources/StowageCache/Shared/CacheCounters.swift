@@ -16,6 +16,8 @@ package final class CacheCounters: Sendable {
     private let misses = Atomic<Int>(0)
     private let writes = Atomic<Int>(0)
     private let evictions = Atomic<Int>(0)
+    private let damaged = Atomic<Int>(0)
+    private let damagedCounter: Counter
     private let hitCounter: Counter
     private let missCounter: Counter
     private let writeCounter: Counter
@@ -27,6 +29,7 @@ package final class CacheCounters: Sendable {
         hitCounter = Counter(label: "stowage_cache_hits_total", dimensions: dimensions)
         missCounter = Counter(label: "stowage_cache_misses_total", dimensions: dimensions)
         writeCounter = Counter(label: "stowage_cache_writes_total", dimensions: dimensions)
+        damagedCounter = Counter(label: "stowage_cache_damaged_total", dimensions: dimensions)
         var evictionCounters: [EvictionReason: Counter] = [:]
         for reason in [EvictionReason.countLimit, .costLimit, .expired, .memoryPressure] {
             evictionCounters[reason] = Counter(
@@ -59,12 +62,19 @@ package final class CacheCounters: Sendable {
         evictionCounters[reason]?.increment(by: Int64(count))
     }
 
+    /// Counts a value found damaged on read and removed.
+    package func recordDamaged() {
+        damaged.add(1, ordering: .relaxed)
+        damagedCounter.increment()
+    }
+
     package var statistics: CacheStatistics {
         var statistics = CacheStatistics()
         statistics.hits = hits.load(ordering: .relaxed)
         statistics.misses = misses.load(ordering: .relaxed)
         statistics.writes = writes.load(ordering: .relaxed)
         statistics.evictions = evictions.load(ordering: .relaxed)
+        statistics.damaged = damaged.load(ordering: .relaxed)
         return statistics
     }
 }

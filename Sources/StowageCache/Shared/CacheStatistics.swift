@@ -11,6 +11,9 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
     public var writes: Int = 0
     /// Entries removed by the cache itself (limits, expiry, memory pressure), not by the caller.
     public var evictions: Int = 0
+    /// Values found damaged on read (checksum mismatch, wrong length, replaced by a link, a
+    /// FIFO or another non-regular file) and removed; each also counts as a miss.
+    public var damaged: Int = 0
 
     /// Zero counters.
     public init() {}

@@ -90,21 +90,3 @@ enum PreferencesLogRecord: Equatable {
         }
     }
 }
-
-/// CRC-32C (Castagnoli), the checksum of iSCSI, ext4 metadata and LevelDB's log records:
-/// it catches every burst error up to 32 bits, which is what a torn write leaves.
-enum CRC32C {
-    private static let table: [UInt32] = (0..<256).map { index in
-        var crc = UInt32(index)
-        for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
-        return crc
-    }
-
-    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        table.withUnsafeBufferPointer { table in
-            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
-        }
-        return ~crc
-    }
-}

@@ -1,0 +1,161 @@
+import Foundation
+import GRDB
+import StowageCore
+import Testing
+
+@testable import StowageCache
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 17, item 6: damaged bytes are a miss, never a wrong answer. Every value carries a
+/// CRC-32C verified on read; value files are opened without following links and without
+/// blocking, and must be regular files.
+@Suite("DiskCache integrity")
+struct DiskCacheIntegrityTests {
+    /// 200 values, half inline (100 B), half in files (20 KB), each bytes derived from its key.
+    static func fill(_ cache: DiskCache) throws -> [String: Data] {
+        var values: [String: Data] = [:]
+        for index in 0..<200 {
+            let size = index % 2 == 0 ? 100 : 20_000
+            let value = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })
+            values["k\(index)"] = value
+            try cache.setDataBlocking(value, forKey: "k\(index)")
+        }
+        return values
+    }
+
+    @Test("inline values garbled in place (same length) are misses, counted and removed; the rest read right")
+    func garbledInline() throws {
+        let scratch = try DiskTestDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        let values = try Self.fill(cache)
+        let garbled = ["k0", "k10", "k20", "k30", "k40"]
+        try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).write { db in
+            for key in garbled {
+                var bytes = [UInt8](values[key]!)
+                bytes[50] ^= 0x01
+                try db.execute(sql: "UPDATE entry SET inline = ? WHERE key = ?", arguments: [Data(bytes), key])
+            }
+        }
+        for (key, value) in values {
+            let read = try cache.dataBlocking(forKey: key)
+            if garbled.contains(key) {
+                #expect(read == nil, "\(key) must be a miss, never the garbled bytes")
+            } else {
+                #expect(read == value, "\(key)")
+            }
+        }
+        #expect(cache.statistics.damaged == garbled.count)
+        for key in garbled { #expect(try cache.containsBlocking(key: key) == false, "removed: \(key)") }
+    }
+
+    @Test("value files garbled in place (same length) are misses; none is served wrong")
+    func garbledFiles() throws {
+        let scratch = try DiskTestDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        let values = try Self.fill(cache)
+        let files = try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+            try Row.fetchAll(db, sql: "SELECT key, file FROM entry WHERE file IS NOT NULL ORDER BY key LIMIT 20")
+                .map { ($0[0] as String, $0[1] as String) }
+        }
+        for (_, file) in files {
+            let path = directory.path(percentEncoded: false) + "/data/" + file
+            let descriptor = open(path, O_WRONLY)
+            var byte: UInt8 = 0xEE
+            #expect(pwrite(descriptor, &byte, 1, 10_000) == 1)
+            close(descriptor)
+        }
+        var wrong = 0
+        for (key, value) in values {
+            if let read = try cache.dataBlocking(forKey: key), read != value { wrong += 1 }
+        }
+        #expect(wrong == 0)
+        #expect(cache.statistics.damaged == files.count)
+    }
+
+    @Test("a value file replaced by a symbolic link to an outside file of the same size is a miss")
+    func symlinkedFile() throws {
+        let scratch = try DiskTestDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        try cache.setDataBlocking(Data(repeating: 1, count: 30_000), forKey: "v")
+        let file = try #require(try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+            try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 'v'")
+        })
+        let outside = scratch.url.appending(path: "secret")
+        try Data(repeating: 9, count: 30_000).write(to: outside)
+        let path = directory.path(percentEncoded: false) + "/data/" + file
+        unlink(path)
+        #expect(symlink(outside.path(percentEncoded: false), path) == 0)
+        #expect(try cache.dataBlocking(forKey: "v") == nil, "the outside file's bytes must never be served")
+        #expect(cache.statistics.damaged == 1)
+        #expect(try Data(contentsOf: outside) == Data(repeating: 9, count: 30_000), "the outside file is untouched")
+    }
+
+    @Test("a value file replaced by a FIFO is a prompt miss, not a hang (also for a streamed read)")
+    func fifoFile() throws {
+        let scratch = try DiskTestDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        for key in ["a", "b"] { try cache.setDataBlocking(Data(repeating: 2, count: 30_000), forKey: key) }
+        let rows = try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+            try String.fetchAll(db, sql: "SELECT file FROM entry ORDER BY key")
+        }
+        for file in rows {
+            let path = directory.path(percentEncoded: false) + "/data/" + file
+            unlink(path)
+            #expect(mkfifo(path, 0o600) == 0)
+        }
+        // A hang here would stop the test run: the regression shows as a timeout.
+        #expect(try cache.dataBlocking(forKey: "a") == nil)
+        #expect(try cache.openValueBlocking(forKey: "b") == nil)
+        #expect(cache.statistics.damaged == 2)
+    }
+
+    @Test("a streamed read of a garbled file ends with .corrupt, and the entry is gone")
+    func streamedGarbled() throws {
+        let scratch = try DiskTestDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        let write = try cache.beginStreamingWrite(forKey: "s")
+        for _ in 0..<10 { try Data(repeating: 3, count: 10_000).withUnsafeBytes { try write.write($0) } }
+        try write.commit()
+        let file = try #require(try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+            try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 's'")
+        })
+        let descriptor = open(directory.path(percentEncoded: false) + "/data/" + file, O_WRONLY)
+        var byte: UInt8 = 4
+        #expect(pwrite(descriptor, &byte, 1, 55_555) == 1)
+        close(descriptor)
+        guard case .file(let reader) = try #require(try cache.openValueBlocking(forKey: "s")) else {
+            Issue.record("a 100 KB value is a file")
+            return
+        }
+        let error = try #require(throws: StowageError.self) {
+            while try !reader.read(upTo: 16_384).isEmpty {}
+        }
+        #expect(error.code == .corrupt)
+        #expect(try cache.containsBlocking(key: "s") == false)
+    }
+
+    @Test("values written by a format-2 index (no checksum) still read; new writes carry one")
+    func legacyRowsWithoutChecksum() throws {
+        let scratch = try DiskTestDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        try cache.setDataBlocking(Data("old".utf8), forKey: "old")
+        try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).write { db in
+            try db.execute(sql: "UPDATE entry SET checksum = NULL")
+        }
+        #expect(try cache.dataBlocking(forKey: "old") == Data("old".utf8))
+        try cache.setDataBlocking(Data("new".utf8), forKey: "new")
+        let checksum = try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+            try Int64.fetchOne(db, sql: "SELECT checksum FROM entry WHERE key = 'new'")
+        }
+        #expect(checksum == Int64(CRC32C.checksum(Data("new".utf8))))
+    }
+}
