@@ -18,20 +18,51 @@ enum SecureFiles {
         try requirePrivate(status, path: url.path, fix: "chmod 700")
     }
 
+    /// The largest secret file read: items and keys are small; anything larger is not one.
+    static let maximumFileSize = 16 << 20
+
     /// The file's bytes, or nil when it does not exist; refuses a file others can read.
+    ///
+    /// Opened without following a symbolic link and without blocking (a FIFO in a key file's
+    /// or an item's place would otherwise wait for a writer forever), then checked on the
+    /// descriptor to be a regular file.
     static func read(_ url: URL) throws -> [UInt8]? {
-        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let path = url.path(percentEncoded: false)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
-            throw StowageError.syscall(.current, "open", path: url.path)
+            if errno == ELOOP {
+                throw StowageError(
+                    code: .invalidArgument,
+                    message: "\(path) is a symbolic link; secret files are never read through links — replace it "
+                        + "with the file itself",
+                    path: path
+                )
+            }
+            throw StowageError.syscall(.current, "open", path: path)
         }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw StowageError.syscall(.current, "examine", path: url.path) }
-        try requirePrivate(status, path: url.path, fix: "chmod 600")
+        guard fstat(descriptor, &status) == 0 else { throw StowageError.syscall(.current, "examine", path: path) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw StowageError(
+                code: .invalidArgument,
+                message: "\(path) is not a regular file (mode \(String(status.st_mode & S_IFMT, radix: 8))): a FIFO, "
+                    + "device, socket or directory is in a secret file's place; move it away",
+                path: path
+            )
+        }
+        guard status.st_size <= maximumFileSize else {
+            throw StowageError(
+                code: .corrupt,
+                message: "\(path) is \(status.st_size) bytes, more than any secret file holds; it is not one",
+                path: path
+            )
+        }
+        try requirePrivate(status, path: path, fix: "chmod 600")
         var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
         let filled = try bytes.withUnsafeMutableBytes {
-            try FileDescriptorIO.read(into: $0, from: descriptor, action: "read", path: url.path)
+            try FileDescriptorIO.read(into: $0, from: descriptor, action: "read", path: path)
         }
         return Array(bytes[0..<filled])
     }
