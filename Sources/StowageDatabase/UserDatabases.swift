@@ -144,6 +144,21 @@ public final class UserDatabases: Sendable {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         } catch CocoaError.fileReadNoSuchFile {
             return []
+        } catch {
+            // Foundation's NSError names no cause a person can act on; the system call does.
+            var status = stat()
+            let path = directory.path(percentEncoded: false)
+            if stat(path, &status) != 0 {
+                if errno == ENOENT { return [] }
+                throw StowageError.syscall(.current, "list the user databases in", path: path)
+            }
+            throw StowageError(
+                code: .notADirectory,
+                message: "cannot list the user databases: \(PathInput.quoted(path)) is not a readable directory "
+                    + "(\(error.localizedDescription)); check the container root",
+                path: path,
+                cause: error
+            )
         }
         return names.filter { user in
             (try? UserIdentifier.validate(user)) != nil

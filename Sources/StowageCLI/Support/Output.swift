@@ -19,6 +19,12 @@ enum Output {
     static func printJSON(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // A NaN or infinity stored by a library caller must not make the whole listing fail.
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "inf",
+            negativeInfinity: "-inf",
+            nan: "nan"
+        )
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 

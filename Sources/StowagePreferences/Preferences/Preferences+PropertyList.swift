@@ -24,20 +24,16 @@ extension Preferences {
     /// Blocking variant of ``importPropertyList(from:)``.
     @discardableResult
     public func importPropertyListBlocking(from url: URL) throws -> Int {
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw StowageError(
-                code: .notFound,
-                message: "cannot read the property list \(url.path): \(error)",
-                path: url.path,
-                cause: error
-            )
-        }
+        // A FIFO, a device or a directory is named as such instead of blocking or NSError 256.
+        let data = try RegularFile.read(url.path(percentEncoded: false), subject: "the property list")
         let root: Any
         do {
-            root = try PropertyListSerialization.propertyList(from: data, format: nil)
+            // Binary lists through the Swift decoder: CoreFoundation's bridge crashes on a set in
+            // an array (see BinaryPropertyList).
+            root =
+                BinaryPropertyList.isBinary(data)
+                ? try BinaryPropertyList.decode(data)
+                : try PropertyListSerialization.propertyList(from: data, format: nil)
         } catch {
             throw StowageError(
                 code: .corrupt,

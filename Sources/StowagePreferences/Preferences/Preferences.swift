@@ -95,6 +95,12 @@ public final class Preferences: Sendable {
         }
     }
 
+    /// What opening this suite found damaged and repaired; `nil` when the file was sound.
+    ///
+    /// Values set only in damaged records are lost; everything else was kept, and the file
+    /// as it was is copied beside it (``PreferencesRecovery/damagedCopy``).
+    public var recovery: PreferencesRecovery? { state.withLock { $0.recovery } }
+
     // MARK: - Reading
 
     /// The value stored for `key`, or its default when there is none (or one of another type).

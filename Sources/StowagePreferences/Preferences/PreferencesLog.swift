@@ -146,6 +146,95 @@ final class PreferencesLog {
         return (records, start + offset, stopped)
     }
 
+    /// What ``scanRecords(from:to:)`` found.
+    struct Scan {
+        var records: [PreferencesLogRecord] = []
+        /// The offset after the last sound record.
+        var end: Int
+        /// Stretches that held no sound record but were followed by sound ones.
+        var regions: [PreferencesRecovery.DamagedRegion] = []
+        /// The stretch after the last sound record, when the file does not end there.
+        var tail: PreferencesRecovery.DamagedRegion?
+    }
+
+    /// Reads every sound record in `[start, end)`, skipping damaged stretches: after a record
+    /// that does not parse, the next offset where a sound record starts — followed by another
+    /// sound record, the end, or an incomplete one — is where reading resumes. A CRC-32C over the
+    /// payload makes a false start at random bytes a one-in-four-billion event, and the
+    /// successor check makes it rarer still.
+    func scanRecords(from start: Int, to end: Int) throws -> Scan {
+        guard end > start else { return Scan(end: start) }
+        var bytes = [UInt8](repeating: 0, count: end - start)
+        let filled = try bytes.withUnsafeMutableBytes {
+            try FileDescriptorIO.read(into: $0, from: descriptor, at: start, action: "read the preferences file", path: path)
+        }
+        var scan = Scan(end: start)
+        bytes.withUnsafeBytes { all in
+            let available = UnsafeRawBufferPointer(rebasing: all[0..<filled])
+            func read(_ offset: Int) -> PreferencesLogRecord.Read {
+                PreferencesLogRecord.read(from: UnsafeRawBufferPointer(rebasing: available[offset...]))
+            }
+            func startsChain(_ offset: Int) -> Bool {
+                guard case .record(_, let size) = read(offset) else { return false }
+                let next = offset + size
+                if next == available.count { return true }
+                switch read(next) {
+                case .record, .incomplete: return true
+                case .damaged: return false
+                }
+            }
+            var offset = 0
+            while offset < available.count {
+                let reason: String
+                switch read(offset) {
+                case .record(let record, let size):
+                    scan.records.append(record)
+                    offset += size
+                    scan.end = start + offset
+                    continue
+                case .incomplete: reason = "an incomplete record"
+                case .damaged(let why): reason = why
+                }
+                var probe = offset + 1
+                while probe + PreferencesLogRecord.prefixSize <= available.count, !startsChain(probe) { probe += 1 }
+                guard probe + PreferencesLogRecord.prefixSize <= available.count else {
+                    scan.tail = .init(offset: start + offset, length: available.count - offset, reason: reason)
+                    return
+                }
+                scan.regions.append(.init(offset: start + offset, length: probe - offset, reason: reason))
+                offset = probe
+            }
+        }
+        return scan
+    }
+
+    /// Copies the file, as it is, to `PATH.damaged-SECONDS` before a repair rewrites it.
+    ///
+    /// - Returns: The copy's path.
+    func keepDamagedCopy() throws -> String {
+        let size = try fileSize()
+        var bytes = [UInt8](repeating: 0, count: size)
+        let source = self.descriptor
+        let filled = try bytes.withUnsafeMutableBytes {
+            try FileDescriptorIO.read(into: $0, from: source, at: 0, action: "read the preferences file", path: path)
+        }
+        var copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
+        var output = systemOpen(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        var attempt = 1
+        while output < 0 && errno == EEXIST && attempt < 100 {
+            copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))-\(attempt)"
+            output = systemOpen(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            attempt += 1
+        }
+        guard output >= 0 else { throw StowageError.syscall(.current, "keep a copy of the damaged file", path: copy) }
+        defer { close(output) }
+        try bytes[0..<filled].withUnsafeBytes {
+            try FileDescriptorIO.writeAll($0, to: output, action: "keep a copy of the damaged file", path: copy)
+        }
+        guard fsync(output) == 0 else { throw StowageError.syscall(.current, "flush the damaged copy", path: copy) }
+        return copy
+    }
+
     // MARK: - Writing
 
     /// Appends `record` after the committed end and commits it. Call with the exclusive lock

@@ -16,6 +16,9 @@ struct PreferencesState {
     /// Records in the current file, live or not: compaction's measure of waste.
     private(set) var recordCount = 0
     let logger: Logger
+    /// What the last repair at open found damaged; `nil` when the file was sound (or only a
+    /// torn, uncommitted tail was dropped).
+    private(set) var recovery: PreferencesRecovery?
     /// Held shared while the suite is open here; compaction needs this process to be alone.
     private let users: PreferencesUsersLock
 
@@ -49,31 +52,55 @@ struct PreferencesState {
         }
     }
 
-    /// Reads every record of the (locked) current log into fresh values.
+    /// Reads every sound record of the (locked) current log into fresh values, and repairs
+    /// the file: damaged records are skipped (the sound ones after them kept), the committed
+    /// end is set from the records rather than trusted, and when committed data was damaged
+    /// the file is copied aside first and rewritten from what survived (``recovery``).
     ///
-    /// - Parameter repairing: Cut a damaged or uncommitted tail off the file (needs the
-    ///   exclusive lock); otherwise only stop reading there.
+    /// Only a tail past the committed end that does not parse — an append a crash cut short —
+    /// is dropped without a report. Runs with the exclusive lock held.
     private mutating func replayAll(repairing: Bool) throws {
         values = [:]
         recordCount = 0
         applied = PreferencesLog.headerSize
         let size = try log.fileSize()
         let committed = log.committedEnd
-        // A committed end past the file's size means the header reached the disk and the data did
-        // not (power loss); read what is there and let checksums decide.
-        let limit = committed >= PreferencesLog.headerSize ? min(committed, size) : size
-        let (records, end, stopped) = try log.readRecords(from: applied, to: limit)
-        for record in records { _ = apply(record) }
-        applied = end
-        recordCount = records.count
+        // The records decide, not the header: read the whole file.
+        let scan = try log.scanRecords(from: applied, to: size)
+        for record in scan.records { _ = apply(record) }
+        applied = scan.end
+        recordCount = scan.records.count
         guard repairing else { return }
-        if let stopped {
-            logger.warning(
-                "preferences: dropped the log's damaged tail",
-                metadata: ["path": "\(log.path)", "at": "\(stopped)", "bytes": "\(size - end)"]
-            )
+        // A tail that does not parse past the committed end is an append that never committed
+        // (a crash): expected, dropped silently. A header that disagrees with the records loses
+        // nothing either: sound records past it are kept (their append completed), and one
+        // pointing past the file (a power loss after the header reached the disk) is corrected.
+        let committedIsPlausible = committed >= PreferencesLog.headerSize && committed <= size
+        let tailLostCommittedData = scan.tail.map { committedIsPlausible && $0.offset < committed } ?? false
+        let damage = scan.regions + (tailLostCommittedData ? [scan.tail!] : [])
+        guard !damage.isEmpty else {
+            if scan.end != committed || size != scan.end { try log.truncate(to: scan.end) }
+            return
         }
-        if end != committed || size != end { try log.truncate(to: end) }
+        let headerWasWrong = !committedIsPlausible || (committed != scan.end && committed != scan.tail?.offset)
+        var report = PreferencesRecovery(regions: damage, damagedCopy: nil, headerWasWrong: headerWasWrong)
+        report.damagedCopy = try log.keepDamagedCopy()
+        logger.warning(
+            "preferences: the suite's file was damaged; kept what was sound",
+            metadata: ["path": "\(log.path)", "recovery": "\(report)"]
+        )
+        recovery = report
+        if scan.regions.isEmpty {
+            try log.truncate(to: scan.end)
+        } else {
+            // Damage in the middle: rewrite the file from the sound records (its copy is kept).
+            let replacement = try log.compacted(values: values)
+            log.unlock()
+            log = replacement
+            try log.lockExclusive()
+            applied = log.committedEnd
+            recordCount = values.count
+        }
     }
 
     /// Applies `record` to ``values`` and returns the changes it made.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StowageCore
 import StowagePreferences
+import Synchronization
 
 /// `stowage prefs …`: read and edit a preferences suite of the container.
 struct PrefsCommand: AsyncParsableCommand {
@@ -23,8 +24,25 @@ struct PrefsOptions: ParsableArguments {
     @Option(help: "The preferences suite (a file name in the preferences location).")
     var suite = "standard"
 
+    /// Set when an opened suite reported damage; the command then exits 1 after its work.
+    static let damageFound = Atomic<Bool>(false)
+
+    /// Opens the suite; a repair at open is reported on standard error.
     func open() async throws -> Preferences {
-        try await Preferences.open(suite: suite, in: global.container())
+        let preferences = try await Preferences.open(suite: suite, in: global.container())
+        if let recovery = preferences.recovery {
+            Output.warn(
+                "the preferences suite '\(suite)' was damaged and repaired: \(recovery); values set only in the "
+                    + "damaged records are lost"
+            )
+            Self.damageFound.store(true, ordering: .relaxed)
+        }
+        return preferences
+    }
+
+    /// Exits 1 when the suite was found damaged, after the command did its work.
+    static func exitIfDamaged() throws {
+        if damageFound.load(ordering: .relaxed) { throw Output.partialFailure }
     }
 }
 
@@ -47,6 +65,7 @@ struct PrefsListCommand: AsyncParsableCommand {
             }
             print(table.rendered)
         }
+        try PrefsOptions.exitIfDamaged()
     }
 }
 
@@ -76,6 +95,7 @@ struct PrefsGetCommand: AsyncParsableCommand {
                 print(value.plainText)
             }
         }
+        try PrefsOptions.exitIfDamaged()
     }
 }
 
@@ -103,6 +123,7 @@ struct PrefsSetCommand: AsyncParsableCommand {
     func run() async throws {
         let parsed = try parse()
         try await Output.run { try await options.open().set(parsed, forName: name) }
+        try PrefsOptions.exitIfDamaged()
     }
 
     private func parse() throws -> PreferenceValue {
@@ -110,13 +131,16 @@ struct PrefsSetCommand: AsyncParsableCommand {
             switch type {
             case .string: .string(value)
             case .int: Int(value).map(PreferenceValue.int)
-            case .double: Double(value).map(PreferenceValue.double)
+            // NaN and infinities have no form in JSON or a property list: refused here.
+            case .double: Double(value).flatMap { $0.isFinite ? PreferenceValue.double($0) : nil }
             case .bool: Bool(value).map(PreferenceValue.bool)
             case .date: (try? Date(value, strategy: .iso8601)).map(PreferenceValue.date)
             case .data: Data(base64Encoded: value).map(PreferenceValue.data)
             }
         guard let parsed else {
-            throw ValidationError("\(value.debugDescription) is not a valid \(type.rawValue)")
+            throw ValidationError(
+                "\(value.debugDescription) is not a valid \(type.rawValue)" + (type == .double ? " (a finite number)" : "")
+            )
         }
         return parsed
     }
@@ -133,6 +157,7 @@ struct PrefsRemoveCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Output.run { try await options.open().removeValue(forName: name) }
+        try PrefsOptions.exitIfDamaged()
     }
 }
 
@@ -153,6 +178,7 @@ struct PrefsImportCommand: AsyncParsableCommand {
             let count = try await options.open().importPropertyList(from: URL(filePath: file))
             print("imported \(count) values")
         }
+        try PrefsOptions.exitIfDamaged()
     }
 }
 
@@ -175,5 +201,6 @@ struct PrefsExportCommand: AsyncParsableCommand {
         try await Output.run {
             try await options.open().exportPropertyList(to: URL(filePath: file), format: binary ? .binary : .xml)
         }
+        try PrefsOptions.exitIfDamaged()
     }
 }

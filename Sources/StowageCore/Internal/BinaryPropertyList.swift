@@ -8,25 +8,25 @@ import Foundation
 /// null dereference in `Set._conditionallyBridgeFromObjectiveC`, found by Fuzz/run.sh manifest
 /// with Swift 6.3.1), so a hostile manifest could kill the process. The decoder reads the same
 /// format, reports a set as a type mismatch, and gives the manifest parser the same `Any` tree.
-enum BinaryPropertyList {
+package enum BinaryPropertyList {
     /// Whether `data` starts with the binary property list magic, `bplist`.
-    static func isBinary(_ data: Data) -> Bool {
+    package static func isBinary(_ data: Data) -> Bool {
         data.starts(with: Array("bplist".utf8))
     }
 
     /// Decodes `data` into strings, numbers, booleans, dates, data, arrays and dictionaries.
     ///
     /// - Throws: `DecodingError` for a malformed list or a value of another type (a set, a UID).
-    static func decode(_ data: Data) throws -> Any {
+    package static func decode(_ data: Data) throws -> Any {
         let decoder = PropertyListDecoder()
         decoder.userInfo[Budget.key] = Budget()
         return try decoder.decode(Value.self, from: data).any
     }
 
     /// Deepest nesting accepted; a manifest needs three levels (array, task, entries).
-    static let maximumDepth = 16
+    package static let maximumDepth = 16
     /// Most values accepted in one list.
-    static let maximumValues = 100_000
+    package static let maximumValues = 100_000
 
     /// Values left to decode. A binary list refers to objects by index, so a few hundred bytes
     /// can describe a cycle or a tree of billions of shared nodes (found by the fuzzer: a list
