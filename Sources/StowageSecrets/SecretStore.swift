@@ -44,6 +44,7 @@ public final class SecretStore: Sendable {
     ///   do not decrypt in a store of another area.
     /// - Throws: ``StowageError`` (see the type's documentation).
     public init(directory: URL, masterKey: MasterKey, area: String = "private") throws {
+        _ = try directory.checkedFileSystemPath(subject: "the secret store directory")
         self.directory = directory
         self.area = area
         try SecureFiles.createDirectory(directory)

@@ -170,3 +170,15 @@ extension ManifestFuzzFindingsTests {
         #expect(error.message.contains("nests deeper") || error.message.contains("binary property list"))
     }
 }
+
+extension PathInputTests {
+    @Test("a NUL in a store's directory URL is refused before anything is created")
+    func nulInStoreDirectories() throws {
+        let scratch = try DiskTestDirectory()
+        let bad = URL(filePath: scratch.path + "/x\u{0}/../escaped")
+        #expect {
+            _ = try DiskCache(directory: bad)
+        } throws: { ($0 as? StowageError)?.code == .invalidArgument }
+        #expect(!FileManager.default.fileExists(atPath: scratch.path + "/x"))
+    }
+}

@@ -59,9 +59,9 @@ public final class DiskCache: Sendable {
     ///   has it open), file system errors when the directory cannot be created.
     public init(directory: URL, configuration: Configuration = Configuration()) throws {
         try configuration.validate()
+        let root = try directory.checkedFileSystemPath(subject: "the disk cache directory")
         self.directory = directory
         self.configuration = configuration
-        let root = directory.fileSystemPath
         try DirectoryCreation.createDirectory(at: directory)
         try CacheDirectoryTag.write(in: directory)
         do {

@@ -48,6 +48,7 @@ public final class HTTPCache: Sendable {
     /// - Throws: ``HTTPCacheError`` `.invalidConfiguration`, or ``StowageError`` when the
     ///   directory or its index cannot be opened.
     public init(directory: URL, configuration: Configuration = Configuration()) throws {
+        _ = try directory.checkedFileSystemPath(subject: "the HTTP cache directory")
         try configuration.validate()
         self.configuration = configuration
         rules = configuration.rules

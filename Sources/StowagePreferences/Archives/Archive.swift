@@ -80,6 +80,7 @@ public struct Archive<Value: Codable & Sendable>: Sendable {
                 cause: error
             )
         }
+        _ = try url.checkedFileSystemPath(subject: "the archive")
         try AtomicFile.write([UInt8](data), to: url, permissions: 0o600)
     }
 
@@ -96,16 +97,10 @@ public struct Archive<Value: Codable & Sendable>: Sendable {
     public func readBlocking() throws -> Value? {
         let data: Data
         do {
-            data = try Data(contentsOf: url)
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+            // Never blocks on a FIFO; a directory or device in the archive's place is named.
+            data = try RegularFile.read(url.fileSystemPath, subject: "the archive")
+        } catch let error as StowageError where error.code == .notFound {
             return nil
-        } catch {
-            throw StowageError(
-                code: .permissionDenied,
-                message: "cannot read the archive \(url.path): \(error)",
-                path: url.path,
-                cause: error
-            )
         }
         let stored = try decoding { try ArchiveCoding.decode(EnvelopeHeader.self, from: data, format: format).version }
         if stored == version {

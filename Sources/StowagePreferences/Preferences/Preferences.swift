@@ -68,6 +68,7 @@ public final class Preferences: Sendable {
 
     /// Opens (creating if needed) the preferences file at `url`; its directory must exist.
     public static func openBlocking(at url: URL, options: Options = Options()) throws -> Preferences {
+        _ = try url.checkedFileSystemPath(subject: "the preferences file")
         let key = url.standardizedFileURL.path
         return try registry.withLock { registry in
             if let open = registry[key]?.preferences { return open }
