@@ -28,7 +28,9 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
                     if component == ".." || component.isEmpty || component.contains("/")
                         || component.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F })
                     {
-                        fatalError("ContainerPath accepted the component \(Array(component.utf8)) of \(Array(path.utf8))")
+                        fatalError(
+                            "ContainerPath accepted the component \(Array(component.utf8)) of \(Array(path.utf8))"
+                        )
                     }
                 }
             } catch let error as StowageError {

@@ -13,7 +13,9 @@ struct DamagedInputCommandTests {
         try withTemporaryDirectory { root in
             let base = ["--root", root.path]
             for index in 0..<50 {
-                #expect(try StowageExecutable.run(["prefs", "set", "key\(index)", "value \(index)"] + base).status == 0)
+                #expect(
+                    try StowageExecutable.run(["prefs", "set", "key\(index)", "value \(index)"] + base).status == 0
+                )
             }
             let file = root.appending(path: "Library/Preferences/standard.stowprefs")
             var bytes = try [UInt8](Data(contentsOf: file))
@@ -51,7 +53,9 @@ struct DamagedInputCommandTests {
     func notFinite() throws {
         try withTemporaryDirectory { root in
             for text in ["nan", "inf", "infinity"] {
-                let outcome = try StowageExecutable.run(["prefs", "set", "x", text, "--type", "double", "--root", root.path])
+                let outcome = try StowageExecutable.run([
+                    "prefs", "set", "x", text, "--type", "double", "--root", root.path,
+                ])
                 #expect(outcome.status == 64)
                 #expect(outcome.standardError.contains("finite"), "\(outcome.standardError)")
             }

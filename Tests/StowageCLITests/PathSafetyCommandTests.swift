@@ -13,7 +13,10 @@ struct PathSafetyCommandTests {
         try withTemporaryDirectory { outer in
             let root = outer.appending(path: "R")
             for directory in ["Documents", "Library/Caches"] {
-                try FileManager.default.createDirectory(at: root.appending(path: directory), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: root.appending(path: directory),
+                    withIntermediateDirectories: true
+                )
             }
             try Data("precious".utf8).write(to: outer.appending(path: "precious"))
             let manifest = outer.appending(path: "m.json")

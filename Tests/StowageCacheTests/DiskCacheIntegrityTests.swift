@@ -83,9 +83,11 @@ struct DiskCacheIntegrityTests {
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
         try cache.setDataBlocking(Data(repeating: 1, count: 30_000), forKey: "v")
-        let file = try #require(try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
-            try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 'v'")
-        })
+        let file = try #require(
+            try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+                try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 'v'")
+            }
+        )
         let outside = scratch.url.appending(path: "secret")
         try Data(repeating: 9, count: 30_000).write(to: outside)
         let path = directory.path(percentEncoded: false) + "/data/" + file
@@ -124,9 +126,11 @@ struct DiskCacheIntegrityTests {
         let write = try cache.beginStreamingWrite(forKey: "s")
         for _ in 0..<10 { try Data(repeating: 3, count: 10_000).withUnsafeBytes { try write.write($0) } }
         try write.commit()
-        let file = try #require(try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
-            try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 's'")
-        })
+        let file = try #require(
+            try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+                try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 's'")
+            }
+        )
         let descriptor = open(directory.path(percentEncoded: false) + "/data/" + file, O_WRONLY)
         var byte: UInt8 = 4
         #expect(pwrite(descriptor, &byte, 1, 55_555) == 1)

@@ -42,8 +42,12 @@ struct DiskCacheTagsAndFormatTests {
         _ = try DiskCache(directory: path)
         let queue = try DatabaseQueue(path: path.appending(path: "index.sqlite").path)
         let plan = try queue.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN DELETE FROM entry WHERE tag = ? RETURNING key", arguments: ["t"])
-                .map { $0["detail"] as String }.joined(separator: "; ")
+            try Row.fetchAll(
+                db,
+                sql: "EXPLAIN QUERY PLAN DELETE FROM entry WHERE tag = ? RETURNING key",
+                arguments: ["t"]
+            )
+            .map { $0["detail"] as String }.joined(separator: "; ")
         }
         #expect(plan.contains("INDEX entry_tag"), "plan: \(plan)")
         #expect(!plan.contains("SCAN"), "plan: \(plan)")
@@ -73,7 +77,10 @@ struct DiskCacheTagsAndFormatTests {
             )
         }
         try queue.close()
-        try FileManager.default.createDirectory(at: directory.appending(path: "data/ab"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: directory.appending(path: "data/ab"),
+            withIntermediateDirectories: true
+        )
         try Data(repeating: 7, count: 10_000).write(to: directory.appending(path: "data/ab/big-value"))
 
         let cache = try DiskCache(directory: directory)
@@ -109,7 +116,9 @@ struct DiskCacheTagsAndFormatTests {
 
         var configuration = DiskCache.Configuration()
         configuration.corruptIndexPolicy = .rebuild
-        let error = #expect(throws: StowageError.self) { try DiskCache(directory: directory, configuration: configuration) }
+        let error = #expect(throws: StowageError.self) {
+            try DiskCache(directory: directory, configuration: configuration)
+        }
         #expect(error?.code == .unsupported)
         #expect(error?.message.contains("format 4") == true)
         let kept = try DatabaseQueue(path: index).read { db in

@@ -130,7 +130,8 @@ struct ManifestFuzzFindingsTests {
         // Found by libFuzzer: PropertyListSerialization's CoreFoundation bridge dereferenced null.
         let crash = try #require(
             Data(
-                base64Encoded: "YnBsaXN0MDChAcICAwQHV0VudHJpZXNUUGF0aKIFBmJwbAB/Z1goL3RodW1kAF8QFf///zlhcnvRxJ+8l5JzL2ltYWdlcwgKDxccHx8uAAF3gGwAAQEAAAAAAAAACAAAAAAAAAAAAAAAAAAAAEY="
+                base64Encoded:
+                    "YnBsaXN0MDChAcICAwQHV0VudHJpZXNUUGF0aKIFBmJwbAB/Z1goL3RodW1kAF8QFf///zlhcnvRxJ+8l5JzL2ltYWdlcwgKDxccHx8uAAF3gGwAAQEAAAAAAAAACAAAAAAAAAAAAAAAAAAAAEY="
             )
         )
         let error = try #require(throws: StowageError.self) { try CleanManifest(data: crash, source: "m.plist") }
@@ -148,12 +149,18 @@ struct ManifestFuzzFindingsTests {
     @Test("a binary property list manifest still parses (paths, entries, handlers)")
     func binaryStillParses() throws {
         let data = try PropertyListSerialization.data(
-            fromPropertyList: [["Path": "Library/Caches/images", "Entries": ["*.jpg"]], ["Class": "C", "Selectors": ["s:"]]],
+            fromPropertyList: [
+                ["Path": "Library/Caches/images", "Entries": ["*.jpg"]], ["Class": "C", "Selectors": ["s:"]],
+            ],
             format: .binary,
             options: 0
         )
         let manifest = try CleanManifest(data: data)
-        #expect(manifest.tasks == [.path("Library/Caches/images", entries: ["*.jpg"]), .handler(className: "C", selectors: ["s:"])])
+        #expect(
+            manifest.tasks == [
+                .path("Library/Caches/images", entries: ["*.jpg"]), .handler(className: "C", selectors: ["s:"]),
+            ]
+        )
     }
 }
 
@@ -163,7 +170,8 @@ extension ManifestFuzzFindingsTests {
         // Found by libFuzzer: the decoder followed the reference cycle until the fuzzer's timeout.
         let cycle = try #require(
             Data(
-                base64Encoded: "YnBsaXN0MDCiAQfSAgMEBldFbnRyaWVzVFBhdGihAGIQBVNhX1ERWKGhDFJzfwgLEC4ALy4uANIICQoLVUNsYXNzWVNlbGVjdG9yc1FYoQxSc38ICxAYHSkjNjxCTE5QAAAAAAAAAQEAAAAAAAAADQAAAAAAAAAAAAAAAAAAAFM="
+                base64Encoded:
+                    "YnBsaXN0MDCiAQfSAgMEBldFbnRyaWVzVFBhdGihAGIQBVNhX1ERWKGhDFJzfwgLEC4ALy4uANIICQoLVUNsYXNzWVNlbGVjdG9yc1FYoQxSc38ICxAYHSkjNjxCTE5QAAAAAAAAAQEAAAAAAAAADQAAAAAAAAAAAAAAAAAAAFM="
             )
         )
         let error = try #require(throws: StowageError.self) { try CleanManifest(data: cycle, source: "m.plist") }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import StowageCore
 import Testing
+
+@testable import StowageCore
 
 #if canImport(Glibc)
 import Glibc

@@ -1,11 +1,11 @@
 import AsyncHTTPClient
 import Foundation
-import Synchronization
 import HTTPTypes
 import NIOHTTP1
 import StowageCore
 import StowageHTTPTestSupport
 import StowageProxy
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -17,7 +17,9 @@ import Glibc
 // Serialized: the first test holds 60 dispatch threads in blocking reads for a moment, which
 // would delay the raw sockets of the others.
 @Suite(.serialized) struct HostileClientTests {
-    @Test("A POST that promises 1 MB, sends one byte and waits, while the upstream answers early, cannot crash the proxy")
+    @Test(
+        "A POST that promises 1 MB, sends one byte and waits, while the upstream answers early, cannot crash the proxy"
+    )
     func incompleteBodyWhileUpstreamAnswers() async throws {
         let origin = try EarlyAnsweringOrigin(.answerAtOnce)
         defer { origin.stop() }
@@ -105,7 +107,9 @@ import Glibc
             let port = h.proxyPort
             let reply = try await offCooperativePool { () -> (head: String, body: String)? in
                 let socket = try RawSocket(port: port)
-                socket.send("POST /c HTTP/1.1\r\nHost: proxy\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
+                socket.send(
+                    "POST /c HTTP/1.1\r\nHost: proxy\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"
+                )
                 return socket.readResponse()
             }
             #expect(reply?.head.hasPrefix("HTTP/1.1 400") == true, "\(reply?.head ?? "closed")")

@@ -8,22 +8,14 @@ import Testing
 import Glibc
 #endif
 
+extension Scratch {
+    var keyFile: String { url.path(percentEncoded: false) + "/Library/Preferences/keys/secrets.key" }
+}
+
 /// Issue 17, item 6 for secrets: what stands in a key file's or an item's place is opened
 /// without following links or blocking, and refused unless it is a regular file.
 @Suite("secret files that are not files")
 struct SecretFileTypeTests {
-    final class Scratch: Sendable {
-        let url: URL
-        let container: Container
-        init() throws {
-            url = FileManager.default.temporaryDirectory.appending(path: "stowage-secret-types-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-            container = Container(root: url, identifier: "org.stowage.tests")
-        }
-        deinit { try? FileManager.default.removeItem(at: url) }
-        var keyFile: String { url.path(percentEncoded: false) + "/Library/Preferences/keys/secrets.key" }
-    }
-
     enum Intruder: String, CaseIterable, Sendable { case fifo, symlink, directory }
 
     static func place(_ intruder: Intruder, at path: String, outside: String) throws {
@@ -35,7 +27,10 @@ struct SecretFileTypeTests {
         }
     }
 
-    @Test("a FIFO, a symbolic link or a directory as the key file: a typed error naming it, promptly", arguments: Intruder.allCases)
+    @Test(
+        "a FIFO, a symbolic link or a directory as the key file: a typed error naming it, promptly",
+        arguments: Intruder.allCases
+    )
     func keyFile(intruder: Intruder) throws {
         let scratch = try Scratch()
         _ = try SecretStore.open(in: scratch.container)  // creates the key file and its directory
@@ -48,7 +43,10 @@ struct SecretFileTypeTests {
         #expect(error.message.contains("secrets.key"), "\(error.message)")
     }
 
-    @Test("a FIFO, a symbolic link or a directory in an item's place: a typed error, never a value", arguments: Intruder.allCases)
+    @Test(
+        "a FIFO, a symbolic link or a directory in an item's place: a typed error, never a value",
+        arguments: Intruder.allCases
+    )
     func item(intruder: Intruder) throws {
         let scratch = try Scratch()
         let store = try SecretStore(
@@ -60,7 +58,11 @@ struct SecretFileTypeTests {
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: items.path).first)
         let outside = scratch.url.appending(path: "outside")
         try Data(repeating: 1, count: 100).write(to: outside)
-        try Self.place(intruder, at: items.path(percentEncoded: false) + "/" + name, outside: outside.path(percentEncoded: false))
+        try Self.place(
+            intruder,
+            at: items.path(percentEncoded: false) + "/" + name,
+            outside: outside.path(percentEncoded: false)
+        )
         let error = try #require(throws: StowageError.self) { _ = try store.secret(service: "s", account: "a") }
         #expect(error.message.contains(name), "\(error.message)")
     }

@@ -4,7 +4,7 @@ import StowageCore
 import StowageSecrets
 import Testing
 
-private final class Scratch: Sendable {
+final class Scratch: Sendable {
     let url: URL
     let container: Container
     init() throws {

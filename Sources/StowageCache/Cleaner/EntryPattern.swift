@@ -20,7 +20,8 @@ struct EntryPattern: Sendable, Hashable, CustomStringConvertible {
         if text.hasPrefix("/") || text.hasPrefix("~") {
             throw StowageError(
                 code: .pathEscapesRoot,
-                message: "\(subject): the entry \(PathInput.quoted(text)) is absolute; entries are names inside the task's Path, "
+                message:
+                    "\(subject): the entry \(PathInput.quoted(text)) is absolute; entries are names inside the task's Path, "
                     + "e.g. '*.tmp'",
                 path: text
             )
@@ -29,7 +30,8 @@ struct EntryPattern: Sendable, Hashable, CustomStringConvertible {
         if parts.contains("..") {
             throw StowageError(
                 code: .pathEscapesRoot,
-                message: "\(subject): the entry \(PathInput.quoted(text)) contains '..', which could leave the task's Path; "
+                message:
+                    "\(subject): the entry \(PathInput.quoted(text)) contains '..', which could leave the task's Path; "
                     + "name entries inside it",
                 path: text
             )

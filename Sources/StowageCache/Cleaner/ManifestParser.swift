@@ -111,7 +111,8 @@ enum ManifestParser {
         // Escaped: Foundation's parse errors quote the input, NUL and control bytes included.
         StowageError(
             code: .invalidArgument,
-            message: "the clean manifest \(PathInput.quoted(source)) \(PathInput.escaped(problem)); nothing was deleted",
+            message:
+                "the clean manifest \(PathInput.quoted(source)) \(PathInput.escaped(problem)); nothing was deleted",
             path: source
         )
     }

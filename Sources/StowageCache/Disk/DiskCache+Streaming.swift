@@ -184,7 +184,9 @@ extension DiskCache {
         }
         counters.recordHit()
         recordAccess(key: key, at: now)
-        return .file(FileReader(descriptor: descriptor, path: files.path(of: file), cache: self, key: key, entry: entry))
+        return .file(
+            FileReader(descriptor: descriptor, path: files.path(of: file), cache: self, key: key, entry: entry)
+        )
     }
 
     /// Points `key` at the complete file `name` under `data/` (as ``setDataBlocking(_:forKey:timeToLive:)`` does).

@@ -126,7 +126,8 @@ public final class PurgeableDirectories: Sendable {
     /// Blocking variant of ``unregister(_:)``.
     @discardableResult
     public func unregisterBlocking(_ path: String) throws -> Bool {
-        let normalized = try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))").description
+        let normalized = try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))")
+            .description
         return try registry.update { directories in
             let count = directories.count
             directories.removeAll { $0.path == normalized }
@@ -264,7 +265,8 @@ public final class PurgeableDirectories: Sendable {
     }
 
     private func clear(_ path: String, cancellation: CancellationFlag?) throws -> PurgeReport.Directory {
-        let normalized = try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))").description
+        let normalized = try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))")
+            .description
         guard let registration = try registry.read().first(where: { $0.path == normalized }) else {
             throw StowageError(
                 code: .notFound,

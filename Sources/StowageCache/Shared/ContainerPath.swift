@@ -39,7 +39,8 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
         if text.hasPrefix("/") || text.hasPrefix("~") {
             throw StowageError(
                 code: .pathEscapesRoot,
-                message: "\(subject): \(PathInput.quoted(text)) is an absolute path; write it relative to the container, "
+                message:
+                    "\(subject): \(PathInput.quoted(text)) is an absolute path; write it relative to the container, "
                     + "starting with a location, e.g. 'Library/Caches/images'",
                 path: text
             )
@@ -48,7 +49,8 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
         if parts.contains("..") {
             throw StowageError(
                 code: .pathEscapesRoot,
-                message: "\(subject): \(PathInput.quoted(text)) contains a '..' component, which could leave the container; "
+                message:
+                    "\(subject): \(PathInput.quoted(text)) contains a '..' component, which could leave the container; "
                     + "name the directory directly",
                 path: text
             )
@@ -56,7 +58,8 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
         guard let match = Self.prefixes.first(where: { parts.starts(with: $0.prefix) }) else {
             throw StowageError(
                 code: .invalidArgument,
-                message: "\(subject): \(PathInput.quoted(text)) does not start with a container location; start it with "
+                message:
+                    "\(subject): \(PathInput.quoted(text)) does not start with a container location; start it with "
                     + "Documents/, Library/Application Support/, Library/Caches/, Library/Preferences/ or tmp/",
                 path: text
             )

@@ -30,7 +30,8 @@ enum ClearingTarget {
                 path: path
             )
         }
-        let named = components.isEmpty
+        let named =
+            components.isEmpty
             ? (path.hasPrefix("/") ? "/" : ".")
             : (path.hasPrefix("/") ? "/" : "") + components.joined(separator: "/")
         let descriptor = open(named, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -38,8 +39,9 @@ enum ClearingTarget {
             let error = Errno.current
             // Linux answers ENOTDIR (O_DIRECTORY wins) or ELOOP for a final link: look at what is there.
             var status = stat()
-            if error.rawValue == ELOOP || (error.rawValue == ENOTDIR && lstat(named, &status) == 0
-                && status.st_mode & S_IFMT == S_IFLNK)
+            if error.rawValue == ELOOP
+                || (error.rawValue == ENOTDIR && lstat(named, &status) == 0
+                    && status.st_mode & S_IFMT == S_IFLNK)
             {
                 throw StowageError.invalidArgument(
                     "cannot clear \(PathInput.quoted(path)): '\(named)' is a symbolic link; pass the directory it "

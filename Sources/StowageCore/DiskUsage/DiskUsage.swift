@@ -127,7 +127,11 @@ public struct DiskUsage: Sendable, Hashable, Codable {
         options: Options,
         cancellation: CancellationFlag?
     ) throws -> DiskUsage {
-        var walker = try TreeWalker(rootPath: url.checkedFileSystemPath(subject: "cannot measure"), options: options, cancellation: cancellation)
+        var walker = try TreeWalker(
+            rootPath: url.checkedFileSystemPath(subject: "cannot measure"),
+            options: options,
+            cancellation: cancellation
+        )
         return try walker.run()
     }
 }

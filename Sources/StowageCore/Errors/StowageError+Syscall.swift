@@ -14,7 +14,8 @@ extension StowageError {
     package static func syscall(_ errno: Errno, _ operation: String, path: String) -> StowageError {
         let (code, advice) = classify(errno.rawValue)
         // Quoted: control characters escaped and a huge path cut, so a message stays readable.
-        let message = "cannot \(operation) \(PathInput.quoted(path, limit: 1_024)): \(errno)"
+        let message =
+            "cannot \(operation) \(PathInput.quoted(path, limit: 1_024)): \(errno)"
             + (advice.isEmpty ? "" : "; \(advice)")
         return StowageError(code: code, message: message, path: path, cause: errno)
     }

@@ -27,7 +27,10 @@ extension HTTPCache {
                     return served
                 }
                 var alone = try await forward(request, key: key, outcome: outcome, collapse: false, fetch: fetch)
-                alone.trace.insert("collapsed: the other request stored nothing usable (or timed out): fetched alone", at: 0)
+                alone.trace.insert(
+                    "collapsed: the other request stored nothing usable (or timed out): fetched alone",
+                    at: 0
+                )
                 return alone
             }
         } else {
@@ -65,12 +68,7 @@ extension HTTPCache {
         var served = CachedResponse(
             response: response,
             body: store.body,
-            status: status(
-                outcome,
-                forwardStatus: response.status.code,
-                stored: store.isCommitted,
-                detail: store.cacheStatusDetail
-            )
+            status: status(outcome, after: store, response)
         )
         served.trace = ["fetched from the origin: \(response.status.code)", store.note]
         return served
@@ -89,8 +87,20 @@ extension HTTPCache {
             body: responseBody,
             status: status(.bypass, forwardStatus: response.status.code, detail: "method")
         )
-        served.trace = ["fetched from the origin: \(response.status.code); not stored (§3 only GET responses are stored)"]
+        served.trace = [
+            "fetched from the origin: \(response.status.code); not stored (§3 only GET responses are stored)"
+        ]
         return served
+    }
+
+    /// The `Cache-Status` of a response fetched from the origin, after `store` decided about it.
+    func status(_ outcome: CacheOutcome, after store: StoreOutcome, _ response: HTTPResponse) -> CacheStatus {
+        status(
+            outcome,
+            forwardStatus: response.status.code,
+            stored: store.isCommitted,
+            detail: store.cacheStatusDetail
+        )
     }
 
     /// Bodies up to this size with a known length are read whole before the response is
@@ -155,7 +165,8 @@ extension HTTPCache {
                 body: body,
                 isUnderWay: false,
                 isCommitted: false,
-                note: "not stored: the body (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
+                note:
+                    "not stored: the body (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
             )
         }
         let record = VariantRecord(

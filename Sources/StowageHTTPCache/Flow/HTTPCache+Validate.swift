@@ -57,7 +57,9 @@ extension HTTPCache {
         {
             served.status.forwardStatus = response.status.code
             served.status.detail = "stale-if-error"
-            served.trace.append("RFC 5861 §4 the origin answered \(response.status.code): served stale (stale-if-error)")
+            served.trace.append(
+                "RFC 5861 §4 the origin answered \(response.status.code): served stale (stale-if-error)"
+            )
             return served
         }
         let store = try await storeIfAllowed(
@@ -69,16 +71,7 @@ extension HTTPCache {
             responseTime: responseTime,
             onDone: { _ in }
         )
-        var served = CachedResponse(
-            response: response,
-            body: store.body,
-            status: status(
-                .miss,
-                forwardStatus: response.status.code,
-                stored: store.isCommitted,
-                detail: store.cacheStatusDetail
-            )
-        )
+        var served = CachedResponse(response: response, body: store.body, status: status(.miss, after: store, response))
         served.trace = [
             "§4.3.3 validation answered \(response.status.code): the new response replaces the stored one", store.note,
         ]

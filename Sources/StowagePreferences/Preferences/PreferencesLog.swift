@@ -166,7 +166,13 @@ final class PreferencesLog {
         guard end > start else { return Scan(end: start) }
         var bytes = [UInt8](repeating: 0, count: end - start)
         let filled = try bytes.withUnsafeMutableBytes {
-            try FileDescriptorIO.read(into: $0, from: descriptor, at: start, action: "read the preferences file", path: path)
+            try FileDescriptorIO.read(
+                into: $0,
+                from: descriptor,
+                at: start,
+                action: "read the preferences file",
+                path: path
+            )
         }
         var scan = Scan(end: start)
         bytes.withUnsafeBytes { all in

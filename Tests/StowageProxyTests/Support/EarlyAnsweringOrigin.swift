@@ -69,7 +69,8 @@ final class EarlyAnsweringOrigin: Sendable {
                 case .answerAtOnce:
                     reply = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nCache-Control: no-store\r\n\r\nearly"
                 case .stallMidBody(let length, let sent):
-                    reply = "HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\nCache-Control: max-age=60\r\n\r\n"
+                    reply =
+                        "HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\nCache-Control: max-age=60\r\n\r\n"
                         + String(repeating: "s", count: sent)
                 }
                 let bytes = Array(reply.utf8)

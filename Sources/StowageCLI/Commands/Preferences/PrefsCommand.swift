@@ -139,7 +139,8 @@ struct PrefsSetCommand: AsyncParsableCommand {
             }
         guard let parsed else {
             throw ValidationError(
-                "\(value.debugDescription) is not a valid \(type.rawValue)" + (type == .double ? " (a finite number)" : "")
+                "\(value.debugDescription) is not a valid \(type.rawValue)"
+                    + (type == .double ? " (a finite number)" : "")
             )
         }
         return parsed

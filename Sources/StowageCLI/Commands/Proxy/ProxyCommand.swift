@@ -51,7 +51,8 @@ struct ProxyCommand: AsyncParsableCommand {
     var upstreamTimeout = 30
 
     @Option(
-        help: "The largest request body accepted, e.g. 16MB; longer ones get 413. Bodies are read whole before they go upstream.",
+        help:
+            "The largest request body accepted, e.g. 16MB; longer ones get 413. Bodies are read whole before they go upstream.",
         transform: { try parseSize($0) }
     )
     var maxRequestBody = ByteCount(16_000_000)
