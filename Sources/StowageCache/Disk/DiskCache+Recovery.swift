@@ -36,7 +36,10 @@ extension DiskCache {
                 "disk cache index is damaged; starting an empty cache",
                 metadata: ["path": "\(path)", "error": "\(error)", "cache": "\(configuration.name)"]
             )
-            for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+            // Kept aside (one generation) for a post-mortem; the cache starts empty.
+            for suffix in ["", "-wal", "-shm"] {
+                if rename(path + suffix, path + ".damaged" + suffix) != 0 { unlink(path + suffix) }
+            }
             _ = try DirectoryClearing.clearContentsBlocking(of: URL(filePath: files.dataDirectory))
             do {
                 return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites, logger: configuration.logger)
@@ -46,6 +49,21 @@ extension DiskCache {
         } catch let error as DatabaseError {
             throw StowageError.index(error, path: path)
         }
+    }
+
+    /// Checks the `totals` row against the entries and rewrites it when it is wrong (logged);
+    /// returns the true totals. A wrong row (a hand edit, a damaged page, a bug) would otherwise
+    /// make every write look over the limit and be evicted at once.
+    @discardableResult
+    func repairTotalsIfWrong() throws -> (count: Int, size: Int64) {
+        let (totals, wasWrong) = try indexCall { try index.write { db in try DiskCacheIndex.repairTotals(db) } }
+        if wasWrong {
+            configuration.logger.warning(
+                "disk cache totals disagreed with the entries; repaired",
+                metadata: ["count": "\(totals.count)", "size": "\(totals.size)", "cache": "\(configuration.name)"]
+            )
+        }
+        return totals
     }
 
     /// Removes files no row points at, rows whose file is gone, and abandoned temporary files.
@@ -82,14 +100,24 @@ extension DiskCache {
             }
         }
         let missing = indexed.subtracting(present)
-        if !missing.isEmpty {
-            try indexCall {
-                try index.write { db in
-                    for file in missing {
-                        try db.execute(sql: "DELETE FROM entry WHERE file = ?", arguments: [file])
+        do {
+            if isOnlyUser { try repairTotalsIfWrong() }
+            if !missing.isEmpty {
+                try indexCall {
+                    try index.write { db in
+                        for file in missing {
+                            try db.execute(sql: "DELETE FROM entry WHERE file = ?", arguments: [file])
+                        }
                     }
                 }
             }
+        } catch let error as StowageError where error.code == .noSpace {
+            // A full volume must not keep the cache from opening: the next open tries again.
+            configuration.logger.notice(
+                "disk cache: no space to collect leftovers or repair totals now",
+                metadata: ["cache": "\(configuration.name)"]
+            )
+            return
         }
         if removedFiles > 0 || !missing.isEmpty {
             configuration.logger.notice(

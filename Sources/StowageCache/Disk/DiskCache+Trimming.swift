@@ -90,6 +90,10 @@ extension DiskCache {
 
         // 2. Least recently used, until back at the targets of the limits that were exceeded.
         var totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
+        if isOverLimit(count: totals.count, size: totals.size) {
+            // Before evicting on the word of the `totals` row, check it against the rows.
+            totals = try repairTotalsIfWrong()
+        }
         let countTarget = configuration.countLimit.flatMap {
             totals.count > $0 ? Int(Double($0) * configuration.trimRatio) : nil
         }

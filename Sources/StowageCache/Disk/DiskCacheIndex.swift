@@ -3,6 +3,12 @@ import GRDB
 import Logging
 import StowageCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The disk cache's SQLite index, through GRDB in WAL mode: one row per entry, small values
 /// inline, and a `totals` row kept by triggers so size and count never need a scan.
 ///
@@ -33,8 +39,15 @@ struct DiskCacheIndex: Sendable {
         var files: [String] = []
     }
 
-    let pool: DatabasePool
+    /// A `DatabasePool` normally; a `DatabaseQueue` in exclusive locking mode when the index
+    /// was opened on a full volume (``isOpenedOnFullVolume``).
+    let pool: any DatabaseWriter
     let path: String
+    /// Whether the index was opened on a full volume: SQLite could not create its shared-memory
+    /// file (`-shm`), so this process holds the index in exclusive locking mode, which keeps
+    /// the WAL index in its own memory. Reads work; writes fail with `.noSpace` until space
+    /// returns, then work again; other processes wait for the index until this one closes it.
+    let isOpenedOnFullVolume: Bool
 
     /// The format this code writes, in SQLite's `user_version`. Format 1 (no version stored,
     /// user_version 0) lacked tags, compute times and the file-allocation total; format 2 the
@@ -114,19 +127,72 @@ struct DiskCacheIndex: Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: synchronous ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
         }
-        pool = try DatabasePool(path: path, configuration: configuration)
         self.path = path
-        try pool.writeWithoutTransaction { db in
-            try db.inTransaction(.immediate) {
-                try Self.prepareFormat(db, path: path, logger: logger)
-                return .commit
+        if Self.needsPrivateWALIndex(path: path) {
+            // No room for the -shm file: keep the WAL index in this process's memory instead. A
+            // -shm file an earlier attempt could not size would be taken for a lock held by
+            // someone; under the cache's open lock nobody else is opening, and every process that
+            // has the index open uses a full-sized one (≥ 32 KiB), so a smaller one is removed.
+            unlink(path + "-shm")
+            // A configuration of its own: prepareDatabase adds to the setups, and locking_mode
+            // must come before any statement that touches the WAL.
+            var exclusive = GRDB.Configuration()
+            exclusive.busyMode = .timeout(30)
+            exclusive.label = "stowage.disk-cache"
+            exclusive.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
+                try db.execute(sql: synchronous ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            }
+            let queue = try DatabaseQueue(path: path, configuration: exclusive)
+            try Self.prepare(queue, path: path, logger: logger)
+            pool = queue
+            isOpenedOnFullVolume = true
+            logger.warning(
+                """
+                disk cache index opened on a full volume: reads are served, writes fail until space returns, \
+                and other processes wait for the index until this one closes it
+                """,
+                metadata: ["path": "\(path)"]
+            )
+        } else {
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.prepare(pool, path: path, logger: logger)
+            self.pool = pool
+            isOpenedOnFullVolume = false
+        }
+    }
+
+    /// Brings the file to the current format (writing only when it is not there yet, so an
+    /// index on a full volume opens), then reads it once to check it is a sound database.
+    private static func prepare(_ writer: some DatabaseWriter, path: String, logger: Logger) throws {
+        let version = try writer.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
+        if version != formatVersion {
+            try writer.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    try Self.prepareFormat(db, path: path, logger: logger)
+                    return .commit
+                }
             }
         }
-        // A cheap check that the file is a sound database before trusting it.
-        try pool.read { db in
-            _ = try Row.fetchOne(db, sql: "SELECT count, size FROM totals WHERE id = 0")
-            _ = try Row.fetchOne(db, sql: "SELECT key FROM entry LIMIT 1")
+        // Damage anywhere in the file, not only in the pages open reads: quick_check reads every
+        // page (its cost: `stowage-bench --filter disk-cache.open`). A damaged page found later
+        // would otherwise fail queries for good, with the rebuild policy never asked.
+        let verdict = try writer.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check(1)") }
+        guard verdict == ["ok"] else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(verdict.first ?? "no answer")")
         }
+    }
+
+    /// Whether the index must keep its WAL index in private memory: the volume has no room for
+    /// the 32 KiB shared-memory file (`-shm`) SQLite needs, and no usable one exists.
+    static func needsPrivateWALIndex(path: String) -> Bool {
+        var status = stat()
+        if lstat(path + "-shm", &status) == 0, status.st_size >= 32 * 1024 { return false }
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
+        guard let capacity = try? VolumeCapacity.forVolumeBlocking(containing: URL(filePath: directory)) else {
+            return false
+        }
+        return capacity.available.rawValue < 64 * 1024
     }
 
     /// Creates the schema in a new file, migrates format 1, refuses a newer format.
@@ -216,6 +282,26 @@ struct DiskCacheIndex: Sendable {
     /// Bytes the value files take (estimated; see ``fileAllocation(_:)``), from the `totals` row.
     static func fileAllocated(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(try db.cachedStatement(sql: "SELECT file_allocated FROM totals WHERE id = 0")) ?? 0
+    }
+
+    /// Recomputes the `totals` row from the entries (one scan) and rewrites it when it
+    /// disagrees; returns the true totals and whether the row was wrong.
+    static func repairTotals(_ db: Database) throws -> (totals: (count: Int, size: Int64), wasWrong: Bool) {
+        let actual = try Row.fetchOne(
+            db,
+            sql: "SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(SUM(\(fileAllocation("entry"))), 0) FROM entry"
+        )!
+        let recorded = try Row.fetchOne(db, sql: "SELECT count, size, file_allocated FROM totals WHERE id = 0")
+        let (count, size, allocated): (Int, Int64, Int64) = (actual[0], actual[1], actual[2])
+        let wasWrong =
+            recorded.map { ($0[0] as Int, $0[1] as Int64, $0[2] as Int64) != (count, size, allocated) } ?? true
+        if wasWrong {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO totals (id, count, size, file_allocated) VALUES (0, ?, ?, ?)",
+                arguments: [count, size, allocated]
+            )
+        }
+        return ((count, size), wasWrong)
     }
 
     /// Count and total size of the values, from the `totals` row.
