@@ -37,7 +37,7 @@ struct BenchTool: AsyncParsableCommand {
             DiskUsageTreeScenario(), MemoryCacheScenario(), HTTPCacheLookupScenario(),
             PreferencesScenario(operation: .set), PreferencesScenario(operation: .get),
         ] + DiskCacheScenario.all + [CleanerScenario(), PurgeSweepScenario(), AccountScenario()]
-            + SharedTierScenario.all + [HybridDiskReadScenario()]
+            + SharedTierScenario.all + [HybridDiskReadScenario(), ChecksumScenario()]
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())

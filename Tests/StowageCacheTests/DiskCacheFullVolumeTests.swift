@@ -14,7 +14,8 @@ final class SmallVolume: Sendable {
 
     /// Mounts a tmpfs of `bytes` bytes; `nil` where mounting is not allowed.
     init?(bytes: Int, _ name: String = #function) {
-        path = FileManager.default.temporaryDirectory.path(percentEncoded: false)
+        path =
+            FileManager.default.temporaryDirectory.path(percentEncoded: false)
             + "/stowage-volume-\(name.filter { $0.isLetter })-\(UUID().uuidString)"
         guard mkdir(path, 0o700) == 0 else { return nil }
         let status = try? StowageCacheTestsRun.command(["mount", "-t", "tmpfs", "-o", "size=\(bytes)", "tmpfs", path])
@@ -64,7 +65,9 @@ enum StowageCacheTestsRun {
 /// Issue 17, item 8: a full volume must not keep a disk cache (and so the proxy) from opening.
 @Suite("DiskCache on a full volume", .enabled(if: SmallVolume.canMount, "needs to mount a tmpfs (root)"))
 struct DiskCacheFullVolumeTests {
-    @Test("a cache on a full volume opens, serves its values, refuses writes with .noSpace, and writes again once space returns")
+    @Test(
+        "a cache on a full volume opens, serves its values, refuses writes with .noSpace, and writes again once space returns"
+    )
     func fullVolume() throws {
         let volume = try #require(SmallVolume(bytes: 4 << 20))
         let directory = URL(filePath: volume.path + "/cache", directoryHint: .isDirectory)

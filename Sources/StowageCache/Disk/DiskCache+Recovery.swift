@@ -21,7 +21,11 @@ extension DiskCache {
         isOnlyUser: Bool
     ) throws -> DiskCacheIndex {
         do {
-            return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites, logger: configuration.logger)
+            return try DiskCacheIndex(
+                path: path,
+                synchronous: configuration.synchronousWrites,
+                logger: configuration.logger
+            )
         } catch let error as DatabaseError
             where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode.primaryResultCode)
         {
@@ -42,7 +46,11 @@ extension DiskCache {
             }
             _ = try DirectoryClearing.clearContentsBlocking(of: URL(filePath: files.dataDirectory))
             do {
-                return try DiskCacheIndex(path: path, synchronous: configuration.synchronousWrites, logger: configuration.logger)
+                return try DiskCacheIndex(
+                    path: path,
+                    synchronous: configuration.synchronousWrites,
+                    logger: configuration.logger
+                )
             } catch let error as DatabaseError {
                 throw StowageError.index(error, path: path)
             }

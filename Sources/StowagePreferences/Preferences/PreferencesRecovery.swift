@@ -25,7 +25,9 @@ public struct PreferencesRecovery: Sendable, Hashable, CustomStringConvertible {
 
     /// The damaged stretches, in file order. Values set only in these records are lost.
     public var regions: [DamagedRegion]
-    /// Where the file was copied, as it was, before anything was rewritten.
+    /// Where the file was copied, as it was, before it was rewritten; `nil` when it was not
+    /// rewritten because another process had the suite open (the damaged records are skipped
+    /// at every open until a process opens the suite alone and repairs it).
     public var damagedCopy: String?
     /// Whether the header's committed length disagreed with the records (and was corrected).
     public var headerWasWrong: Bool

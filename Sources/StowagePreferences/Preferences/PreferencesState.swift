@@ -84,7 +84,11 @@ struct PreferencesState {
         }
         let headerWasWrong = !committedIsPlausible || (committed != scan.end && committed != scan.tail?.offset)
         var report = PreferencesRecovery(regions: damage, damagedCopy: nil, headerWasWrong: headerWasWrong)
-        report.damagedCopy = try log.keepDamagedCopy()
+        // A rewrite while another process has the suite open can lose that process's sets (see
+        // compactIfAlone); then the damage is only skipped, and reported at every open, until a
+        // process opens the suite alone and repairs it.
+        let mayRewrite = scan.regions.isEmpty || users.isAlone()
+        if mayRewrite { report.damagedCopy = try log.keepDamagedCopy() }
         logger.warning(
             "preferences: the suite's file was damaged; kept what was sound",
             metadata: ["path": "\(log.path)", "recovery": "\(report)"]
@@ -92,7 +96,7 @@ struct PreferencesState {
         recovery = report
         if scan.regions.isEmpty {
             try log.truncate(to: scan.end)
-        } else {
+        } else if mayRewrite {
             // Damage in the middle: rewrite the file from the sound records (its copy is kept).
             let replacement = try log.compacted(values: values)
             log.unlock()
