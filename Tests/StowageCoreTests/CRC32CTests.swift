@@ -31,6 +31,25 @@ struct CRC32CTests {
         }
     }
 
+    @Test(
+        "hardware and table agree across the three-stream paths (768 B and 24 KiB blocks), at any alignment",
+        arguments: [767, 768, 769, 1_024, 4_095, 24_575, 24_576, 24_577, 50_000, 100_003, 1 << 20]
+    )
+    func longInputs(length: Int) {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<length + 8).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes.withUnsafeBytes { all in
+            for start in [0, 1, 3, 7] {
+                let slice = UnsafeRawBufferPointer(rebasing: all[start..<start + length])
+                #expect(CRC32C.checksum(slice) == CRC32C.softwareChecksum(slice), "length \(length) start \(start)")
+            }
+            let whole = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: all[0..<length]))
+            let cut = length / 3
+            let first = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: all[0..<cut]))
+            #expect(CRC32C.checksum(UnsafeRawBufferPointer(rebasing: all[cut..<length]), continuing: first) == whole)
+        }
+    }
+
     @Test("one flipped bit anywhere changes the checksum")
     func detectsFlips() {
         let bytes = Array(repeating: UInt8(0x5A), count: 1_024)
