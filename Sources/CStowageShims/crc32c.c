@@ -104,38 +104,34 @@ static inline uint64_t stowage_load64(const uint8_t *p) {
     return word;
 }
 
+// One round of three streams over three adjacent blocks of `block` bytes at `*p`, joined into
+// the register; advances `*p` past them.
+__attribute__((target("sse4.2"))) static inline uint64_t stowage_crc_three_blocks(
+    uint64_t crc0, const uint8_t **p, size_t block, uint32_t shift[4][256]
+) {
+    const uint8_t *start = *p;
+    uint64_t crc1 = 0, crc2 = 0;
+    for (const uint8_t *q = start, *end = start + block; q < end; q += 8) {
+        crc0 = _mm_crc32_u64(crc0, stowage_load64(q));
+        crc1 = _mm_crc32_u64(crc1, stowage_load64(q + block));
+        crc2 = _mm_crc32_u64(crc2, stowage_load64(q + 2 * block));
+    }
+    crc0 = stowage_crc_shift(shift, (uint32_t)crc0) ^ (uint32_t)crc1;
+    crc0 = stowage_crc_shift(shift, (uint32_t)crc0) ^ (uint32_t)crc2;
+    *p = start + 3 * block;
+    return crc0;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t stowage_crc32c_sse42(uint32_t crc, const void *bytes, size_t count) {
     const uint8_t *p = bytes;
     uint64_t crc0 = ~crc & 0xFFFFFFFFu;
-    while (count >= 3 * STOWAGE_CRC_LONG) {
-        uint64_t crc1 = 0, crc2 = 0;
-        for (const uint8_t *end = p + STOWAGE_CRC_LONG; p < end; p += 8) {
-            crc0 = _mm_crc32_u64(crc0, stowage_load64(p));
-            crc1 = _mm_crc32_u64(crc1, stowage_load64(p + STOWAGE_CRC_LONG));
-            crc2 = _mm_crc32_u64(crc2, stowage_load64(p + 2 * STOWAGE_CRC_LONG));
-        }
-        crc0 = stowage_crc_shift(stowage_crc_long_shift, (uint32_t)crc0) ^ (uint32_t)crc1;
-        crc0 = stowage_crc_shift(stowage_crc_long_shift, (uint32_t)crc0) ^ (uint32_t)crc2;
-        p += 2 * STOWAGE_CRC_LONG;
-        count -= 3 * STOWAGE_CRC_LONG;
+    for (; count >= 3 * STOWAGE_CRC_LONG; count -= 3 * STOWAGE_CRC_LONG) {
+        crc0 = stowage_crc_three_blocks(crc0, &p, STOWAGE_CRC_LONG, stowage_crc_long_shift);
     }
-    while (count >= 3 * STOWAGE_CRC_SHORT) {
-        uint64_t crc1 = 0, crc2 = 0;
-        for (const uint8_t *end = p + STOWAGE_CRC_SHORT; p < end; p += 8) {
-            crc0 = _mm_crc32_u64(crc0, stowage_load64(p));
-            crc1 = _mm_crc32_u64(crc1, stowage_load64(p + STOWAGE_CRC_SHORT));
-            crc2 = _mm_crc32_u64(crc2, stowage_load64(p + 2 * STOWAGE_CRC_SHORT));
-        }
-        crc0 = stowage_crc_shift(stowage_crc_short_shift, (uint32_t)crc0) ^ (uint32_t)crc1;
-        crc0 = stowage_crc_shift(stowage_crc_short_shift, (uint32_t)crc0) ^ (uint32_t)crc2;
-        p += 2 * STOWAGE_CRC_SHORT;
-        count -= 3 * STOWAGE_CRC_SHORT;
+    for (; count >= 3 * STOWAGE_CRC_SHORT; count -= 3 * STOWAGE_CRC_SHORT) {
+        crc0 = stowage_crc_three_blocks(crc0, &p, STOWAGE_CRC_SHORT, stowage_crc_short_shift);
     }
-    while (count >= 8) {
-        crc0 = _mm_crc32_u64(crc0, stowage_load64(p));
-        p += 8;
-        count -= 8;
-    }
+    for (; count >= 8; count -= 8, p += 8) crc0 = _mm_crc32_u64(crc0, stowage_load64(p));
     uint32_t rest = (uint32_t)crc0;
     while (count--) rest = _mm_crc32_u8(rest, *p++);
     return ~rest;

@@ -113,16 +113,7 @@ final class PreferencesLog {
         to end: Int
     ) throws -> (records: [PreferencesLogRecord], end: Int, stopped: String?) {
         guard end > start else { return ([], start, nil) }
-        var bytes = [UInt8](repeating: 0, count: end - start)
-        let filled = try bytes.withUnsafeMutableBytes {
-            try FileDescriptorIO.read(
-                into: $0,
-                from: descriptor,
-                at: start,
-                action: "read the preferences file",
-                path: path
-            )
-        }
+        let (bytes, filled) = try readBytes(from: start, to: end)
         var records: [PreferencesLogRecord] = []
         var offset = 0
         var stopped: String?
@@ -146,6 +137,15 @@ final class PreferencesLog {
         return (records, start + offset, stopped)
     }
 
+    /// The bytes in `[start, end)` and how many of them the file had.
+    private func readBytes(from start: Int, to end: Int) throws -> (bytes: [UInt8], filled: Int) {
+        var bytes = [UInt8](repeating: 0, count: end - start)
+        let filled = try bytes.withUnsafeMutableBytes {
+            try FileDescriptorIO.read(into: $0, from: descriptor, at: start, action: "read the preferences file", path: path)
+        }
+        return (bytes, filled)
+    }
+
     /// What ``scanRecords(from:to:)`` found.
     struct Scan {
         var records: [PreferencesLogRecord] = []
@@ -164,16 +164,7 @@ final class PreferencesLog {
     /// successor check makes it rarer still.
     func scanRecords(from start: Int, to end: Int) throws -> Scan {
         guard end > start else { return Scan(end: start) }
-        var bytes = [UInt8](repeating: 0, count: end - start)
-        let filled = try bytes.withUnsafeMutableBytes {
-            try FileDescriptorIO.read(
-                into: $0,
-                from: descriptor,
-                at: start,
-                action: "read the preferences file",
-                path: path
-            )
-        }
+        let (bytes, filled) = try readBytes(from: start, to: end)
         var scan = Scan(end: start)
         bytes.withUnsafeBytes { all in
             let available = UnsafeRawBufferPointer(rebasing: all[0..<filled])
@@ -218,12 +209,7 @@ final class PreferencesLog {
     ///
     /// - Returns: The copy's path.
     func keepDamagedCopy() throws -> String {
-        let size = try fileSize()
-        var bytes = [UInt8](repeating: 0, count: size)
-        let source = self.descriptor
-        let filled = try bytes.withUnsafeMutableBytes {
-            try FileDescriptorIO.read(into: $0, from: source, at: 0, action: "read the preferences file", path: path)
-        }
+        let (bytes, filled) = try readBytes(from: 0, to: try fileSize())
         var copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
         var output = systemOpen(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         var attempt = 1
