@@ -140,8 +140,8 @@ extension DiskCache {
                 try check.cache.discardDamaged(key: check.key, entry: check.entry, reason: "checksum mismatch")
                 throw StowageError(
                     code: .corrupt,
-                    message: "the cache value of '\(check.key)' in '\(path)' is damaged (its bytes do not match the "
-                        + "checksum stored with them); it was removed and will be fetched again",
+                    message: "the cache value of \(PathInput.quoted(check.key)) in '\(path)' is damaged (its bytes "
+                        + "do not match the checksum stored with them); it was removed and will be fetched again",
                     path: path
                 )
             }

@@ -141,7 +141,13 @@ final class PreferencesLog {
     private func readBytes(from start: Int, to end: Int) throws -> (bytes: [UInt8], filled: Int) {
         var bytes = [UInt8](repeating: 0, count: end - start)
         let filled = try bytes.withUnsafeMutableBytes {
-            try FileDescriptorIO.read(into: $0, from: descriptor, at: start, action: "read the preferences file", path: path)
+            try FileDescriptorIO.read(
+                into: $0,
+                from: descriptor,
+                at: start,
+                action: "read the preferences file",
+                path: path
+            )
         }
         return (bytes, filled)
     }
