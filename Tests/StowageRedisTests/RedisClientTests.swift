@@ -169,8 +169,10 @@ struct RedisClientTests {
         } throws: { error in
             (error as? RedisError)?.code == .timeout
         }
-        // The 200 ms command timeout, not the 30 s connect timeout the handshake ran under.
-        #expect(ContinuousClock.now - sent < .seconds(10))
+        // The 200 ms command timeout, not the 30 s connect timeout the handshake ran under. The
+        // time includes connecting, which took 10.4 s once in a fully loaded parallel suite on two
+        // cores: the bound sits well between the two timeouts instead of near the load's tail.
+        #expect(ContinuousClock.now - sent < .seconds(20))
         #expect(try await client.send(.ping) == .simpleString("PONG"))
     }
 
