@@ -36,8 +36,8 @@ struct BenchTool: AsyncParsableCommand {
         [
             DiskUsageTreeScenario(), MemoryCacheScenario(), HTTPCacheLookupScenario(),
             PreferencesScenario(operation: .set), PreferencesScenario(operation: .get),
-        ] + DiskCacheScenario.all + [CleanerScenario(), PurgeSweepScenario(), AccountScenario()]
-            + SharedTierScenario.all + [HybridDiskReadScenario(), ChecksumScenario()]
+        ] + DiskCacheScenario.all + DiskCacheHotPathScenario.all + [CleanerScenario(), PurgeSweepScenario(), AccountScenario()]
+            + SharedTierScenario.all + [HybridDiskReadScenario(), ChecksumScenario()] + AsyncHopScenario.all
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())

@@ -2,6 +2,8 @@
 // run two at once on one directory, then check what it left with `verify`.
 //
 //   StowageCacheWorker write DIR FIRST COUNT     writes key-FIRST … key-(FIRST+COUNT-1)
+//   StowageCacheWorker write-deferred DIR FIRST COUNT   the same with deferred durability
+//                                                (10 ms batches), flushed before "done"
 //   StowageCacheWorker verify DIR FIRST COUNT    prints "present P missing M wrong W"
 //
 // Values depend only on the key's number; every seventh is larger than the inline threshold,
@@ -34,16 +36,17 @@ func fail(_ message: String) -> Never {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(arguments[4]) else {
-    fail("usage: StowageCacheWorker write|verify DIR FIRST COUNT")
+    fail("usage: StowageCacheWorker write|write-deferred|verify DIR FIRST COUNT")
 }
 var configuration = DiskCache.Configuration(name: "worker")
 configuration.sizeLimit = nil
+if arguments[1] == "write-deferred" { configuration.durability = .deferred(maximumDelay: 0.01) }
 let directory = URL(filePath: arguments[2], directoryHint: .isDirectory)
 
 do {
     let cache = try DiskCache(directory: directory, configuration: configuration)
     switch arguments[1] {
-    case "write":
+    case "write", "write-deferred":
         say("open")
         for number in first..<(first + count) {
             try cache.setDataBlocking(value(for: number), forKey: "key-\(number)")
@@ -51,6 +54,7 @@ do {
                 say("wrote \(number - first)")
             }
         }
+        try cache.flushBlocking()
         say("done")
     case "verify":
         var present = 0

@@ -10,6 +10,9 @@ import StowageCore
 ///   what most Swift code and the seed's SDImageCache do.
 /// - `sqlite`: a plain GRDB table in WAL mode with `synchronous = NORMAL` (as Stowage's index),
 ///   one `INSERT OR REPLACE` or `SELECT` per operation.
+/// - `sqlite-c`: the same table through SQLite's C API with its statements prepared once, the
+///   floor of any SQLite index (``SQLiteCStore``).
+/// - `python-diskcache`: the Python peer, when installed (``PythonDiskCache``).
 ///
 /// Each timed repetition of a `set` scenario writes every key into a fresh, empty store; `get`
 /// scenarios read every key of a store filled once beforehand. `ok` means every value Stowage
@@ -41,6 +44,7 @@ struct DiskCacheScenario: Scenario {
 
         var contenders: [(name: String, store: any BenchStore.Type)] = [
             ("stowage", StowageStore.self), ("files", FileStore.self), ("sqlite", SQLiteStore.self),
+            ("sqlite-c", SQLiteCStore.self),
         ]
         var times: [String: [Double]] = [:]
         var ok = true
@@ -78,7 +82,14 @@ struct DiskCacheScenario: Scenario {
                 }
             }
         }
-        let perOperation = times.mapValues { $0.sorted()[$0.count / 2] / Double(keyCount) * 1e6 }
+        var perOperation = times.mapValues { $0.sorted()[$0.count / 2] / Double(keyCount) * 1e6 }
+        perOperation["python-diskcache"] = PythonDiskCache.microsecondsPerOperation(
+            setting: operation == .set,
+            keyCount: keyCount,
+            valueSize: valueSize,
+            repetitions: repetitions,
+            directory: root.appending(path: "python-diskcache")
+        )
         return ScenarioResult(
             name: name,
             unit: "us/op",
@@ -88,62 +99,5 @@ struct DiskCacheScenario: Scenario {
             notes: "\(keyCount) keys × \(valueSize) bytes, median of \(repetitions); "
                 + (ok ? "every value read back equal" : "a value read back wrong")
         )
-    }
-}
-
-/// What each contender offers the scenario.
-protocol BenchStore: Sendable {
-    init(directory: URL) throws
-    func set(_ value: Data, forKey key: String) throws
-    func get(_ key: String) throws -> Data?
-}
-
-/// Stowage's disk cache, limits off so the bench measures writes and reads only.
-struct StowageStore: BenchStore {
-    let cache: DiskCache
-    init(directory: URL) throws {
-        var configuration = DiskCache.Configuration(name: "bench")
-        configuration.sizeLimit = nil
-        cache = try DiskCache(directory: directory, configuration: configuration)
-    }
-    func set(_ value: Data, forKey key: String) throws { try cache.setDataBlocking(value, forKey: key) }
-    func get(_ key: String) throws -> Data? { try cache.dataBlocking(forKey: key) }
-}
-
-/// One file per key through Foundation, names from the key's hash as SDImageCache does.
-struct FileStore: BenchStore {
-    let directory: URL
-    init(directory: URL) throws {
-        self.directory = directory
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    }
-    private func url(_ key: String) -> URL {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-        return directory.appending(path: String(hash, radix: 16))
-    }
-    func set(_ value: Data, forKey key: String) throws { try value.write(to: url(key), options: .atomic) }
-    func get(_ key: String) throws -> Data? { try? Data(contentsOf: url(key)) }
-}
-
-/// A plain key-value table in GRDB.
-struct SQLiteStore: BenchStore {
-    let pool: DatabasePool
-    init(directory: URL) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var configuration = GRDB.Configuration()
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
-        pool = try DatabasePool(path: directory.appending(path: "kv.sqlite").path, configuration: configuration)
-        try pool.write { db in
-            try db.execute(sql: "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL)")
-        }
-    }
-    func set(_ value: Data, forKey key: String) throws {
-        try pool.write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", arguments: [key, value])
-        }
-    }
-    func get(_ key: String) throws -> Data? {
-        try pool.read { db in try Data.fetchOne(db, sql: "SELECT value FROM kv WHERE key = ?", arguments: [key]) }
     }
 }

@@ -34,14 +34,26 @@ extension DiskCache {
         /// Values of at most this many bytes live inside the index (one SQLite row, no file);
         /// larger ones are files. Default 16 KiB (see the benchmarks in the README).
         public var inlineThreshold: Int
-        /// Whether each write is flushed to stable storage (`fsync` of the file and
-        /// `PRAGMA synchronous = FULL`) before it returns. Default `false`: values survive a
-        /// crash of the process (kill -9) but the most recent writes may be lost on power
-        /// failure; what is lost is a miss, never a wrong value.
-        public var synchronousWrites: Bool
+        /// What a write has survived when it returns; see ``Durability``. Default
+        /// ``Durability/processCrash``.
+        public var durability: Durability
+        /// Whether each write is flushed to stable storage before it returns: shorthand for
+        /// ``durability`` ``Durability/powerLoss`` (`true`) or ``Durability/processCrash``
+        /// (`false`).
+        public var synchronousWrites: Bool {
+            get { durability == .powerLoss }
+            set { durability = newValue ? .powerLoss : .processCrash }
+        }
         /// What to do when the index is not a readable SQLite database. Default
         /// ``CorruptIndexPolicy/rebuild``.
         public var corruptIndexPolicy: CorruptIndexPolicy
+        /// How precisely reads keep access times, in seconds: a read records its time only when
+        /// the entry's recorded access is at least this old, the way Linux's `relatime` skips
+        /// most atime writes. Least-recently-used order and ``AgeBasis/accessed`` ages are then
+        /// exact to this resolution, and a cache that is read far more often than it changes does
+        /// not rewrite its index for its readers. Default 60 s; `0` records every read. A
+        /// ``maximumAge`` shorter than 16 resolutions narrows it to a sixteenth of that age.
+        public var accessTimeResolution: TimeInterval
         /// The clock behind dates, expiry and age. Tests pass a clock they advance by hand.
         public var clock: CacheClock
         /// Where the cache logs recoveries and failed background work.
@@ -59,10 +71,16 @@ extension DiskCache {
             self.defaultTimeToLive = nil
             self.trimRatio = 0.5
             self.inlineThreshold = 16 * 1024
-            self.synchronousWrites = false
+            self.durability = .processCrash
             self.corruptIndexPolicy = .rebuild
+            self.accessTimeResolution = 60
             self.clock = .system
             self.logger = Logger(label: "stowage.disk-cache")
+        }
+
+        /// ``accessTimeResolution``, narrowed to a sixteenth of a short ``maximumAge``.
+        var effectiveAccessTimeResolution: TimeInterval {
+            min(accessTimeResolution, maximumAge.map { $0 / 16 } ?? accessTimeResolution)
         }
 
         func validate() throws {
@@ -85,6 +103,16 @@ extension DiskCache {
             guard (0...1).contains(trimRatio) else {
                 throw StowageError.invalidArgument(
                     "the disk cache's trimRatio must be between 0 and 1, not \(trimRatio)"
+                )
+            }
+            if case .deferred(let maximumDelay) = durability, !(maximumDelay > 0 && maximumDelay <= 60) {
+                throw StowageError.invalidArgument(
+                    "the disk cache's deferred durability needs a maximumDelay between 0 and 60 seconds, not \(maximumDelay)"
+                )
+            }
+            guard accessTimeResolution >= 0 else {
+                throw StowageError.invalidArgument(
+                    "the disk cache's accessTimeResolution must be zero or positive seconds, not \(accessTimeResolution)"
                 )
             }
             guard inlineThreshold >= 0 else {

@@ -159,21 +159,16 @@ extension DiskCache {
     /// - Returns: `nil` for a miss (absent, expired, or a file that is gone or has the wrong length).
     package func openValueBlocking(forKey key: String) throws -> OpenedValue? {
         let now = configuration.clock.now().timeIntervalSince1970
-        guard let entry = try indexCall({ try index.entry(forKey: key) }), !isExpired(entry, key: key, now: now) else {
-            counters.recordMiss()
-            return nil
+        let entry: DiskCacheIndex.Entry
+        switch try lookUp(key: key, now: now) {
+        case .done(let stored):
+            return stored.map { .data($0.data) }
+        case .needsBlockingWork(let found):
+            entry = found
         }
         guard let file = entry.file else {
-            let value =
-                entry.inline.flatMap { Int64($0.count) == entry.size ? $0 : nil } ?? (entry.size == 0 ? Data() : nil)
-            guard let value, Self.checksumMatches(value, entry) else {
-                try discardDamaged(key: key, entry: entry, reason: "inline value damaged")
-                counters.recordMiss()
-                return nil
-            }
-            counters.recordHit()
-            recordAccess(key: key, at: now)
-            return .data(value)
+            // An inline value that failed its checks: removed and counted as a miss.
+            return try finishLookUp(key: key, entry: entry, now: now).map { .data($0.data) }
         }
         guard let descriptor = try files.openValue(file, expectedSize: entry.size) else {
             if FileStatus.at(AT_FDCWD, files.path(of: file)) != nil {

@@ -30,7 +30,7 @@ extension DiskCache {
     /// Blocking variant of ``info(forKey:)``.
     public func infoBlocking(forKey key: String) throws -> EntryInfo? {
         let now = configuration.clock.now().timeIntervalSince1970
-        guard let entry = try indexCall({ try index.entry(forKey: key) }), !isExpired(entry, key: key, now: now) else {
+        guard let entry = try currentEntry(forKey: key), !isExpired(entry, key: key, now: now) else {
             return nil
         }
         return EntryInfo(
@@ -54,6 +54,7 @@ extension DiskCache {
     /// Blocking variant of ``removeAll(tagged:)``.
     @discardableResult
     public func removeAllBlocking(tagged tag: String) throws -> [String] {
+        try flushStagedWrites()
         let rows = try indexCall {
             try index.write { db in
                 try Row.fetchAll(db, sql: "DELETE FROM entry WHERE tag = ? RETURNING key, file", arguments: [tag])
@@ -70,6 +71,7 @@ extension DiskCache {
     /// Inserts an empty entry for `key` unless a live one exists; returns whether it did. Other
     /// processes see the claim at once, so it serves as a lock that expires by itself.
     func claim(_ key: String, for lifetime: TimeInterval) throws -> Bool {
+        try flushStagedWrites()
         let now = configuration.clock.now().timeIntervalSince1970
         return try indexCall {
             try index.write { db in

@@ -66,6 +66,7 @@ extension DiskCache {
 
     /// The trim itself; always on `trimQueue`.
     private func trimNow() throws -> TrimReport {
+        try flushStagedWrites()
         try flushAccessLog()
         var report = TrimReport()
         let now = configuration.clock.now().timeIntervalSince1970

@@ -41,6 +41,14 @@ public final class DiskCache: Sendable {
     let trimScheduled = Atomic<Bool>(false)
     let trimQueue = DispatchQueue(label: "stowage.disk-cache.trim")
     let processLock: DiskCacheProcessLock
+    /// Shares transactions between writers that commit at the same time.
+    let commits: DiskCacheCommitQueue
+    /// Writes not committed yet; only with ``Durability/deferred(maximumDelay:)``.
+    let staging: DiskCacheStaging?
+    /// Held while staged writes commit, so a removal that follows a flush sees them committed.
+    let stagedFlushLock = Mutex<Void>(())
+    /// Where staged writes are committed in the background.
+    let stagedFlushQueue = DispatchQueue(label: "stowage.disk-cache.staged-flush")
 
     /// Buffered access times are written to the index once this many are pending.
     static let accessLogFlushCount = 512
@@ -83,6 +91,12 @@ public final class DiskCache: Sendable {
             configuration: configuration,
             isOnlyUser: isOnlyUser
         )
+        commits = DiskCacheCommitQueue(index: index)
+        if case .deferred(let maximumDelay) = configuration.durability {
+            staging = DiskCacheStaging(maximumDelay: maximumDelay)
+        } else {
+            staging = nil
+        }
         counters = CacheCounters(name: configuration.name, tier: "disk")
         try collectOrphans(isOnlyUser: isOnlyUser)
     }
@@ -107,6 +121,14 @@ public final class DiskCache: Sendable {
     }
 
     deinit {
+        do {
+            try flushStagedWrites()
+        } catch {
+            configuration.logger.error(
+                "could not commit staged writes on close: \(error)",
+                metadata: ["cache": "\(configuration.name)"]
+            )
+        }
         try? flushAccessLog()
     }
 
@@ -115,9 +137,14 @@ public final class DiskCache: Sendable {
     /// The value stored for `key`, or `nil` when there is none, it expired, or it did not read
     /// back whole.
     ///
+    /// An inline value (up to ``Configuration/inlineThreshold``) is read on the calling task:
+    /// one indexed `SELECT` on a prepared statement, bounded work that costs less than a hop to
+    /// another thread. A file value is read on the blocking-work pool, never on Swift's
+    /// cooperative threads.
+    ///
     /// - Throws: ``StowageError`` when the index or the file cannot be read (not for a miss).
     public func data(forKey key: String) async throws -> Data? {
-        try await BlockingWork.run { try self.dataBlocking(forKey: key) }
+        try await storedData(forKey: key)?.data
     }
 
     /// Blocking variant of ``data(forKey:)``.
@@ -135,28 +162,52 @@ public final class DiskCache: Sendable {
     /// The value stored for `key` with its modification date, for callers that must know how
     /// old the copy is (a ``HybridCache`` with a shared level); otherwise as ``data(forKey:)``.
     package func storedData(forKey key: String) async throws -> StoredData? {
-        try await BlockingWork.run { try self.storedDataBlocking(forKey: key) }
+        let now = configuration.clock.now().timeIntervalSince1970
+        switch try lookUp(key: key, now: now) {
+        case .done(let stored):
+            return stored
+        case .needsBlockingWork(let entry):
+            return try await BlockingWork.run { try self.finishLookUp(key: key, entry: entry, now: now) }
+        }
     }
 
     /// Blocking variant of ``storedData(forKey:)``: one indexed `SELECT` and, for a file value,
     /// one read.
     package func storedDataBlocking(forKey key: String) throws -> StoredData? {
         let now = configuration.clock.now().timeIntervalSince1970
-        guard let entry = try indexCall({ try index.entry(forKey: key) }) else {
+        switch try lookUp(key: key, now: now) {
+        case .done(let stored):
+            return stored
+        case .needsBlockingWork(let entry):
+            return try finishLookUp(key: key, entry: entry, now: now)
+        }
+    }
+
+    /// What the index alone answers for a read.
+    enum Lookup {
+        /// A miss, or a sound inline value.
+        case done(StoredData?)
+        /// A file to read, or an inline value that failed its checks and must be removed.
+        case needsBlockingWork(DiskCacheIndex.Entry)
+    }
+
+    /// The part of a read that touches only the index: a miss, an expired entry or a sound
+    /// inline value ends here, with the hit or miss counted.
+    func lookUp(key: String, now: Double) throws -> Lookup {
+        guard let entry = try currentEntry(forKey: key), !isExpired(entry, key: key, now: now) else {
             counters.recordMiss()
-            return nil
+            return .done(nil)
         }
-        if isExpired(entry, key: key, now: now) {
-            counters.recordMiss()
-            return nil
+        guard entry.file == nil, let value = Self.inlineValue(of: entry), Self.checksumMatches(value, entry) else {
+            return .needsBlockingWork(entry)
         }
-        let value: Data?
-        if let file = entry.file {
-            value = try files.read(file, expectedSize: entry.size)
-        } else {
-            value =
-                entry.inline.flatMap { Int64($0.count) == entry.size ? $0 : nil } ?? (entry.size == 0 ? Data() : nil)
-        }
+        return .done(hit(key: key, value: value, entry: entry, now: now))
+    }
+
+    /// The rest of a read the index could not finish: reads a value file, or removes a value
+    /// that failed its checks.
+    func finishLookUp(key: String, entry: DiskCacheIndex.Entry, now: Double) throws -> StoredData? {
+        let value = try entry.file.map { try files.read($0, expectedSize: entry.size) } ?? Self.inlineValue(of: entry)
         guard let value, Self.checksumMatches(value, entry) else {
             // A file that is simply gone was removed by another process after the index read.
             let isGone = value == nil && entry.file.map { FileStatus.at(AT_FDCWD, files.path(of: $0)) == nil } == true
@@ -169,15 +220,32 @@ public final class DiskCache: Sendable {
             counters.recordMiss()
             return nil
         }
+        return hit(key: key, value: value, entry: entry, now: now)
+    }
+
+    /// `key`'s staged write, or its row in the index.
+    func currentEntry(forKey key: String) throws -> DiskCacheIndex.Entry? {
+        if let staged = staging?.entry(forKey: key) { return staged }
+        return try indexCall { try index.entry(forKey: key) }
+    }
+
+    /// Counts a hit and records the access time.
+    private func hit(key: String, value: Data, entry: DiskCacheIndex.Entry, now: Double) -> StoredData {
         counters.recordHit()
-        recordAccess(key: key, at: now)
+        if now - entry.accessed >= configuration.effectiveAccessTimeResolution { recordAccess(key: key, at: now) }
         return StoredData(data: value, modified: Date(timeIntervalSince1970: entry.modified))
+    }
+
+    /// An inline entry's value, or `nil` when its length disagrees with the recorded size.
+    static func inlineValue(of entry: DiskCacheIndex.Entry) -> Data? {
+        guard let inline = entry.inline else { return entry.size == 0 ? Data() : nil }
+        return Int64(inline.count) == entry.size ? inline : nil
     }
 
     /// Whether a live value is stored for `key`, without reading it or counting a hit.
     public func containsBlocking(key: String) throws -> Bool {
         let now = configuration.clock.now().timeIntervalSince1970
-        guard let entry = try indexCall({ try index.entry(forKey: key) }) else { return false }
+        guard let entry = try currentEntry(forKey: key) else { return false }
         return !isExpired(entry, key: key, now: now)
     }
 
@@ -247,29 +315,80 @@ public final class DiskCache: Sendable {
         } else {
             entry.inline = data
         }
-        try commit(entry, forKey: key)
+        guard let staging else { return try commit(entry, forKey: key) }
+        let (replacedFile, schedulesFlush) = staging.stage(entry, forKey: key)
+        if let replacedFile { files.remove([replacedFile]) }
+        accessLog.withLock { _ = $0.removeValue(forKey: key) }
+        counters.recordWrite()
+        if schedulesFlush {
+            stagedFlushQueue.asyncAfter(deadline: .now() + staging.maximumDelay) { [weak self] in
+                guard let self else { return }
+                do {
+                    try self.flushStagedWrites()
+                } catch {
+                    self.configuration.logger.error(
+                        "staged writes could not be committed and are lost: \(error)",
+                        metadata: ["cache": "\(self.configuration.name)"]
+                    )
+                }
+            }
+        }
+    }
+
+    /// Commits the writes staged by ``Durability/deferred(maximumDelay:)`` now; without it, does
+    /// nothing. Removals, trims, streaming writes and closing the cache do this first by
+    /// themselves.
+    ///
+    /// - Throws: ``StowageError`` when the commit fails; the staged writes are then dropped
+    ///   (their keys read as before the writes), as a crash would have.
+    public func flushBlocking() throws {
+        try flushStagedWrites()
+    }
+
+    /// See ``flushBlocking()``.
+    public func flush() async throws {
+        try await BlockingWork.run { try self.flushBlocking() }
+    }
+
+    /// Commits every staged write in one transaction (with other writers' through the group
+    /// commit); on failure drops them and removes their files.
+    func flushStagedWrites() throws {
+        guard let staging, !staging.isEmpty else { return }
+        try stagedFlushLock.withLock { _ in
+            let snapshot = staging.snapshot()
+            guard !snapshot.isEmpty else { return }
+            let outcomes: [DiskCacheCommitQueue.Outcome]
+            do {
+                outcomes = try indexCall {
+                    try commits.commit(snapshot.map { .init(key: $0.key, entry: $0.staged.entry) })
+                }
+            } catch {
+                files.remove(staging.settle(snapshot).compactMap(\.file))
+                throw error
+            }
+            staging.settle(snapshot)
+            files.remove(outcomes.compactMap(\.replacedFile))
+            if let last = outcomes.last, isOverLimit(count: last.count, size: last.size) { scheduleTrim() }
+        }
     }
 
     /// Records `entry` for `key` in one transaction, after its file (if any) is complete under
     /// `data/`: the file of a replaced value goes after the commit, the entry's own file if the
     /// commit fails. Schedules a trim when the cache is over a limit.
+    /// Goes through the group commit, after any staged writes (which are older).
     func commit(_ entry: DiskCacheIndex.Entry, forKey key: String) throws {
-        let (replaced, totals): (String?, (count: Int, size: Int64))
+        let outcome: DiskCacheCommitQueue.Outcome
         do {
-            (replaced, totals) = try indexCall {
-                try index.write { db in
-                    let replaced = try DiskCacheIndex.upsert(db, key: key, entry: entry)
-                    return (replaced, try DiskCacheIndex.totals(db))
-                }
-            }
+            try flushStagedWrites()
+            outcome = try indexCall { try commits.commit([.init(key: key, entry: entry)])[0] }
         } catch {
             if let file = entry.file { files.remove([file]) }
             throw error
         }
-        if let replaced { files.remove([replaced]) }
+        if let replaced = outcome.replacedFile { files.remove([replaced]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
         counters.recordWrite()
-        if isOverLimit(count: totals.count, size: totals.size) { scheduleTrim() }
+        if isOverLimit(count: outcome.count, size: outcome.size) { scheduleTrim() }
     }
 
     /// Removes `key`'s value; returns whether there was one.
@@ -281,6 +400,7 @@ public final class DiskCache: Sendable {
     /// Blocking variant of ``removeData(forKey:)``.
     @discardableResult
     public func removeDataBlocking(forKey key: String) throws -> Bool {
+        try flushStagedWrites()
         let removal = try indexCall {
             try index.write { db in try DiskCacheIndex.remove(db, where: "key = ?", arguments: [key]) }
         }
@@ -296,6 +416,7 @@ public final class DiskCache: Sendable {
 
     /// Blocking variant of ``removeAll()``.
     public func removeAllBlocking() throws {
+        try flushStagedWrites()
         accessLog.withLock { $0.removeAll() }
         while true {
             let removal = try indexCall {
@@ -311,6 +432,7 @@ public final class DiskCache: Sendable {
     /// The number of entries and the bytes of their values, from the index (no directory walk).
     /// Expired entries count until a trim removes them.
     public func usageBlocking() throws -> (count: Int, size: ByteCount) {
+        try flushStagedWrites()
         let totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
         return (totals.count, ByteCount(totals.size))
     }
@@ -359,16 +481,20 @@ public final class DiskCache: Sendable {
         return reference < now - maximumAge
     }
 
+    /// Buffers `key`'s access time; a full buffer is written to the index on the trim queue, so
+    /// no read waits for a write (or runs one on a cooperative thread).
     func recordAccess(key: String, at time: Double) {
         let shouldFlush = accessLog.withLock { log in
             log[key] = time
-            return log.count >= Self.accessLogFlushCount
+            return log.count == Self.accessLogFlushCount
         }
         if shouldFlush {
-            do {
-                try flushAccessLog()
-            } catch {
-                configuration.logger.warning("could not record access times: \(error)")
+            trimQueue.async { [self] in
+                do {
+                    try flushAccessLog()
+                } catch {
+                    configuration.logger.warning("could not record access times: \(error)")
+                }
             }
         }
     }
@@ -393,6 +519,11 @@ public final class DiskCache: Sendable {
                 "cache": "\(configuration.name)",
             ]
         )
+        // A staged write that failed its checks was never committed: it leaves the staging only.
+        if let staged = staging?.discard(key: key, modified: entry.modified) {
+            files.remove(staged.map { [$0] } ?? [])
+            return
+        }
         let removal = try indexCall {
             try index.write { db in
                 try DiskCacheIndex.remove(

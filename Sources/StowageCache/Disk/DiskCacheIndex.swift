@@ -48,6 +48,8 @@ struct DiskCacheIndex: Sendable {
     /// the WAL index in its own memory. Reads work; writes fail with `.noSpace` until space
     /// returns, then work again; other processes wait for the index until this one closes it.
     let isOpenedOnFullVolume: Bool
+    /// The hot read's own connections; `nil` when ``isOpenedOnFullVolume``.
+    let reader: DiskCacheReader?
 
     /// The format this code writes, in SQLite's `user_version`. Format 1 (no version stored,
     /// user_version 0) lacked tags, compute times and the file-allocation total; format 2 the
@@ -147,6 +149,7 @@ struct DiskCacheIndex: Sendable {
             try Self.prepare(queue, path: path, logger: logger)
             pool = queue
             isOpenedOnFullVolume = true
+            reader = nil
             logger.warning(
                 """
                 disk cache index opened on a full volume: reads are served, writes fail until space returns, \
@@ -159,6 +162,7 @@ struct DiskCacheIndex: Sendable {
             try Self.prepare(pool, path: path, logger: logger)
             self.pool = pool
             isOpenedOnFullVolume = false
+            reader = DiskCacheReader(path: path)
         }
     }
 
@@ -231,9 +235,12 @@ struct DiskCacheIndex: Sendable {
         }
     }
 
+    /// The row for `key`: through the prepared ``reader`` normally, through GRDB when the index is
+    /// held in exclusive locking mode (no other connection may read it then).
     func entry(forKey key: String) throws -> Entry? {
+        if let reader { return try reader.entry(forKey: key) }
         // One SELECT is atomic by itself: skipping GRDB's BEGIN/COMMIT around it halves a read.
-        try pool.unsafeRead { db in
+        return try pool.unsafeRead { db in
             let statement = try db.cachedStatement(
                 sql: """
                     SELECT file, inline, size, created, modified, accessed, expires, tag, compute, checksum

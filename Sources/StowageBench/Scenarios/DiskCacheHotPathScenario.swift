@@ -1,0 +1,182 @@
+import Foundation
+import StowageCache
+import StowageCore
+import Synchronization
+
+/// The disk cache's hot path beyond one blocking call at a time (issue 18):
+/// - `disk-cache.get-1KiB-async`: `await data(forKey:)` per key, against the blocking read of the
+///   same store (the async tax) and `sqlite-c`.
+/// - `disk-cache.set-1KiB-deferred`: sets with ``DiskCache/Durability/deferred(maximumDelay:)``
+///   (10 ms batches, the final flush timed too), against the default durable set, `sqlite-c`
+///   and python-diskcache.
+/// - `disk-cache.set-1KiB-8-writers`: throughput of eight threads setting distinct keys through
+///   the group commit, in operations per second (higher is better), against one thread.
+struct DiskCacheHotPathScenario: Scenario {
+    enum Operation: String, Sendable { case getAsync = "get-1KiB-async", setDeferred = "set-1KiB-deferred" }
+    enum Kind: Sendable {
+        case single(Operation)
+        case writers(Int)
+    }
+
+    let kind: Kind
+    var name: String {
+        switch kind {
+        case .single(let operation): "disk-cache.\(operation.rawValue)"
+        case .writers(let count): "disk-cache.set-1KiB-\(count)-writers"
+        }
+    }
+
+    static let all: [any Scenario] = [
+        DiskCacheHotPathScenario(kind: .single(.getAsync)), DiskCacheHotPathScenario(kind: .single(.setDeferred)),
+        DiskCacheHotPathScenario(kind: .writers(8)),
+    ]
+
+    private let keyCount = 10_000
+    private let value = Data((0..<1_024).map { UInt8(truncatingIfNeeded: $0 &* 131) })
+    private var keys: [String] { (0..<keyCount).map { "https://example.com/assets/\($0).bin" } }
+
+    func run(_ context: BenchContext) async throws -> ScenarioResult {
+        let root = context.fixtures.appending(path: "disk-cache-hot-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        switch kind {
+        case .single(.getAsync): return try await getAsync(context, root: root)
+        case .single(.setDeferred): return try setDeferred(context, root: root)
+        case .writers(let count): return try writers(count, context, root: root)
+        }
+    }
+
+    private func open(_ directory: URL, durability: DiskCache.Durability = .processCrash) throws -> DiskCache {
+        var configuration = DiskCache.Configuration(name: "bench")
+        configuration.sizeLimit = nil
+        configuration.durability = durability
+        return try DiskCache(directory: directory, configuration: configuration)
+    }
+
+    private func getAsync(_ context: BenchContext, root: URL) async throws -> ScenarioResult {
+        let cache = try open(root.appending(path: "stowage"))
+        let floor = try SQLiteCStore(directory: root.appending(path: "sqlite-c"))
+        let keys = keys
+        for key in keys {
+            try cache.setDataBlocking(value, forKey: key)
+            try floor.set(value, forKey: key)
+        }
+        var times: [String: [Double]] = [:]
+        var matches = 0
+        let clock = ContinuousClock()
+        for _ in 0..<min(context.iterations, 5) {
+            var start = clock.now
+            for key in keys where try await cache.data(forKey: key) == value { matches += 1 }
+            times["stowage", default: []].append(Subprocess.seconds(clock.now - start))
+            start = clock.now
+            for key in keys where try cache.dataBlocking(forKey: key) == value { matches += 1 }
+            times["blocking", default: []].append(Subprocess.seconds(clock.now - start))
+            start = clock.now
+            for key in keys where try floor.get(key) == value { matches += 1 }
+            times["sqlite-c", default: []].append(Subprocess.seconds(clock.now - start))
+        }
+        let perOperation = times.mapValues { median($0) / Double(keyCount) * 1e6 }
+        return ScenarioResult(
+            name: name,
+            unit: "us/op",
+            stowage: perOperation["stowage"]!,
+            baselines: perOperation.filter { $0.key != "stowage" },
+            ok: matches == 3 * keyCount * min(context.iterations, 5),
+            notes: "await data(forKey:) from one task over \(keyCount) inline 1 KiB values; "
+                + "blocking = dataBlocking on the same cache"
+        )
+    }
+
+    private func setDeferred(_ context: BenchContext, root: URL) throws -> ScenarioResult {
+        let keys = keys
+        var times: [String: [Double]] = [:]
+        var ok = true
+        let clock = ContinuousClock()
+        let repetitions = min(context.iterations, 5)
+        for repetition in 0..<repetitions {
+            let deferred = try open(root.appending(path: "deferred-\(repetition)"), durability: .deferred(maximumDelay: 0.01))
+            var start = clock.now
+            for key in keys { try deferred.setDataBlocking(value, forKey: key) }
+            try deferred.flushBlocking()
+            times["stowage", default: []].append(Subprocess.seconds(clock.now - start))
+            let readBack = try deferred.dataBlocking(forKey: keys[keyCount / 2])
+            ok = ok && readBack == value
+
+            let durable = try open(root.appending(path: "durable-\(repetition)"))
+            start = clock.now
+            for key in keys { try durable.setDataBlocking(value, forKey: key) }
+            times["durable", default: []].append(Subprocess.seconds(clock.now - start))
+
+            let floor = try SQLiteCStore(directory: root.appending(path: "sqlite-c-\(repetition)"))
+            start = clock.now
+            for key in keys { try floor.set(value, forKey: key) }
+            times["sqlite-c", default: []].append(Subprocess.seconds(clock.now - start))
+        }
+        var perOperation = times.mapValues { median($0) / Double(keyCount) * 1e6 }
+        perOperation["python-diskcache"] = PythonDiskCache.microsecondsPerOperation(
+            setting: true,
+            keyCount: keyCount,
+            valueSize: value.count,
+            repetitions: repetitions,
+            directory: root.appending(path: "python-diskcache")
+        )
+        return ScenarioResult(
+            name: name,
+            unit: "us/op",
+            stowage: perOperation["stowage"]!,
+            baselines: perOperation.filter { $0.key != "stowage" },
+            ok: ok,
+            notes: "\(keyCount) sets of 1 KiB into a fresh cache, deferred (10 ms batches, final flush timed) "
+                + "vs durable (in the WAL on return), median of \(repetitions)"
+        )
+    }
+
+    private func writers(_ count: Int, _ context: BenchContext, root: URL) throws -> ScenarioResult {
+        let keys = keys
+        var rates: [String: [Double]] = [:]
+        var ok = true
+        let clock = ContinuousClock()
+        let repetitions = min(context.iterations, 5)
+        for repetition in 0..<repetitions {
+            for threads in [1, count] {
+                let cache = try open(root.appending(path: "w\(threads)-\(repetition)"))
+                let failures = Atomic<Int>(0)
+                let start = clock.now
+                Self.onThreads(threads) { thread in
+                    for index in stride(from: thread, to: keys.count, by: threads) {
+                        do { try cache.setDataBlocking(value, forKey: keys[index]) } catch {
+                            failures.add(1, ordering: .relaxed)
+                        }
+                    }
+                }
+                rates[threads == 1 ? "1-writer" : "stowage", default: []].append(
+                    Double(keys.count) / Subprocess.seconds(clock.now - start)
+                )
+                let stored = try cache.usageBlocking().count
+                ok = ok && failures.load(ordering: .relaxed) == 0 && stored == keys.count
+            }
+        }
+        let medians = rates.mapValues(median)
+        return ScenarioResult(
+            name: name,
+            unit: "ops/s",
+            stowage: medians["stowage"]!,
+            baselines: ["1-writer": medians["1-writer"]!],
+            ok: ok,
+            notes: "\(count) threads set \(keyCount) distinct 1 KiB keys (durable); ops/s, higher is better, "
+                + "so the ratio is the speed-up over one writer; median of \(repetitions)"
+        )
+    }
+
+    /// Runs `body(index)` on `count` threads of their own (not a pool that may run fewer at once)
+    /// and returns when all have finished.
+    private static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let finished = DispatchSemaphore(value: 0)
+        for index in 0..<count {
+            Thread {
+                body(index)
+                finished.signal()
+            }.start()
+        }
+        for _ in 0..<count { finished.wait() }
+    }
+}

@@ -1,0 +1,124 @@
+import Dispatch
+import GRDB
+import Synchronization
+
+/// Group commit for the disk cache's writes: callers that commit at the same time share one
+/// SQLite transaction, so eight writers pay for about one commit, not eight.
+///
+/// The scheme is LevelDB's writer queue. A caller queues its write; if no commit is running it
+/// leads: it takes every queued write, commits them in one `IMMEDIATE` transaction, hands each
+/// its outcome, and passes the lead to the first write queued meanwhile. The others wait on
+/// their own semaphore. A lone writer leads at once and pays nothing extra. A batch that fails
+/// as a whole is retried write by write, so one bad write never fails its neighbours and each
+/// caller gets its own error.
+final class DiskCacheCommitQueue: Sendable {
+    /// One row to upsert.
+    struct Write: Sendable {
+        var key: String
+        var entry: DiskCacheIndex.Entry
+    }
+
+    /// What a committed write replaced, and the cache's totals after its transaction.
+    struct Outcome: Sendable {
+        /// The file of the value this write replaced, to remove now that the commit is durable.
+        var replacedFile: String?
+        var count: Int
+        var size: Int64
+    }
+
+    private final class Ticket: @unchecked Sendable {
+        // Written by the leader before `done.signal()`, read by the owner after `done.wait()`.
+        let writes: [Write]
+        var outcomes: Result<[Outcome], any Error>?
+        var leads = false
+        let done = DispatchSemaphore(value: 0)
+        init(_ writes: [Write]) { self.writes = writes }
+    }
+
+    private struct State {
+        var queued: [Ticket] = []
+        var isCommitting = false
+    }
+
+    private let index: DiskCacheIndex
+    private let state = Mutex(State())
+    /// Writes per transaction at most, so one commit stays short.
+    private static let batchLimit = 512
+
+    init(index: DiskCacheIndex) {
+        self.index = index
+    }
+
+    /// Commits `writes` (in one transaction with each other, and with whatever other callers
+    /// commit at the same time) and returns one outcome per write.
+    ///
+    /// - Throws: GRDB's `DatabaseError` for this caller's writes only.
+    func commit(_ writes: [Write]) throws -> [Outcome] {
+        let ticket = Ticket(writes)
+        let leads = state.withLock { state in
+            state.queued.append(ticket)
+            guard !state.isCommitting else { return false }
+            state.isCommitting = true
+            return true
+        }
+        if !leads {
+            ticket.done.wait()
+            guard ticket.leads else { return try ticket.outcomes!.get() }
+        }
+        lead()
+        return try ticket.outcomes!.get()
+    }
+
+    /// Commits one batch of queued tickets — the leader's own comes first, since a ticket leads
+    /// only when nothing was queued before it — wakes their owners, and hands the lead to the
+    /// first ticket queued meanwhile, or gives it up.
+    private func lead() {
+        let batch = state.withLock { state in
+            var count = 0
+            let taken = state.queued.prefix { ticket in
+                defer { count += ticket.writes.count }
+                return count == 0 || count + ticket.writes.count <= Self.batchLimit
+            }
+            state.queued.removeFirst(taken.count)
+            return Array(taken)
+        }
+        commit(batch)
+        for ticket in batch.dropFirst() { ticket.done.signal() }
+        let next = state.withLock { state in
+            if state.queued.isEmpty { state.isCommitting = false }
+            return state.queued.first
+        }
+        if let next {
+            next.leads = true
+            next.done.signal()
+        }
+    }
+
+    /// Commits `batch` in one transaction, or ticket by ticket if that fails.
+    private func commit(_ batch: [Ticket]) {
+        do {
+            let outcomes = try index.write { db in
+                let replaced = try batch.map { ticket in
+                    try ticket.writes.map { try DiskCacheIndex.upsert(db, key: $0.key, entry: $0.entry) }
+                }
+                let totals = try DiskCacheIndex.totals(db)
+                return replaced.map { files in
+                    files.map { Outcome(replacedFile: $0, count: totals.count, size: totals.size) }
+                }
+            }
+            for (ticket, outcome) in zip(batch, outcomes) { ticket.outcomes = .success(outcome) }
+        } catch {
+            for ticket in batch {
+                ticket.outcomes = Result {
+                    try index.write { db in
+                        let replaced = try ticket.writes.map {
+                            try DiskCacheIndex.upsert(db, key: $0.key, entry: $0.entry)
+                        }
+                        let totals = try DiskCacheIndex.totals(db)
+                        return replaced.map { Outcome(replacedFile: $0, count: totals.count, size: totals.size) }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Synchronization
+
+/// The writes of a cache with ``DiskCache/Durability/deferred(maximumDelay:)`` durability,
+/// held in memory from `set` until their batch commits.
+///
+/// Readers of the cache look here before the index, so a staged value is visible at once in
+/// this process. A flush takes a snapshot, commits it in one transaction, then drops each key
+/// whose staged write is still the one it committed (a newer write of the key stays staged).
+final class DiskCacheStaging: Sendable {
+    /// A staged write and its place in the order of writes.
+    struct Staged: Sendable {
+        var entry: DiskCacheIndex.Entry
+        var generation: UInt64
+    }
+
+    private struct State {
+        var staged: [String: Staged] = [:]
+        var nextGeneration: UInt64 = 0
+        var isFlushScheduled = false
+    }
+
+    private let state = Mutex(State())
+    /// Seconds at most between a write and the commit of its batch.
+    let maximumDelay: Double
+
+    init(maximumDelay: Double) {
+        self.maximumDelay = maximumDelay
+    }
+
+    /// Stages `entry` for `key`.
+    ///
+    /// - Returns: The file of a staged write it replaced (never committed, so nobody else
+    ///   points at it), and whether the caller must schedule a flush.
+    func stage(_ entry: DiskCacheIndex.Entry, forKey key: String) -> (replacedFile: String?, schedulesFlush: Bool) {
+        state.withLock { state in
+            let generation = state.nextGeneration
+            state.nextGeneration += 1
+            let replaced = state.staged.updateValue(Staged(entry: entry, generation: generation), forKey: key)
+            let schedulesFlush = !state.isFlushScheduled
+            state.isFlushScheduled = true
+            return (replaced?.entry.file, schedulesFlush)
+        }
+    }
+
+    /// The staged entry for `key`, if any.
+    func entry(forKey key: String) -> DiskCacheIndex.Entry? {
+        state.withLock { state in state.staged.isEmpty ? nil : state.staged[key]?.entry }
+    }
+
+    var isEmpty: Bool { state.withLock { $0.staged.isEmpty } }
+
+    /// Every staged write, to commit; a flush that runs now covers them, so a new write schedules
+    /// another.
+    func snapshot() -> [(key: String, staged: Staged)] {
+        state.withLock { state in
+            state.isFlushScheduled = false
+            return state.staged.map { ($0.key, $0.value) }
+        }
+    }
+
+    /// Drops the writes of `snapshot` that are still staged unchanged (committed, or given up)
+    /// and returns them.
+    @discardableResult
+    func settle(_ snapshot: [(key: String, staged: Staged)]) -> [DiskCacheIndex.Entry] {
+        state.withLock { state in
+            snapshot.compactMap { key, staged in
+                guard state.staged[key]?.generation == staged.generation else { return nil }
+                return state.staged.removeValue(forKey: key)?.entry
+            }
+        }
+    }
+
+    /// Drops `key`'s staged write if it is the one stored at `modified`; returns its file.
+    func discard(key: String, modified: Double) -> String?? {
+        state.withLock { state in
+            guard let staged = state.staged[key], staged.entry.modified == modified else { return nil }
+            state.staged.removeValue(forKey: key)
+            return .some(staged.entry.file)
+        }
+    }
+}

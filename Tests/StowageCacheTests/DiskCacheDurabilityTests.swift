@@ -1,0 +1,214 @@
+import Dispatch
+import Foundation
+import GRDB
+import StowageCache
+import StowageCore
+import Synchronization
+import Testing
+
+/// Deferred durability, group commit, the prepared read path and the access-time resolution.
+@Suite("DiskCache durability and hot path")
+struct DiskCacheDurabilityTests {
+    private func open(
+        _ scratch: DiskTestDirectory,
+        _ edit: (inout DiskCache.Configuration) -> Void = { _ in }
+    ) throws -> DiskCache {
+        var configuration = DiskCache.Configuration(name: "test")
+        edit(&configuration)
+        return try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
+    }
+
+    /// Rows the index file holds for `key`, read with a connection of the test's own.
+    private func committedRows(_ scratch: DiskTestDirectory, key: String) throws -> Int {
+        try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entry WHERE key = ?", arguments: [key]) ?? 0
+        }
+    }
+
+    @Test("a deferred write is read back at once, and reaches the index only when its batch commits")
+    func deferredVisibleAtOnce() async throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
+        try cache.setDataBlocking(Data("staged".utf8), forKey: "k")
+        #expect(try cache.dataBlocking(forKey: "k") == Data("staged".utf8))
+        #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
+        #expect(try cache.containsBlocking(key: "k"))
+        #expect(try committedRows(scratch, key: "k") == 0)
+        try await cache.flush()
+        #expect(try committedRows(scratch, key: "k") == 1)
+        #expect(try cache.dataBlocking(forKey: "k") == Data("staged".utf8))
+    }
+
+    @Test("deferred batches commit by themselves within the delay")
+    func deferredCommitsByItself() async throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 0.01) }
+        for number in 0..<100 { try cache.setDataBlocking(Data("v\(number)".utf8), forKey: "k\(number)") }
+        var committed = 0
+        for _ in 0..<200 where committed < 100 {
+            try await Task.sleep(for: .milliseconds(10))
+            committed = try await DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entry") ?? 0
+            }
+        }
+        #expect(committed == 100)
+    }
+
+    @Test("a removal after a deferred write is not undone when the batch commits")
+    func removalAfterDeferredWrite() throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch) {
+            $0.durability = .deferred(maximumDelay: 30)
+            $0.inlineThreshold = 8
+        }
+        try cache.setDataBlocking(Data("a value in a file".utf8), forKey: "gone")
+        try cache.setDataBlocking(Data("x".utf8), forKey: "tagged", tag: "t")
+        #expect(try cache.removeDataBlocking(forKey: "gone"))
+        #expect(try cache.removeAllBlocking(tagged: "t") == ["tagged"])
+        try cache.flushBlocking()
+        #expect(try cache.dataBlocking(forKey: "gone") == nil)
+        #expect(try cache.dataBlocking(forKey: "tagged") == nil)
+        #expect(try committedRows(scratch, key: "gone") == 0)
+        #expect(scratch.dataFiles().isEmpty)
+    }
+
+    @Test("a deferred file value replaced before its commit leaves only the newer file")
+    func deferredReplacementLeavesOneFile() throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch) {
+            $0.durability = .deferred(maximumDelay: 30)
+            $0.inlineThreshold = 8
+        }
+        try cache.setDataBlocking(Data(repeating: 1, count: 1_000), forKey: "k")
+        try cache.setDataBlocking(Data(repeating: 2, count: 2_000), forKey: "k")
+        #expect(scratch.dataFiles().count == 1)
+        try cache.flushBlocking()
+        #expect(try cache.dataBlocking(forKey: "k") == Data(repeating: 2, count: 2_000))
+        #expect(scratch.dataFiles().count == 1)
+        #expect(try cache.usageBlocking().size == ByteCount(2_000))
+    }
+
+    @Test("closing a cache commits what it staged")
+    func closingCommits() throws {
+        let scratch = try DiskTestDirectory()
+        do {
+            let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
+            try cache.setDataBlocking(Data("kept".utf8), forKey: "k")
+        }
+        let reopened = try open(scratch)
+        #expect(try reopened.dataBlocking(forKey: "k") == Data("kept".utf8))
+    }
+
+    @Test("a streamed write after a deferred write of the same key wins")
+    func streamedWriteAfterDeferred() throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
+        try cache.setDataBlocking(Data("old".utf8), forKey: "k")
+        let writer = try cache.beginStreamingWrite(forKey: "k")
+        try Data("new".utf8).withUnsafeBytes { try writer.write($0) }
+        try writer.commit()
+        try cache.flushBlocking()
+        #expect(try cache.dataBlocking(forKey: "k") == Data("new".utf8))
+    }
+
+    @Test("eight threads writing at once: every value is there and the totals are right")
+    func concurrentWritersShareCommits() throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch) { $0.inlineThreshold = 512 }
+        let failures = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { writer in
+            for number in 0..<250 {
+                let size = number % 5 == 0 ? 2_000 : 100
+                do {
+                    try cache.setDataBlocking(
+                        Data(repeating: UInt8(writer), count: size),
+                        forKey: "w\(writer)-\(number)"
+                    )
+                } catch {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(failures.load(ordering: .relaxed) == 0)
+        let usage = try cache.usageBlocking()
+        #expect(usage.count == 2_000)
+        #expect(usage.size == ByteCount(8 * (50 * 2_000 + 200 * 100)))
+        for writer in 0..<8 {
+            for number in stride(from: 0, to: 250, by: 7) {
+                let size = number % 5 == 0 ? 2_000 : 100
+                #expect(try cache.dataBlocking(forKey: "w\(writer)-\(number)") == Data(repeating: UInt8(writer), count: size))
+            }
+        }
+        #expect(scratch.dataFiles().count == 8 * 50)
+    }
+
+    @Test("a second handle on the directory reads a write at once")
+    func secondHandleReadsAtOnce() async throws {
+        let scratch = try DiskTestDirectory()
+        let writer = try open(scratch)
+        let reader = try open(scratch)
+        #expect(try reader.dataBlocking(forKey: "k") == nil)
+        try writer.setDataBlocking(Data("one".utf8), forKey: "k")
+        #expect(try reader.dataBlocking(forKey: "k") == Data("one".utf8))
+        try writer.setDataBlocking(Data("two".utf8), forKey: "k")
+        #expect(try await reader.data(forKey: "k") == Data("two".utf8))
+        try writer.removeDataBlocking(forKey: "k")
+        #expect(try await reader.data(forKey: "k") == nil)
+        #expect(reader.statistics.hits == 2)
+        #expect(reader.statistics.misses == 2)
+    }
+
+    @Test("reads record their time only when the recorded one is a resolution old")
+    func accessTimeResolution() throws {
+        let scratch = try DiskTestDirectory()
+        let clock = DiskTestClock()
+        let start = clock.clock.now()
+        let cache = try open(scratch) { $0.clock = clock.clock }
+        try cache.setDataBlocking(Data("v".utf8), forKey: "k")
+        clock.advance(by: 30)
+        _ = try cache.dataBlocking(forKey: "k")
+        try cache.flushAccessLog()
+        #expect(try cache.infoBlocking(forKey: "k")?.accessed == start)
+        clock.advance(by: 31)
+        _ = try cache.dataBlocking(forKey: "k")
+        try cache.flushAccessLog()
+        #expect(try cache.infoBlocking(forKey: "k")?.accessed == start + 61)
+
+        let exact = try open(scratch) {
+            $0.clock = clock.clock
+            $0.accessTimeResolution = 0
+        }
+        clock.advance(by: 1)
+        _ = try exact.dataBlocking(forKey: "k")
+        try exact.flushAccessLog()
+        #expect(try exact.infoBlocking(forKey: "k")?.accessed == start + 62)
+
+        // A short age limit narrows the resolution to a sixteenth of it (here 10 s).
+        let aging = try open(scratch) {
+            $0.clock = clock.clock
+            $0.maximumAge = 160
+        }
+        clock.advance(by: 11)
+        _ = try aging.dataBlocking(forKey: "k")
+        try aging.flushAccessLog()
+        #expect(try aging.infoBlocking(forKey: "k")?.accessed == start + 73)
+    }
+
+    @Test("bad durability and resolution settings are refused with what to do")
+    func badSettings() throws {
+        let scratch = try DiskTestDirectory()
+        for edit: (inout DiskCache.Configuration) -> Void in [
+            { $0.durability = .deferred(maximumDelay: 0) },
+            { $0.durability = .deferred(maximumDelay: .nan) },
+            { $0.durability = .deferred(maximumDelay: 3_600) },
+            { $0.accessTimeResolution = -1 },
+        ] {
+            #expect {
+                _ = try open(scratch, edit)
+            } throws: { error in
+                (error as? StowageError)?.code == .invalidArgument
+            }
+        }
+        #expect(try open(scratch) { $0.synchronousWrites = true }.configuration.durability == .powerLoss)
+    }
+}
