@@ -14,7 +14,7 @@ struct BenchTool: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Run only scenarios whose name starts with PREFIX, e.g. disk-usage.")
+    @Option(help: "Run only scenarios whose name starts with PREFIX, e.g. disk-usage; a whole name runs only that one.")
     var filter: String?
 
     @Flag(help: "Print one JSON array of results on standard output; progress goes to standard error.")
@@ -42,7 +42,8 @@ struct BenchTool: AsyncParsableCommand {
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())
         var results: [ScenarioResult] = []
-        for scenario in Self.scenarios where filter.map({ scenario.name.hasPrefix($0) }) ?? true {
+        let exact = Self.scenarios.contains { $0.name == filter }
+        for scenario in Self.scenarios where filter.map({ exact ? scenario.name == $0 : scenario.name.hasPrefix($0) }) ?? true {
             BenchContext.progress("running \(scenario.name)…")
             let result = try await scenario.run(context)
             results.append(result)

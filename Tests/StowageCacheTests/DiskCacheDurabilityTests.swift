@@ -39,6 +39,28 @@ struct DiskCacheDurabilityTests {
         #expect(try cache.dataBlocking(forKey: "k") == Data("staged".utf8))
     }
 
+    @Test("a writer that fills the staging commits it itself, so staged memory stays bounded")
+    func fullStagingCommitsAtOnce() throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 60) }
+        // 4,095 writes stay staged; the 4,096th commits them all with itself.
+        for index in 0..<4_095 { try cache.setDataBlocking(Data([UInt8(index & 0xFF)]), forKey: "k\(index)") }
+        #expect(try committedRows(scratch, key: "k0") == 0)
+        try cache.setDataBlocking(Data([1]), forKey: "last")
+        #expect(try committedRows(scratch, key: "k0") == 1)
+        #expect(try committedRows(scratch, key: "last") == 1)
+        // Inline bytes count too: 17 values of 1 MiB each, kept inline, pass 16 MiB.
+        let largeScratch = try DiskTestDirectory()
+        let large = try open(largeScratch) {
+            $0.durability = .deferred(maximumDelay: 60)
+            $0.inlineThreshold = 2 << 20
+        }
+        for index in 0..<15 { try large.setDataBlocking(Data(count: 1 << 20), forKey: "big\(index)") }
+        #expect(try committedRows(largeScratch, key: "big0") == 0)
+        try large.setDataBlocking(Data(count: 1 << 20), forKey: "big15")
+        #expect(try committedRows(largeScratch, key: "big0") == 1)
+    }
+
     @Test("deferred batches commit by themselves within the delay")
     func deferredCommitsByItself() async throws {
         let scratch = try DiskTestDirectory()

@@ -46,6 +46,9 @@ struct DiskCacheScenario: Scenario {
             ("stowage", StowageStore.self), ("files", FileStore.self), ("sqlite", SQLiteStore.self),
             ("sqlite-c", SQLiteCStore.self),
         ]
+        // `STOWAGE_BENCH_ONLY_STOWAGE=1` drops the baselines, to profile Stowage alone (`perf record`).
+        let onlyStowage = ProcessInfo.processInfo.environment["STOWAGE_BENCH_ONLY_STOWAGE"] == "1"
+        if onlyStowage { contenders.removeAll { $0.name != "stowage" } }
         var times: [String: [Double]] = [:]
         var ok = true
         var prepared: [String: any BenchStore] = [:]
@@ -83,7 +86,7 @@ struct DiskCacheScenario: Scenario {
             }
         }
         var perOperation = times.mapValues { $0.sorted()[$0.count / 2] / Double(keyCount) * 1e6 }
-        perOperation["python-diskcache"] = PythonDiskCache.microsecondsPerOperation(
+        perOperation["python-diskcache"] = onlyStowage ? nil : PythonDiskCache.microsecondsPerOperation(
             setting: operation == .set,
             keyCount: keyCount,
             valueSize: valueSize,

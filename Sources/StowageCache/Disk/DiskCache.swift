@@ -316,10 +316,12 @@ public final class DiskCache: Sendable {
             entry.inline = data
         }
         guard let staging else { return try commit(entry, forKey: key) }
-        let (replacedFile, schedulesFlush) = staging.stage(entry, forKey: key)
+        let (replacedFile, schedulesFlush, isFull) = staging.stage(entry, forKey: key)
         if let replacedFile { files.remove([replacedFile]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
         counters.recordWrite()
+        // The write is staged either way; a failed commit drops it as the scheduled flush would.
+        if isFull { try flushStagedWrites() }
         if schedulesFlush {
             stagedFlushQueue.asyncAfter(deadline: .now() + staging.maximumDelay) { [weak self] in
                 guard let self else { return }

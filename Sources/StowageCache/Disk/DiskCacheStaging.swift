@@ -17,7 +17,16 @@ final class DiskCacheStaging: Sendable {
         var staged: [String: Staged] = [:]
         var nextGeneration: UInt64 = 0
         var isFlushScheduled = false
+        /// Bytes of the inline values staged, which the staging holds in memory.
+        var inlineBytes = 0
     }
+
+    /// Staged writes at most before the writer commits them itself: a writer faster than the
+    /// commits waits for them (as LevelDB's writers stall on a full memtable) instead of
+    /// growing the staging without bound.
+    static let writeLimit = 4_096
+    /// Bytes of inline values staged at most before the writer commits them itself.
+    static let inlineByteLimit = 16 << 20
 
     private let state = Mutex(State())
     /// Seconds at most between a write and the commit of its batch.
@@ -30,15 +39,21 @@ final class DiskCacheStaging: Sendable {
     /// Stages `entry` for `key`.
     ///
     /// - Returns: The file of a staged write it replaced (never committed, so nobody else
-    ///   points at it), and whether the caller must schedule a flush.
-    func stage(_ entry: DiskCacheIndex.Entry, forKey key: String) -> (replacedFile: String?, schedulesFlush: Bool) {
+    ///   points at it), whether the caller must schedule a flush, and whether the staging is
+    ///   full (``writeLimit``, ``inlineByteLimit``), so the caller must flush now.
+    func stage(
+        _ entry: DiskCacheIndex.Entry,
+        forKey key: String
+    ) -> (replacedFile: String?, schedulesFlush: Bool, isFull: Bool) {
         state.withLock { state in
             let generation = state.nextGeneration
             state.nextGeneration += 1
             let replaced = state.staged.updateValue(Staged(entry: entry, generation: generation), forKey: key)
+            state.inlineBytes += (entry.inline?.count ?? 0) - (replaced?.entry.inline?.count ?? 0)
             let schedulesFlush = !state.isFlushScheduled
             state.isFlushScheduled = true
-            return (replaced?.entry.file, schedulesFlush)
+            let isFull = state.staged.count >= Self.writeLimit || state.inlineBytes >= Self.inlineByteLimit
+            return (replaced?.entry.file, schedulesFlush, isFull)
         }
     }
 
@@ -65,6 +80,7 @@ final class DiskCacheStaging: Sendable {
         state.withLock { state in
             snapshot.compactMap { key, staged in
                 guard state.staged[key]?.generation == staged.generation else { return nil }
+                state.inlineBytes -= staged.entry.inline?.count ?? 0
                 return state.staged.removeValue(forKey: key)?.entry
             }
         }
@@ -74,6 +90,7 @@ final class DiskCacheStaging: Sendable {
     func discard(key: String, modified: Double) -> String?? {
         state.withLock { state in
             guard let staged = state.staged[key], staged.entry.modified == modified else { return nil }
+            state.inlineBytes -= staged.entry.inline?.count ?? 0
             state.staged.removeValue(forKey: key)
             return .some(staged.entry.file)
         }
