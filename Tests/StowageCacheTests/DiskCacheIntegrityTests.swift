@@ -146,6 +146,39 @@ struct DiskCacheIntegrityTests {
         #expect(try cache.containsBlocking(key: "s") == false)
     }
 
+    @Test("opening for serving: small values whole (a garbled one a miss), large ones as a file")
+    func openValueForServing() async throws {
+        let scratch = try DiskTestDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        try cache.setDataBlocking(Data("inline".utf8), forKey: "inline")
+        try cache.setDataBlocking(Data(repeating: 5, count: 100_000), forKey: "whole")
+        try cache.setDataBlocking(Data(repeating: 6, count: 300_000), forKey: "large")
+        guard case .data(let inline) = try await cache.openValue(forKey: "inline", readingWholeUpTo: 200_000),
+            case .data(let whole) = try await cache.openValue(forKey: "whole", readingWholeUpTo: 200_000),
+            case .file(let reader) = try await cache.openValue(forKey: "large", readingWholeUpTo: 200_000)
+        else {
+            Issue.record("inline and 100 KB values come whole, a 300 KB one as a file")
+            return
+        }
+        #expect(inline == Data("inline".utf8))
+        #expect(whole == Data(repeating: 5, count: 100_000))
+        #expect(reader.size == 300_000)
+        #expect(try await cache.openValue(forKey: "absent", readingWholeUpTo: 200_000) == nil)
+
+        let file = try #require(
+            try await DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+                try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 'whole'")
+            }
+        )
+        let descriptor = open(directory.path(percentEncoded: false) + "/data/" + file, O_WRONLY)
+        var byte: UInt8 = 4
+        #expect(pwrite(descriptor, &byte, 1, 77_777) == 1)
+        close(descriptor)
+        #expect(try await cache.openValue(forKey: "whole", readingWholeUpTo: 200_000) == nil)
+        #expect(try cache.containsBlocking(key: "whole") == false)
+    }
+
     @Test("values written by a format-2 index (no checksum) still read; new writes carry one")
     func legacyRowsWithoutChecksum() throws {
         let scratch = try DiskTestDirectory()

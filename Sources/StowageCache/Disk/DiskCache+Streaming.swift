@@ -184,6 +184,24 @@ extension DiskCache {
         )
     }
 
+    /// Opens the value of `key` for serving: a value of at most `wholeLimit` bytes comes whole
+    /// (an inline one without leaving the caller, a file one in one hop and one buffer, its
+    /// checksum checked), a larger one as an open file to stream.
+    ///
+    /// - Returns: `nil` for a miss, as ``openValueBlocking(forKey:)``.
+    package func openValue(forKey key: String, readingWholeUpTo wholeLimit: Int64) async throws -> OpenedValue? {
+        let now = configuration.clock.now().timeIntervalSince1970
+        switch try lookUp(key: key, now: now) {
+        case .done(let stored):
+            return stored.map { .data($0.data) }
+        case .needsBlockingWork(let entry) where entry.file == nil || entry.size <= wholeLimit:
+            return try await BlockingWork.run { try self.finishLookUp(key: key, entry: entry, now: now) }
+                .map { .data($0.data) }
+        case .needsBlockingWork:
+            return try await BlockingWork.run { try self.openValueBlocking(forKey: key) }
+        }
+    }
+
     /// Points `key` at the complete file `name` under `data/` (as ``setDataBlocking(_:forKey:timeToLive:)`` does).
     fileprivate func recordFile(
         _ name: String,

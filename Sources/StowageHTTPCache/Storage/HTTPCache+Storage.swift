@@ -91,13 +91,17 @@ extension HTTPCache {
             + String(UInt64.random(in: 0...UInt64.max), radix: 16)
     }
 
-    /// The body of `record`: from memory, from the index, or streamed from its file.
+    /// Bodies up to this size are read whole from their file, in one hop and one buffer (then
+    /// kept in memory when small enough); larger ones stream in pieces of this size.
+    static let storedBodyReadLimit = 1 << 20
+
+    /// The body of `record`: from memory, from the index or its file whole, or streamed from its file.
     /// `nil` when it is gone (evicted separately from its record).
     func body(of record: VariantRecord) async throws -> HTTPBody? {
         if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
         if record.isMemoryOnly { return nil }
         let bodyKey = record.bodyKey
-        guard let opened = try await BlockingWork.run({ try self.disk.openValueBlocking(forKey: bodyKey) }) else {
+        guard let opened = try await disk.openValue(forKey: bodyKey, readingWholeUpTo: Int64(Self.storedBodyReadLimit)) else {
             // Another node's body: keep a local copy.
             guard let data = await sharedData(forKey: bodyKey) else { return nil }
             let bytes = [UInt8](data)
@@ -113,10 +117,9 @@ extension HTTPCache {
             }
             return HTTPBody(bytes: bytes)
         case .file(let reader):
-            let chunkSize = 64 * 1024
             return HTTPBody(length: reader.size) {
                 { () async throws -> [UInt8]? in
-                    let chunk = try await BlockingWork.run { try reader.read(upTo: chunkSize) }
+                    let chunk = try await BlockingWork.run { try reader.read(upTo: Self.storedBodyReadLimit) }
                     return chunk.isEmpty ? nil : chunk
                 }
             }
