@@ -14,30 +14,10 @@ struct DiskCacheReliabilityTests {
     func killDuringWrites() throws {
         let scratch = try DiskTestDirectory()
         let directory = scratch.path + "/cache"
-        let (process, output) = try CacheWorker.start(["write", directory, "0", "10000"])
-        // Let it get well into the writes, then kill it without warning.
-        var seen = ""
-        while !seen.contains("wrote 1500") {
-            let chunk = output.availableData
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
-
-        // Reopening collects what the crash left; every key reads back right or is missing.
-        let verdict = try CacheWorker.run(["verify", directory, "0", "10000"])
-        let numbers = verdict.split(separator: " ").compactMap { Int($0) }
-        try #require(numbers.count == 3, "worker said: \(verdict)")
-        #expect(numbers[2] == 0, "values that read back wrong: \(verdict)")
-        #expect(numbers[0] >= 1500, "values present: \(verdict)")
-
-        // The index and the data directory name exactly the same files.
-        let indexed = try DatabaseQueue(path: directory + "/index.sqlite").read { db in
-            Set(try String.fetchAll(db, sql: "SELECT file FROM entry WHERE file IS NOT NULL"))
-        }
-        #expect(indexed == scratch.dataFiles())
+        let (present, wrong) = try killMidWrite("write", directory: directory, after: "wrote 1500")
+        #expect(wrong == 0, "values that read back wrong")
+        #expect(present >= 1500, "values present")
+        #expect(try indexedFiles(directory) == scratch.dataFiles(), "the index and data/ name the same files")
         let temporary = try FileManager.default.contentsOfDirectory(atPath: directory + "/tmp")
         #expect(temporary.isEmpty)
     }
@@ -46,9 +26,25 @@ struct DiskCacheReliabilityTests {
     func killDuringDeferredWrites() throws {
         let scratch = try DiskTestDirectory()
         let directory = scratch.path + "/cache"
-        let (process, output) = try CacheWorker.start(["write-deferred", directory, "0", "10000"])
+        let (present, wrong) = try killMidWrite("write-deferred", directory: directory, after: "wrote 3000")
+        #expect(wrong == 0, "values that read back wrong")
+        // Batches commit every 10 ms; the first thousands were written long before the kill.
+        #expect(present >= 1000, "values present")
+        #expect(try indexedFiles(directory) == scratch.dataFiles(), "the index and data/ name the same files")
+    }
+
+    /// Starts the worker writing keys 0..<10,000 with `command`, kills it with SIGKILL once it
+    /// printed `marker`, then has a new process verify every key.
+    ///
+    /// - Returns: How many keys read back right, and how many read back wrong.
+    private func killMidWrite(
+        _ command: String,
+        directory: String,
+        after marker: String
+    ) throws -> (present: Int, wrong: Int) {
+        let (process, output) = try CacheWorker.start([command, directory, "0", "10000"])
         var seen = ""
-        while !seen.contains("wrote 3000") {
+        while !seen.contains(marker) {
             let chunk = output.availableData
             if chunk.isEmpty { break }
             seen += String(decoding: chunk, as: UTF8.self)
@@ -56,17 +52,18 @@ struct DiskCacheReliabilityTests {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal)
-
+        // Reopening collects what the crash left; every key reads back right or is missing.
         let verdict = try CacheWorker.run(["verify", directory, "0", "10000"])
         let numbers = verdict.split(separator: " ").compactMap { Int($0) }
         try #require(numbers.count == 3, "worker said: \(verdict)")
-        #expect(numbers[2] == 0, "values that read back wrong: \(verdict)")
-        // Batches commit every 10 ms; the first thousands were written long before the kill.
-        #expect(numbers[0] >= 1000, "values present: \(verdict)")
-        let indexed = try DatabaseQueue(path: directory + "/index.sqlite").read { db in
+        return (numbers[0], numbers[2])
+    }
+
+    /// The value files the index names.
+    private func indexedFiles(_ directory: String) throws -> Set<String> {
+        try DatabaseQueue(path: directory + "/index.sqlite").read { db in
             Set(try String.fetchAll(db, sql: "SELECT file FROM entry WHERE file IS NOT NULL"))
         }
-        #expect(indexed == scratch.dataFiles())
     }
 
     @Test("deferred writes that end with a flush are all there for the next process")
