@@ -76,12 +76,19 @@ import Testing
             let seconds = Int64.random(in: -62_135_596_800...253_402_300_799, using: &rng)
             let formatted = HTTPDate.format(seconds)
             #expect(HTTPDate.parse(formatted) == seconds)
+            // The strict grammar wants a four-digit year: from 1000 on.
+            if seconds >= -30_610_224_000 { #expect(HTTPDate.parseStrict(formatted) == seconds) }
             var bytes = Array(formatted.utf8)
             for _ in 0..<Int.random(in: 1...4, using: &rng) where !bytes.isEmpty {
                 bytes[Int.random(in: 0..<bytes.count, using: &rng)] = Self.alphabet.randomElement(using: &rng)!
             }
-            _ = HTTPDate.parse(String(decoding: bytes, as: UTF8.self))
-            _ = HTTPDate.parse(String(decoding: Self.randomBytes(&rng), as: UTF8.self))
+            let mutated = String(decoding: bytes, as: UTF8.self)
+            _ = HTTPDate.parse(mutated)
+            // What the strict grammar accepts, the lenient one reads the same.
+            if let strict = HTTPDate.parseStrict(mutated) { #expect(HTTPDate.parse(mutated) == strict) }
+            let random = String(decoding: Self.randomBytes(&rng), as: UTF8.self)
+            _ = HTTPDate.parse(random)
+            _ = HTTPDate.parseStrict(random)
         }
     }
 
@@ -92,5 +99,6 @@ import Testing
         let commas = String(repeating: "a=,", count: 300_000)
         #expect(CacheControl(parsing: commas).directives.count == 300_000)
         #expect(HTTPDate.parse(String(repeating: "Sun, ", count: 200_000)) == nil)
+        #expect(HTTPDate.parseStrict(String(repeating: "Sun, ", count: 200_000)) == nil)
     }
 }

@@ -18,11 +18,15 @@ extension HTTPFields {
     var cacheControl: CacheControl { CacheControl(parsing: self[values: .cacheControl]) }
 
     /// The value of a date field, or `.invalid` when present but not an HTTP-date.
-    func date(_ name: HTTPField.Name) -> FieldDate {
+    ///
+    /// - Parameter strict: Accept only the exact grammar (``HTTPDate/parseStrict(_:)``), as for
+    ///   `Expires`, where an invalid date means "already expired" (RFC 9111 §5.3).
+    func date(_ name: HTTPField.Name, strict: Bool = false) -> FieldDate {
         let values = self[values: name]
         guard let first = values.first else { return .absent }
         // RFC 9111 §4.2.1: with several values, use the first or treat as stale; we use the first.
-        return HTTPDate.parse(first).map(FieldDate.date) ?? .invalid
+        let parsed = strict ? HTTPDate.parseStrict(first) : HTTPDate.parse(first)
+        return parsed.map(FieldDate.date) ?? .invalid
     }
 }
 

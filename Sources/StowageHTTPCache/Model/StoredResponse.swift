@@ -75,7 +75,7 @@ public struct StoredResponse: Sendable, Hashable {
         init(_ fields: HTTPFields) {
             cacheControl = fields.cacheControl
             date = fields.date(.date).value
-            expires = fields.date(.expires)
+            expires = fields.date(.expires, strict: true)
             lastModified = fields.date(.lastModified).value
             ageValue = CacheRules.ageValue(fields)
             entityTag = fields[.eTag].flatMap { EntityTag(parsing: $0) }

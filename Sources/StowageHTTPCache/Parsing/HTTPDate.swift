@@ -70,6 +70,66 @@ public enum HTTPDate {
         return seconds(year: year, month: month, day: day, time: time)
     }
 
+    /// Parses an HTTP-date only when it follows one of the three forms exactly (RFC 9110 §5.6.7):
+    /// single spaces, `GMT`, two-digit hours, names spelled as the grammar spells them.
+    ///
+    /// For `Expires`, where RFC 9111 §5.3 makes every invalid date mean "already expired": a
+    /// near-miss such as `Thu, 18 Aug 2050 02:01:18 UTC`, a date with two spaces or with dashes
+    /// in the IMF form is invalid there, not a date far in the future. ``parse(_:)`` accepts
+    /// those, as a recipient of `Date` or `Last-Modified` may.
+    ///
+    /// - Returns: Seconds since 1970, or `nil` when `text` is not exactly an HTTP-date.
+    public static func parseStrict(_ text: some StringProtocol) -> Int64? {
+        let bytes = Array(text.utf8)
+        guard let comma = bytes.firstIndex(of: UInt8(ascii: ",")) else {
+            // asctime-date: "Sun Nov  6 08:49:37 1994" (the day is two digits or a space and one).
+            guard bytes.count == 24, dayNames.contains(String(decoding: bytes[0..<3], as: UTF8.self)),
+                matches(bytes[3...], " @@@ _# ##:##:## ####")
+            else { return nil }
+            return parse(text)
+        }
+        let dayName = String(decoding: bytes[..<comma], as: UTF8.self)
+        if dayNames.contains(dayName) {
+            // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT".
+            guard matches(bytes[comma...], ", ## @@@ #### ##:##:## GMT") else { return nil }
+        } else if fullDayNames.contains(dayName) {
+            // rfc850-date: "Sunday, 06-Nov-94 08:49:37 GMT".
+            guard matches(bytes[comma...], ", ##-@@@-## ##:##:## GMT") else { return nil }
+        } else {
+            return nil
+        }
+        return parse(text)
+    }
+
+    private static let fullDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+
+    /// Whether `bytes` follow `template` exactly: `#` a digit, `_` a digit or a space, `@@@` a
+    /// month name as the grammar spells it, anything else itself.
+    private static func matches(_ bytes: ArraySlice<UInt8>, _ template: String) -> Bool {
+        let pattern = Array(template.utf8)
+        guard bytes.count == pattern.count else { return false }
+        var index = 0
+        for (byte, expected) in zip(bytes, pattern) {
+            defer { index += 1 }
+            switch expected {
+            case UInt8(ascii: "#"):
+                guard (0x30...0x39).contains(byte) else { return false }
+            case UInt8(ascii: "_"):
+                guard (0x30...0x39).contains(byte) || byte == 0x20 else { return false }
+            case UInt8(ascii: "@"):
+                // Checked once, at the first of the three letters.
+                guard index == 0 || pattern[index - 1] != UInt8(ascii: "@") else { continue }
+                let start = bytes.startIndex + index
+                guard monthNames.contains(String(decoding: bytes[start..<start + 3], as: UTF8.self)) else {
+                    return false
+                }
+            default:
+                guard byte == expected else { return false }
+            }
+        }
+        return true
+    }
+
     private static func finish(_ scanner: inout DateScanner, day: Int, month: Int, year: Int) -> Int64? {
         scanner.skipSpaces()
         guard let time = scanner.time() else { return nil }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import StowageHTTPCache
 import Testing
@@ -32,6 +33,36 @@ import Testing
     func invalidExpires() {
         let res = stored(response(200, [("Expires", "0"), ("Last-Modified", httpDate(t0 - 100_000))]))
         #expect(privateRules.freshnessLifetime(of: res) == 0)
+    }
+
+    @Test("§5.3 an Expires that is not exactly an HTTP-date (UTC, two spaces, dashes, no comma, lowercase) is expired")
+    func nearMissExpires() throws {
+        let valid = httpDate(t0 + 300)  // e.g. "Thu, 18 Aug 2050 02:01:18 GMT"
+        let parts = valid.split(separator: " ").map(String.init)
+        try #require(parts.count == 6)
+        let (day, month, year, time) = (parts[1], parts[2], parts[3], parts[4])
+        let dayName = String(parts[0].dropLast())
+        let fullDayName = ["Sun": "Sunday", "Mon": "Monday", "Tue": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
+            "Fri": "Friday", "Sat": "Saturday"][dayName]!
+        let asctimeDay = day.hasPrefix("0") ? " " + day.dropFirst() : day
+        // The three forms RFC 9110 §5.6.7 defines give the lifetime.
+        for form in [
+            valid, "\(fullDayName), \(day)-\(month)-\(year.suffix(2)) \(time) GMT",
+            "\(dayName) \(month) \(asctimeDay) \(time) \(year)",
+        ] {
+            #expect(privateRules.freshnessLifetime(of: stored(response(200, [("Expires", form)]))) == 300, "\(form)")
+        }
+        // Near misses are invalid, so already expired — never a date the cache trusts.
+        for nearMiss in [
+            valid.replacingOccurrences(of: "GMT", with: "UTC"),
+            valid.replacingOccurrences(of: ", ", with: ",  "),
+            "\(dayName), \(day)-\(month)-\(year) \(time) GMT",
+            valid.replacingOccurrences(of: ",", with: ""),
+            valid.replacingOccurrences(of: month, with: month.lowercased()),
+            valid.replacingOccurrences(of: " \(time.prefix(2)):", with: " \(Int(time.prefix(2))! % 10):"),
+        ] {
+            #expect(privateRules.freshnessLifetime(of: stored(response(200, [("Expires", nearMiss)]))) == 0, "\(nearMiss)")
+        }
     }
 
     @Test("§4.2.1 an invalid max-age makes the response stale (and Expires is still ignored)")
