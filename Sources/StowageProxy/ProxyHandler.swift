@@ -109,11 +109,17 @@ struct ProxyHandler: Sendable {
     /// The client's request re-addressed to the upstream (the cache key is the upstream URL).
     func upstream(_ head: HTTPRequest) -> HTTPRequest {
         var request = head
+        // NIO's HTTP/1 decoder reads `M-SEARCH` as its `HTTPMethod.MSEARCH`, whose raw value
+        // drops the dash; the parser accepts no method spelled `MSEARCH`, so this is always
+        // the client's `M-SEARCH` (SSDP, UPnP), which the origin must see as sent.
+        if request.method.rawValue == "MSEARCH" { request.method = Self.mSearch }
         request.scheme = configuration.upstream.scheme
         request.authority = configuration.upstream.authority
         request.path = configuration.upstream.basePath + (head.path ?? "/")
         return request
     }
+
+    private static let mSearch = HTTPRequest.Method("M-SEARCH")!
 
     /// 504 for timeouts, 502 for every other upstream failure.
     static func status(for error: any Error) -> HTTPResponse.Status {

@@ -205,6 +205,27 @@ import Testing
         }
     }
 
+    @Test("§4.4 extension methods (PROPFIND, M-SEARCH, PURGE) go to the origin, never a 400; a success invalidates")
+    func extensionMethods() async throws {
+        try await ProxyHarness.run(script: { r in
+            if r.head.method != .get { return .init(status: 207, body: "\(r.head.method.rawValue) reached the origin") }
+            return .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }) { h in
+            var expectedVersion = 1
+            for method in ["PROPFIND", "M-SEARCH", "PURGE"] {
+                #expect(try await h.get("/item").text == "v\(expectedVersion)")
+                let reply = try await h.get("/item", method: .RAW(value: method))
+                // The test origin runs on NIO too, whose decoder names M-SEARCH "MSEARCH"; a 207
+                // shows the proxy sent "M-SEARCH" (its parser refuses "MSEARCH" with a 400).
+                #expect(reply.status == 207, "\(method)")
+                #expect(reply.text == "\(method.replacingOccurrences(of: "-", with: "")) reached the origin")
+                // The success invalidated the stored GET: the next one goes to the origin.
+                expectedVersion += 2
+                #expect(try await h.get("/item").text == "v\(expectedVersion)", "after \(method)")
+            }
+        }
+    }
+
     @Test("HEAD is answered from the cached GET without a body")
     func head() async throws {
         try await ProxyHarness.run(script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "hello") }) {
