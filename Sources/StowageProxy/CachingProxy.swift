@@ -1,9 +1,11 @@
 import AsyncHTTPClient
 import Foundation
 import HTTPTypes
-import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
+import UnixSignals
 import StowageHTTPCache
 import StowageHTTPClient
 
@@ -57,14 +59,11 @@ public final class CachingProxy: Sendable {
         handlingSignals: Bool = true,
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
-        let handler = self.handler
-        let responder = CallbackResponder<BasicRequestContext> { request, context in
-            await handler.respond(to: request, context: context)
-        }
         let logger = configuration.logger
-        let app = Application(
-            responder: responder,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+        let server = ProxyServer(
+            handler: handler,
+            configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
+            logger: logger,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 logger.info(
@@ -75,11 +74,17 @@ public final class CachingProxy: Sendable {
                     ]
                 )
                 await onListening(port)
-            },
-            logger: logger
+            }
+        )
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [server],
+                gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
+                logger: logger
+            )
         )
         do {
-            if handlingSignals { try await app.runService() } else { try await app.run() }
+            try await group.run()
         } catch {
             try? await transport.client.shutdown()
             throw error

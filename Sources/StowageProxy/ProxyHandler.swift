@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import HTTPTypes
-import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
 import NIOCore
@@ -32,7 +32,7 @@ struct ProxyHandler: Sendable {
         errors = Counter(label: "stowage_proxy_upstream_errors_total")
     }
 
-    func respond(to request: Request, context: BasicRequestContext) async -> Response {
+    func respond(to request: Request) async -> Response {
         if let refusal = Self.refuseHost(request.head) { return refusal }
         let upstreamRequest = upstream(request.head)
         let hasBody = request.head.method != .get && request.head.method != .head

@@ -1,4 +1,5 @@
-import Hummingbird
+import HTTPTypes
+import HummingbirdCore
 import NIOCore
 import NIOHTTP1
 import Synchronization

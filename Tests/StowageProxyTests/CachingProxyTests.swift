@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import NIOHTTP1
+import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
 import Testing
@@ -119,6 +120,9 @@ import Testing
             let reply = try await h.get("/down")
             #expect(reply.status == 502)
             #expect(reply.text.contains("could not be reached"))
+            // RFC 9110 §6.6.1: the proxy's own answers carry its Date.
+            #expect(reply.headers["Date"].count == 1)
+            #expect(reply.headers["Date"].first.flatMap { HTTPDate.parseStrict($0) } != nil)
         }
     }
 
@@ -223,6 +227,23 @@ import Testing
                 expectedVersion += 2
                 #expect(try await h.get("/item").text == "v\(expectedVersion)", "after \(method)")
             }
+        }
+    }
+
+    @Test("RFC 9110 §6.6.1 the stored Date reaches the client on a hit, not the proxy's clock")
+    func originDatePreserved() async throws {
+        // The test origin (a Hummingbird application) stamps its own clock on every response.
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "max-age=3600")], body: "d")
+        }) { h in
+            let miss = try await h.get("/dated")
+            let originDate = try #require(miss.headers["Date"].first)
+            // Past the next second, so the proxy's clock would show.
+            try await Task.sleep(for: .seconds(1.1))
+            let hit = try await h.get("/dated")
+            #expect(hit.cacheStatus.hasPrefix("stowage; hit"))
+            #expect(hit.headers["Date"] == [originDate], "the stored Date, with Age saying how old it is")
+            #expect(Int(hit.headers["Age"].first ?? "") ?? 0 >= 1)
         }
     }
 

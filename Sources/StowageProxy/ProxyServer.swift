@@ -1,0 +1,41 @@
+import Foundation
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import StowageHTTPCache
+
+/// The proxy's HTTP/1 server: HummingbirdCore's server with a responder that leaves the
+/// response's fields as the cache made them.
+///
+/// `Hummingbird.Application` sets `Date` to its own clock on every response. A cache must pass
+/// on the origin's `Date` (RFC 9110 §6.6.1; the client computes the response's age from it and
+/// `Age`, RFC 9111 §4.2.3), so the proxy runs the server itself and adds `Date` only where a
+/// response has none: its own answers (errors) and an origin that sent none (§6.6.1: a
+/// recipient with a clock appends the time it received the response).
+struct ProxyServer: Service {
+    let handler: ProxyHandler
+    let configuration: ServerConfiguration
+    let logger: Logger
+    let onServerRunning: @Sendable (any Channel) async -> Void
+
+    func run() async throws {
+        let handler = self.handler
+        let server = try HTTPServerBuilder.http1().buildServer(
+            configuration: configuration,
+            eventLoopGroup: NIOSingletons.posixEventLoopGroup,
+            logger: logger,
+            responder: { request, responseWriter, _ in
+                var response = await handler.respond(to: request)
+                if response.headers[.date] == nil {
+                    response.headers[.date] = HTTPDate.format(Int64(Date().timeIntervalSince1970))
+                }
+                try await responseWriter.write(response: response.head, body: response.body)
+            },
+            onServerRunning: onServerRunning
+        )
+        try await server.run()
+    }
+}
