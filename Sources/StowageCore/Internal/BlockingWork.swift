@@ -13,16 +13,19 @@ import Darwin
 /// long starves every other task (STYLE §4). The blocking function is the real implementation;
 /// the async API hands it here and suspends until it finishes.
 ///
-/// The work runs on a concurrent dispatch queue of default priority: a round trip costs about
-/// 1 µs on the bench machine, against ~35 µs for a `.utility` queue (whose threads Linux wakes
-/// slowly), ~28 µs for `NIOThreadPool` and ~18 µs for a `TaskExecutor` with its own threads
-/// (`stowage-bench --filter async-hop`). At most ``limit`` items run at once; callers beyond
-/// that wait without holding a thread, so a slow disk cannot make the queue spawn threads
+/// The pool is ``limit`` lanes, each a serial dispatch queue of default priority, and a caller
+/// takes a free lane before it enqueues: each item runs at once on a thread of its own. (A
+/// concurrent queue would not: libdispatch on Linux runs its items on as many threads as there
+/// are cores, so two slow items there hold up everything behind them; serial queues get threads
+/// of their own.) A round trip costs about 1 µs on the bench machine, against ~35 µs for a
+/// `.utility` queue (whose threads Linux wakes slowly), ~19 µs for `NIOThreadPool` and ~22 µs
+/// for a `TaskExecutor` with its own threads (`stowage-bench --filter async-hop`). Callers beyond
+/// ``limit`` wait for a lane without holding a thread, so a slow disk cannot make the pool grow
 /// without end. Short, bounded work — a prepared, indexed `SELECT` of an inline value — does not
 /// come here at all: it runs on the caller (`DiskCache.data(forKey:)`).
 package enum BlockingWork {
-    private static let queue = DispatchQueue(label: "org.stowage.blocking-io", attributes: .concurrent)
-    private static let slots = Slots(limit: limit)
+    private static let lanes = (0..<limit).map { DispatchQueue(label: "org.stowage.blocking-io.\($0)") }
+    private static let freeLanes = Lanes(count: limit)
 
     /// Items that run at once: twice the processors, at least 4 and at most 64. Disk work waits
     /// on the device more than on the CPU, so a few more than the cores keep a queue of requests
@@ -31,11 +34,11 @@ package enum BlockingWork {
 
     /// Runs `work` on the blocking-I/O pool and returns its result.
     package static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        await slots.acquire()
+        let lane = await freeLanes.acquire()
         return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
+            lanes[lane].async {
                 let result = Result { try work() }
-                slots.release()
+                freeLanes.release(lane)
                 continuation.resume(with: result)
             }
         }
@@ -43,60 +46,54 @@ package enum BlockingWork {
 
     /// Runs non-throwing `work` on the blocking-I/O pool and returns its result.
     package static func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await slots.acquire()
+        let lane = await freeLanes.acquire()
         return await withCheckedContinuation { continuation in
-            queue.async {
+            lanes[lane].async {
                 let result = work()
-                slots.release()
+                freeLanes.release(lane)
                 continuation.resume(returning: result)
             }
         }
     }
 
-    /// A counting semaphore for async callers: `acquire` suspends, never blocks a thread.
-    private final class Slots: Sendable {
+    /// The free lanes, handed out to async callers: `acquire` suspends, never blocks a thread.
+    private final class Lanes: Sendable {
         private struct State {
-            var inUse = 0
-            var waiting: [CheckedContinuation<Void, Never>] = []
+            var free: [Int]
+            var waiting: [CheckedContinuation<Int, Never>] = []
         }
 
-        private let state = Mutex(State())
-        private let limit: Int
+        private let state: Mutex<State>
 
-        init(limit: Int) {
-            self.limit = limit
+        init(count: Int) {
+            // The most recently freed lane first: its thread is the likeliest to be awake.
+            state = Mutex(State(free: Array((0..<count).reversed())))
         }
 
-        func acquire() async {
-            let acquired = state.withLock { state in
-                guard state.inUse < limit else { return false }
-                state.inUse += 1
-                return true
-            }
-            if acquired { return }
-            await withCheckedContinuation { continuation in
-                let acquired = state.withLock { state in
-                    guard state.inUse < limit else {
+        func acquire() async -> Int {
+            if let lane = state.withLock({ $0.free.popLast() }) { return lane }
+            return await withCheckedContinuation { continuation in
+                let lane = state.withLock { state in
+                    guard let lane = state.free.popLast() else {
                         state.waiting.append(continuation)
-                        return false
+                        return nil as Int?
                     }
-                    state.inUse += 1
-                    return true
+                    return lane
                 }
-                if acquired { continuation.resume() }
+                if let lane { continuation.resume(returning: lane) }
             }
         }
 
-        /// Frees a slot, or hands it straight to the longest waiter.
-        func release() {
+        /// Frees `lane`, or hands it straight to the longest waiter.
+        func release(_ lane: Int) {
             let next = state.withLock { state in
                 guard !state.waiting.isEmpty else {
-                    state.inUse -= 1
-                    return nil as CheckedContinuation<Void, Never>?
+                    state.free.append(lane)
+                    return nil as CheckedContinuation<Int, Never>?
                 }
                 return state.waiting.removeFirst()
             }
-            next?.resume()
+            next?.resume(returning: lane)
         }
     }
 }
