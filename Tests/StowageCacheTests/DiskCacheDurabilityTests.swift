@@ -61,6 +61,31 @@ struct DiskCacheDurabilityTests {
         #expect(try committedRows(largeScratch, key: "big0") == 1)
     }
 
+    @Test("the WAL is checkpointed beside the writers, and stays bounded")
+    func backgroundCheckpoints() async throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch)
+        let index = scratch.path + "/cache/index.sqlite"
+        func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        let value = Data(repeating: 7, count: 1_024)
+        // ~1,000 commits of ~5 pages: under the writer's own fallback (8,000 pages), so only the
+        // background checkpointer moves pages into the database file while the cache is open.
+        for index in 0..<1_000 { try cache.setDataBlocking(value, forKey: "k\(index)") }
+        var waited = 0
+        while size(index) < 512 * 1_024, waited < 100 {
+            try await Task.sleep(for: .milliseconds(100))
+            waited += 1
+        }
+        #expect(size(index) >= 512 * 1_024, "the database file holds the checkpointed values")
+        // 20,000 more commits, ~100,000 pages (~400 MB) without checkpoints: the WAL stays
+        // within twice the writer's fallback (8,000 pages of 4 KiB plus frame headers; the WAL
+        // restarts from its beginning only when a checkpoint caught up with every writer, and
+        // the writer's checkpoint yields while the background one runs).
+        for index in 0..<20_000 { try cache.setDataBlocking(value, forKey: "m\(index % 5_000)") }
+        #expect(size(index + "-wal") <= 16_000 * 4_120)
+        #expect(try cache.dataBlocking(forKey: "m4999") == value)
+    }
+
     @Test("deferred batches commit by themselves within the delay")
     func deferredCommitsByItself() async throws {
         let scratch = try DiskTestDirectory()

@@ -5,8 +5,8 @@ extension DiskCache {
     ///
     /// | durability | a write returns after | lost in a process crash (kill -9) | lost in a power loss | a 1 KiB write |
     /// |---|---|---|---|---|
-    /// | ``deferred(maximumDelay:)`` | it is staged in memory, visible to this cache's readers in this process | the last `maximumDelay` of writes | the same, plus what the OS had not written | ~1 µs; ~11 µs sustained |
-    /// | ``processCrash`` (default) | it is in SQLite's WAL (and its file renamed into place) | nothing | the last writes before the loss | ~45 µs |
+    /// | ``deferred(maximumDelay:)`` | it is staged in memory, visible to this cache's readers in this process | the last `maximumDelay` of writes | the same, plus what the OS had not written | ~1 µs; ~6 µs sustained |
+    /// | ``processCrash`` (default) | it is in SQLite's WAL (and its file renamed into place) | nothing | the last writes before the loss | ~33 µs |
     /// | ``powerLoss`` | the WAL and the value's file are `fsync`ed | nothing | nothing the device acknowledged | one `fsync` (ms on most disks) |
     ///
     /// Whatever is lost is lost whole: a key reads as its previous value or as a miss, never as

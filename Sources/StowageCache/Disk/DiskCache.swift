@@ -130,6 +130,7 @@ public final class DiskCache: Sendable {
             )
         }
         try? flushAccessLog()
+        index.checkpointer?.close()
     }
 
     // MARK: - Reading

@@ -83,6 +83,7 @@ final class DiskCacheCommitQueue: Sendable {
             return Array(taken)
         }
         commit(batch)
+        index.checkpointer?.commitFinished()
         for ticket in batch.dropFirst() { ticket.done.signal() }
         let next = state.withLock { state in
             if state.queued.isEmpty { state.isCommitting = false }

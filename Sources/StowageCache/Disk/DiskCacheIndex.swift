@@ -50,6 +50,8 @@ struct DiskCacheIndex: Sendable {
     let isOpenedOnFullVolume: Bool
     /// The hot read's own connections; `nil` when ``isOpenedOnFullVolume``.
     let reader: DiskCacheReader?
+    /// Checkpoints the WAL beside the writers; `nil` when ``isOpenedOnFullVolume``.
+    let checkpointer: DiskCacheCheckpointer?
 
     /// The format this code writes, in SQLite's `user_version`. Format 1 (no version stored,
     /// user_version 0) lacked tags, compute times and the file-allocation total; format 2 the
@@ -128,6 +130,8 @@ struct DiskCacheIndex: Sendable {
         configuration.label = "stowage.disk-cache"
         configuration.prepareDatabase { db in
             try db.execute(sql: synchronous ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            // The checkpointer's thread does the work; this only bounds the WAL if it falls behind.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(DiskCacheCheckpointer.fallbackPages)")
         }
         self.path = path
         if Self.needsPrivateWALIndex(path: path) {
@@ -150,6 +154,7 @@ struct DiskCacheIndex: Sendable {
             pool = queue
             isOpenedOnFullVolume = true
             reader = nil
+            checkpointer = nil
             logger.warning(
                 """
                 disk cache index opened on a full volume: reads are served, writes fail until space returns, \
@@ -163,6 +168,7 @@ struct DiskCacheIndex: Sendable {
             self.pool = pool
             isOpenedOnFullVolume = false
             reader = DiskCacheReader(path: path)
+            checkpointer = DiskCacheCheckpointer(path: path, synchronous: synchronous)
         }
     }
 

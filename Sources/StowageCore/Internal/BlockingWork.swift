@@ -1,12 +1,6 @@
 import Dispatch
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Runs blocking file-system work off Swift's cooperative thread pool, on a bounded pool.
 ///
 /// Directory walks and `unlink` storms can block for seconds; holding a cooperative thread that
@@ -27,10 +21,12 @@ package enum BlockingWork {
     private static let lanes = (0..<limit).map { DispatchQueue(label: "org.stowage.blocking-io.\($0)") }
     private static let freeLanes = Lanes(count: limit)
 
-    /// Items that run at once: twice the processors, at least 4 and at most 64. Disk work waits
-    /// on the device more than on the CPU, so a few more than the cores keep a queue of requests
-    /// in the disk.
-    package static let limit = min(max(2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 4), 64)
+    /// Items that run at once: 64, whatever the cores. Disk work waits on the device or on a
+    /// lock more than on the CPU, and some of it waits long by design (another process's cache
+    /// lock, a slow disk): with a pool the size of the cores (4 lanes here) a few such waits
+    /// held up unrelated work for seconds in a loaded test run — a request collapser's waiters
+    /// timed out behind them. Lanes get their threads from dispatch only while they have work.
+    package static let limit = 64
 
     /// Runs `work` on the blocking-I/O pool and returns its result.
     package static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
