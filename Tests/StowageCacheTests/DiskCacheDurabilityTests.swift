@@ -86,6 +86,29 @@ struct DiskCacheDurabilityTests {
         #expect(try cache.dataBlocking(forKey: "m4999") == value)
     }
 
+    @Test("a key or tag with a NUL byte is refused, and never reaches another key's value")
+    func nulBytesInKeysAndTags() throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch)
+        try cache.setDataBlocking(Data("a".utf8), forKey: "a", tag: "t")
+        // SQLite text through GRDB ends at a NUL byte: "a\0b" would have been "a".
+        let keyError = try #require(throws: StowageError.self) {
+            try cache.setDataBlocking(Data("b".utf8), forKey: "a\u{0}b")
+        }
+        #expect(keyError.code == .invalidArgument)
+        #expect(keyError.message.contains("NUL"))
+        let tagError = try #require(throws: StowageError.self) {
+            try cache.setDataBlocking(Data("b".utf8), forKey: "b", tag: "t\u{0}x")
+        }
+        #expect(tagError.code == .invalidArgument)
+        #expect(try cache.dataBlocking(forKey: "a\u{0}b") == nil)
+        #expect(try cache.removeDataBlocking(forKey: "a\u{0}b") == false)
+        #expect(try cache.removeAllBlocking(tagged: "t\u{0}x").isEmpty)
+        #expect(try cache.containsBlocking(key: "b") == false)
+        #expect(try cache.dataBlocking(forKey: "a") == Data("a".utf8), "the value of \"a\" is untouched")
+        #expect(try cache.infoBlocking(forKey: "a")?.tag == "t")
+    }
+
     @Test("deferred batches commit by themselves within the delay")
     func deferredCommitsByItself() async throws {
         let scratch = try DiskTestDirectory()

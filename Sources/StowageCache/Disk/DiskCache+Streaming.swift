@@ -151,7 +151,8 @@ extension DiskCache {
 
     /// Starts writing the value of `key` in pieces.
     package func beginStreamingWrite(forKey key: String) throws -> StreamingWrite {
-        try StreamingWrite(cache: self, key: key)
+        try Self.checkStorable(key: key, tag: nil)
+        return try StreamingWrite(cache: self, key: key)
     }
 
     /// Opens the value of `key` for reading without loading a file value into memory.

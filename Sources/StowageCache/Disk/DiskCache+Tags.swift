@@ -54,6 +54,7 @@ extension DiskCache {
     /// Blocking variant of ``removeAll(tagged:)``.
     @discardableResult
     public func removeAllBlocking(tagged tag: String) throws -> [String] {
+        guard !Self.containsNUL(tag) else { return [] }  // never stored (checkStorable)
         try flushStagedWrites()
         let rows = try indexCall {
             try index.write { db in
@@ -71,6 +72,7 @@ extension DiskCache {
     /// Inserts an empty entry for `key` unless a live one exists; returns whether it did. Other
     /// processes see the claim at once, so it serves as a lock that expires by itself.
     func claim(_ key: String, for lifetime: TimeInterval) throws -> Bool {
+        try Self.checkStorable(key: key, tag: nil)
         try flushStagedWrites()
         let now = configuration.clock.now().timeIntervalSince1970
         return try indexCall {

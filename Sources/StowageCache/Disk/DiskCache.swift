@@ -226,6 +226,7 @@ public final class DiskCache: Sendable {
 
     /// `key`'s staged write, or its row in the index.
     func currentEntry(forKey key: String) throws -> DiskCacheIndex.Entry? {
+        guard !Self.containsNUL(key) else { return nil }  // never stored (checkStorable)
         if let staged = staging?.entry(forKey: key) { return staged }
         return try indexCall { try index.entry(forKey: key) }
     }
@@ -295,6 +296,7 @@ public final class DiskCache: Sendable {
         tag: String?,
         computeSeconds: Double?
     ) throws {
+        try Self.checkStorable(key: key, tag: tag)
         let now = configuration.clock.now().timeIntervalSince1970
         let lifetime = timeToLive ?? configuration.defaultTimeToLive
         var entry = DiskCacheIndex.Entry(
@@ -403,6 +405,7 @@ public final class DiskCache: Sendable {
     /// Blocking variant of ``removeData(forKey:)``.
     @discardableResult
     public func removeDataBlocking(forKey key: String) throws -> Bool {
+        guard !Self.containsNUL(key) else { return false }  // never stored (checkStorable)
         try flushStagedWrites()
         let removal = try indexCall {
             try index.write { db in try DiskCacheIndex.remove(db, where: "key = ?", arguments: [key]) }

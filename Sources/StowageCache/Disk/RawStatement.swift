@@ -47,9 +47,11 @@ struct RawStatement {
         sqlite3_bind_text(statement, index, utf8.baseAddress, Int32(utf8.count), nil)
     }
 
+    /// Binds `text` whole (a copy), NUL bytes included; `nil` leaves the parameter NULL.
     func bind(_ index: Int32, _ text: String?) {
-        guard let text else { return }  // unbound parameters are NULL
-        sqlite3_bind_text(statement, index, text, -1, SQLITE_TRANSIENT_DESTRUCTOR)
+        guard var text else { return }
+        // The byte count, not -1: a C string would end at an embedded NUL byte.
+        _ = text.withUTF8 { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_DESTRUCTOR) }
     }
 
     func bind(_ index: Int32, _ value: Int64?) {
