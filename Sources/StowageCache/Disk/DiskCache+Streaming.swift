@@ -160,13 +160,17 @@ extension DiskCache {
     /// - Returns: `nil` for a miss (absent, expired, or a file that is gone or has the wrong length).
     package func openValueBlocking(forKey key: String) throws -> OpenedValue? {
         let now = configuration.clock.now().timeIntervalSince1970
-        let entry: DiskCacheIndex.Entry
         switch try lookUp(key: key, now: now) {
         case .done(let stored):
             return stored.map { .data($0.data) }
-        case .needsBlockingWork(let found):
-            entry = found
+        case .needsBlockingWork(let entry):
+            return try open(entry, forKey: key, now: now)
         }
+    }
+
+    /// The rest of ``openValueBlocking(forKey:)`` once the index found `entry`: the value file
+    /// opened, or an inline value that failed its checks removed.
+    private func open(_ entry: DiskCacheIndex.Entry, forKey key: String, now: Double) throws -> OpenedValue? {
         guard let file = entry.file else {
             // An inline value that failed its checks: removed and counted as a miss.
             return try finishLookUp(key: key, entry: entry, now: now).map { .data($0.data) }
@@ -198,8 +202,8 @@ extension DiskCache {
         case .needsBlockingWork(let entry) where entry.file == nil || entry.size <= wholeLimit:
             return try await BlockingWork.run { try self.finishLookUp(key: key, entry: entry, now: now) }
                 .map { .data($0.data) }
-        case .needsBlockingWork:
-            return try await BlockingWork.run { try self.openValueBlocking(forKey: key) }
+        case .needsBlockingWork(let entry):
+            return try await BlockingWork.run { try self.open(entry, forKey: key, now: now) }
         }
     }
 

@@ -30,14 +30,7 @@ package enum BlockingWork {
 
     /// Runs `work` on the blocking-I/O pool and returns its result.
     package static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        let lane = await freeLanes.acquire()
-        return try await withCheckedThrowingContinuation { continuation in
-            lanes[lane].async {
-                let result = Result { try work() }
-                freeLanes.release(lane)
-                continuation.resume(with: result)
-            }
-        }
+        try await run { Result { try work() } }.get()
     }
 
     /// Runs non-throwing `work` on the blocking-I/O pool and returns its result.
