@@ -109,6 +109,49 @@ struct DiskCacheDurabilityTests {
         #expect(try cache.infoBlocking(forKey: "a")?.tag == "t")
     }
 
+    @Test("an index swapped for a symlink after open: the checkpointer never opens its target")
+    func symlinkedIndexIsNotFollowed() async throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch)
+        let value = Data(repeating: 7, count: 1_024)
+        try cache.setDataBlocking(value, forKey: "first")
+        // A database outside the cache, in WAL mode, with committed pages still in its WAL: a
+        // checkpoint through a link to it would copy them into it.
+        let outside = scratch.path + "/outside.sqlite"
+        var configuration = GRDB.Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = 0") }
+        let holder = try DatabasePool(path: outside, configuration: configuration)
+        try await holder.write { db in
+            try db.execute(sql: "CREATE TABLE entry(x); INSERT INTO entry VALUES (zeroblob(200000))")
+        }
+        func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        let outsideSize = size(outside)
+        let index = scratch.path + "/cache/index.sqlite"
+        #expect(rename(index, index + ".moved") == 0)
+        #expect(symlink(outside, index) == 0)
+        // Past two checkpoint marks (every 200 commits); the writer keeps its open file.
+        for index in 0..<400 { try cache.setDataBlocking(value, forKey: "k\(index)") }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(size(outside) == outsideSize, "nothing was checkpointed into the link's target")
+        _ = holder
+    }
+
+    @Test("an index swapped for a symlink to another cache's index: a new reader does not serve its values")
+    func symlinkedIndexIsNotRead() throws {
+        let scratch = try DiskTestDirectory()
+        let cache = try open(scratch)
+        try cache.setDataBlocking(Data("mine".utf8), forKey: "first")
+        let otherScratch = try DiskTestDirectory()
+        let other = try open(otherScratch)
+        try other.setDataBlocking(Data("planted".utf8), forKey: "first")
+        let index = scratch.path + "/cache/index.sqlite"
+        #expect(rename(index, index + ".moved") == 0)
+        #expect(symlink(otherScratch.path + "/cache/index.sqlite", index) == 0)
+        // No read happened before the swap, so this one opens a reader connection now.
+        let read = try? cache.dataBlocking(forKey: "first")
+        #expect(read != Data("planted".utf8), "the link's target must never be served")
+    }
+
     @Test("deferred batches commit by themselves within the delay")
     func deferredCommitsByItself() async throws {
         let scratch = try DiskTestDirectory()

@@ -77,7 +77,9 @@ final class DiskCacheCheckpointer: Sendable {
 
     private static func open(path: String, synchronous: Bool) -> OpaquePointer? {
         var connection: OpaquePointer?
-        guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
+        // NOFOLLOW: an index swapped for a symlink since the cache opened it is not followed out.
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
+        guard sqlite3_open_v2(path, &connection, flags, nil) == SQLITE_OK,
             let connection
         else {
             sqlite3_close_v2(connection)

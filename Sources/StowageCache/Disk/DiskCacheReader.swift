@@ -50,7 +50,9 @@ private final class ReadConnection: @unchecked Sendable {
 
     init(path: String) throws {
         var connection: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        // Opened later than the cache's own connections: NOFOLLOW keeps an index swapped for a
+        // symlink since then from being followed out of the cache's directory.
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         var status = sqlite3_open_v2(path, &connection, flags, nil)
         guard status == SQLITE_OK, let connection else {
             let error = Self.error(status, connection)
