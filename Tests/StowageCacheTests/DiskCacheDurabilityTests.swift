@@ -18,6 +18,13 @@ struct DiskCacheDurabilityTests {
         return try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
     }
 
+    /// Runs `work` on a thread of its own and waits for it without holding a cooperative thread.
+    private func onOwnThread(_ work: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
     /// Rows the index file holds for `key`, read with a connection of the test's own.
     private func committedRows(_ scratch: DiskTestDirectory, key: String) throws -> Int {
         try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
@@ -68,11 +75,11 @@ struct DiskCacheDurabilityTests {
         let index = scratch.path + "/cache/index.sqlite"
         func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
         let value = Data(repeating: 7, count: 1_024)
-        // Through the async API: thousands of blocking sets would hold a cooperative thread for
-        // seconds and starve the tests running beside this one.
+        // On a thread of their own: thousands of sets must neither hold a cooperative thread
+        // nor flood the pool with resumptions while other tests run beside this one.
         // ~1,000 commits of ~5 pages: under the writer's own fallback (8,000 pages), so only the
         // background checkpointer moves pages into the database file while the cache is open.
-        for index in 0..<1_000 { try await cache.setData(value, forKey: "k\(index)") }
+        try await onOwnThread { for index in 0..<1_000 { try cache.setDataBlocking(value, forKey: "k\(index)") } }
         var waited = 0
         while size(index) < 512 * 1_024, waited < 100 {
             try await Task.sleep(for: .milliseconds(100))
@@ -83,7 +90,9 @@ struct DiskCacheDurabilityTests {
         // within twice the writer's fallback (8,000 pages of 4 KiB plus frame headers; the WAL
         // restarts from its beginning only when a checkpoint caught up with every writer, and
         // the writer's checkpoint yields while the background one runs).
-        for index in 0..<20_000 { try await cache.setData(value, forKey: "m\(index % 5_000)") }
+        try await onOwnThread {
+            for index in 0..<20_000 { try cache.setDataBlocking(value, forKey: "m\(index % 5_000)") }
+        }
         #expect(size(index + "-wal") <= 16_000 * 4_120)
         #expect(try cache.dataBlocking(forKey: "m4999") == value)
     }
@@ -132,7 +141,7 @@ struct DiskCacheDurabilityTests {
         #expect(rename(index, index + ".moved") == 0)
         #expect(symlink(outside, index) == 0)
         // Past two checkpoint marks (every 200 commits); the writer keeps its open file.
-        for index in 0..<400 { try await cache.setData(value, forKey: "k\(index)") }
+        try await onOwnThread { for index in 0..<400 { try cache.setDataBlocking(value, forKey: "k\(index)") } }
         try await Task.sleep(for: .milliseconds(500))
         #expect(size(outside) == outsideSize, "nothing was checkpointed into the link's target")
         _ = holder
