@@ -48,6 +48,13 @@ public struct StoredResponse: Sendable, Hashable {
         forcedExpiry: Double? = nil,
         bodyLength: Int64? = nil
     ) {
+        var response = response
+        // RFC 9110 §6.6.1: a recipient with a clock that caches a response without Date appends
+        // the time it received it (the freshness rules already count from it), so every copy
+        // served later carries that time, not the time it is served.
+        if response.headerFields[.date] == nil {
+            response.headerFields[.date] = HTTPDate.format(Int64(responseTime))
+        }
         self.response = response
         self.facts = Facts(response.headerFields)
         self.requestTime = requestTime

@@ -12,6 +12,16 @@ import Testing
         #expect(privateRules.freshnessLifetime(of: res) == 60)
     }
 
+    @Test("RFC 9110 §6.6.1 a response stored without Date gets the time it was received, not a later one")
+    func missingDateIsReceiptTime() {
+        let res = stored(response(200, [("Cache-Control", "max-age=60")], date: nil), responseTime: t0 + 5)
+        #expect(res.response.headerFields[.date] == httpDate(t0 + 5))
+        #expect(privateRules.freshnessLifetime(of: res) == 60)
+        // A Date the origin sent is kept as it was.
+        let dated = stored(response(200, [("Cache-Control", "max-age=60")], date: t0 - 3), responseTime: t0 + 5)
+        #expect(dated.response.headerFields[.date] == httpDate(t0 - 3))
+    }
+
     @Test("§4.2.1 max-age gives the lifetime")
     func maxAge() {
         #expect(privateRules.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=120")]))) == 120)
