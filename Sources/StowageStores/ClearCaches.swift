@@ -14,7 +14,9 @@ import StowageCore
 ///
 /// What is emptied, in this order (the storage monitor's tiers): the temporary location; each
 /// disk cache in the caches location, HTTP caches first, through its index (`DiskCache.removeAll()`, so processes
-/// that have it open stay consistent); every other entry in the caches location; and each
+/// that have it open stay consistent, and the memory tiers of every ``HybridCache`` and HTTP cache
+/// over it — a running `stowage proxy` included — drop what they hold before their next read);
+/// every other entry in the caches location; and each
 /// registered purgeable directory. Documents (other than purgeable directories), application
 /// support (preferences' and secrets' data, databases) and preferences are never touched.
 ///

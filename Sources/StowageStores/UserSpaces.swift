@@ -25,9 +25,13 @@ import Darwin
 /// each of the user's directories out of the way (one atomic rename each), then deletes them
 /// and the user's database, and removes the journal last. A wipe cut short (kill -9, power
 /// loss) leaves its journal: the next ``UserSpaces`` of the container finishes it before it
-/// serves anyone, so a half-wiped user is never handed out. Close the user's open stores
-/// (caches, preferences, database pool) before wiping; a database still open elsewhere makes
-/// the wipe fail with `.busy` and stay pending.
+/// serves anyone, so a half-wiped user is never handed out.
+///
+/// The user's disk caches (and memory tiers over them) and preferences that are open while the
+/// wipe runs, in this process or another, are retired before their files go (see
+/// ``DiskCache/isRemoved``, ``Preferences/isRemoved``): they read as empty and refuse writes, and
+/// opening them again starts new, empty stores. Close the user's database pool first; a
+/// database still open elsewhere makes the wipe fail with `.busy` and stay pending.
 public final class UserSpaces: Sendable {
     /// The container.
     public let container: Container

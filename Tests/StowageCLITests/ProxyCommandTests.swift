@@ -78,6 +78,36 @@ import Glibc
         await origin.stop()
     }
 
+    @Test("stowage clear-caches on the proxy's container: the running proxy's next request misses and refetches")
+    func clearCachesReachesRunningProxy() async throws {
+        let origin = try await TestOriginServer.start { r in
+            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(r.index)")
+        }
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-clear-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (process, port, _) = try await Self.startProxy(["--upstream", origin.baseURL, "--root", root.path])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)/doc"))
+        func fetch() async throws -> (body: String, status: String) {
+            let (data, response) = try await URLSession.shared.data(from: url)
+            let status = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Status") ?? ""
+            return (String(decoding: data, as: UTF8.self), status)
+        }
+        _ = try await fetch()
+        let hit = try await fetch()
+        #expect(hit.body == "v1" && hit.status.contains("hit"), "\(hit)")
+
+        let clear = try StowageExecutable.run(["clear-caches", "--root", root.path])
+        #expect(clear.status == 0, "\(clear.standardError)")
+
+        let after = try await fetch()
+        #expect(after.body == "v2", "the cleared response must not be served from the proxy's memory")
+        #expect(!after.status.contains("hit"), "\(after.status)")
+        #expect(origin.requestCount == 2)
+        #expect(await Self.stop(process) == 0)
+        await origin.stop()
+    }
+
     @Test("stowage proxy rejects a bad upstream with a message and exit 64")
     func badUpstream() throws {
         let outcome = try StowageExecutable.run(["proxy", "--upstream", "ftp://example.com"])

@@ -5,6 +5,7 @@
 //   StowageCacheWorker write-deferred DIR FIRST COUNT   the same with deferred durability
 //                                                (10 ms batches), flushed before "done"
 //   StowageCacheWorker verify DIR FIRST COUNT    prints "present P missing M wrong W"
+//   StowageCacheWorker clear DIR 0 0             removes every value (another process's clear)
 //
 // Values depend only on the key's number; every seventh is larger than the inline threshold,
 // so both the index and the files are exercised.
@@ -36,7 +37,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(arguments[4]) else {
-    fail("usage: StowageCacheWorker write|write-deferred|verify DIR FIRST COUNT")
+    fail("usage: StowageCacheWorker write|write-deferred|verify|clear DIR FIRST COUNT")
 }
 var configuration = DiskCache.Configuration(name: "worker")
 configuration.sizeLimit = nil
@@ -68,6 +69,9 @@ do {
             }
         }
         say("present \(present) missing \(missing) wrong \(wrong)")
+    case "clear":
+        try cache.removeAllBlocking()
+        say("cleared")
     default:
         fail("unknown command \(arguments[1])")
     }

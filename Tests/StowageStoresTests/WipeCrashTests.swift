@@ -11,7 +11,7 @@ import Darwin
 #endif
 
 /// The worker executable built beside the tests (see Tests/StowageStoresWorker).
-private var workerURL: URL {
+var storesWorkerURL: URL {
     let candidates = [
         Bundle.main.bundleURL.appending(path: "StowageStoresWorker"),
         Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "StowageStoresWorker"),
@@ -50,7 +50,7 @@ struct WipeCrashTests {
                 }
             }
             let process = Process()
-            process.executableURL = workerURL
+            process.executableURL = storesWorkerURL
             process.arguments = ["wipe", fixture.root.path, "ada"]
             try process.run()
             await BlockingWork.run {

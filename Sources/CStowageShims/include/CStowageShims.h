@@ -22,6 +22,16 @@ static inline void stowage_atomic_store_u64(uint64_t *address, uint64_t value) {
     __atomic_store_n(address, value, __ATOMIC_SEQ_CST);
 }
 
+/// Adds to a 64-bit value in shared memory atomically; returns the value before.
+static inline uint64_t stowage_atomic_fetch_add_u64(uint64_t *address, uint64_t value) {
+    return __atomic_fetch_add(address, value, __ATOMIC_SEQ_CST);
+}
+
+/// Sets bits of a 64-bit value in shared memory atomically; returns the value before.
+static inline uint64_t stowage_atomic_fetch_or_u64(uint64_t *address, uint64_t bits) {
+    return __atomic_fetch_or(address, bits, __ATOMIC_SEQ_CST);
+}
+
 /// Sets an extended attribute on `path` without following a final symbolic link.
 int stowage_setxattr(const char *path, const char *name, const void *value, size_t size);
 /// Reads an extended attribute of `path` without following a final symbolic link.

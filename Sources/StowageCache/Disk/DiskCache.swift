@@ -23,6 +23,10 @@ import Synchronization
 ///   both are at ``Configuration/trimRatio`` of their limits (the seeds' half). Readers are never
 ///   blocked by it (SQLite WAL).
 /// - Several processes may open one directory; SQLite serializes their writes.
+/// - ``removeAll()`` advances the cache's generation (`.stowage-generation`, a counter in shared
+///   memory): every handle, in every process, sees it before its next read, and memory tiers
+///   over the cache drop what they hold. A handle whose directory is deleted (a user wipe, a
+///   cleaner) sees it retired: ``isRemoved``, reads miss, writes throw `.notFound`.
 /// - Reads record the access time in memory and write them to the index in batches, so a read
 ///   costs one indexed `SELECT`.
 ///
@@ -41,6 +45,12 @@ public final class DiskCache: Sendable {
     let trimScheduled = Atomic<Bool>(false)
     let trimQueue = DispatchQueue(label: "stowage.disk-cache.trim")
     let processLock: DiskCacheProcessLock
+    /// Advanced by ``removeAll()`` and retired when the directory is removed, in any process;
+    /// memory tiers over this cache (``HybridCache``, the HTTP cache) follow it.
+    package let storeGeneration: StoreGeneration
+    /// What this handle last saw of ``storeGeneration``: staged writes from before a clear are
+    /// dropped when it moves.
+    let generationWatch: GenerationWatch
     /// Shares transactions between writers that commit at the same time.
     let commits: DiskCacheCommitQueue
     /// Writes not committed yet; only with ``Durability/deferred(maximumDelay:)``.
@@ -84,6 +94,8 @@ public final class DiskCache: Sendable {
         let isOnlyUser = try lock.acquireExclusiveIfAlone()
         defer { lock.holdShared() }
         processLock = lock
+        storeGeneration = try StoreGeneration(directory: root)
+        generationWatch = GenerationWatch(storeGeneration)
         files = try DiskCacheFiles(root: root, synchronous: configuration.synchronousWrites)
         index = try Self.openIndex(
             path: Self.indexPath(in: directory),
@@ -227,6 +239,8 @@ public final class DiskCache: Sendable {
     /// `key`'s staged write, or its row in the index.
     func currentEntry(forKey key: String) throws -> DiskCacheIndex.Entry? {
         guard !Self.containsNUL(key) else { return nil }  // never stored (checkStorable)
+        // A removed cache serves nothing, even from the files this handle still holds open.
+        guard !StoreGeneration.isRetired(followGeneration()) else { return nil }
         if let staged = staging?.entry(forKey: key) { return staged }
         return try indexCall { try index.entry(forKey: key) }
     }
@@ -297,6 +311,8 @@ public final class DiskCache: Sendable {
         computeSeconds: Double?
     ) throws {
         try Self.checkStorable(key: key, tag: tag)
+        let generation = storeGeneration.value
+        if StoreGeneration.isRetired(generation) { throw removedError() }
         let now = configuration.clock.now().timeIntervalSince1970
         let lifetime = timeToLive ?? configuration.defaultTimeToLive
         var entry = DiskCacheIndex.Entry(
@@ -319,7 +335,7 @@ public final class DiskCache: Sendable {
             entry.inline = data
         }
         guard let staging else { return try commit(entry, forKey: key) }
-        let (replacedFile, schedulesFlush, isFull) = staging.stage(entry, forKey: key)
+        let (replacedFile, schedulesFlush, isFull) = staging.stage(entry, forKey: key, storeGeneration: generation)
         if let replacedFile { files.remove([replacedFile]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
         counters.recordWrite()
@@ -360,6 +376,7 @@ public final class DiskCache: Sendable {
     func flushStagedWrites() throws {
         guard let staging, !staging.isEmpty else { return }
         try stagedFlushLock.withLock { _ in
+            files.remove(staging.dropWrites(notAt: storeGeneration.value))
             let snapshot = staging.snapshot()
             guard !snapshot.isEmpty else { return }
             let outcomes: [DiskCacheCommitQueue.Outcome]
@@ -421,9 +438,17 @@ public final class DiskCache: Sendable {
     }
 
     /// Blocking variant of ``removeAll()``.
+    ///
+    /// Every handle of the cache, in this process and others, sees the clear before its next
+    /// read: memory tiers over it (``HybridCache``, the HTTP cache) drop what they hold, and
+    /// writes another process staged before the clear are dropped instead of committed.
     public func removeAllBlocking() throws {
         try flushStagedWrites()
         accessLog.withLock { $0.removeAll() }
+        // Before, so memory tiers stop serving at once; after, so none keeps a value it read
+        // back from the index while the rows were going.
+        storeGeneration.advance()
+        defer { storeGeneration.advance() }
         while true {
             let removal = try indexCall {
                 try index.write { db in try DiskCacheIndex.remove(db, where: "1", limit: 1_000) }
@@ -466,6 +491,7 @@ public final class DiskCache: Sendable {
 
     /// Runs an index operation, turning SQLite's errors into ``StowageError``.
     func indexCall<T>(_ body: () throws -> T) throws -> T {
+        if storeGeneration.isRetired { throw removedError() }
         do {
             return try body()
         } catch let error as DatabaseError {

@@ -11,6 +11,8 @@ final class DiskCacheStaging: Sendable {
     struct Staged: Sendable {
         var entry: DiskCacheIndex.Entry
         var generation: UInt64
+        /// The cache's ``StoreGeneration`` when the write was made: a clear since drops it.
+        var storeGeneration: UInt64
     }
 
     private struct State {
@@ -43,12 +45,14 @@ final class DiskCacheStaging: Sendable {
     ///   full (``writeLimit``, ``inlineByteLimit``), so the caller must flush now.
     func stage(
         _ entry: DiskCacheIndex.Entry,
-        forKey key: String
+        forKey key: String,
+        storeGeneration: UInt64
     ) -> (replacedFile: String?, schedulesFlush: Bool, isFull: Bool) {
         state.withLock { state in
             let generation = state.nextGeneration
             state.nextGeneration += 1
-            let replaced = state.staged.updateValue(Staged(entry: entry, generation: generation), forKey: key)
+            let staged = Staged(entry: entry, generation: generation, storeGeneration: storeGeneration)
+            let replaced = state.staged.updateValue(staged, forKey: key)
             state.inlineBytes += (entry.inline?.count ?? 0) - (replaced?.entry.inline?.count ?? 0)
             let schedulesFlush = !state.isFlushScheduled
             state.isFlushScheduled = true
@@ -83,6 +87,21 @@ final class DiskCacheStaging: Sendable {
                 state.inlineBytes -= staged.entry.inline?.count ?? 0
                 return state.staged.removeValue(forKey: key)?.entry
             }
+        }
+    }
+
+    /// Drops the writes made before the cache was cleared (at another store generation than
+    /// `storeGeneration`); returns their files.
+    func dropWrites(notAt storeGeneration: UInt64) -> [String] {
+        state.withLock { state in
+            var files: [String] = []
+            state.staged = state.staged.filter { _, staged in
+                if staged.storeGeneration == storeGeneration { return true }
+                state.inlineBytes -= staged.entry.inline?.count ?? 0
+                if let file = staged.entry.file { files.append(file) }
+                return false
+            }
+            return files
         }
     }
 

@@ -68,6 +68,9 @@ public final class HybridCache<Value: Sendable>: Sendable {
     let invalidationListener = Mutex<Task<Void, Never>?>(nil)
     /// Counts invalidations applied; a read-through fill that saw it change drops what it stored.
     package let invalidationGeneration = Atomic<UInt64>(0)
+    /// Follows the disk tier's generation: a clear or removal of the disk cache, by any handle in
+    /// any process, empties the memory tier before its next read.
+    let generationWatch: GenerationWatch
     /// Disk copies stored before it are confirmed against the shared level before use.
     let horizon: InvalidationHorizon
     /// Changes the shared level did not take (it was down), sent when it answers again.
@@ -100,6 +103,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         health = SharedTierHealth(name: disk.configuration.name, logger: disk.configuration.logger)
         sharedCounters = CacheCounters(name: disk.configuration.name, tier: "shared")
         horizon = InvalidationHorizon(clock: disk.configuration.clock)
+        generationWatch = GenerationWatch(disk.storeGeneration)
         pendingWrites = PendingSharedWrites(limit: sharedOptions.maximumPendingWrites)
         if let shared {
             startListening(to: shared)
@@ -119,6 +123,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// - Throws: ``StowageError`` when the disk tier cannot be read (never for a shared-level
     ///   failure, which reads as a miss).
     public func value(forKey key: String) async throws -> Value? {
+        let storeGeneration = followStoreGeneration()
         if let value = memory.value(forKey: key) { return value }
         let generation = invalidationGeneration.load(ordering: .acquiring)
         guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
@@ -136,7 +141,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
             // An invalidation applied since the disk read may have removed this copy; promoting
             // it now would bring it back into memory.
             if invalidationGeneration.load(ordering: .acquiring) == generation {
-                memory.setValue(value, forKey: key, cost: stored.data.count)
+                keepInMemory(value, forKey: key, cost: stored.data.count, timeToLive: nil, readAt: storeGeneration)
             }
             return value
         } catch {
@@ -203,6 +208,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         tag: String? = nil,
         computeSeconds: Double? = nil
     ) async throws {
+        let storeGeneration = followStoreGeneration()
         do {
             try await BlockingWork.run {
                 try self.disk.store(
@@ -217,7 +223,21 @@ public final class HybridCache<Value: Sendable>: Sendable {
             _ = memory.removeValue(forKey: key)
             throw error
         }
-        memory.setValue(value, forKey: key, cost: data.count, timeToLive: timeToLive)
+        keepInMemory(value, forKey: key, cost: data.count, timeToLive: timeToLive, readAt: storeGeneration)
+    }
+
+    /// The disk tier's generation now; the memory tier is emptied first when the disk cache was
+    /// cleared or removed since the last look.
+    @inline(__always)
+    func followStoreGeneration() -> UInt64 {
+        generationWatch.check { memory.removeAll() }
+    }
+
+    /// Puts a value read from or written to disk at `generation` in memory, unless a clear came
+    /// in between (the disk copy may be gone; memory must not outlive it).
+    private func keepInMemory(_ value: Value, forKey key: String, cost: Int, timeToLive: TimeInterval?, readAt generation: UInt64) {
+        memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
+        if !generationWatch.isCurrent(generation) { _ = memory.removeValue(forKey: key) }
     }
 
     /// Removes `key` from every tier; other nodes drop their copies.
@@ -235,7 +255,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// fleet-wide).
     public func removeAll() async throws {
         memory.removeAll()
-        try await disk.removeAll()
+        try await disk.removeAll()  // advances the generation: every other handle empties its memory
     }
 
     /// Removes every entry stored with `tag`; returns the keys removed.
@@ -271,6 +291,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         timeToLive: TimeInterval? = nil,
         orLoad load: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
+        _ = followStoreGeneration()
         if let value = memory.value(forKey: key) { return value }
         let task = loads.withLock { loads in
             if let running = loads[key] { return running }

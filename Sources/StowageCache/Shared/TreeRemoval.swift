@@ -46,6 +46,7 @@ struct TreeRemoval {
             isDirectory = status.type == .directory
         }
         if !isDirectory {
+            StoreGeneration.retireStores(named: [name], in: parent.descriptor)
             if unlinkat(parent.descriptor, name, 0) == 0 {
                 removed()
                 return
@@ -83,6 +84,8 @@ struct TreeRemoval {
             failures.append(.init(path: directory.path, message: error.message))
             return
         }
+        // Stores first, so that no open handle serves what is about to go (see StoreGeneration).
+        StoreGeneration.retireStores(named: entries.map(\.name).filter { !keeping.contains($0) }, in: directory.descriptor)
         for entry in entries where !keeping.contains(entry.name) {
             try remove(entry.name, type: entry.type, in: directory)
         }

@@ -115,6 +115,8 @@ public enum DirectoryClearing {
             )
             if name != "." && name != ".." && !keeping.contains(name) { names.append(name) }
         }
+        // Stores first, so that no open handle serves what is about to go (see StoreGeneration).
+        StoreGeneration.retireStores(named: names, in: descriptor)
         for name in names {
             try remove(name, in: descriptor, parentPath: path, report: &report, cancellation: cancellation)
         }

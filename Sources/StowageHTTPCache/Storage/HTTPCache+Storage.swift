@@ -14,6 +14,7 @@ extension HTTPCache {
     /// The stored variants of `key`, memory first.
     func variants(for key: CacheKey) async throws -> [VariantRecord] {
         let recordKey = Self.recordKey(key)
+        let generation = followStoreGeneration()
         if case .variants(let records) = memory.value(forKey: recordKey) { return records }
         var data: Data?
         if let stored = try await disk.storedData(forKey: recordKey) {
@@ -26,7 +27,7 @@ extension HTTPCache {
         guard let data else { return [] }
         do {
             let records = try VariantRecord.decode(data)
-            memory.setValue(.variants(records), forKey: recordKey, cost: data.count)
+            keepInMemory(.variants(records), forKey: recordKey, cost: data.count, readAt: generation)
             return records
         } catch {
             configuration.logger.warning("discarding an unreadable HTTP cache record", metadata: ["uri": "\(key.uri)"])
@@ -86,6 +87,19 @@ extension HTTPCache {
         await unshareBody(bodyKey)
     }
 
+    /// The disk cache's generation now; the memory tier is emptied first when the disk cache
+    /// was cleared or removed since the last look.
+    @inline(__always)
+    func followStoreGeneration() -> UInt64 {
+        generationWatch.check { memory.removeAll() }
+    }
+
+    /// Keeps what was read from disk at `generation` in memory, unless a clear came in between.
+    func keepInMemory(_ entry: MemoryEntry, forKey key: String, cost: Int, readAt generation: UInt64) {
+        memory.setValue(entry, forKey: key, cost: cost)
+        if !generationWatch.isCurrent(generation) { memory.removeValue(forKey: key) }
+    }
+
     static func makeBodyKey() -> String {
         "b " + String(UInt64.random(in: 0...UInt64.max), radix: 16)
             + String(UInt64.random(in: 0...UInt64.max), radix: 16)
@@ -98,6 +112,7 @@ extension HTTPCache {
     /// The body of `record`: from memory, from the index or its file whole, or streamed from its file.
     /// `nil` when it is gone (evicted separately from its record).
     func body(of record: VariantRecord) async throws -> HTTPBody? {
+        let generation = followStoreGeneration()
         if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
         if record.isMemoryOnly { return nil }
         let bodyKey = record.bodyKey
@@ -106,14 +121,16 @@ extension HTTPCache {
             guard let data = await sharedData(forKey: bodyKey) else { return nil }
             let bytes = [UInt8](data)
             try await disk.setData(data, forKey: bodyKey)
-            if Int64(bytes.count) <= memoryBodyLimit { memory.setValue(.body(bytes), forKey: bodyKey, cost: bytes.count) }
+            if Int64(bytes.count) <= memoryBodyLimit {
+                keepInMemory(.body(bytes), forKey: bodyKey, cost: bytes.count, readAt: generation)
+            }
             return HTTPBody(bytes: bytes)
         }
         switch opened {
         case .data(let data):
             let bytes = [UInt8](data)
             if Int64(bytes.count) <= memoryBodyLimit {
-                memory.setValue(.body(bytes), forKey: bodyKey, cost: bytes.count)
+                keepInMemory(.body(bytes), forKey: bodyKey, cost: bytes.count, readAt: generation)
             }
             return HTTPBody(bytes: bytes)
         case .file(let reader):

@@ -36,6 +36,9 @@ public final class HTTPCache: Sendable {
     let revalidations = RequestCollapser()
     /// Records on disk stored before it are confirmed against the shared level before use.
     let horizon: InvalidationHorizon
+    /// Follows the disk cache's generation: a clear or removal by any handle in any process
+    /// (`stowage clear-caches` beside a running proxy) empties the memory tier before its next read.
+    let generationWatch: GenerationWatch
 
     /// What the memory tier holds: the variant records of a URL, or one body.
     enum MemoryEntry: Sendable {
@@ -66,6 +69,7 @@ public final class HTTPCache: Sendable {
         memory = try MemoryCache(configuration: memoryConfiguration)
         sharedHealth = SharedTierHealth(name: configuration.name, logger: configuration.logger)
         horizon = InvalidationHorizon(clock: configuration.clock)
+        generationWatch = GenerationWatch(disk.storeGeneration)
         startListeningForInvalidations()
     }
 
@@ -89,6 +93,9 @@ public final class HTTPCache: Sendable {
     var diskBodyLimit: Int64 { Int64(Double(configuration.diskCapacity.rawValue) * configuration.maximumEntryFraction) }
 
     /// Removes every stored response.
+    ///
+    /// Every other handle of the cache's directory, in this process or another, drops its memory
+    /// tier before its next read.
     public func removeAll() async throws {
         memory.removeAll()
         try await disk.removeAll()

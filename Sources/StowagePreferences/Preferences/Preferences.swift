@@ -71,7 +71,7 @@ public final class Preferences: Sendable {
         _ = try url.checkedFileSystemPath(subject: "the preferences file")
         let key = url.standardizedFileURL.path
         return try registry.withLock { registry in
-            if let open = registry[key]?.preferences { return open }
+            if let open = registry[key]?.preferences, !open.isRemoved { return open }
             let preferences = try Preferences(url: url, options: options)
             registry[key] = WeakPreferences(preferences: preferences)
             return preferences
@@ -95,6 +95,12 @@ public final class Preferences: Sendable {
             )
         }
     }
+
+    /// Whether the suite's file was removed while open (a ``UserSpaces`` wipe of its user, a
+    /// cleaner deleting its directory), in this process or another. A removed suite reads as
+    /// empty and refuses writes with ``StowageError`` `.notFound`; opening the path again starts a
+    /// new, empty suite.
+    public var isRemoved: Bool { state.withLock { $0.isRemoved } }
 
     /// What opening this suite found damaged and repaired; `nil` when the file was sound.
     ///

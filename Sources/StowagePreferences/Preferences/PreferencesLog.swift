@@ -11,8 +11,9 @@ import Darwin
 /// The file behind one preferences suite: a 4 KiB header shared through `mmap`, then records.
 ///
 /// Header layout (little-endian): magic `STWPREF1` (8 bytes), format version (UInt32), unused
-/// (UInt32), the committed end (UInt64: the offset where the last complete record ends), and a
-/// superseded flag (UInt64). The header page is mapped `MAP_SHARED`, so a store to it is seen at
+/// (UInt32), the committed end (UInt64: the offset where the last complete record ends), a
+/// superseded flag (UInt64), and the store's generation (UInt64 at offset 32, see
+/// `StoreGeneration`: its top bit is set when a wipe or cleaner removes the file). The header page is mapped `MAP_SHARED`, so a store to it is seen at
 /// once by every process that has the file open.
 ///
 /// - A writer takes the `flock` exclusively, appends a record after the committed end with one
@@ -32,6 +33,7 @@ final class PreferencesLog {
     private static let magic: [UInt8] = Array("STWPREF1".utf8)
     private static let committedEndOffset = 16
     private static let supersededOffset = 24
+    private static let generationOffset = 32
 
     let path: String
     let descriptor: Int32
@@ -73,6 +75,14 @@ final class PreferencesLog {
         stowage_atomic_store_u64(
             header.advanced(by: Self.supersededOffset).assumingMemoryBound(to: UInt64.self),
             value ? 1 : 0
+        )
+    }
+
+    /// Set when the file was removed as part of a store (a user wipe, a cleaner) while open:
+    /// its values are gone for everyone.
+    var isRetired: Bool {
+        StoreGeneration.isRetired(
+            stowage_atomic_load_u64(header.advanced(by: Self.generationOffset).assumingMemoryBound(to: UInt64.self))
         )
     }
 

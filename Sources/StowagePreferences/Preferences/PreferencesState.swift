@@ -36,6 +36,14 @@ struct PreferencesState {
         while true {
             let log = try PreferencesLog.open(path: path)
             try log.lockExclusive()
+            if log.isRetired {
+                // Its store was removed and the deletion did not finish: the values are not to be
+                // served again. Start the suite afresh.
+                logger.notice("preferences: removing a file its store's removal left behind", metadata: ["path": "\(path)"])
+                if !log.isReplacedAtPath { unlink(path) }
+                log.unlock()
+                continue
+            }
             if log.isSuperseded {
                 if log.isReplacedAtPath {
                     log.unlock()
@@ -123,11 +131,17 @@ struct PreferencesState {
 
     // MARK: - Reading
 
-    /// Whether another process committed records, or replaced the file, since the last catch-up.
-    var isBehind: Bool { log.committedEnd != applied || log.isSuperseded }
+    /// Whether another process committed records, or replaced or removed the file, since the
+    /// last catch-up.
+    var isBehind: Bool { log.committedEnd != applied || log.isSuperseded || log.isRetired }
+
+    /// Whether the file was removed with its store (``PreferencesLog/isRetired``): nothing is
+    /// served from it any more.
+    var isRemoved: Bool { log.isRetired }
 
     /// Applies what other processes wrote since the last catch-up; returns the changes.
     mutating func catchUp() throws -> [Change] {
+        if log.isRetired { return forgetAll() }
         if log.isSuperseded && log.isReplacedAtPath { return try reopen() }
         let committed = log.committedEnd
         guard committed > applied else { return [] }
@@ -144,6 +158,12 @@ struct PreferencesState {
         applied = end
         recordCount += records.count
         return changes
+    }
+
+    /// Drops every value (the file was removed with its store) and returns the removals.
+    private mutating func forgetAll() -> [Change] {
+        defer { values.removeAll() }
+        return values.keys.map { ($0, nil) }
     }
 
     /// Switches to the file a compaction put at the path and returns how values differ.
@@ -218,6 +238,16 @@ struct PreferencesState {
     mutating func withExclusiveLock<T>(_ body: (inout PreferencesState) throws -> T) throws -> (T, [Change]) {
         var changes: [Change] = []
         while true {
+            if log.isRetired {
+                throw StowageError(
+                    code: .notFound,
+                    message: """
+                        the preferences file \(log.path) was removed with its store (a user wipe or a cleaner) \
+                        while open; open the preferences again to store values
+                        """,
+                    path: log.path
+                )
+            }
             try log.lockExclusive()
             if !log.isSuperseded || !log.isReplacedAtPath { break }
             log.unlock()
