@@ -37,7 +37,7 @@ struct BenchTool: AsyncParsableCommand {
             DiskUsageTreeScenario(), MemoryCacheScenario(), HTTPCacheLookupScenario(),
             PreferencesScenario(operation: .set), PreferencesScenario(operation: .get),
         ] + DiskCacheScenario.all + DiskCacheHotPathScenario.all + [CleanerScenario(), PurgeSweepScenario(), AccountScenario()]
-            + SharedTierScenario.all + [HybridDiskReadScenario(), ChecksumScenario()] + AsyncHopScenario.all
+            + SharedTierScenario.all + [HybridDiskReadScenario(), HybridMemoryHitScenario(), ChecksumScenario()] + AsyncHopScenario.all
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())

@@ -11,7 +11,7 @@ struct StorageMonitorTests {
     final class CountingCache: Purging {
         let purges = Atomic<Int>(0)
         let purgingName = "counting"
-        func purge() async throws -> ByteCount {
+        func purge(_ request: PurgeRequest) async throws -> ByteCount {
             purges.add(1, ordering: .relaxed)
             return 5 * .megabyte
         }
@@ -102,7 +102,7 @@ struct StorageMonitorTests {
             self.volume = volume
             self.frees = frees
         }
-        func purge() async throws -> ByteCount {
+        func purge(_ request: PurgeRequest) async throws -> ByteCount {
             log.names.withLock { $0.append(purgingName) }
             volume.available.withLock { $0 = $0 + frees }
             return frees

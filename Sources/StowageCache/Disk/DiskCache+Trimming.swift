@@ -27,17 +27,31 @@ extension DiskCache {
     /// cache is within its limits as of the call.
     @discardableResult
     public func trim() async throws -> TrimReport {
-        try await withCheckedThrowingContinuation { continuation in
-            trimQueue.async {
-                continuation.resume(with: Result { try self.trimNow() })
-            }
-        }
+        try await trim(freeing: .zero)
     }
 
     /// Blocking variant of ``trim()``.
     @discardableResult
     public func trimBlocking() throws -> TrimReport {
-        try trimQueue.sync { try trimNow() }
+        try trimBlocking(freeing: .zero)
+    }
+
+    /// Trims as ``trim()`` does, then goes on below the limits until `bytes` of values are gone
+    /// since the call (expired ones count), least recently used first: what storage pressure
+    /// asks (``purge(_:)``).
+    @discardableResult
+    public func trim(freeing bytes: ByteCount) async throws -> TrimReport {
+        try await withCheckedThrowingContinuation { continuation in
+            trimQueue.async {
+                continuation.resume(with: Result { try self.trimNow(freeing: bytes.rawValue) })
+            }
+        }
+    }
+
+    /// Blocking variant of ``trim(freeing:)``.
+    @discardableResult
+    public func trimBlocking(freeing bytes: ByteCount) throws -> TrimReport {
+        try trimQueue.sync { try trimNow(freeing: bytes.rawValue) }
     }
 
     func isOverLimit(count: Int, size: Int64) -> Bool {
@@ -65,10 +79,11 @@ extension DiskCache {
     }
 
     /// The trim itself; always on `trimQueue`.
-    private func trimNow() throws -> TrimReport {
+    private func trimNow(freeing bytesToFree: Int64 = 0) throws -> TrimReport {
         try flushStagedWrites()
         try flushAccessLog()
         var report = TrimReport()
+        let sizeAtStart = bytesToFree > 0 ? try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }.size : 0
         let now = configuration.clock.now().timeIntervalSince1970
         // 1. Expired and too-old entries.
         var condition = "(expires IS NOT NULL AND expires <= ?)"
@@ -98,8 +113,12 @@ extension DiskCache {
         let countTarget = configuration.countLimit.flatMap {
             totals.count > $0 ? Int(Double($0) * configuration.trimRatio) : nil
         }
-        let sizeTarget = configuration.sizeLimit.flatMap {
+        var sizeTarget = configuration.sizeLimit.flatMap {
             totals.size > $0.rawValue ? Int64(Double($0.rawValue) * configuration.trimRatio) : nil
+        }
+        if bytesToFree > 0 {
+            // Storage pressure: below the limits if need be.
+            sizeTarget = min(sizeTarget ?? .max, max(0, sizeAtStart - bytesToFree))
         }
         var evictedForCount = 0
         var evictedForSize = 0

@@ -21,6 +21,17 @@ public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, Cust
     }
 }
 
+/// What a ``StorageMonitor`` asks of one ``Purging`` member: the bytes the volume still needs
+/// back to leave pressure.
+public struct PurgeRequest: Sendable, Hashable {
+    /// Bytes to free; zero asks only that the member's own limits and policies be applied.
+    public var bytesToFree: ByteCount
+
+    public init(bytesToFree: ByteCount = .zero) {
+        self.bytesToFree = bytesToFree
+    }
+}
+
 /// Something that can give space back when the volume runs short: what a ``StorageMonitor``
 /// calls, tier by tier.
 public protocol Purging: Sendable {
@@ -30,27 +41,35 @@ public protocol Purging: Sendable {
     /// When it is purged relative to others; ``PurgingTier/cache`` unless it says otherwise.
     var purgingTier: PurgingTier { get }
 
-    /// Frees what it can without losing anything that cannot be regenerated.
+    /// Frees what it can without losing anything that cannot be regenerated: at least
+    /// `request.bytesToFree` when it holds that much, going below its own limits if it must,
+    /// least valuable first.
     ///
     /// - Returns: The bytes freed.
-    func purge() async throws -> ByteCount
+    func purge(_ request: PurgeRequest) async throws -> ByteCount
 }
 
 extension Purging {
     public var purgingTier: PurgingTier { .cache }
+
+    /// Applies the member's own limits and policies only (a request for zero bytes).
+    public func purge() async throws -> ByteCount {
+        try await purge(PurgeRequest())
+    }
 }
 
 extension DiskCache: Purging {
     /// The cache's ``DiskCache/Configuration/name``.
     public var purgingName: String { configuration.name }
 
-    /// Trims the cache now (``trim()``): expired and too-old entries, then least recently used
-    /// ones down to the target of any limit it is over.
+    /// Trims the cache now (``trim(freeing:)``): expired and too-old entries, then least
+    /// recently used ones down to the target of any limit it is over, and further, below its
+    /// limits, until `request.bytesToFree` bytes of values are gone (or the cache is empty).
     ///
     /// - Returns: The bytes of values removed.
-    public func purge() async throws -> ByteCount {
+    public func purge(_ request: PurgeRequest) async throws -> ByteCount {
         let before = try await usage().size
-        let report = try await trim()
+        let report = try await trim(freeing: request.bytesToFree)
         return max(.zero, before - report.remainingSize)
     }
 }

@@ -32,6 +32,15 @@ extension StorageMonitor {
             self.logger = logger
         }
 
+        /// The bytes that would bring `capacity` back above both thresholds; zero when it is not
+        /// under pressure.
+        public func bytesToRelieve(_ capacity: VolumeCapacity) -> ByteCount {
+            let available = capacity.availableForOpportunisticUsage.rawValue
+            let byFraction = Int64((Double(capacity.total.rawValue) * minimumFreeFraction).rounded(.up)) - available
+            let byBytes = minimumFreeBytes.rawValue - available
+            return ByteCount(max(0, byFraction, byBytes))
+        }
+
         /// Whether `capacity` is below either threshold.
         public func isUnderPressure(_ capacity: VolumeCapacity) -> Bool {
             let fraction =

@@ -18,8 +18,11 @@ import Synchronization
 /// ```
 ///
 /// Under pressure means opportunistic capacity below ``Configuration/minimumFreeFraction`` of
-/// the volume (10%) or below ``Configuration/minimumFreeBytes`` (200 MB). What was freed goes to
-/// the log, to ``reports()`` subscribers and to the `onReport` callback.
+/// the volume (10%) or below ``Configuration/minimumFreeBytes`` (200 MB). Each member is asked
+/// for the bytes still missing (``PurgeRequest``, ``Configuration/bytesToRelieve(_:)``), so a
+/// cache inside its own limits still gives back what the volume needs, least valuable entries
+/// first; the capacity is read again after each tier. What was freed goes to the log, to
+/// ``reports()`` subscribers and to the `onReport` callback.
 public final class StorageMonitor: Sendable {
     /// Thresholds, interval, logger.
     public let configuration: Configuration
@@ -76,6 +79,9 @@ public final class StorageMonitor: Sendable {
         }
     }
 
+    /// Times a tier is asked for what is still missing before the next tier's turn.
+    static let passesPerTier = 3
+
     /// Adds a cache to purge under pressure.
     public func add(_ cache: any Purging) {
         state.withLock { $0.caches.append(cache) }
@@ -102,12 +108,16 @@ public final class StorageMonitor: Sendable {
         var sweep: PurgeReport?
         var freed: [(name: String, bytesFreed: ByteCount)] = []
         let purgers = state.withLock { $0.caches }
+        var missing = configuration.bytesToRelieve(before)
+        var lastSeen = before
         // Tier by tier, cheapest loss first; stop as soon as the pressure is gone.
         for tier in PurgingTier.allCases {
             try Task.checkCancellation()
             if tier == .purgeableDirectories, let purgeable {
                 do {
-                    sweep = try await purgeable.sweep()
+                    let swept = try await purgeable.sweep()
+                    sweep = swept
+                    missing = max(.zero, missing - swept.bytesFreed)
                 } catch is CancellationError {
                     throw CancellationError()
                 } catch {
@@ -115,20 +125,43 @@ public final class StorageMonitor: Sendable {
                 }
             }
             let members = purgers.filter { $0.purgingTier == tier }
-            for cache in members {
-                try Task.checkCancellation()
-                do {
-                    freed.append((cache.purgingName, try await cache.purge()))
-                } catch {
-                    errors.append(error)
-                    logger.error(
-                        "purging a cache failed",
-                        metadata: ["cache": "\(cache.purgingName)", "error": "\(error)"]
-                    )
-                }
-            }
             guard !members.isEmpty || (tier == .purgeableDirectories && purgeable != nil) else { continue }
-            if let now = try? await BlockingWork.run({ try capacity() }), !configuration.isUnderPressure(now) {
+            var relieved = false
+            // Members count the bytes of their values; the volume also sees allocation rounding,
+            // index pages and other writers. What the volume says wins: a tier whose pass made the
+            // volume's free space grow is asked again for what is still missing, a few times at most.
+            for _ in 0..<Self.passesPerTier {
+                var freedThisPass = ByteCount.zero
+                for cache in members {
+                    try Task.checkCancellation()
+                    do {
+                        let bytes = try await cache.purge(PurgeRequest(bytesToFree: missing))
+                        if let index = freed.firstIndex(where: { $0.name == cache.purgingName }) {
+                            freed[index].bytesFreed += bytes
+                        } else {
+                            freed.append((cache.purgingName, bytes))
+                        }
+                        freedThisPass += bytes
+                        missing = max(.zero, missing - bytes)
+                    } catch {
+                        errors.append(error)
+                        logger.error(
+                            "purging a cache failed",
+                            metadata: ["cache": "\(cache.purgingName)", "error": "\(error)"]
+                        )
+                    }
+                }
+                guard let now = try? await BlockingWork.run({ try capacity() }) else { break }
+                if !configuration.isUnderPressure(now) {
+                    relieved = true
+                    break
+                }
+                missing = configuration.bytesToRelieve(now)
+                let volumeGained = now.availableForOpportunisticUsage > lastSeen.availableForOpportunisticUsage
+                lastSeen = now
+                if freedThisPass == .zero || !volumeGained { break }
+            }
+            if relieved {
                 logger.info("storage pressure relieved", metadata: ["after": "\(tier)"])
                 break
             }

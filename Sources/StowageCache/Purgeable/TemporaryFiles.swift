@@ -29,12 +29,16 @@ public struct TemporaryFiles: Purging {
     public var purgingName: String { "temporary" }
     public var purgingTier: PurgingTier { .temporary }
 
-    /// Removes the old entries; returns the allocated bytes freed.
-    public func purge() async throws -> ByteCount {
+    /// Removes the entries older than ``minimumAge``; returns the allocated bytes freed.
+    ///
+    /// `request.bytesToFree` does not make it remove newer entries: those may be files the app is
+    /// writing right now, and losing them is not a cache miss. The monitor moves on to the
+    /// caches for the rest.
+    public func purge(_ request: PurgeRequest) async throws -> ByteCount {
         try await BlockingWork.run { try purgeBlocking() }
     }
 
-    /// Blocking variant of ``purge()``.
+    /// Blocking variant of ``purge(_:)``.
     public func purgeBlocking() throws -> ByteCount {
         let path = container.url(for: .temporary).fileSystemPath
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)

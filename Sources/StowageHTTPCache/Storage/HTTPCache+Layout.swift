@@ -47,10 +47,10 @@ extension HTTPCache: Purging {
     /// HTTP responses go before other caches: the network has them all.
     public var purgingTier: PurgingTier { .httpCache }
 
-    /// Trims the disk tier now (expired entries, then least recently used down to its target)
-    /// and empties the memory tier.
-    public func purge() async throws -> ByteCount {
+    /// Trims the disk tier now (expired entries, then least recently used down to its target,
+    /// and below it until `request.bytesToFree` bytes are gone) and empties the memory tier.
+    public func purge(_ request: PurgeRequest) async throws -> ByteCount {
         memory.removeAll()
-        return try await disk.purge()
+        return try await disk.purge(request)
     }
 }
