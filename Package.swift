@@ -211,7 +211,7 @@ let package = Package(
         // A child process for the cache tests: writes, gets killed, shares a directory.
         .executableTarget(
             name: "StowageCacheWorker",
-            dependencies: ["StowageCache"],
+            dependencies: ["StowageCache", "StowageCore"],
             path: "Tests/StowageCacheWorker",
             swiftSettings: swiftSettings
         ),

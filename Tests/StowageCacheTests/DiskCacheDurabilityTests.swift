@@ -19,12 +19,6 @@ struct DiskCacheDurabilityTests {
     }
 
     /// Runs `work` on a thread of its own and waits for it without holding a cooperative thread.
-    private func onOwnThread(_ work: @escaping @Sendable () throws -> Void) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
-        }
-    }
-
     /// Rows the index file holds for `key`, read with a connection of the test's own.
     private func committedRows(_ scratch: DiskTestDirectory, key: String) throws -> Int {
         try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in

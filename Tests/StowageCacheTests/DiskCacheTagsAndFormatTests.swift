@@ -100,7 +100,7 @@ struct DiskCacheTagsAndFormatTests {
         let version = try await DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
             try Int.fetchOne(db, sql: "PRAGMA user_version")
         }
-        #expect(version == 3)
+        #expect(version == 4)
     }
 
     @Test("an index of a newer format is refused with .unsupported and left untouched, even with rebuild on")
@@ -112,7 +112,7 @@ struct DiskCacheTagsAndFormatTests {
             try cache.setDataBlocking(Data("keep".utf8), forKey: "k")
         }
         let index = directory.appending(path: "index.sqlite").path
-        try DatabaseQueue(path: index).write { db in try db.execute(sql: "PRAGMA user_version = 4") }
+        try DatabaseQueue(path: index).write { db in try db.execute(sql: "PRAGMA user_version = 5") }
 
         var configuration = DiskCache.Configuration()
         configuration.corruptIndexPolicy = .rebuild
@@ -120,7 +120,7 @@ struct DiskCacheTagsAndFormatTests {
             try DiskCache(directory: directory, configuration: configuration)
         }
         #expect(error?.code == .unsupported)
-        #expect(error?.message.contains("format 4") == true)
+        #expect(error?.message.contains("format 5") == true)
         let kept = try DatabaseQueue(path: index).read { db in
             try Data.fetchOne(db, sql: "SELECT inline FROM entry WHERE key = 'k'")
         }

@@ -52,44 +52,17 @@ struct StoragePressureTests {
         #expect(try cache.usageBlocking().count == 0)
     }
 
-    /// Mounts a tmpfs of `size` at a new directory; `nil` where this process may not mount.
-    private static func mountSmallVolume(size: String) throws -> URL? {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-tmpfs-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(filePath: "/bin/mount")
-        process.arguments = ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory.path]
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            try? FileManager.default.removeItem(at: directory)
-            return nil
-        }
-        return directory
-    }
-
-    private static func unmount(_ directory: URL) {
-        let process = Process()
-        process.executableURL = URL(filePath: "/bin/umount")
-        process.arguments = ["-l", directory.path]
-        try? process.run()
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
     @Test("on a full small volume the monitor frees space until it is back above the threshold; documents stay")
     func monitorRelievesARealVolume() async throws {
         // A real 64 MiB tmpfs when this machine lets us mount one; otherwise the same real caches
         // and files in a temporary directory, with the volume's size injected and its use measured.
-        let mounted = try Self.mountSmallVolume(size: "64m")
-        defer { if let mounted { Self.unmount(mounted) } }
+        let volume = SmallVolume(bytes: 64 << 20)
         let scratch = try DiskTestDirectory()
-        let root = mounted ?? scratch.url
+        let root = volume.map { URL(filePath: $0.path) } ?? scratch.url
         let container = Container(root: root.appending(path: "app"))
         let volumeSize = ByteCount(64 << 20)
         let noReserves = VolumeCapacity.Reserves(important: .bytes(.zero), opportunistic: .bytes(.zero))
-        let isMounted = mounted != nil
+        let isMounted = volume != nil
         let capacity: @Sendable () throws -> VolumeCapacity = {
             if isMounted { return try VolumeCapacity.forVolumeBlocking(containing: root, reserves: noReserves) }
             let used = try DiskUsage.measureBlocking(root).totals.allocatedBytes

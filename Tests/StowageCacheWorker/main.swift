@@ -6,11 +6,16 @@
 //                                                (10 ms batches), flushed before "done"
 //   StowageCacheWorker verify DIR FIRST COUNT    prints "present P missing M wrong W"
 //   StowageCacheWorker clear DIR 0 0             removes every value (another process's clear)
+//   StowageCacheWorker write-hard DIR FIRST COUNT   writes as `write`, 2 ms apart, into a cache
+//                                                with a hard 16 MB limit (trimmed to 12 MB),
+//                                                printing "committed N T" after each, T being the
+//                                                time (seconds since 1970) taken before the set
 //
 // Values depend only on the key's number; every seventh is larger than the inline threshold,
 // so both the index and the files are exercised.
 import Foundation
 import StowageCache
+import StowageCore
 
 func value(for number: Int) -> Data {
     let count = number % 7 == 0 ? 40_000 + number % 1_000 : 100 + number % 3_000
@@ -37,11 +42,16 @@ func fail(_ message: String) -> Never {
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(arguments[4]) else {
-    fail("usage: StowageCacheWorker write|write-deferred|verify|clear DIR FIRST COUNT")
+    fail("usage: StowageCacheWorker write|write-deferred|write-hard|verify|clear DIR FIRST COUNT")
 }
 var configuration = DiskCache.Configuration(name: "worker")
 configuration.sizeLimit = nil
 if arguments[1] == "write-deferred" { configuration.durability = .deferred(maximumDelay: 0.01) }
+if arguments[1] == "write-hard" {
+    configuration.sizeLimit = ByteCount(16_000_000)
+    configuration.sizeLimitEnforcement = .hard
+    configuration.trimRatio = 0.75
+}
 let directory = URL(filePath: arguments[2], directoryHint: .isDirectory)
 
 do {
@@ -57,6 +67,14 @@ do {
         }
         try cache.flushBlocking()
         say("done")
+    case "write-hard":
+        say("open")
+        for number in first..<(first + count) {
+            let started = Date().timeIntervalSince1970
+            try cache.setDataBlocking(value(for: number), forKey: "key-\(number)")
+            say("committed \(number) \(started)")
+            usleep(2_000)
+        }
     case "verify":
         var present = 0
         var missing = 0

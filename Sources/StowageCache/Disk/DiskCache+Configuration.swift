@@ -14,9 +14,18 @@ extension DiskCache {
     public struct Configuration: Sendable {
         /// A name for logs and metrics (the `cache` dimension).
         public var name: String
-        /// The most bytes of values the cache keeps (values' lengths, not allocated blocks);
-        /// `nil` for no limit. Default: 150 MB.
+        /// The most bytes the cache keeps, counted as ``sizeAccounting`` says and enforced as
+        /// ``sizeLimitEnforcement`` says; `nil` for no limit. Default: 150 MB.
         public var sizeLimit: ByteCount?
+        /// What ``sizeLimit`` counts. Default ``SizeAccounting/logical``.
+        public var sizeAccounting: SizeAccounting
+        /// When ``sizeLimit`` is enforced. Default ``SizeLimitEnforcement/trimAfterWrite``.
+        public var sizeLimitEnforcement: SizeLimitEnforcement
+        /// Whether a value stored as a file is first checked against the volume's capacity for
+        /// important usage, so that one larger than the free space is refused with `.noSpace`
+        /// before any byte is written (one `statvfs`, only for values over
+        /// ``inlineThreshold``). Default `true`.
+        public var checksVolumeCapacity: Bool
         /// The most entries the cache keeps; `nil` (the default) for no limit.
         public var countLimit: Int?
         /// Entries older than this many seconds, by ``ageBasis``, are removed; `nil` (the
@@ -65,6 +74,9 @@ extension DiskCache {
         public init(name: String = "disk") {
             self.name = name
             self.sizeLimit = ByteCount(150_000_000)
+            self.sizeAccounting = .logical
+            self.sizeLimitEnforcement = .trimAfterWrite
+            self.checksVolumeCapacity = true
             self.countLimit = nil
             self.maximumAge = nil
             self.ageBasis = .accessed
@@ -119,6 +131,29 @@ extension DiskCache {
                 throw StowageError.invalidArgument("the disk cache's inlineThreshold must not be negative")
             }
         }
+    }
+
+    /// What a disk cache's ``Configuration/sizeLimit`` counts.
+    public enum SizeAccounting: Sendable, Hashable {
+        /// The values' lengths.
+        case logical
+        /// The space the values take: a file value counts its size rounded up to 4 KiB blocks
+        /// (the block of ext4, XFS and APFS; the seeds' `totalFileAllocatedSize`), an inline
+        /// value its length (it shares the index's pages).
+        case allocated
+    }
+
+    /// When a disk cache enforces its ``Configuration/sizeLimit``.
+    public enum SizeLimitEnforcement: Sendable, Hashable {
+        /// A write that takes the cache over the limit schedules a background trim (down to
+        /// ``Configuration/trimRatio`` of it): writes never wait for evictions, and the cache can
+        /// be over its limit until the trim has run. The seeds' behaviour.
+        case trimAfterWrite
+        /// The transaction that stores a value first evicts least-recently-used entries (down to
+        /// ``Configuration/trimRatio`` of the limit), so the committed size never passes the
+        /// limit, whichever process writes. A value that cannot fit even in an empty cache is
+        /// refused with `.noSpace` before any byte is written.
+        case hard
     }
 
     /// The date an entry's age is measured from.

@@ -83,7 +83,10 @@ extension DiskCache {
         try flushStagedWrites()
         try flushAccessLog()
         var report = TrimReport()
-        let sizeAtStart = bytesToFree > 0 ? try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }.size : 0
+        let accounting = configuration.sizeAccounting
+        let sizeAtStart =
+            bytesToFree > 0
+            ? try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) } }.size : 0
         let now = configuration.clock.now().timeIntervalSince1970
         // 1. Expired and too-old entries.
         var condition = "(expires IS NOT NULL AND expires <= ?)"
@@ -105,10 +108,11 @@ extension DiskCache {
         counters.recordEviction(.expired, count: report.expired)
 
         // 2. Least recently used, until back at the targets of the limits that were exceeded.
-        var totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
+        var totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) } }
         if isOverLimit(count: totals.count, size: totals.size) {
             // Before evicting on the word of the `totals` row, check it against the rows.
-            totals = try repairTotalsIfWrong()
+            _ = try repairTotalsIfWrong()
+            totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) } }
         }
         let countTarget = configuration.countLimit.flatMap {
             totals.count > $0 ? Int(Double($0) * configuration.trimRatio) : nil
@@ -129,10 +133,10 @@ extension DiskCache {
                     // Select exactly what is needed (at most one batch) in LRU order.
                     let rows = try Row.fetchAll(
                         db,
-                        sql: "SELECT key, size FROM entry ORDER BY accessed LIMIT ?",
+                        sql: "SELECT key, size, file IS NOT NULL FROM entry ORDER BY accessed LIMIT ?",
                         arguments: [Self.trimBatchSize]
                     )
-                    var current = try DiskCacheIndex.totals(db)
+                    var current = try DiskCacheIndex.totals(db, accounting: accounting)
                     var keys: [String] = []
                     for row in rows {
                         let stillOver =
@@ -141,7 +145,7 @@ extension DiskCache {
                         guard stillOver else { break }
                         keys.append(row[0])
                         current.count -= 1
-                        current.size -= row[1] as Int64
+                        current.size -= DiskCacheIndex.accountedSize(row[1], isFile: row[2], accounting: accounting)
                     }
                     var removal = DiskCacheIndex.Removal()
                     for key in keys {
@@ -149,7 +153,7 @@ extension DiskCache {
                         removal.count += part.count
                         removal.files += part.files
                     }
-                    return (removal, try DiskCacheIndex.totals(db))
+                    return (removal, try DiskCacheIndex.totals(db, accounting: accounting))
                 }
             }
             files.remove(removal.files)
@@ -160,8 +164,9 @@ extension DiskCache {
         counters.recordEviction(.countLimit, count: evictedForCount)
         counters.recordEviction(.costLimit, count: evictedForSize)
         report.evicted = evictedForCount + evictedForSize
-        report.remainingCount = totals.count
-        report.remainingSize = ByteCount(totals.size)
+        let logical = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
+        report.remainingCount = logical.count
+        report.remainingSize = ByteCount(logical.size)
         return report
     }
 }

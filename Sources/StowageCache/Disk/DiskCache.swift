@@ -103,7 +103,7 @@ public final class DiskCache: Sendable {
             configuration: configuration,
             isOnlyUser: isOnlyUser
         )
-        commits = DiskCacheCommitQueue(index: index)
+        commits = DiskCacheCommitQueue(index: index, budget: configuration.budget, accounting: configuration.sizeAccounting)
         if case .deferred(let maximumDelay) = configuration.durability {
             staging = DiskCacheStaging(maximumDelay: maximumDelay)
         } else {
@@ -311,6 +311,7 @@ public final class DiskCache: Sendable {
         computeSeconds: Double?
     ) throws {
         try Self.checkStorable(key: key, tag: tag)
+        try checkRoom(for: data.count)
         let generation = storeGeneration.value
         if StoreGeneration.isRetired(generation) { throw removedError() }
         let now = configuration.clock.now().timeIntervalSince1970
@@ -381,7 +382,7 @@ public final class DiskCache: Sendable {
             guard !snapshot.isEmpty else { return }
             let outcomes: [DiskCacheCommitQueue.Outcome]
             do {
-                outcomes = try indexCall {
+                outcomes = try committing {
                     try commits.commit(snapshot.map { .init(key: $0.key, entry: $0.staged.entry) })
                 }
             } catch {
@@ -389,6 +390,7 @@ public final class DiskCache: Sendable {
                 throw error
             }
             staging.settle(snapshot)
+            for outcome in outcomes { settleEvictions(outcome.evicted) }
             files.remove(outcomes.compactMap(\.replacedFile))
             if let last = outcomes.last, isOverLimit(count: last.count, size: last.size) { scheduleTrim() }
         }
@@ -402,11 +404,12 @@ public final class DiskCache: Sendable {
         let outcome: DiskCacheCommitQueue.Outcome
         do {
             try flushStagedWrites()
-            outcome = try indexCall { try commits.commit([.init(key: key, entry: entry)])[0] }
+            outcome = try committing { try commits.commit([.init(key: key, entry: entry)])[0] }
         } catch {
             if let file = entry.file { files.remove([file]) }
             throw error
         }
+        settleEvictions(outcome.evicted)
         if let replaced = outcome.replacedFile { files.remove([replaced]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
         counters.recordWrite()

@@ -23,8 +23,24 @@ final class DiskCacheCommitQueue: Sendable {
         /// The file of the value this write replaced, to remove now that the commit is durable.
         var replacedFile: String?
         var count: Int
+        /// As the cache's ``DiskCache/SizeAccounting`` counts it.
         var size: Int64
+        /// What the transaction evicted to stay within a hard size limit; on the first outcome of
+        /// the batch only, so that one caller removes the files.
+        var evicted = DiskCacheIndex.Removal()
     }
+
+    /// A hard size limit, enforced inside each commit's transaction.
+    struct Budget: Sendable {
+        /// The most bytes the committed cache may hold.
+        var limit: Int64
+        /// Where an eviction stops.
+        var target: Int64
+        var accounting: DiskCache.SizeAccounting
+    }
+
+    /// A batch that cannot fit the budget even with everything else evicted.
+    struct OverBudget: Error {}
 
     private final class Ticket: @unchecked Sendable {
         // Written by the leader before `done.signal()`, read by the owner after `done.wait()`.
@@ -41,12 +57,16 @@ final class DiskCacheCommitQueue: Sendable {
     }
 
     private let index: DiskCacheIndex
+    private let budget: Budget?
+    private let accounting: DiskCache.SizeAccounting
     private let state = Mutex(State())
     /// Writes per transaction at most, so one commit stays short.
     private static let batchLimit = 512
 
-    init(index: DiskCacheIndex) {
+    init(index: DiskCacheIndex, budget: Budget? = nil, accounting: DiskCache.SizeAccounting = .logical) {
         self.index = index
+        self.budget = budget
+        self.accounting = accounting
     }
 
     /// Commits `writes` (in one transaction with each other, and with whatever other callers
@@ -98,28 +118,41 @@ final class DiskCacheCommitQueue: Sendable {
     /// Commits `batch` in one transaction, or ticket by ticket if that fails.
     private func commit(_ batch: [Ticket]) {
         do {
-            let outcomes = try index.write { db in
-                let replaced = try batch.map { ticket in
-                    try ticket.writes.map { try DiskCacheIndex.upsert(db, key: $0.key, entry: $0.entry) }
-                }
-                let totals = try DiskCacheIndex.totals(db)
-                return replaced.map { files in
-                    files.map { Outcome(replacedFile: $0, count: totals.count, size: totals.size) }
-                }
-            }
+            let outcomes = try index.write { db in try commit(batch.map(\.writes), in: db) }
             for (ticket, outcome) in zip(batch, outcomes) { ticket.outcomes = .success(outcome) }
         } catch {
             for ticket in batch {
-                ticket.outcomes = Result {
-                    try index.write { db in
-                        let replaced = try ticket.writes.map {
-                            try DiskCacheIndex.upsert(db, key: $0.key, entry: $0.entry)
-                        }
-                        let totals = try DiskCacheIndex.totals(db)
-                        return replaced.map { Outcome(replacedFile: $0, count: totals.count, size: totals.size) }
-                    }
-                }
+                ticket.outcomes = Result { try index.write { db in try commit([ticket.writes], in: db)[0] } }
             }
         }
+    }
+
+    /// Upserts `groups` of writes in the caller's transaction, evicting first when they would take
+    /// the cache over its ``Budget``; one outcome per write, per group.
+    ///
+    /// - Throws: ``OverBudget`` when the writes cannot fit even with every other entry evicted
+    ///   (the transaction then rolls back).
+    private func commit(_ groups: [[Write]], in db: Database) throws -> [[Outcome]] {
+        let replaced = try groups.map { writes in
+            try writes.map { try DiskCacheIndex.upsert(db, key: $0.key, entry: $0.entry) }
+        }
+        var evicted = DiskCacheIndex.Removal()
+        if let budget, try DiskCacheIndex.totals(db, accounting: budget.accounting).size > budget.limit {
+            let written = Set(groups.joined().map(\.key))
+            let eviction = try DiskCacheIndex.evict(
+                db,
+                downTo: budget.target,
+                accounting: budget.accounting,
+                sparing: written
+            )
+            evicted = eviction.removal
+            if !eviction.reached, try DiskCacheIndex.totals(db, accounting: budget.accounting).size > budget.limit {
+                throw OverBudget()
+            }
+        }
+        let totals = try DiskCacheIndex.totals(db, accounting: accounting)
+        var outcomes = replaced.map { files in files.map { Outcome(replacedFile: $0, count: totals.count, size: totals.size) } }
+        if !outcomes.isEmpty, !outcomes[0].isEmpty { outcomes[0][0].evicted = evicted }
+        return outcomes
     }
 }

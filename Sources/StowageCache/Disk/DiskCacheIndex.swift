@@ -34,7 +34,7 @@ struct DiskCacheIndex: Sendable {
     }
 
     /// What a removal took out of the index: the files to unlink after the commit.
-    struct Removal {
+    struct Removal: Sendable {
         var count = 0
         var files: [String] = []
     }
@@ -56,13 +56,19 @@ struct DiskCacheIndex: Sendable {
     /// The format this code writes, in SQLite's `user_version`. Format 1 (no version stored,
     /// user_version 0) lacked tags, compute times and the file-allocation total; format 2 the
     /// values' checksums. Both are migrated in place on open; their rows keep no checksum and
-    /// are served unverified until they are rewritten.
-    static let formatVersion = 3
+    /// are served unverified until they are rewritten. Format 3 lacked the file-size total
+    /// (allocated-size accounting).
+    static let formatVersion = 4
 
     /// Bytes a value file takes, estimated as its size rounded up to 4 KiB blocks (the block of
     /// ext4, XFS and APFS), kept in `totals.file_allocated` so reports need no scan.
     private static func fileAllocation(_ row: String) -> String {
         "CASE WHEN \(row).file IS NOT NULL THEN (\(row).size + 4095) / 4096 * 4096 ELSE 0 END"
+    }
+
+    /// The size of a value that is a file; 0 for an inline one.
+    private static func fileSize(_ row: String) -> String {
+        "CASE WHEN \(row).file IS NOT NULL THEN \(row).size ELSE 0 END"
     }
 
     static let schema = """
@@ -86,20 +92,24 @@ struct DiskCacheIndex: Sendable {
             id INTEGER PRIMARY KEY CHECK (id = 0),
             count INTEGER NOT NULL,
             size INTEGER NOT NULL,
-            file_allocated INTEGER NOT NULL DEFAULT 0
+            file_allocated INTEGER NOT NULL DEFAULT 0,
+            file_size INTEGER NOT NULL DEFAULT 0
         );
         INSERT OR IGNORE INTO totals (id, count, size) VALUES (0, 0, 0);
         CREATE TRIGGER IF NOT EXISTS entry_inserted AFTER INSERT ON entry BEGIN
             UPDATE totals SET count = count + 1, size = size + NEW.size,
-                file_allocated = file_allocated + \(fileAllocation("NEW")) WHERE id = 0;
+                file_allocated = file_allocated + \(fileAllocation("NEW")),
+                file_size = file_size + \(fileSize("NEW")) WHERE id = 0;
         END;
         CREATE TRIGGER IF NOT EXISTS entry_deleted AFTER DELETE ON entry BEGIN
             UPDATE totals SET count = count - 1, size = size - OLD.size,
-                file_allocated = file_allocated - \(fileAllocation("OLD")) WHERE id = 0;
+                file_allocated = file_allocated - \(fileAllocation("OLD")),
+                file_size = file_size - \(fileSize("OLD")) WHERE id = 0;
         END;
         CREATE TRIGGER IF NOT EXISTS entry_changed AFTER UPDATE OF size, file ON entry BEGIN
             UPDATE totals SET size = size - OLD.size + NEW.size,
-                file_allocated = file_allocated - \(fileAllocation("OLD")) + \(fileAllocation("NEW")) WHERE id = 0;
+                file_allocated = file_allocated - \(fileAllocation("OLD")) + \(fileAllocation("NEW")),
+                file_size = file_size - \(fileSize("OLD")) + \(fileSize("NEW")) WHERE id = 0;
         END;
         """
 
@@ -118,6 +128,15 @@ struct DiskCacheIndex: Sendable {
 
     /// Brings format 2 to format 3: the values' checksums (NULL for the rows already there).
     static let migrationFrom2 = "ALTER TABLE entry ADD COLUMN checksum INTEGER;"
+
+    /// Brings format 3 to format 4: the file-size total, computed once, and triggers that keep it.
+    static let migrationFrom3 = """
+        ALTER TABLE totals ADD COLUMN file_size INTEGER NOT NULL DEFAULT 0;
+        UPDATE totals SET file_size = (SELECT COALESCE(SUM(\(fileSize("entry"))), 0) FROM entry) WHERE id = 0;
+        DROP TRIGGER IF EXISTS entry_inserted;
+        DROP TRIGGER IF EXISTS entry_deleted;
+        DROP TRIGGER IF EXISTS entry_changed;
+        """
 
     /// Opens (creating if needed) the index at `path`.
     ///
@@ -218,7 +237,8 @@ struct DiskCacheIndex: Sendable {
         }
         if version < formatVersion, try db.tableExists("entry") {
             if version < 2 { try db.execute(sql: migrationFrom1) }
-            try db.execute(sql: migrationFrom2)
+            if version < 3 { try db.execute(sql: migrationFrom2) }
+            try db.execute(sql: migrationFrom3)
             logger.notice(
                 "disk cache index migrated",
                 metadata: ["path": "\(path)", "from": "\(max(version, 1))", "to": "\(formatVersion)"]
@@ -320,16 +340,21 @@ struct DiskCacheIndex: Sendable {
     static func repairTotals(_ db: Database) throws -> (totals: (count: Int, size: Int64), wasWrong: Bool) {
         let actual = try Row.fetchOne(
             db,
-            sql: "SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(SUM(\(fileAllocation("entry"))), 0) FROM entry"
+            sql: """
+                SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(SUM(\(fileAllocation("entry"))), 0),
+                    COALESCE(SUM(\(fileSize("entry"))), 0) FROM entry
+                """
         )!
-        let recorded = try Row.fetchOne(db, sql: "SELECT count, size, file_allocated FROM totals WHERE id = 0")
-        let (count, size, allocated): (Int, Int64, Int64) = (actual[0], actual[1], actual[2])
+        let recorded = try Row.fetchOne(db, sql: "SELECT count, size, file_allocated, file_size FROM totals WHERE id = 0")
+        let (count, size, allocated, fileSize): (Int, Int64, Int64, Int64) = (actual[0], actual[1], actual[2], actual[3])
         let wasWrong =
-            recorded.map { ($0[0] as Int, $0[1] as Int64, $0[2] as Int64) != (count, size, allocated) } ?? true
+            recorded.map {
+                ($0[0] as Int, $0[1] as Int64, $0[2] as Int64, $0[3] as Int64) != (count, size, allocated, fileSize)
+            } ?? true
         if wasWrong {
             try db.execute(
-                sql: "INSERT OR REPLACE INTO totals (id, count, size, file_allocated) VALUES (0, ?, ?, ?)",
-                arguments: [count, size, allocated]
+                sql: "INSERT OR REPLACE INTO totals (id, count, size, file_allocated, file_size) VALUES (0, ?, ?, ?, ?)",
+                arguments: [count, size, allocated, fileSize]
             )
         }
         return ((count, size), wasWrong)
@@ -340,6 +365,60 @@ struct DiskCacheIndex: Sendable {
         try RawStatement(db, sql: "SELECT count, size FROM totals WHERE id = 0").run { statement in
             try statement.step() ? (Int(statement.int64(0)), statement.int64(1)) : (0, 0)
         }
+    }
+
+    /// Count and total size of the values as `accounting` counts them, from the `totals` row.
+    static func totals(_ db: Database, accounting: DiskCache.SizeAccounting) throws -> (count: Int, size: Int64) {
+        switch accounting {
+        case .logical:
+            return try totals(db)
+        case .allocated:
+            // Inline values count their bytes (they share the index's pages); files their blocks.
+            return try RawStatement(db, sql: "SELECT count, size - file_size + file_allocated FROM totals WHERE id = 0")
+                .run { statement in try statement.step() ? (Int(statement.int64(0)), statement.int64(1)) : (0, 0) }
+        }
+    }
+
+    /// What one value counts for under `accounting`: see ``totals(_:accounting:)``.
+    static func accountedSize(_ size: Int64, isFile: Bool, accounting: DiskCache.SizeAccounting) -> Int64 {
+        accounting == .allocated && isFile ? (size + 4095) / 4096 * 4096 : size
+    }
+
+    /// Removes least-recently-used rows, never those of `sparing`, until the accounted size is
+    /// at most `target`; inside the caller's transaction.
+    ///
+    /// - Returns: What was removed, and whether the target was reached.
+    static func evict(
+        _ db: Database,
+        downTo target: Int64,
+        accounting: DiskCache.SizeAccounting,
+        sparing: Set<String>
+    ) throws -> (removal: Removal, reached: Bool) {
+        var removal = Removal()
+        var current = try totals(db, accounting: accounting).size
+        var offset = 0
+        while current > target {
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT key, size, file IS NOT NULL FROM entry ORDER BY accessed LIMIT 256 OFFSET ?",
+                arguments: [offset]
+            )
+            if rows.isEmpty { break }
+            var spared = 0
+            for row in rows where current > target {
+                let key: String = row[0]
+                if sparing.contains(key) {
+                    spared += 1
+                    continue
+                }
+                let part = try remove(db, where: "key = ?", arguments: [key])
+                removal.count += part.count
+                removal.files += part.files
+                current -= accountedSize(row[1], isFile: row[2], accounting: accounting)
+            }
+            offset += spared  // the rows removed no longer shift the window
+        }
+        return (removal, current <= target)
     }
 
     /// Deletes the rows matched by `whereClause` (oldest access first, at most `limit`).

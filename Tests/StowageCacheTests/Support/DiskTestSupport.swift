@@ -81,3 +81,11 @@ struct DiskTestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+/// Runs blocking `work` (a long write loop, a wait for processes) on a thread of its own, not on
+/// one of Swift's few cooperative threads.
+func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}

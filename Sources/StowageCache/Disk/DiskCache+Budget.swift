@@ -1,0 +1,76 @@
+import Foundation
+import StowageCore
+
+// Hard size limits and the volume's capacity, checked before a write (see
+// ``DiskCache/SizeLimitEnforcement/hard`` and ``DiskCache/Configuration/checksVolumeCapacity``).
+
+extension DiskCache.Configuration {
+    /// The hard limit the commit queue enforces; `nil` without one.
+    var budget: DiskCacheCommitQueue.Budget? {
+        guard sizeLimitEnforcement == .hard, let sizeLimit else { return nil }
+        return .init(
+            limit: sizeLimit.rawValue,
+            target: Int64(Double(sizeLimit.rawValue) * trimRatio),
+            accounting: sizeAccounting
+        )
+    }
+}
+
+extension DiskCache {
+    /// Refuses, before any byte is written, a value that cannot fit the cache's hard limit or the
+    /// volume.
+    func checkRoom(for count: Int) throws {
+        let isFile = count > configuration.inlineThreshold
+        if let budget = configuration.budget {
+            let cost = DiskCacheIndex.accountedSize(Int64(count), isFile: isFile, accounting: budget.accounting)
+            if cost > budget.limit {
+                throw StowageError(
+                    code: .noSpace,
+                    message: """
+                        a value of \(ByteCount(cost).formatted(.seed)) cannot fit the disk cache '\(configuration.name)', \
+                        whose hard size limit is \(ByteCount(budget.limit).formatted(.seed)); raise sizeLimit or store \
+                        the value elsewhere
+                        """,
+                    path: directory.fileSystemPath
+                )
+            }
+        }
+        guard isFile, configuration.checksVolumeCapacity else { return }
+        let capacity = try VolumeCapacity.forVolumeBlocking(containing: directory)
+        if Int64(count) > capacity.availableForImportantUsage.rawValue {
+            throw StowageError(
+                code: .noSpace,
+                message: """
+                    a value of \(ByteCount(Int64(count)).formatted(.seed)) is larger than the space the volume has for \
+                    important data (\(capacity.availableForImportantUsage.formatted(.seed)) of \
+                    \(capacity.available.formatted(.seed)) free); nothing was written — free space on the volume
+                    """,
+                path: directory.fileSystemPath
+            )
+        }
+    }
+
+    /// Runs a commit, turning the commit queue's ``DiskCacheCommitQueue/OverBudget`` into a typed
+    /// error and SQLite's errors into ``StowageError``.
+    func committing<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try indexCall(body)
+        } catch is DiskCacheCommitQueue.OverBudget {
+            throw StowageError(
+                code: .noSpace,
+                message: """
+                    the values written together do not fit the disk cache '\(configuration.name)''s hard size limit \
+                    even with every other entry evicted; raise sizeLimit
+                    """,
+                path: directory.fileSystemPath
+            )
+        }
+    }
+
+    /// Removes the files of entries a commit evicted to stay within the hard limit, and counts them.
+    func settleEvictions(_ evicted: DiskCacheIndex.Removal) {
+        guard evicted.count > 0 else { return }
+        files.remove(evicted.files)
+        counters.recordEviction(.costLimit, count: evicted.count)
+    }
+}
