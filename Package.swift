@@ -181,8 +181,9 @@ let package = Package(
             name: "StowageCLI",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
-                "StowageStores", "StowageProxy", "StowageSharedTier", "StowageRedis",
+                "StowageStores", "StowageProxy", "StowageSharedTier", "StowageRedis", "StowageHTTPCache",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -41,6 +41,7 @@ public final class CachingProxy: Sendable {
         cacheConfiguration.diskCapacity = configuration.diskCapacity
         cacheConfiguration.logger = configuration.logger
         cacheConfiguration.sharedTier = configuration.sharedTier
+        cacheConfiguration.targetedFields = configuration.targetedFields
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),

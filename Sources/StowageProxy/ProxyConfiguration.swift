@@ -1,7 +1,9 @@
 import Foundation
+import HTTPTypes
 import Logging
 import StowageCache
 import StowageCore
+import StowageHTTPCache
 
 /// How a ``CachingProxy`` listens, where it forwards and how it caches.
 public struct ProxyConfiguration: Sendable {
@@ -39,6 +41,12 @@ public struct ProxyConfiguration: Sendable {
     /// A cache level shared with other proxies (e.g. `RedisSharedTier`): proxies configured with
     /// the same one serve each other's stored responses. Default `nil` (this proxy's cache only).
     public var sharedTier: (any SharedCacheTier)?
+    /// RFC 9213 targeted cache-control fields the proxy follows instead of `Cache-Control` and
+    /// `Expires`, in order of precedence (the first one a response carries with a valid value
+    /// wins). Default `["CDN-Cache-Control"]`; add a name of your own (e.g.
+    /// `Stowage-Cache-Control`) to address this proxy alone, or set `[]` to follow
+    /// `Cache-Control` only.
+    public var targetedFields: [HTTPField.Name]
 
     /// A configuration with the defaults above.
     public init(upstream: Upstream, cacheDirectory: URL, host: String = "127.0.0.1", port: Int = 8080) {
@@ -54,6 +62,7 @@ public struct ProxyConfiguration: Sendable {
         maximumRequestBodySize = ByteCount(16_000_000)
         requestBodyIdleTimeout = .seconds(60)
         sharedTier = nil
+        targetedFields = [CacheRules.cdnCacheControl]
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

@@ -108,6 +108,17 @@ import Glibc
         await origin.stop()
     }
 
+    @Test("stowage proxy rejects a --targeted-cache-control that is no field name, or Cache-Control itself, with exit 64")
+    func badTargetedField() throws {
+        for (value, message) in [("bad name", "is not a header field name"), ("Cache-Control", "not Cache-Control itself")] {
+            let outcome = try StowageExecutable.run([
+                "proxy", "--upstream", "http://127.0.0.1:1", "--targeted-cache-control", value,
+            ])
+            #expect(outcome.status == 64)
+            #expect(outcome.standardError.contains(message), "\(outcome.standardError)")
+        }
+    }
+
     @Test("stowage proxy rejects a bad upstream with a message and exit 64")
     func badUpstream() throws {
         let outcome = try StowageExecutable.run(["proxy", "--upstream", "ftp://example.com"])

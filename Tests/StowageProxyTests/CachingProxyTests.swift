@@ -35,6 +35,44 @@ import Testing
         }
     }
 
+    @Test("RFC 9213 §2.2 the proxy follows CDN-Cache-Control over Cache-Control: no-store, and forwards it")
+    func cdnCacheControl() async throws {
+        try await ProxyHarness.run(script: { r in
+            .init(fields: [("Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }) { h in
+            _ = try await h.get("/cdn")
+            let hit = try await h.get("/cdn")
+            #expect(hit.text == "v1")
+            #expect(hit.cacheStatus.hasPrefix("stowage; hit"))
+            #expect(hit.headers["CDN-Cache-Control"].first == "max-age=60")
+            #expect(hit.headers["Cache-Control"].first == "no-store", "browsers still get the origin's Cache-Control")
+            #expect(h.origin.requestCount == 1)
+        }
+    }
+
+    @Test("RFC 9213 §2.1 a targeted field of the operator's own goes first; with none configured Cache-Control rules")
+    func ownTargetedField() async throws {
+        let script: TestOriginServer.Script = { r in
+            .init(
+                fields: [("Cache-Control", "max-age=60"), ("Stowage-Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")],
+                body: "v\(r.index)"
+            )
+        }
+        try await ProxyHarness.run(
+            configure: { $0.targetedFields = [HTTPField.Name("Stowage-Cache-Control")!, CacheRules.cdnCacheControl] },
+            script: script
+        ) { h in
+            _ = try await h.get("/own")
+            #expect(try await h.get("/own").text == "v2", "Stowage-Cache-Control: no-store wins")
+        }
+        try await ProxyHarness.run(configure: { $0.targetedFields = [] }, script: { r in
+            .init(fields: [("Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }) { h in
+            _ = try await h.get("/plain")
+            #expect(try await h.get("/plain").text == "v2", "no targeted fields: Cache-Control: no-store rules")
+        }
+    }
+
     @Test("§5.2.2.7 a private response is not stored by the proxy")
     func privateNotShared() async throws {
         try await ProxyHarness.run(script: { r in

@@ -10,12 +10,13 @@ extension CacheRules {
         if let forced = stored.forcedExpiry {
             return max(0, forced - stored.responseTime) + correctedInitialAge(of: stored)
         }
-        let cc = stored.facts.cacheControl
+        let directives = directives(of: stored)
+        let cc = directives.cacheControl
         if isShared, cc.sharedMaxAge.isPresent { return Double(cc.sharedMaxAge.value ?? 0) }
         // §5.3: with max-age present, Expires is ignored — even when max-age is invalid.
         if cc.maxAge.isPresent { return Double(cc.maxAge.value ?? 0) }
         let dateValue = stored.facts.date ?? Int64(stored.responseTime)
-        switch stored.facts.expires {
+        switch directives.followsExpires ? stored.facts.expires : .absent {
         case .date(let expires): return Double(max(0, expires - dateValue))
         case .invalid: return 0  // §5.3: invalid dates, "0" included, are in the past.
         case .absent: break
@@ -26,7 +27,7 @@ extension CacheRules {
     /// §4.2.2: a fraction of the time since `Last-Modified`, capped; 0 when not allowed.
     func heuristicLifetime(of stored: StoredResponse, dateValue: Int64) -> Double {
         let status = stored.response.status.code
-        let cc = stored.facts.cacheControl
+        let cc = directives(of: stored).cacheControl
         guard Self.heuristicallyCacheableStatuses.contains(status) || cc.isPublic,
             let lastModified = stored.lastModified, lastModified < dateValue
         else { return 0 }
@@ -35,9 +36,10 @@ extension CacheRules {
 
     /// Whether the lifetime of `stored` comes from the heuristic (no explicit freshness).
     public func usesHeuristicFreshness(_ stored: StoredResponse) -> Bool {
-        let cc = stored.facts.cacheControl
+        let directives = directives(of: stored)
+        let cc = directives.cacheControl
         return stored.forcedExpiry == nil && !(isShared && cc.sharedMaxAge.isPresent) && !cc.maxAge.isPresent
-            && stored.facts.expires == .absent
+            && (!directives.followsExpires || stored.facts.expires == .absent)
     }
 
     // MARK: Age (§4.2.3)

@@ -25,7 +25,7 @@ extension CacheRules {
     /// §5.2.2.4: the response to serve from `stored` without validation: the fields named by a
     /// qualified `no-cache` removed (they must not be reused unvalidated).
     public func responseForReuse(_ stored: StoredResponse) -> HTTPResponse {
-        guard let fields = stored.facts.cacheControl.noCacheFields, !fields.isEmpty else {
+        guard let fields = directives(of: stored).cacheControl.noCacheFields, !fields.isEmpty else {
             return stored.response
         }
         var response = stored.response

@@ -55,7 +55,7 @@ extension CacheRules {
         now: Double,
         trace: inout [String]
     ) -> Decision {
-        let responseCC = stored.facts.cacheControl
+        let responseCC = directives(of: stored).cacheControl
         let forced = stored.forcedExpiry != nil
         let age = currentAge(of: stored, now: now)
         let lifetime = freshnessLifetime(of: stored)
@@ -119,11 +119,13 @@ extension CacheRules {
 
     /// Where the freshness lifetime of `stored` comes from, for traces.
     func lifetimeSource(of stored: StoredResponse) -> String {
-        let cc = stored.facts.cacheControl
+        let directives = directives(of: stored)
+        let cc = directives.cacheControl
+        let source = directives.targetedField.map { " in \($0.rawName) (RFC 9213)" } ?? ""
         if stored.forcedExpiry != nil { return "a forced expiry rule" }
-        if isShared, cc.sharedMaxAge.isPresent { return "s-maxage" }
-        if cc.maxAge.isPresent { return "max-age" }
-        switch stored.facts.expires {
+        if isShared, cc.sharedMaxAge.isPresent { return "s-maxage" + source }
+        if cc.maxAge.isPresent { return "max-age" + source }
+        switch directives.followsExpires ? stored.facts.expires : .absent {
         case .date: return "Expires"
         case .invalid: return "an invalid Expires (§5.3: already expired)"
         case .absent: break
@@ -142,7 +144,7 @@ extension CacheRules {
     /// RFC 5861 §4: whether `stored` may be served stale because the origin failed (an error
     /// status 500, 502, 503 or 504, or no response at all).
     public func mayServeStaleOnError(_ stored: StoredResponse, request: HTTPRequest, now: Double) -> Bool {
-        let responseCC = stored.facts.cacheControl
+        let responseCC = directives(of: stored).cacheControl
         let requestCC = request.headerFields.cacheControl
         guard !requiresRevalidationWhenStale(responseCC), !responseCC.isUnqualifiedNoCache || stored.forcedExpiry != nil
         else { return false }

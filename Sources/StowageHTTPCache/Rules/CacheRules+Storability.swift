@@ -33,7 +33,8 @@ extension CacheRules {
         guard status != 304 else { return .notStorable("§4.3.4 a 304 freshens stored responses") }
         guard status != 206 else { return .notStorable("§3.3 partial content is not combined") }
         let requestCC = request.headerFields.cacheControl
-        let responseCC = response.headerFields.cacheControl
+        let directives = directives(of: response.headerFields, cacheControl: response.headerFields.cacheControl)
+        let responseCC = directives.cacheControl
         // §3 "if the response status code is 206 or 304, or the must-understand cache directive is
         // present: the cache understands the response status code".
         if responseCC.mustUnderstand {
@@ -67,7 +68,7 @@ extension CacheRules {
         // §3 "the response contains at least one of" the following.
         if responseCC.isPublic { return .storable }
         if !isShared, responseCC.isPrivate { return .storable }
-        if response.headerFields[.expires] != nil { return .storable }
+        if directives.followsExpires, response.headerFields[.expires] != nil { return .storable }
         if responseCC.maxAge.isPresent { return .storable }
         if isShared, responseCC.sharedMaxAge.isPresent { return .storable }
         if Self.heuristicallyCacheableStatuses.contains(status) { return .storable }
@@ -82,7 +83,9 @@ extension CacheRules {
         for value in fields[values: .connection] {
             for name in value.split(separator: ",") { excluded.insert(name.trimmingWhitespace().lowercased()) }
         }
-        if isShared, let privateFields = fields.cacheControl.privateFields { excluded.formUnion(privateFields) }
+        if isShared, let privateFields = directives(of: fields, cacheControl: fields.cacheControl).cacheControl.privateFields {
+            excluded.formUnion(privateFields)
+        }
         var stored = HTTPFields()
         stored.reserveCapacity(fields.count + 1)
         for field in fields where !excluded.contains(field.name.canonicalName) { stored.append(field) }

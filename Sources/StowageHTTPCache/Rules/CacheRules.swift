@@ -23,6 +23,15 @@ public struct CacheRules: Sendable {
     public var maximumHeuristicLifetime: Double
     /// Status codes this cache understands (for `must-understand`, §5.2.2.3) and may store.
     public var understoodStatuses: Set<Int>
+    /// RFC 9213 targeted cache-control fields a shared cache follows, in order of precedence,
+    /// e.g. `CDN-Cache-Control` (``cdnCacheControl``) or a field of the operator's own. The first
+    /// one a response carries with a valid value replaces `Cache-Control` and `Expires` for
+    /// this cache. Ignored by a private cache. Default: none.
+    public var targetedFields: [HTTPField.Name]
+
+    /// `CDN-Cache-Control` (RFC 9213 §3), the field targeted at CDNs and other shared caches
+    /// operated for the origin.
+    public static let cdnCacheControl = HTTPField.Name("CDN-Cache-Control")!
 
     /// Statuses heuristically cacheable by default (RFC 9110 §15.1), except 206: Stowage does
     /// not combine partial content, and §3.3 lets a cache not store it.
@@ -35,12 +44,14 @@ public struct CacheRules: Sendable {
         kind: CacheKind,
         heuristicFraction: Double = 0.1,
         maximumHeuristicLifetime: Double = 86_400,
-        understoodStatuses: Set<Int> = CacheRules.heuristicallyCacheableStatuses.union([302, 303, 307])
+        understoodStatuses: Set<Int> = CacheRules.heuristicallyCacheableStatuses.union([302, 303, 307]),
+        targetedFields: [HTTPField.Name] = []
     ) {
         self.kind = kind
         self.heuristicFraction = heuristicFraction
         self.maximumHeuristicLifetime = maximumHeuristicLifetime
         self.understoodStatuses = understoodStatuses
+        self.targetedFields = targetedFields
     }
 
     var isShared: Bool { kind == .shared }

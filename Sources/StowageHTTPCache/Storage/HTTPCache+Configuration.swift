@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import StowageCache
 import StowageCore
@@ -27,6 +28,11 @@ extension HTTPCache {
         public var heuristicFraction: Double
         /// The longest heuristic lifetime in seconds. Default 86 400 (one day).
         public var maximumHeuristicLifetime: TimeInterval
+        /// RFC 9213 targeted cache-control fields a shared cache follows instead of
+        /// `Cache-Control` and `Expires`, first present and valid one wins, e.g.
+        /// `[CacheRules.cdnCacheControl]`. A private cache ignores them. Default none (the proxy
+        /// defaults to `CDN-Cache-Control`).
+        public var targetedFields: [HTTPField.Name]
         /// Rules that force an expiry interval for chosen requests; the first match wins.
         /// Default none.
         public var forcedExpiry: [ForcedExpiry]
@@ -62,6 +68,7 @@ extension HTTPCache {
             streamingThreshold = 64 * 1024
             heuristicFraction = 0.1
             maximumHeuristicLifetime = 86_400
+            targetedFields = []
             forcedExpiry = []
             willCache = nil
             collapsesRequests = true
@@ -78,7 +85,8 @@ extension HTTPCache {
             CacheRules(
                 kind: kind,
                 heuristicFraction: heuristicFraction,
-                maximumHeuristicLifetime: maximumHeuristicLifetime
+                maximumHeuristicLifetime: maximumHeuristicLifetime,
+                targetedFields: targetedFields
             )
         }
 

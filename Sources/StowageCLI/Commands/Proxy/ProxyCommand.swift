@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import HTTPTypes
 import Logging
 import StowageCore
+import StowageHTTPCache
 import StowageProxy
 import StowageRedis
 import StowageSharedTier
@@ -66,6 +68,16 @@ struct ProxyCommand: AsyncParsableCommand {
     @Flag(help: "Add Stowage-Cache-Trace to every response: why it was (not) cached, served or validated.")
     var trace = false
 
+    @Option(
+        name: .customLong("targeted-cache-control"),
+        help: ArgumentHelp(
+            "A targeted cache-control field (RFC 9213) to follow instead of Cache-Control; repeat for several, first wins.",
+            discussion: "Default: CDN-Cache-Control. Give 'none' to follow Cache-Control only.",
+            valueName: "FIELD"
+        )
+    )
+    var targetedCacheControl: [String] = []
+
     @Option(help: "A Redis URL whose server this proxy shares its cache through, e.g. redis://127.0.0.1:6379.")
     var shared: String?
 
@@ -90,8 +102,28 @@ struct ProxyCommand: AsyncParsableCommand {
         }
         if let cacheDir { try GlobalOptions.checkPath(cacheDir, "--cache-dir") }
         guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
+        _ = try targetedFields()
         if sharedCaFile != nil, shared?.lowercased().hasPrefix("rediss://") != true {
             throw ValidationError("--shared-ca-file is for a TLS server: give --shared rediss://HOST:PORT as well")
+        }
+    }
+
+    /// The field names of `--targeted-cache-control`, checked: `CDN-Cache-Control` when none is
+    /// given, none for `none`.
+    func targetedFields() throws -> [HTTPField.Name] {
+        if targetedCacheControl.isEmpty { return [CacheRules.cdnCacheControl] }
+        if targetedCacheControl == ["none"] { return [] }
+        return try targetedCacheControl.map { name in
+            guard name != "none", let field = HTTPField.Name(name) else {
+                throw ValidationError(
+                    "--targeted-cache-control \(name.debugDescription) is not a header field name; give a token such as "
+                        + "CDN-Cache-Control, or 'none' alone"
+                )
+            }
+            if field == .cacheControl {
+                throw ValidationError("--targeted-cache-control names a field to follow instead of Cache-Control, not Cache-Control itself")
+            }
+            return field
         }
     }
 
@@ -123,6 +155,7 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.diskCapacity = diskCapacity
             configuration.upstreamTimeout = .seconds(upstreamTimeout)
             configuration.sendsTrace = trace
+            configuration.targetedFields = try targetedFields()
             configuration.maximumRequestBodySize = maxRequestBody
             configuration.requestBodyIdleTimeout = .seconds(requestBodyTimeout)
             var logger = Logger(label: "stowage.proxy")
