@@ -174,6 +174,30 @@ import Testing
         }
     }
 
+    @Test("Policy reloadIgnoringLocalAndRemoteCacheData: loads with no-cache and Pragma for caches upstream, stores the response")
+    func reloadIgnoringEverywhere() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            var withDirectives = request()
+            withDirectives.headerFields[.cacheControl] = "max-stale=5"
+            let reloaded = try await cache.respond(
+                to: withDirectives,
+                policy: .reloadIgnoringLocalAndRemoteCacheData,
+                fetch: origin.fetch
+            )
+            #expect(reloaded.outcome == .miss)
+            #expect(try await text(reloaded) == "v2")
+            let upstream = try #require(origin.requests.last)
+            #expect(upstream.headerFields[.cacheControl] == "max-stale=5, no-cache")
+            #expect(upstream.headerFields[.pragma] == "no-cache")
+            #expect(try await text(try await cache.respond(to: request(), fetch: origin.fetch)) == "v2")
+            #expect(origin.count == 2)
+        }
+    }
+
     @Test("Policy returnCacheDataElseLoad: serves a stale response without validation; loads on a miss")
     func returnCacheElseLoad() async throws {
         try await withTemporaryDirectory { root in

@@ -41,6 +41,21 @@ extension HTTPCache {
         return served
     }
 
+    /// `request` with `no-cache` added to its `Cache-Control` (its other directives kept) and
+    /// `Pragma: no-cache` for HTTP/1.0 caches: every cache on the way reloads (§5.2.1.4, §5.4).
+    static func reloadingEverywhere(_ request: HTTPRequest) -> HTTPRequest {
+        var request = request
+        if !request.headerFields.cacheControl.noCache {
+            let directives = request.headerFields[values: .cacheControl] + ["no-cache"]
+            request.headerFields[.cacheControl] = directives.joined(separator: ", ")
+        }
+        let pragma = request.headerFields[values: .pragma]
+        if !pragma.contains(where: { $0.split(separator: ",").contains { $0.trimmingWhitespace().lowercased() == "no-cache" } }) {
+            request.headerFields.append(HTTPField(name: .pragma, value: "no-cache"))
+        }
+        return request
+    }
+
     /// ``respond(to:body:policy:fetch:)``, noting in `trace` why it answers as it does; the
     /// steps after the decision (validation, storing) come in the response's own trace.
     private func respond(
@@ -57,6 +72,10 @@ extension HTTPCache {
         let key = CacheKey(request)
         let requestCC = request.headerFields.cacheControl
         if policy != .useProtocolCachePolicy { trace.append("policy \(policy)") }
+        if policy == .reloadIgnoringLocalAndRemoteCacheData {
+            trace.append("reloadIgnoringLocalAndRemoteCacheData: the cache is not consulted; no-cache asks caches upstream to reload")
+            return try await forward(Self.reloadingEverywhere(request), key: key, outcome: .miss, collapse: false, fetch: fetch)
+        }
         if policy == .reloadIgnoringLocalCacheData || requestCC.noStore {
             trace.append(
                 requestCC.noStore
@@ -86,7 +105,7 @@ extension HTTPCache {
             }
             trace.append("reloadRevalidatingCacheData: validate with the origin")
             return try await validate(request, record: record, key: key, fetch: fetch)
-        case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData:
+        case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData:
             break
         }
         switch rules.decide(request, stored: record?.stored, now: now, explaining: &trace) {
