@@ -42,6 +42,9 @@ public final class CachingProxy: Sendable {
         cacheConfiguration.logger = configuration.logger
         cacheConfiguration.sharedTier = configuration.sharedTier
         cacheConfiguration.targetedFields = configuration.targetedFields
+        cacheConfiguration.defaultLifetimes = configuration.defaultLifetimes
+        cacheConfiguration.staleIfErrorGrace = configuration.staleIfErrorGrace
+        cacheConfiguration.staleWhileUpdatingGrace = configuration.staleWhileUpdatingGrace
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),

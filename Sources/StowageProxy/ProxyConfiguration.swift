@@ -47,6 +47,17 @@ public struct ProxyConfiguration: Sendable {
     /// `Stowage-Cache-Control`) to address this proxy alone, or set `[]` to follow
     /// `Cache-Control` only.
     public var targetedFields: [HTTPField.Name]
+    /// Lifetimes in seconds by status for responses the origin gave no explicit freshness
+    /// (nginx's `proxy_cache_valid 200 301 10m`). Default none.
+    public var defaultLifetimes: [Int: TimeInterval]
+    /// Seconds past freshness a stored response is served when the upstream fails (error,
+    /// timeout, 5xx), whatever the origin said (nginx's `proxy_cache_use_stale error timeout
+    /// http_5xx`). Default `nil`: only `stale-if-error`.
+    public var staleIfErrorGrace: TimeInterval?
+    /// Seconds past freshness a stored response is served while it is refreshed in the
+    /// background (nginx's `proxy_cache_use_stale updating` + `proxy_cache_background_update`).
+    /// Default `nil`: only `stale-while-revalidate`.
+    public var staleWhileUpdatingGrace: TimeInterval?
 
     /// A configuration with the defaults above.
     public init(upstream: Upstream, cacheDirectory: URL, host: String = "127.0.0.1", port: Int = 8080) {
@@ -63,6 +74,9 @@ public struct ProxyConfiguration: Sendable {
         requestBodyIdleTimeout = .seconds(60)
         sharedTier = nil
         targetedFields = [CacheRules.cdnCacheControl]
+        defaultLifetimes = [:]
+        staleIfErrorGrace = nil
+        staleWhileUpdatingGrace = nil
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

@@ -119,6 +119,20 @@ import Glibc
         }
     }
 
+    @Test("stowage proxy rejects a malformed --cache-valid or grace with a message and exit 64")
+    func badOperatorControls() throws {
+        for (arguments, message) in [
+            (["--cache-valid", "200"], "needs STATUS[,STATUS…]=DURATION"),
+            (["--cache-valid", "99=1m"], "is not a status from 200 to 599"),
+            (["--cache-valid", "200=10x"], "is not a duration"),
+            (["--stale-if-error", "soon"], "is not a duration"),
+        ] {
+            let outcome = try StowageExecutable.run(["proxy", "--upstream", "http://127.0.0.1:1"] + arguments)
+            #expect(outcome.status == 64, "\(arguments)")
+            #expect(outcome.standardError.contains(message), "\(arguments): \(outcome.standardError)")
+        }
+    }
+
     @Test("stowage proxy rejects a bad upstream with a message and exit 64")
     func badUpstream() throws {
         let outcome = try StowageExecutable.run(["proxy", "--upstream", "ftp://example.com"])

@@ -21,6 +21,7 @@ extension CacheRules {
         case .invalid: return 0  // §5.3: invalid dates, "0" included, are in the past.
         case .absent: break
         }
+        if let lifetime = defaultLifetimes[stored.response.status.code] { return lifetime }
         return heuristicLifetime(of: stored, dateValue: dateValue)
     }
 
@@ -40,6 +41,7 @@ extension CacheRules {
         let cc = directives.cacheControl
         return stored.forcedExpiry == nil && !(isShared && cc.sharedMaxAge.isPresent) && !cc.maxAge.isPresent
             && (!directives.followsExpires || stored.facts.expires == .absent)
+            && defaultLifetimes[stored.response.status.code] == nil
     }
 
     // MARK: Age (§4.2.3)

@@ -92,6 +92,10 @@ extension CacheRules {
             return .serve(.hit)
         }
         let staleness = -ttl
+        if let grace = staleWhileUpdatingGrace, staleness <= grace {
+            trace.append("the operator's stale-while-updating grace of \(Int(grace)) s: served stale, validated in the background")
+            return .serveStaleAndRevalidate
+        }
         // §4.2.4 / §5.2.2.2: must-revalidate (and, in a shared cache, proxy-revalidate or
         // s-maxage, §5.2.2.8 and §5.2.2.10) forbids serving stale without validation.
         if !requiresRevalidationWhenStale(responseCC) {
@@ -130,6 +134,9 @@ extension CacheRules {
         case .invalid: return "an invalid Expires (§5.3: already expired)"
         case .absent: break
         }
+        if defaultLifetimes[stored.response.status.code] != nil {
+            return "the operator's lifetime for status \(stored.response.status.code)"
+        }
         return heuristicLifetime(of: stored, dateValue: stored.facts.date ?? Int64(stored.responseTime)) > 0
             ? "§4.2.2 heuristic freshness (a fraction of the time since Last-Modified)"
             : "nothing (no explicit freshness, no heuristic allowed)"
@@ -146,6 +153,7 @@ extension CacheRules {
     public func mayServeStaleOnError(_ stored: StoredResponse, request: HTTPRequest, now: Double) -> Bool {
         let responseCC = directives(of: stored).cacheControl
         let requestCC = request.headerFields.cacheControl
+        if let grace = staleIfErrorGrace, -timeToLive(of: stored, now: now) <= grace { return true }
         guard !requiresRevalidationWhenStale(responseCC), !responseCC.isUnqualifiedNoCache || stored.forcedExpiry != nil
         else { return false }
         let staleness = -timeToLive(of: stored, now: now)

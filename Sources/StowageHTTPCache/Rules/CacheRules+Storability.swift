@@ -71,6 +71,7 @@ extension CacheRules {
         if directives.followsExpires, response.headerFields[.expires] != nil { return .storable }
         if responseCC.maxAge.isPresent { return .storable }
         if isShared, responseCC.sharedMaxAge.isPresent { return .storable }
+        if defaultLifetimes[status] != nil { return .storable }
         if Self.heuristicallyCacheableStatuses.contains(status) { return .storable }
         return .notStorable("§3 no explicit freshness and the status \(status) is not heuristically cacheable")
     }

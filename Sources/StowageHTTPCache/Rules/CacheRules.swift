@@ -28,6 +28,23 @@ public struct CacheRules: Sendable {
     /// one a response carries with a valid value replaces `Cache-Control` and `Expires` for
     /// this cache. Ignored by a private cache. Default: none.
     public var targetedFields: [HTTPField.Name]
+    /// Operator lifetimes by status code, in seconds, for responses whose origin gave no explicit
+    /// freshness (no `max-age`, `s-maxage` or valid `Expires`): nginx's `proxy_cache_valid`,
+    /// e.g. `[200: 600, 301: 600, 404: 60]`. They replace the §4.2.2 heuristic for those statuses
+    /// and make them storable. Default none.
+    public var defaultLifetimes: [Int: Double]
+    /// Seconds past its freshness a stored response may still be served when the origin fails
+    /// (a transport error, a timeout, 500/502/503/504), whatever its directives say — the
+    /// operator overrides `must-revalidate` and `no-cache` here (nginx's
+    /// `proxy_cache_use_stale error timeout http_5xx`, Varnish's grace). Default `nil`: only
+    /// `stale-if-error` (RFC 5861) allows it.
+    public var staleIfErrorGrace: Double?
+    /// Seconds past its freshness a stored response is served while it is validated in the
+    /// background, overriding `must-revalidate`, `proxy-revalidate` and `s-maxage` (nginx's
+    /// `proxy_cache_use_stale updating` with `proxy_cache_background_update on`). A `no-cache`
+    /// in the request or the stored response still validates first.
+    /// Default `nil`: only `stale-while-revalidate` (RFC 5861) allows it.
+    public var staleWhileUpdatingGrace: Double?
 
     /// `CDN-Cache-Control` (RFC 9213 §3), the field targeted at CDNs and other shared caches
     /// operated for the origin.
@@ -45,13 +62,19 @@ public struct CacheRules: Sendable {
         heuristicFraction: Double = 0.1,
         maximumHeuristicLifetime: Double = 86_400,
         understoodStatuses: Set<Int> = CacheRules.heuristicallyCacheableStatuses.union([302, 303, 307]),
-        targetedFields: [HTTPField.Name] = []
+        targetedFields: [HTTPField.Name] = [],
+        defaultLifetimes: [Int: Double] = [:],
+        staleIfErrorGrace: Double? = nil,
+        staleWhileUpdatingGrace: Double? = nil
     ) {
         self.kind = kind
         self.heuristicFraction = heuristicFraction
         self.maximumHeuristicLifetime = maximumHeuristicLifetime
         self.understoodStatuses = understoodStatuses
         self.targetedFields = targetedFields
+        self.defaultLifetimes = defaultLifetimes
+        self.staleIfErrorGrace = staleIfErrorGrace
+        self.staleWhileUpdatingGrace = staleWhileUpdatingGrace
     }
 
     var isShared: Bool { kind == .shared }

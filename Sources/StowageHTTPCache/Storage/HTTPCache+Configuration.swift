@@ -33,6 +33,15 @@ extension HTTPCache {
         /// `[CacheRules.cdnCacheControl]`. A private cache ignores them. Default none (the proxy
         /// defaults to `CDN-Cache-Control`).
         public var targetedFields: [HTTPField.Name]
+        /// Lifetimes in seconds by status for responses without explicit freshness (nginx's
+        /// `proxy_cache_valid`); see ``CacheRules/defaultLifetimes``. Default none.
+        public var defaultLifetimes: [Int: TimeInterval]
+        /// Seconds past freshness a stored response is served when the origin fails, whatever it
+        /// said; see ``CacheRules/staleIfErrorGrace``. Default `nil`.
+        public var staleIfErrorGrace: TimeInterval?
+        /// Seconds past freshness a stored response is served while it is refreshed in the
+        /// background; see ``CacheRules/staleWhileUpdatingGrace``. Default `nil`.
+        public var staleWhileUpdatingGrace: TimeInterval?
         /// Rules that force an expiry interval for chosen requests; the first match wins.
         /// Default none.
         public var forcedExpiry: [ForcedExpiry]
@@ -69,6 +78,9 @@ extension HTTPCache {
             heuristicFraction = 0.1
             maximumHeuristicLifetime = 86_400
             targetedFields = []
+            defaultLifetimes = [:]
+            staleIfErrorGrace = nil
+            staleWhileUpdatingGrace = nil
             forcedExpiry = []
             willCache = nil
             collapsesRequests = true
@@ -86,7 +98,10 @@ extension HTTPCache {
                 kind: kind,
                 heuristicFraction: heuristicFraction,
                 maximumHeuristicLifetime: maximumHeuristicLifetime,
-                targetedFields: targetedFields
+                targetedFields: targetedFields,
+                defaultLifetimes: defaultLifetimes,
+                staleIfErrorGrace: staleIfErrorGrace,
+                staleWhileUpdatingGrace: staleWhileUpdatingGrace
             )
         }
 
@@ -109,6 +124,17 @@ extension HTTPCache {
                     code: .invalidConfiguration,
                     message: "heuristicFraction, maximumHeuristicLifetime must be ≥ 0 and streamingThreshold > 0"
                 )
+            }
+            for (status, lifetime) in defaultLifetimes where !(200...599).contains(status) || !(lifetime >= 0) {
+                throw HTTPCacheError(
+                    code: .invalidConfiguration,
+                    message: "defaultLifetimes[\(status)] = \(lifetime): give a final status (200–599) and seconds ≥ 0"
+                )
+            }
+            for (name, grace) in [("staleIfErrorGrace", staleIfErrorGrace), ("staleWhileUpdatingGrace", staleWhileUpdatingGrace)] {
+                if let grace, !(grace >= 0) {
+                    throw HTTPCacheError(code: .invalidConfiguration, message: "\(name) is \(grace); give seconds ≥ 0 or nil")
+                }
             }
         }
     }

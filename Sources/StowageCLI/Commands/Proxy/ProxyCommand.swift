@@ -78,6 +78,21 @@ struct ProxyCommand: AsyncParsableCommand {
     )
     var targetedCacheControl: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Lifetime by status for responses without explicit freshness, e.g. 200,301=10m; repeatable.",
+            discussion: "nginx's proxy_cache_valid. Durations: seconds, or a number with s, m, h or d.",
+            valueName: "STATUSES=DURATION"
+        )
+    )
+    var cacheValid: [String] = []
+
+    @Option(help: ArgumentHelp("Serve a stored response up to DURATION stale when the upstream fails (error, timeout, 5xx), whatever it said.", valueName: "DURATION"))
+    var staleIfError: String?
+
+    @Option(help: ArgumentHelp("Serve a stored response up to DURATION stale while it is refreshed in the background.", valueName: "DURATION"))
+    var staleWhileUpdating: String?
+
     @Option(help: "A Redis URL whose server this proxy shares its cache through, e.g. redis://127.0.0.1:6379.")
     var shared: String?
 
@@ -103,8 +118,18 @@ struct ProxyCommand: AsyncParsableCommand {
         if let cacheDir { try GlobalOptions.checkPath(cacheDir, "--cache-dir") }
         guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
         _ = try targetedFields()
+        _ = try defaultLifetimes()
+        if let staleIfError { _ = try parseDuration(staleIfError, option: "--stale-if-error") }
+        if let staleWhileUpdating { _ = try parseDuration(staleWhileUpdating, option: "--stale-while-updating") }
         if sharedCaFile != nil, shared?.lowercased().hasPrefix("rediss://") != true {
             throw ValidationError("--shared-ca-file is for a TLS server: give --shared rediss://HOST:PORT as well")
+        }
+    }
+
+    /// The lifetimes of every `--cache-valid`, later ones winning for a status given twice.
+    func defaultLifetimes() throws -> [Int: Double] {
+        try cacheValid.reduce(into: [:]) { lifetimes, text in
+            lifetimes.merge(try parseStatusLifetimes(text)) { _, later in later }
         }
     }
 
@@ -156,6 +181,11 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.upstreamTimeout = .seconds(upstreamTimeout)
             configuration.sendsTrace = trace
             configuration.targetedFields = try targetedFields()
+            configuration.defaultLifetimes = try defaultLifetimes()
+            configuration.staleIfErrorGrace = try staleIfError.map { try parseDuration($0, option: "--stale-if-error") }
+            configuration.staleWhileUpdatingGrace = try staleWhileUpdating.map {
+                try parseDuration($0, option: "--stale-while-updating")
+            }
             configuration.maximumRequestBodySize = maxRequestBody
             configuration.requestBodyIdleTimeout = .seconds(requestBodyTimeout)
             var logger = Logger(label: "stowage.proxy")

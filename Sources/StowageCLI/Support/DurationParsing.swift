@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+
+/// Seconds from `30`, `30s`, `10m`, `2h` or `7d` (decimals allowed: `1.5h`), as nginx writes
+/// times in `proxy_cache_valid`.
+func parseDuration(_ text: String, option: String) throws -> Double {
+    let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+    let trimmed = text.trimmingCharacters(in: .whitespaces)
+    var number = Substring(trimmed)
+    var scale = 1.0
+    if let last = trimmed.last, let unit = units[last] {
+        number = number.dropLast()
+        scale = unit
+    }
+    guard let value = Double(number), value >= 0, value.isFinite else {
+        throw ValidationError(
+            "\(option) \(text.debugDescription) is not a duration; write seconds or a number with s, m, h or d (10m, 1h)"
+        )
+    }
+    return value * scale
+}
+
+/// `200,301=10m` → `[200: 600, 301: 600]`: the statuses of one `--cache-valid` and their lifetime.
+func parseStatusLifetimes(_ text: String) throws -> [Int: Double] {
+    let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+    guard parts.count == 2 else {
+        throw ValidationError("--cache-valid \(text.debugDescription) needs STATUS[,STATUS…]=DURATION, e.g. 200,301=10m")
+    }
+    let lifetime = try parseDuration(parts[1], option: "--cache-valid")
+    var lifetimes: [Int: Double] = [:]
+    for status in parts[0].split(separator: ",") {
+        guard let code = Int(status.trimmingCharacters(in: .whitespaces)), (200...599).contains(code) else {
+            throw ValidationError("--cache-valid \(text.debugDescription): \(status.debugDescription) is not a status from 200 to 599")
+        }
+        lifetimes[code] = lifetime
+    }
+    return lifetimes
+}

@@ -1,0 +1,39 @@
+import HTTPTypes
+import StowageHTTPCache
+import Testing
+
+/// The operator's overrides of what origins say (nginx's proxy_cache_valid and use_stale).
+@Suite struct OperatorOverrideTests {
+    private let operated = CacheRules(
+        kind: .shared,
+        defaultLifetimes: [404: 60, 200: 600],
+        staleIfErrorGrace: 30,
+        staleWhileUpdatingGrace: 10
+    )
+
+    @Test("a lifetime by status applies only without explicit freshness; max-age and Expires still win")
+    func lifetimesYieldToTheOrigin() {
+        #expect(operated.freshnessLifetime(of: stored(response(404))) == 60)
+        #expect(operated.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=5")]))) == 5)
+        #expect(operated.freshnessLifetime(of: stored(response(200, [("Expires", httpDate(t0 + 20))]))) == 20)
+        #expect(operated.storability(of: response(404), for: request()) == .storable)
+        #expect(!operated.usesHeuristicFreshness(stored(response(404))))
+    }
+
+    @Test("stale-if-error grace overrides must-revalidate, up to its bound")
+    func errorGrace() {
+        let entry = stored(response(200, [("Cache-Control", "max-age=10, must-revalidate")]))
+        #expect(operated.mayServeStaleOnError(entry, request: request(), now: t0 + 39))
+        #expect(!operated.mayServeStaleOnError(entry, request: request(), now: t0 + 41))
+        #expect(!sharedRules.mayServeStaleOnError(entry, request: request(), now: t0 + 11))
+    }
+
+    @Test("stale-while-updating grace serves stale and refreshes; a request's no-cache still validates first")
+    func updatingGrace() {
+        let entry = stored(response(200, [("Cache-Control", "max-age=10, must-revalidate")]))
+        #expect(operated.decide(request(), stored: entry, now: t0 + 15) == .serveStaleAndRevalidate)
+        #expect(operated.decide(request(), stored: entry, now: t0 + 25) == .validate)
+        let reload = request(.get, "/resource", [("Cache-Control", "no-cache")])
+        #expect(operated.decide(reload, stored: entry, now: t0 + 15) == .validate)
+    }
+}
