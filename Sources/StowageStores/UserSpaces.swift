@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import StowageCache
 import StowageCore
 import StowageDatabase
 import Synchronization
@@ -37,6 +38,8 @@ public final class UserSpaces: Sendable {
     public let container: Container
     /// The user databases, if the app has them.
     public let databases: UserDatabases?
+    /// Dates the wipe journals. Tests pass a clock they set.
+    public let clock: CacheClock
     private let logger: Logger
     /// Wipes finished since opening, so that spaces are served without rereading the journals.
     private let recovered = Mutex(false)
@@ -44,10 +47,12 @@ public final class UserSpaces: Sendable {
     public init(
         container: Container,
         databases: UserDatabases? = nil,
+        clock: CacheClock = .system,
         logger: Logger = Logger(label: "org.stowage.user-spaces")
     ) {
         self.container = container
         self.databases = databases
+        self.clock = clock
         self.logger = logger
     }
 
@@ -93,7 +98,7 @@ public final class UserSpaces: Sendable {
     @discardableResult
     public func wipeBlocking(user: String) throws -> WipeReport {
         try UserIdentifier.validate(user)
-        let journal = WipeJournal(container: container)
+        let journal = WipeJournal(container: container, clock: clock)
         try journal.begin(user)
         recovered.withLock { $0 = false }
         return try carryOut(user, journal: journal, resumed: false)
@@ -113,7 +118,7 @@ public final class UserSpaces: Sendable {
     @discardableResult
     private func finishPendingWipes(requiring required: String?) throws -> [WipeReport] {
         if recovered.withLock({ $0 }) { return [] }
-        let journal = WipeJournal(container: container)
+        let journal = WipeJournal(container: container, clock: clock)
         var reports: [WipeReport] = []
         var failure: (any Error)?
         var allFinished = true

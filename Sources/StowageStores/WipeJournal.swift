@@ -1,4 +1,5 @@
 import Foundation
+import StowageCache
 import StowageCore
 
 #if canImport(Glibc)
@@ -12,6 +13,8 @@ import Darwin
 /// is gone. A journal left behind is a wipe to finish.
 struct WipeJournal {
     let container: Container
+    /// Dates the journal's `started`.
+    var clock: CacheClock = .system
 
     private struct Entry: Codable {
         var format = 1
@@ -25,7 +28,7 @@ struct WipeJournal {
 
     func begin(_ user: String) throws {
         try DirectoryCreation.createDirectory(at: directory)
-        let data = try JSONEncoder().encode(Entry(user: user, started: Date()))
+        let data = try JSONEncoder().encode(Entry(user: user, started: clock.now()))
         try AtomicFile.write([UInt8](data), to: directory.appending(path: user + ".json"))
     }
 

@@ -140,14 +140,18 @@ struct DiskCacheBudgetProcessTests {
         #expect(outcome.largest <= Self.limit + Self.largestValue, "largest size seen: \(outcome.largest)")
         #expect(outcome.lost.isEmpty, "lost: \(outcome.lost.prefix(20))")
         // Every value still there reads back as written (verified by the worker, which knows them).
-        var wrong = 0
-        var present = 0
-        for run in outcome.runs {
-            let count = (run.ledger.keys.max() ?? run.first) - run.first + 2
-            let report = try CacheWorker.run(["verify", directory, "\(run.first)", "\(count)"])
-            let fields = report.split(separator: " ")
-            present += Int(fields[1]) ?? 0
-            wrong += Int(fields[5]) ?? 0
+        let runs = outcome.runs
+        let (present, wrong) = try await onOwnThread { () throws -> (Int, Int) in
+            var present = 0
+            var wrong = 0
+            for run in runs {
+                let count = (run.ledger.keys.max() ?? run.first) - run.first + 2
+                let report = try CacheWorker.run(["verify", directory, "\(run.first)", "\(count)"])
+                let fields = report.split(separator: " ")
+                present += Int(fields[1]) ?? 0
+                wrong += Int(fields[5]) ?? 0
+            }
+            return (present, wrong)
         }
         #expect(wrong == 0)
         #expect(present > 100)

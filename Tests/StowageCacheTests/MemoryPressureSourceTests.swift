@@ -1,3 +1,4 @@
+import Foundation
 import StowageCore
 import Synchronization
 import Testing
@@ -102,7 +103,7 @@ import Testing
     func missingFileIsUnsupported() {
         let path = "/nonexistent/stowage/memory.pressure"
         #expect {
-            _ = try PressureWatcher.start(candidates: [path], trigger: "some 150000 2000000") { _ in }
+            _ = try PressureWatcher.start(candidates: [path], configuration: .init(), trigger: "some 150000 2000000") { _ in }
         } throws: { error in
             guard let error = error as? StowageError else { return false }
             return error.code == .unsupported && error.path == path && error.message.contains(path)
@@ -111,10 +112,66 @@ import Testing
         }
     }
 
+    @Test("end to end through a stall file: some avg10 over the threshold trims the cache, full avg10 empties it")
+    func stallFileEndToEnd() async throws {
+        let scratch = try DiskTestDirectory()
+        let file = scratch.url.appending(path: "memory.pressure")
+        func write(some: Double, full: Double) throws {
+            // In place (the watcher holds the file open), as the kernel's file changes.
+            let text = "some avg10=\(some) avg60=0.00 avg300=0.00 total=1\nfull avg10=\(full) avg60=0.00 avg300=0.00 total=1\n"
+            try Data(text.utf8).write(to: file)
+        }
+        try write(some: 0, full: 0)
+        // A long window: one warning (one trim to half) however slowly this test looks; the
+        // escalation to critical is not held back by it.
+        var configuration = MemoryPressureSource.Configuration(window: .seconds(60))
+        configuration.stallFiles = [file.path]
+        configuration.pollInterval = .milliseconds(10)
+        let source = MemoryPressureSource(configuration: configuration)
+        var cacheConfiguration = MemoryCache<Int, Int>.Configuration(name: "pressure-e2e")
+        cacheConfiguration.memoryPressureSource = source
+        let cache = try MemoryCache<Int, Int>(configuration: cacheConfiguration)
+        for key in 0..<100 { cache.setValue(key, forKey: key, cost: 1) }
+        try source.start()
+        defer { source.stop() }
+        #expect(source.isRunning)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(cache.count == 100, "no pressure, nothing dropped")
+
+        try write(some: 25.5, full: 0.5)
+        var waited = 0
+        while cache.count > 50, waited < 200 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        #expect(cache.count <= 50 && cache.count > 0, "a warning trims to half: \(cache.count)")
+
+        try write(some: 60, full: 30)
+        waited = 0
+        while cache.count > 0, waited < 200 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        #expect(cache.count == 0, "critical empties the cache")
+        source.stop()
+        #expect(!source.isRunning)
+    }
+
+    @Test("PSI averages parse from the kernel's format; a file without a some line is no reading")
+    func averagesParse() {
+        let averages = PressureStallFiles.Averages(
+            parsing: "some avg10=12.50 avg60=1.00 avg300=0.10 total=100\nfull avg10=3.25 avg60=0.00 avg300=0.00 total=5\n"
+        )
+        #expect(averages == PressureStallFiles.Averages(parsing: "some avg10=12.5\nfull avg10=3.25"))
+        #expect(averages?.someAverage10 == 12.5 && averages?.fullAverage10 == 3.25)
+        #expect(PressureStallFiles.Averages(parsing: "full avg10=3.00") == nil)
+        #expect(PressureStallFiles.Averages(parsing: "some avg10=nan") == nil)
+    }
+
     @Test("a trigger the kernel refuses is reported as unsupported, never as started")
     func refusedTriggerIsUnsupported() {
         #expect {
-            _ = try PressureWatcher.start(candidates: PressureStallFiles.candidates(), trigger: "nonsense") { _ in }
+            _ = try PressureWatcher.start(candidates: PressureStallFiles.candidates(), configuration: .init(), trigger: "nonsense") { _ in }
         } throws: { error in
             guard let error = error as? StowageError, error.code == .unsupported else { return false }
             // EINVAL where the kernel has PSI; ENOENT or another reason where it has not.

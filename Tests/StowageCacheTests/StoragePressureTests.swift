@@ -74,7 +74,8 @@ struct StoragePressureTests {
         try essay.write(to: documents.appending(path: "essay.bin"))
         let clock = DiskTestClock()
         let caches = try container.directoryBlocking(for: .caches)
-        let cache = try Self.filledCache(at: caches.appending(path: "images"), clock: clock, count: 400)
+        let images = caches.appending(path: "images")
+        let cache = try await onOwnThread { try Self.filledCache(at: images, clock: clock, count: 400) }
         let configuration = StorageMonitor.Configuration(
             minimumFreeFraction: 0.30,
             minimumFreeBytes: 1 * .megabyte,

@@ -71,6 +71,6 @@ extension DiskCache {
     func settleEvictions(_ evicted: DiskCacheIndex.Removal) {
         guard evicted.count > 0 else { return }
         files.remove(evicted.files)
-        counters.recordEviction(.costLimit, count: evicted.count)
+        counters.recordEviction(.costLimit, count: evicted.count, bytes: evicted.bytes)
     }
 }

@@ -182,7 +182,7 @@ extension DiskCache {
             counters.recordMiss()
             return nil
         }
-        counters.recordHit()
+        counters.recordHit(bytes: Int(entry.size))
         recordAccess(key: key, at: now)
         return .file(
             FileReader(descriptor: descriptor, path: files.path(of: file), cache: self, key: key, entry: entry)

@@ -83,6 +83,7 @@ extension DiskCache {
         try flushStagedWrites()
         try flushAccessLog()
         var report = TrimReport()
+        var expiredBytes: Int64 = 0
         let accounting = configuration.sizeAccounting
         let sizeAtStart =
             bytesToFree > 0
@@ -103,9 +104,10 @@ extension DiskCache {
             }
             files.remove(removal.files)
             report.expired += removal.count
+            expiredBytes += removal.bytes
             if removal.count < Self.trimBatchSize { break }
         }
-        counters.recordEviction(.expired, count: report.expired)
+        counters.recordEviction(.expired, count: report.expired, bytes: expiredBytes)
 
         // 2. Least recently used, until back at the targets of the limits that were exceeded.
         var totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) } }
@@ -126,6 +128,8 @@ extension DiskCache {
         }
         var evictedForCount = 0
         var evictedForSize = 0
+        var bytesForCount: Int64 = 0
+        var bytesForSize: Int64 = 0
         while (countTarget.map { totals.count > $0 } ?? false) || (sizeTarget.map { totals.size > $0 } ?? false) {
             let overCount = countTarget.map { totals.count > $0 } ?? false
             let (removal, after) = try indexCall {
@@ -152,17 +156,24 @@ extension DiskCache {
                         let part = try DiskCacheIndex.remove(db, where: "key = ?", arguments: [key])
                         removal.count += part.count
                         removal.files += part.files
+                        removal.bytes += part.bytes
                     }
                     return (removal, try DiskCacheIndex.totals(db, accounting: accounting))
                 }
             }
             files.remove(removal.files)
-            if overCount { evictedForCount += removal.count } else { evictedForSize += removal.count }
+            if overCount {
+                evictedForCount += removal.count
+                bytesForCount += removal.bytes
+            } else {
+                evictedForSize += removal.count
+                bytesForSize += removal.bytes
+            }
             totals = after
             if removal.count == 0 { break }
         }
-        counters.recordEviction(.countLimit, count: evictedForCount)
-        counters.recordEviction(.costLimit, count: evictedForSize)
+        counters.recordEviction(.countLimit, count: evictedForCount, bytes: bytesForCount)
+        counters.recordEviction(.costLimit, count: evictedForSize, bytes: bytesForSize)
         report.evicted = evictedForCount + evictedForSize
         let logical = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
         report.remainingCount = logical.count

@@ -247,7 +247,7 @@ public final class DiskCache: Sendable {
 
     /// Counts a hit and records the access time.
     private func hit(key: String, value: Data, entry: DiskCacheIndex.Entry, now: Double) -> StoredData {
-        counters.recordHit()
+        counters.recordHit(bytes: value.count)
         if now - entry.accessed >= configuration.effectiveAccessTimeResolution { recordAccess(key: key, at: now) }
         return StoredData(data: value, modified: Date(timeIntervalSince1970: entry.modified))
     }
@@ -339,7 +339,7 @@ public final class DiskCache: Sendable {
         let (replacedFile, schedulesFlush, isFull) = staging.stage(entry, forKey: key, storeGeneration: generation)
         if let replacedFile { files.remove([replacedFile]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
-        counters.recordWrite()
+        counters.recordWrite(bytes: entry.size)
         // The write is staged either way; a failed commit drops it as the scheduled flush would.
         if isFull { try flushStagedWrites() }
         if schedulesFlush {
@@ -412,7 +412,7 @@ public final class DiskCache: Sendable {
         settleEvictions(outcome.evicted)
         if let replaced = outcome.replacedFile { files.remove([replaced]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
-        counters.recordWrite()
+        counters.recordWrite(bytes: entry.size)
         if isOverLimit(count: outcome.count, size: outcome.size) { scheduleTrim() }
     }
 

@@ -37,6 +37,8 @@ struct DiskCacheIndex: Sendable {
     struct Removal: Sendable {
         var count = 0
         var files: [String] = []
+        /// Bytes of the values removed.
+        var bytes: Int64 = 0
     }
 
     /// A `DatabasePool` normally; a `DatabaseQueue` in exclusive locking mode when the index
@@ -414,6 +416,7 @@ struct DiskCacheIndex: Sendable {
                 let part = try remove(db, where: "key = ?", arguments: [key])
                 removal.count += part.count
                 removal.files += part.files
+                removal.bytes += part.bytes
                 current -= accountedSize(row[1], isFile: row[2], accounting: accounting)
             }
             offset += spared  // the rows removed no longer shift the window
@@ -432,12 +435,13 @@ struct DiskCacheIndex: Sendable {
         let rows = try Row.fetchAll(
             db,
             sql:
-                "DELETE FROM entry WHERE key IN (SELECT key FROM entry WHERE \(whereClause)\(limitClause)) RETURNING file",
+                "DELETE FROM entry WHERE key IN (SELECT key FROM entry WHERE \(whereClause)\(limitClause)) RETURNING file, size",
             arguments: arguments
         )
         var removal = Removal()
         removal.count = rows.count
         removal.files = rows.compactMap { $0[0] as String? }
+        removal.bytes = rows.reduce(0) { $0 + ($1[1] as Int64) }
         return removal
     }
 

@@ -30,7 +30,7 @@ extension HybridCache {
             return .absent
         case .found(let found): entry = found
         }
-        sharedCounters.recordHit()
+        sharedCounters.recordHit(bytes: entry.data.count)
         let value: Value
         do {
             value = try serializer.decode(entry.data)

@@ -25,12 +25,15 @@ extension MemoryCache {
         @usableFromInline var key: Key
         @usableFromInline var value: Value
         @usableFromInline var reason: EvictionReason
+        /// The entry's cost, for the bytes-evicted counter.
+        @usableFromInline var cost: Int
 
         @inlinable
-        init(key: Key, value: Value, reason: EvictionReason) {
+        init(key: Key, value: Value, reason: EvictionReason, cost: Int) {
             self.key = key
             self.value = value
             self.reason = reason
+            self.cost = cost
         }
     }
 
@@ -56,7 +59,8 @@ extension MemoryCache {
     /// What a lookup found.
     @usableFromInline
     enum Lookup {
-        case hit(Value)
+        /// The value and its cost.
+        case hit(Value, cost: Int)
         case miss
         /// The entry had expired and was removed.
         case expired(Removal)

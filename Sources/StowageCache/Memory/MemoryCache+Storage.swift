@@ -69,7 +69,7 @@ extension MemoryCache {
                 return .expired(takeOut(slot, reason: .expired))
             }
             moveToHead(slot)
-            return .hit(values[Int(slot)])
+            return .hit(values[Int(slot)], cost: links[Int(slot)].cost)
         }
 
         /// Stores `value` as the most recently used entry, then evicts least recently used
@@ -190,8 +190,14 @@ extension MemoryCache {
         mutating func takeOut(_ slot: Int32, reason: EvictionReason) -> Removal {
             let position = Int(slot)
             unlink(slot)
-            totalCost -= links[position].cost
-            let removal = Removal(key: (keys + position).move(), value: (values + position).move(), reason: reason)
+            let cost = links[position].cost
+            totalCost -= cost
+            let removal = Removal(
+                key: (keys + position).move(),
+                value: (values + position).move(),
+                reason: reason,
+                cost: cost
+            )
             links[position].next = freeHead
             freeHead = slot
             return removal

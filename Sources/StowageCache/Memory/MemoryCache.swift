@@ -64,8 +64,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             storage.lookup(key) { self.configuration.clock.now().timeIntervalSinceReferenceDate }
         }
         switch lookup {
-        case .hit(let value):
-            recordHit()
+        case .hit(let value, let cost):
+            recordHit(bytes: cost)
             return value
         case .miss:
             recordMiss()
@@ -112,7 +112,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             expiry = .infinity
         }
         let insertion = storage.withLock { $0.insert(value, forKey: key, cost: cost, expiry: expiry) }
-        recordWrite()
+        recordWrite(bytes: cost)
         if let first = insertion.evictions.first {
             report(first)
             insertion.evictions.rest.forEach(report)
@@ -221,24 +221,24 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             swap(&storage, &removed)
             return removed
         }
-        counters.recordEviction(reason, count: removed.count)
+        counters.recordEviction(reason, count: removed.count, bytes: Int64(removed.totalCost))
         if let onEviction = configuration.onEviction {
             removed.forEach { key, value in onEviction(key, value, reason) }
         }
     }
 
     @usableFromInline
-    func recordHit() { counters.recordHit() }
+    func recordHit(bytes: Int) { counters.recordHit(bytes: bytes) }
 
     @usableFromInline
     func recordMiss() { counters.recordMiss() }
 
     @usableFromInline
-    func recordWrite() { counters.recordWrite() }
+    func recordWrite(bytes: Int) { counters.recordWrite(bytes: Int64(bytes)) }
 
     @usableFromInline
     func report(_ removal: Removal) {
-        counters.recordEviction(removal.reason)
+        counters.recordEviction(removal.reason, bytes: Int64(removal.cost))
         configuration.onEviction?(removal.key, removal.value, removal.reason)
     }
 }

@@ -26,22 +26,39 @@ final class PressureWatcher: Sendable {
         configuration: MemoryPressureSource.Configuration,
         onPressure: @escaping @Sendable (MemoryPressureLevel) -> Void
     ) throws -> PressureWatcher {
-        try start(candidates: PressureStallFiles.candidates(), trigger: configuration.trigger, onPressure: onPressure)
+        try start(
+            candidates: configuration.stallFiles ?? PressureStallFiles.candidates(),
+            configuration: configuration,
+            onPressure: onPressure
+        )
     }
 
-    /// ``start(configuration:onPressure:)`` with the files and the trigger line given.
+    /// ``start(configuration:onPressure:)`` with the files given.
+    ///
+    /// Arms the trigger on the first file that accepts it; with a ``MemoryPressureSource/Configuration/pollInterval``
+    /// and no file accepting it, polls the averages of the first readable one instead.
     static func start(
         candidates: [String],
-        trigger: String,
+        configuration: MemoryPressureSource.Configuration,
+        trigger: String? = nil,
         onPressure: @escaping @Sendable (MemoryPressureLevel) -> Void
     ) throws -> PressureWatcher {
+        let trigger = trigger ?? configuration.trigger
         var failures: [(path: String, errno: Errno)] = []
         for path in candidates {
             switch PressureStallFiles.arm(path, trigger: trigger) {
             case .success(let descriptor):
-                return try PressureWatcher(path: path, descriptor: descriptor, onPressure: onPressure)
+                return try PressureWatcher(path: path, descriptor: descriptor, configuration: configuration, onPressure: onPressure)
             case .failure(let errno):
                 failures.append((path, errno))
+            }
+        }
+        if configuration.pollInterval != nil {
+            for path in candidates {
+                let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+                if descriptor >= 0 {
+                    return try PressureWatcher(path: path, descriptor: descriptor, configuration: configuration, onPressure: onPressure)
+                }
             }
         }
         throw PressureStallFiles.unsupported(failures, trigger: trigger)
@@ -50,6 +67,7 @@ final class PressureWatcher: Sendable {
     private init(
         path: String,
         descriptor: Int32,
+        configuration: MemoryPressureSource.Configuration,
         onPressure: @escaping @Sendable (MemoryPressureLevel) -> Void
     ) throws {
         var ends: [Int32] = [-1, -1]
@@ -61,7 +79,7 @@ final class PressureWatcher: Sendable {
         }
         _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
-        let loop = PollLoop(trigger: descriptor, wakeReader: ends[0], onPressure: onPressure)
+        let loop = PollLoop(trigger: descriptor, wakeReader: ends[0], configuration: configuration, onPressure: onPressure)
         let context = Unmanaged.passRetained(loop).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
@@ -107,12 +125,47 @@ final class PressureWatcher: Sendable {
 private final class PollLoop: Sendable {
     let trigger: Int32
     let wakeReader: Int32
+    let configuration: MemoryPressureSource.Configuration
     let onPressure: @Sendable (MemoryPressureLevel) -> Void
 
-    init(trigger: Int32, wakeReader: Int32, onPressure: @escaping @Sendable (MemoryPressureLevel) -> Void) {
+    init(
+        trigger: Int32,
+        wakeReader: Int32,
+        configuration: MemoryPressureSource.Configuration,
+        onPressure: @escaping @Sendable (MemoryPressureLevel) -> Void
+    ) {
         self.trigger = trigger
         self.wakeReader = wakeReader
+        self.configuration = configuration
         self.onPressure = onPressure
+    }
+
+    /// The file's averages now; `nil` when it cannot be read or parsed.
+    func averages() -> PressureStallFiles.Averages? {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = pread(trigger, &buffer, buffer.count, 0)
+        guard count > 0 else { return nil }
+        return PressureStallFiles.Averages(parsing: String(decoding: buffer[0..<count], as: UTF8.self))
+    }
+
+    /// A fired trigger's level: critical when `full avg10` has reached the threshold.
+    func levelOfFiring() -> MemoryPressureLevel {
+        guard let averages = averages(), averages.fullAverage10 >= configuration.criticalFullAverage else { return .warning }
+        return .critical
+    }
+
+    /// A poll's level: from the averages alone, `nil` when neither threshold is reached.
+    func levelOfAverages() -> MemoryPressureLevel? {
+        guard let averages = averages() else { return nil }
+        if averages.fullAverage10 >= configuration.criticalFullAverage { return .critical }
+        if averages.someAverage10 >= configuration.warningSomeAverage { return .warning }
+        return nil
+    }
+
+    static func monotonicSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     /// Polls until the pipe becomes readable (a byte, or end of file).
@@ -125,8 +178,25 @@ private final class PollLoop: Sendable {
             close(trigger)
             close(wakeReader)
         }
+        let timeout = configuration.pollInterval.map { interval in
+            Int32(clamping: max(1, interval.components.seconds * 1_000 + interval.components.attoseconds / 1_000_000_000_000_000))
+        } ?? -1
+        let window = Double(configuration.window.components.seconds)
+            + Double(configuration.window.components.attoseconds) / 1e18
+        var lastNotified: (level: MemoryPressureLevel, at: Double)?
+        func notify(_ level: MemoryPressureLevel) {
+            // At most once per window, as the kernel fires its triggers, unless it escalates.
+            let now = Self.monotonicSeconds()
+            if let last = lastNotified, now - last.at < window, last.level == level || level == .warning { return }
+            lastNotified = (level, now)
+            onPressure(level)
+        }
         while true {
-            let ready = poll(&descriptors, nfds_t(descriptors.count), -1)
+            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
+            if ready == 0 {
+                if let level = levelOfAverages() { notify(level) }
+                continue
+            }
             if ready < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 // Keep waiting for stop() alone rather than spin on a failing trigger.
@@ -139,7 +209,7 @@ private final class PollLoop: Sendable {
                 // The trigger is gone (e.g. the cgroup was removed): wait for stop() alone.
                 descriptors[0].fd = -1
             } else if events & Int32(POLLPRI) != 0 {
-                onPressure(.warning)
+                notify(levelOfFiring())
             }
         }
     }

@@ -136,5 +136,35 @@ enum PressureStallFiles {
         }
         return String(decoding: bytes, as: UTF8.self)
     }
+
+    /// The `avg10` figures of a PSI file: the percentage of the last 10 s in which some tasks
+    /// (`some`) or all of them (`full`) stalled on memory.
+    ///
+    /// ```
+    /// some avg10=0.00 avg60=0.00 avg300=0.00 total=0
+    /// full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+    /// ```
+    struct Averages: Equatable {
+        var someAverage10: Double
+        var fullAverage10: Double
+
+        /// `nil` when no `some` line with an `avg10` is there (a `full` line is optional: older
+        /// kernels lack it for the system-wide file).
+        init?(parsing contents: String) {
+            var some: Double?
+            var full = 0.0
+            for line in contents.split(whereSeparator: \.isNewline) {
+                let fields = line.split(separator: " ")
+                guard let kind = fields.first,
+                    let average = fields.first(where: { $0.hasPrefix("avg10=") }).flatMap({ Double($0.dropFirst(6)) }),
+                    average.isFinite, average >= 0
+                else { continue }
+                if kind == "some" { some = average } else if kind == "full" { full = average }
+            }
+            guard let some else { return nil }
+            someAverage10 = some
+            fullAverage10 = full
+        }
+    }
 }
 #endif

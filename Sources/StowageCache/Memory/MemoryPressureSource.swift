@@ -34,6 +34,21 @@ public final class MemoryPressureSource: Sendable {
         /// `CAP_SYS_RESOURCE` the kernel accepts only multiples of 2 s, and it fires at most
         /// once per window.
         public var window: Duration
+        /// A firing is ``MemoryPressureLevel/critical`` when the file's `full avg10` — the share
+        /// of the last 10 s in which every task stalled on memory — is at least this percentage.
+        /// Default 10.
+        public var criticalFullAverage: Double
+        /// When ``pollInterval`` is set, the averages are also read that often, and `some avg10`
+        /// at or above this percentage notifies ``MemoryPressureLevel/warning`` (at most once per
+        /// ``window``). Default 10.
+        public var warningSomeAverage: Double
+        /// How often to read the averages besides waiting for the trigger; `nil` (the default)
+        /// for the trigger alone. With it, a system that refuses triggers (no
+        /// `CAP_SYS_RESOURCE` for a short window, a read-only `/proc`) is still watched.
+        public var pollInterval: Duration?
+        /// The PSI files to try, in order; `nil` (the default) for the process's cgroup v2
+        /// `memory.pressure`, then `/proc/pressure/memory`.
+        public var stallFiles: [String]?
 
         /// A trigger of `stallThreshold` stalled within `window`.
         ///
@@ -43,6 +58,10 @@ public final class MemoryPressureSource: Sendable {
         public init(stallThreshold: Duration = .milliseconds(150), window: Duration = .seconds(2)) {
             self.stallThreshold = stallThreshold
             self.window = window
+            criticalFullAverage = 10
+            warningSomeAverage = 10
+            pollInterval = nil
+            stallFiles = nil
         }
 
         /// The trigger line PSI expects: `some <stall µs> <window µs>`.

@@ -8,6 +8,8 @@ import Synchronization
 /// (`memory` or `disk`):
 /// - `stowage_cache_hits_total`, `stowage_cache_misses_total`, `stowage_cache_writes_total`
 /// - `stowage_cache_evictions_total`, with a `reason` dimension (see ``EvictionReason``)
+/// - `stowage_cache_bytes_read_total`, `stowage_cache_bytes_written_total`,
+///   `stowage_cache_bytes_evicted_total` (a memory tier counts its entries' costs)
 ///
 /// Without a bootstrapped metrics backend, swift-metrics' no-op handlers make this cost a few
 /// nanoseconds per operation.
@@ -17,6 +19,12 @@ package final class CacheCounters: Sendable {
     private let writes = Atomic<Int>(0)
     private let evictions = Atomic<Int>(0)
     private let damaged = Atomic<Int>(0)
+    private let bytesRead = Atomic<Int64>(0)
+    private let bytesWritten = Atomic<Int64>(0)
+    private let bytesEvicted = Atomic<Int64>(0)
+    private let bytesReadCounter: Counter
+    private let bytesWrittenCounter: Counter
+    private let bytesEvictedCounter: Counter
     private let damagedCounter: Counter
     private let hitCounter: Counter
     private let missCounter: Counter
@@ -30,6 +38,9 @@ package final class CacheCounters: Sendable {
         missCounter = Counter(label: "stowage_cache_misses_total", dimensions: dimensions)
         writeCounter = Counter(label: "stowage_cache_writes_total", dimensions: dimensions)
         damagedCounter = Counter(label: "stowage_cache_damaged_total", dimensions: dimensions)
+        bytesReadCounter = Counter(label: "stowage_cache_bytes_read_total", dimensions: dimensions)
+        bytesWrittenCounter = Counter(label: "stowage_cache_bytes_written_total", dimensions: dimensions)
+        bytesEvictedCounter = Counter(label: "stowage_cache_bytes_evicted_total", dimensions: dimensions)
         var evictionCounters: [EvictionReason: Counter] = [:]
         for reason in [EvictionReason.countLimit, .costLimit, .expired, .memoryPressure] {
             evictionCounters[reason] = Counter(
@@ -40,9 +51,14 @@ package final class CacheCounters: Sendable {
         self.evictionCounters = evictionCounters
     }
 
-    package func recordHit() {
+    /// Counts a hit that returned `bytes`.
+    package func recordHit(bytes: Int = 0) {
         hits.add(1, ordering: .relaxed)
         hitCounter.increment()
+        if bytes > 0 {
+            bytesRead.add(Int64(bytes), ordering: .relaxed)
+            bytesReadCounter.increment(by: Int64(bytes))
+        }
     }
 
     package func recordMiss() {
@@ -50,16 +66,26 @@ package final class CacheCounters: Sendable {
         missCounter.increment()
     }
 
-    package func recordWrite(_ count: Int = 1) {
+    /// Counts `count` values stored, of `bytes` together.
+    package func recordWrite(_ count: Int = 1, bytes: Int64 = 0) {
         writes.add(count, ordering: .relaxed)
         writeCounter.increment(by: Int64(count))
+        if bytes > 0 {
+            bytesWritten.add(bytes, ordering: .relaxed)
+            bytesWrittenCounter.increment(by: bytes)
+        }
     }
 
-    /// Counts entries the cache removed by itself; explicit removals are not evictions.
-    package func recordEviction(_ reason: EvictionReason, count: Int = 1) {
+    /// Counts entries the cache removed by itself, of `bytes` together; explicit removals are
+    /// not evictions.
+    package func recordEviction(_ reason: EvictionReason, count: Int = 1, bytes: Int64 = 0) {
         guard reason != .explicit, count > 0 else { return }
         evictions.add(count, ordering: .relaxed)
         evictionCounters[reason]?.increment(by: Int64(count))
+        if bytes > 0 {
+            bytesEvicted.add(bytes, ordering: .relaxed)
+            bytesEvictedCounter.increment(by: bytes)
+        }
     }
 
     /// Counts a value found damaged on read and removed.
@@ -75,6 +101,9 @@ package final class CacheCounters: Sendable {
         statistics.writes = writes.load(ordering: .relaxed)
         statistics.evictions = evictions.load(ordering: .relaxed)
         statistics.damaged = damaged.load(ordering: .relaxed)
+        statistics.bytesRead = bytesRead.load(ordering: .relaxed)
+        statistics.bytesWritten = bytesWritten.load(ordering: .relaxed)
+        statistics.bytesEvicted = bytesEvicted.load(ordering: .relaxed)
         return statistics
     }
 }

@@ -14,6 +14,12 @@ public struct CacheStatistics: Sendable, Hashable, Codable {
     /// Values found damaged on read (checksum mismatch, wrong length, replaced by a link, a
     /// FIFO or another non-regular file) and removed; each also counts as a miss.
     public var damaged: Int = 0
+    /// Bytes of the values returned by hits (for a memory tier, the entries' costs).
+    public var bytesRead: Int64 = 0
+    /// Bytes of the values stored (for a memory tier, the entries' costs).
+    public var bytesWritten: Int64 = 0
+    /// Bytes of the entries the cache evicted by itself.
+    public var bytesEvicted: Int64 = 0
 
     /// Zero counters.
     public init() {}

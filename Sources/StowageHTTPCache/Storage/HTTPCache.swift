@@ -111,4 +111,24 @@ public final class HTTPCache: Sendable {
 
     /// Bytes held by the memory tier.
     public var memoryUsage: ByteCount { ByteCount(memory.totalCost) }
+
+    /// Hits, misses, writes, evictions and bytes of each tier since the cache was opened (as
+    /// `URLCache` users read `currentMemoryUsage`); the same figures go to swift-metrics with
+    /// the dimensions `cache` (``Configuration/name``) and `tier`.
+    public var statistics: Statistics {
+        Statistics(memory: memory.statistics, disk: disk.statistics)
+    }
+
+    /// The counters of the HTTP cache's tiers. Records (the variants of a URL) and bodies are
+    /// both entries: a response served from memory counts two memory hits, one from disk a
+    /// memory miss and a disk hit for each.
+    public struct Statistics: Sendable, Hashable {
+        /// The memory tier's counters.
+        public var memory: CacheStatistics
+        /// The disk tier's counters.
+        public var disk: CacheStatistics
+
+        /// Bytes of responses read from either tier.
+        public var bytesRead: Int64 { memory.bytesRead + disk.bytesRead }
+    }
 }
