@@ -198,6 +198,23 @@ import Testing
         }
     }
 
+    @Test("statistics: the tiers' hits, writes and bytes, readable by code")
+    func statistics() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, n in ok("body \(n)", [("Cache-Control", "max-age=60")], clock: clock) }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            let before = cache.statistics
+            #expect(before.disk.writes == 2, "a record and a body")
+            #expect(before.disk.bytesWritten > Int64("body 1".utf8.count))
+            #expect(try await text(try await cache.respond(to: request(), fetch: origin.fetch)) == "body 1")
+            let after = cache.statistics
+            #expect(after.memory.hits == before.memory.hits + 2, "record and body from memory")
+            #expect(after.bytesRead >= before.bytesRead + Int64("body 1".utf8.count))
+        }
+    }
+
     @Test("Policy returnCacheDataElseLoad: serves a stale response without validation; loads on a miss")
     func returnCacheElseLoad() async throws {
         try await withTemporaryDirectory { root in
