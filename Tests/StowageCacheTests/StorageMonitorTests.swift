@@ -191,4 +191,28 @@ struct StorageMonitorTests {
         monitor.stop()
         #expect(cache.purges.load(ordering: .relaxed) >= 3)
     }
+
+    @Test("the monitor's interval follows the injected wait clock")
+    func intervalFollowsTheClock() async throws {
+        let checks = Atomic<Int>(0)
+        let clock = SteppedClock()
+        var configuration = StorageMonitor.Configuration(interval: .seconds(3_600))
+        configuration.waitClock = clock
+        let monitor = StorageMonitor(purgeable: nil, configuration: configuration) {
+            checks.add(1, ordering: .relaxed)
+            return VolumeCapacity(total: 100 * .gigabyte, available: 90 * .gigabyte)
+        }
+        monitor.start()
+        defer { monitor.stop() }
+        func eventually(_ condition: () -> Bool) async throws {
+            // Generous: the suites run in parallel on a small machine.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        }
+        try await eventually { checks.load(ordering: .relaxed) == 1 && clock.sleeperCount == 1 }
+        #expect(checks.load(ordering: .relaxed) == 1, "the first check runs at once")
+        clock.advance(by: .seconds(3_600))
+        try await eventually { checks.load(ordering: .relaxed) == 2 }
+        #expect(checks.load(ordering: .relaxed) == 2, "an hour on the injected clock later, the next")
+    }
 }

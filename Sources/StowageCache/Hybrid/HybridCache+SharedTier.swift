@@ -121,8 +121,18 @@ extension HybridCache {
         shared: any SharedCacheTier,
         load: @Sendable () async throws -> Value
     ) async throws -> Value {
-        let clock = ContinuousClock()
-        let deadline = clock.now + sharedOptions.loadWaitTimeout
+        try await loadCoordinated(key: key, timeToLive: timeToLive, shared: shared, clock: sharedOptions.waitClock, load: load)
+    }
+
+    /// ``loadCoordinated(key:timeToLive:shared:load:)`` with its waits measured by `clock`.
+    private func loadCoordinated<C: Clock<Duration>>(
+        key: String,
+        timeToLive: TimeInterval?,
+        shared: any SharedCacheTier,
+        clock: C,
+        load: @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let deadline = clock.now.advanced(by: sharedOptions.loadWaitTimeout)
         var reason = "timed out waiting for the node that holds the lock"
         // Times the lock was free yet no readable value there, in a row: once means the loader
         // failed (take over); twice, that the value there is one this node cannot read (another
@@ -147,7 +157,7 @@ extension HybridCache {
             // Another node is loading: poll until its value lands, its lock goes, or time runs out.
             var pause = sharedOptions.pollInterval
             while clock.now < deadline {
-                try await Task.sleep(for: min(pause, deadline - clock.now))
+                try await clock.sleep(for: min(pause, clock.now.duration(to: deadline)))
                 pause = min(pause * 2, sharedOptions.maximumPollInterval)
                 if let value = await sharedValue(forKey: key) { return value }
                 let isLocked = await health.call("lock-state") { try await shared.isLockedForLoading(key: key) }

@@ -16,6 +16,9 @@ extension StorageMonitor {
         /// Where checks that found pressure, and what was freed, are logged. Default label
         /// `stowage.storage-monitor`.
         public var logger: Logger
+        /// What ``interval`` is measured by. Default `ContinuousClock()`; tests pass a clock
+        /// they advance.
+        public var waitClock: any Clock<Duration> = ContinuousClock()
 
         /// Creates a configuration; the defaults are documented on each property.
         public init(

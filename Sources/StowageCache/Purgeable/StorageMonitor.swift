@@ -194,6 +194,7 @@ public final class StorageMonitor: Sendable {
         state.withLock { state in
             guard state.loop == nil else { return }
             let interval = configuration.interval
+            let clock = configuration.waitClock
             state.loop = Task.detached(priority: .background) { [weak self] in
                 while !Task.isCancelled {
                     do {
@@ -204,7 +205,7 @@ public final class StorageMonitor: Sendable {
                         self?.configuration.logger.error("storage check failed: \(error)")
                     }
                     guard self != nil else { return }
-                    try? await Task.sleep(for: interval)
+                    try? await clock.sleep(for: interval)
                 }
             }
         }

@@ -25,5 +25,9 @@ public struct SharedTierOptions: Sendable {
     /// again after an outage; changes past it stay local (logged once per outage).
     public var maximumPendingWrites = 10_000
 
+    /// What the load wait and the polls are measured by. Default `ContinuousClock()`; tests
+    /// pass a clock they advance.
+    public var waitClock: any Clock<Duration> = ContinuousClock()
+
     public init() {}
 }

@@ -13,6 +13,12 @@ final class RequestCollapser: Sendable {
     }
 
     private let waiting = Mutex<(nextID: UInt64, keys: [String: [Waiter]])>((0, [:]))
+    /// What the timeout is measured by.
+    private let clock: any Clock<Duration>
+
+    init(clock: any Clock<Duration> = ContinuousClock()) {
+        self.clock = clock
+    }
 
     /// Whether the caller leads for `key`; a leader must call ``finish(_:stored:)`` exactly once.
     func tryLead(_ key: String) -> Bool {
@@ -44,7 +50,7 @@ final class RequestCollapser: Sendable {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: timeout)
+                try? await self.clock.sleep(for: timeout)
                 return nil
             }
             let first = await group.next() ?? nil

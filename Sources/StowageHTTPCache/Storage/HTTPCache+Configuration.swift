@@ -56,6 +56,9 @@ extension HTTPCache {
         public var collapseTimeout: Duration
         /// Where time comes from; tests move it by hand. Default the system clock.
         public var clock: CacheClock
+        /// What waits (the request collapser's ``collapseTimeout``) are measured by. Default
+        /// `ContinuousClock()`; tests pass a clock they advance.
+        public var waitClock: any Clock<Duration>
         /// Where the cache logs. Default a logger labelled `stowage.http-cache`.
         public var logger: Logger
         /// A level shared with other nodes (e.g. `RedisSharedTier`): two proxies or clients with
@@ -86,6 +89,7 @@ extension HTTPCache {
             collapsesRequests = true
             collapseTimeout = .seconds(5)
             clock = .system
+            waitClock = ContinuousClock()
             logger = Logger(label: "stowage.http-cache")
             sharedTier = nil
             sharedBodyLimit = ByteCount(1_000_000)

@@ -28,12 +28,12 @@ public final class HTTPCache: Sendable {
     /// The disk tier.
     public let disk: DiskCache
     let memory: MemoryCache<String, MemoryEntry>
-    let collapser = RequestCollapser()
+    let collapser: RequestCollapser
     /// Reachability of the shared level (logged once per outage, failures counted).
     let sharedHealth: SharedTierHealth
     /// Applies other nodes' invalidations while the cache lives.
     let invalidationListener = Mutex<Task<Void, Never>?>(nil)
-    let revalidations = RequestCollapser()
+    let revalidations: RequestCollapser
     /// Records on disk stored before it are confirmed against the shared level before use.
     let horizon: InvalidationHorizon
     /// Follows the disk cache's generation: a clear or removal by any handle in any process
@@ -69,6 +69,8 @@ public final class HTTPCache: Sendable {
         memory = try MemoryCache(configuration: memoryConfiguration)
         sharedHealth = SharedTierHealth(name: configuration.name, logger: configuration.logger)
         horizon = InvalidationHorizon(clock: configuration.clock)
+        collapser = RequestCollapser(clock: configuration.waitClock)
+        revalidations = RequestCollapser(clock: configuration.waitClock)
         generationWatch = GenerationWatch(disk.storeGeneration)
         startListeningForInvalidations()
     }

@@ -1,0 +1,49 @@
+import Foundation
+import StowageCore
+import Testing
+
+@testable import StowageHTTPCache
+
+/// The collapse timeout follows the injected wait clock.
+@Suite struct RequestCollapserClockTests {
+    /// Waits (in real time, at most 30 s: the suites run in parallel on a small machine) until
+    /// `condition` holds.
+    private func eventually(_ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+    }
+
+    @Test("a collapsed request times out when the injected clock passes the timeout, not before")
+    func timeoutFollowsTheClock() async throws {
+        let clock = SteppedClock()
+        let collapser = RequestCollapser(clock: clock)
+        #expect(collapser.tryLead("k"))
+        let waiting = Task { await collapser.wait(for: "k", timeout: .seconds(3_600)) }
+        try await eventually { clock.sleeperCount == 1 }
+        #expect(clock.sleeperCount == 1, "the timeout sleeps on the injected clock")
+        clock.advance(by: .seconds(3_599))
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(clock.sleeperCount == 1, "not yet")
+        clock.advance(by: .seconds(1))
+        let cutoff = Task {
+            try await Task.sleep(for: .seconds(45))
+            collapser.finish("k", stored: true)  // were the clock ignored: end the wait, so the test fails instead of hanging
+        }
+        defer { cutoff.cancel() }
+        #expect(await waiting.value == false, "timed out: fetch on its own")
+        collapser.finish("k", stored: false)
+    }
+
+    @Test("a leader that finishes wakes its waiters and their timeouts stop sleeping")
+    func finishCancelsTheTimeout() async throws {
+        let clock = SteppedClock()
+        let collapser = RequestCollapser(clock: clock)
+        #expect(collapser.tryLead("k"))
+        let waiting = Task { await collapser.wait(for: "k", timeout: .seconds(60)) }
+        try await eventually { clock.sleeperCount == 1 }
+        collapser.finish("k", stored: true)
+        #expect(await waiting.value == true)
+        try await eventually { clock.sleeperCount == 0 }
+        #expect(clock.sleeperCount == 0, "the cancelled timeout left the clock")
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import StowageCache
+import StowageCore
+import StowageRedisTestSupport
+import StowageSharedTier
+import Testing
+
+/// The shared level's load wait and polls follow the injected wait clock.
+@Suite("Shared tier waits", .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"))
+struct WaitClockTests {
+    @Test("a node waiting for another's load gives up when the injected clock passes the wait timeout")
+    func loadWaitFollowsTheClock() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (holder, holderTier) = try await makeNode(url: server.url, namespace: "wc", scratch: scratch, name: "a")
+        let clock = SteppedClock()
+        var options = SharedTierOptions()
+        options.waitClock = clock
+        options.loadWaitTimeout = .seconds(3_600)  // an hour of real time if the clock were ignored
+        let (waiter, waiterTier) = try await makeNode(url: server.url, namespace: "wc", scratch: scratch, name: "b", options: options)
+        defer { Task { await holderTier.shutdown(); await waiterTier.shutdown() } }
+
+        // The holder takes the key's load lock and keeps loading.
+        let holding = Task { try await holder.value(forKey: "k") { try await Task.sleep(for: .seconds(3_600)); return "a" } }
+        defer { holding.cancel() }
+        try await eventually(timeout: .seconds(30)) { try await holderTier.isLockedForLoading(key: "k") }
+
+        let waiting = Task { try await waiter.value(forKey: "k") { "b" } }
+        try await eventually(timeout: .seconds(30)) { clock.sleeperCount > 0 }  // polling, on the injected clock
+        clock.advance(by: .seconds(3_600))
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !Task.isCancelled, ContinuousClock.now < deadline, clock.sleeperCount > 0 {
+            clock.advance(by: .seconds(1))
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        // Were the clock ignored the waiter would wait an hour: cut it short rather than hang.
+        let cutoff = Task {
+            try await Task.sleep(for: .seconds(45))
+            waiting.cancel()
+        }
+        defer { cutoff.cancel() }
+        let value = try? await waiting.value
+        #expect(value == "b", "past the wait timeout the waiter loads by itself")
+    }
+}
