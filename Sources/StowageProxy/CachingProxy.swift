@@ -45,6 +45,8 @@ public final class CachingProxy: Sendable {
         cacheConfiguration.defaultLifetimes = configuration.defaultLifetimes
         cacheConfiguration.staleIfErrorGrace = configuration.staleIfErrorGrace
         cacheConfiguration.staleWhileUpdatingGrace = configuration.staleWhileUpdatingGrace
+        cacheConfiguration.keyRules = configuration.keyRules
+        cacheConfiguration.bypass = configuration.bypass
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),

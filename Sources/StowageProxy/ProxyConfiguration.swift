@@ -58,6 +58,12 @@ public struct ProxyConfiguration: Sendable {
     /// background (nginx's `proxy_cache_use_stale updating` + `proxy_cache_background_update`).
     /// Default `nil`: only `stale-while-revalidate`.
     public var staleWhileUpdatingGrace: TimeInterval?
+    /// How cache keys are shaped (query parameters left out or sorted; nginx's
+    /// `proxy_cache_key`). Default: RFC 9111's normalization only.
+    public var keyRules: CacheKeyRules
+    /// Requests that skip the lookup (nginx's `proxy_cache_bypass`); their responses are still
+    /// stored. Default none.
+    public var bypass: [CacheBypassRule]
 
     /// A configuration with the defaults above.
     public init(upstream: Upstream, cacheDirectory: URL, host: String = "127.0.0.1", port: Int = 8080) {
@@ -77,6 +83,8 @@ public struct ProxyConfiguration: Sendable {
         defaultLifetimes = [:]
         staleIfErrorGrace = nil
         staleWhileUpdatingGrace = nil
+        keyRules = CacheKeyRules()
+        bypass = []
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

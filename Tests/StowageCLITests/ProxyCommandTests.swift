@@ -126,6 +126,9 @@ import Glibc
             (["--cache-valid", "99=1m"], "is not a status from 200 to 599"),
             (["--cache-valid", "200=10x"], "is not a duration"),
             (["--stale-if-error", "soon"], "is not a duration"),
+            (["--cache-bypass", "query:x"], "give header:NAME, cookie:NAME or path:/PREFIX"),
+            (["--cache-bypass", "path:admin"], "give header:NAME, cookie:NAME or path:/PREFIX"),
+            (["--cache-key-ignore-query", "a=b"], "is not a query parameter name"),
         ] {
             let outcome = try StowageExecutable.run(["proxy", "--upstream", "http://127.0.0.1:1"] + arguments)
             #expect(outcome.status == 64, "\(arguments)")

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOHTTP1
+import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
 import Testing
@@ -68,6 +69,42 @@ import Testing
                 refreshed = try await h.get("/feed").text
             }
             #expect(refreshed == "v2")
+        }
+    }
+}
+
+/// Keys and bypass, through the real proxy.
+@Suite struct ProxyKeyAndBypassTests {
+    @Test("proxy_cache_key: tracking parameters and parameter order do not split entries")
+    func keyRules() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"], sortsQueryParameters: true) },
+            script: versioned(maxAge: 60)
+        ) { h in
+            _ = try await h.get("/list?page=2&sort=new&utm_source=mail")
+            let hit = try await h.get("/list?sort=new&page=2&utm_campaign=x")
+            #expect(hit.text == "v1")
+            #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
+            #expect(try await h.get("/list?page=3&sort=new").text == "v2", "other values are other entries")
+            #expect(h.origin.requestCount == 2)
+        }
+    }
+
+    @Test("proxy_cache_bypass: a matching request goes to the origin and its response replaces the stored one")
+    func bypass() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.bypass = [.header(HTTPField.Name("X-Refresh")!), .cookie("session"), .pathPrefix("/admin/")] },
+            script: versioned(maxAge: 60)
+        ) { h in
+            _ = try await h.get("/page")
+            #expect(try await h.get("/page", headers: [("X-Refresh", "0")]).text == "v1", "0 does not bypass")
+            let bypassed = try await h.get("/page", headers: [("X-Refresh", "1")])
+            #expect(bypassed.text == "v2")
+            #expect(bypassed.cacheStatus.contains("bypass"), "\(bypassed.cacheStatus)")
+            #expect(try await h.get("/page").text == "v2", "the bypassed response was stored")
+            #expect(try await h.get("/page", headers: [("Cookie", "theme=dark; session=abc")]).text == "v3")
+            _ = try await h.get("/admin/stats")
+            #expect(try await h.get("/admin/stats").text == "v5")
         }
     }
 }

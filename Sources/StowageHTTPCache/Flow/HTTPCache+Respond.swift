@@ -34,7 +34,7 @@ extension HTTPCache {
         configuration.logger.debug(
             "cache decision",
             metadata: [
-                "uri": "\(CacheKey(request).uri)", "outcome": "\(served.outcome)",
+                "uri": "\(rules.key(for: request).uri)", "outcome": "\(served.outcome)",
                 "trace": "\(served.trace.joined(separator: " | "))",
             ]
         )
@@ -69,9 +69,13 @@ extension HTTPCache {
             trace.append("§4.4 \(request.method) is not cacheable: forwarded, then stored responses it touches are invalidated")
             return try await forwardUnsafe(request, body: body, fetch: fetch)
         }
-        let key = CacheKey(request)
+        let key = rules.key(for: request)
         let requestCC = request.headerFields.cacheControl
         if policy != .useProtocolCachePolicy { trace.append("policy \(policy)") }
+        if let rule = configuration.bypass.first(where: { $0.matches(request) }) {
+            trace.append("bypass (\(rule)): the cache is not consulted; the response is stored when storable")
+            return try await forward(request, key: key, outcome: .bypass, collapse: false, fetch: fetch)
+        }
         if policy == .reloadIgnoringLocalAndRemoteCacheData {
             trace.append("reloadIgnoringLocalAndRemoteCacheData: the cache is not consulted; no-cache asks caches upstream to reload")
             return try await forward(Self.reloadingEverywhere(request), key: key, outcome: .miss, collapse: false, fetch: fetch)
@@ -175,7 +179,7 @@ extension HTTPCache {
         if request.method == .head { return CachedResponse(response: response, body: .empty, status: cacheStatus) }
         guard let body = try await body(of: record) else {
             // The body was evicted apart from its record: drop the record, treat as a miss.
-            try await remove(CacheKey(request))
+            try await remove(rules.key(for: request))
             return nil
         }
         return CachedResponse(response: response, body: body, status: cacheStatus)

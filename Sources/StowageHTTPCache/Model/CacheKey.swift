@@ -40,7 +40,7 @@ public struct CacheKey: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private init(uri: String) { self.uri = uri }
+    init(uri: String) { self.uri = uri }
 
     /// `scheme://authority` of the key.
     var origin: String? {

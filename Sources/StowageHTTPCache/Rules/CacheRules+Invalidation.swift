@@ -11,10 +11,11 @@ extension CacheRules {
     /// another origin's, to stop denial-of-service through a foreign response).
     public func invalidatedKeys(request: HTTPRequest, response: HTTPResponse) -> [CacheKey] {
         guard !Self.safeMethods.contains(request.method), (200..<400).contains(response.status.code) else { return [] }
-        let target = CacheKey(request)
+        let target = key(for: request)
         var keys = [target]
         for name in [HTTPField.Name.location, .contentLocation] {
-            guard let value = response.headerFields[name], let key = CacheKey(reference: value, base: target),
+            guard let value = response.headerFields[name],
+                let key = CacheKey(reference: value, base: target).map(keyRules.apply(to:)),
                 key.origin == target.origin, !keys.contains(key)
             else { continue }
             keys.append(key)

@@ -45,6 +45,9 @@ public struct CacheRules: Sendable {
     /// in the request or the stored response still validates first.
     /// Default `nil`: only `stale-while-revalidate` (RFC 5861) allows it.
     public var staleWhileUpdatingGrace: Double?
+    /// How keys are shaped beyond RFC 9111's normalization (query parameters left out or
+    /// sorted). Default: none.
+    public var keyRules: CacheKeyRules
 
     /// `CDN-Cache-Control` (RFC 9213 §3), the field targeted at CDNs and other shared caches
     /// operated for the origin.
@@ -65,7 +68,8 @@ public struct CacheRules: Sendable {
         targetedFields: [HTTPField.Name] = [],
         defaultLifetimes: [Int: Double] = [:],
         staleIfErrorGrace: Double? = nil,
-        staleWhileUpdatingGrace: Double? = nil
+        staleWhileUpdatingGrace: Double? = nil,
+        keyRules: CacheKeyRules = CacheKeyRules()
     ) {
         self.kind = kind
         self.heuristicFraction = heuristicFraction
@@ -75,6 +79,13 @@ public struct CacheRules: Sendable {
         self.defaultLifetimes = defaultLifetimes
         self.staleIfErrorGrace = staleIfErrorGrace
         self.staleWhileUpdatingGrace = staleWhileUpdatingGrace
+        self.keyRules = keyRules
+    }
+
+    /// The key `request`'s responses are stored under: its normalized target URI, shaped by
+    /// ``keyRules``.
+    public func key(for request: HTTPRequest) -> CacheKey {
+        keyRules.apply(to: CacheKey(request))
     }
 
     var isShared: Bool { kind == .shared }

@@ -42,6 +42,12 @@ extension HTTPCache {
         /// Seconds past freshness a stored response is served while it is refreshed in the
         /// background; see ``CacheRules/staleWhileUpdatingGrace``. Default `nil`.
         public var staleWhileUpdatingGrace: TimeInterval?
+        /// How keys are shaped beyond RFC 9111's normalization; see ``CacheKeyRules``. Default
+        /// none.
+        public var keyRules: CacheKeyRules
+        /// Requests that skip the lookup and go to the origin (nginx's `proxy_cache_bypass`);
+        /// their responses are still stored when storable. Default none.
+        public var bypass: [CacheBypassRule]
         /// Rules that force an expiry interval for chosen requests; the first match wins.
         /// Default none.
         public var forcedExpiry: [ForcedExpiry]
@@ -81,6 +87,8 @@ extension HTTPCache {
             heuristicFraction = 0.1
             maximumHeuristicLifetime = 86_400
             targetedFields = []
+            keyRules = CacheKeyRules()
+            bypass = []
             defaultLifetimes = [:]
             staleIfErrorGrace = nil
             staleWhileUpdatingGrace = nil
@@ -105,7 +113,8 @@ extension HTTPCache {
                 targetedFields: targetedFields,
                 defaultLifetimes: defaultLifetimes,
                 staleIfErrorGrace: staleIfErrorGrace,
-                staleWhileUpdatingGrace: staleWhileUpdatingGrace
+                staleWhileUpdatingGrace: staleWhileUpdatingGrace,
+                keyRules: keyRules
             )
         }
 

@@ -105,7 +105,7 @@ public final class HTTPCache: Sendable {
 
     /// Removes the stored responses (all variants) of `request`'s URI.
     public func removeResponses(for request: HTTPRequest) async throws {
-        try await remove(CacheKey(request))
+        try await remove(rules.key(for: request))
     }
 
     /// Bytes and entries on disk (bodies and records).

@@ -37,3 +37,27 @@ import Testing
         #expect(operated.decide(reload, stored: entry, now: t0 + 15) == .validate)
     }
 }
+
+/// Cache keys shaped by the operator (nginx's proxy_cache_key).
+@Suite struct CacheKeyRulesTests {
+    private let rules = CacheRules(
+        kind: .shared,
+        keyRules: CacheKeyRules(ignoredQueryParameters: ["utm_*", "fbclid"], sortsQueryParameters: true)
+    )
+
+    @Test("ignored parameters leave the key, the rest are sorted; a query left empty goes")
+    func shapesQueries() {
+        #expect(rules.key(for: request(.get, "/a?utm_source=x&b=2&fbclid=9&a=1")).uri == "http://origin.test/a?a=1&b=2")
+        #expect(rules.key(for: request(.get, "/a?b=2&a=1")) == rules.key(for: request(.get, "/a?a=1&b=2&utm_medium=m")))
+        #expect(rules.key(for: request(.get, "/a?utm_source=x")).uri == "http://origin.test/a")
+        #expect(rules.key(for: request(.get, "/a?utm=keep")).uri == "http://origin.test/a?utm=keep", "utm_* is a prefix with the underscore")
+        #expect(sharedRules.key(for: request(.get, "/a?b=2&a=1")).uri == "http://origin.test/a?b=2&a=1", "no rules: as RFC 9111 makes it")
+    }
+
+    @Test("§4.4 invalidation uses the same keys")
+    func invalidationUsesTheRules() {
+        let post = request(.post, "/a?utm_source=x&b=2&a=1")
+        let keys = rules.invalidatedKeys(request: post, response: response(200, [("Location", "/c?z=1&utm_id=3&y=2")]))
+        #expect(keys.map(\.uri) == ["http://origin.test/a?a=1&b=2", "http://origin.test/c?y=2&z=1"])
+    }
+}

@@ -87,6 +87,20 @@ struct ProxyCommand: AsyncParsableCommand {
     )
     var cacheValid: [String] = []
 
+    @Option(help: ArgumentHelp("A query parameter left out of cache keys (a prefix with a trailing *, e.g. utm_*); repeatable.", valueName: "NAME"))
+    var cacheKeyIgnoreQuery: [String] = []
+
+    @Flag(help: "Sort query parameters in cache keys, so their order does not split entries.")
+    var cacheKeySortQuery = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Requests that skip the cache lookup (still stored): header:NAME, cookie:NAME or path:/PREFIX; repeatable.",
+            valueName: "RULE"
+        )
+    )
+    var cacheBypass: [String] = []
+
     @Option(help: ArgumentHelp("Serve a stored response up to DURATION stale when the upstream fails (error, timeout, 5xx), whatever it said.", valueName: "DURATION"))
     var staleIfError: String?
 
@@ -119,10 +133,34 @@ struct ProxyCommand: AsyncParsableCommand {
         guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
         _ = try targetedFields()
         _ = try defaultLifetimes()
+        _ = try bypassRules()
+        if let bad = cacheKeyIgnoreQuery.first(where: { $0.isEmpty || $0 == "*" || $0.contains(where: { "&=?#".contains($0) }) }) {
+            throw ValidationError("--cache-key-ignore-query \(bad.debugDescription) is not a query parameter name or NAME* prefix")
+        }
         if let staleIfError { _ = try parseDuration(staleIfError, option: "--stale-if-error") }
         if let staleWhileUpdating { _ = try parseDuration(staleWhileUpdating, option: "--stale-while-updating") }
         if sharedCaFile != nil, shared?.lowercased().hasPrefix("rediss://") != true {
             throw ValidationError("--shared-ca-file is for a TLS server: give --shared rediss://HOST:PORT as well")
+        }
+    }
+
+    /// The rules of every `--cache-bypass`, checked.
+    func bypassRules() throws -> [CacheBypassRule] {
+        try cacheBypass.map { text in
+            let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+            switch (parts.first, parts.count == 2 ? parts[1] : nil) {
+            case ("header", let name?):
+                if let field = HTTPField.Name(name) { return .header(field) }
+            case ("cookie", let name?) where !name.isEmpty && !name.contains(where: { " ;=,".contains($0) }):
+                return .cookie(name)
+            case ("path", let prefix?) where prefix.hasPrefix("/"):
+                return .pathPrefix(prefix)
+            default:
+                break
+            }
+            throw ValidationError(
+                "--cache-bypass \(text.debugDescription) is not a rule; give header:NAME, cookie:NAME or path:/PREFIX"
+            )
         }
     }
 
@@ -182,6 +220,11 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.sendsTrace = trace
             configuration.targetedFields = try targetedFields()
             configuration.defaultLifetimes = try defaultLifetimes()
+            configuration.keyRules = CacheKeyRules(
+                ignoredQueryParameters: cacheKeyIgnoreQuery,
+                sortsQueryParameters: cacheKeySortQuery
+            )
+            configuration.bypass = try bypassRules()
             configuration.staleIfErrorGrace = try staleIfError.map { try parseDuration($0, option: "--stale-if-error") }
             configuration.staleWhileUpdatingGrace = try staleWhileUpdating.map {
                 try parseDuration($0, option: "--stale-while-updating")
