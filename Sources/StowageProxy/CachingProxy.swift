@@ -47,6 +47,8 @@ public final class CachingProxy: Sendable {
         cacheConfiguration.staleWhileUpdatingGrace = configuration.staleWhileUpdatingGrace
         cacheConfiguration.keyRules = configuration.keyRules
         cacheConfiguration.bypass = configuration.bypass
+        cacheConfiguration.minimumUses = configuration.minimumUses
+        cacheConfiguration.maximumBodySize = configuration.maximumBodySize
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),

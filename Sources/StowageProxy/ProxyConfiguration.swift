@@ -64,6 +64,12 @@ public struct ProxyConfiguration: Sendable {
     /// Requests that skip the lookup (nginx's `proxy_cache_bypass`); their responses are still
     /// stored. Default none.
     public var bypass: [CacheBypassRule]
+    /// Requests a URL must have had before its response is stored (nginx's
+    /// `proxy_cache_min_uses`). Default 1.
+    public var minimumUses: Int
+    /// The largest response body stored; larger ones are forwarded only. Default `nil`: 5% of
+    /// the disk capacity.
+    public var maximumBodySize: ByteCount?
 
     /// A configuration with the defaults above.
     public init(upstream: Upstream, cacheDirectory: URL, host: String = "127.0.0.1", port: Int = 8080) {
@@ -85,6 +91,8 @@ public struct ProxyConfiguration: Sendable {
         staleWhileUpdatingGrace = nil
         keyRules = CacheKeyRules()
         bypass = []
+        minimumUses = 1
+        maximumBodySize = nil
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

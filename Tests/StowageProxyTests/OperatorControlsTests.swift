@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOHTTP1
+import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
@@ -87,6 +88,34 @@ import Testing
             #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
             #expect(try await h.get("/list?page=3&sort=new").text == "v2", "other values are other entries")
             #expect(h.origin.requestCount == 2)
+        }
+    }
+
+    @Test("proxy_cache_min_uses: a response is stored from the Nth request on")
+    func minimumUses() async throws {
+        try await ProxyHarness.run(configure: { $0.minimumUses = 2 }, script: versioned(maxAge: 60)) { h in
+            #expect(try await h.get("/popular").text == "v1")
+            #expect(try await h.get("/popular").text == "v2", "first request: not stored")
+            let hit = try await h.get("/popular")
+            #expect(hit.text == "v2" && hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
+            #expect(h.origin.requestCount == 2)
+        }
+    }
+
+    @Test("maximum body size: a larger body is forwarded, not stored; a smaller one is")
+    func maximumBodySize() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.maximumBodySize = ByteCount(1_000) },
+            script: { r in
+                .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: r.head.path == "/big" ? "x" : "y", count: r.head.path == "/big" ? 2_000 : 500))
+            }
+        ) { h in
+            _ = try await h.get("/big")
+            _ = try await h.get("/big")
+            #expect(h.origin.requestCount(path: "/big") == 2)
+            _ = try await h.get("/small")
+            let small = try await h.get("/small")
+            #expect(small.text.count == 500 && small.cacheStatus.hasPrefix("stowage; hit"))
         }
     }
 

@@ -141,6 +141,17 @@ extension HTTPCache {
         if case .notStorable(let reason) = rules.storability(of: response, for: request, forced: forcedRule != nil) {
             return StoreOutcome(body: body, isUnderWay: false, isCommitted: false, note: "not stored: \(reason)")
         }
+        if configuration.minimumUses > 1 {
+            let count = uses.record(key.uri)
+            if count < configuration.minimumUses {
+                return StoreOutcome(
+                    body: body,
+                    isUnderWay: false,
+                    isCommitted: false,
+                    note: "not stored: requested \(count) of the \(configuration.minimumUses) times minimumUses asks"
+                )
+            }
+        }
         var stored = HTTPResponse(
             status: response.status,
             headerFields: rules.fieldsToStore(response.headerFields, responseTime: responseTime)

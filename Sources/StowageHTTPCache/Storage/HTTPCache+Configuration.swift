@@ -48,6 +48,13 @@ extension HTTPCache {
         /// Requests that skip the lookup and go to the origin (nginx's `proxy_cache_bypass`);
         /// their responses are still stored when storable. Default none.
         public var bypass: [CacheBypassRule]
+        /// The largest body stored, whatever the capacities; `nil` (the default) for
+        /// ``maximumEntryFraction`` alone. A body over it is forwarded, not stored.
+        public var maximumBodySize: ByteCount?
+        /// Requests a URL must have had (in this process) before its response is stored
+        /// (nginx's `proxy_cache_min_uses`), so one-off URLs do not push out popular ones.
+        /// Default 1: store at once.
+        public var minimumUses: Int
         /// Rules that force an expiry interval for chosen requests; the first match wins.
         /// Default none.
         public var forcedExpiry: [ForcedExpiry]
@@ -88,6 +95,8 @@ extension HTTPCache {
             maximumHeuristicLifetime = 86_400
             targetedFields = []
             keyRules = CacheKeyRules()
+            maximumBodySize = nil
+            minimumUses = 1
             bypass = []
             defaultLifetimes = [:]
             staleIfErrorGrace = nil
@@ -137,6 +146,12 @@ extension HTTPCache {
                     code: .invalidConfiguration,
                     message: "heuristicFraction, maximumHeuristicLifetime must be ≥ 0 and streamingThreshold > 0"
                 )
+            }
+            if let maximumBodySize, maximumBodySize.rawValue <= 0 {
+                throw HTTPCacheError(code: .invalidConfiguration, message: "maximumBodySize must be more than 0 bytes, or nil")
+            }
+            guard minimumUses >= 1 else {
+                throw HTTPCacheError(code: .invalidConfiguration, message: "minimumUses is \(minimumUses); it must be 1 or more")
             }
             for (status, lifetime) in defaultLifetimes where !(200...599).contains(status) || !(lifetime >= 0) {
                 throw HTTPCacheError(

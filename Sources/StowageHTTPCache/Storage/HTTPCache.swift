@@ -34,6 +34,8 @@ public final class HTTPCache: Sendable {
     /// Applies other nodes' invalidations while the cache lives.
     let invalidationListener = Mutex<Task<Void, Never>?>(nil)
     let revalidations: RequestCollapser
+    /// Requests per key, for ``Configuration/minimumUses``.
+    let uses: UseCounter
     /// Records on disk stored before it are confirmed against the shared level before use.
     let horizon: InvalidationHorizon
     /// Follows the disk cache's generation: a clear or removal by any handle in any process
@@ -70,6 +72,7 @@ public final class HTTPCache: Sendable {
         sharedHealth = SharedTierHealth(name: configuration.name, logger: configuration.logger)
         horizon = InvalidationHorizon(clock: configuration.clock)
         collapser = RequestCollapser(clock: configuration.waitClock)
+        uses = UseCounter()
         revalidations = RequestCollapser(clock: configuration.waitClock)
         generationWatch = GenerationWatch(disk.storeGeneration)
         startListeningForInvalidations()
@@ -92,7 +95,10 @@ public final class HTTPCache: Sendable {
         Int64(Double(configuration.memoryCapacity.rawValue) * configuration.maximumEntryFraction)
     }
     /// The largest body stored at all.
-    var diskBodyLimit: Int64 { Int64(Double(configuration.diskCapacity.rawValue) * configuration.maximumEntryFraction) }
+    var diskBodyLimit: Int64 {
+        let byFraction = Int64(Double(configuration.diskCapacity.rawValue) * configuration.maximumEntryFraction)
+        return configuration.maximumBodySize.map { min($0.rawValue, byFraction) } ?? byFraction
+    }
 
     /// Removes every stored response.
     ///

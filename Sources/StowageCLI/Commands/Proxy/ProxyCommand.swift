@@ -90,6 +90,12 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A query parameter left out of cache keys (a prefix with a trailing *, e.g. utm_*); repeatable.", valueName: "NAME"))
     var cacheKeyIgnoreQuery: [String] = []
 
+    @Option(help: "Requests a URL must have had before its response is stored (nginx's proxy_cache_min_uses).")
+    var cacheMinUses = 1
+
+    @Option(help: "The largest response body stored, e.g. 10MB (default: 5% of --disk-capacity).", transform: { try parseSize($0) })
+    var cacheMaxBody: ByteCount?
+
     @Flag(help: "Sort query parameters in cache keys, so their order does not split entries.")
     var cacheKeySortQuery = false
 
@@ -134,6 +140,8 @@ struct ProxyCommand: AsyncParsableCommand {
         _ = try targetedFields()
         _ = try defaultLifetimes()
         _ = try bypassRules()
+        guard cacheMinUses >= 1 else { throw ValidationError("--cache-min-uses must be 1 or more") }
+        if let cacheMaxBody, cacheMaxBody.rawValue <= 0 { throw ValidationError("--cache-max-body must be more than 0 bytes") }
         if let bad = cacheKeyIgnoreQuery.first(where: { $0.isEmpty || $0 == "*" || $0.contains(where: { "&=?#".contains($0) }) }) {
             throw ValidationError("--cache-key-ignore-query \(bad.debugDescription) is not a query parameter name or NAME* prefix")
         }
@@ -225,6 +233,8 @@ struct ProxyCommand: AsyncParsableCommand {
                 sortsQueryParameters: cacheKeySortQuery
             )
             configuration.bypass = try bypassRules()
+            configuration.minimumUses = cacheMinUses
+            configuration.maximumBodySize = cacheMaxBody
             configuration.staleIfErrorGrace = try staleIfError.map { try parseDuration($0, option: "--stale-if-error") }
             configuration.staleWhileUpdatingGrace = try staleWhileUpdating.map {
                 try parseDuration($0, option: "--stale-while-updating")
