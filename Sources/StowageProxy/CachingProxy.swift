@@ -49,6 +49,7 @@ public final class CachingProxy: Sendable {
         cacheConfiguration.bypass = configuration.bypass
         cacheConfiguration.minimumUses = configuration.minimumUses
         cacheConfiguration.maximumBodySize = configuration.maximumBodySize
+        cacheConfiguration.tagFields = [HTTPField.Name("Surrogate-Key")!, HTTPField.Name("Cache-Tag")!]
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),

@@ -198,6 +198,46 @@ import Testing
         }
     }
 
+    @Test("purge by URL, ban by URL prefix and by surrogate key; tags never reach clients")
+    func purgeAndBan() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock()
+            let cache = try makeCache(root, clock: clock, kind: .shared) {
+                $0.tagFields = [HTTPField.Name("Surrogate-Key")!, HTTPField.Name("Cache-Tag")!]
+            }
+            let origin = TestOrigin { request, n in
+                let path = request.path ?? "/"
+                let tags = path.hasPrefix("/news/") ? "news front" : path == "/shop/cart" ? "shop" : "other"
+                return ok("v\(n)", [("Cache-Control", "max-age=600"), ("Surrogate-Key", tags), ("Cache-Tag", "all")], clock: clock)
+            }
+            func get(_ path: String) async throws -> (text: String, served: CachedResponse) {
+                let served = try await cache.respond(to: request(.get, path), fetch: origin.fetch)
+                return (try await text(served), served)
+            }
+            for path in ["/news/1", "/news/2", "/shop/cart", "/about"] {
+                let first = try await get(path)
+                #expect(first.served.response.headerFields[HTTPField.Name("Surrogate-Key")!] == nil, "stripped for the client")
+            }
+            #expect(try await get("/news/1").served.outcome == .hit)
+            #expect(try await get("/about").served.response.headerFields[HTTPField.Name("Cache-Tag")!] == nil)
+
+            #expect(try await cache.ban(tag: "news") == 2)
+            #expect(try await get("/news/1").served.outcome == .miss)
+            #expect(try await get("/news/2").served.outcome == .miss)
+            #expect(try await get("/shop/cart").served.outcome == .hit)
+
+            #expect(try await cache.ban(urlPrefix: "http://origin.test/shop/") == 1)
+            #expect(try await get("/shop/cart").served.outcome == .miss)
+
+            #expect(try await cache.purge(url: "http://origin.test/about"))
+            #expect(try await !cache.purge(url: "http://origin.test/never"))
+            #expect(try await get("/about").served.outcome == .miss)
+            await #expect(throws: HTTPCacheError.self) { try await cache.purge(url: "/relative") }
+            // Everything was tagged "all" (the Cache-Tag field).
+            #expect(try await cache.ban(tag: "all") == 4)
+        }
+    }
+
     @Test("statistics: the tiers' hits, writes and bytes, readable by code")
     func statistics() async throws {
         try await withTemporaryDirectory { root in

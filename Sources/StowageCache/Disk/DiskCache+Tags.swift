@@ -89,4 +89,25 @@ extension DiskCache {
             }
         }
     }
+
+    /// The keys that start with `prefix`, in order (one range scan of the index's primary key):
+    /// how the HTTP cache finds what a ban by URI prefix or by surrogate key removes.
+    package func keysBlocking(withPrefix prefix: String) throws -> [String] {
+        guard !prefix.isEmpty else {
+            return try indexCall { try index.pool.read { db in try String.fetchAll(db, sql: "SELECT key FROM entry ORDER BY key") } }
+        }
+        // Every key ≥ prefix and < prefix with its last scalar bumped; a prefix ending in the
+        // highest scalar falls back to the open range, filtered below.
+        var upper = Array(prefix.unicodeScalars)
+        let last = upper.removeLast()
+        let next = Unicode.Scalar(last.value + 1).map { String(String.UnicodeScalarView(upper + [$0])) }
+        return try indexCall {
+            try index.pool.read { db in
+                let keys =
+                    try next.map { try String.fetchAll(db, sql: "SELECT key FROM entry WHERE key >= ? AND key < ? ORDER BY key", arguments: [prefix, $0]) }
+                    ?? String.fetchAll(db, sql: "SELECT key FROM entry WHERE key >= ? ORDER BY key", arguments: [prefix])
+                return keys.filter { $0.hasPrefix(prefix) }
+            }
+        }
+    }
 }

@@ -156,6 +156,9 @@ extension HTTPCache {
             status: response.status,
             headerFields: rules.fieldsToStore(response.headerFields, responseTime: responseTime)
         )
+        let tags = tags(in: response.headerFields)
+        for name in configuration.tagFields { stored.headerFields[values: name] = [] }
+        try await recordTags(tags, uri: key.uri)
         var memoryOnly = false
         if let hook = configuration.willCache {
             guard let proposal = hook(CacheProposal(request: request, response: stored)) else {

@@ -31,6 +31,8 @@ extension HTTPCache {
         var trace: [String] = []
         var served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
         served.trace = trace + served.trace
+        // Tags are for the operator's bans, not for clients (as CDNs strip Surrogate-Key).
+        for name in configuration.tagFields { served.response.headerFields[values: name] = [] }
         configuration.logger.debug(
             "cache decision",
             metadata: [

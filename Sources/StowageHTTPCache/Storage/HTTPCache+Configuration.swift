@@ -55,6 +55,10 @@ extension HTTPCache {
         /// (nginx's `proxy_cache_min_uses`), so one-off URLs do not push out popular ones.
         /// Default 1: store at once.
         public var minimumUses: Int
+        /// Response fields whose values tag a stored response for ``HTTPCache/ban(tag:)``
+        /// (space- or comma-separated), e.g. `Surrogate-Key` and `Cache-Tag`. They are removed
+        /// from what clients receive, as CDNs do. Default none (the proxy sets both).
+        public var tagFields: [HTTPField.Name]
         /// Rules that force an expiry interval for chosen requests; the first match wins.
         /// Default none.
         public var forcedExpiry: [ForcedExpiry]
@@ -96,6 +100,7 @@ extension HTTPCache {
             targetedFields = []
             keyRules = CacheKeyRules()
             maximumBodySize = nil
+            tagFields = []
             minimumUses = 1
             bypass = []
             defaultLifetimes = [:]

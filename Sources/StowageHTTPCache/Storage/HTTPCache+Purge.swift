@@ -1,0 +1,71 @@
+import Foundation
+import HTTPTypes
+import StowageCache
+import StowageCore
+
+// Purges and bans: what an operator removes by URL, by URL prefix, or by surrogate key. Tags are
+// kept as index entries `k <tag> <uri>` beside the records (`m <uri>`), so a ban by tag is one
+// range scan of the index, whatever the cache's size.
+
+extension HTTPCache {
+    static func tagKey(_ tag: String, uri: String) -> String { "k " + tag + " " + uri }
+
+    /// The tags `fields` give a response: every configured tag field's values, split on
+    /// spaces and commas.
+    func tags(in fields: HTTPFields) -> [String] {
+        var tags: [String] = []
+        for name in configuration.tagFields {
+            for value in fields[values: name] {
+                for tag in value.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" }) where !tags.contains(String(tag)) {
+                    tags.append(String(tag))
+                }
+            }
+        }
+        return tags
+    }
+
+    /// Records that `uri`'s stored response carries `tags`.
+    func recordTags(_ tags: [String], uri: String) async throws {
+        for tag in tags { try await disk.setData(Data(), forKey: Self.tagKey(tag, uri: uri)) }
+    }
+
+    /// Removes every stored response (all variants) of `url`, an absolute URL such as
+    /// `https://example.com/a?b=1` (normalized and shaped by the key rules as requests are).
+    ///
+    /// - Returns: Whether anything was stored for it.
+    @discardableResult
+    public func purge(url: String) async throws -> Bool {
+        guard let key = CacheKey(reference: url, base: CacheKey(uri: "")) else {
+            throw HTTPCacheError(code: .invalidConfiguration, message: "purge needs an absolute URL such as https://example.com/a, not \(url.debugDescription)")
+        }
+        let shaped = rules.keyRules.apply(to: key)
+        let existed = try await !variants(for: shaped).isEmpty
+        try await remove(shaped)
+        return existed
+    }
+
+    /// Removes every stored response whose URL starts with `prefix` (e.g.
+    /// `https://example.com/images/`); returns how many URLs went.
+    @discardableResult
+    public func ban(urlPrefix prefix: String) async throws -> Int {
+        let recordKeys = try await BlockingWork.run { try self.disk.keysBlocking(withPrefix: "m " + prefix) }
+        for recordKey in recordKeys { try await remove(CacheKey(uri: String(recordKey.dropFirst(2)))) }
+        return recordKeys.count
+    }
+
+    /// Removes every stored response tagged `tag` by a ``Configuration/tagFields`` field
+    /// (`Surrogate-Key`, `Cache-Tag`); returns how many URLs went.
+    @discardableResult
+    public func ban(tag: String) async throws -> Int {
+        let prefix = Self.tagKey(tag, uri: "")
+        let tagKeys = try await BlockingWork.run { try self.disk.keysBlocking(withPrefix: prefix) }
+        var removed = 0
+        for tagKey in tagKeys {
+            let key = CacheKey(uri: String(tagKey.dropFirst(prefix.count)))
+            if try await !variants(for: key).isEmpty { removed += 1 }
+            try await remove(key)
+            try await disk.removeData(forKey: tagKey)
+        }
+        return removed
+    }
+}
