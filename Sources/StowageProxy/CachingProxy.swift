@@ -64,13 +64,17 @@ public final class CachingProxy: Sendable {
     /// - Parameters:
     ///   - handlingSignals: Whether SIGINT and SIGTERM shut the proxy down gracefully. Default `true`.
     ///   - onListening: Called with the bound port once the proxy accepts connections.
+    ///   - onAdminListening: Called with the admin listener's port once it accepts connections.
     public func run(
         handlingSignals: Bool = true,
-        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+        onListening: @escaping @Sendable (Int) async -> Void = { _ in },
+        onAdminListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let logger = configuration.logger
+        try configuration.admin?.validate()
+        let handler = self.handler
         let server = ProxyServer(
-            handler: handler,
+            respond: { await handler.respond(to: $0) },
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             logger: logger,
             onServerRunning: { channel in
@@ -85,9 +89,25 @@ public final class CachingProxy: Sendable {
                 await onListening(port)
             }
         )
+        var services: [any Service] = [server]
+        if let admin = configuration.admin {
+            let adminHandler = AdminHandler(cache: cache, token: admin.token)
+            services.append(
+                ProxyServer(
+                    respond: { await adminHandler.respond(to: $0) },
+                    configuration: ServerConfiguration(address: .hostname(admin.host, port: admin.port)),
+                    logger: logger,
+                    onServerRunning: { channel in
+                        let port = channel.localAddress?.port ?? 0
+                        logger.info("stowage proxy admin listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
+                        await onAdminListening(port)
+                    }
+                )
+            )
+        }
         let group = ServiceGroup(
             configuration: .init(
-                services: [server],
+                services: services,
                 gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
                 logger: logger
             )

@@ -64,6 +64,37 @@ public struct ProxyConfiguration: Sendable {
     /// Requests that skip the lookup (nginx's `proxy_cache_bypass`); their responses are still
     /// stored. Default none.
     public var bypass: [CacheBypassRule]
+    /// Where purge and ban requests are taken (``AdminListener``); `nil` (the default) for none.
+    public var admin: AdminListener?
+
+    /// The admin listener's address and token.
+    public struct AdminListener: Sendable, Hashable {
+        /// The address to bind. Default `127.0.0.1`.
+        public var host: String
+        /// The port; 0 picks a free one.
+        public var port: Int
+        /// The token every admin request must give as `Authorization: Bearer TOKEN`; required
+        /// unless ``host`` is a loopback address.
+        public var token: String?
+
+        public init(host: String = "127.0.0.1", port: Int, token: String? = nil) {
+            self.host = host
+            self.port = port
+            self.token = token
+        }
+
+        /// Refuses an admin listener reachable from other machines without a token (`ProxyError`).
+        public func validate() throws {
+            let loopback = host == "127.0.0.1" || host == "::1" || host == "localhost"
+            if !loopback, (token ?? "").isEmpty {
+                throw ProxyError(
+                    code: .invalidArgument,
+                    message: "the admin listener on \(host) is reachable from other machines: give it a token, or bind 127.0.0.1"
+                )
+            }
+        }
+    }
+
     /// Requests a URL must have had before its response is stored (nginx's
     /// `proxy_cache_min_uses`). Default 1.
     public var minimumUses: Int
@@ -93,6 +124,7 @@ public struct ProxyConfiguration: Sendable {
         bypass = []
         minimumUses = 1
         maximumBodySize = nil
+        admin = nil
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

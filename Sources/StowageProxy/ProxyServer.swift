@@ -16,19 +16,19 @@ import StowageHTTPCache
 /// response has none: its own answers (errors) and an origin that sent none (§6.6.1: a
 /// recipient with a clock appends the time it received the response).
 struct ProxyServer: Service {
-    let handler: ProxyHandler
+    let respond: @Sendable (Request) async -> Response
     let configuration: ServerConfiguration
     let logger: Logger
     let onServerRunning: @Sendable (any Channel) async -> Void
 
     func run() async throws {
-        let handler = self.handler
+        let respond = self.respond
         let server = try HTTPServerBuilder.http1().buildServer(
             configuration: configuration,
             eventLoopGroup: NIOSingletons.posixEventLoopGroup,
             logger: logger,
             responder: { request, responseWriter, _ in
-                var response = await handler.respond(to: request)
+                var response = await respond(request)
                 if response.headers[.date] == nil {
                     response.headers[.date] = HTTPDate.format(Int64(Date().timeIntervalSince1970))
                 }

@@ -129,6 +129,7 @@ import Glibc
             (["--cache-bypass", "query:x"], "give header:NAME, cookie:NAME or path:/PREFIX"),
             (["--cache-bypass", "path:admin"], "give header:NAME, cookie:NAME or path:/PREFIX"),
             (["--cache-key-ignore-query", "a=b"], "is not a query parameter name"),
+            (["--admin-listen", "0.0.0.0:9000"], "give it a token, or bind 127.0.0.1"),
         ] {
             let outcome = try StowageExecutable.run(["proxy", "--upstream", "http://127.0.0.1:1"] + arguments)
             #expect(outcome.status == 64, "\(arguments)")

@@ -4,7 +4,7 @@ import NIOHTTP1
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
-import StowageProxy
+@testable import StowageProxy
 import Testing
 
 /// The nginx-style controls an operator sets, through the real proxy on loopback.
@@ -135,5 +135,58 @@ import Testing
             _ = try await h.get("/admin/stats")
             #expect(try await h.get("/admin/stats").text == "v5")
         }
+    }
+}
+
+/// Purge and ban over the admin listener.
+@Suite struct AdminListenerTests {
+    private static let tagged: TestOriginServer.Script = { r in
+        let path = r.head.path ?? "/"
+        return .init(
+            fields: [("Cache-Control", "max-age=600"), ("Surrogate-Key", path.hasPrefix("/news/") ? "news" : "other")],
+            body: "v\(r.index)"
+        )
+    }
+
+    @Test("POST /purge, /ban?prefix and /ban?tag remove what they name; Surrogate-Key never reaches clients")
+    func purgeAndBan() async throws {
+        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0) }, script: Self.tagged) { h in
+            for path in ["/news/1", "/news/2", "/img/a", "/about"] {
+                let first = try await h.get(path)
+                #expect(first.headers["Surrogate-Key"].isEmpty, "stripped")
+            }
+            let base = "http://127.0.0.1:\(h.origin.port)"
+            let banned = try await h.admin(.POST, "/ban?tag=news")
+            #expect(banned.status == 200 && banned.text.contains("banned 2"), "\(banned.text)")
+            #expect(try await h.get("/news/1").cacheStatus.hasPrefix("stowage; hit") == false)
+            #expect(try await h.get("/img/a").cacheStatus.hasPrefix("stowage; hit"))
+
+            let prefix = try await h.admin(.POST, "/ban?prefix=" + (base + "/img/").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+            #expect(prefix.text.contains("banned 1"), "\(prefix.text)")
+            #expect(try await h.get("/img/a").cacheStatus.hasPrefix("stowage; hit") == false)
+
+            #expect(try await h.admin(.POST, "/purge?url=\(base)/about").status == 200)
+            #expect(try await h.admin(.POST, "/purge?url=\(base)/never").status == 404)
+            #expect(try await h.get("/about").cacheStatus.hasPrefix("stowage; hit") == false)
+
+            #expect(try await h.admin(.GET, "/purge?url=\(base)/about").status == 405)
+            #expect(try await h.admin(.POST, "/ban").status == 400)
+            #expect(try await h.admin(.POST, "/purge?url=/relative").status == 400)
+            #expect(try await h.admin(.POST, "/elsewhere").status == 404)
+        }
+    }
+
+    @Test("with a token, admin requests without it get 401; a non-loopback admin address needs one")
+    func token() async throws {
+        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0, token: "s3cret") }, script: Self.tagged) { h in
+            _ = try await h.get("/news/1")
+            #expect(try await h.admin(.POST, "/ban?tag=news").status == 401)
+            #expect(try await h.admin(.POST, "/ban?tag=news", token: "wrong").status == 401)
+            #expect(try await h.admin(.POST, "/ban?tag=news", token: "s3cret").text.contains("banned 1"))
+        }
+        var open = ProxyConfiguration.AdminListener(host: "0.0.0.0", port: 0)
+        #expect(throws: ProxyError.self) { try open.validate() }
+        open.token = "t"
+        #expect(throws: Never.self) { try open.validate() }
     }
 }

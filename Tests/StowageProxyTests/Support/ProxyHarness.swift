@@ -14,6 +14,8 @@ struct ProxyHarness {
     let origin: TestOriginServer
     let proxyPort: Int
     let client: HTTPClient
+    /// The admin listener's port, when the configuration has one.
+    var adminPort: Int? = nil
 
     var base: String { "http://127.0.0.1:\(proxyPort)" }
 
@@ -43,12 +45,24 @@ struct ProxyHarness {
         configure(&configuration)
         let proxy = try CachingProxy(configuration: configuration)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let task = Task { try await proxy.run(handlingSignals: false) { port in continuation.yield(port) } }
+        let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()
+        let task = Task {
+            try await proxy.run(
+                handlingSignals: false,
+                onListening: { port in continuation.yield(port) },
+                onAdminListening: { port in adminContinuation.yield(port) }
+            )
+        }
         var iterator = ports.makeAsyncIterator()
         let port = await iterator.next() ?? 0
+        var adminPort: Int?
+        if configuration.admin != nil {
+            var adminIterator = adminPorts.makeAsyncIterator()
+            adminPort = await adminIterator.next()
+        }
         if originDown { await origin.stop() }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        let harness = ProxyHarness(origin: origin, proxyPort: port, client: client)
+        let harness = ProxyHarness(origin: origin, proxyPort: port, client: client, adminPort: adminPort)
         var failure: (any Error)?
         do { try await body(harness) } catch { failure = error }
         try await client.shutdown()
@@ -64,6 +78,16 @@ struct ProxyHarness {
         var body: [UInt8]
         var text: String { String(decoding: body, as: UTF8.self) }
         var cacheStatus: String { headers["Cache-Status"].first ?? "" }
+    }
+
+    /// Sends `method path` to the admin listener.
+    func admin(_ method: HTTPMethod, _ path: String, token: String? = nil) async throws -> Reply {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(adminPort ?? 0)" + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer " + token) }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 1 << 20)
+        return Reply(status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
     }
 
     func get(

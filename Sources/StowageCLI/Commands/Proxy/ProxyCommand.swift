@@ -90,6 +90,12 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A query parameter left out of cache keys (a prefix with a trailing *, e.g. utm_*); repeatable.", valueName: "NAME"))
     var cacheKeyIgnoreQuery: [String] = []
 
+    @Option(help: ArgumentHelp("Take purge and ban requests on HOST:PORT (POST /purge?url=, /ban?prefix=, /ban?tag=).", valueName: "HOST:PORT"))
+    var adminListen: String?
+
+    @Option(help: ArgumentHelp("The token admin requests must give (Authorization: Bearer TOKEN); required off loopback. Default: $STOWAGE_ADMIN_TOKEN.", valueName: "TOKEN"))
+    var adminToken: String?
+
     @Option(help: "Requests a URL must have had before its response is stored (nginx's proxy_cache_min_uses).")
     var cacheMinUses = 1
 
@@ -140,6 +146,9 @@ struct ProxyCommand: AsyncParsableCommand {
         _ = try targetedFields()
         _ = try defaultLifetimes()
         _ = try bypassRules()
+        if let listener = try adminListener() {
+            do { try listener.validate() } catch let error as ProxyError { throw ValidationError(error.message) }
+        }
         guard cacheMinUses >= 1 else { throw ValidationError("--cache-min-uses must be 1 or more") }
         if let cacheMaxBody, cacheMaxBody.rawValue <= 0 { throw ValidationError("--cache-max-body must be more than 0 bytes") }
         if let bad = cacheKeyIgnoreQuery.first(where: { $0.isEmpty || $0 == "*" || $0.contains(where: { "&=?#".contains($0) }) }) {
@@ -150,6 +159,19 @@ struct ProxyCommand: AsyncParsableCommand {
         if sharedCaFile != nil, shared?.lowercased().hasPrefix("rediss://") != true {
             throw ValidationError("--shared-ca-file is for a TLS server: give --shared rediss://HOST:PORT as well")
         }
+    }
+
+    /// `--admin-listen` and its token (the option, else `$STOWAGE_ADMIN_TOKEN`).
+    func adminListener() throws -> ProxyConfiguration.AdminListener? {
+        guard let adminListen else { return nil }
+        let (host, port): (String, Int)
+        do {
+            (host, port) = try ProxyConfiguration.parseListenAddress(adminListen)
+        } catch let error as ProxyError {
+            throw ValidationError("--admin-listen: \(error.message)")
+        }
+        let token = adminToken ?? ProcessInfo.processInfo.environment["STOWAGE_ADMIN_TOKEN"]
+        return ProxyConfiguration.AdminListener(host: host, port: port, token: token)
     }
 
     /// The rules of every `--cache-bypass`, checked.
@@ -234,6 +256,7 @@ struct ProxyCommand: AsyncParsableCommand {
             )
             configuration.bypass = try bypassRules()
             configuration.minimumUses = cacheMinUses
+            configuration.admin = try adminListener()
             configuration.maximumBodySize = cacheMaxBody
             configuration.staleIfErrorGrace = try staleIfError.map { try parseDuration($0, option: "--stale-if-error") }
             configuration.staleWhileUpdatingGrace = try staleWhileUpdating.map {

@@ -1,0 +1,73 @@
+import Foundation
+import HTTPTypes
+import HummingbirdCore
+import NIOCore
+import StowageHTTPCache
+
+/// The proxy's admin listener: purge and ban over HTTP, as Varnish's and nginx's operators
+/// send `PURGE` and `BAN` from their deploy scripts.
+///
+/// ```
+/// POST /purge?url=https://example.com/a       200 purged | 404 not stored
+/// POST /ban?prefix=https://example.com/img/   200 banned N
+/// POST /ban?tag=product-42                    200 banned N   (Surrogate-Key / Cache-Tag)
+/// ```
+///
+/// With ``ProxyConfiguration/AdminListener/token`` set, every request needs
+/// `Authorization: Bearer TOKEN` (401 otherwise); without one the listener must be on a
+/// loopback address (checked when the proxy starts).
+struct AdminHandler: Sendable {
+    let cache: HTTPCache
+    let token: String?
+
+    func respond(to request: Request) async -> Response {
+        if let token {
+            let given = request.headers[.authorization]
+            guard given == "Bearer " + token else {
+                return ProxyHandler.plainResponse(.unauthorized, "give the admin token: Authorization: Bearer TOKEN")
+            }
+        }
+        let path = request.uri.path
+        guard path == "/purge" || path == "/ban" else {
+            return ProxyHandler.plainResponse(.notFound, "admin endpoints: POST /purge?url=URL, POST /ban?prefix=URL_PREFIX, POST /ban?tag=TAG")
+        }
+        guard request.method == .post else {
+            return ProxyHandler.plainResponse(.methodNotAllowed, "use POST for \(path)")
+        }
+        let query = Self.parameters(request.uri.query ?? "")
+        do {
+            switch (path, query["url"], query["prefix"], query["tag"]) {
+            case ("/purge", let url?, nil, nil):
+                return try await cache.purge(url: url)
+                    ? ProxyHandler.plainResponse(.ok, "purged \(url)")
+                    : ProxyHandler.plainResponse(.notFound, "nothing stored for \(url)")
+            case ("/ban", nil, let prefix?, nil) where !prefix.isEmpty:
+                let count = try await cache.ban(urlPrefix: prefix)
+                return ProxyHandler.plainResponse(.ok, "banned \(count)")
+            case ("/ban", nil, nil, let tag?) where !tag.isEmpty:
+                let count = try await cache.ban(tag: tag)
+                return ProxyHandler.plainResponse(.ok, "banned \(count)")
+            default:
+                return ProxyHandler.plainResponse(
+                    .badRequest,
+                    "give exactly one of: /purge?url=URL, /ban?prefix=URL_PREFIX (not empty), /ban?tag=TAG"
+                )
+            }
+        } catch let error as HTTPCacheError {
+            return ProxyHandler.plainResponse(.badRequest, error.message)
+        } catch {
+            return ProxyHandler.plainResponse(.internalServerError, "\(error)")
+        }
+    }
+
+    /// `a=1&b=x%20y` → `["a": "1", "b": "x y"]`; a name given twice keeps its first value.
+    static func parameters(_ query: String) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ") }
+            guard let name = parts.first?.removingPercentEncoding, parameters[name] == nil else { continue }
+            parameters[name] = (parts.count == 2 ? parts[1] : "").removingPercentEncoding ?? ""
+        }
+        return parameters
+    }
+}
