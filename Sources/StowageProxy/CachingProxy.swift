@@ -36,20 +36,11 @@ public final class CachingProxy: Sendable {
     /// - Throws: What ``HTTPCache`` throws when its directory cannot be opened.
     public init(configuration: ProxyConfiguration) throws {
         self.configuration = configuration
-        var cacheConfiguration = HTTPCache.Configuration(kind: .shared, name: "stowage")
+        var cacheConfiguration = configuration.cache
         cacheConfiguration.memoryCapacity = configuration.memoryCapacity
         cacheConfiguration.diskCapacity = configuration.diskCapacity
         cacheConfiguration.logger = configuration.logger
         cacheConfiguration.sharedTier = configuration.sharedTier
-        cacheConfiguration.targetedFields = configuration.targetedFields
-        cacheConfiguration.defaultLifetimes = configuration.defaultLifetimes
-        cacheConfiguration.staleIfErrorGrace = configuration.staleIfErrorGrace
-        cacheConfiguration.staleWhileUpdatingGrace = configuration.staleWhileUpdatingGrace
-        cacheConfiguration.keyRules = configuration.keyRules
-        cacheConfiguration.bypass = configuration.bypass
-        cacheConfiguration.minimumUses = configuration.minimumUses
-        cacheConfiguration.maximumBodySize = configuration.maximumBodySize
-        cacheConfiguration.tagFields = [HTTPField.Name("Surrogate-Key")!, HTTPField.Name("Cache-Tag")!]
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),

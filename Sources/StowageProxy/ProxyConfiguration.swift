@@ -41,29 +41,12 @@ public struct ProxyConfiguration: Sendable {
     /// A cache level shared with other proxies (e.g. `RedisSharedTier`): proxies configured with
     /// the same one serve each other's stored responses. Default `nil` (this proxy's cache only).
     public var sharedTier: (any SharedCacheTier)?
-    /// RFC 9213 targeted cache-control fields the proxy follows instead of `Cache-Control` and
-    /// `Expires`, in order of precedence (the first one a response carries with a valid value
-    /// wins). Default `["CDN-Cache-Control"]`; add a name of your own (e.g.
-    /// `Stowage-Cache-Control`) to address this proxy alone, or set `[]` to follow
-    /// `Cache-Control` only.
-    public var targetedFields: [HTTPField.Name]
-    /// Lifetimes in seconds by status for responses the origin gave no explicit freshness
-    /// (nginx's `proxy_cache_valid 200 301 10m`). Default none.
-    public var defaultLifetimes: [Int: TimeInterval]
-    /// Seconds past freshness a stored response is served when the upstream fails (error,
-    /// timeout, 5xx), whatever the origin said (nginx's `proxy_cache_use_stale error timeout
-    /// http_5xx`). Default `nil`: only `stale-if-error`.
-    public var staleIfErrorGrace: TimeInterval?
-    /// Seconds past freshness a stored response is served while it is refreshed in the
-    /// background (nginx's `proxy_cache_use_stale updating` + `proxy_cache_background_update`).
-    /// Default `nil`: only `stale-while-revalidate`.
-    public var staleWhileUpdatingGrace: TimeInterval?
-    /// How cache keys are shaped (query parameters left out or sorted; nginx's
-    /// `proxy_cache_key`). Default: RFC 9111's normalization only.
-    public var keyRules: CacheKeyRules
-    /// Requests that skip the lookup (nginx's `proxy_cache_bypass`); their responses are still
-    /// stored. Default none.
-    public var bypass: [CacheBypassRule]
+    /// How the proxy's HTTP cache decides and stores: RFC 9213 targeted fields, lifetimes by
+    /// status, stale graces, key rules, bypass, minimum uses, the largest body stored (see
+    /// ``HTTPCache/Configuration``). Defaults: a shared cache named `stowage` that follows
+    /// `CDN-Cache-Control` and takes bans by `Surrogate-Key` and `Cache-Tag`. The capacities,
+    /// logger and shared tier above are applied over it.
+    public var cache: HTTPCache.Configuration
     /// Where purge and ban requests are taken (``AdminListener``); `nil` (the default) for none.
     public var admin: AdminListener?
 
@@ -95,12 +78,14 @@ public struct ProxyConfiguration: Sendable {
         }
     }
 
-    /// Requests a URL must have had before its response is stored (nginx's
-    /// `proxy_cache_min_uses`). Default 1.
-    public var minimumUses: Int
-    /// The largest response body stored; larger ones are forwarded only. Default `nil`: 5% of
-    /// the disk capacity.
-    public var maximumBodySize: ByteCount?
+
+    /// The proxy's cache defaults: shared, `CDN-Cache-Control`, tag bans.
+    public static var defaultCache: HTTPCache.Configuration {
+        var cache = HTTPCache.Configuration(kind: .shared, name: "stowage")
+        cache.targetedFields = [CacheRules.cdnCacheControl]
+        cache.tagFields = [HTTPField.Name("Surrogate-Key")!, HTTPField.Name("Cache-Tag")!]
+        return cache
+    }
 
     /// A configuration with the defaults above.
     public init(upstream: Upstream, cacheDirectory: URL, host: String = "127.0.0.1", port: Int = 8080) {
@@ -116,14 +101,7 @@ public struct ProxyConfiguration: Sendable {
         maximumRequestBodySize = ByteCount(16_000_000)
         requestBodyIdleTimeout = .seconds(60)
         sharedTier = nil
-        targetedFields = [CacheRules.cdnCacheControl]
-        defaultLifetimes = [:]
-        staleIfErrorGrace = nil
-        staleWhileUpdatingGrace = nil
-        keyRules = CacheKeyRules()
-        bypass = []
-        minimumUses = 1
-        maximumBodySize = nil
+        cache = Self.defaultCache
         admin = nil
     }
 

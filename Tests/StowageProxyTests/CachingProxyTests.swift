@@ -59,13 +59,13 @@ import Testing
             )
         }
         try await ProxyHarness.run(
-            configure: { $0.targetedFields = [HTTPField.Name("Stowage-Cache-Control")!, CacheRules.cdnCacheControl] },
+            configure: { $0.cache.targetedFields = [HTTPField.Name("Stowage-Cache-Control")!, CacheRules.cdnCacheControl] },
             script: script
         ) { h in
             _ = try await h.get("/own")
             #expect(try await h.get("/own").text == "v2", "Stowage-Cache-Control: no-store wins")
         }
-        try await ProxyHarness.run(configure: { $0.targetedFields = [] }, script: { r in
+        try await ProxyHarness.run(configure: { $0.cache.targetedFields = [] }, script: { r in
             .init(fields: [("Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")], body: "v\(r.index)")
         }) { h in
             _ = try await h.get("/plain")

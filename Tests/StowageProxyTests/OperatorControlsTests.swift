@@ -12,7 +12,7 @@ import Testing
     @Test("proxy_cache_valid: a lifetime by status stores what the origin gave no freshness (404 → 60 s)")
     func lifetimesByStatus() async throws {
         try await ProxyHarness.run(
-            configure: { $0.defaultLifetimes = [404: 60, 302: 60] },
+            configure: { $0.cache.defaultLifetimes = [404: 60, 302: 60] },
             // No Location: the test's client would follow it.
             script: { r in .init(status: r.head.path == "/moved" ? 302 : 404, body: "v\(r.index)") }
         ) { h in
@@ -38,7 +38,7 @@ import Testing
                 ? .init(fields: [("Cache-Control", "max-age=1, must-revalidate")], body: "v1")
                 : .init(status: 503, body: "down")
         }
-        try await ProxyHarness.run(configure: { $0.staleIfErrorGrace = 3_600 }, script: script) { h in
+        try await ProxyHarness.run(configure: { $0.cache.staleIfErrorGrace = 3_600 }, script: script) { h in
             _ = try await h.get("/page")
             try await Task.sleep(for: .milliseconds(2_100))
             let stale = try await h.get("/page")
@@ -55,7 +55,7 @@ import Testing
     @Test("proxy_cache_use_stale updating + background_update: stale is served at once and refreshed behind it")
     func staleWhileUpdating() async throws {
         try await ProxyHarness.run(
-            configure: { $0.staleWhileUpdatingGrace = 3_600 },
+            configure: { $0.cache.staleWhileUpdatingGrace = 3_600 },
             script: { r in .init(fields: [("Cache-Control", "max-age=1")], body: "v\(r.index)") }
         ) { h in
             _ = try await h.get("/feed")
@@ -79,7 +79,7 @@ import Testing
     @Test("proxy_cache_key: tracking parameters and parameter order do not split entries")
     func keyRules() async throws {
         try await ProxyHarness.run(
-            configure: { $0.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"], sortsQueryParameters: true) },
+            configure: { $0.cache.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"], sortsQueryParameters: true) },
             script: versioned(maxAge: 60)
         ) { h in
             _ = try await h.get("/list?page=2&sort=new&utm_source=mail")
@@ -93,7 +93,7 @@ import Testing
 
     @Test("proxy_cache_min_uses: a response is stored from the Nth request on")
     func minimumUses() async throws {
-        try await ProxyHarness.run(configure: { $0.minimumUses = 2 }, script: versioned(maxAge: 60)) { h in
+        try await ProxyHarness.run(configure: { $0.cache.minimumUses = 2 }, script: versioned(maxAge: 60)) { h in
             #expect(try await h.get("/popular").text == "v1")
             #expect(try await h.get("/popular").text == "v2", "first request: not stored")
             let hit = try await h.get("/popular")
@@ -105,7 +105,7 @@ import Testing
     @Test("maximum body size: a larger body is forwarded, not stored; a smaller one is")
     func maximumBodySize() async throws {
         try await ProxyHarness.run(
-            configure: { $0.maximumBodySize = ByteCount(1_000) },
+            configure: { $0.cache.maximumBodySize = ByteCount(1_000) },
             script: { r in
                 .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: r.head.path == "/big" ? "x" : "y", count: r.head.path == "/big" ? 2_000 : 500))
             }
@@ -122,7 +122,7 @@ import Testing
     @Test("proxy_cache_bypass: a matching request goes to the origin and its response replaces the stored one")
     func bypass() async throws {
         try await ProxyHarness.run(
-            configure: { $0.bypass = [.header(HTTPField.Name("X-Refresh")!), .cookie("session"), .pathPrefix("/admin/")] },
+            configure: { $0.cache.bypass = [.header(HTTPField.Name("X-Refresh")!), .cookie("session"), .pathPrefix("/admin/")] },
             script: versioned(maxAge: 60)
         ) { h in
             _ = try await h.get("/page")

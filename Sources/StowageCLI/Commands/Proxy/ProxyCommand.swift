@@ -248,18 +248,18 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.diskCapacity = diskCapacity
             configuration.upstreamTimeout = .seconds(upstreamTimeout)
             configuration.sendsTrace = trace
-            configuration.targetedFields = try targetedFields()
-            configuration.defaultLifetimes = try defaultLifetimes()
-            configuration.keyRules = CacheKeyRules(
+            configuration.cache.targetedFields = try targetedFields()
+            configuration.cache.defaultLifetimes = try defaultLifetimes()
+            configuration.cache.keyRules = CacheKeyRules(
                 ignoredQueryParameters: cacheKeyIgnoreQuery,
                 sortsQueryParameters: cacheKeySortQuery
             )
-            configuration.bypass = try bypassRules()
-            configuration.minimumUses = cacheMinUses
+            configuration.cache.bypass = try bypassRules()
+            configuration.cache.minimumUses = cacheMinUses
             configuration.admin = try adminListener()
-            configuration.maximumBodySize = cacheMaxBody
-            configuration.staleIfErrorGrace = try staleIfError.map { try parseDuration($0, option: "--stale-if-error") }
-            configuration.staleWhileUpdatingGrace = try staleWhileUpdating.map {
+            configuration.cache.maximumBodySize = cacheMaxBody
+            configuration.cache.staleIfErrorGrace = try staleIfError.map { try parseDuration($0, option: "--stale-if-error") }
+            configuration.cache.staleWhileUpdatingGrace = try staleWhileUpdating.map {
                 try parseDuration($0, option: "--stale-while-updating")
             }
             configuration.maximumRequestBodySize = maxRequestBody
