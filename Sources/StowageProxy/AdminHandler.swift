@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdCore
 import NIOCore
+import Prometheus
 import StowageHTTPCache
 
 /// The proxy's admin listener: purge and ban over HTTP, as Varnish's and nginx's operators
@@ -11,6 +12,7 @@ import StowageHTTPCache
 /// POST /purge?url=https://example.com/a       200 purged | 404 not stored
 /// POST /ban?prefix=https://example.com/img/   200 banned N
 /// POST /ban?tag=product-42                    200 banned N   (Surrogate-Key / Cache-Tag)
+/// GET  /metrics                               Prometheus text, when a registry was given
 /// ```
 ///
 /// With ``ProxyConfiguration/AdminListener/token`` set, every request needs
@@ -19,6 +21,7 @@ import StowageHTTPCache
 struct AdminHandler: Sendable {
     let cache: HTTPCache
     let token: String?
+    let metrics: PrometheusCollectorRegistry?
 
     func respond(to request: Request) async -> Response {
         if let token {
@@ -28,6 +31,12 @@ struct AdminHandler: Sendable {
             }
         }
         let path = request.uri.path
+        if path == "/metrics", let metrics {
+            guard request.method == .get else { return ProxyHandler.plainResponse(.methodNotAllowed, "use GET for /metrics") }
+            var fields = HTTPFields()
+            fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
+        }
         guard path == "/purge" || path == "/ban" else {
             return ProxyHandler.plainResponse(.notFound, "admin endpoints: POST /purge?url=URL, POST /ban?prefix=URL_PREFIX, POST /ban?tag=TAG")
         }

@@ -82,7 +82,7 @@ public final class CachingProxy: Sendable {
         )
         var services: [any Service] = [server]
         if let admin = configuration.admin {
-            let adminHandler = AdminHandler(cache: cache, token: admin.token)
+            let adminHandler = AdminHandler(cache: cache, token: admin.token, metrics: configuration.metricsRegistry)
             services.append(
                 ProxyServer(
                     respond: { await adminHandler.respond(to: $0) },

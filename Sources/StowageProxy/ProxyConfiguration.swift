@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import Prometheus
 import StowageCache
 import StowageCore
 import StowageHTTPCache
@@ -49,6 +50,10 @@ public struct ProxyConfiguration: Sendable {
     public var cache: HTTPCache.Configuration
     /// Where purge and ban requests are taken (``AdminListener``); `nil` (the default) for none.
     public var admin: AdminListener?
+    /// The registry the admin listener serves as `GET /metrics` (Prometheus text format); the
+    /// process bootstraps swift-metrics with a `PrometheusMetricsFactory` on it so the cache's and
+    /// the proxy's counters land there (`stowage proxy --admin-listen` does). Default `nil`.
+    public var metricsRegistry: PrometheusCollectorRegistry?
 
     /// The admin listener's address and token.
     public struct AdminListener: Sendable, Hashable {
@@ -103,6 +108,7 @@ public struct ProxyConfiguration: Sendable {
         sharedTier = nil
         cache = Self.defaultCache
         admin = nil
+        metricsRegistry = nil
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

@@ -108,6 +108,60 @@ import Glibc
         await origin.stop()
     }
 
+    @Test("stowage proxy --admin-listen serves /metrics in Prometheus format and takes purges")
+    func adminMetricsAndPurge() async throws {
+        let origin = try await TestOriginServer.start { r in
+            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(r.index)")
+        }
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-admin-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let process = Process()
+        process.executableURL = StowageExecutable.url
+        process.arguments = [
+            "proxy", "--listen", "127.0.0.1:0", "--upstream", origin.baseURL, "--root", root.path,
+            "--admin-listen", "127.0.0.1:0",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let handle = output.fileHandleForReading
+        let lines = await Task.detached { () -> [String] in
+            var text = ""
+            while text.split(separator: "\n").count < 2 {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                text += String(decoding: data, as: UTF8.self)
+            }
+            return text.split(separator: "\n").map(String.init)
+        }.value
+        func port(_ prefix: String) -> Int? {
+            lines.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: ":").last }.flatMap { Int($0) }
+        }
+        let proxyPort = try #require(port("listening on"), "\(lines)")
+        let adminPort = try #require(port("admin listening on"), "\(lines)")
+        let page = try #require(URL(string: "http://127.0.0.1:\(proxyPort)/page"))
+        _ = try await URLSession.shared.data(from: page)
+        _ = try await URLSession.shared.data(from: page)
+
+        let (metrics, response) = try await URLSession.shared.data(from: try #require(URL(string: "http://127.0.0.1:\(adminPort)/metrics")))
+        let text = String(decoding: metrics, as: UTF8.self)
+        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("text/plain") == true)
+        #expect(text.contains("stowage_proxy_responses_total"), "\(text.prefix(500))")
+        #expect(text.contains("stowage_cache_hits_total"))
+        #expect(text.contains("stowage_cache_bytes_written_total"))
+
+        var purge = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(adminPort)/purge?url=\(origin.baseURL)/page")))
+        purge.httpMethod = "POST"
+        let (_, purged) = try await URLSession.shared.data(for: purge)
+        #expect((purged as? HTTPURLResponse)?.statusCode == 200)
+        let (again, _) = try await URLSession.shared.data(from: page)
+        #expect(String(decoding: again, as: UTF8.self) == "v2")
+        #expect(await Self.stop(process) == 0)
+        await origin.stop()
+    }
+
     @Test("stowage proxy rejects a --targeted-cache-control that is no field name, or Cache-Control itself, with exit 64")
     func badTargetedField() throws {
         for (value, message) in [("bad name", "is not a header field name"), ("Cache-Control", "not Cache-Control itself")] {

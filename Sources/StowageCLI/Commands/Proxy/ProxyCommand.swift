@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import Logging
+import Metrics
+import Prometheus
 import StowageCore
 import StowageHTTPCache
 import StowageProxy
@@ -257,6 +259,12 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.cache.bypass = try bypassRules()
             configuration.cache.minimumUses = cacheMinUses
             configuration.admin = try adminListener()
+            if configuration.admin != nil {
+                // The admin listener serves every swift-metrics counter of this process.
+                let registry = PrometheusCollectorRegistry()
+                MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+                configuration.metricsRegistry = registry
+            }
             configuration.cache.maximumBodySize = cacheMaxBody
             configuration.cache.staleIfErrorGrace = try staleIfError.map { try parseDuration($0, option: "--stale-if-error") }
             configuration.cache.staleWhileUpdatingGrace = try staleWhileUpdating.map {
@@ -279,10 +287,17 @@ struct ProxyCommand: AsyncParsableCommand {
             }
             let proxy = try CachingProxy(configuration: configuration)
             do {
-                try await proxy.run(handlingSignals: true) { port in
-                    // One line on stdout for scripts that started the proxy on port 0.
-                    FileHandle.standardOutput.write(Data("listening on \(host):\(port)\n".utf8))
-                }
+                let adminHost = configuration.admin?.host ?? ""
+                try await proxy.run(
+                    handlingSignals: true,
+                    onListening: { port in
+                        // One line on stdout for scripts that started the proxy on port 0.
+                        FileHandle.standardOutput.write(Data("listening on \(host):\(port)\n".utf8))
+                    },
+                    onAdminListening: { port in
+                        FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(port)\n".utf8))
+                    }
+                )
             } catch {
                 await tier?.shutdown()
                 throw error
