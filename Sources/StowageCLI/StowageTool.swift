@@ -24,4 +24,15 @@ struct StowageTool: AsyncParsableCommand {
         ],
         defaultSubcommand: ReportCommand.self
     )
+
+    /// Parses and runs, after replacing `proxy --config FILE` by the file's options.
+    static func main() async {
+        let arguments: [String]
+        do {
+            arguments = try ProxyConfigFile.expanding(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            exit(withError: error)
+        }
+        await main(arguments)
+    }
 }

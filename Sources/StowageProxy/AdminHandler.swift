@@ -21,7 +21,8 @@ import StowageHTTPCache
 struct AdminHandler: Sendable {
     let cache: HTTPCache
     let token: String?
-    let metrics: PrometheusCollectorRegistry?
+    let registry: PrometheusCollectorRegistry?
+    let metrics: ProxyMetrics
 
     func respond(to request: Request) async -> Response {
         if let token {
@@ -31,11 +32,12 @@ struct AdminHandler: Sendable {
             }
         }
         let path = request.uri.path
-        if path == "/metrics", let metrics {
+        if path == "/metrics", let registry {
             guard request.method == .get else { return ProxyHandler.plainResponse(.methodNotAllowed, "use GET for /metrics") }
+            await metrics.recordSize(of: cache)
             var fields = HTTPFields()
             fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
+            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
         guard path == "/purge" || path == "/ban" else {
             return ProxyHandler.plainResponse(.notFound, "admin endpoints: POST /purge?url=URL, POST /ban?prefix=URL_PREFIX, POST /ban?tag=TAG")
@@ -47,14 +49,18 @@ struct AdminHandler: Sendable {
         do {
             switch (path, query["url"], query["prefix"], query["tag"]) {
             case ("/purge", let url?, nil, nil):
-                return try await cache.purge(url: url)
+                let purged = try await cache.purge(url: url)
+                metrics.recordPurge(.url, removed: purged ? 1 : 0)
+                return purged
                     ? ProxyHandler.plainResponse(.ok, "purged \(url)")
                     : ProxyHandler.plainResponse(.notFound, "nothing stored for \(url)")
             case ("/ban", nil, let prefix?, nil) where !prefix.isEmpty:
                 let count = try await cache.ban(urlPrefix: prefix)
+                metrics.recordPurge(.prefix, removed: count)
                 return ProxyHandler.plainResponse(.ok, "banned \(count)")
             case ("/ban", nil, nil, let tag?) where !tag.isEmpty:
                 let count = try await cache.ban(tag: tag)
+                metrics.recordPurge(.tag, removed: count)
                 return ProxyHandler.plainResponse(.ok, "banned \(count)")
             default:
                 return ProxyHandler.plainResponse(

@@ -30,6 +30,7 @@ public final class CachingProxy: Sendable {
     public let cache: HTTPCache
     let transport: UpstreamTransport
     let handler: ProxyHandler
+    let metrics: ProxyMetrics
 
     /// Opens the cache and prepares the upstream client; nothing listens until ``run(handlingSignals:onListening:)``.
     ///
@@ -46,7 +47,8 @@ public final class CachingProxy: Sendable {
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),
             timeout: configuration.upstreamTimeout
         )
-        handler = ProxyHandler(configuration: configuration, cache: cache, transport: transport)
+        metrics = ProxyMetrics()
+        handler = ProxyHandler(configuration: configuration, cache: cache, transport: transport, metrics: metrics)
     }
 
     /// Serves until cancelled or, with `handlingSignals`, until SIGINT or SIGTERM; then stops
@@ -82,7 +84,12 @@ public final class CachingProxy: Sendable {
         )
         var services: [any Service] = [server]
         if let admin = configuration.admin {
-            let adminHandler = AdminHandler(cache: cache, token: admin.token, metrics: configuration.metricsRegistry)
+            let adminHandler = AdminHandler(
+                cache: cache,
+                token: admin.token,
+                registry: configuration.metricsRegistry,
+                metrics: metrics
+            )
             services.append(
                 ProxyServer(
                     respond: { await adminHandler.respond(to: $0) },

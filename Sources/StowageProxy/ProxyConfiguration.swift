@@ -170,7 +170,14 @@ public struct ProxyConfiguration: Sendable {
 /// An error in the proxy's configuration.
 public struct ProxyError: Error, Sendable, CustomStringConvertible {
     /// What kind of error.
-    public enum Code: String, Sendable { case invalidArgument = "invalid argument" }
+    public enum Code: String, Sendable {
+        /// A configuration value or argument is malformed.
+        case invalidArgument = "invalid argument"
+        /// A proxy's admin listener did not answer (``ProxyAdminClient``).
+        case unreachable
+        /// A proxy's admin listener answered with an error (``ProxyAdminClient``).
+        case refused
+    }
     /// The kind.
     public var code: Code
     /// What is wrong and how to fix it.

@@ -14,22 +14,27 @@ struct ProxyHandler: Sendable {
     let configuration: ProxyConfiguration
     let cache: HTTPCache
     let transport: UpstreamTransport
-    let outcomes: [CacheOutcome: Counter]
-    let errors: Counter
+    let metrics: ProxyMetrics
+    /// The upstream exchange, timed into ``ProxyMetrics/upstreamDuration``.
+    private let fetch: HTTPFetch
 
-    init(configuration: ProxyConfiguration, cache: HTTPCache, transport: UpstreamTransport) {
+    init(configuration: ProxyConfiguration, cache: HTTPCache, transport: UpstreamTransport, metrics: ProxyMetrics) {
         self.configuration = configuration
         self.cache = cache
         self.transport = transport
-        var outcomes: [CacheOutcome: Counter] = [:]
-        for outcome in [CacheOutcome.hit, .miss, .revalidated, .stale, .bypass] {
-            outcomes[outcome] = Counter(
-                label: "stowage_proxy_responses_total",
-                dimensions: [("outcome", outcome.rawValue)]
-            )
+        self.metrics = metrics
+        let upstream = transport.asFetch
+        let timer = metrics.upstreamDuration
+        fetch = { request, body in
+            let start = ContinuousClock.now
+            defer { timer.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - start)) }
+            return try await upstream(request, body)
         }
-        self.outcomes = outcomes
-        errors = Counter(label: "stowage_proxy_upstream_errors_total")
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     func respond(to request: Request) async -> Response {
@@ -54,14 +59,19 @@ struct ProxyHandler: Sendable {
             }
         }
         do {
-            let served = try await cache.respond(to: upstreamRequest, body: body, fetch: transport.asFetch)
-            outcomes[served.outcome]?.increment()
+            let served = try await cache.respond(to: upstreamRequest, body: body, fetch: fetch)
+            metrics.record(served.outcome)
             configuration.logger.debug(
                 "\(request.head.method) \(request.head.path ?? "/") \(served.response.status.code) \(served.outcome)"
             )
-            return Self.response(from: served, method: request.head.method, trace: configuration.sendsTrace)
+            return Self.response(
+                from: served,
+                method: request.head.method,
+                trace: configuration.sendsTrace,
+                metrics: metrics
+            )
         } catch {
-            errors.increment()
+            metrics.upstreamErrors.increment()
             let status = Self.status(for: error)
             configuration.logger.warning(
                 "upstream failed: \(error)",
@@ -144,7 +154,14 @@ struct ProxyHandler: Sendable {
     /// The name of the opt-in debug field that carries ``CachedResponse/trace``.
     static let traceField = HTTPField.Name("Stowage-Cache-Trace")!
 
-    static func response(from served: CachedResponse, method: HTTPRequest.Method, trace: Bool = false) -> Response {
+    /// The client's response for `served`; with `metrics`, the body bytes sent are counted by
+    /// where they came from (as they stream, for a body not in memory).
+    static func response(
+        from served: CachedResponse,
+        method: HTTPRequest.Method,
+        trace: Bool = false,
+        metrics: ProxyMetrics? = nil
+    ) -> Response {
         var fields = served.response.headerFields
         for name in fields[values: .connection].flatMap({ $0.split(separator: ",") }) {
             if let named = HTTPField.Name(String(name.trimmingPrefix(while: { $0 == " " }))) {
@@ -172,8 +189,15 @@ struct ProxyHandler: Sendable {
         } else if let bytes = served.body.bytesInMemory {
             body = ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
             fields[.contentLength] = String(bytes.count)
+            metrics?.recordServed(bytes.count, outcome: served.outcome)
         } else {
-            body = ResponseBody(asyncSequence: served.body.map { ByteBuffer(bytes: $0) })
+            let outcome = served.outcome
+            body = ResponseBody(
+                asyncSequence: served.body.map { chunk in
+                    metrics?.recordServed(chunk.count, outcome: outcome)
+                    return ByteBuffer(bytes: chunk)
+                }
+            )
         }
         return Response(status: status, headers: fields, body: body)
     }

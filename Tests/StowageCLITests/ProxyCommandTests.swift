@@ -115,12 +115,18 @@ import Glibc
         }
         let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-admin-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
+        // The options come from a --config file; the command line adds --root.
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let config = root.appending(path: "proxy.json")
+        try Data(
+            """
+            {"listen": "127.0.0.1:0", "upstream": "\(origin.baseURL)", "admin-listen": "127.0.0.1:0",
+             "cache-valid": ["200=10m"], "trace": true}
+            """.utf8
+        ).write(to: config)
         let process = Process()
         process.executableURL = StowageExecutable.url
-        process.arguments = [
-            "proxy", "--listen", "127.0.0.1:0", "--upstream", origin.baseURL, "--root", root.path,
-            "--admin-listen", "127.0.0.1:0",
-        ]
+        process.arguments = ["proxy", "--config", config.path, "--root", root.path]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -145,21 +151,85 @@ import Glibc
         _ = try await URLSession.shared.data(from: page)
         _ = try await URLSession.shared.data(from: page)
 
+        let (_, traced) = try await URLSession.shared.data(from: page)
+        #expect((traced as? HTTPURLResponse)?.value(forHTTPHeaderField: "Stowage-Cache-Trace") != nil, "--config's trace: true")
+
         let (metrics, response) = try await URLSession.shared.data(from: try #require(URL(string: "http://127.0.0.1:\(adminPort)/metrics")))
-        let text = String(decoding: metrics, as: UTF8.self)
+        var text = String(decoding: metrics, as: UTF8.self)
         #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("text/plain") == true)
-        #expect(text.contains("stowage_proxy_responses_total"), "\(text.prefix(500))")
+        #expect(text.contains(#"stowage_proxy_responses_total{outcome="hit"} 2"#), "\(text.prefix(3000))")
         #expect(text.contains("stowage_cache_hits_total"))
         #expect(text.contains("stowage_cache_bytes_written_total"))
+        // "v1" twice from the cache, once from the upstream.
+        #expect(text.contains(#"stowage_proxy_served_bytes_total{source="cache"} 4"#))
+        #expect(text.contains(#"stowage_proxy_served_bytes_total{source="upstream"} 2"#))
+        #expect(text.contains(#"stowage_proxy_upstream_duration_seconds_count 1"#))
+        #expect(text.contains(#"stowage_proxy_cache_bytes{tier="disk"}"#))
+        #expect(text.contains("stowage_proxy_cache_entries"))
 
-        var purge = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(adminPort)/purge?url=\(origin.baseURL)/page")))
-        purge.httpMethod = "POST"
-        let (_, purged) = try await URLSession.shared.data(for: purge)
-        #expect((purged as? HTTPURLResponse)?.statusCode == 200)
+        let admin = ["--admin", "127.0.0.1:\(adminPort)"]
+        let purged = try StowageExecutable.run(["proxy", "purge"] + admin + ["\(origin.baseURL)/page", "\(origin.baseURL)/never"])
+        #expect(purged.status == 0, "\(purged.standardError)")
+        #expect(purged.standardOutput == "purged \(origin.baseURL)/page\nnot stored \(origin.baseURL)/never\n")
         let (again, _) = try await URLSession.shared.data(from: page)
         #expect(String(decoding: again, as: UTF8.self) == "v2")
+        let banned = try StowageExecutable.run(["proxy", "ban", "--prefix", origin.baseURL + "/"] + admin)
+        #expect(banned.standardOutput == "banned 1\n", "\(banned.standardError)")
+
+        let (afterPurges, _) = try await URLSession.shared.data(from: try #require(URL(string: "http://127.0.0.1:\(adminPort)/metrics")))
+        text = String(decoding: afterPurges, as: UTF8.self)
+        #expect(text.contains(#"stowage_proxy_purges_total{kind="url"} 2"#), "\(text.prefix(3000))")
+        #expect(text.contains(#"stowage_proxy_purges_total{kind="prefix"} 1"#))
+        #expect(text.contains("stowage_proxy_purged_entries_total 2"))
         #expect(await Self.stop(process) == 0)
         await origin.stop()
+    }
+
+    @Test("stowage proxy purge and ban: clear usage errors, and exit 2 with a message when no listener answers")
+    func adminCommandErrors() throws {
+        for (arguments, message) in [
+            (["proxy", "purge"], "Missing expected argument '<urls> ...'"),
+            (["proxy", "ban", "--prefix", "a", "--tag", "b"], "exactly one of --prefix"),
+            (["proxy", "ban", "--tag", ""], "exactly one of --prefix"),
+            (["proxy", "ban", "--tag", "x", "--admin", "nohost"], "--admin"),
+        ] {
+            let outcome = try StowageExecutable.run(arguments)
+            #expect(outcome.status == 64, "\(arguments)")
+            #expect(outcome.standardError.contains(message), "\(outcome.standardError)")
+        }
+        let unreachable = try StowageExecutable.run(["proxy", "purge", "--admin", "127.0.0.1:1", "http://example.com/"])
+        #expect(unreachable.status == 2)
+        #expect(unreachable.standardError.contains("did not answer"), "\(unreachable.standardError)")
+    }
+
+    @Test("stowage proxy --config: a file that is not a JSON object of options, an unknown key or a FIFO is refused with exit 64")
+    func badConfigFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appending(path: "proxy.json")
+        for (json, message) in [
+            ("[1, 2]", "is not a JSON object"),
+            ("{\"upstream\": ", "is not a JSON object"),
+            (#"{"upstream": {"url": "http://a"}}"#, "at \"upstream\""),
+            (#"{"cache-valid": [true]}"#, "at \"cache-valid\""),
+            (#"{"--upstream": "http://a"}"#, "is not an option of stowage proxy"),
+            (#"{"config": "other.json"}"#, "is not an option of stowage proxy"),
+            (#"{"upstream": "http://a", "no-such-option": 1}"#, "no-such-option"),
+            (#"{"upstream": "http://a", "cache-valid": "200"}"#, "needs STATUS"),
+            (#"{"listen": "127.0.0.1:0"}"#, "give the upstream origin"),
+        ] {
+            try Data(json.utf8).write(to: file)
+            let outcome = try StowageExecutable.run(["proxy", "--config", file.path])
+            #expect(outcome.status == 64, "\(json)")
+            #expect(outcome.standardError.contains(message), "\(json): \(outcome.standardError)")
+        }
+        let fifo = directory.appending(path: "fifo")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let blocked = try StowageExecutable.run(["proxy", "--config", fifo.path])
+        #expect(blocked.status == 64 && blocked.standardError.contains("is not a regular file"), "\(blocked.standardError)")
+        let missing = try StowageExecutable.run(["proxy", "--config", directory.appending(path: "none.json").path])
+        #expect(missing.status == 64 && missing.standardError.contains("cannot read it"), "\(missing.standardError)")
     }
 
     @Test("stowage proxy rejects a --targeted-cache-control that is no field name, or Cache-Control itself, with exit 64")

@@ -119,6 +119,32 @@ import Testing
         }
     }
 
+    @Test("key headers: a response stored for one X-Tenant is never served to another, and a purge of the URL removes every tenant's")
+    func keyHeaders() async throws {
+        try await ProxyHarness.run(
+            configure: {
+                $0.cache.keyRules.headers = [HTTPField.Name("X-Tenant")!]
+                $0.admin = .init(port: 0)
+            },
+            script: { r in
+                .init(fields: [("Cache-Control", "max-age=60")], body: "\(r.head.headerFields[HTTPField.Name("X-Tenant")!] ?? "none")-v\(r.index)")
+            }
+        ) { h in
+            #expect(try await h.get("/page", headers: [("X-Tenant", "a")]).text == "a-v1")
+            #expect(try await h.get("/page", headers: [("X-Tenant", "b")]).text == "b-v2")
+            #expect(try await h.get("/page").text == "none-v3", "absent matches only absent")
+            let hit = try await h.get("/page", headers: [("X-Tenant", "a")])
+            #expect(hit.text == "a-v1" && hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
+            #expect(try await h.get("/page", headers: [("X-Tenant", "b")]).text == "b-v2")
+            #expect(h.origin.requestCount == 3)
+
+            let admin = try ProxyAdminClient(address: "127.0.0.1:\(h.adminPort ?? 0)")
+            #expect(try await admin.purge(url: h.origin.baseURL + "/page"))
+            #expect(try await h.get("/page", headers: [("X-Tenant", "a")]).text == "a-v4")
+            #expect(try await h.get("/page", headers: [("X-Tenant", "b")]).text == "b-v5")
+        }
+    }
+
     @Test("proxy_cache_bypass: a matching request goes to the origin and its response replaces the stored one")
     func bypass() async throws {
         try await ProxyHarness.run(
@@ -188,5 +214,31 @@ import Testing
         #expect(throws: ProxyError.self) { try open.validate() }
         open.token = "t"
         #expect(throws: Never.self) { try open.validate() }
+    }
+
+    @Test("ProxyAdminClient purges, bans by tag and prefix with counts, and gives typed errors for a wrong token or no listener")
+    func adminClient() async throws {
+        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0, token: "s3cret") }, script: Self.tagged) { h in
+            for path in ["/news/1", "/news/2", "/img/a", "/img/b", "/about"] { _ = try await h.get(path) }
+            let address = "127.0.0.1:\(h.adminPort ?? 0)"
+            let admin = try ProxyAdminClient(address: address, token: "s3cret")
+            #expect(try await admin.ban(tag: "news") == 2)
+            #expect(try await admin.ban(prefix: h.origin.baseURL + "/img/") == 2)
+            #expect(try await admin.ban(prefix: h.origin.baseURL + "/img/") == 0)
+            #expect(try await admin.purge(url: h.origin.baseURL + "/about"))
+            #expect(try await admin.purge(url: h.origin.baseURL + "/about") == false)
+            #expect(h.origin.requestCount == 5)
+            _ = try await h.get("/about")
+            #expect(h.origin.requestCount == 6, "purged, so fetched again")
+
+            let wrong = try ProxyAdminClient(address: address, token: "wrong")
+            let refused = await #expect(throws: ProxyError.self) { try await wrong.ban(tag: "news") }
+            #expect(refused?.code == .refused && refused?.message.contains("401") == true, "\(String(describing: refused))")
+        }
+        // Port 1 on loopback: nothing listens there.
+        let nobody = try ProxyAdminClient(address: "127.0.0.1:1", timeout: .seconds(5))
+        let unreachable = await #expect(throws: ProxyError.self) { try await nobody.purge(url: "http://example.com/") }
+        #expect(unreachable?.code == .unreachable)
+        #expect(throws: ProxyError.self) { try ProxyAdminClient(address: "no-port") }
     }
 }

@@ -2,25 +2,34 @@ import HTTPTypes
 
 /// How an operator shapes cache keys beyond RFC 9111's normalization (nginx's
 /// `proxy_cache_key`): query parameters left out (tracking parameters such as `utm_source`) and
-/// their order normalized, so URLs that name the same resource share one stored response.
+/// their order normalized, so URLs that name the same resource share one stored response; and
+/// request header fields added, so requests that differ in them never share one.
 ///
 /// ```swift
 /// configuration.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*", "fbclid"], sortsQueryParameters: true)
 /// // https://example.com/a?utm_source=x&b=2&a=1  →  https://example.com/a?a=1&b=2
+/// configuration.keyRules.headers = [HTTPField.Name("X-Tenant")!]
+/// // a response stored for X-Tenant: a is never served to X-Tenant: b (or to a request without it)
 /// ```
 ///
 /// Names are compared as they are written in the URI (no percent-decoding). The rules apply to
-/// every key the cache makes: lookups, stores and §4.4 invalidations alike.
+/// every key the cache makes: lookups, stores and §4.4 invalidations alike. Header fields act
+/// as if every response's `Vary` named them (§4.1): they select among the stored variants of a
+/// URL, so purging or invalidating the URL still removes all of them.
 public struct CacheKeyRules: Sendable, Hashable {
     /// Query parameters left out of the key: exact names, or prefixes ending in `*` (`utm_*`).
     public var ignoredQueryParameters: [String]
     /// Whether query parameters are sorted (by name, then value), so their order does not
     /// split entries.
     public var sortsQueryParameters: Bool
+    /// Request header fields whose values are part of the key (nginx's `$http_NAME` in
+    /// `proxy_cache_key`), compared as `Vary` compares them: absent matches only absent.
+    public var headers: [HTTPField.Name]
 
-    public init(ignoredQueryParameters: [String] = [], sortsQueryParameters: Bool = false) {
+    public init(ignoredQueryParameters: [String] = [], sortsQueryParameters: Bool = false, headers: [HTTPField.Name] = []) {
         self.ignoredQueryParameters = ignoredQueryParameters
         self.sortsQueryParameters = sortsQueryParameters
+        self.headers = headers
     }
 
     /// Whether the rules leave keys as RFC 9111 makes them.

@@ -177,7 +177,8 @@ extension CacheRules {
 
     // MARK: Vary (§4.1)
 
-    /// The request fields `response`'s `Vary` names, with `request`'s values, for storing.
+    /// The request fields `response`'s `Vary` names, and the key's header fields
+    /// (``CacheKeyRules/headers``), with `request`'s values, for storing.
     public func varyingFields(of response: HTTPResponse, request: HTTPRequest) -> [StoredResponse.VaryingField] {
         var names: [String] = []
         for value in response.headerFields[values: .vary] {
@@ -185,6 +186,9 @@ extension CacheRules {
                 let name = name.trimmingWhitespace().lowercased()
                 if !name.isEmpty, !names.contains(name) { names.append(name) }
             }
+        }
+        for field in keyRules.headers where !names.contains(field.canonicalName) {
+            names.append(field.canonicalName)
         }
         return names.map {
             StoredResponse.VaryingField(name: $0, value: Self.normalizedValue(of: $0, in: request.headerFields))

@@ -31,16 +31,28 @@ struct ProxyCommand: AsyncParsableCommand {
             Cluster; rediss:// for TLS), proxies sharing that server serve each other's cached \
             responses; when it is unreachable each proxy goes on with its own cache. A rediss:// \
             server whose certificate a private CA signed needs --shared-ca-file CA.pem.
-            """
+
+            --config FILE.json reads these options from a JSON object keyed by their long names \
+            ({"upstream": "http://127.0.0.1:8000", "cache-valid": ["200=10m"], "trace": true}); \
+            options on the command line come after the file's, so a single-valued one wins and a \
+            repeatable one adds.
+
+            With --admin-listen, 'stowage proxy purge URL' and 'stowage proxy ban --prefix P | \
+            --tag T' remove stored responses from the running proxy.
+            """,
+        subcommands: [ProxyPurgeCommand.self, ProxyBanCommand.self]
     )
+
+    @Option(help: ArgumentHelp("Read options from a JSON file (keys are the long option names).", valueName: "FILE"))
+    var config: String?
 
     @OptionGroup var options: GlobalOptions
 
     @Option(help: "Address to listen on, HOST:PORT (port 0 picks a free one).")
     var listen = "127.0.0.1:8080"
 
-    @Option(help: "The upstream origin, e.g. http://127.0.0.1:8000.")
-    var upstream: String
+    @Option(help: "The upstream origin, e.g. http://127.0.0.1:8000 (required to run the proxy).")
+    var upstream: String?
 
     @Option(help: "Directory of the cache.")
     var cacheDir: String?
@@ -107,6 +119,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Flag(help: "Sort query parameters in cache keys, so their order does not split entries.")
     var cacheKeySortQuery = false
 
+    @Option(help: ArgumentHelp("A request header field whose value is part of cache keys (as if every response varied on it); repeatable.", valueName: "NAME"))
+    var cacheKeyHeader: [String] = []
+
     @Option(
         help: ArgumentHelp(
             "Requests that skip the cache lookup (still stored): header:NAME, cookie:NAME or path:/PREFIX; repeatable.",
@@ -127,7 +142,13 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "PEM file of the CAs to trust for a rediss:// --shared server (default: the system's).")
     var sharedCaFile: String?
 
-    func validate() throws {
+    /// Checks every option before the proxy starts (exit 64 with a message). Not `validate()`:
+    /// ArgumentParser validates a parent command for its subcommands too, and `stowage proxy
+    /// purge` needs no `--upstream`.
+    func checkOptions() throws {
+        guard let upstream else {
+            throw ValidationError("give the upstream origin: --upstream http://HOST:PORT (or \"upstream\" in the --config file)")
+        }
         do {
             _ = try ProxyConfiguration.parseListenAddress(listen)
             _ = try ProxyConfiguration.Upstream(parsing: upstream)
@@ -148,6 +169,7 @@ struct ProxyCommand: AsyncParsableCommand {
         _ = try targetedFields()
         _ = try defaultLifetimes()
         _ = try bypassRules()
+        _ = try keyHeaders()
         if let listener = try adminListener() {
             do { try listener.validate() } catch let error as ProxyError { throw ValidationError(error.message) }
         }
@@ -174,6 +196,16 @@ struct ProxyCommand: AsyncParsableCommand {
         }
         let token = adminToken ?? ProcessInfo.processInfo.environment["STOWAGE_ADMIN_TOKEN"]
         return ProxyConfiguration.AdminListener(host: host, port: port, token: token)
+    }
+
+    /// The fields of every `--cache-key-header`, checked.
+    func keyHeaders() throws -> [HTTPField.Name] {
+        try cacheKeyHeader.map { name in
+            guard let field = HTTPField.Name(name) else {
+                throw ValidationError("--cache-key-header \(name.debugDescription) is not a header field name; give a token such as X-Tenant")
+            }
+            return field
+        }
     }
 
     /// The rules of every `--cache-bypass`, checked.
@@ -223,6 +255,7 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try checkOptions()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -241,7 +274,7 @@ struct ProxyCommand: AsyncParsableCommand {
                 )
             }
             var configuration = ProxyConfiguration(
-                upstream: try ProxyConfiguration.Upstream(parsing: upstream),
+                upstream: try ProxyConfiguration.Upstream(parsing: upstream ?? ""),
                 cacheDirectory: directory,
                 host: host,
                 port: port
@@ -254,7 +287,8 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.cache.defaultLifetimes = try defaultLifetimes()
             configuration.cache.keyRules = CacheKeyRules(
                 ignoredQueryParameters: cacheKeyIgnoreQuery,
-                sortsQueryParameters: cacheKeySortQuery
+                sortsQueryParameters: cacheKeySortQuery,
+                headers: try keyHeaders()
             )
             configuration.cache.bypass = try bypassRules()
             configuration.cache.minimumUses = cacheMinUses
