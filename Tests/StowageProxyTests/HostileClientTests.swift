@@ -143,6 +143,23 @@ import Glibc
 }
 
 /// Issue 17, item 7, and item 10's `Cache-Status`: an upstream that stalls or fails mid-body.
+/// Interim responses from the upstream (RFC 9110 §15.2).
+@Suite struct InterimResponseTests {
+    @Test("§15.2 / RFC 8297: an upstream's 103 Early Hints is never taken or stored as the final response")
+    func earlyHintsAreNotFinal() async throws {
+        let origin = try EarlyAnsweringOrigin(.earlyHints)
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let first = try await h.get("/page")
+            #expect(first.status == 200 && first.text == "v1", "\(first.status) \(first.text)")
+            let second = try await h.get("/page")
+            #expect(second.status == 200 && second.text == "v1")
+            #expect(second.cacheStatus.hasPrefix("stowage; hit"), "the 200 was stored: \(second.cacheStatus)")
+            #expect(origin.requestCount == 1)
+        }
+    }
+}
+
 @Suite struct StallingUpstreamTests {
     @Test("An upstream that stalls mid-body: a small body is a 504 within the timeout, and nothing is stored")
     func smallBodyStall() async throws {

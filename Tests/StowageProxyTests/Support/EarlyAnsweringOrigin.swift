@@ -15,6 +15,9 @@ final class EarlyAnsweringOrigin: Sendable {
         case answerAtOnce
         /// A head promising `length` bytes, then `sent` of them, then silence until closed.
         case stallMidBody(length: Int, sent: Int)
+        /// `103 Early Hints` (RFC 8297) with a `Link`, then a cacheable `200` whose body counts
+        /// the requests.
+        case earlyHints
     }
 
     let port: Int
@@ -72,6 +75,11 @@ final class EarlyAnsweringOrigin: Sendable {
                     reply =
                         "HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\nCache-Control: max-age=60\r\n\r\n"
                         + String(repeating: "s", count: sent)
+                case .earlyHints:
+                    let body = "v\(requests.load(ordering: .relaxed))"
+                    reply =
+                        "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
+                        + "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nCache-Control: max-age=60\r\n\r\n" + body
                 }
                 let bytes = Array(reply.utf8)
                 _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
