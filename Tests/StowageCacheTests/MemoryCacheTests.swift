@@ -28,6 +28,24 @@ import Testing
         expectSound(cache)
     }
 
+    @Test("removeValues(where:) removes exactly the matching keys, reports them, and keeps the list sound")
+    func removeValuesWhere() throws {
+        let evictions = EvictionLog<String, Int>()
+        let cache = try makeCache(countLimit: 100, log: evictions)
+        for index in 0..<20 { cache.setValue(index, forKey: (index.isMultiple(of: 3) ? "ban/" : "keep/") + "\(index)") }
+        _ = cache.value(forKey: "ban/9")  // moved to the head: removal must unlink head, middle and tail alike
+        #expect(cache.removeValues { $0.hasPrefix("ban/") } == 7)
+        #expect(cache.count == 13)
+        for index in 0..<20 {
+            let key = (index.isMultiple(of: 3) ? "ban/" : "keep/") + "\(index)"
+            #expect(cache.value(forKey: key) == (index.isMultiple(of: 3) ? nil : index))
+        }
+        #expect(Set(evictions.entries.map(\.key)) == Set((0..<20).filter { $0.isMultiple(of: 3) }.map { "ban/\($0)" }))
+        #expect(evictions.entries.allSatisfy { $0.reason == .explicit })
+        #expect(cache.removeValues { _ in false } == 0)
+        expectSound(cache)
+    }
+
     @Test("the count limit keeps the most recent entries")
     func countLimit() throws {
         let evictions = EvictionLog<Int, Int>()

@@ -1,4 +1,5 @@
 import Foundation
+import StowageCore
 import Logging
 import Synchronization
 
@@ -104,6 +105,20 @@ extension HybridCache {
                 }
             }
             _ = memory.removeValue(forKey: key)
+        case .prefix(let prefix):
+            if sharedOptions.invalidatesDisk {
+                do {
+                    for key in try await BlockingWork.run({ try self.disk.keysBlocking(withPrefix: prefix) }) {
+                        try await disk.removeData(forKey: key)
+                    }
+                } catch {
+                    disk.configuration.logger.warning(
+                        "could not drop banned disk copies",
+                        metadata: ["prefix": "\(prefix)", "error": "\(error)"]
+                    )
+                }
+            }
+            memory.removeValues { $0.hasPrefix(prefix) }
         case .all, .emptied:
             // Horizon first: a read that misses memory after the purge then confirms its disk
             // copy (after `.all`), or trusts it (after `.emptied`).

@@ -133,6 +133,21 @@ extension MemoryCache {
             return removed
         }
 
+        /// Removes every entry whose key satisfies `predicate`, in O(count).
+        mutating func removeAll(where predicate: (Key) -> Bool) -> [Removal] {
+            var removed: [Removal] = []
+            var slot = tail
+            while slot >= 0 {
+                let previous = links[Int(slot)].previous
+                if predicate(keys[Int(slot)]) {
+                    index.removeValue(forKey: keys[Int(slot)])
+                    removed.append(takeOut(slot, reason: .explicit))
+                }
+                slot = previous
+            }
+            return removed
+        }
+
         /// Calls `body` with every entry, least recently used first.
         func forEach(_ body: (Key, Value) -> Void) {
             var slot = tail

@@ -149,6 +149,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return removal.value
     }
 
+    /// Removes every entry whose key satisfies `predicate` (e.g. a key prefix), reporting each
+    /// with ``EvictionReason/explicit``. Takes time proportional to ``count``.
+    ///
+    /// - Returns: How many entries were removed.
+    @discardableResult
+    public func removeValues(where predicate: @Sendable (Key) -> Bool) -> Int {
+        let removed = storage.withLock { $0.removeAll(where: predicate) }
+        removed.forEach(report)
+        return removed.count
+    }
+
     /// Removes every entry, reporting each to ``Configuration/onEviction`` with
     /// ``EvictionReason/explicit``, least recently used first.
     public func removeAll() {

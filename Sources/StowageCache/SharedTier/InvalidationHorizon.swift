@@ -36,10 +36,10 @@ package final class InvalidationHorizon: Sendable {
     }
 
     /// Moves the horizon for an invalidation that reports a gap: `.all` restarts it, `.emptied`
-    /// clears it; `.key` leaves it alone.
+    /// clears it; `.key` and `.prefix` leave it alone.
     package func apply(_ invalidation: SharedCacheInvalidation) {
         switch invalidation {
-        case .key: break
+        case .key, .prefix: break
         case .all: restart()
         case .emptied: clear()
         }

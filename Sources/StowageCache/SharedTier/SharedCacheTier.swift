@@ -1,4 +1,5 @@
 import Foundation
+import StowageCore
 
 /// A cache level that several processes or machines share, behind memory and disk in a
 /// ``HybridCache``: bytes by string key with a time-to-live, invalidation messages between
@@ -50,6 +51,21 @@ public protocol SharedCacheTier: Sendable {
 
     /// Releases `lock` without storing anything (the load failed), if it is still held.
     func unlock(_ lock: SharedCacheLoadLock) async throws
+    /// Tells every other node to drop its local copies of the keys that start with `prefix` (a
+    /// ban): they receive ``SharedCacheInvalidation/prefix(_:)``. Entries the shared level
+    /// itself holds are not touched here; the caller removes the ones it knows of.
+    ///
+    /// - Throws: `StowageError` `.unsupported` from a level that cannot (the default).
+    func invalidate(keysWithPrefix prefix: String) async throws
+}
+
+extension SharedCacheTier {
+    public func invalidate(keysWithPrefix prefix: String) async throws {
+        throw StowageError(
+            code: .unsupported,
+            message: "\(type(of: self)) cannot send prefix invalidations; other nodes keep their copies until they expire"
+        )
+    }
 }
 
 /// Bytes from a shared level and how long they have left.
@@ -68,6 +84,9 @@ public struct SharedCacheEntry: Sendable, Hashable {
 public enum SharedCacheInvalidation: Sendable, Hashable {
     /// `key` was overwritten or removed on another node: drop local copies.
     case key(String)
+    /// Another node banned every key that starts with the prefix: drop local copies of them
+    /// (``SharedCacheTier/invalidate(keysWithPrefix:)``).
+    case prefix(String)
     /// Invalidations may have been missed (the channel broke and came back) while the shared
     /// level kept its values: memory copies are dropped, and each older disk copy is confirmed
     /// against the shared level before it is served again (``InvalidationHorizon``).

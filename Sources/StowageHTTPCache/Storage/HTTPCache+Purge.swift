@@ -45,18 +45,36 @@ extension HTTPCache {
     }
 
     /// Removes every stored response whose URL starts with `prefix` (e.g.
-    /// `https://example.com/images/`); returns how many URLs went.
+    /// `https://example.com/images/`); returns how many URLs went here. With a shared level, every
+    /// node sharing it applies the same ban.
     @discardableResult
     public func ban(urlPrefix prefix: String) async throws -> Int {
+        let count = try await banLocally(urlPrefix: prefix)
+        await broadcastBan("m " + prefix)
+        return count
+    }
+
+    /// ``ban(urlPrefix:)`` on this node only.
+    func banLocally(urlPrefix prefix: String) async throws -> Int {
         let recordKeys = try await BlockingWork.run { try self.disk.keysBlocking(withPrefix: "m " + prefix) }
         for recordKey in recordKeys { try await remove(CacheKey(uri: String(recordKey.dropFirst(2)))) }
         return recordKeys.count
     }
 
     /// Removes every stored response tagged `tag` by a ``Configuration/tagFields`` field
-    /// (`Surrogate-Key`, `Cache-Tag`); returns how many URLs went.
+    /// (`Surrogate-Key`, `Cache-Tag`); returns how many URLs went here. With a shared level,
+    /// every node sharing it applies the same ban: each removes the responses it stored with
+    /// the tag, and their shared copies with them, so a node that took a tagged response from
+    /// the shared level loses it too.
     @discardableResult
     public func ban(tag: String) async throws -> Int {
+        let count = try await banLocally(tag: tag)
+        await broadcastBan(Self.tagKey(tag, uri: ""))
+        return count
+    }
+
+    /// ``ban(tag:)`` on this node only.
+    func banLocally(tag: String) async throws -> Int {
         let prefix = Self.tagKey(tag, uri: "")
         let tagKeys = try await BlockingWork.run { try self.disk.keysBlocking(withPrefix: prefix) }
         var removed = 0

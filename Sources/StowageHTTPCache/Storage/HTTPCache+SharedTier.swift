@@ -76,6 +76,44 @@ extension HTTPCache {
         }
     }
 
+    /// Tells the other nodes sharing the level to apply a ban (`prefix` is a tag's or a URL
+    /// prefix's index range); a level that cannot is logged, not thrown: the ban stands here.
+    func broadcastBan(_ prefix: String) async {
+        guard let shared = configuration.sharedTier else { return }
+        do {
+            try await shared.invalidate(keysWithPrefix: prefix)
+        } catch {
+            configuration.logger.warning(
+                "could not send a ban to the other nodes; they keep their copies until they expire",
+                metadata: ["prefix": "\(prefix)", "error": "\(error)"]
+            )
+        }
+    }
+
+    /// Applies another node's ban here: a tag's (`k TAG `) or a URL prefix's (`m PREFIX`) stored
+    /// responses go, as the node's own ``ban(tag:)`` / ``ban(urlPrefix:)`` would remove them
+    /// (shared copies included, which reach nodes that never saw the tag); other keys under the
+    /// prefix are dropped from memory and disk.
+    func applyBan(_ prefix: String) async {
+        do {
+            if prefix.hasPrefix("k "), prefix.hasSuffix(" ") {
+                _ = try await banLocally(tag: String(prefix.dropFirst(2).dropLast()))
+            } else if prefix.hasPrefix("m ") {
+                _ = try await banLocally(urlPrefix: String(prefix.dropFirst(2)))
+            } else {
+                memory.removeValues { $0.hasPrefix(prefix) }
+                for key in try await BlockingWork.run({ try self.disk.keysBlocking(withPrefix: prefix) }) {
+                    try await disk.removeData(forKey: key)
+                }
+            }
+        } catch {
+            configuration.logger.warning(
+                "could not apply another node's ban",
+                metadata: ["prefix": "\(prefix)", "error": "\(error)"]
+            )
+        }
+    }
+
     /// Drops local copies of what other nodes change: a record or body key from memory and disk;
     /// when invalidations may have been missed, everything in memory, and records on disk are
     /// confirmed before their next use (``confirmedRecord(_:recordKey:)``).
@@ -89,6 +127,8 @@ extension HTTPCache {
                 case .key(let key):
                     memory.removeValue(forKey: key)
                     _ = try? await disk.removeData(forKey: key)
+                case .prefix(let prefix):
+                    await applyBan(prefix)
                 case .all, .emptied:
                     horizon.apply(invalidation)
                     memory.removeAll()
