@@ -4,13 +4,16 @@ import StowageRedis
 import Synchronization
 
 /// Publishes this node's invalidations, coalescing the keys written while a `PUBLISH` is in
-/// flight into the next one.
+/// flight into the next one — where the server does not track writes for the tier (RESP2, Redis
+/// < 6, a cluster, ``RedisSharedTier/InvalidationTransport/publish``), and for writes made while
+/// the tracking connection is being re-established.
 ///
 /// A write returns once its `SET`/`DEL` is acknowledged; the invalidation follows in the
 /// background, always after the write (so another node that re-reads on the message sees the
 /// new value). One caller costs one `PUBLISH` per write, as before; under concurrent writes the
 /// server handles one `PUBLISH` for many keys instead of one each, which is what keeps shared
-/// writes near the speed of plain `SET`s (see the bench's `shared-tier.set-1KiB`).
+/// writes near the speed of plain `SET`s (`STOWAGE_BENCH_INVALIDATIONS=publish` in the bench's
+/// `shared-tier.set-1KiB`).
 ///
 /// Message: the node id, a newline, then each key as `<UTF-8 byte count>:<key>`, so keys may
 /// hold any character.

@@ -19,12 +19,30 @@ import Synchronization
 /// - `NS:{=key}:lock` — the load lock: the fencing token, with the lease as `PX` expiry;
 /// - `NS:{=key}:fence` — the last fencing token issued (`INCR`), kept a day after the last load.
 ///
-/// Invalidations are pub/sub messages on `NS:invalidations` (node id and keys, see
-/// ``InvalidationPublisher``), sent after the write is acknowledged; a node ignores its own.
-/// Every node subscribes when the tier is created (``waitUntilSubscribed(timeout:)``). In a
-/// cluster, `PUBLISH` reaches subscribers on every node. When the channel comes back after a
-/// gap, `NS:epoch` tells whether the values outlived it (``SharedCacheInvalidation/all``) or
-/// were lost with the server (``SharedCacheInvalidation/emptied``); see `RedisSharedTier+Epoch`.
+/// Invalidations come from the server itself where it can (Redis ≥ 6 over RESP3, one server):
+/// the tier's writes all go through one connection with `CLIENT TRACKING ON BCAST PREFIX NS:{=
+/// NOLOOP`, and Redis pushes the keys that any *other* connection modified under the prefix to
+/// that connection (``InvalidationTracker``), so a write costs no extra command. Where it
+/// cannot — a RESP2 server, `CLIENT TRACKING` refused (Redis < 6, renamed or denied), a Redis
+/// Cluster (tracking is per server) or ``InvalidationTransport/publish`` — the tier publishes:
+/// a pub/sub message on `NS:invalidations` (node id and keys, see ``InvalidationPublisher``)
+/// after the write is acknowledged; a node ignores its own. Which one is in use is logged once
+/// at notice level and shown by ``isTracking``.
+///
+/// Every node also subscribes to `NS:invalidations` in both modes, so a tracking node hears
+/// nodes that publish (older versions, or ones configured with ``InvalidationTransport/publish``);
+/// a publishing node does not hear a tracking one. To roll this version out over a fleet of
+/// older nodes, start it with ``InvalidationTransport/publish`` and switch to `.automatic` once
+/// every node runs it (or upgrade all nodes together).
+///
+/// With tracking, Redis also reports a value that expired or was evicted (`maxmemory`): other
+/// nodes drop their copies of it, as for a removal. `FLUSHALL`/`FLUSHDB` arrive as
+/// ``SharedCacheInvalidation/emptied``, the same conclusion the publishing mode reaches from the
+/// lost epoch after a gap: local copies stand until they expire.
+///
+/// When the channel or the tracking connection comes back after a gap, `NS:epoch` tells whether
+/// the values outlived it (``SharedCacheInvalidation/all``) or were lost with the server
+/// (``SharedCacheInvalidation/emptied``); see `RedisSharedTier+Epoch`.
 ///
 /// The lock is the single-instance pattern from the Redis documentation's distributed-lock
 /// page (`SET NX PX`, compare-and-delete in a script) with Kleppmann's fencing token (a counter
@@ -32,27 +50,49 @@ import Synchronization
 /// overwrite a newer value. It is not Redlock: with replicas, a failover may lose a lock; the
 /// worst outcome is one more load, never a wrong value.
 public final class RedisSharedTier: SharedCacheTier {
+    /// How a node tells the others what it wrote.
+    public enum InvalidationTransport: Sendable, Hashable {
+        /// Server-assisted tracking (`CLIENT TRACKING … BCAST … NOLOOP`) when the client is a
+        /// ``RedisClient`` whose server speaks RESP3 and accepts it; `PUBLISH` otherwise.
+        case automatic
+        /// Always `PUBLISH` on `NS:invalidations`, as versions before tracking did: for a fleet
+        /// that still runs such versions.
+        case publish
+    }
+
     /// The client the tier talks through.
     public let client: any RedisCommandExecuting
     /// Prefix of every key and channel, so several caches share one Redis.
     public let namespace: String
     /// Identifies this node in invalidation messages.
     public let nodeID: String
-    private let channel: String
+    let channel: String
     private let subscription: RedisSubscription
-    private let listeners = Mutex<[UUID: AsyncStream<SharedCacheInvalidation>.Continuation]>([:])
-    private let subscribed = Atomic<Bool>(false)
-    private let pump = Mutex<Task<Void, Never>?>(nil)
-    private let logger: Logger
+    let tracker: InvalidationTracker?
+    let echoes = ScriptWriteEchoes()
+    let listeners = Mutex<[UUID: AsyncStream<SharedCacheInvalidation>.Continuation]>([:])
+    /// Every invalidation source is up (subscription confirmed; tracking on or unavailable).
+    let ready = Atomic<Bool>(false)
+    let pump = Mutex<[Task<Void, Never>]>([])
+    let signals: AsyncStream<InvalidationSignal>
+    let logger: Logger
     private let publisher: InvalidationPublisher
 
-    /// A tier over `client`; it subscribes to invalidations at once.
+    /// A tier over `client`; it subscribes to invalidations, and opens its tracking connection,
+    /// at once.
     ///
     /// - Parameters:
     ///   - namespace: Key prefix; letters, digits, `.`, `-`, `_`, `:` (no `{`, which would break
     ///     the cluster hash tag).
+    ///   - invalidations: ``InvalidationTransport/automatic`` (the default) tracks where the
+    ///     server can; ``InvalidationTransport/publish`` always publishes.
     /// - Throws: ``RedisError`` `.invalidURL` for a bad namespace.
-    public init(client: any RedisCommandExecuting, namespace: String = "stowage", logger: Logger? = nil) throws {
+    public init(
+        client: any RedisCommandExecuting,
+        namespace: String = "stowage",
+        invalidations: InvalidationTransport = .automatic,
+        logger: Logger? = nil
+    ) throws {
         guard !namespace.isEmpty,
             namespace.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-_:".contains($0)) })
         else {
@@ -67,20 +107,33 @@ public final class RedisSharedTier: SharedCacheTier {
         channel = "\(namespace):invalidations"
         self.logger = logger ?? Logger(label: "stowage.shared-tier")
         publisher = InvalidationPublisher(client: client, channel: channel, nodeID: nodeID, logger: self.logger)
+        let (signals, signal) = AsyncStream.makeStream(of: InvalidationSignal.self)
+        self.signals = signals
+        if invalidations == .automatic, let single = client as? RedisClient {
+            tracker = InvalidationTracker(configuration: single.configuration, prefix: "\(namespace):{=") {
+                signal.yield(.tracker($0))
+            }
+        } else {
+            tracker = nil
+        }
         subscription = client.subscribe(to: [channel])
-        startPump()
+        startPump(subscription: subscription, signal: signal, transport: invalidations)
+        tracker?.start()
     }
 
     /// Connects to `url` (`redis://` or `rediss://`): a Redis Cluster node (`cluster_enabled:1`
     /// in `INFO cluster`) gives a ``RedisClusterClient`` seeded with it, any other server a
     /// ``RedisClient``.
     ///
-    /// - Parameter configure: Adjusts the configuration before connecting (trust roots, pool
-    ///   size, timeouts); what it throws is rethrown.
+    /// - Parameters:
+    ///   - invalidations: See ``init(client:namespace:invalidations:logger:)``.
+    ///   - configure: Adjusts the configuration before connecting (trust roots, pool size,
+    ///     timeouts); what it throws is rethrown.
     /// - Throws: ``RedisError`` when the URL is bad or the server cannot be asked.
     public static func connect(
         url: String,
         namespace: String = "stowage",
+        invalidations: InvalidationTransport = .automatic,
         configure: (inout RedisConfiguration) throws -> Void = { _ in }
     ) async throws -> RedisSharedTier {
         var configuration = try RedisConfiguration(url: url)
@@ -89,26 +142,38 @@ public final class RedisSharedTier: SharedCacheTier {
         let info = try await single.send(RedisCommand("INFO", "cluster")).string ?? ""
         if info.contains("cluster_enabled:1") {
             await single.shutdown()
-            return try RedisSharedTier(client: RedisClusterClient(seeds: [configuration]), namespace: namespace)
+            return try RedisSharedTier(
+                client: RedisClusterClient(seeds: [configuration]),
+                namespace: namespace,
+                invalidations: invalidations
+            )
         }
-        return try RedisSharedTier(client: single, namespace: namespace)
+        return try RedisSharedTier(client: single, namespace: namespace, invalidations: invalidations)
     }
 
-    /// Waits until the invalidation subscription is confirmed; `false` if `timeout` passes first.
-    /// A node that must not miss an invalidation from the start (tests, benchmarks) calls this.
+    /// Waits until invalidations flow — the subscription is confirmed and tracking is on (or
+    /// known to be unavailable) — and returns `false` if `timeout` passes first. A node that must
+    /// not miss an invalidation from the start (tests, benchmarks) calls this.
     public func waitUntilSubscribed(timeout: Duration = .seconds(5)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if subscribed.load(ordering: .acquiring) { return true }
+            if ready.load(ordering: .acquiring) { return true }
             try? await Task.sleep(for: .milliseconds(2))
         }
-        return subscribed.load(ordering: .acquiring)
+        return ready.load(ordering: .acquiring)
     }
 
-    /// Stops the subscription and closes the client's connections.
+    /// Whether the server tracks this node's writes now: `true` while the tracking connection is
+    /// open with tracking on, `false` when the node publishes (fallback, cluster,
+    /// ``InvalidationTransport/publish``) or its tracking connection is being re-established
+    /// (its writes then go through the pool and are published too).
+    public var isTracking: Bool { tracker?.connection != nil }
+
+    /// Stops the subscription and the tracking connection, and closes the client's connections.
     public func shutdown() async {
         subscription.cancel()
-        pump.withLock { $0?.cancel() }
+        tracker?.cancel()
+        for task in pump.withLock({ $0 }) { task.cancel() }
         let continuations = listeners.withLock { listeners in
             defer { listeners.removeAll() }
             return Array(listeners.values)
@@ -133,15 +198,15 @@ public final class RedisSharedTier: SharedCacheTier {
 
     public func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?) async throws {
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
-        try await client.send(.set(valueKey(key), value: RedisArgument(entry), expiry: timeToLive.map(Self.duration)))
-        publisher.publish(key)
+        try await write(
+            .set(valueKey(key), value: RedisArgument(entry), expiry: timeToLive.map(Self.duration)),
+            key: key
+        )
     }
 
     public func removeData(forKey key: String) async throws {
-        try await client.send(.del(valueKey(key)))
-        publisher.publish(key)
+        try await write(.del(valueKey(key)), key: key)
     }
-
 
     public func invalidations() -> AsyncStream<SharedCacheInvalidation> {
         let (stream, continuation) = AsyncStream.makeStream(
@@ -157,6 +222,7 @@ public final class RedisSharedTier: SharedCacheTier {
     }
 
     public func lockForLoading(key: String, lease: Duration) async throws -> SharedCacheLoadLock? {
+        // Lock and fence keys are no values: their invalidations are ignored, so the pool will do.
         let reply = try await client.send(
             .eval(
                 RedisLockScripts.acquire,
@@ -179,18 +245,30 @@ public final class RedisSharedTier: SharedCacheTier {
         releasing lock: SharedCacheLoadLock
     ) async throws -> Bool {
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
-        let reply = try await client.send(
-            .eval(
-                RedisLockScripts.fencedSet,
-                keys: [valueKey(key), lockKey(key)],
-                arguments: [
-                    RedisArgument(String(lock.fencingToken)), RedisArgument(entry),
-                    RedisArgument(timeToLive.map { max(1, Self.milliseconds(Self.duration($0))) } ?? 0),
-                ]
+        let tracked = tracker != nil
+        if tracked { echoes.expect(entry, forKey: key) }
+        let reply: RESPValue
+        let isTracked: Bool
+        do {
+            (reply, isTracked) = try await trackedWrite(
+                .eval(
+                    RedisLockScripts.fencedSet,
+                    keys: [valueKey(key), lockKey(key)],
+                    arguments: [
+                        RedisArgument(String(lock.fencingToken)), RedisArgument(entry),
+                        RedisArgument(timeToLive.map { max(1, Self.milliseconds(Self.duration($0))) } ?? 0),
+                    ]
+                )
             )
-        )
-        guard reply.integer == 1 else { return false }
-        publisher.publish(key)
+        } catch {
+            if tracked { echoes.withdraw(entry, forKey: key) }
+            throw error
+        }
+        guard reply.integer == 1 else {
+            if tracked { echoes.withdraw(entry, forKey: key) }
+            return false
+        }
+        if !isTracked { publisher.publish(key) }
         return true
     }
 
@@ -200,54 +278,27 @@ public final class RedisSharedTier: SharedCacheTier {
         )
     }
 
-    // MARK: - Invalidations
+    // MARK: - Writes
 
-
-    private func startPump() {
-        let events = subscription.events
-        let task = Task { [weak self] in
-            var hadGap = false
-            var knownEpoch: String?
-            for await event in events {
-                guard let self else { return }
-                switch event {
-                case .subscribed:
-                    if hadGap {
-                        let (invalidation, epoch) = await invalidationAfterGap(knownEpoch: knownEpoch)
-                        knownEpoch = epoch
-                        if invalidation == .emptied {
-                            logger.notice(
-                                "the shared level lost its values (restarted empty or flushed); keeping local copies"
-                            )
-                        } else {
-                            logger.notice("invalidation channel back; dropping memory copies, confirming disk copies")
-                        }
-                        broadcast(invalidation)
-                        hadGap = false
-                    } else if knownEpoch == nil {
-                        knownEpoch = try? await currentEpoch()
-                    }
-                    subscribed.store(true, ordering: .releasing)
-                case .disconnected:
-                    if subscribed.exchange(false, ordering: .acquiringAndReleasing) || !hadGap {
-                        hadGap = true
-                    }
-                case .message(_, let payload):
-                    guard let (sender, keys) = InvalidationPublisher.decode(payload) else {
-                        logger.warning("ignoring a malformed invalidation message", metadata: ["channel": "\(channel)"])
-                        continue
-                    }
-                    if sender == nodeID { continue }
-                    for key in keys { broadcast(.key(key)) }
-                }
-            }
-        }
-        pump.withLock { $0 = task }
+    /// Sends a write on the tracking connection when it is open (the server then tells the
+    /// other nodes), otherwise through the pool; `key`'s invalidation is published unless the
+    /// write was tracked.
+    @discardableResult
+    private func write(_ command: RedisCommand, key: String? = nil) async throws -> RESPValue {
+        let (reply, isTracked) = try await trackedWrite(command)
+        if !isTracked, let key { publisher.publish(key) }
+        return reply
     }
 
-    private func broadcast(_ invalidation: SharedCacheInvalidation) {
-        let continuations = listeners.withLock { Array($0.values) }
-        for continuation in continuations { continuation.yield(invalidation) }
+    /// The reply, and whether the write went through the tracking connection. A write that the
+    /// closing connection could not send goes through the pool instead.
+    private func trackedWrite(_ command: RedisCommand) async throws -> (RESPValue, isTracked: Bool) {
+        if let connection = tracker?.connection {
+            do {
+                return (try await connection.send(command), true)
+            } catch let error as RedisError where error.wasNotSent {}
+        }
+        return (try await client.send(command), false)
     }
 
     static func duration(_ seconds: TimeInterval) -> Duration {

@@ -80,8 +80,14 @@ struct MissedInvalidationTests {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         let scratch = try ScratchDirectory()
-        let (a, tierA) = try await makeNode(url: server.url, namespace: "m3", scratch: scratch, name: "a")
-        let (b, tierB) = try await makeNode(url: server.url, namespace: "m3", scratch: scratch, name: "b")
+        // Publishing nodes: with server tracking, Redis itself would tell b of the writes below
+        // (the tracking connection's gap is TrackingInvalidationTests' business).
+        let (a, tierA) = try await makeNode(
+            url: server.url, namespace: "m3", scratch: scratch, name: "a", invalidations: .publish
+        )
+        let (b, tierB) = try await makeNode(
+            url: server.url, namespace: "m3", scratch: scratch, name: "b", invalidations: .publish
+        )
         defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
         try await seed(["changed", "removed"], from: a, to: b)
         // Changes that b never hears of: written to Redis with no invalidation message, as if

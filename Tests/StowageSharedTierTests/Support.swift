@@ -22,9 +22,11 @@ func makeNode(
     scratch: ScratchDirectory,
     name: String,
     options: SharedTierOptions = SharedTierOptions(),
+    invalidations: RedisSharedTier.InvalidationTransport = .automatic,
     configure: (inout RedisConfiguration) -> Void = { _ in }
 ) async throws -> (HybridCache<String>, RedisSharedTier) {
-    let tier = try await RedisSharedTier.connect(url: url, namespace: namespace) { configuration in
+    let tier = try await RedisSharedTier.connect(url: url, namespace: namespace, invalidations: invalidations) {
+        configuration in
         // Generous: the suites run in parallel on a small, shared machine.
         configuration.connectTimeout = .seconds(30)
         configuration.commandTimeout = .seconds(30)

@@ -1,0 +1,147 @@
+import Foundation
+import Logging
+import StowageCache
+import StowageRedis
+import Synchronization
+
+/// What the invalidation pump hears: the `NS:invalidations` subscription, or the tracker.
+enum InvalidationSignal: Sendable {
+    case subscription(RedisSubscription.Event)
+    case tracker(InvalidationTracker.Event)
+}
+
+// One pump for both sources, so that a gap is one gap: while either source is down,
+// invalidations may be missed, and only when both are back is the epoch asked, once. (Two
+// separate answers could disagree after a restart: the first node to ask stores a new epoch, and
+// the second asker of the same node would then see it unchanged and conclude `.all` — confirming
+// local copies against an empty server, which drops them all.)
+extension RedisSharedTier {
+    private enum Source: Hashable { case subscription, tracker }
+
+    private struct PumpState {
+        /// Sources not (or no longer) delivering.
+        var down: Set<Source>
+        var hadGap = false
+        var knownEpoch: String?
+        var hasLoggedTransport = false
+    }
+
+    func startPump(
+        subscription: RedisSubscription,
+        signal: AsyncStream<InvalidationSignal>.Continuation,
+        transport: InvalidationTransport
+    ) {
+        let events = subscription.events
+        let forward = Task {
+            for await event in events { signal.yield(.subscription(event)) }
+        }
+        let signals = signals
+        let hasTracker = tracker != nil
+        let reasonForPublishing: String? =
+            if hasTracker { nil } else if transport == .publish { "the tier was configured to publish" } else {
+                "server-assisted tracking is per server and this client is \(type(of: client))"
+            }
+        let task = Task { [weak self] in
+            var state = PumpState(down: hasTracker ? [.subscription, .tracker] : [.subscription])
+            if let reasonForPublishing, let self {
+                logPublishing(reason: reasonForPublishing)
+                state.hasLoggedTransport = true
+            }
+            for await signal in signals {
+                guard let self else { return }
+                await handle(signal, state: &state)
+            }
+        }
+        pump.withLock { $0 = [forward, task] }
+    }
+
+    private func handle(_ signal: InvalidationSignal, state: inout PumpState) async {
+        switch signal {
+        case .subscription(.subscribed):
+            state.down.remove(.subscription)
+            await settle(&state)
+        case .subscription(.disconnected):
+            markGap(.subscription, state: &state)
+        case .subscription(.message(_, let payload)):
+            guard let (sender, keys) = InvalidationPublisher.decode(payload) else {
+                logger.warning("ignoring a malformed invalidation message", metadata: ["channel": "\(channel)"])
+                return
+            }
+            if sender == nodeID { return }
+            for key in keys { broadcast(.key(key)) }
+        case .tracker(.tracking):
+            if !state.hasLoggedTransport {
+                state.hasLoggedTransport = true
+                logger.notice(
+                    """
+                    invalidations: the server tracks writes under '\(namespace):{=' \
+                    (CLIENT TRACKING BCAST NOLOOP); writes carry no PUBLISH
+                    """
+                )
+            }
+            state.down.remove(.tracker)
+            await settle(&state)
+        case .tracker(.unavailable(let reason)):
+            if !state.hasLoggedTransport {
+                state.hasLoggedTransport = true
+                logPublishing(reason: reason)
+            } else {
+                logger.notice("invalidations: tracking no longer available; publishing from now on: \(reason)")
+            }
+            state.down.remove(.tracker)
+            await settle(&state)
+        case .tracker(.disconnected):
+            echoes.removeAll()
+            markGap(.tracker, state: &state)
+        case .tracker(.keys(let keys)):
+            for key in keys where await !isEchoOfFencedSet(key) { broadcast(.key(key)) }
+        case .tracker(.flushed):
+            // The epoch went with the values; a later gap must compare against the new one.
+            logger.notice("the shared level was flushed (FLUSHALL/FLUSHDB); keeping local copies")
+            broadcast(.emptied)
+            if let epoch = try? await currentEpoch() { state.knownEpoch = epoch }
+        }
+    }
+
+    /// Whether Redis still holds what this node's fenced set stored for `key` (see
+    /// ``ScriptWriteEchoes``); `false` when no fenced set of `key` is pending or Redis cannot say.
+    private func isEchoOfFencedSet(_ key: String) async -> Bool {
+        guard let entry = echoes.take(forKey: key) else { return false }
+        guard let stored = try? await client.send(.get(valueKey(key))).bytes else { return false }
+        return stored == entry
+    }
+
+    private func logPublishing(reason: String) {
+        logger.notice("invalidations: publishing on '\(channel)' after each write (\(reason))")
+    }
+
+    private func markGap(_ source: Source, state: inout PumpState) {
+        state.down.insert(source)
+        state.hadGap = true
+        ready.store(false, ordering: .releasing)
+    }
+
+    /// Once every source delivers again: after a gap, tells the listeners what it means.
+    private func settle(_ state: inout PumpState) async {
+        guard state.down.isEmpty else { return }
+        if state.hadGap {
+            let (invalidation, epoch) = await invalidationAfterGap(knownEpoch: state.knownEpoch)
+            state.knownEpoch = epoch
+            if invalidation == .emptied {
+                logger.notice("the shared level lost its values (restarted empty or flushed); keeping local copies")
+            } else {
+                logger.notice("invalidations flow again; dropping memory copies, confirming disk copies")
+            }
+            broadcast(invalidation)
+            state.hadGap = false
+        } else if state.knownEpoch == nil {
+            state.knownEpoch = try? await currentEpoch()
+        }
+        ready.store(true, ordering: .releasing)
+    }
+
+    func broadcast(_ invalidation: SharedCacheInvalidation) {
+        let continuations = listeners.withLock { Array($0.values) }
+        for continuation in continuations { continuation.yield(invalidation) }
+    }
+}
