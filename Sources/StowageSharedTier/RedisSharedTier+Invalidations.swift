@@ -62,13 +62,13 @@ extension RedisSharedTier {
             await settle(&state)
         case .subscription(.disconnected):
             markGap(.subscription, state: &state)
-        case .subscription(.message(_, let payload)):
+        case .subscription(.message(let name, let payload)):
             guard let (sender, keys) = InvalidationPublisher.decode(payload) else {
-                logger.warning("ignoring a malformed invalidation message", metadata: ["channel": "\(channel)"])
+                logger.warning("ignoring a malformed invalidation message", metadata: ["channel": "\(name)"])
                 return
             }
             if sender == nodeID { return }
-            for key in keys { broadcast(.key(key)) }
+            for key in keys { broadcast(name == banChannel ? .prefix(key) : .key(key)) }
         case .tracker(.tracking):
             if !state.hasLoggedTransport {
                 state.hasLoggedTransport = true

@@ -35,6 +35,9 @@ import Synchronization
 /// older nodes, start it with ``InvalidationTransport/publish`` and switch to `.automatic` once
 /// every node runs it (or upgrade all nodes together).
 ///
+/// Bans (``invalidate(keysWithPrefix:)``, e.g. an HTTP cache's ban by tag) are messages on
+/// `NS:bans` in both modes: there is no write for the server to track.
+///
 /// With tracking, Redis also reports a value that expired or was evicted (`maxmemory`): other
 /// nodes drop their copies of it, as for a removal. `FLUSHALL`/`FLUSHDB` arrive as
 /// ``SharedCacheInvalidation/emptied``, the same conclusion the publishing mode reaches from the
@@ -67,6 +70,8 @@ public final class RedisSharedTier: SharedCacheTier {
     /// Identifies this node in invalidation messages.
     public let nodeID: String
     let channel: String
+    /// Where bans (prefix invalidations) are published: `NS:bans`.
+    let banChannel: String
     private let subscription: RedisSubscription
     let tracker: InvalidationTracker?
     let echoes = ScriptWriteEchoes()
@@ -105,6 +110,7 @@ public final class RedisSharedTier: SharedCacheTier {
         self.namespace = namespace
         nodeID = UUID().uuidString
         channel = "\(namespace):invalidations"
+        banChannel = "\(namespace):bans"
         self.logger = logger ?? Logger(label: "stowage.shared-tier")
         publisher = InvalidationPublisher(client: client, channel: channel, nodeID: nodeID, logger: self.logger)
         let (signals, signal) = AsyncStream.makeStream(of: InvalidationSignal.self)
@@ -116,7 +122,7 @@ public final class RedisSharedTier: SharedCacheTier {
         } else {
             tracker = nil
         }
-        subscription = client.subscribe(to: [channel])
+        subscription = client.subscribe(to: [channel, banChannel])
         startPump(subscription: subscription, signal: signal, transport: invalidations)
         tracker?.start()
     }
@@ -270,6 +276,14 @@ public final class RedisSharedTier: SharedCacheTier {
         }
         if !isTracked { publisher.publish(key) }
         return true
+    }
+
+    /// Publishes the ban on `NS:bans` (node id and prefix, in ``InvalidationPublisher``'s
+    /// format); every other node hears it as ``SharedCacheInvalidation/prefix(_:)``, in both
+    /// invalidation modes. Nothing in Redis is removed by it.
+    public func invalidate(keysWithPrefix prefix: String) async throws {
+        let message = InvalidationPublisher.encode(nodeID: nodeID, keys: [prefix])
+        try await client.send(.publish(banChannel, message: RedisArgument(message)))
     }
 
     public func unlock(_ lock: SharedCacheLoadLock) async throws {

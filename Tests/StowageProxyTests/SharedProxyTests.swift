@@ -1,9 +1,11 @@
 import AsyncHTTPClient
 import Foundation
+import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
 import StowageCore
+import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
 import StowageRedis
@@ -38,6 +40,50 @@ struct SharedProxyTests {
                 after = try await fleet.get(first, "/shared")
             }
             #expect(after.text != "v1", "the first proxy kept serving the invalidated response")
+        }
+    }
+
+    @Test("a ban by tag through one proxy reaches the other: responses it stored, and copies taken from Redis, go everywhere")
+    func tagBanReachesEveryProxy() async throws {
+        let tagged: TestOriginServer.Script = { received in
+            let path = received.head.path ?? "/"
+            return .init(
+                fields: [("Cache-Control", "max-age=600"), ("Surrogate-Key", path.hasPrefix("/news/") ? "news" : "other")],
+                body: "\(path)-v\(received.index)"
+            )
+        }
+        try await SharedProxyFleet.run(script: tagged) { fleet in
+            let first = try await fleet.startProxy(directory: "a")
+            let second = try await fleet.startProxy(directory: "b")
+            // Each proxy stores one tagged response from the origin and takes the other's from Redis.
+            _ = try await fleet.get(first, "/news/1")
+            _ = try await fleet.get(second, "/news/2")
+            _ = try await fleet.get(first, "/about")
+            for path in ["/news/1", "/news/2", "/about"] { try await fleet.waitUntilShared(path.hasSuffix("2") ? second : first, path) }
+            for proxy in [first, second] {
+                for path in ["/news/1", "/news/2", "/about"] {
+                    #expect(try await fleet.get(proxy, path).cacheStatus.hasPrefix("stowage; hit"), "\(path)")
+                }
+            }
+            #expect(fleet.origin.requestCount == 3)
+
+            // Only the first proxy knows /news/1 is tagged, only the second /news/2.
+            #expect(try await first.proxy.cache.ban(tag: "news") == 1)
+            #expect(try await first.tier.entry(forKey: fleet.recordKey("/news/1")) == nil, "the banning proxy removed the shared copy")
+            // Whichever proxy asks first fetches a new version, and the other may take that one
+            // from Redis; neither may serve the banned one again.
+            for proxy in [second, first] {
+                for (path, banned) in [("/news/1", "/news/1-v1"), ("/news/2", "/news/2-v2")] {
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    var reply = try await fleet.get(proxy, path)
+                    while reply.text == banned, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(20))
+                        reply = try await fleet.get(proxy, path)
+                    }
+                    #expect(reply.text != banned, "the \(proxy.port == first.port ? "first" : "second") proxy served the banned \(path)")
+                }
+                #expect(try await fleet.get(proxy, "/about").cacheStatus.hasPrefix("stowage; hit"), "untagged stays")
+            }
         }
     }
 
@@ -107,12 +153,15 @@ private final class SharedProxyFleet: Sendable {
 
     /// Runs `body` with a new fleet, then stops every proxy it started, the client, the origin
     /// and Redis, and removes the scratch directory, whether `body` threw or not.
-    static func run(_ body: (SharedProxyFleet) async throws -> Void) async throws {
+    static func run(
+        script: @escaping TestOriginServer.Script = { received in
+            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(received.index)")
+        },
+        _ body: (SharedProxyFleet) async throws -> Void
+    ) async throws {
         let redis = try await RedisServerProcess.start()
         defer { redis.remove() }
-        let origin = try await TestOriginServer.start { received in
-            .init(fields: [("Cache-Control", "max-age=600")], body: "v\(received.index)")
-        }
+        let origin = try await TestOriginServer.start(script)
         let fleet = SharedProxyFleet(redis: redis, origin: origin)
         defer { try? FileManager.default.removeItem(at: fleet.root) }
         var failure: (any Error)?

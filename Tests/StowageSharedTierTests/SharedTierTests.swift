@@ -54,6 +54,32 @@ struct SharedTierTests {
         #expect(try await b.value(forKey: "k") == nil)
     }
 
+    @Test("a prefix invalidation (ban) drops the other node's memory and disk copies under the prefix, and only those")
+    func prefixInvalidation() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (a, tierA) = try await makeNode(url: server.url, namespace: "t2p", scratch: scratch, name: "a")
+        let (b, tierB) = try await makeNode(url: server.url, namespace: "t2p", scratch: scratch, name: "b")
+        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        for key in ["user/1", "user/2", "other"] { try await a.setValue("v", forKey: key) }
+        for key in ["user/1", "user/2", "other"] {
+            try await eventually {
+                let value = try await b.value(forKey: key)
+                let onDisk = try await b.disk.data(forKey: key)
+                return value == "v" && b.memory.value(forKey: key) == "v" && onDisk != nil
+            }
+        }
+        try await tierA.invalidate(keysWithPrefix: "user/")
+        try await eventually { b.memory.value(forKey: "user/1") == nil && b.memory.value(forKey: "user/2") == nil }
+        try await eventually { try await b.disk.data(forKey: "user/2") == nil }
+        #expect(try await b.disk.data(forKey: "user/1") == nil)
+        #expect(b.memory.value(forKey: "other") == "v")
+        #expect(try await b.disk.data(forKey: "other") != nil)
+        // The sender's own copies stay: its bans do not come back to it.
+        #expect(a.memory.value(forKey: "user/1") == "v")
+    }
+
     @Test("two processes: invalidation reaches the other process; measured delay")
     func invalidationAcrossProcesses() async throws {
         let server = try await RedisServerProcess.start()
