@@ -82,6 +82,7 @@ extension RedisSharedTier {
             state.down.remove(.tracker)
             await settle(&state)
         case .tracker(.unavailable(let reason)):
+            echoes.removeAll()
             if !state.hasLoggedTransport {
                 state.hasLoggedTransport = true
                 logPublishing(reason: reason)

@@ -188,6 +188,10 @@ public final class RedisSharedTier: SharedCacheTier {
         await client.shutdown()
     }
 
+    // A tier dropped without shutdown() must not keep reconnecting its tracking connection (the
+    // subscription stops itself the same way).
+    deinit { tracker?.cancel() }
+
     // MARK: - Keys
 
     func valueKey(_ key: String) -> String { "\(namespace):{=\(key)}" }
@@ -251,7 +255,7 @@ public final class RedisSharedTier: SharedCacheTier {
         releasing lock: SharedCacheLoadLock
     ) async throws -> Bool {
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
-        let tracked = tracker != nil
+        let tracked = tracker?.connection != nil
         if tracked { echoes.expect(entry, forKey: key) }
         let reply: RESPValue
         let isTracked: Bool

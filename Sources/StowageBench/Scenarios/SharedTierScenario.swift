@@ -11,11 +11,15 @@ import Synchronization
 /// operations, so the inverse of throughput).
 ///
 /// - Unpipelined: each caller awaits each operation. Stowage goes through `RedisSharedTier`
-///   (`entry(forKey:)`; `setData` = `SET` with the entry header, then the node's coalesced
-///   invalidation `PUBLISH`) on the client's defaults: concurrent callers share two connections
-///   (auto-pipelining, ``RedisConfiguration/multiplexedConnections``). Baseline: `redis-benchmark
+///   (`entry(forKey:)`; `setData` = `SET` with the entry header) on the client's defaults: reads
+///   share two pool connections among concurrent callers (auto-pipelining,
+///   ``RedisConfiguration/multiplexedConnections``); writes go through the tier's one tracking
+///   connection (`CLIENT TRACKING ON BCAST PREFIX bench:{= NOLOOP`), also auto-pipelined, and
+///   carry no invalidation command: the server tells the other nodes. Baseline: `redis-benchmark
 ///   -t set,get -d 1024 -c 16 -P 1` on the same server in the same run. Set
-///   `STOWAGE_BENCH_MULTIPLEXED=0` to give each command a connection of its own instead.
+///   `STOWAGE_BENCH_MULTIPLEXED=0` to give each read a connection of its own instead, and
+///   `STOWAGE_BENCH_INVALIDATIONS=publish` for the fallback (`SET` on the pool, then the node's
+///   coalesced invalidation `PUBLISH`).
 /// - Pipelined: each caller sends 16 `GET`s/`SET`s per round trip with `RedisClient.pipeline`.
 ///   Baseline: `redis-benchmark … -P 16`.
 ///
@@ -56,8 +60,16 @@ struct SharedTierScenario: Scenario {
             configuration.eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         }
         let client = RedisClient(configuration: configuration)
-        let tier = try RedisSharedTier(client: client, namespace: "bench")
+        let publishes = ProcessInfo.processInfo.environment["STOWAGE_BENCH_INVALIDATIONS"] == "publish"
+        let tier = try RedisSharedTier(
+            client: client,
+            namespace: "bench",
+            invalidations: publishes ? .publish : .automatic
+        )
         defer { Task { await tier.shutdown() } }
+        guard await tier.waitUntilSubscribed(timeout: .seconds(30)) else {
+            throw RedisError(code: .timeout, message: "the bench tier's invalidations did not start within 30 s")
+        }
         let value = Data((0..<valueSize).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         for index in 0..<keyCount { try await tier.setData(value, forKey: "k\(index)", timeToLive: nil) }
         let operations = isPipelined ? 320_000 : 100_000
@@ -88,6 +100,8 @@ struct SharedTierScenario: Scenario {
             notes: "\(callers) concurrent callers, \(operations) ops of \(valueSize) B values over \(keyCount) keys"
                 + (isPipelined ? ", \(depth) commands per round trip (RedisClient.pipeline)" : " through RedisSharedTier")
                 + " on \(configuration.multiplexedConnections) shared connections"
+                + (isPipelined || operation == .get
+                    ? "" : tier.isTracking ? ", writes on the tracking connection" : ", writes on the pool + PUBLISH")
                 + "; throughput stowage \(Int(1e9 / stowage)) ops/s vs \(baselineName) \(Int(1e9 / baseline)) ops/s "
                 + "(\(BenchContext.format(baseline / stowage))x)"
         )
