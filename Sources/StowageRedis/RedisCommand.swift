@@ -63,6 +63,22 @@ public struct RedisCommand: Sendable, Hashable, CustomStringConvertible {
         "MONITOR", "ASKING", "READONLY", "READWRITE",
     ]
 
+    /// Whether the command only reads its key, so a cluster replica may answer it
+    /// (``RedisConfiguration/readsFromReplicas``): `GET`, `MGET`, `EXISTS`, `STRLEN`, `TTL`,
+    /// `HGET`, `LRANGE`, `SMEMBERS`, `ZRANGE`, `XRANGE` and their kin. Scripts are not (even
+    /// `EVAL_RO` may be refused by an older replica).
+    public var isReadOnly: Bool {
+        guard let first = arguments.first, first.readableBytes <= 16 else { return false }
+        return Self.readOnlyNames.contains(name)
+    }
+
+    static let readOnlyNames: Set<String> = [
+        "GET", "MGET", "GETRANGE", "STRLEN", "EXISTS", "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME", "TYPE", "DUMP",
+        "HGET", "HMGET", "HGETALL", "HEXISTS", "HLEN", "HKEYS", "HVALS", "HSTRLEN", "LRANGE", "LLEN", "LINDEX",
+        "LPOS", "SMEMBERS", "SISMEMBER", "SMISMEMBER", "SCARD", "ZRANGE", "ZRANGEBYSCORE", "ZREVRANGE", "ZSCORE",
+        "ZMSCORE", "ZCARD", "ZRANK", "ZREVRANK", "ZCOUNT", "XRANGE", "XREVRANGE", "XLEN", "BITCOUNT", "GETBIT",
+    ]
+
     /// The name and the key, never the values (they may be large or secret).
     public var description: String {
         key.map { "\(name) \(String(buffer: $0))" } ?? name

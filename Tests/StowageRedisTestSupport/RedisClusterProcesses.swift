@@ -1,8 +1,8 @@
 import Foundation
 import StowageRedis
 
-/// A Redis Cluster of three masters (no replicas) on free loopback ports, created with
-/// `redis-cli --cluster create`, for tests.
+/// A Redis Cluster of three masters (and optionally replicas) on free loopback ports, created
+/// with `redis-cli --cluster create`, for tests.
 public final class RedisClusterProcesses: Sendable {
     public let nodes: [RedisServerProcess]
 
@@ -10,11 +10,12 @@ public final class RedisClusterProcesses: Sendable {
         self.nodes = nodes
     }
 
-    /// Starts three `redis-server --cluster-enabled yes`, joins them into one cluster with the
-    /// 16384 slots split evenly, and waits until every node reports `cluster_state:ok`.
-    public static func start() async throws -> RedisClusterProcesses {
+    /// Starts three `redis-server --cluster-enabled yes` (and `replicasPerMaster` replicas of
+    /// each), joins them into one cluster with the 16384 slots split evenly, and waits until every
+    /// node reports `cluster_state:ok` and every replica is in sync.
+    public static func start(replicasPerMaster: Int = 0) async throws -> RedisClusterProcesses {
         var nodes: [RedisServerProcess] = []
-        for _ in 0..<3 {
+        for _ in 0..<(3 * (1 + replicasPerMaster)) {
             nodes.append(
                 try await RedisServerProcess.start(extraArguments: [
                     "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -25,10 +26,15 @@ public final class RedisClusterProcesses: Sendable {
         let cluster = RedisClusterProcesses(nodes: nodes)
         try RedisServerProcess.run(
             "redis-cli",
-            ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", "0", "--cluster-yes"]
+            ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"]
         )
         try await cluster.waitUntilConsistent()
         return cluster
+    }
+
+    /// The nodes that are replicas now (`role:slave` in `INFO replication`).
+    public func replicas() throws -> [RedisServerProcess] {
+        try nodes.filter { try $0.cli(["INFO", "replication"]).contains("role:slave") }
     }
 
     /// Seed URLs.
@@ -57,7 +63,9 @@ public final class RedisClusterProcesses: Sendable {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             let states = nodes.map { (try? $0.cli(["CLUSTER", "INFO"])) ?? "" }
+            let replication = nodes.map { (try? $0.cli(["INFO", "replication"])) ?? "" }
             if states.allSatisfy({ $0.contains("cluster_state:ok") }),
+                replication.allSatisfy({ $0.contains("role:master") || $0.contains("master_link_status:up") }),
                 (try? RedisServerProcess.run("redis-cli", ["--cluster", "check", "127.0.0.1:\(nodes[0].port)"]))?
                     .contains("All 16384 slots covered") == true
             {

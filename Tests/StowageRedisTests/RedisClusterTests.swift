@@ -112,6 +112,77 @@ struct RedisClusterTests {
     }
 }
 
+@Suite(
+    "RedisClusterClient reading from replicas",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"),
+    .timeLimit(.minutes(3))
+)
+struct RedisClusterReplicaTests {
+    @Test("with readsFromReplicas, GETs go to replicas (READONLY) and writes to masters; off, replicas serve nothing")
+    func readsFromReplicas() async throws {
+        let cluster = try await RedisClusterProcesses.start(replicasPerMaster: 1)
+        defer { cluster.stop() }
+        let replicas = try cluster.replicas()
+        try #require(replicas.count == 3)
+        let masters = cluster.nodes.filter { node in !replicas.contains { $0 === node } }
+        var configuration = cluster.seeds[0]
+        configuration.readsFromReplicas = true
+        let client = try RedisClusterClient(seeds: [configuration])
+        let plain = try RedisClusterClient(seeds: [cluster.seeds[0]])
+        defer { Task { await client.shutdown(); await plain.shutdown() } }
+        for index in 0..<100 { try await client.send(.set("key:\(index)", value: RedisArgument(index))) }
+        // Replication is asynchronous: wait until every replica has its master's keys.
+        try await waitFor(timeout: .seconds(30)) {
+            try replicas.map { try Int($0.cli(["DBSIZE"]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 }
+                .reduce(0, +) == 100
+        }
+        for node in cluster.nodes { try node.cli(["CONFIG", "RESETSTAT"]) }
+
+        for index in 0..<100 { #expect(try await client.send(.get("key:\(index)")).integer == Int64(index)) }
+        #expect(try await client.send(RedisCommand("EXISTS", "key:1", keyIndex: 1)).integer == 1)
+        try await client.send(.set("key:written", value: "w"))
+        for index in 0..<30 { _ = try await plain.send(.get("key:\(index)")) }
+
+        let replicaGets = try replicas.map { try calls("get", on: $0) }
+        let masterGets = try masters.map { try calls("get", on: $0) }
+        #expect(replicaGets.reduce(0, +) == 100, "GETs per replica: \(replicaGets)")
+        #expect(replicaGets.allSatisfy { $0 > 0 })
+        #expect(masterGets.reduce(0, +) == 30, "the client without the option reads from masters: \(masterGets)")
+        #expect(try masters.map { try calls("set", on: $0) }.reduce(0, +) == 1)
+    }
+
+    @Test("a read whose replica is gone goes to the master")
+    func replicaDown() async throws {
+        let cluster = try await RedisClusterProcesses.start(replicasPerMaster: 1)
+        defer { cluster.stop() }
+        var configuration = cluster.seeds[0]
+        configuration.readsFromReplicas = true
+        configuration.connectTimeout = .seconds(2)
+        let client = try RedisClusterClient(seeds: [configuration])
+        defer { Task { await client.shutdown() } }
+        for index in 0..<30 { try await client.send(.set("key:\(index)", value: RedisArgument(index))) }
+        for replica in try cluster.replicas() { replica.kill() }
+        for index in 0..<30 { #expect(try await client.send(.get("key:\(index)")).integer == Int64(index)) }
+    }
+
+    private func calls(_ command: String, on node: RedisServerProcess) throws -> Int {
+        let stats = try node.cli(["INFO", "commandstats"])
+        guard let line = stats.split(whereSeparator: \.isNewline).first(where: { $0.hasPrefix("cmdstat_\(command):") }),
+            let calls = line.split(separator: ",").first?.split(separator: "=").last
+        else { return 0 }
+        return Int(calls) ?? 0
+    }
+
+    private func waitFor(timeout: Duration, _ condition: () throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("condition did not hold within \(timeout)")
+    }
+}
+
 /// What the callers of a load test share.
 final class LoadState: Sendable {
     let failures = Mutex<[String]>([])

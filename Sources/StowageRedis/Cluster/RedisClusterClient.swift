@@ -20,6 +20,8 @@ import Synchronization
 ///   `.tooManyRedirections`.
 /// - Each node has its own pool with the seed configuration's credentials, TLS and limits.
 /// - Commands without a key (``RedisCommand/keyIndex`` `nil`) go to any master.
+/// - With ``RedisConfiguration/readsFromReplicas``, read-only commands go to a replica of the
+///   slot's master (from the same slot map), falling back to the master.
 public final class RedisClusterClient: RedisCommandExecuting {
     /// Redirections one command may follow.
     public let maximumRedirections = 16
@@ -75,6 +77,14 @@ public final class RedisClusterClient: RedisCommandExecuting {
     public func send(_ command: RedisCommand) async throws -> RESPValue {
         let slot = command.key.map { RedisHashSlot.slot(for: $0.readableBytesView) }
         var target = try await node(forSlot: slot)
+        // A read may go to a replica once; anything unusual there sends it to the master.
+        var onReplica = false
+        if seeds[0].readsFromReplicas, command.isReadOnly, let slot,
+            let replica = state.withLock({ $0.topology.replica(forSlot: slot) })
+        {
+            target = replica
+            onReplica = true
+        }
         var asking = false
         var lastError: RedisError?
         for attempt in 0...maximumRedirections {
@@ -87,6 +97,12 @@ public final class RedisClusterClient: RedisCommandExecuting {
                     }
                     return try await connection.sendRaw(command)
                 }
+            } catch let error as RedisError where onReplica {
+                lastError = error
+                onReplica = false
+                scheduleRefresh()
+                target = try await node(forSlot: slot)
+                continue
             } catch let error as RedisError where error.code == .connectionFailed && attempt < 2 {
                 // The node is gone (failover, removal): re-read the map and try where it points now.
                 lastError = error
@@ -96,6 +112,13 @@ public final class RedisClusterClient: RedisCommandExecuting {
                 continue
             }
             guard let message = reply.errorMessage else { return reply }
+            if onReplica {
+                // MOVED (the replica no longer serves the slot), LOADING (a full resync), …
+                onReplica = false
+                scheduleRefresh()
+                target = try await node(forSlot: slot)
+                continue
+            }
             if let redirection = RedisClusterRedirection(message, askedHost: target.host) {
                 let node = RedisClusterTopology.Node(host: redirection.host, port: redirection.port)
                 switch redirection.kind {
@@ -231,6 +254,8 @@ public final class RedisClusterClient: RedisCommandExecuting {
             if let pool = state.pools[node.address] { return pool }
             var configuration = seeds[0].with(host: node.host, port: node.port)
             configuration.database = 0
+            // On every node, masters too: a replica may be promoted, and READONLY is harmless on a master.
+            configuration.sendsReadOnly = configuration.readsFromReplicas
             let pool = RedisConnectionPool(configuration: configuration)
             state.pools[node.address] = pool
             return pool

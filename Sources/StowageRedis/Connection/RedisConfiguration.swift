@@ -80,6 +80,21 @@ public struct RedisConfiguration: Sendable {
     /// Delays between reconnect attempts after a failed connect; while one runs, commands fail
     /// at once with `.connectionFailed` instead of each waiting for its own connect timeout.
     public var reconnectBackoff: Backoff
+    /// In a Redis Cluster, whether ``RedisClusterClient/send(_:)`` sends read-only commands
+    /// (`GET`, `EXISTS`, `MGET`, `TTL`, … — ``RedisCommand/isReadOnly``) to a replica of the
+    /// slot's master, chosen at random, instead of to the master; `false` by default. Cluster
+    /// connections then start with `READONLY`. Writes, pipelines and commands without a key go
+    /// to masters; a replica that is unreachable, lost the slot (`MOVED`) or answers with an
+    /// error sends the read to the master. Ignored by ``RedisClient`` (one server).
+    ///
+    /// Replicas apply a master's writes a moment after it acknowledged them (asynchronous
+    /// replication), so a read right after a write may see the older value. For a shared cache
+    /// tier that means a node that re-reads a key as soon as it hears it changed may store the
+    /// value it replaced, until it expires: use it for read-heavy data that tolerates that.
+    public var readsFromReplicas: Bool
+    /// Sends `READONLY` after the handshake: set by the cluster client on its nodes' pools when
+    /// ``readsFromReplicas`` is on (a server without cluster mode would refuse the command).
+    var sendsReadOnly = false
     /// Where the client logs reconnects and protocol errors.
     public var logger: Logger
     /// The event loops the connections run on; NIO's shared singleton by default.
@@ -99,6 +114,7 @@ public struct RedisConfiguration: Sendable {
         poolWaitTimeout = .seconds(2)
         multiplexedConnections = 2
         reconnectBackoff = Backoff()
+        readsFromReplicas = false
         logger = Logger(label: "stowage.redis")
         eventLoopGroup = MultiThreadedEventLoopGroup.singleton
     }

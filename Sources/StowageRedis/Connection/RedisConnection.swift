@@ -177,6 +177,9 @@ public final class RedisConnection: Sendable {
         if configuration.database != 0 {
             _ = try await provisional.send(RedisCommand("SELECT", RedisArgument(configuration.database)))
         }
+        if configuration.sendsReadOnly {
+            _ = try await provisional.send(RedisCommand("READONLY"))
+        }
         let commandTimeout = TimeAmount.milliseconds(Int64(configuration.commandTimeout.milliseconds))
         do {
             try await channel.eventLoop.submit {
