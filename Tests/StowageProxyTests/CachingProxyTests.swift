@@ -9,6 +9,29 @@ import Testing
 
 /// The proxy end to end: real client → proxy → real origin, all on 127.0.0.1.
 @Suite struct CachingProxyTests {
+    @Test("§4.3.4 through the proxy, in real time: a 304 updates the returned and the stored fields, and the origin's Date is served")
+    func updateOn304() async throws {
+        try await ProxyHarness.run(script: { r in
+            if r.head.headerFields[.ifNoneMatch] == "\"e1\"" {
+                return .init(status: 304, fields: [("Cache-Control", "max-age=3600"), ("ETag", "\"e1\""), ("X-Test", "B")])
+            }
+            return .init(fields: [("Cache-Control", "max-age=1"), ("ETag", "\"e1\""), ("X-Test", "A")], body: "body")
+        }) { h in
+            let first = try await h.get("/page")
+            #expect(first.headers["X-Test"] == ["A"])
+            try await Task.sleep(for: .milliseconds(2_100))
+            let validated = try await h.get("/page")
+            #expect(validated.status == 200 && validated.text == "body")
+            #expect(validated.headers["X-Test"] == ["B"], "returned: \(validated.headers)")
+            #expect(validated.cacheStatus.contains("fwd-status=304"), "\(validated.cacheStatus)")
+            let hit = try await h.get("/page")
+            #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
+            #expect(hit.headers["X-Test"] == ["B"], "stored: \(hit.headers)")
+            #expect(hit.headers["Date"] == validated.headers["Date"], "the 304's Date, not the proxy's clock")
+            #expect(h.origin.requestCount == 2)
+        }
+    }
+
     @Test("A cacheable response is served from the cache with Age and Cache-Status; the origin sees one request")
     func hitWithAgeAndCacheStatus() async throws {
         try await ProxyHarness.run(script: versioned(maxAge: 60, prefix: "v")) { h in
