@@ -66,7 +66,7 @@ public final class UserDatabases: Sendable {
         name: String = "main",
         migrator: DatabaseMigrator,
         configuration: GRDB.Configuration = GRDB.Configuration(),
-        logger: Logger = Logger(label: "org.stowage.database")
+        logger: Logger = Logger(label: "org.stowage.database", factory: SwiftLogNoOpLogHandler.init)
     ) {
         self.container = container
         self.name = name

@@ -24,7 +24,7 @@ public struct ProxyConfiguration: Sendable {
     /// body; past it the client gets 504 (or, mid-body, its connection is cut and nothing is
     /// stored). Default 30 s.
     public var upstreamTimeout: Duration
-    /// Where the proxy logs. Default a logger labelled `stowage.proxy`.
+    /// Where the proxy logs. Default: labelled `org.stowage.proxy`, silent (give one to see logs).
     public var logger: Logger
     /// Adds a `Stowage-Cache-Trace` field to every response: why the cache answered as it did
     /// (``CachedResponse/trace``, steps joined by ` | `). For debugging: it shows cache
@@ -101,7 +101,7 @@ public struct ProxyConfiguration: Sendable {
         memoryCapacity = ByteCount(64_000_000)
         diskCapacity = ByteCount(1_000_000_000)
         upstreamTimeout = .seconds(30)
-        logger = Logger(label: "stowage.proxy")
+        logger = Logger(label: "org.stowage.proxy", factory: SwiftLogNoOpLogHandler.init)
         sendsTrace = false
         maximumRequestBodySize = ByteCount(16_000_000)
         requestBodyIdleTimeout = .seconds(60)

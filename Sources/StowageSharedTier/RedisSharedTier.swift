@@ -111,7 +111,7 @@ public final class RedisSharedTier: SharedCacheTier {
         nodeID = UUID().uuidString
         channel = "\(namespace):invalidations"
         banChannel = "\(namespace):bans"
-        self.logger = logger ?? Logger(label: "stowage.shared-tier")
+        self.logger = logger ?? Logger(label: "org.stowage.shared-tier", factory: SwiftLogNoOpLogHandler.init)
         publisher = InvalidationPublisher(client: client, channel: channel, nodeID: nodeID, logger: self.logger)
         let (signals, signal) = AsyncStream.makeStream(of: InvalidationSignal.self)
         self.signals = signals
@@ -134,7 +134,7 @@ public final class RedisSharedTier: SharedCacheTier {
     /// - Parameters:
     ///   - invalidations: See ``init(client:namespace:invalidations:logger:)``.
     ///   - configure: Adjusts the configuration before connecting (trust roots, pool size,
-    ///     timeouts); what it throws is rethrown.
+    ///     timeouts, the logger — which the tier logs to as well); what it throws is rethrown.
     /// - Throws: ``RedisError`` when the URL is bad or the server cannot be asked.
     public static func connect(
         url: String,
@@ -151,10 +151,11 @@ public final class RedisSharedTier: SharedCacheTier {
             return try RedisSharedTier(
                 client: RedisClusterClient(seeds: [configuration]),
                 namespace: namespace,
-                invalidations: invalidations
+                invalidations: invalidations,
+                logger: configuration.logger
             )
         }
-        return try RedisSharedTier(client: single, namespace: namespace, invalidations: invalidations)
+        return try RedisSharedTier(client: single, namespace: namespace, invalidations: invalidations, logger: configuration.logger)
     }
 
     /// Waits until invalidations flow — the subscription is confirmed and tracking is on (or

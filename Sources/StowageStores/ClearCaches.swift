@@ -28,7 +28,7 @@ public struct ClearCaches: Sendable {
     /// Where the run is logged.
     public let logger: Logger
 
-    public init(container: Container, logger: Logger = Logger(label: "stowage.clear-caches")) {
+    public init(container: Container, logger: Logger = Logger(label: "org.stowage.clear-caches", factory: SwiftLogNoOpLogHandler.init)) {
         self.container = container
         self.logger = logger
     }

@@ -30,7 +30,7 @@ public final class StorageAccountant: Sendable {
     private let logger: Logger
 
     /// - Parameter now: The clock that decides which cached entries have expired.
-    public init(container: Container, now: CacheClock = .system, logger: Logger = Logger(label: "org.stowage.account")) {
+    public init(container: Container, now: CacheClock = .system, logger: Logger = Logger(label: "org.stowage.account", factory: SwiftLogNoOpLogHandler.init)) {
         self.container = container
         self.clock = now
         self.logger = logger

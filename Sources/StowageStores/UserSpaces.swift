@@ -48,7 +48,7 @@ public final class UserSpaces: Sendable {
         container: Container,
         databases: UserDatabases? = nil,
         clock: CacheClock = .system,
-        logger: Logger = Logger(label: "org.stowage.user-spaces")
+        logger: Logger = Logger(label: "org.stowage.user-spaces", factory: SwiftLogNoOpLogHandler.init)
     ) {
         self.container = container
         self.databases = databases
@@ -167,7 +167,7 @@ public final class UserSpaces: Sendable {
         try journal.end(user)
         logger.info(
             "user wiped",
-            metadata: ["user": "\(user)", "bytes": "\(report.bytesRemoved.formatted(.seed))"]
+            metadata: ["user": "\(user)", "bytes": "\(report.bytesRemoved.formatted(.compact))"]
         )
         return report
     }

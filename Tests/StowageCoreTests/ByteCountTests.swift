@@ -5,14 +5,14 @@ import Testing
 @Suite("ByteCount")
 struct ByteCountTests {
     @Test(
-        "the seed style reproduces ClearCacheTool's strings",
+        "the compact style reproduces ClearCacheTool's strings",
         arguments: [
             (512, "512.00B"), (1_000, "1000.00B"), (1_001, "1.00KB"), (3_400, "3.40KB"),
             (1_000_000, "1000.00KB"), (12_345_678, "12.35M"), (2_500_000_000, "2.50G"), (0, "0.00B"),
         ] as [(Int64, String)]
     )
-    func seedStyle(bytes: Int64, expected: String) {
-        #expect(ByteCount(bytes).formatted(.seed) == expected)
+    func compactStyle(bytes: Int64, expected: String) {
+        #expect(ByteCount(bytes).formatted(.compact) == expected)
     }
 
     @Test(

@@ -190,7 +190,8 @@ struct TrackingInvalidationTests {
         try await eventually(timeout: .seconds(20)) { b.memory.value(forKey: "k") == nil }
         #expect(try await b.value(forKey: "k") == "v2")
         #expect(a.memory.value(forKey: "k") == "v2")
-        #expect(try commandCalls("publish", on: server) >= 2)
+        // Two writes, one PUBLISH or two: the publisher coalesces keys written while one is in flight.
+        #expect(try commandCalls("publish", on: server) >= 1)
     }
 
     @Test("a tracking node hears a node that publishes (a fleet mid-upgrade)")

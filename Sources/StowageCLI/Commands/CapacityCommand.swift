@@ -38,7 +38,7 @@ struct CapacityCommand: AsyncParsableCommand {
                 try Output.printJSON(capacity)
                 return
             }
-            let size = { (count: ByteCount) in bytes ? String(count.rawValue) : count.formatted(.seed) }
+            let size = { (count: ByteCount) in bytes ? String(count.rawValue) : count.formatted(.compact) }
             var table = TextTable(header: ["TOTAL", "AVAILABLE", "IMPORTANT", "OPPORTUNISTIC", "PATH"])
             table.append([
                 size(capacity.total), size(capacity.available), size(capacity.availableForImportantUsage),

@@ -4,7 +4,7 @@ import Logging
 import StowageCache
 import StowageCore
 
-/// `stowage clean --manifest FILE`: run a clean manifest (the seed's PurgeableCache.plist).
+/// `stowage clean --manifest FILE`: run a clean manifest (a PurgeableCache.plist).
 struct CleanCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clean",
@@ -34,7 +34,7 @@ struct CleanCommand: AsyncParsableCommand {
         try await Output.run {
             let manifest = try CleanManifest(contentsOf: URL(filePath: manifest))
             // Failed tasks are printed by the presenter; the library's log would say the same again.
-            var logger = Logger(label: "stowage.cleaner")
+            var logger = Logger(label: "org.stowage.cleaner")
             logger.logLevel = .error
             let cleaner = CacheCleaner(container: try options.container(), logger: logger)
             try await CleanReportPresenter.present(cleaner.run(manifest, dryRun: dryRun), json: options.json)

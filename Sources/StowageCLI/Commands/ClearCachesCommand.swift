@@ -24,7 +24,7 @@ struct ClearCachesCommand: AsyncParsableCommand {
     func run() async throws {
         try await Output.run {
             // Failed tasks are printed by the presenter; the library's log would say the same again.
-            var logger = Logger(label: "stowage.clear-caches")
+            var logger = Logger(label: "org.stowage.clear-caches")
             logger.logLevel = .error
             let clearing = ClearCaches(container: try options.container(), logger: logger)
             try await CleanReportPresenter.present(try clearing.run(dryRun: dryRun), json: options.json)

@@ -48,7 +48,7 @@ struct ClearCommand: AsyncParsableCommand {
                 try Output.printJSON(report)
             } else {
                 print(
-                    "Cleared \(report.path): removed \(report.removedCount) entries, freed \(report.bytesFreed.formatted(.seed))"
+                    "Cleared \(report.path): removed \(report.removedCount) entries, freed \(report.bytesFreed.formatted(.compact))"
                 )
             }
             for failure in report.failures { Output.warn(failure.description) }

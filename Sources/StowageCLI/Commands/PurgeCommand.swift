@@ -13,7 +13,7 @@ struct PurgeCommand: AsyncParsableCommand {
             A sweep deletes files older than each directory's policy (by modification time), then,
             where a directory is over its cap, its oldest files (by birth time where the file system
             records it) until it is at half the cap. --reset-all empties every registered directory
-            whatever its policy (the seed's ResetAllPurgeablePaths). Exit status 1 when some entries
+            whatever its policy (APPurgeablePath's ResetAllPurgeablePaths). Exit status 1 when some entries
             could not be removed.
             """
     )
@@ -34,11 +34,11 @@ struct PurgeCommand: AsyncParsableCommand {
                 for directory in report.directories {
                     table.append([
                         directory.path, directory.policy.description, String(directory.removedCount),
-                        directory.bytesFreed.formatted(.seed), directory.remainingBytes.formatted(.seed),
+                        directory.bytesFreed.formatted(.compact), directory.remainingBytes.formatted(.compact),
                     ])
                 }
                 if !report.directories.isEmpty { print(table.rendered) }
-                print("freed \(report.bytesFreed.formatted(.seed))")
+                print("freed \(report.bytesFreed.formatted(.compact))")
             }
             for directory in report.directories {
                 if let error = directory.error { Output.warn(error) }
@@ -52,7 +52,7 @@ struct PurgeCommand: AsyncParsableCommand {
 extension PurgeableDirectories.Configuration {
     /// The tool prints what happened itself; the library's log would repeat it.
     static var quiet: Self {
-        var logger = Logger(label: "stowage.purgeable")
+        var logger = Logger(label: "org.stowage.purgeable")
         logger.logLevel = .error
         return Self(logger: logger)
     }

@@ -7,7 +7,7 @@ import StowageCore
 struct PurgeableCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "purgeable",
-        abstract: "Register, list and remove purgeable directories (the seed's APPurgeablePath).",
+        abstract: "Register, list and remove purgeable directories: folders emptied by age or size when space runs low.",
         subcommands: [Add.self, List.self, Remove.self]
     )
 
@@ -97,8 +97,8 @@ struct PurgeableCommand: AsyncParsableCommand {
                 var table = TextTable(header: ["PATH", "POLICY", "CAP", "SIZE", "LOCATION"])
                 for row in rows {
                     table.append([
-                        row.path, row.policy, row.sizeCap?.formatted(.seed) ?? "-",
-                        row.allocatedBytes?.formatted(.seed) ?? "missing", row.fileSystemPath,
+                        row.path, row.policy, row.sizeCap?.formatted(.compact) ?? "-",
+                        row.allocatedBytes?.formatted(.compact) ?? "missing", row.fileSystemPath,
                     ])
                 }
                 print(rows.isEmpty ? "No purgeable directories are registered." : table.rendered)

@@ -47,8 +47,8 @@ struct ReportCommand: AsyncParsableCommand {
         for entry in report.locations {
             table.append([
                 entry.location.description,
-                entry.usage.allocatedBytes.formatted(.seed),
-                entry.usage.logicalBytes.formatted(.seed),
+                entry.usage.allocatedBytes.formatted(.compact),
+                entry.usage.logicalBytes.formatted(.compact),
                 String(entry.usage.fileCount),
                 String(entry.usage.directoryCount),
                 backupColumn(entry),
@@ -63,10 +63,10 @@ struct ReportCommand: AsyncParsableCommand {
         for entry in report.locations where seenVolumes.insert(entry.capacity.volumeID).inserted {
             let capacity = entry.capacity
             lines.append(
-                "Volume of \(entry.location): total \(capacity.total.formatted(.seed)), "
-                    + "available \(capacity.available.formatted(.seed)), "
-                    + "for important usage \(capacity.availableForImportantUsage.formatted(.seed)), "
-                    + "for opportunistic usage \(capacity.availableForOpportunisticUsage.formatted(.seed))"
+                "Volume of \(entry.location): total \(capacity.total.formatted(.compact)), "
+                    + "available \(capacity.available.formatted(.compact)), "
+                    + "for important usage \(capacity.availableForImportantUsage.formatted(.compact)), "
+                    + "for opportunistic usage \(capacity.availableForOpportunisticUsage.formatted(.compact))"
             )
         }
         return lines.joined(separator: "\n")
@@ -79,10 +79,10 @@ struct ReportCommand: AsyncParsableCommand {
                 store.name,
                 store.kind.description,
                 store.category.description,
-                store.allocatedBytes.formatted(.seed),
-                store.logicalBytes.formatted(.seed),
+                store.allocatedBytes.formatted(.compact),
+                store.logicalBytes.formatted(.compact),
                 store.entries.map(String.init) ?? "-",
-                store.expiredBytes == .zero ? "-" : store.expiredBytes.formatted(.seed),
+                store.expiredBytes == .zero ? "-" : store.expiredBytes.formatted(.compact),
                 store.source.description,
             ])
         }
@@ -90,8 +90,8 @@ struct ReportCommand: AsyncParsableCommand {
         for category in StorageAccount.Category.allCases {
             let totals = account.totals(for: category)
             lines.append(
-                "\(category): \(totals.stores) stores, \(totals.allocatedBytes.formatted(.seed)) on disk, "
-                    + "\(totals.entries) entries" + (totals.expiredBytes == .zero ? "" : ", \(totals.expiredBytes.formatted(.seed)) expired")
+                "\(category): \(totals.stores) stores, \(totals.allocatedBytes.formatted(.compact)) on disk, "
+                    + "\(totals.entries) entries" + (totals.expiredBytes == .zero ? "" : ", \(totals.expiredBytes.formatted(.compact)) expired")
             )
         }
         return lines.joined(separator: "\n")

@@ -67,7 +67,7 @@ struct UsageCommand: AsyncParsableCommand {
     }
 
     private func row(_ totals: DiskUsage.Totals, path: String) -> [String] {
-        let size = { (count: ByteCount) in bytes ? String(count.rawValue) : count.formatted(.seed) }
+        let size = { (count: ByteCount) in bytes ? String(count.rawValue) : count.formatted(.compact) }
         return [
             size(totals.allocatedBytes), size(totals.logicalBytes), String(totals.fileCount),
             String(totals.directoryCount), path,

@@ -31,14 +31,14 @@ enum CleanReportPresenter {
         for task in report.tasks {
             let status = task.error != nil ? "failed" : task.failures.isEmpty ? "ok" : "\(task.failures.count) failures"
             table.append([
-                "\(task.index) \(task.task)", task.bytesFreed.formatted(.seed),
+                "\(task.index) \(task.task)", task.bytesFreed.formatted(.compact),
                 report.isDryRun ? String(task.entriesBefore) : String(task.entriesRemoved), status,
             ])
         }
         let summary =
             report.isDryRun
-            ? "would free \(report.bytesFreed.formatted(.seed)) (dry run: nothing was deleted)"
-            : "freed \(report.bytesFreed.formatted(.seed))"
+            ? "would free \(report.bytesFreed.formatted(.compact)) (dry run: nothing was deleted)"
+            : "freed \(report.bytesFreed.formatted(.compact))"
         return table.rendered + "\n" + summary
     }
 }

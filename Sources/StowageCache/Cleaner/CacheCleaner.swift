@@ -8,7 +8,7 @@ import StowageCore
 /// let cleaner = CacheCleaner(container: container, handlers: handlers)
 /// for try await event in cleaner.run(manifest) {
 ///     switch event {
-///     case .done(let report): print("freed", report.bytesFreed.formatted(.seed))   // "freed 12.35M"
+///     case .done(let report): print("freed", report.bytesFreed.formatted(.compact))   // "freed 12.35M"
 ///     default: show(event.phase, event.fraction)
 ///     }
 /// }
@@ -33,14 +33,14 @@ public final class CacheCleaner: Sendable {
     public let container: Container
     /// The handlers `Class` + `Selectors` tasks call.
     public let handlers: CleanHandlers
-    /// Where runs are logged (label `stowage.cleaner` by default).
+    /// Where runs are logged (label `org.stowage.cleaner`, silent by default).
     public let logger: Logger
 
     /// A cleaner for `container`.
     public init(
         container: Container,
         handlers: CleanHandlers = CleanHandlers(),
-        logger: Logger = Logger(label: "stowage.cleaner")
+        logger: Logger = Logger(label: "org.stowage.cleaner", factory: SwiftLogNoOpLogHandler.init)
     ) {
         self.container = container
         self.handlers = handlers

@@ -156,7 +156,7 @@ struct CleanJob: Sendable {
             isDryRun ? "clean dry run done" : "clean done",
             metadata: [
                 "tasks": "\(report.tasks.count)", "failed": "\(failed.count)",
-                "freed": "\(report.bytesFreed.formatted(.seed))",
+                "freed": "\(report.bytesFreed.formatted(.compact))",
             ]
         )
     }

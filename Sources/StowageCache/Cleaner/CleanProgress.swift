@@ -6,7 +6,7 @@ import StowageCore
 /// ```swift
 /// for try await event in cleaner.run(manifest) {
 ///     switch event {
-///     case .done(let report): print("freed", report.bytesFreed.formatted(.seed))
+///     case .done(let report): print("freed", report.bytesFreed.formatted(.compact))
 ///     default: progressBar.show(event.phase, event.fraction)
 ///     }
 /// }

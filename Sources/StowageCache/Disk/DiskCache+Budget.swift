@@ -27,8 +27,8 @@ extension DiskCache {
                 throw StowageError(
                     code: .noSpace,
                     message: """
-                        a value of \(ByteCount(cost).formatted(.seed)) cannot fit the disk cache '\(configuration.name)', \
-                        whose hard size limit is \(ByteCount(budget.limit).formatted(.seed)); raise sizeLimit or store \
+                        a value of \(ByteCount(cost).formatted(.compact)) cannot fit the disk cache '\(configuration.name)', \
+                        whose hard size limit is \(ByteCount(budget.limit).formatted(.compact)); raise sizeLimit or store \
                         the value elsewhere
                         """,
                     path: directory.fileSystemPath
@@ -41,9 +41,9 @@ extension DiskCache {
             throw StowageError(
                 code: .noSpace,
                 message: """
-                    a value of \(ByteCount(Int64(count)).formatted(.seed)) is larger than the space the volume has for \
-                    important data (\(capacity.availableForImportantUsage.formatted(.seed)) of \
-                    \(capacity.available.formatted(.seed)) free); nothing was written — free space on the volume
+                    a value of \(ByteCount(Int64(count)).formatted(.compact)) is larger than the space the volume has for \
+                    important data (\(capacity.availableForImportantUsage.formatted(.compact)) of \
+                    \(capacity.available.formatted(.compact)) free); nothing was written — free space on the volume
                     """,
                 path: directory.fileSystemPath
             )

@@ -87,7 +87,7 @@ extension DiskCache {
             self.corruptIndexPolicy = .rebuild
             self.accessTimeResolution = 60
             self.clock = .system
-            self.logger = Logger(label: "stowage.disk-cache")
+            self.logger = Logger(label: "org.stowage.disk-cache", factory: SwiftLogNoOpLogHandler.init)
         }
 
         /// ``accessTimeResolution``, narrowed to a sixteenth of a short ``maximumAge``.

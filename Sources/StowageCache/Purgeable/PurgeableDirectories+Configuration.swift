@@ -12,7 +12,7 @@ extension PurgeableDirectories {
         /// ``FileTimestamp/creation`` (the birth time where the file system has one, else the
         /// modification time), as the seed removes "the files with the oldest creation time".
         public var capOrder: FileTimestamp
-        /// Where registrations, sweeps and resets are logged. Default label `stowage.purgeable`.
+        /// Where registrations, sweeps and resets are logged. Default: `org.stowage.purgeable`, silent.
         public var logger: Logger
 
         /// Creates a configuration; the defaults are documented on each property.
@@ -20,7 +20,7 @@ extension PurgeableDirectories {
             clock: CacheClock = .system,
             ageTimestamp: FileTimestamp = .modification,
             capOrder: FileTimestamp = .creation,
-            logger: Logger = Logger(label: "stowage.purgeable")
+            logger: Logger = Logger(label: "org.stowage.purgeable", factory: SwiftLogNoOpLogHandler.init)
         ) {
             self.clock = clock
             self.ageTimestamp = ageTimestamp

@@ -109,7 +109,7 @@ public final class PurgeableDirectories: Sendable {
             "registered purgeable directory",
             metadata: [
                 "path": "\(registration.path)", "policy": "\(policy)",
-                "cap": "\(registration.sizeCap.map { $0.formatted(.seed) } ?? "none")",
+                "cap": "\(registration.sizeCap.map { $0.formatted(.compact) } ?? "none")",
             ]
         )
         return parsed.url(in: container)
@@ -292,7 +292,7 @@ public final class PurgeableDirectories: Sendable {
         Counter(label: "stowage_purge_bytes_freed_total").increment(by: report.bytesFreed.rawValue)
         var metadata: Logger.Metadata = [
             "directories": "\(report.directories.count)", "removed": "\(report.removedCount)",
-            "freed": "\(report.bytesFreed.formatted(.seed))",
+            "freed": "\(report.bytesFreed.formatted(.compact))",
         ]
         for directory in report.directories {
             if let error = directory.error { metadata["error.\(directory.path)"] = "\(error)" }

@@ -14,7 +14,7 @@ extension StorageMonitor {
         /// The reserves opportunistic capacity is computed with. Default ``VolumeCapacity/Reserves/init(important:opportunistic:)``.
         public var reserves: VolumeCapacity.Reserves
         /// Where checks that found pressure, and what was freed, are logged. Default label
-        /// `stowage.storage-monitor`.
+        /// `org.stowage.storage-monitor`, silent.
         public var logger: Logger
         /// What ``interval`` is measured by. Default `ContinuousClock()`; tests pass a clock
         /// they advance.
@@ -26,7 +26,7 @@ extension StorageMonitor {
             minimumFreeBytes: ByteCount = 200 * .megabyte,
             interval: Duration = .seconds(300),
             reserves: VolumeCapacity.Reserves = VolumeCapacity.Reserves(),
-            logger: Logger = Logger(label: "stowage.storage-monitor")
+            logger: Logger = Logger(label: "org.stowage.storage-monitor", factory: SwiftLogNoOpLogHandler.init)
         ) {
             self.minimumFreeFraction = minimumFreeFraction
             self.minimumFreeBytes = minimumFreeBytes

@@ -13,7 +13,7 @@ import Synchronization
 ///     caches: [TemporaryFiles(container: container), images, feeds]
 /// )
 /// monitor.start()                                    // checks every 5 minutes
-/// for await report in monitor.reports() { print("freed", report.bytesFreed.formatted(.seed)) }
+/// for await report in monitor.reports() { print("freed", report.bytesFreed.formatted(.compact)) }
 /// let report = try await monitor.check()             // or on demand; nil when there was no pressure
 /// ```
 ///
@@ -100,8 +100,8 @@ public final class StorageMonitor: Sendable {
         logger.warning(
             "storage pressure: purging",
             metadata: [
-                "opportunistic": "\(before.availableForOpportunisticUsage.formatted(.seed))",
-                "total": "\(before.total.formatted(.seed))",
+                "opportunistic": "\(before.availableForOpportunisticUsage.formatted(.compact))",
+                "total": "\(before.total.formatted(.compact))",
             ]
         )
         var errors: [any Error] = []
@@ -178,8 +178,8 @@ public final class StorageMonitor: Sendable {
         logger.notice(
             "storage pressure: purged",
             metadata: [
-                "freed": "\(report.bytesFreed.formatted(.seed))",
-                "opportunistic": "\(after.availableForOpportunisticUsage.formatted(.seed))",
+                "freed": "\(report.bytesFreed.formatted(.compact))",
+                "opportunistic": "\(after.availableForOpportunisticUsage.formatted(.compact))",
                 "stillUnderPressure": "\(report.isStillUnderPressure)", "errors": "\(errors.count)",
             ]
         )

@@ -10,7 +10,7 @@ import Darwin
 ///
 /// ```swift
 /// let report = try await DirectoryClearing.clearContents(of: cachesURL)
-/// print("freed", report.bytesFreed.formatted(.seed))
+/// print("freed", report.bytesFreed.formatted(.compact))
 /// ```
 ///
 /// Differences from the seed, each on purpose:

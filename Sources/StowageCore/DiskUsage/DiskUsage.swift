@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```swift
 /// let usage = try await DiskUsage.measure(cachesURL)
-/// print(usage.allocatedBytes.formatted(.seed), usage.fileCount)
+/// print(usage.allocatedBytes.formatted(.compact), usage.fileCount)
 /// ```
 ///
 /// - ``allocatedBytes`` is exactly what `du -s -B1` prints: `st_blocks × 512` of every entry

@@ -7,11 +7,11 @@ import Darwin
 extension ByteCount {
     /// How a ``ByteCount`` is written for people.
     public enum Style: Sendable, Hashable {
-        /// The seeds' `ClearCacheTool` format: two decimals and 1000-based units `B`, `KB`, `M`,
-        /// switching unit only when the value is strictly greater than the next unit
-        /// (`"512.00B"`, `"1000.00B"`, `"3.40KB"`, `"12.35M"`). Stowage continues the pattern
-        /// with `G` and `T` above 10⁹ and 10¹² bytes.
-        case seed
+        /// Two decimals and short 1000-based units `B`, `KB`, `M`, switching unit only when the
+        /// value is strictly greater than the next unit (`"512.00B"`, `"1000.00B"`, `"3.40KB"`,
+        /// `"12.35M"`), then `G` and `T` above 10⁹ and 10¹² bytes: the strings iOS cache-clearing
+        /// tools (`ClearCacheTool`) show, kept for reports that must match them.
+        case compact
         /// Decimal units with three significant digits: `"512 B"`,
         /// `"3.4 KB"`, `"12.3 MB"`, `"1.5 GB"` (what Finder and most apps show).
         case decimal
@@ -21,18 +21,18 @@ extension ByteCount {
 
     /// Writes the byte count for people in the given style.
     ///
-    /// - Parameter style: The style; ``Style/decimal`` reads best in new UI, ``Style/seed``
-    ///   reproduces the seeds' strings exactly.
+    /// - Parameter style: The style; ``Style/decimal`` reads best in new UI, ``Style/compact``
+    ///   reproduces the cache-clearing tools' strings exactly.
     public func formatted(_ style: Style = .decimal) -> String {
         switch style {
-        case .seed: seedFormatted()
+        case .compact: compactFormatted()
         case .decimal: unitFormatted(base: 1_000, units: ["B", "KB", "MB", "GB", "TB", "PB", "EB"])
         case .binary: unitFormatted(base: 1_024, units: ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"])
         }
     }
 
-    private func seedFormatted() -> String {
-        // Seed 000: `if (totleSize > 1000 * 1000) "%.2fM" else if (> 1000) "%.2fKB" else "%.2fB"`.
+    private func compactFormatted() -> String {
+        // ClearCacheTool: `if (totleSize > 1000 * 1000) "%.2fM" else if (> 1000) "%.2fKB" else "%.2fB"`.
         let value = Double(rawValue)
         let magnitude = abs(value)
         let (divisor, unit): (Double, String) =

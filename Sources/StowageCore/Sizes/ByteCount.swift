@@ -5,7 +5,7 @@
 ///
 /// ```swift
 /// let limit: ByteCount = 200 * .megabyte
-/// print(limit.formatted(.seed))      // "200.00M"
+/// print(limit.formatted(.compact))      // "200.00M"
 /// print(limit.formatted(.decimal))   // "200 MB"
 /// let parsed = try ByteCount(parsing: "1.5GiB")
 /// ```

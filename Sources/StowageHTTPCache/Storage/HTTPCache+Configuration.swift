@@ -76,7 +76,7 @@ extension HTTPCache {
         /// What waits (the request collapser's ``collapseTimeout``) are measured by. Default
         /// `ContinuousClock()`; tests pass a clock they advance.
         public var waitClock: any Clock<Duration>
-        /// Where the cache logs. Default a logger labelled `stowage.http-cache`.
+        /// Where the cache logs. Default: labelled `org.stowage.http-cache`, silent.
         public var logger: Logger
         /// A level shared with other nodes (e.g. `RedisSharedTier`): two proxies or clients with
         /// the same shared level serve each other's stored responses. `nil`: local only.
@@ -112,7 +112,7 @@ extension HTTPCache {
             collapseTimeout = .seconds(5)
             clock = .system
             waitClock = ContinuousClock()
-            logger = Logger(label: "stowage.http-cache")
+            logger = Logger(label: "org.stowage.http-cache", factory: SwiftLogNoOpLogHandler.init)
             sharedTier = nil
             sharedBodyLimit = ByteCount(1_000_000)
             sharedTimeToLive = 86_400

@@ -24,7 +24,7 @@ extension Preferences {
         /// How often a store with observers checks for other processes' changes. Default 250 ms.
         public var observationInterval: Duration = .milliseconds(250)
         /// Where the store logs repairs and compactions.
-        public var logger = Logger(label: "org.stowage.preferences")
+        public var logger = Logger(label: "org.stowage.preferences", factory: SwiftLogNoOpLogHandler.init)
 
         /// Options with the defaults above.
         public init() {}

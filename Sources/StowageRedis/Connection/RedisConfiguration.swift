@@ -115,7 +115,7 @@ public struct RedisConfiguration: Sendable {
         multiplexedConnections = 2
         reconnectBackoff = Backoff()
         readsFromReplicas = false
-        logger = Logger(label: "stowage.redis")
+        logger = Logger(label: "org.stowage.redis", factory: SwiftLogNoOpLogHandler.init)
         eventLoopGroup = MultiThreadedEventLoopGroup.singleton
     }
 

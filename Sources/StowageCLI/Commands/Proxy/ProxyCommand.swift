@@ -306,12 +306,13 @@ struct ProxyCommand: AsyncParsableCommand {
             }
             configuration.maximumRequestBodySize = maxRequestBody
             configuration.requestBodyIdleTimeout = .seconds(requestBodyTimeout)
-            var logger = Logger(label: "stowage.proxy")
+            var logger = Logger(label: "org.stowage.proxy")
             logger.logLevel = level
             configuration.logger = logger
             var tier: RedisSharedTier?
             if let shared {
                 let connected = try await RedisSharedTier.connect(url: shared, namespace: "stowage-http") {
+                    $0.logger = logger
                     if let sharedCaFile { try $0.trustCertificateAuthorities(pemFile: sharedCaFile) }
                 }
                 // Invalidations from the other proxies must not be missed from the start.
