@@ -118,6 +118,7 @@ extension RedisSharedTier {
 
     private func markGap(_ source: Source, state: inout PumpState) {
         state.down.insert(source)
+        if !state.hadGap { broadcast(.interrupted) }
         state.hadGap = true
         ready.store(false, ordering: .releasing)
     }

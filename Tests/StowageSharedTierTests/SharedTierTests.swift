@@ -291,7 +291,7 @@ struct SharedTierTests {
             }
         }
         try await Task.sleep(for: .milliseconds(300))
-        let generation = cache.invalidationGeneration.load(ordering: .acquiring)
+        let heard = tier.invalidations()
         server.kill()
         try await eventually(timeout: .seconds(30)) { cache.sharedTierFailures > 0 }
         let before = counters.operations.load(ordering: .relaxed)
@@ -307,12 +307,42 @@ struct SharedTierTests {
         #expect(counters.errors.load(ordering: .relaxed) == 0)
         // The server came back empty (its epoch went with it): once the node has resubscribed and
         // learned that, its local copies stand — every one is still served, none dropped as
-        // "absent from Redis".
-        try await eventually(timeout: .seconds(30)) { cache.invalidationGeneration.load(ordering: .acquiring) > generation }
-        for index in 0..<100 { #expect(try await cache.value(forKey: "k\(index)") == "v\(index)") }
+        // "absent from Redis" (nor before then: during the gap copies are served unconfirmed).
+        let end = try await firstInvalidation(in: heard, within: .seconds(30)) { $0 == .all || $0 == .emptied }
+        #expect(end == .emptied)
+        for index in 0..<100 {
+            let value = try await cache.value(forKey: "k\(index)")
+            #expect(value == "v\(index)", "k\(index) after the restart")
+        }
         // Writes reach Redis again.
         try await cache.setValue("after", forKey: "recovered")
         #expect(try await tier.entry(forKey: "recovered")?.data == Data("after".utf8))
+    }
+
+    @Test("during a gap disk copies are served unconfirmed; once invalidations flow again (.all) they are confirmed")
+    func gapServesUnconfirmed() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        // Published invalidations: the DEL below, from a plain client, reaches no node — as
+        // values lost by a server restarting empty do not.
+        let (cache, tier) = try await makeNode(
+            url: server.url, namespace: "t9", scratch: scratch, name: "a", invalidations: .publish
+        )
+        defer { Task { await tier.shutdown() } }
+        try await cache.setValue("v", forKey: "k")
+        _ = try server.cli(["DEL", "t9:{=k}"])
+        // A gap ended: the disk copy now predates the horizon, and memory is empty.
+        await cache.apply(.all)
+        // Another gap begins; a server coming back may be coming back empty, so its "no value"
+        // must not refute the copy.
+        await cache.apply(.interrupted)
+        #expect(try await cache.value(forKey: "k") == "v")
+        #expect(try await cache.disk.data(forKey: "k") == Data("v".utf8))
+        // The gap ends with the values kept: copies are confirmed again, and Redis has none.
+        await cache.apply(.all)
+        #expect(try await cache.value(forKey: "k") == nil)
+        #expect(try await cache.disk.data(forKey: "k") == nil)
     }
 }
 

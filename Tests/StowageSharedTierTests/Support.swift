@@ -124,3 +124,23 @@ final class WorkerNode: Sendable {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
     }
 }
+
+/// The first invalidation in `stream` that `predicate` accepts, or an error after `timeout`.
+func firstInvalidation(
+    in stream: AsyncStream<SharedCacheInvalidation>,
+    within timeout: Duration,
+    where predicate: @escaping @Sendable (SharedCacheInvalidation) -> Bool = { _ in true }
+) async throws -> SharedCacheInvalidation? {
+    try await withThrowingTaskGroup(of: SharedCacheInvalidation?.self) { group in
+        group.addTask {
+            for await invalidation in stream where predicate(invalidation) { return invalidation }
+            return nil
+        }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            throw TestSupportError("no matching invalidation within \(timeout)")
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}

@@ -248,23 +248,3 @@ private func trackingClients(on server: RedisServerProcess) throws -> [String] {
         return id
     }
 }
-
-/// The first invalidation in `stream` that `predicate` accepts, or an error after `timeout`.
-private func firstInvalidation(
-    in stream: AsyncStream<SharedCacheInvalidation>,
-    within timeout: Duration,
-    where predicate: @escaping @Sendable (SharedCacheInvalidation) -> Bool = { _ in true }
-) async throws -> SharedCacheInvalidation? {
-    try await withThrowingTaskGroup(of: SharedCacheInvalidation?.self) { group in
-        group.addTask {
-            for await invalidation in stream where predicate(invalidation) { return invalidation }
-            return nil
-        }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw TestSupportError("no matching invalidation within \(timeout)")
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}

@@ -48,20 +48,30 @@ extension HybridCache {
             }
             return cached
         }
-        return try await computation(key, timeToLive: timeToLive, tag: tag, compute: compute).value
+        return try await computation(key, timeToLive: timeToLive, tag: tag, reusingStored: true, compute: compute).value
     }
 
     /// The computation in flight for `key`, or a new one that stores its result.
+    ///
+    /// With `reusingStored`, a new computation first looks for a live stored value: a caller that
+    /// missed just before another caller's computation stored its value and left `loads` must
+    /// not compute a second time.
     private func computation(
         _ key: String,
         timeToLive: TimeInterval,
         tag: String?,
+        reusingStored: Bool = false,
         compute: @escaping @Sendable () async throws -> Value
     ) -> Task<Value, any Error> {
         loads.withLock { loads in
             if let running = loads[key] { return running }
             let task = Task<Value, any Error> {
                 defer { _ = self.loads.withLock { $0.removeValue(forKey: key) } }
+                if reusingStored, try await self.disk.info(forKey: key) != nil,
+                    let stored = try await self.value(forKey: key)
+                {
+                    return stored
+                }
                 let start = ContinuousClock.now
                 let value = try await compute()
                 let elapsed = ContinuousClock.now - start

@@ -88,7 +88,9 @@ extension HybridCache {
     }
 
     /// Drops local copies another node made stale.
-    func apply(_ invalidation: SharedCacheInvalidation) async {
+    package func apply(_ invalidation: SharedCacheInvalidation) async {
+        // A gap beginning removes nothing: only confirmation is suspended.
+        if invalidation == .interrupted { return horizon.apply(invalidation) }
         invalidationGeneration.add(1, ordering: .acquiringAndReleasing)
         switch invalidation {
         case .key(let key):
@@ -125,6 +127,8 @@ extension HybridCache {
             horizon.apply(invalidation)
             memory.removeAll()
             await replayPendingWrites()
+        case .interrupted:
+            break
         }
     }
 

@@ -127,7 +127,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         if let value = memory.value(forKey: key) { return value }
         let generation = invalidationGeneration.load(ordering: .acquiring)
         guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
-        if shared != nil, sharedOptions.confirmsDiskCopies, horizon.predates(stored.modified),
+        if shared != nil, sharedOptions.confirmsDiskCopies, horizon.requiresConfirmation(ofCopyStoredAt: stored.modified),
             pendingWrites.change(forKey: key) == nil
         {
             switch await confirmDiskCopy(forKey: key) {

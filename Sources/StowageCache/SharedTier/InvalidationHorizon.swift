@@ -17,6 +17,9 @@ package final class InvalidationHorizon: Sendable {
     private let clock: CacheClock
     /// Seconds since 1970 as the bit pattern of a `Double`: one atomic load per disk hit.
     private let start: Atomic<UInt64>
+    /// Between ``SharedCacheInvalidation/interrupted`` and the `.all` or `.emptied` that ends
+    /// the gap: nothing is confirmed, since the shared level may have come back empty.
+    private let isInterrupted = Atomic<Bool>(false)
 
     /// A horizon at the present moment of `clock` (the disk cache's clock, which dates entries).
     package init(clock: CacheClock) {
@@ -35,19 +38,27 @@ package final class InvalidationHorizon: Sendable {
         start.store((-Double.infinity).bitPattern, ordering: .releasing)
     }
 
-    /// Moves the horizon for an invalidation that reports a gap: `.all` restarts it, `.emptied`
-    /// clears it; `.key` and `.prefix` leave it alone.
+    /// Moves the horizon for an invalidation that reports a gap: `.interrupted` suspends
+    /// confirmation, `.all` restarts the horizon and `.emptied` clears it (both resume
+    /// confirmation); `.key` and `.prefix` leave it alone.
     package func apply(_ invalidation: SharedCacheInvalidation) {
         switch invalidation {
         case .key, .prefix: break
-        case .all: restart()
-        case .emptied: clear()
+        case .interrupted: isInterrupted.store(true, ordering: .releasing)
+        case .all:
+            restart()
+            isInterrupted.store(false, ordering: .releasing)
+        case .emptied:
+            clear()
+            isInterrupted.store(false, ordering: .releasing)
         }
     }
 
-    /// Whether a copy stored at `modified` was stored before the horizon and must be confirmed.
-    package func predates(_ modified: Date) -> Bool {
-        modified.timeIntervalSince1970 < Double(bitPattern: start.load(ordering: .acquiring))
+    /// Whether a copy stored at `modified` must be confirmed before it is served: it was stored
+    /// before the horizon, and no gap is under way (during one it is served unconfirmed).
+    package func requiresConfirmation(ofCopyStoredAt modified: Date) -> Bool {
+        !isInterrupted.load(ordering: .acquiring)
+            && modified.timeIntervalSince1970 < Double(bitPattern: start.load(ordering: .acquiring))
     }
 }
 

@@ -96,6 +96,11 @@ public enum SharedCacheInvalidation: Sendable, Hashable {
     /// stand until they expire (memory copies are dropped, disk copies kept unconfirmed) —
     /// nothing is lost locally because the shared level was.
     case emptied
+    /// Invalidations may be missed from now on (the channel broke); ``all`` or ``emptied``
+    /// follows once they flow again. Until then disk copies are served unconfirmed, as in an
+    /// outage: a shared level that is coming back may be coming back empty, and its "no value"
+    /// would wrongly refute every local copy.
+    case interrupted
 }
 
 /// A held load lock: the key and the fencing token it was granted with.

@@ -18,10 +18,7 @@ extension HTTPCache {
             leads = collapser.tryLead(collapseKey)
             if !leads {
                 let stored = await collapser.wait(for: collapseKey, timeout: configuration.collapseTimeout)
-                if stored, let record = selectVariant(request, in: try await variants(for: key)),
-                    case .serve = rules.decide(request, stored: record.stored, now: now),
-                    var served = try await serve(record, to: request, now: now, outcome: .hit)
-                {
+                if stored, var served = try await storedHit(for: request, key: key) {
                     served.status.collapsed = true
                     served.trace.append("collapsed: waited for another request's fetch and served what it stored")
                     return served
@@ -32,6 +29,22 @@ extension HTTPCache {
                     at: 0
                 )
                 return alone
+            }
+            // A leader that looked the key up just before the previous leader stored and
+            // finished must not fetch again: look once more, now that no one else can lead.
+            if leads {
+                let served: CachedResponse?
+                do {
+                    served = try await storedHit(for: request, key: key)
+                } catch {
+                    collapser.finish(collapseKey, stored: false)
+                    throw error
+                }
+                if var served {
+                    collapser.finish(collapseKey, stored: true)
+                    served.trace.append("stored by a concurrent request after this one's lookup: served from the cache")
+                    return served
+                }
             }
         } else {
             leads = false
@@ -72,6 +85,16 @@ extension HTTPCache {
         )
         served.trace = ["fetched from the origin: \(response.status.code)", store.note]
         return served
+    }
+
+    /// The stored response for `request` if one may be served now without the origin: what a
+    /// concurrent request for the same key fetched and stored.
+    private func storedHit(for request: HTTPRequest, key: CacheKey) async throws -> CachedResponse? {
+        let now = self.now
+        guard let record = selectVariant(request, in: try await variants(for: key)),
+            case .serve = rules.decide(request, stored: record.stored, now: now)
+        else { return nil }
+        return try await serve(record, to: request, now: now, outcome: .hit)
     }
 
     /// Unsafe methods: forwarded as they are, then §4.4 invalidation.

@@ -62,7 +62,7 @@ extension HTTPCache {
     /// the shared level cannot be asked, the local record is used unchecked. Bodies need no
     /// check: every stored body has a key of its own.
     func confirmedRecord(_ stored: DiskCache.StoredData, recordKey: String) async throws -> Data? {
-        guard let shared = configuration.sharedTier, horizon.predates(stored.modified) else { return stored.data }
+        guard let shared = configuration.sharedTier, horizon.requiresConfirmation(ofCopyStoredAt: stored.modified) else { return stored.data }
         switch await sharedHealth.lookup(recordKey, in: shared) {
         case .unreachable:
             return stored.data
@@ -132,6 +132,8 @@ extension HTTPCache {
                 case .all, .emptied:
                     horizon.apply(invalidation)
                     memory.removeAll()
+                case .interrupted:
+                    horizon.apply(invalidation)
                 }
             }
         }
