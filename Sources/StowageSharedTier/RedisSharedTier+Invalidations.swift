@@ -95,7 +95,7 @@ extension RedisSharedTier {
             echoes.removeAll()
             markGap(.tracker, state: &state)
         case .tracker(.keys(let keys)):
-            for key in keys where await !isEchoOfFencedSet(key) { broadcast(.key(key)) }
+            for key in keys where await !isEchoOfOwnWrite(key) { broadcast(.key(key)) }
         case .tracker(.flushed):
             // The epoch went with the values; a later gap must compare against the new one.
             logger.notice("the shared level was flushed (FLUSHALL/FLUSHDB); keeping local copies")
@@ -104,12 +104,12 @@ extension RedisSharedTier {
         }
     }
 
-    /// Whether Redis still holds what this node's fenced set stored for `key` (see
-    /// ``ScriptWriteEchoes``); `false` when no fenced set of `key` is pending or Redis cannot say.
-    private func isEchoOfFencedSet(_ key: String) async -> Bool {
-        guard let entry = echoes.take(forKey: key) else { return false }
-        guard let stored = try? await client.send(.get(valueKey(key))).bytes else { return false }
-        return stored == entry
+    /// Whether Redis still holds what this node's own write left for `key` (see
+    /// ``OwnWriteEchoes``); `false` when no write of `key` is expected or Redis cannot say.
+    private func isEchoOfOwnWrite(_ key: String) async -> Bool {
+        guard let expected = echoes.take(forKey: key) else { return false }
+        guard let reply = try? await client.send(.get(valueKey(key))) else { return false }
+        return reply.bytes == expected
     }
 
     private func logPublishing(reason: String) {

@@ -74,7 +74,7 @@ public final class RedisSharedTier: SharedCacheTier {
     let banChannel: String
     private let subscription: RedisSubscription
     let tracker: InvalidationTracker?
-    let echoes = ScriptWriteEchoes()
+    let echoes = OwnWriteEchoes()
     let listeners = Mutex<[UUID: AsyncStream<SharedCacheInvalidation>.Continuation]>([:])
     /// Every invalidation source is up (subscription confirmed; tracking on or unavailable).
     let ready = Atomic<Bool>(false)
@@ -211,12 +211,13 @@ public final class RedisSharedTier: SharedCacheTier {
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
         try await write(
             .set(valueKey(key), value: RedisArgument(entry), expiry: timeToLive.map(Self.duration)),
-            key: key
+            key: key,
+            leaving: entry
         )
     }
 
     public func removeData(forKey key: String) async throws {
-        try await write(.del(valueKey(key)), key: key)
+        try await write(.del(valueKey(key)), key: key, leaving: nil)
     }
 
     public func invalidations() -> AsyncStream<SharedCacheInvalidation> {
@@ -256,7 +257,8 @@ public final class RedisSharedTier: SharedCacheTier {
         releasing lock: SharedCacheLoadLock
     ) async throws -> Bool {
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
-        let tracked = tracker?.connection != nil
+        // Echoed on either path: as a script's write, or as the pool's (see OwnWriteEchoes).
+        let tracked = tracker != nil
         if tracked { echoes.expect(entry, forKey: key) }
         let reply: RESPValue
         let isTracked: Bool
@@ -299,25 +301,38 @@ public final class RedisSharedTier: SharedCacheTier {
 
     // MARK: - Writes
 
-    /// Sends a write on the tracking connection when it is open (the server then tells the
-    /// other nodes), otherwise through the pool; `key`'s invalidation is published unless the
-    /// write was tracked.
-    @discardableResult
-    private func write(_ command: RedisCommand, key: String? = nil) async throws -> RESPValue {
-        let (reply, isTracked) = try await trackedWrite(command)
-        if !isTracked, let key { publisher.publish(key) }
-        return reply
+    /// Sends a write of `key` that leaves `entry` in Redis (`nil`: removes it) on the tracking
+    /// connection when it is open (the server then tells the other nodes), otherwise through the
+    /// pool; `key`'s invalidation is published unless the write was tracked.
+    private func write(_ command: RedisCommand, key: String, leaving entry: ByteBuffer?) async throws {
+        let (_, isTracked) = try await trackedWrite(command) {
+            // The server may already track for a tracking connection still being set up.
+            guard self.tracker != nil else { return nil }
+            self.echoes.expect(entry, forKey: key)
+            return { self.echoes.withdraw(entry, forKey: key) }
+        }
+        if !isTracked { publisher.publish(key) }
     }
 
     /// The reply, and whether the write went through the tracking connection. A write that the
-    /// closing connection could not send goes through the pool instead.
-    private func trackedWrite(_ command: RedisCommand) async throws -> (RESPValue, isTracked: Bool) {
+    /// closing connection could not send goes through the pool instead; `beforePool` runs
+    /// first and returns what undoes it should the pool's send fail.
+    private func trackedWrite(
+        _ command: RedisCommand,
+        beforePool: () -> (() -> Void)? = { nil }
+    ) async throws -> (RESPValue, isTracked: Bool) {
         if let connection = tracker?.connection {
             do {
                 return (try await connection.send(command), true)
             } catch let error as RedisError where error.wasNotSent {}
         }
-        return (try await client.send(command), false)
+        let undo = beforePool()
+        do {
+            return (try await client.send(command), false)
+        } catch {
+            undo?()
+            throw error
+        }
     }
 
     static func duration(_ seconds: TimeInterval) -> Duration {

@@ -344,6 +344,39 @@ struct SharedTierTests {
         #expect(try await cache.value(forKey: "k") == nil)
         #expect(try await cache.disk.data(forKey: "k") == nil)
     }
+
+    @Test("a change that could not reach Redis is dropped when another node's newer write of the key is heard, not replayed over it")
+    func pendingChangeYieldsToNewerWrite() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try ScratchDirectory()
+        let (a, tierA) = try await makeNode(
+            url: server.url, namespace: "t10", scratch: scratch, name: "a", invalidations: .publish
+        ) { $0.commandTimeout = .seconds(1) }
+        let (_, tierB) = try await makeNode(
+            url: server.url, namespace: "t10", scratch: scratch, name: "b", invalidations: .publish
+        )
+        defer {
+            Task {
+                await tierA.shutdown()
+                await tierB.shutdown()
+            }
+        }
+        // a's write times out against a server paused for writes: it stays local, pending.
+        _ = try server.cli(["CLIENT", "PAUSE", "30000", "WRITE"])
+        try await a.setValue("mine", forKey: "k")
+        #expect(a.pendingSharedWrites == 1)
+        _ = try server.cli(["CLIENT", "UNPAUSE"])
+        // b writes the key afterwards; a hears it and drops its copy.
+        try await tierB.setData(Data("theirs".utf8), forKey: "k", timeToLive: nil)
+        try await eventually(timeout: .seconds(30)) { try await a.disk.data(forKey: "k") == nil }
+        #expect(a.pendingSharedWrites == 0)
+        // A recovery replays what is pending: nothing, so b's value stands (replaying a's change
+        // would have deleted it, a's local copy being gone).
+        await a.apply(.all)
+        #expect(try await tierA.entry(forKey: "k")?.data == Data("theirs".utf8))
+        #expect(try await a.value(forKey: "k") == "theirs")
+    }
 }
 
 final class LoadCounters: Sendable {

@@ -94,6 +94,10 @@ extension HybridCache {
         invalidationGeneration.add(1, ordering: .acquiringAndReleasing)
         switch invalidation {
         case .key(let key):
+            // Another write reached the shared level after this node's change of `key` failed
+            // to: replaying that change would overwrite the newer value, or delete it when the
+            // local copy it would send is dropped just below.
+            pendingWrites.settle(key)
             // Disk first: a read between the two removals must not promote the stale disk copy
             // back into memory.
             if sharedOptions.invalidatesDisk {
