@@ -36,7 +36,7 @@ import Darwin
 /// coordinates them, and a 5-second busy timeout is the default so that two first opens of a new
 /// file wait for each other instead of failing with "database is locked". A shared lock on the
 /// user's `.lock` file, held while the database is open, makes a removal anywhere else fail with
-/// ``StowageError/Code/busy`` instead of deleting files from under a live pool.
+/// `StowageError/Code/busy` instead of deleting files from under a live pool.
 ///
 /// GRDB is not hidden: ``database(for:)`` returns its `DatabasePool`, for records,
 /// `ValueObservation` and everything else GRDB offers.
@@ -58,9 +58,14 @@ public final class UserDatabases: Sendable {
 
     /// Databases named `name` for the users of `container`, migrated with `migrator`.
     ///
-    /// - Parameter configuration: GRDB's configuration for each pool (busy mode, tracing,
-    ///   `prepareDatabase` for keys or functions). WAL mode is always on. GRDB's default busy
-    ///   mode (fail at once) becomes a 5-second timeout; set another busy mode to override it.
+    /// - Parameters:
+    ///   - container: The container whose users' spaces hold the databases.
+    ///   - name: The database's file name in each user's space, without extension.
+    ///   - migrator: The migrations run on each database when it is first opened.
+    ///   - configuration: GRDB's configuration for each pool (busy mode, tracing,
+    ///     `prepareDatabase` for keys or functions). WAL mode is always on. GRDB's default busy
+    ///     mode (fail at once) becomes a 5-second timeout; set another busy mode to override it.
+    ///   - logger: Where opening, migration and removal are logged; silent by default.
     public init(
         container: Container,
         name: String = "main",
@@ -83,7 +88,7 @@ public final class UserDatabases: Sendable {
     ///
     /// - Parameter user: 1 to 128 letters, digits, `.`, `-`, `_` or `@`, not starting with `.`
     ///   (an account id, not a display name).
-    /// - Throws: ``StowageError`` `.invalidArgument` for a user id that could leave the databases
+    /// - Throws: `StowageError` `.invalidArgument` for a user id that could leave the databases
     ///   directory; GRDB's `DatabaseError` when the file is not a database or a migration fails.
     public func database(for user: String) async throws -> DatabasePool {
         try await BlockingWork.run { try self.databaseBlocking(for: user) }
@@ -171,7 +176,7 @@ public final class UserDatabases: Sendable {
     /// Copies `user`'s database, consistently while it is in use, into a new SQLite file at
     /// `destination` (SQLite's online backup; the copy is a single file, without WAL).
     ///
-    /// - Throws: ``StowageError`` `.notFound` when the user has no database, `.invalidArgument`
+    /// - Throws: `StowageError` `.notFound` when the user has no database, `.invalidArgument`
     ///   when `destination` exists (nothing is overwritten).
     public func backup(user: String, to destination: URL) async throws {
         try await BlockingWork.run { try self.backupBlocking(user: user, to: destination) }
@@ -207,7 +212,7 @@ public final class UserDatabases: Sendable {
     /// are deleted), then deleted; leftovers of an interrupted removal are deleted on the next
     /// removal.
     ///
-    /// - Throws: ``StowageError`` `.busy` when another store or process still has the database
+    /// - Throws: `StowageError` `.busy` when another store or process still has the database
     ///   open after a second (close it there first); GRDB's error when this store's pool cannot close because the
     ///   app still uses it (an unfinished read or write, a live `ValueObservation`). Nothing is
     ///   deleted then.

@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import HTTPTypes
 import StowageHTTPCache
 
-/// An HTTP client with a private RFC 9111 cache: AsyncHTTPClient underneath, ``HTTPCache``
+/// An HTTP client with a private RFC 9111 cache: AsyncHTTPClient underneath, `HTTPCache`
 /// in front, `URLCache`'s request policies per call.
 ///
 /// ```swift
@@ -16,10 +16,10 @@ import StowageHTTPCache
 /// ```
 ///
 /// Conditional requests are built by the cache; a 304 reaches the caller only if the caller's
-/// request was conditional itself. ``CachedResponse/status`` carries the same facts the proxy
+/// request was conditional itself. `CachedResponse/status` carries the same facts the proxy
 /// sends as `Cache-Status`.
 public final class CachingHTTPClient: Sendable {
-    /// The cache (configure it as ``CacheKind/private`` for a client).
+    /// The cache (configure it as `CacheKind/private` for a client).
     public let cache: HTTPCache
     /// The transport to origins.
     public let transport: UpstreamTransport
@@ -49,8 +49,8 @@ public final class CachingHTTPClient: Sendable {
     ///   - policy: How this request uses the cache; default RFC 9111's own rules.
     /// - Returns: The response, its streamed body and how it was served (hit, miss,
     ///   revalidated, stale, bypass).
-    /// - Throws: ``HTTPCacheError`` `.notCached` for a miss under
-    ///   ``RequestCachePolicy/returnCacheDataDontLoad``; AsyncHTTPClient's errors when the origin
+    /// - Throws: `HTTPCacheError` `.notCached` for a miss under
+    ///   `RequestCachePolicy/returnCacheDataDontLoad`; AsyncHTTPClient's errors when the origin
     ///   cannot be reached and no stale response may stand in.
     public func execute(
         _ request: HTTPRequest,

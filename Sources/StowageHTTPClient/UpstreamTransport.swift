@@ -6,7 +6,7 @@ import NIOHTTP1
 import StowageHTTPCache
 
 /// Sends swift-http-types requests through AsyncHTTPClient and returns swift-http-types
-/// responses with streamed bodies: the ``HTTPFetch`` the cache needs.
+/// responses with streamed bodies: the `HTTPFetch` the cache needs.
 ///
 /// Bodies stream both ways; nothing is collected whole. Hop-by-hop request fields and `Host`
 /// are not forwarded (AsyncHTTPClient sets `Host` from the URL).

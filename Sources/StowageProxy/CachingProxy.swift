@@ -32,9 +32,9 @@ public final class CachingProxy: Sendable {
     let handler: ProxyHandler
     let metrics: ProxyMetrics
 
-    /// Opens the cache and prepares the upstream client; nothing listens until ``run(handlingSignals:onListening:)``.
+    /// Opens the cache and prepares the upstream client; nothing listens until `run(handlingSignals:onListening:)`.
     ///
-    /// - Throws: What ``HTTPCache`` throws when its directory cannot be opened.
+    /// - Throws: What `HTTPCache` throws when its directory cannot be opened.
     public init(configuration: ProxyConfiguration) throws {
         self.configuration = configuration
         var cacheConfiguration = configuration.cache

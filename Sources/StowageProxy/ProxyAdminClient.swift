@@ -20,6 +20,7 @@ public final class ProxyAdminClient: Sendable {
     /// A client for the admin listener at `address` (`HOST:PORT`).
     ///
     /// - Parameters:
+    ///   - address: The admin listener's `HOST:PORT` (the proxy's `--admin-listen`).
     ///   - token: The listener's token, sent as `Authorization: Bearer TOKEN`.
     ///   - timeout: How long one request may take.
     /// - Throws: ``ProxyError`` `.invalidArgument` when `address` is not `HOST:PORT`.

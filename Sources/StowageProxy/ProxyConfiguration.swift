@@ -27,7 +27,7 @@ public struct ProxyConfiguration: Sendable {
     /// Where the proxy logs. Default: labelled `org.stowage.proxy`, silent (give one to see logs).
     public var logger: Logger
     /// Adds a `Stowage-Cache-Trace` field to every response: why the cache answered as it did
-    /// (``CachedResponse/trace``, steps joined by ` | `). For debugging: it shows cache
+    /// (`CachedResponse/trace`, steps joined by ` | `). For debugging: it shows cache
     /// internals to clients. Default off.
     public var sendsTrace: Bool
     /// The largest request body accepted; a longer one is answered `413 Content Too Large`
@@ -44,7 +44,7 @@ public struct ProxyConfiguration: Sendable {
     public var sharedTier: (any SharedCacheTier)?
     /// How the proxy's HTTP cache decides and stores: RFC 9213 targeted fields, lifetimes by
     /// status, stale graces, key rules, bypass, minimum uses, the largest body stored (see
-    /// ``HTTPCache/Configuration``). Defaults: a shared cache named `stowage` that follows
+    /// `HTTPCache/Configuration`). Defaults: a shared cache named `stowage` that follows
     /// `CDN-Cache-Control` and takes bans by `Surrogate-Key` and `Cache-Tag`. The capacities,
     /// logger and shared tier above are applied over it.
     public var cache: HTTPCache.Configuration

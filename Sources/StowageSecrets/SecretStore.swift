@@ -40,9 +40,12 @@ public final class SecretStore: Sendable {
 
     /// Opens (creating if needed) a store in `directory`.
     ///
-    /// - Parameter area: The name bound into every item (`private`, or `shared:GROUP`): items
-    ///   do not decrypt in a store of another area.
-    /// - Throws: ``StowageError`` (see the type's documentation).
+    /// - Parameters:
+    ///   - directory: The store's directory, created owner-only when missing.
+    ///   - masterKey: The key that seals the store's data key.
+    ///   - area: The name bound into every item (`private`, or `shared:GROUP`): items
+    ///     do not decrypt in a store of another area.
+    /// - Throws: `StowageError` (see the type's documentation).
     public init(directory: URL, masterKey: MasterKey, area: String = "private") throws {
         _ = try directory.checkedFileSystemPath(subject: "the secret store directory")
         self.directory = directory
@@ -93,7 +96,7 @@ public final class SecretStore: Sendable {
 
     /// The secret stored for `service` and `account`; `nil` when there is none.
     ///
-    /// - Throws: ``StowageError`` `.corrupt` when the item was tampered with, truncated or
+    /// - Throws: `StowageError` `.corrupt` when the item was tampered with, truncated or
     ///   moved from another item; `.permissionDenied` when its file is readable by others.
     public func secret(service: String, account: String) throws -> Data? {
         let url = itemURL(service, account)

@@ -5,8 +5,8 @@ import StowageCache
 import StowageRedis
 import Synchronization
 
-/// A ``SharedCacheTier`` on Redis (or Valkey, or a Redis Cluster): the third level of a
-/// ``HybridCache`` that a fleet of processes and machines shares.
+/// A `SharedCacheTier` on Redis (or Valkey, or a Redis Cluster): the third level of a
+/// `HybridCache` that a fleet of processes and machines shares.
 ///
 /// ```swift
 /// let tier = try await RedisSharedTier.connect(url: "redis://127.0.0.1:6379", namespace: "feeds")
@@ -15,17 +15,17 @@ import Synchronization
 ///
 /// Keys in Redis (`NS` is the namespace; the `{=key}` hash tag keeps a key's three entries in
 /// one cluster slot so the lock scripts can touch them together):
-/// - `NS:{=key}` — the value, in ``SharedEntryFormat`` (expiry header + bytes), with `PX` expiry;
+/// - `NS:{=key}` — the value, in `SharedEntryFormat` (expiry header + bytes), with `PX` expiry;
 /// - `NS:{=key}:lock` — the load lock: the fencing token, with the lease as `PX` expiry;
 /// - `NS:{=key}:fence` — the last fencing token issued (`INCR`), kept a day after the last load.
 ///
 /// Invalidations come from the server itself where it can (Redis ≥ 6 over RESP3, one server):
 /// the tier's writes all go through one connection with `CLIENT TRACKING ON BCAST PREFIX NS:{=
 /// NOLOOP`, and Redis pushes the keys that any *other* connection modified under the prefix to
-/// that connection (``InvalidationTracker``), so a write costs no extra command. Where it
+/// that connection (`InvalidationTracker`), so a write costs no extra command. Where it
 /// cannot — a RESP2 server, `CLIENT TRACKING` refused (Redis < 6, renamed or denied), a Redis
 /// Cluster (tracking is per server) or ``InvalidationTransport/publish`` — the tier publishes:
-/// a pub/sub message on `NS:invalidations` (node id and keys, see ``InvalidationPublisher``)
+/// a pub/sub message on `NS:invalidations` (node id and keys, see `InvalidationPublisher`)
 /// after the write is acknowledged; a node ignores its own. Which one is in use is logged once
 /// at notice level and shown by ``isTracking``.
 ///
@@ -40,12 +40,12 @@ import Synchronization
 ///
 /// With tracking, Redis also reports a value that expired or was evicted (`maxmemory`): other
 /// nodes drop their copies of it, as for a removal. `FLUSHALL`/`FLUSHDB` arrive as
-/// ``SharedCacheInvalidation/emptied``, the same conclusion the publishing mode reaches from the
+/// `SharedCacheInvalidation/emptied`, the same conclusion the publishing mode reaches from the
 /// lost epoch after a gap: local copies stand until they expire.
 ///
 /// When the channel or the tracking connection comes back after a gap, `NS:epoch` tells whether
-/// the values outlived it (``SharedCacheInvalidation/all``) or were lost with the server
-/// (``SharedCacheInvalidation/emptied``); see `RedisSharedTier+Epoch`.
+/// the values outlived it (`SharedCacheInvalidation/all`) or were lost with the server
+/// (`SharedCacheInvalidation/emptied`); see `RedisSharedTier+Epoch`.
 ///
 /// The lock is the single-instance pattern from the Redis documentation's distributed-lock
 /// page (`SET NX PX`, compare-and-delete in a script) with Kleppmann's fencing token (a counter
@@ -56,7 +56,7 @@ public final class RedisSharedTier: SharedCacheTier {
     /// How a node tells the others what it wrote.
     public enum InvalidationTransport: Sendable, Hashable {
         /// Server-assisted tracking (`CLIENT TRACKING … BCAST … NOLOOP`) when the client is a
-        /// ``RedisClient`` whose server speaks RESP3 and accepts it; `PUBLISH` otherwise.
+        /// `RedisClient` whose server speaks RESP3 and accepts it; `PUBLISH` otherwise.
         case automatic
         /// Always `PUBLISH` on `NS:invalidations`, as versions before tracking did: for a fleet
         /// that still runs such versions.
@@ -87,11 +87,13 @@ public final class RedisSharedTier: SharedCacheTier {
     /// at once.
     ///
     /// - Parameters:
+    ///   - client: The client (standalone or cluster) the tier's reads and scripts use.
     ///   - namespace: Key prefix; letters, digits, `.`, `-`, `_`, `:` (no `{`, which would break
     ///     the cluster hash tag).
     ///   - invalidations: ``InvalidationTransport/automatic`` (the default) tracks where the
     ///     server can; ``InvalidationTransport/publish`` always publishes.
-    /// - Throws: ``RedisError`` `.invalidURL` for a bad namespace.
+    ///   - logger: Where the tier logs; silent when `nil`.
+    /// - Throws: `RedisError` `.invalidURL` for a bad namespace.
     public init(
         client: any RedisCommandExecuting,
         namespace: String = "stowage",
@@ -128,14 +130,16 @@ public final class RedisSharedTier: SharedCacheTier {
     }
 
     /// Connects to `url` (`redis://` or `rediss://`): a Redis Cluster node (`cluster_enabled:1`
-    /// in `INFO cluster`) gives a ``RedisClusterClient`` seeded with it, any other server a
-    /// ``RedisClient``.
+    /// in `INFO cluster`) gives a `RedisClusterClient` seeded with it, any other server a
+    /// `RedisClient`.
     ///
     /// - Parameters:
+    ///   - url: The server's URL: `redis://[[user]:password@]host[:port][/db][?protocol=2|3]`.
+    ///   - namespace: Key prefix; see ``init(client:namespace:invalidations:logger:)``.
     ///   - invalidations: See ``init(client:namespace:invalidations:logger:)``.
     ///   - configure: Adjusts the configuration before connecting (trust roots, pool size,
     ///     timeouts, the logger — which the tier logs to as well); what it throws is rethrown.
-    /// - Throws: ``RedisError`` when the URL is bad or the server cannot be asked.
+    /// - Throws: `RedisError` when the URL is bad or the server cannot be asked.
     public static func connect(
         url: String,
         namespace: String = "stowage",
@@ -285,8 +289,8 @@ public final class RedisSharedTier: SharedCacheTier {
         return true
     }
 
-    /// Publishes the ban on `NS:bans` (node id and prefix, in ``InvalidationPublisher``'s
-    /// format); every other node hears it as ``SharedCacheInvalidation/prefix(_:)``, in both
+    /// Publishes the ban on `NS:bans` (node id and prefix, in `InvalidationPublisher`'s
+    /// format); every other node hears it as `SharedCacheInvalidation/prefix(_:)`, in both
     /// invalidation modes. Nothing in Redis is removed by it.
     public func invalidate(keysWithPrefix prefix: String) async throws {
         let message = InvalidationPublisher.encode(nodeID: nodeID, keys: [prefix])

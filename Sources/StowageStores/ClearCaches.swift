@@ -14,13 +14,13 @@ import StowageCore
 ///
 /// What is emptied, in this order (the storage monitor's tiers): the temporary location; each
 /// disk cache in the caches location, HTTP caches first, through its index (`DiskCache.removeAll()`, so processes
-/// that have it open stay consistent, and the memory tiers of every ``HybridCache`` and HTTP cache
+/// that have it open stay consistent, and the memory tiers of every `HybridCache` and HTTP cache
 /// over it — a running `stowage proxy` included — drop what they hold before their next read);
 /// every other entry in the caches location; and each
 /// registered purgeable directory. Documents (other than purgeable directories), application
 /// support (preferences' and secrets' data, databases) and preferences are never touched.
 ///
-/// The run is a ``CacheCleaner`` run over a manifest built from what is on disk, so it has the
+/// The run is a `CacheCleaner` run over a manifest built from what is on disk, so it has the
 /// same progress events, dry run, per-task bytes freed and failure isolation.
 public struct ClearCaches: Sendable {
     /// The container cleared.
@@ -60,9 +60,9 @@ public struct ClearCaches: Sendable {
         return (CleanManifest(tasks: tasks), handlers)
     }
 
-    /// Starts clearing and returns its progress (see ``CacheCleaner/run(_:dryRun:)``).
+    /// Starts clearing and returns its progress (see `CacheCleaner/run(_:dryRun:)`).
     ///
-    /// - Throws: ``StowageError`` when the plan cannot be made (an unreadable purgeable
+    /// - Throws: `StowageError` when the plan cannot be made (an unreadable purgeable
     ///   registry); nothing has been removed then.
     public func run(dryRun: Bool = false) throws -> CleanProgress {
         let (manifest, handlers) = try plan()

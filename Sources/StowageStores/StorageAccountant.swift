@@ -29,7 +29,12 @@ public final class StorageAccountant: Sendable {
     private let clock: CacheClock
     private let logger: Logger
 
-    /// - Parameter now: The clock that decides which cached entries have expired.
+    /// An accountant for `container`'s stores.
+    ///
+    /// - Parameters:
+    ///   - container: The container whose locations and stores are accounted for.
+    ///   - now: The clock that decides which cached entries have expired.
+    ///   - logger: Where stores that cannot be read are logged; silent by default.
     public init(container: Container, now: CacheClock = .system, logger: Logger = Logger(label: "org.stowage.account", factory: SwiftLogNoOpLogHandler.init)) {
         self.container = container
         self.clock = now

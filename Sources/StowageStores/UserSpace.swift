@@ -15,7 +15,7 @@ import StowageSecrets
 /// | caches (``diskCache(_:configuration:)``, ``cachesDirectory``) | caches/users/USER/ |
 /// | files, preferences, secrets (``dataDirectory``) | application support/users/USER/ |
 /// | scratch files (``temporaryDirectory``) | temporary/users/USER/ |
-/// | database (``database()``) | application support/databases/USER/ (``UserDatabases``) |
+/// | database (``database()``) | application support/databases/USER/ (`UserDatabases`) |
 public struct UserSpace: Sendable {
     /// The user's id.
     public let user: String
@@ -58,9 +58,9 @@ public struct UserSpace: Sendable {
         )
     }
 
-    /// The user's database, from the ``UserDatabases`` the spaces were made with.
+    /// The user's database, from the `UserDatabases` the spaces were made with.
     ///
-    /// - Throws: ``StowageError`` `.invalidArgument` when ``UserSpaces`` was made without one.
+    /// - Throws: `StowageError` `.invalidArgument` when ``UserSpaces`` was made without one.
     public func database() async throws -> DatabasePool {
         guard let databases else {
             throw StowageError.invalidArgument(

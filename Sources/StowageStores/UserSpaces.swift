@@ -30,7 +30,7 @@ import Darwin
 ///
 /// The user's disk caches (and memory tiers over them) and preferences that are open while the
 /// wipe runs, in this process or another, are retired before their files go (see
-/// ``DiskCache/isRemoved``, ``Preferences/isRemoved``): they read as empty and refuse writes, and
+/// `DiskCache/isRemoved`, `Preferences/isRemoved`): they read as empty and refuse writes, and
 /// opening them again starts new, empty stores. Close the user's database pool first; a
 /// database still open elsewhere makes the wipe fail with `.busy` and stay pending.
 public final class UserSpaces: Sendable {
@@ -58,7 +58,7 @@ public final class UserSpaces: Sendable {
 
     /// The space of `user`, finishing any wipe of the container that was cut short first.
     ///
-    /// - Throws: ``StowageError`` `.invalidArgument` for a user id that cannot name a
+    /// - Throws: `StowageError` `.invalidArgument` for a user id that cannot name a
     ///   directory; the error of a pending wipe of `user` that cannot be finished yet (`.busy`
     ///   while their database is open elsewhere): a half-wiped user is never served. Pending
     ///   wipes of other users that cannot be finished are logged and retried later.
@@ -85,7 +85,7 @@ public final class UserSpaces: Sendable {
     /// Removes everything of `user`: caches, files, preferences, secrets, scratch files and
     /// database. Other users are not touched.
     ///
-    /// - Throws: ``StowageError``: `.invalidArgument` for a bad user id; `.busy` when the
+    /// - Throws: `StowageError`: `.invalidArgument` for a bad user id; `.busy` when the
     ///   user's database is open in another store or process (the wipe stays pending and is
     ///   finished by the next ``space(for:)`` or wipe).
     @discardableResult

@@ -113,8 +113,11 @@ struct DiskCacheBudgetProcessTests {
             var finished: [Run] = []
             var lost: [Int] = []
             var kills = 0
+            // At least the duration and at least 30 kills (a loaded machine starts writers
+            // slowly), within three times the duration.
             let deadline = Date().addingTimeInterval(Self.duration)
-            while Date() < deadline {
+            let latest = Date().addingTimeInterval(3 * Self.duration)
+            while Date() < deadline || (kills < 30 && Date() < latest) {
                 usleep(UInt32.random(in: 100_000...600_000))
                 let slot = Int.random(in: 0..<slots.count)
                 let victim = slots[slot]

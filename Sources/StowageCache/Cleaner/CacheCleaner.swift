@@ -21,7 +21,7 @@ import StowageCore
 ///
 /// Safety:
 /// - Task paths are container paths (`Library/Caches/images`); absolute paths, `..` and symbolic
-///   links that lead out of the location are refused with a ``StowageError`` naming the task
+///   links that lead out of the location are refused with a `StowageError` naming the task
 ///   (`.pathEscapesRoot`), as are link loops (`.invalidArgument`).
 /// - Deletion works through directory descriptors: `openat(…, O_NOFOLLOW | O_DIRECTORY)`,
 ///   `fstatat(…, AT_SYMLINK_NOFOLLOW)`, `unlinkat`; no path string is ever passed to a deleting

@@ -28,6 +28,8 @@ public struct CleanHandlers: Sendable {
     /// Registers (or replaces) the handler for `className` + `selector`.
     ///
     /// - Parameters:
+    ///   - className: The manifest's `Class` of the tasks this handler runs.
+    ///   - selector: The manifest's `Selector` of those tasks.
     ///   - measuring: Container paths the handler frees space in (e.g. `Library/Caches/images`),
     ///     measured before and after it runs so that the report can say what it freed. Without
     ///     them the task reports zero bytes.

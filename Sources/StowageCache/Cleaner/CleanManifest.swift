@@ -43,7 +43,7 @@ public struct CleanManifest: Sendable, Hashable {
 
     /// Reads a manifest file; `.json` files are JSON, anything else is tried as a property list.
     ///
-    /// - Throws: ``StowageError`` `.notFound` and friends when the file cannot be read;
+    /// - Throws: `StowageError` `.notFound` and friends when the file cannot be read;
     ///   `.invalidArgument` when it is not a regular file (a directory, a FIFO, a device), is
     ///   over 64 MiB, or is malformed, naming the line, item or key at fault.
     public init(contentsOf url: URL) throws {
@@ -58,7 +58,7 @@ public struct CleanManifest: Sendable, Hashable {
     ///   - data: The file's bytes.
     ///   - format: The format, or `nil` to tell from the content (JSON starts with `[` or `{`).
     ///   - source: A name for messages, e.g. the file's name.
-    /// - Throws: ``StowageError`` `.invalidArgument` naming the line, item or key at fault.
+    /// - Throws: `StowageError` `.invalidArgument` naming the line, item or key at fault.
     public init(data: Data, format: Format? = nil, source: String = "manifest") throws {
         let firstByte = data.first { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) }
         let format =

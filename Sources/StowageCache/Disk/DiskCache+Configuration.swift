@@ -41,7 +41,7 @@ extension DiskCache {
         /// must be in `0...1`.
         public var trimRatio: Double
         /// Values of at most this many bytes live inside the index (one SQLite row, no file);
-        /// larger ones are files. Default 16 KiB (see the benchmarks in the README).
+        /// larger ones are files. Default 16 KiB (see `Benchmarks/README.md`).
         public var inlineThreshold: Int
         /// What a write has survived when it returns; see ``Durability``. Default
         /// ``Durability/processCrash``.
@@ -171,7 +171,7 @@ extension DiskCache {
         /// Log a warning, empty the cache and start a fresh index: a cache can always be
         /// refilled. Only done when no other process has the cache open.
         case rebuild
-        /// Throw ``StowageError`` with code `.corrupt` and leave the files for inspection.
+        /// Throw `StowageError` with code `.corrupt` and leave the files for inspection.
         case fail
     }
 }

@@ -37,8 +37,10 @@ extension DiskCache {
 
     /// Reads the summary of the disk cache in `directory`, or `nil` when it holds no index.
     ///
-    /// - Parameter now: The time that decides what has expired.
-    /// - Throws: ``StowageError`` when the index cannot be read (`.unsupported` for a newer
+    /// - Parameters:
+    ///   - directory: The disk cache's directory (the one holding `index.sqlite`).
+    ///   - now: The time that decides what has expired.
+    /// - Throws: `StowageError` when the index cannot be read (`.unsupported` for a newer
     ///   format, `.corrupt` for a damaged file).
     public static func summary(ofDirectory directory: URL, now: Date = Date()) throws -> Summary? {
         let indexPath = indexPath(in: directory)

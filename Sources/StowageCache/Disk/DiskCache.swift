@@ -14,7 +14,7 @@ import Synchronization
 /// ```
 ///
 /// - Values up to ``Configuration/inlineThreshold`` live in the index; larger ones are files
-///   named by a hash of the key (``DiskCacheFileName``), written to a temporary file and renamed
+///   named by a hash of the key (`DiskCacheFileName`), written to a temporary file and renamed
 ///   before the index points at them: a value is visible only once complete, and a file that
 ///   does not read back at its recorded length is treated as missing, never returned.
 /// - Size and count come from the index (kept by triggers), never from walking the directory.
@@ -72,7 +72,7 @@ public final class DiskCache: Sendable {
     /// - Parameters:
     ///   - directory: The cache's own directory, e.g. `caches/thumbnails`.
     ///   - configuration: Limits and behaviour; see ``Configuration``.
-    /// - Throws: ``StowageError``: `.invalidArgument` for a bad configuration, `.corrupt` when
+    /// - Throws: `StowageError`: `.invalidArgument` for a bad configuration, `.corrupt` when
     ///   the index is damaged and the policy is ``CorruptIndexPolicy/fail`` (or another process
     ///   has it open), file system errors when the directory cannot be created.
     public init(directory: URL, configuration: Configuration = Configuration()) throws {
@@ -120,7 +120,7 @@ public final class DiskCache: Sendable {
 
     /// Opens the cache `name` in `container`'s caches location.
     ///
-    /// - Throws: ``StowageError`` `.invalidArgument` when `name` is not a single path component.
+    /// - Throws: `StowageError` `.invalidArgument` when `name` is not a single path component.
     public convenience init(container: Container, name: String, configuration: Configuration? = nil) throws {
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
             throw StowageError.invalidArgument("a disk cache name must be one path component, not '\(name)'")
@@ -155,7 +155,7 @@ public final class DiskCache: Sendable {
     /// another thread. A file value is read on the blocking-work pool, never on Swift's
     /// cooperative threads.
     ///
-    /// - Throws: ``StowageError`` when the index or the file cannot be read (not for a miss).
+    /// - Throws: `StowageError` when the index or the file cannot be read (not for a miss).
     public func data(forKey key: String) async throws -> Data? {
         try await storedData(forKey: key)?.data
     }
@@ -281,7 +281,7 @@ public final class DiskCache: Sendable {
     ///     ``Configuration/defaultTimeToLive``.
     ///   - tag: A label shared by entries that go together (a user, a feed, a screen);
     ///     ``removeAll(tagged:)`` removes them in one indexed statement.
-    /// - Throws: ``StowageError`` when the file or the index cannot be written (`.noSpace` when
+    /// - Throws: `StowageError` when the file or the index cannot be written (`.noSpace` when
     ///   the volume is full); the previous value then stays.
     public func setData(
         _ data: Data,
@@ -361,7 +361,7 @@ public final class DiskCache: Sendable {
     /// nothing. Removals, trims, streaming writes and closing the cache do this first by
     /// themselves.
     ///
-    /// - Throws: ``StowageError`` when the commit fails; the staged writes are then dropped
+    /// - Throws: `StowageError` when the commit fails; the staged writes are then dropped
     ///   (their keys read as before the writes), as a crash would have.
     public func flushBlocking() throws {
         try flushStagedWrites()

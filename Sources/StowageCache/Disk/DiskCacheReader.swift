@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// A read through GRDB's `DatabasePool` costs ~20 µs on this project's bench machine, most of
 /// it outside SQLite: the reader checkout through a dispatch queue, the statement cache keyed by
-/// the SQL text, the `Row` built per fetch (profile in the README). Here a read is a mutex pop,
+/// the SQL text, the `Row` built per fetch (see the cache design article). Here a read is a mutex pop,
 /// `sqlite3_bind_text`, `sqlite3_step`, one copy of the value's bytes, `sqlite3_reset` and a
 /// mutex push. GRDB still owns the schema, migrations, writes and every other query; these
 /// connections only read (`PRAGMA query_only`), and SQLite's WAL gives each step a consistent

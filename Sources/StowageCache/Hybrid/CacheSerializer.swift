@@ -31,7 +31,7 @@ public struct StringSerializer: CacheSerializer {
     public init() {}
     public func encode(_ value: String) throws -> Data { Data(value.utf8) }
 
-    /// - Throws: ``StowageError`` `.corrupt` when the bytes are not valid UTF-8.
+    /// - Throws: `StowageError` `.corrupt` when the bytes are not valid UTF-8.
     public func decode(_ data: Data) throws -> String {
         guard let text = String(validating: data, as: UTF8.self) else {
             throw StowageError(code: .corrupt, message: "cached bytes are not valid UTF-8 text")

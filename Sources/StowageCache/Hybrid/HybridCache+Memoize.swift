@@ -25,6 +25,7 @@ extension HybridCache {
     ///   a failing computation on a miss is thrown and stores nothing.
     ///
     /// - Parameters:
+    ///   - key: The key the value is stored under.
     ///   - timeToLive: Seconds a computed value lives.
     ///   - tag: A label for ``removeAll(tagged:)``.
     ///   - beta: How eagerly to refresh early: 1 is the paper's optimum, larger refreshes earlier,

@@ -120,7 +120,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// The value for `key` from memory, else from disk (then kept in memory), else from the
     /// shared level (then kept on disk and in memory), else `nil`.
     ///
-    /// - Throws: ``StowageError`` when the disk tier cannot be read (never for a shared-level
+    /// - Throws: `StowageError` when the disk tier cannot be read (never for a shared-level
     ///   failure, which reads as a miss).
     public func value(forKey key: String) async throws -> Value? {
         let storeGeneration = followStoreGeneration()
@@ -158,10 +158,12 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// other nodes' copies).
     ///
     /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: The key to store it under.
     ///   - timeToLive: Seconds until the value expires in every tier; `nil` for the local tiers'
     ///     defaults and no expiry in the shared level.
     ///   - tag: A label for ``removeAll(tagged:)`` (memory and disk; the shared level has no tags).
-    /// - Throws: The serializer's error (nothing is stored), or ``StowageError`` when the disk
+    /// - Throws: The serializer's error (nothing is stored), or `StowageError` when the disk
     ///   write fails (the memory tier then does not keep the value either). A failed shared
     ///   write is not thrown: it is logged and counted, and the value stays local.
     public func setValue(
@@ -285,7 +287,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   - key: The key.
     ///   - timeToLive: Seconds the loaded value lives; `nil` for the tiers' defaults.
     ///   - load: Produces the value on a miss, e.g. a download.
-    /// - Throws: The load's error, or a ``StowageError`` from the disk tier.
+    /// - Throws: The load's error, or a `StowageError` from the disk tier.
     public func value(
         forKey key: String,
         timeToLive: TimeInterval? = nil,

@@ -147,7 +147,7 @@ public final class MemoryPressureSource: Sendable {
 
     /// Starts watching the system's memory pressure; does nothing if already watching.
     ///
-    /// - Throws: ``StowageError`` with code `.unsupported` when the platform offers no signal
+    /// - Throws: `StowageError` with code `.unsupported` when the platform offers no signal
     ///   (on Linux: no PSI in the kernel, or the trigger was refused); the message names the
     ///   files tried and why each failed. ``notify(_:)`` and
     ///   ``MemoryCache/handleMemoryPressure(_:)`` keep working.

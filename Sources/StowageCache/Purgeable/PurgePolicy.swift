@@ -25,7 +25,7 @@ public enum PurgePolicy: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Parses `manual`, `Nd` or `N` (days, as the seed's enum values are); `0` is manual, as
     /// `APPurgeableTypeManual = 0`.
     ///
-    /// - Throws: ``StowageError`` `.invalidArgument` naming the text and the accepted forms.
+    /// - Throws: `StowageError` `.invalidArgument` naming the text and the accepted forms.
     public init(parsing text: String) throws {
         let trimmed = text.trimmingWhitespace().lowercased()
         if trimmed == "manual" {

@@ -53,14 +53,14 @@ public final class PurgeableDirectories: Sendable {
     ///
     /// - Parameters:
     ///   - path: A directory of the container, sandbox-style: `Documents/SomePath`,
-    ///     `Library/Caches/feeds`, `tmp/uploads` (see the README for the five prefixes). Absolute
+    ///     `Library/Caches/feeds`, `tmp/uploads` (see the Purging and cleaning article for the five prefixes). Absolute
     ///     paths, `..` and symbolic links leading out of the location are refused.
     ///   - policy: When files are deleted by age. Default ``PurgePolicy/manual``, as
     ///     `APPurgeablePath(path)`.
     ///   - sizeCap: Over this many bytes a sweep trims the directory to half of it; `nil` or zero
     ///     for no cap (the seed's `size = 0`). The seed counts in MB: `200 * .megabyte`.
     /// - Returns: The directory's URL.
-    /// - Throws: ``StowageError``: `.pathEscapesRoot` or `.invalidArgument` for a bad path or cap,
+    /// - Throws: `StowageError`: `.pathEscapesRoot` or `.invalidArgument` for a bad path or cap,
     ///   `.notADirectory` when a file is in the way, I/O errors from creating it or writing the
     ///   registry.
     @discardableResult
@@ -137,7 +137,7 @@ public final class PurgeableDirectories: Sendable {
 
     /// Where the container path `path` is on disk, without touching the file system.
     ///
-    /// - Throws: ``StowageError`` for a path ``register(_:policy:sizeCap:)`` would refuse.
+    /// - Throws: `StowageError` for a path ``register(_:policy:sizeCap:)`` would refuse.
     public func url(for path: String) throws -> URL {
         try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))").url(in: container)
     }
@@ -160,7 +160,7 @@ public final class PurgeableDirectories: Sendable {
     /// file in the way) gets an ``PurgeReport/Directory/error`` and the others are still swept.
     ///
     /// - Returns: Per directory: files removed for age and for the cap, bytes freed, failures.
-    /// - Throws: ``StowageError`` when the registry cannot be read; `CancellationError` when the
+    /// - Throws: `StowageError` when the registry cannot be read; `CancellationError` when the
     ///   task is cancelled (checked before every file; what was removed stays removed).
     public func sweep() async throws -> PurgeReport {
         try await onQueue { try self.sweep(cancellation: $0) }
@@ -204,7 +204,7 @@ public final class PurgeableDirectories: Sendable {
 
     /// Empties one registered directory — how a ``PurgePolicy/manual`` directory is cleared.
     ///
-    /// - Throws: ``StowageError`` `.notFound` when `path` is not registered; as ``sweep()``.
+    /// - Throws: `StowageError` `.notFound` when `path` is not registered; as ``sweep()``.
     public func clear(_ path: String) async throws -> PurgeReport.Directory {
         try await onQueue { try self.clear(path, cancellation: $0) }
     }

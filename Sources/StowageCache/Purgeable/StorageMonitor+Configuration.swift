@@ -11,7 +11,7 @@ extension StorageMonitor {
         public var minimumFreeBytes: ByteCount
         /// Time between checks once ``StorageMonitor/start()`` was called. Default 5 minutes.
         public var interval: Duration
-        /// The reserves opportunistic capacity is computed with. Default ``VolumeCapacity/Reserves/init(important:opportunistic:)``.
+        /// The reserves opportunistic capacity is computed with. Default `VolumeCapacity/Reserves/init(important:opportunistic:)`.
         public var reserves: VolumeCapacity.Reserves
         /// Where checks that found pressure, and what was freed, are logged. Default label
         /// `org.stowage.storage-monitor`, silent.

@@ -90,7 +90,7 @@ public final class StorageMonitor: Sendable {
     /// Reads the capacity now and purges if it is under pressure.
     ///
     /// - Returns: What was done, or `nil` when there was enough space.
-    /// - Throws: ``StowageError`` when the capacity cannot be read; `CancellationError`.
+    /// - Throws: `StowageError` when the capacity cannot be read; `CancellationError`.
     @discardableResult
     public func check() async throws -> Report? {
         let capacity = self.capacity

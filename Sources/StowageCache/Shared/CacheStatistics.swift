@@ -1,6 +1,6 @@
 /// Counters of one cache since it was created.
 ///
-/// The same figures go to swift-metrics (see ``CacheCounters``), so a server's Prometheus or
+/// The same figures go to swift-metrics (see `CacheCounters`), so a server's Prometheus or
 /// StatsD backend sees them without polling this.
 public struct CacheStatistics: Sendable, Hashable, Codable {
     /// Lookups that found a live value.

@@ -19,8 +19,10 @@ public protocol SharedCacheTier: Sendable {
     /// Stores `data` for `key` (replacing any value) and tells the other nodes to drop their
     /// copies.
     ///
-    /// - Parameter timeToLive: Seconds until the value expires in the shared level; `nil` for
-    ///   no expiry.
+    /// - Parameters:
+    ///   - data: The value's bytes.
+    ///   - key: The key, as the local levels name it.
+    ///   - timeToLive: Seconds until the value expires in the shared level; `nil` for no expiry.
     func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?) async throws
 
     /// Removes `key` and tells the other nodes to drop their copies.
@@ -89,7 +91,7 @@ public enum SharedCacheInvalidation: Sendable, Hashable {
     case prefix(String)
     /// Invalidations may have been missed (the channel broke and came back) while the shared
     /// level kept its values: memory copies are dropped, and each older disk copy is confirmed
-    /// against the shared level before it is served again (``InvalidationHorizon``).
+    /// against the shared level before it is served again (`InvalidationHorizon`).
     case all
     /// The shared level lost its values while this node was not listening (it restarted empty
     /// or was flushed): it can neither confirm nor refute a local copy any more, so local copies

@@ -7,7 +7,7 @@ public struct ContainerReport: Sendable, Hashable, Codable {
     public var identifier: String
     /// The rooted container's root, or `nil` for a platform container.
     public var root: String?
-    /// One entry per location, in ``Location/allCases`` order.
+    /// One entry per location, in `Location/allCases` order.
     public var locations: [LocationReport]
 
     /// One location of the report.

@@ -6,7 +6,7 @@ import StowageCore
 import Synchronization
 
 /// An HTTP response cache that follows RFC 9111, with the request policies and hooks of
-/// `URLCache` (seeds 001 and 004), on a ``DiskCache`` with a ``MemoryCache`` in front.
+/// `URLCache` (seeds 001 and 004), on a `DiskCache` with a `MemoryCache` in front.
 ///
 /// ```swift
 /// let cache = try await HTTPCache.open(directory: caches.appending(path: "http"))
@@ -18,8 +18,8 @@ import Synchronization
 ///
 /// The decisions are ``CacheRules`` (pure functions); this type stores and loads responses and
 /// runs the exchange: conditional requests, 304 freshening, `Vary` variants, invalidation,
-/// `stale-while-revalidate` and `stale-if-error`, request collapsing. ``StowageHTTPClient``
-/// and ``StowageProxy`` are thin layers on ``respond(to:body:policy:fetch:)``.
+/// `stale-while-revalidate` and `stale-if-error`, request collapsing. `StowageHTTPClient`
+/// and `StowageProxy` are thin layers on ``respond(to:body:policy:fetch:)``.
 public final class HTTPCache: Sendable {
     /// The configuration the cache was opened with.
     public let configuration: Configuration
@@ -50,7 +50,7 @@ public final class HTTPCache: Sendable {
 
     /// Opens (or creates) the cache in `directory`.
     ///
-    /// - Throws: ``HTTPCacheError`` `.invalidConfiguration`, or ``StowageError`` when the
+    /// - Throws: ``HTTPCacheError`` `.invalidConfiguration`, or `StowageError` when the
     ///   directory or its index cannot be opened.
     public init(directory: URL, configuration: Configuration = Configuration()) throws {
         _ = try directory.checkedFileSystemPath(subject: "the HTTP cache directory")

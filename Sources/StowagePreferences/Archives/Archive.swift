@@ -61,7 +61,7 @@ public struct Archive<Value: Codable & Sendable>: Sendable {
 
     /// Writes `value` atomically: readers see the old archive or the new one, never a mix.
     ///
-    /// - Throws: ``StowageError`` when the value cannot be encoded (`.invalidArgument`) or the
+    /// - Throws: `StowageError` when the value cannot be encoded (`.invalidArgument`) or the
     ///   file cannot be written; the previous archive then stays as it was.
     public func write(_ value: Value) async throws {
         try await BlockingWork.run { try writeBlocking(value) }
@@ -86,7 +86,7 @@ public struct Archive<Value: Codable & Sendable>: Sendable {
 
     /// Reads the archive; `nil` when the file does not exist.
     ///
-    /// - Throws: ``StowageError`` `.corrupt` (naming the coding path at fault) when the file does
+    /// - Throws: `StowageError` `.corrupt` (naming the coding path at fault) when the file does
     ///   not decode, `.unsupported` when its version is newer than ``version`` or older without
     ///   a migration.
     public func read() async throws -> Value? {

@@ -3,7 +3,7 @@ import Foundation
 /// A type a preferences store keeps natively, without a Codable round trip: the property-list
 /// types and arrays and string-keyed dictionaries of them.
 ///
-/// Other `Codable` types work too (``PreferenceKey/init(_:default:)-(_,Value)`` stores them as
+/// Other `Codable` types work too (`PreferenceKey/init(_:default:)-(_,Value)` stores them as
 /// JSON data); conforming a type here only makes it cheaper and readable in an exported plist.
 public protocol PreferenceRepresentable: Codable, Sendable {
     /// The stored form of `self`.

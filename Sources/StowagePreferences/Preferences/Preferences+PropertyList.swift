@@ -14,7 +14,7 @@ extension Preferences {
     /// UserDefaults writes, XML or binary) to this suite, replacing values of the same name.
     ///
     /// - Returns: The number of values imported.
-    /// - Throws: ``StowageError`` `.corrupt` naming the key whose value has no preferences
+    /// - Throws: `StowageError` `.corrupt` naming the key whose value has no preferences
     ///   equivalent, or saying why the file is not a property list; nothing is imported then.
     @discardableResult
     public func importPropertyList(from url: URL) async throws -> Int {

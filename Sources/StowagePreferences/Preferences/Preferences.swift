@@ -42,9 +42,12 @@ public final class Preferences: Sendable {
 
     /// Opens (creating if needed) the suite `suite` in `container`'s preferences location.
     ///
-    /// - Parameter suite: A file name without a path: letters, digits, `.`, `-` and `_`
-    ///   (e.g. `"main"` or `"com.example.app"`).
-    /// - Throws: ``StowageError``: `.invalidArgument` for a bad suite name, `.corrupt` when the
+    /// - Parameters:
+    ///   - suite: A file name without a path: letters, digits, `.`, `-` and `_`
+    ///     (e.g. `"main"` or `"com.example.app"`).
+    ///   - container: The container whose preferences location holds the suite's file.
+    ///   - options: Durability and the other settings of the open suite.
+    /// - Throws: `StowageError`: `.invalidArgument` for a bad suite name, `.corrupt` when the
     ///   file is not a preferences file, `.unsupported` when a newer format wrote it, or the
     ///   file system's error.
     public static func open(
@@ -96,9 +99,9 @@ public final class Preferences: Sendable {
         }
     }
 
-    /// Whether the suite's file was removed while open (a ``UserSpaces`` wipe of its user, a
+    /// Whether the suite's file was removed while open (a `UserSpaces` wipe of its user, a
     /// cleaner deleting its directory), in this process or another. A removed suite reads as
-    /// empty and refuses writes with ``StowageError`` `.notFound`; opening the path again starts a
+    /// empty and refuses writes with `StowageError` `.notFound`; opening the path again starts a
     /// new, empty suite.
     public var isRemoved: Bool { state.withLock { $0.isRemoved } }
 
@@ -153,7 +156,7 @@ public final class Preferences: Sendable {
     /// Stores `value` for `key`; for an optional key, `nil` removes the stored value.
     ///
     /// Returns once the change is in the log (see ``Options/durability``).
-    /// - Throws: ``StowageError`` when the value cannot be encoded or the log cannot be written
+    /// - Throws: `StowageError` when the value cannot be encoded or the log cannot be written
     ///   (`.noSpace` on a full volume); the stored value is then unchanged.
     public func set<Value>(_ value: Value, for key: PreferenceKey<Value>) throws {
         if key.isAbsent(value) {

@@ -32,6 +32,7 @@ public final class RedisConnection: Sendable {
     /// Connects, negotiates the protocol, authenticates and selects the database.
     ///
     /// - Parameters:
+    ///   - configuration: The server, credentials, protocol, timeouts and TLS settings.
     ///   - onPush: Receives RESP3 push messages (and, on a subscriber connection, every reply).
     ///     It runs on the connection's event loop; keep it short.
     /// - Throws: ``RedisError``: `.connectionFailed`, `.timeout`, `.tls`, `.authentication`, `.server`.
