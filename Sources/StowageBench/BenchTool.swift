@@ -23,6 +23,9 @@ struct BenchTool: AsyncParsableCommand {
     @Option(help: "Timed repetitions per measurement (the median is reported).")
     var iterations = 7
 
+    @Flag(help: "Hold each scenario that ran to its targets (BenchTarget.swift); exit 1 when one misses.")
+    var check = false
+
     func validate() throws {
         guard iterations >= 1 else { throw ValidationError("--iterations must be at least 1") }
         let names = Self.scenarios.map(\.name)
@@ -45,7 +48,8 @@ struct BenchTool: AsyncParsableCommand {
         let exact = Self.scenarios.contains { $0.name == filter }
         for scenario in Self.scenarios where filter.map({ exact ? scenario.name == $0 : scenario.name.hasPrefix($0) }) ?? true {
             BenchContext.progress("running \(scenario.name)…")
-            let result = try await scenario.run(context)
+            var result = try await scenario.run(context)
+            result.assess(against: BenchTarget.byScenario[result.name] ?? [])
             results.append(result)
             if !json { print(result.humanReadable) }
         }
@@ -55,5 +59,12 @@ struct BenchTool: AsyncParsableCommand {
             print(String(decoding: try encoder.encode(results), as: UTF8.self))
         }
         if results.contains(where: { !$0.ok }) { throw ExitCode(1) }
+        if check {
+            let missed = results.flatMap { result in result.targets.filter { $0.isMet == false }.map { (result.name, $0) } }
+            for (name, target) in missed {
+                BenchContext.progress("target missed: \(name): \(target.formula) (\(target.source)); measured \(target.figure.map(BenchContext.format) ?? "-")")
+            }
+            if !missed.isEmpty { throw ExitCode(1) }
+        }
     }
 }

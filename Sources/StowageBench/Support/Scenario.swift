@@ -22,6 +22,26 @@ struct ScenarioResult: Encodable {
     var ratios: [String: Double]
     /// What was compared, for people reading the JSON.
     var notes: String
+    /// The scenario's goals and how this run fared against each.
+    var targets: [AssessedTarget] = []
+
+    /// One goal and this run's figure for it.
+    struct AssessedTarget: Encodable {
+        var formula: String
+        var source: String
+        /// The ratio, excess or value compared; `nil` when the baseline did not run.
+        var figure: Double?
+        /// `nil` when the baseline did not run.
+        var isMet: Bool?
+    }
+
+    /// Records how this result fares against `goals`.
+    mutating func assess(against goals: [BenchTarget]) {
+        targets = goals.map { goal in
+            let outcome = goal.evaluate(self)
+            return AssessedTarget(formula: goal.formula, source: goal.source, figure: outcome?.figure, isMet: outcome?.isMet)
+        }
+    }
 
     init(name: String, unit: String, stowage: Double, baselines: [String: Double], ok: Bool, notes: String) {
         self.name = name
@@ -37,8 +57,12 @@ struct ScenarioResult: Encodable {
         let baselineText = baselines.keys.sorted().map { key in
             "\(key) \(BenchContext.format(baselines[key]!)) \(unit) (stowage/\(key) = \(BenchContext.format(ratios[key]!)))"
         }.joined(separator: ", ")
+        let targetText = targets.map { target in
+            let verdict = target.isMet.map { $0 ? "met" : "MISSED" } ?? "not measured"
+            return "; target \(target.formula): \(verdict)"
+        }.joined()
         return
-            "\(name): stowage \(BenchContext.format(stowage)) \(unit); \(baselineText); \(ok ? "ok" : "MISMATCH"): \(notes)"
+            "\(name): stowage \(BenchContext.format(stowage)) \(unit); \(baselineText); \(ok ? "ok" : "MISMATCH"): \(notes)\(targetText)"
     }
 }
 
