@@ -265,7 +265,8 @@ let package = Package(
         .testTarget(
             name: "StowageStoresTests",
             dependencies: [
-                "StowageStores", "StowageStoresWorker", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
+                "StowageStores", "StowageStoresWorker", "StowageCache", "StowagePreferences", "StowageDatabase",
+                "StowageSecrets",
                 "StowageHTTPCache",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -275,7 +276,10 @@ let package = Package(
         // The RFC 9111 conformance suite for the pure logic and the storage: no NIO.
         .testTarget(
             name: "StowageHTTPCacheTests",
-            dependencies: ["StowageHTTPCache", "StowageCache", "StowageCore", .product(name: "HTTPTypes", package: "swift-http-types")],
+            dependencies: [
+                "StowageHTTPCache", "StowageCache", "StowageCore",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: swiftSettings
         ),
         // A scripted origin server on 127.0.0.1 for the client and proxy tests.

@@ -39,14 +39,18 @@ struct BenchTool: AsyncParsableCommand {
         [
             DiskUsageTreeScenario(), MemoryCacheScenario(), HTTPCacheLookupScenario(),
             PreferencesScenario(operation: .set), PreferencesScenario(operation: .get),
-        ] + DiskCacheScenario.all + DiskCacheHotPathScenario.all + [CleanerScenario(), PurgeSweepScenario(), AccountScenario()]
-            + SharedTierScenario.all + [HybridDiskReadScenario(), HybridMemoryHitScenario(), ChecksumScenario()] + AsyncHopScenario.all
+        ] + DiskCacheScenario.all + DiskCacheHotPathScenario.all + [
+            CleanerScenario(), PurgeSweepScenario(), AccountScenario(),
+        ]
+        + SharedTierScenario.all + [HybridDiskReadScenario(), HybridMemoryHitScenario(), ChecksumScenario()]
+        + AsyncHopScenario.all
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())
         var results: [ScenarioResult] = []
         let exact = Self.scenarios.contains { $0.name == filter }
-        for scenario in Self.scenarios where filter.map({ exact ? scenario.name == $0 : scenario.name.hasPrefix($0) }) ?? true {
+        for scenario in Self.scenarios
+        where filter.map({ exact ? scenario.name == $0 : scenario.name.hasPrefix($0) }) ?? true {
             BenchContext.progress("running \(scenario.name)…")
             var result = try await scenario.run(context)
             result.assess(against: BenchTarget.byScenario[result.name] ?? [])
@@ -60,9 +64,13 @@ struct BenchTool: AsyncParsableCommand {
         }
         if results.contains(where: { !$0.ok }) { throw ExitCode(1) }
         if check {
-            let missed = results.flatMap { result in result.targets.filter { $0.isMet == false }.map { (result.name, $0) } }
+            let missed = results.flatMap { result in
+                result.targets.filter { $0.isMet == false }.map { (result.name, $0) }
+            }
             for (name, target) in missed {
-                BenchContext.progress("target missed: \(name): \(target.formula) (\(target.source)); measured \(target.figure.map(BenchContext.format) ?? "-")")
+                BenchContext.progress(
+                    "target missed: \(name): \(target.formula) (\(target.source)); measured \(target.figure.map(BenchContext.format) ?? "-")"
+                )
             }
             if !missed.isEmpty { throw ExitCode(1) }
         }

@@ -33,14 +33,23 @@ struct AdminHandler: Sendable {
         }
         let path = request.uri.path
         if path == "/metrics", let registry {
-            guard request.method == .get else { return ProxyHandler.plainResponse(.methodNotAllowed, "use GET for /metrics") }
+            guard request.method == .get else {
+                return ProxyHandler.plainResponse(.methodNotAllowed, "use GET for /metrics")
+            }
             await metrics.recordSize(of: cache)
             var fields = HTTPFields()
             fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
-            return Response(status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+            return Response(
+                status: .ok,
+                headers: fields,
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
+            )
         }
         guard path == "/purge" || path == "/ban" else {
-            return ProxyHandler.plainResponse(.notFound, "admin endpoints: POST /purge?url=URL, POST /ban?prefix=URL_PREFIX, POST /ban?tag=TAG")
+            return ProxyHandler.plainResponse(
+                .notFound,
+                "admin endpoints: POST /purge?url=URL, POST /ban?prefix=URL_PREFIX, POST /ban?tag=TAG"
+            )
         }
         guard request.method == .post else {
             return ProxyHandler.plainResponse(.methodNotAllowed, "use POST for \(path)")
@@ -79,7 +88,9 @@ struct AdminHandler: Sendable {
     static func parameters(_ query: String) -> [String: String] {
         var parameters: [String: String] = [:]
         for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ") }
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                String($0).replacingOccurrences(of: "+", with: " ")
+            }
             guard let name = parts.first?.removingPercentEncoding, parameters[name] == nil else { continue }
             parameters[name] = (parts.count == 2 ? parts[1] : "").removingPercentEncoding ?? ""
         }

@@ -5,9 +5,9 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
-import UnixSignals
 import StowageHTTPCache
 import StowageHTTPClient
+import UnixSignals
 
 /// A caching reverse proxy: a shared RFC 9111 cache in front of one origin, on Hummingbird,
 /// forwarding with AsyncHTTPClient.
@@ -97,7 +97,10 @@ public final class CachingProxy: Sendable {
                     logger: logger,
                     onServerRunning: { channel in
                         let port = channel.localAddress?.port ?? 0
-                        logger.info("stowage proxy admin listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
+                        logger.info(
+                            "stowage proxy admin listening",
+                            metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"]
+                        )
                         await onAdminListening(port)
                     }
                 )

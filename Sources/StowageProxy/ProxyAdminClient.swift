@@ -26,10 +26,14 @@ public final class ProxyAdminClient: Sendable {
     /// - Throws: ``ProxyError`` `.invalidArgument` when `address` is not `HOST:PORT`.
     public init(address: String, token: String? = nil, timeout: Duration = .seconds(10)) throws {
         let (host, port) = try ProxyConfiguration.parseListenAddress(address)
-        guard port > 0 else { throw ProxyError.invalidArgument("the admin address \(address.debugDescription) needs a port above 0") }
+        guard port > 0 else {
+            throw ProxyError.invalidArgument("the admin address \(address.debugDescription) needs a port above 0")
+        }
         baseURL = "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
         self.token = token
-        self.timeout = .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        self.timeout = .nanoseconds(
+            Int64(timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+        )
     }
 
     /// Removes the stored responses of `url` (every variant). Returns whether any was stored.
@@ -61,7 +65,11 @@ public final class ProxyAdminClient: Sendable {
         return (reply.status, reply.body)
     }
 
-    private func send(_ method: HTTPMethod, _ path: String, _ parameters: [String: String]) async throws
+    private func send(
+        _ method: HTTPMethod,
+        _ path: String,
+        _ parameters: [String: String]
+    ) async throws
         -> (status: HTTPResponseStatus, body: String)
     {
         let query = parameters.sorted { $0.key < $1.key }.map { name, value in
@@ -85,7 +93,8 @@ public final class ProxyAdminClient: Sendable {
             try? await client.shutdown()
             throw ProxyError(
                 code: .unreachable,
-                message: "the admin listener at \(baseURL) did not answer (\(error)); check that the proxy runs with --admin-listen at that address"
+                message:
+                    "the admin listener at \(baseURL) did not answer (\(error)); check that the proxy runs with --admin-listen at that address"
             )
         }
         let text = String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -99,7 +108,10 @@ public final class ProxyAdminClient: Sendable {
     /// `banned 3` → 3.
     private static func count(of reply: (HTTPResponseStatus, String)) throws -> Int {
         guard let count = reply.1.split(separator: " ").last.flatMap({ Int($0) }) else {
-            throw ProxyError(code: .refused, message: "the admin listener's answer \(reply.1.debugDescription) has no count")
+            throw ProxyError(
+                code: .refused,
+                message: "the admin listener's answer \(reply.1.debugDescription) has no count"
+            )
         }
         return count
     }

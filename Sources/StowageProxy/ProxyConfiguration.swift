@@ -77,12 +77,12 @@ public struct ProxyConfiguration: Sendable {
             if !loopback, (token ?? "").isEmpty {
                 throw ProxyError(
                     code: .invalidArgument,
-                    message: "the admin listener on \(host) is reachable from other machines: give it a token, or bind 127.0.0.1"
+                    message:
+                        "the admin listener on \(host) is reachable from other machines: give it a token, or bind 127.0.0.1"
                 )
             }
         }
     }
-
 
     /// The proxy's cache defaults: shared, `CDN-Cache-Control`, tag bans.
     public static var defaultCache: HTTPCache.Configuration {

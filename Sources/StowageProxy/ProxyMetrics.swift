@@ -36,7 +36,10 @@ struct ProxyMetrics: Sendable {
     init() {
         var outcomes: [CacheOutcome: Counter] = [:]
         for outcome in [CacheOutcome.hit, .miss, .revalidated, .stale, .bypass] {
-            outcomes[outcome] = Counter(label: "stowage_proxy_responses_total", dimensions: [("outcome", outcome.rawValue)])
+            outcomes[outcome] = Counter(
+                label: "stowage_proxy_responses_total",
+                dimensions: [("outcome", outcome.rawValue)]
+            )
         }
         self.outcomes = outcomes
         upstreamErrors = Counter(label: "stowage_proxy_upstream_errors_total")

@@ -43,7 +43,9 @@ public final class RedisClient: RedisCommandExecuting {
     public func send(_ command: RedisCommand) async throws -> RESPValue {
         commands.increment()
         do {
-            return try await pool.withSharedConnection(exclusive: command.needsOwnConnection) { try await $0.send(command) }
+            return try await pool.withSharedConnection(exclusive: command.needsOwnConnection) {
+                try await $0.send(command)
+            }
         } catch {
             recordFailure(error)
             throw error

@@ -56,7 +56,9 @@ final class InvalidationPublisher: Sendable {
             }
             if keys.isEmpty { return }
             do {
-                try await client.send(.publish(channel, message: RedisArgument(Self.encode(nodeID: nodeID, keys: keys))))
+                try await client.send(
+                    .publish(channel, message: RedisArgument(Self.encode(nodeID: nodeID, keys: keys)))
+                )
             } catch {
                 logger.warning(
                     "could not publish invalidations; other nodes keep their copies until they expire",

@@ -159,7 +159,12 @@ public final class RedisSharedTier: SharedCacheTier {
                 logger: configuration.logger
             )
         }
-        return try RedisSharedTier(client: single, namespace: namespace, invalidations: invalidations, logger: configuration.logger)
+        return try RedisSharedTier(
+            client: single,
+            namespace: namespace,
+            invalidations: invalidations,
+            logger: configuration.logger
+        )
     }
 
     /// Waits until invalidations flow — the subscription is confirmed and tracking is on (or
@@ -299,7 +304,11 @@ public final class RedisSharedTier: SharedCacheTier {
 
     public func unlock(_ lock: SharedCacheLoadLock) async throws {
         try await client.send(
-            .eval(RedisLockScripts.release, keys: [lockKey(lock.key)], arguments: [RedisArgument(String(lock.fencingToken))])
+            .eval(
+                RedisLockScripts.release,
+                keys: [lockKey(lock.key)],
+                arguments: [RedisArgument(String(lock.fencingToken))]
+            )
         )
     }
 

@@ -35,7 +35,9 @@ struct CachesInventory {
         entries = try StoreFiles.names(in: caches).compactMap { name in
             let url = caches.appending(path: name)
             guard name != "CACHEDIR.TAG", !purgeablePaths.contains(url.fileSystemPath) else { return nil }
-            guard StoreFiles.isDirectory(url), DiskCache.isDiskCache(url) else { return Entry(name: name, url: url, kind: .loose) }
+            guard StoreFiles.isDirectory(url), DiskCache.isDiskCache(url) else {
+                return Entry(name: name, url: url, kind: .loose)
+            }
             let isHTTPCache = FileManager.default.fileExists(atPath: url.appending(path: HTTPCache.layoutFileName).path)
             return Entry(name: name, url: url, kind: isHTTPCache ? .httpCache : .diskCache)
         }

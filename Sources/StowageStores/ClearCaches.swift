@@ -28,7 +28,10 @@ public struct ClearCaches: Sendable {
     /// Where the run is logged.
     public let logger: Logger
 
-    public init(container: Container, logger: Logger = Logger(label: "org.stowage.clear-caches", factory: SwiftLogNoOpLogHandler.init)) {
+    public init(
+        container: Container,
+        logger: Logger = Logger(label: "org.stowage.clear-caches", factory: SwiftLogNoOpLogHandler.init)
+    ) {
         self.container = container
         self.logger = logger
     }
@@ -42,14 +45,19 @@ public struct ClearCaches: Sendable {
         let inventory = try CachesInventory(container: container)
         let caches = container.url(for: .caches)
         // HTTP caches first (the storage monitor's tier order): the network has all of them.
-        let diskCaches = inventory.entries.filter { $0.kind == .httpCache }.map(\.name)
+        let diskCaches =
+            inventory.entries.filter { $0.kind == .httpCache }.map(\.name)
             + inventory.entries.filter { $0.kind == .diskCache }.map(\.name)
         let looseEntries = inventory.entries.filter { $0.kind == .loose }.map(\.name)
         if !diskCaches.isEmpty {
             tasks.append(.handler(className: "DiskCache", selectors: diskCaches.map { "removeAll:" + $0 }))
             for name in diskCaches {
                 let directory = caches.appending(path: name, directoryHint: .isDirectory)
-                handlers.register(className: "DiskCache", selector: "removeAll:" + name, measuring: ["Library/Caches/" + name]) {
+                handlers.register(
+                    className: "DiskCache",
+                    selector: "removeAll:" + name,
+                    measuring: ["Library/Caches/" + name]
+                ) {
                     let cache = try await DiskCache.open(directory: directory, configuration: .init(name: name))
                     try await cache.removeAll()
                 }

@@ -35,7 +35,11 @@ public final class StorageAccountant: Sendable {
     ///   - container: The container whose locations and stores are accounted for.
     ///   - now: The clock that decides which cached entries have expired.
     ///   - logger: Where stores that cannot be read are logged; silent by default.
-    public init(container: Container, now: CacheClock = .system, logger: Logger = Logger(label: "org.stowage.account", factory: SwiftLogNoOpLogHandler.init)) {
+    public init(
+        container: Container,
+        now: CacheClock = .system,
+        logger: Logger = Logger(label: "org.stowage.account", factory: SwiftLogNoOpLogHandler.init)
+    ) {
         self.container = container
         self.clock = now
         self.logger = logger
@@ -85,7 +89,9 @@ public final class StorageAccountant: Sendable {
     public func account() async throws -> StorageAccount {
         var stores: [StorageAccount.Store] = []
         var issues: [String] = []
-        let found = try await BlockingWork.run { try StoreDiscovery(container: self.container, now: self.clock.now()).discover() }
+        let found = try await BlockingWork.run {
+            try StoreDiscovery(container: self.container, now: self.clock.now()).discover()
+        }
         stores += found.stores
         issues += found.issues
         for (name, measure) in registered.withLock({ $0 }) {

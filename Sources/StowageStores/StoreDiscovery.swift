@@ -89,7 +89,9 @@ struct StoreDiscovery {
         guard StoreFiles.isDirectory(directory) else { return [] }
         let itemPaths = try StoreFiles.names(in: items).map { items.appending(path: $0).fileSystemPath }
         let key = container.url(for: .preferences).appending(path: "keys/secrets.key").fileSystemPath
-        let measured = try StoreFiles.measure(itemPaths + [directory.appending(path: "store.json").fileSystemPath, key])
+        let measured = try StoreFiles.measure(
+            itemPaths + [directory.appending(path: "store.json").fileSystemPath, key]
+        )
         return [
             StorageAccount.Store(
                 name: "secrets",

@@ -46,7 +46,10 @@ public struct UserSpace: Sendable {
     /// The user's preferences (one suite, in their data directory).
     public func preferences(options: Preferences.Options = Preferences.Options()) throws -> Preferences {
         try DirectoryCreation.createDirectory(at: dataDirectory)
-        return try Preferences.openBlocking(at: dataDirectory.appending(path: "preferences.stowprefs"), options: options)
+        return try Preferences.openBlocking(
+            at: dataDirectory.appending(path: "preferences.stowprefs"),
+            options: options
+        )
     }
 
     /// The user's secret store, encrypted with `masterKey` (default: the container's key file).

@@ -154,7 +154,9 @@ public final class UserSpaces: Sendable {
             // Tombstones of an earlier, interrupted attempt.
             let parent = directory.deletingLastPathComponent()
             for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.fileSystemPath)) ?? []
-            where name.hasPrefix(Self.tombstonePrefix(user)) && !moved.contains(where: { $0.1.lastPathComponent == name }) {
+            where name.hasPrefix(Self.tombstonePrefix(user))
+                && !moved.contains(where: { $0.1.lastPathComponent == name })
+            {
                 moved.append((area, parent.appending(path: name)))
             }
         }

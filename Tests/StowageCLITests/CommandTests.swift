@@ -35,7 +35,9 @@ struct CommandTests {
     func reportStores() throws {
         try withTemporaryDirectory { root in
             _ = try StowageExecutable.run(["prefs", "set", "theme", "dark", "--root", root.path])
-            _ = try StowageExecutable.run(["purgeable", "add", "Library/Caches/dl", "--policy", "7d", "--root", root.path])
+            _ = try StowageExecutable.run([
+                "purgeable", "add", "Library/Caches/dl", "--policy", "7d", "--root", root.path,
+            ])
             let json = try StowageExecutable.run(["report", "--root", root.path, "--json"])
             #expect(json.status == 0, "\(json.standardError)")
             let object = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]

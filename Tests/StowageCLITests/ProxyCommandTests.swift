@@ -32,7 +32,10 @@ import Glibc
             }
             return String(decoding: bytes, as: UTF8.self)
         }.value
-        guard let port = line.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) })
+        guard
+            let port = line.split(separator: ":").last.flatMap({
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            })
         else {
             kill(process.processIdentifier, SIGKILL)
             let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -152,11 +155,18 @@ import Glibc
         _ = try await URLSession.shared.data(from: page)
 
         let (_, traced) = try await URLSession.shared.data(from: page)
-        #expect((traced as? HTTPURLResponse)?.value(forHTTPHeaderField: "Stowage-Cache-Trace") != nil, "--config's trace: true")
+        #expect(
+            (traced as? HTTPURLResponse)?.value(forHTTPHeaderField: "Stowage-Cache-Trace") != nil,
+            "--config's trace: true"
+        )
 
-        let (metrics, response) = try await URLSession.shared.data(from: try #require(URL(string: "http://127.0.0.1:\(adminPort)/metrics")))
+        let (metrics, response) = try await URLSession.shared.data(
+            from: try #require(URL(string: "http://127.0.0.1:\(adminPort)/metrics"))
+        )
         var text = String(decoding: metrics, as: UTF8.self)
-        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("text/plain") == true)
+        #expect(
+            (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("text/plain") == true
+        )
         #expect(text.contains(#"stowage_proxy_responses_total{outcome="hit"} 2"#), "\(text.prefix(3000))")
         #expect(text.contains("stowage_cache_hits_total"))
         #expect(text.contains("stowage_cache_bytes_written_total"))
@@ -168,7 +178,9 @@ import Glibc
         #expect(text.contains("stowage_proxy_cache_entries"))
 
         let admin = ["--admin", "127.0.0.1:\(adminPort)"]
-        let purged = try StowageExecutable.run(["proxy", "purge"] + admin + ["\(origin.baseURL)/page", "\(origin.baseURL)/never"])
+        let purged = try StowageExecutable.run(
+            ["proxy", "purge"] + admin + ["\(origin.baseURL)/page", "\(origin.baseURL)/never"]
+        )
         #expect(purged.status == 0, "\(purged.standardError)")
         #expect(purged.standardOutput == "purged \(origin.baseURL)/page\nnot stored \(origin.baseURL)/never\n")
         let (again, _) = try await URLSession.shared.data(from: page)
@@ -176,7 +188,9 @@ import Glibc
         let banned = try StowageExecutable.run(["proxy", "ban", "--prefix", origin.baseURL + "/"] + admin)
         #expect(banned.standardOutput == "banned 1\n", "\(banned.standardError)")
 
-        let (afterPurges, _) = try await URLSession.shared.data(from: try #require(URL(string: "http://127.0.0.1:\(adminPort)/metrics")))
+        let (afterPurges, _) = try await URLSession.shared.data(
+            from: try #require(URL(string: "http://127.0.0.1:\(adminPort)/metrics"))
+        )
         text = String(decoding: afterPurges, as: UTF8.self)
         #expect(text.contains(#"stowage_proxy_purges_total{kind="url"} 2"#), "\(text.prefix(3000))")
         #expect(text.contains(#"stowage_proxy_purges_total{kind="prefix"} 1"#))
@@ -202,7 +216,9 @@ import Glibc
         #expect(unreachable.standardError.contains("did not answer"), "\(unreachable.standardError)")
     }
 
-    @Test("stowage proxy --config: a file that is not a JSON object of options, an unknown key or a FIFO is refused with exit 64")
+    @Test(
+        "stowage proxy --config: a file that is not a JSON object of options, an unknown key or a FIFO is refused with exit 64"
+    )
     func badConfigFile() throws {
         let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -227,14 +243,21 @@ import Glibc
         let fifo = directory.appending(path: "fifo")
         #expect(mkfifo(fifo.path, 0o600) == 0)
         let blocked = try StowageExecutable.run(["proxy", "--config", fifo.path])
-        #expect(blocked.status == 64 && blocked.standardError.contains("is not a regular file"), "\(blocked.standardError)")
+        #expect(
+            blocked.status == 64 && blocked.standardError.contains("is not a regular file"),
+            "\(blocked.standardError)"
+        )
         let missing = try StowageExecutable.run(["proxy", "--config", directory.appending(path: "none.json").path])
         #expect(missing.status == 64 && missing.standardError.contains("cannot read it"), "\(missing.standardError)")
     }
 
-    @Test("stowage proxy rejects a --targeted-cache-control that is no field name, or Cache-Control itself, with exit 64")
+    @Test(
+        "stowage proxy rejects a --targeted-cache-control that is no field name, or Cache-Control itself, with exit 64"
+    )
     func badTargetedField() throws {
-        for (value, message) in [("bad name", "is not a header field name"), ("Cache-Control", "not Cache-Control itself")] {
+        for (value, message) in [
+            ("bad name", "is not a header field name"), ("Cache-Control", "not Cache-Control itself"),
+        ] {
             let outcome = try StowageExecutable.run([
                 "proxy", "--upstream", "http://127.0.0.1:1", "--targeted-cache-control", value,
             ])
@@ -311,7 +334,8 @@ import Glibc
     @Test("stowage proxy --shared-ca-file without a rediss:// server is a usage error (exit 64)")
     func caFileNeedsTLS() throws {
         let outcome = try StowageExecutable.run([
-            "proxy", "--upstream", "http://127.0.0.1:9", "--shared", "redis://127.0.0.1:6379", "--shared-ca-file", "ca.pem",
+            "proxy", "--upstream", "http://127.0.0.1:9", "--shared", "redis://127.0.0.1:6379", "--shared-ca-file",
+            "ca.pem",
         ])
         #expect(outcome.status == 64)
         #expect(outcome.standardError.contains("rediss://"))

@@ -222,7 +222,9 @@ struct CacheCleanerTests {
     func cancellationMidTask() async throws {
         let fixture = try TestContainer()
         // Made off Swift's cooperative threads: thousands of file creations would hold one.
-        try await BlockingWork.run { try fixture.manyFiles("Library/Caches/big", directories: 30, filesPerDirectory: 200) }
+        try await BlockingWork.run {
+            try fixture.manyFiles("Library/Caches/big", directories: 30, filesPerDirectory: 200)
+        }
         let cleaner = CacheCleaner(container: fixture.container)
         let manifest = CleanManifest(tasks: [.path("Library/Caches/big", entries: [])])
         let sawCleaning = Mutex(false)

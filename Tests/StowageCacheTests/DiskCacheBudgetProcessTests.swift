@@ -99,7 +99,9 @@ struct DiskCacheBudgetProcessTests {
             let sampled = DispatchSemaphore(value: 0)
             Thread.detachNewThread {
                 while !stop.load(ordering: .relaxed) {
-                    if let size = try? observed.usageBlocking().size.rawValue { _ = largest.max(size, ordering: .relaxed) }
+                    if let size = try? observed.usageBlocking().size.rawValue {
+                        _ = largest.max(size, ordering: .relaxed)
+                    }
                     usleep(2_000)
                 }
                 sampled.signal()

@@ -48,7 +48,9 @@ struct DiskCacheBudgetTests {
         #expect(error.message.contains("hard size limit"))
         #expect(try cache.dataBlocking(forKey: "k") == Data("old".utf8))
         #expect(scratch.dataFiles().isEmpty)
-        let temporary = try FileManager.default.contentsOfDirectory(atPath: scratch.url.appending(path: "cache/tmp").path)
+        let temporary = try FileManager.default.contentsOfDirectory(
+            atPath: scratch.url.appending(path: "cache/tmp").path
+        )
         #expect(temporary.isEmpty)
     }
 

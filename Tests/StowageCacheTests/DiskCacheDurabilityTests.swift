@@ -67,7 +67,9 @@ struct DiskCacheDurabilityTests {
         let scratch = try DiskTestDirectory()
         let cache = try open(scratch)
         let index = scratch.path + "/cache/index.sqlite"
-        func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        func size(_ path: String) -> Int {
+            (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        }
         let value = Data(repeating: 7, count: 1_024)
         // On a thread of their own: thousands of sets must neither hold a cooperative thread
         // nor flood the pool with resumptions while other tests run beside this one.
@@ -129,7 +131,9 @@ struct DiskCacheDurabilityTests {
         try await holder.write { db in
             try db.execute(sql: "CREATE TABLE entry(x); INSERT INTO entry VALUES (zeroblob(200000))")
         }
-        func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        func size(_ path: String) -> Int {
+            (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        }
         let outsideSize = size(outside)
         let index = scratch.path + "/cache/index.sqlite"
         #expect(rename(index, index + ".moved") == 0)
@@ -254,7 +258,10 @@ struct DiskCacheDurabilityTests {
         for writer in 0..<8 {
             for number in stride(from: 0, to: 250, by: 7) {
                 let size = number % 5 == 0 ? 2_000 : 100
-                #expect(try cache.dataBlocking(forKey: "w\(writer)-\(number)") == Data(repeating: UInt8(writer), count: size))
+                #expect(
+                    try cache.dataBlocking(forKey: "w\(writer)-\(number)")
+                        == Data(repeating: UInt8(writer), count: size)
+                )
             }
         }
         #expect(scratch.dataFiles().count == 8 * 50)

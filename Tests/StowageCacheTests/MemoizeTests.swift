@@ -50,7 +50,9 @@ struct MemoizeTests {
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation()
         let results = try await withThrowingTaskGroup(of: String.self) { group in
-            for _ in 0..<8 { group.addTask { try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } } }
+            for _ in 0..<8 {
+                group.addTask { try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } }
+            }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results == Array(repeating: "v1", count: 8))
@@ -89,7 +91,9 @@ struct MemoizeTests {
         // beta 10^6: the probability of not refreshing 10 ms before expiry is below 10^-7.
         let results = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<8 {
-                group.addTask { try await cache.memoized(forKey: "k", timeToLive: 10, beta: 1e6) { try await compute() } }
+                group.addTask {
+                    try await cache.memoized(forKey: "k", timeToLive: 10, beta: 1e6) { try await compute() }
+                }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }

@@ -103,7 +103,9 @@ import Testing
     func missingFileIsUnsupported() {
         let path = "/nonexistent/stowage/memory.pressure"
         #expect {
-            _ = try PressureWatcher.start(candidates: [path], configuration: .init(), trigger: "some 150000 2000000") { _ in }
+            _ = try PressureWatcher.start(candidates: [path], configuration: .init(), trigger: "some 150000 2000000") {
+                _ in
+            }
         } throws: { error in
             guard let error = error as? StowageError else { return false }
             return error.code == .unsupported && error.path == path && error.message.contains(path)
@@ -118,7 +120,8 @@ import Testing
         let file = scratch.url.appending(path: "memory.pressure")
         func write(some: Double, full: Double) throws {
             // In place (the watcher holds the file open), as the kernel's file changes.
-            let text = "some avg10=\(some) avg60=0.00 avg300=0.00 total=1\nfull avg10=\(full) avg60=0.00 avg300=0.00 total=1\n"
+            let text =
+                "some avg10=\(some) avg60=0.00 avg300=0.00 total=1\nfull avg10=\(full) avg60=0.00 avg300=0.00 total=1\n"
             try Data(text.utf8).write(to: file)
         }
         try write(some: 0, full: 0)
@@ -160,7 +163,8 @@ import Testing
     @Test("PSI averages parse from the kernel's format; a file without a some line is no reading")
     func averagesParse() {
         let averages = PressureStallFiles.Averages(
-            parsing: "some avg10=12.50 avg60=1.00 avg300=0.10 total=100\nfull avg10=3.25 avg60=0.00 avg300=0.00 total=5\n"
+            parsing:
+                "some avg10=12.50 avg60=1.00 avg300=0.10 total=100\nfull avg10=3.25 avg60=0.00 avg300=0.00 total=5\n"
         )
         #expect(averages == PressureStallFiles.Averages(parsing: "some avg10=12.5\nfull avg10=3.25"))
         #expect(averages?.someAverage10 == 12.5 && averages?.fullAverage10 == 3.25)
@@ -171,7 +175,11 @@ import Testing
     @Test("a trigger the kernel refuses is reported as unsupported, never as started")
     func refusedTriggerIsUnsupported() {
         #expect {
-            _ = try PressureWatcher.start(candidates: PressureStallFiles.candidates(), configuration: .init(), trigger: "nonsense") { _ in }
+            _ = try PressureWatcher.start(
+                candidates: PressureStallFiles.candidates(),
+                configuration: .init(),
+                trigger: "nonsense"
+            ) { _ in }
         } throws: { error in
             guard let error = error as? StowageError, error.code == .unsupported else { return false }
             // EINVAL where the kernel has PSI; ENOENT or another reason where it has not.

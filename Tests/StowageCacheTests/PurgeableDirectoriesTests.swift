@@ -281,7 +281,9 @@ struct PurgeableRegistryFormatTests {
         let fixture = try TestContainer()
         let purgeable = PurgeableDirectories(container: fixture.container)
         _ = try purgeable.registerBlocking("Documents/a", policy: .oneWeek)
-        let registry = fixture.container.url(for: .applicationSupport).appending(path: "Stowage/purgeable-directories.json")
+        let registry = fixture.container.url(for: .applicationSupport).appending(
+            path: "Stowage/purgeable-directories.json"
+        )
         let newer = Data(#"{"version": 2, "directories": [], "somethingNew": true}"#.utf8)
         try newer.write(to: registry)
 

@@ -21,7 +21,10 @@ struct BlockingWorkTests {
                         var seen = gauge.highest.load(ordering: .sequentiallyConsistent)
                         while now > seen {
                             let (exchanged, original) = gauge.highest.compareExchange(
-                                expected: seen, desired: now, ordering: .sequentiallyConsistent)
+                                expected: seen,
+                                desired: now,
+                                ordering: .sequentiallyConsistent
+                            )
                             if exchanged { break }
                             seen = original
                         }

@@ -21,7 +21,10 @@ struct VolumeCapacityTests {
         #expect(capacity.total.rawValue == before[0])
         let low = min(before[1], after[1]) - (16 << 20)
         let high = max(before[1], after[1]) + (16 << 20)
-        #expect((low...high).contains(capacity.available.rawValue), "\(capacity.available.rawValue) not in \(low)...\(high)")
+        #expect(
+            (low...high).contains(capacity.available.rawValue),
+            "\(capacity.available.rawValue) not in \(low)...\(high)"
+        )
         #expect(capacity.availableForImportantUsage <= capacity.available)
         #expect(capacity.availableForOpportunisticUsage <= capacity.availableForImportantUsage)
     }

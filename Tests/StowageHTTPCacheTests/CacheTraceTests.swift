@@ -47,7 +47,11 @@ struct CacheTraceTests {
             }
             let origin = TestOrigin { request, _ in
                 let body = request.path == "/large" ? String(repeating: "x", count: 5_000) : "x"
-                return ok(body, [("Cache-Control", "max-age=60"), ("Content-Length", String(body.count))], clock: clock)
+                return ok(
+                    body,
+                    [("Cache-Control", "max-age=60"), ("Content-Length", String(body.count))],
+                    clock: clock
+                )
             }
             let refused = try await trace(cache, request(.get, "/refused"), origin: origin)
             #expect(refused.contains("not stored: the will-cache hook refused it"), "\(refused)")
@@ -75,7 +79,10 @@ struct CacheTraceTests {
             #expect(hit.contains("§4.2 fresh: served from the cache"), "\(hit)")
 
             let heuristic = try await trace(cache, request(.get, "/heuristic"), origin: origin)
-            #expect(heuristic.contains { $0.contains("§4.2.2 no explicit freshness: heuristic from Last-Modified") }, "\(heuristic)")
+            #expect(
+                heuristic.contains { $0.contains("§4.2.2 no explicit freshness: heuristic from Last-Modified") },
+                "\(heuristic)"
+            )
             let reused = try await trace(cache, request(.get, "/heuristic"), origin: origin)
             #expect(reused.contains { $0.contains("from §4.2.2 heuristic freshness") }, "\(reused)")
         }
@@ -90,7 +97,11 @@ struct CacheTraceTests {
                 if request.headerFields[.ifNoneMatch] == "\"v1\"" {
                     return (response(304, [("ETag", "\"v1\"")], date: clock.now), [])
                 }
-                return ok("fr", [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language"), ("ETag", "\"v1\"")], clock: clock)
+                return ok(
+                    "fr",
+                    [("Cache-Control", "max-age=60"), ("Vary", "Accept-Language"), ("ETag", "\"v1\"")],
+                    clock: clock
+                )
             }
             _ = try await trace(cache, request(.get, "/resource", [("Accept-Language", "fr")]), origin: origin)
             let other = try await trace(cache, request(.get, "/resource", [("Accept-Language", "de")]), origin: origin)

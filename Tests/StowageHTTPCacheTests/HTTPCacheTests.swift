@@ -174,7 +174,9 @@ import Testing
         }
     }
 
-    @Test("Policy reloadIgnoringLocalAndRemoteCacheData: loads with no-cache and Pragma for caches upstream, stores the response")
+    @Test(
+        "Policy reloadIgnoringLocalAndRemoteCacheData: loads with no-cache and Pragma for caches upstream, stores the response"
+    )
     func reloadIgnoringEverywhere() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
@@ -208,7 +210,11 @@ import Testing
             let origin = TestOrigin { request, n in
                 let path = request.path ?? "/"
                 let tags = path.hasPrefix("/news/") ? "news front" : path == "/shop/cart" ? "shop" : "other"
-                return ok("v\(n)", [("Cache-Control", "max-age=600"), ("Surrogate-Key", tags), ("Cache-Tag", "all")], clock: clock)
+                return ok(
+                    "v\(n)",
+                    [("Cache-Control", "max-age=600"), ("Surrogate-Key", tags), ("Cache-Tag", "all")],
+                    clock: clock
+                )
             }
             func get(_ path: String) async throws -> (text: String, served: CachedResponse) {
                 let served = try await cache.respond(to: request(.get, path), fetch: origin.fetch)
@@ -216,7 +222,10 @@ import Testing
             }
             for path in ["/news/1", "/news/2", "/shop/cart", "/about"] {
                 let first = try await get(path)
-                #expect(first.served.response.headerFields[HTTPField.Name("Surrogate-Key")!] == nil, "stripped for the client")
+                #expect(
+                    first.served.response.headerFields[HTTPField.Name("Surrogate-Key")!] == nil,
+                    "stripped for the client"
+                )
             }
             #expect(try await get("/news/1").served.outcome == .hit)
             #expect(try await get("/about").served.response.headerFields[HTTPField.Name("Cache-Tag")!] == nil)

@@ -27,7 +27,8 @@ import Testing
         clock.advance(by: .seconds(1))
         let cutoff = Task {
             try await Task.sleep(for: .seconds(45))
-            collapser.finish("k", stored: true)  // were the clock ignored: end the wait, so the test fails instead of hanging
+            // Were the clock ignored: end the wait, so the test fails instead of hanging.
+            collapser.finish("k", stored: true)
         }
         defer { cutoff.cancel() }
         #expect(await waiting.value == false, "timed out: fetch on its own")

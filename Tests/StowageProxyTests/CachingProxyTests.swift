@@ -9,11 +9,16 @@ import Testing
 
 /// The proxy end to end: real client → proxy → real origin, all on 127.0.0.1.
 @Suite struct CachingProxyTests {
-    @Test("§4.3.4 through the proxy, in real time: a 304 updates the returned and the stored fields, and the origin's Date is served")
+    @Test(
+        "§4.3.4 through the proxy, in real time: a 304 updates the returned and the stored fields, and the origin's Date is served"
+    )
     func updateOn304() async throws {
         try await ProxyHarness.run(script: { r in
             if r.head.headerFields[.ifNoneMatch] == "\"e1\"" {
-                return .init(status: 304, fields: [("Cache-Control", "max-age=3600"), ("ETag", "\"e1\""), ("X-Test", "B")])
+                return .init(
+                    status: 304,
+                    fields: [("Cache-Control", "max-age=3600"), ("ETag", "\"e1\""), ("X-Test", "B")]
+                )
             }
             return .init(fields: [("Cache-Control", "max-age=1"), ("ETag", "\"e1\""), ("X-Test", "A")], body: "body")
         }) { h in
@@ -77,20 +82,31 @@ import Testing
     func ownTargetedField() async throws {
         let script: TestOriginServer.Script = { r in
             .init(
-                fields: [("Cache-Control", "max-age=60"), ("Stowage-Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")],
+                fields: [
+                    ("Cache-Control", "max-age=60"), ("Stowage-Cache-Control", "no-store"),
+                    ("CDN-Cache-Control", "max-age=60"),
+                ],
                 body: "v\(r.index)"
             )
         }
         try await ProxyHarness.run(
-            configure: { $0.cache.targetedFields = [HTTPField.Name("Stowage-Cache-Control")!, CacheRules.cdnCacheControl] },
+            configure: {
+                $0.cache.targetedFields = [HTTPField.Name("Stowage-Cache-Control")!, CacheRules.cdnCacheControl]
+            },
             script: script
         ) { h in
             _ = try await h.get("/own")
             #expect(try await h.get("/own").text == "v2", "Stowage-Cache-Control: no-store wins")
         }
-        try await ProxyHarness.run(configure: { $0.cache.targetedFields = [] }, script: { r in
-            .init(fields: [("Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")], body: "v\(r.index)")
-        }) { h in
+        try await ProxyHarness.run(
+            configure: { $0.cache.targetedFields = [] },
+            script: { r in
+                .init(
+                    fields: [("Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")],
+                    body: "v\(r.index)"
+                )
+            }
+        ) { h in
             _ = try await h.get("/plain")
             #expect(try await h.get("/plain").text == "v2", "no targeted fields: Cache-Control: no-store rules")
         }
@@ -133,12 +149,18 @@ import Testing
 
     @Test("With sendsTrace, Stowage-Cache-Trace says why a response was not stored; without it, nothing is sent")
     func traceHeader() async throws {
-        try await ProxyHarness.run(sendsTrace: true, script: { _ in
-            .init(fields: [("Cache-Control", "private, max-age=60")], body: "mine")
-        }) { h in
+        try await ProxyHarness.run(
+            sendsTrace: true,
+            script: { _ in
+                .init(fields: [("Cache-Control", "private, max-age=60")], body: "mine")
+            }
+        ) { h in
             let reply = try await h.get("/p")
             let trace = reply.headers["Stowage-Cache-Trace"].first ?? ""
-            #expect(trace.contains("not stored: section 5.2.2.7 private responses are not stored by a shared cache"), "\(trace)")
+            #expect(
+                trace.contains("not stored: section 5.2.2.7 private responses are not stored by a shared cache"),
+                "\(trace)"
+            )
         }
         try await ProxyHarness.run(script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "x") }) { h in
             let reply = try await h.get("/q")

@@ -4,8 +4,9 @@ import NIOHTTP1
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
-@testable import StowageProxy
 import Testing
+
+@testable import StowageProxy
 
 /// The nginx-style controls an operator sets, through the real proxy on loopback.
 @Suite struct OperatorControlsTests {
@@ -21,7 +22,10 @@ import Testing
             #expect(hit.status == 404 && hit.text == "v1")
             #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
             _ = try await h.get("/moved")
-            #expect(try await h.get("/moved").text == "v2", "302 is not heuristically cacheable; the lifetime makes it so")
+            #expect(
+                try await h.get("/moved").text == "v2",
+                "302 is not heuristically cacheable; the lifetime makes it so"
+            )
             #expect(h.origin.requestCount == 2)
         }
         // Without it, the same 404 (no Last-Modified, no freshness) is fetched every time.
@@ -31,7 +35,9 @@ import Testing
         }
     }
 
-    @Test("proxy_cache_use_stale error http_5xx: within the grace a stale response is served on a 503, must-revalidate or not")
+    @Test(
+        "proxy_cache_use_stale error http_5xx: within the grace a stale response is served on a 503, must-revalidate or not"
+    )
     func staleIfErrorGrace() async throws {
         let script: TestOriginServer.Script = { r in
             r.index == 1
@@ -79,7 +85,9 @@ import Testing
     @Test("proxy_cache_key: tracking parameters and parameter order do not split entries")
     func keyRules() async throws {
         try await ProxyHarness.run(
-            configure: { $0.cache.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"], sortsQueryParameters: true) },
+            configure: {
+                $0.cache.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"], sortsQueryParameters: true)
+            },
             script: versioned(maxAge: 60)
         ) { h in
             _ = try await h.get("/list?page=2&sort=new&utm_source=mail")
@@ -107,7 +115,13 @@ import Testing
         try await ProxyHarness.run(
             configure: { $0.cache.maximumBodySize = ByteCount(1_000) },
             script: { r in
-                .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: r.head.path == "/big" ? "x" : "y", count: r.head.path == "/big" ? 2_000 : 500))
+                .init(
+                    fields: [("Cache-Control", "max-age=60")],
+                    body: String(
+                        repeating: r.head.path == "/big" ? "x" : "y",
+                        count: r.head.path == "/big" ? 2_000 : 500
+                    )
+                )
             }
         ) { h in
             _ = try await h.get("/big")
@@ -119,7 +133,9 @@ import Testing
         }
     }
 
-    @Test("key headers: a response stored for one X-Tenant is never served to another, and a purge of the URL removes every tenant's")
+    @Test(
+        "key headers: a response stored for one X-Tenant is never served to another, and a purge of the URL removes every tenant's"
+    )
     func keyHeaders() async throws {
         try await ProxyHarness.run(
             configure: {
@@ -127,7 +143,10 @@ import Testing
                 $0.admin = .init(port: 0)
             },
             script: { r in
-                .init(fields: [("Cache-Control", "max-age=60")], body: "\(r.head.headerFields[HTTPField.Name("X-Tenant")!] ?? "none")-v\(r.index)")
+                .init(
+                    fields: [("Cache-Control", "max-age=60")],
+                    body: "\(r.head.headerFields[HTTPField.Name("X-Tenant")!] ?? "none")-v\(r.index)"
+                )
             }
         ) { h in
             #expect(try await h.get("/page", headers: [("X-Tenant", "a")]).text == "a-v1")
@@ -148,7 +167,9 @@ import Testing
     @Test("proxy_cache_bypass: a matching request goes to the origin and its response replaces the stored one")
     func bypass() async throws {
         try await ProxyHarness.run(
-            configure: { $0.cache.bypass = [.header(HTTPField.Name("X-Refresh")!), .cookie("session"), .pathPrefix("/admin/")] },
+            configure: {
+                $0.cache.bypass = [.header(HTTPField.Name("X-Refresh")!), .cookie("session"), .pathPrefix("/admin/")]
+            },
             script: versioned(maxAge: 60)
         ) { h in
             _ = try await h.get("/page")
@@ -187,7 +208,10 @@ import Testing
             #expect(try await h.get("/news/1").cacheStatus.hasPrefix("stowage; hit") == false)
             #expect(try await h.get("/img/a").cacheStatus.hasPrefix("stowage; hit"))
 
-            let prefix = try await h.admin(.POST, "/ban?prefix=" + (base + "/img/").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+            let prefix = try await h.admin(
+                .POST,
+                "/ban?prefix=" + (base + "/img/").addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            )
             #expect(prefix.text.contains("banned 1"), "\(prefix.text)")
             #expect(try await h.get("/img/a").cacheStatus.hasPrefix("stowage; hit") == false)
 
@@ -204,7 +228,8 @@ import Testing
 
     @Test("with a token, admin requests without it get 401; a non-loopback admin address needs one")
     func token() async throws {
-        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0, token: "s3cret") }, script: Self.tagged) { h in
+        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0, token: "s3cret") }, script: Self.tagged) {
+            h in
             _ = try await h.get("/news/1")
             #expect(try await h.admin(.POST, "/ban?tag=news").status == 401)
             #expect(try await h.admin(.POST, "/ban?tag=news", token: "wrong").status == 401)
@@ -216,9 +241,12 @@ import Testing
         #expect(throws: Never.self) { try open.validate() }
     }
 
-    @Test("ProxyAdminClient purges, bans by tag and prefix with counts, and gives typed errors for a wrong token or no listener")
+    @Test(
+        "ProxyAdminClient purges, bans by tag and prefix with counts, and gives typed errors for a wrong token or no listener"
+    )
     func adminClient() async throws {
-        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0, token: "s3cret") }, script: Self.tagged) { h in
+        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0, token: "s3cret") }, script: Self.tagged) {
+            h in
             for path in ["/news/1", "/news/2", "/img/a", "/img/b", "/about"] { _ = try await h.get(path) }
             let address = "127.0.0.1:\(h.adminPort ?? 0)"
             let admin = try ProxyAdminClient(address: address, token: "s3cret")
@@ -233,7 +261,10 @@ import Testing
 
             let wrong = try ProxyAdminClient(address: address, token: "wrong")
             let refused = await #expect(throws: ProxyError.self) { try await wrong.ban(tag: "news") }
-            #expect(refused?.code == .refused && refused?.message.contains("401") == true, "\(String(describing: refused))")
+            #expect(
+                refused?.code == .refused && refused?.message.contains("401") == true,
+                "\(String(describing: refused))"
+            )
         }
         // Port 1 on loopback: nothing listens there.
         let nobody = try ProxyAdminClient(address: "127.0.0.1:1", timeout: .seconds(5))

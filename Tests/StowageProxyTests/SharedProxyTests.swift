@@ -17,7 +17,9 @@ import Testing
 /// Two proxies, each with its own memory and disk, sharing one redis-server.
 @Suite("Proxies sharing a Redis tier", .enabled(if: RedisServerProcess.isAvailable, "needs redis-server and redis-cli"))
 struct SharedProxyTests {
-    @Test("a response cached through one proxy is a hit through the other; an unsafe request through one invalidates both")
+    @Test(
+        "a response cached through one proxy is a hit through the other; an unsafe request through one invalidates both"
+    )
     func sharedHits() async throws {
         try await SharedProxyFleet.run { fleet in
             let first = try await fleet.startProxy(directory: "a")
@@ -43,12 +45,16 @@ struct SharedProxyTests {
         }
     }
 
-    @Test("a ban by tag through one proxy reaches the other: responses it stored, and copies taken from Redis, go everywhere")
+    @Test(
+        "a ban by tag through one proxy reaches the other: responses it stored, and copies taken from Redis, go everywhere"
+    )
     func tagBanReachesEveryProxy() async throws {
         let tagged: TestOriginServer.Script = { received in
             let path = received.head.path ?? "/"
             return .init(
-                fields: [("Cache-Control", "max-age=600"), ("Surrogate-Key", path.hasPrefix("/news/") ? "news" : "other")],
+                fields: [
+                    ("Cache-Control", "max-age=600"), ("Surrogate-Key", path.hasPrefix("/news/") ? "news" : "other"),
+                ],
                 body: "\(path)-v\(received.index)"
             )
         }
@@ -59,7 +65,9 @@ struct SharedProxyTests {
             _ = try await fleet.get(first, "/news/1")
             _ = try await fleet.get(second, "/news/2")
             _ = try await fleet.get(first, "/about")
-            for path in ["/news/1", "/news/2", "/about"] { try await fleet.waitUntilShared(path.hasSuffix("2") ? second : first, path) }
+            for path in ["/news/1", "/news/2", "/about"] {
+                try await fleet.waitUntilShared(path.hasSuffix("2") ? second : first, path)
+            }
             for proxy in [first, second] {
                 for path in ["/news/1", "/news/2", "/about"] {
                     #expect(try await fleet.get(proxy, path).cacheStatus.hasPrefix("stowage; hit"), "\(path)")
@@ -69,7 +77,10 @@ struct SharedProxyTests {
 
             // Only the first proxy knows /news/1 is tagged, only the second /news/2.
             #expect(try await first.proxy.cache.ban(tag: "news") == 1)
-            #expect(try await first.tier.entry(forKey: fleet.recordKey("/news/1")) == nil, "the banning proxy removed the shared copy")
+            #expect(
+                try await first.tier.entry(forKey: fleet.recordKey("/news/1")) == nil,
+                "the banning proxy removed the shared copy"
+            )
             // Whichever proxy asks first fetches a new version, and the other may take that one
             // from Redis; neither may serve the banned one again.
             for proxy in [second, first] {
@@ -80,7 +91,10 @@ struct SharedProxyTests {
                         try await Task.sleep(for: .milliseconds(20))
                         reply = try await fleet.get(proxy, path)
                     }
-                    #expect(reply.text != banned, "the \(proxy.port == first.port ? "first" : "second") proxy served the banned \(path)")
+                    #expect(
+                        reply.text != banned,
+                        "the \(proxy.port == first.port ? "first" : "second") proxy served the banned \(path)"
+                    )
                 }
                 #expect(try await fleet.get(proxy, "/about").cacheStatus.hasPrefix("stowage; hit"), "untagged stays")
             }
@@ -208,7 +222,11 @@ private final class SharedProxyFleet: Sendable {
         await proxy.tier.shutdown()
     }
 
-    func get(_ proxy: Proxy, _ path: String, method: HTTPMethod = .GET) async throws
+    func get(
+        _ proxy: Proxy,
+        _ path: String,
+        method: HTTPMethod = .GET
+    ) async throws
         -> (text: String, cacheStatus: String)
     {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(proxy.port)\(path)")

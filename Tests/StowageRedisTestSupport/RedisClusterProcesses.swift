@@ -26,7 +26,9 @@ public final class RedisClusterProcesses: Sendable {
         let cluster = RedisClusterProcesses(nodes: nodes)
         try RedisServerProcess.run(
             "redis-cli",
-            ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + ["--cluster-replicas", String(replicasPerMaster), "--cluster-yes"]
+            ["--cluster", "create"] + nodes.map { "127.0.0.1:\($0.port)" } + [
+                "--cluster-replicas", String(replicasPerMaster), "--cluster-yes",
+            ]
         )
         try await cluster.waitUntilConsistent()
         return cluster

@@ -78,10 +78,12 @@ public final class RedisServerProcess: Sendable {
     /// for it to exit. Not SIGTERM: a child of the test process inherits its blocked signals, and
     /// redis-server then never sees the SIGTERM.
     public func stop() {
-        guard let process = process.withLock({ state -> Process? in
-            defer { state = nil }
-            return state
-        }) else { return }
+        guard
+            let process = process.withLock({ state -> Process? in
+                defer { state = nil }
+                return state
+            })
+        else { return }
         _ = try? cli(["SHUTDOWN", "NOSAVE"])
         let deadline = Date().addingTimeInterval(5)
         while process.isRunning, Date() < deadline { usleep(5_000) }
@@ -91,10 +93,12 @@ public final class RedisServerProcess: Sendable {
 
     /// Kills the server (SIGKILL), as a crash or an OOM kill would.
     public func kill() {
-        guard let process = process.withLock({ state -> Process? in
-            defer { state = nil }
-            return state
-        }) else { return }
+        guard
+            let process = process.withLock({ state -> Process? in
+                defer { state = nil }
+                return state
+            })
+        else { return }
         Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
@@ -192,7 +196,9 @@ public final class RedisServerProcess: Sendable {
     @discardableResult
     public static func run(_ tool: String, _ arguments: [String]) throws -> String {
         guard let url = executable(tool) else { throw TestSupportError("\(tool) is not installed") }
-        let outputURL = FileManager.default.temporaryDirectory.appending(path: "stowage-redis-output-\(UUID().uuidString)")
+        let outputURL = FileManager.default.temporaryDirectory.appending(
+            path: "stowage-redis-output-\(UUID().uuidString)"
+        )
         guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
             throw TestSupportError("cannot create \(outputURL.path)")
         }
@@ -209,7 +215,9 @@ public final class RedisServerProcess: Sendable {
         try output.close()
         let text = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
         guard process.terminationStatus == 0 else {
-            throw TestSupportError("\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
+            throw TestSupportError(
+                "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)"
+            )
         }
         return text
     }

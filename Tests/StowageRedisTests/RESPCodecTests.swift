@@ -55,7 +55,9 @@ struct RESPCodecTests {
 
     @Test("malformed input throws a protocol error")
     func malformed() {
-        for text in ["?x\r\n", ":12a\r\n", "$3\r\nabcd\r\n", "*-2\r\n", "#x\r\n", "_x\r\n", ",abc\r\n", "$-5\r\n", "+a\rb"] {
+        for text in [
+            "?x\r\n", ":12a\r\n", "$3\r\nabcd\r\n", "*-2\r\n", "#x\r\n", "_x\r\n", ",abc\r\n", "$-5\r\n", "+a\rb",
+        ] {
             var buffer = ByteBuffer(string: text)
             #expect(throws: RedisError.self, "\(text.debugDescription)") { try RESPDecoder().decode(&buffer) }
         }
@@ -78,7 +80,9 @@ struct RESPCodecTests {
     func roundTrip() throws {
         var random = SeededRandom(seed: 0x5EED)
         for _ in 0..<FuzzSettings.iterations / 4 {
-            let values = (0..<Int.random(in: 1...4, using: &random)).map { _ in RandomRESP.value(depth: 0, using: &random) }
+            let values = (0..<Int.random(in: 1...4, using: &random)).map { _ in
+                RandomRESP.value(depth: 0, using: &random)
+            }
             var encoded = ByteBuffer()
             for value in values { RESPEncoder.write(value, into: &encoded) }
             // Feed the stream in random pieces, as a socket would.
@@ -111,7 +115,8 @@ struct RESPCodecTests {
             } else {
                 bytes = (0..<Int.random(in: 0...64, using: &random)).map { _ in
                     Bool.random(using: &random)
-                        ? UInt8.random(in: 0...255, using: &random) : Array("+-:$*_,#(!=%~>|\r\n0123456789".utf8).randomElement(using: &random)!
+                        ? UInt8.random(in: 0...255, using: &random)
+                        : Array("+-:$*_,#(!=%~>|\r\n0123456789".utf8).randomElement(using: &random)!
                 }
             }
             var buffer = ByteBuffer(bytes: bytes)
@@ -154,7 +159,9 @@ enum RandomRESP {
     }
 
     static func text(using random: inout SeededRandom) -> String {
-        String((0..<Int.random(in: 0...20, using: &random)).map { _ in "ab\r\n\0é€😀 $*".randomElement(using: &random)! })
+        String(
+            (0..<Int.random(in: 0...20, using: &random)).map { _ in "ab\r\n\0é€😀 $*".randomElement(using: &random)! }
+        )
     }
 
     static func value(depth: Int, using random: inout SeededRandom) -> RESPValue {
@@ -167,7 +174,9 @@ enum RandomRESP {
         case 1: return .simpleError(line(using: &random))
         case 2: return .integer(Int64.random(in: .min ... .max, using: &random))
         case 3:
-            let bytes = (0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let bytes = (0..<Int.random(in: 0...40, using: &random)).map { _ in
+                UInt8.random(in: 0...255, using: &random)
+            }
             return .bulkString(ByteBuffer(bytes: bytes))
         case 4: return Bool.random(using: &random) ? .bulkString(nil) : .array(nil)
         case 5: return .null
@@ -177,14 +186,22 @@ enum RandomRESP {
                     .randomElement(using: &random)!
             )
         case 7: return .boolean(Bool.random(using: &random))
-        case 8: return .bigNumber((Bool.random(using: &random) ? "-" : "") + String(UInt64.random(in: 0 ... .max, using: &random)) + "123456789")
+        case 8:
+            return .bigNumber(
+                (Bool.random(using: &random) ? "-" : "") + String(UInt64.random(in: 0 ... .max, using: &random))
+                    + "123456789"
+            )
         case 9: return .bulkError(text(using: &random))
-        case 10: return .verbatimString(format: ["txt", "mkd"].randomElement(using: &random)!, text: text(using: &random))
+        case 10:
+            return .verbatimString(format: ["txt", "mkd"].randomElement(using: &random)!, text: text(using: &random))
         case 11: return .array(children())
         case 12:
             return .map(
                 (0..<Int.random(in: 0...3, using: &random)).map { _ in
-                    RESPMapEntry(key: value(depth: depth + 1, using: &random), value: value(depth: depth + 1, using: &random))
+                    RESPMapEntry(
+                        key: value(depth: depth + 1, using: &random),
+                        value: value(depth: depth + 1, using: &random)
+                    )
                 }
             )
         case 13: return .set(children())

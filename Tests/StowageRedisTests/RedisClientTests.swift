@@ -4,7 +4,10 @@ import StowageRedis
 import StowageRedisTestSupport
 import Testing
 
-@Suite("RedisClient against redis-server", .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"))
+@Suite(
+    "RedisClient against redis-server",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+)
 struct RedisClientTests {
     @Test("binary values round-trip through the server; typed replies come back")
     func roundTrips() async throws {
@@ -23,7 +26,10 @@ struct RedisClientTests {
         #expect(try await client.send(RedisCommand("INCRBY", "n", "5", keyIndex: 1)) == .integer(5))
         // RESP3 types arrive as themselves: a map from HGETALL, a double from INCRBYFLOAT's RESP3 sibling.
         try await client.send(RedisCommand("HSET", "h", "f", "v", keyIndex: 1))
-        #expect(try await client.send(RedisCommand("HGETALL", "h", keyIndex: 1)) == .map([RESPMapEntry(key: .bulkString("f"), value: .bulkString("v"))]))
+        #expect(
+            try await client.send(RedisCommand("HGETALL", "h", keyIndex: 1))
+                == .map([RESPMapEntry(key: .bulkString("f"), value: .bulkString("v"))])
+        )
         try await client.send(RedisCommand("ZADD", "z", "1.5", "m", keyIndex: 1))
         #expect(try await client.send(RedisCommand("ZSCORE", "z", "m", keyIndex: 1)) == .double(1.5))
     }

@@ -41,12 +41,18 @@ struct RedisClusterTests {
         }
         for index in stride(from: 0, to: 300, by: 7) {
             let serverSlot = try cluster.nodes[0].cli(["CLUSTER", "KEYSLOT", "key:\(index)"])
-            #expect(Int(serverSlot.trimmingCharacters(in: .whitespacesAndNewlines)) == RedisHashSlot.slot(for: "key:\(index)"))
+            #expect(
+                Int(serverSlot.trimmingCharacters(in: .whitespacesAndNewlines))
+                    == RedisHashSlot.slot(for: "key:\(index)")
+            )
         }
         // Keyless commands go to any master; multi-key commands in one hash tag work.
         #expect(try await client.send(.ping) == .simpleString("PONG"))
         try await client.send(RedisCommand("MSET", "{t}a", "1", "{t}b", "2", keyIndex: 1))
-        #expect(try await client.send(RedisCommand("MGET", "{t}a", "{t}b", keyIndex: 1)) == .array([.bulkString("1"), .bulkString("2")]))
+        #expect(
+            try await client.send(RedisCommand("MGET", "{t}a", "{t}b", keyIndex: 1))
+                == .array([.bulkString("1"), .bulkString("2")])
+        )
     }
 
     @Test("a slot range resharded between masters during load is followed through MOVED/ASK with no failed command")
@@ -106,8 +112,11 @@ struct RedisClusterTests {
         // The client's map follows the move.
         for key in keys.prefix(20) { _ = try await client.send(.get(key)) }
         #expect(try await client.master(forKey: keys[0]) == "127.0.0.1:\(target.port)")
-        let moved = Int(try target.cli(["CLUSTER", "COUNTKEYSINSLOT", String(RedisHashSlot.slot(for: keys[0]))])
-            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let moved =
+            Int(
+                try target.cli(["CLUSTER", "COUNTKEYSINSLOT", String(RedisHashSlot.slot(for: keys[0]))])
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            ) ?? 0
         #expect(moved > 0)
     }
 }
@@ -129,7 +138,12 @@ struct RedisClusterReplicaTests {
         configuration.readsFromReplicas = true
         let client = try RedisClusterClient(seeds: [configuration])
         let plain = try RedisClusterClient(seeds: [cluster.seeds[0]])
-        defer { Task { await client.shutdown(); await plain.shutdown() } }
+        defer {
+            Task {
+                await client.shutdown()
+                await plain.shutdown()
+            }
+        }
         for index in 0..<100 { try await client.send(.set("key:\(index)", value: RedisArgument(index))) }
         // Replication is asynchronous: wait until every replica has its master's keys.
         try await waitFor(timeout: .seconds(30)) {

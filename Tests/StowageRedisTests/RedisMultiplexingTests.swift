@@ -8,11 +8,15 @@ import Testing
 struct RedisCommandConnectionNeedsTests {
     @Test("blocking and connection-state commands need a connection of their own; data commands do not")
     func classification() {
-        for name in ["BLPOP", "blpop", "BZPopMin", "XREAD", "WAIT", "MULTI", "EXEC", "WATCH", "SELECT", "CLIENT", "SUBSCRIBE"] {
+        for name in [
+            "BLPOP", "blpop", "BZPopMin", "XREAD", "WAIT", "MULTI", "EXEC", "WATCH", "SELECT", "CLIENT", "SUBSCRIBE",
+        ] {
             #expect(RedisCommand(name, "x").needsOwnConnection, "\(name)")
         }
-        for command in [RedisCommand.get("k"), .set("k", value: "v"), .del("k"), .ping, .publish("c", message: "m"),
-                        .eval("return 1", keys: [], arguments: []), RedisCommand("HGETALL", "h"), RedisCommand("XADD", "s")] {
+        for command in [
+            RedisCommand.get("k"), .set("k", value: "v"), .del("k"), .ping, .publish("c", message: "m"),
+            .eval("return 1", keys: [], arguments: []), RedisCommand("HGETALL", "h"), RedisCommand("XADD", "s"),
+        ] {
             #expect(!command.needsOwnConnection, "\(command)")
         }
     }
@@ -41,7 +45,9 @@ struct RedisMultiplexingTests {
                         try await client.send(.set(key, value: RedisArgument(value)))
                         let reply = try await client.send(.get(key))
                         #expect(reply.string == value)
-                        let counted = try await client.send(RedisCommand("INCR", RedisArgument("n:\(caller)"), keyIndex: 1))
+                        let counted = try await client.send(
+                            RedisCommand("INCR", RedisArgument("n:\(caller)"), keyIndex: 1)
+                        )
                         #expect(counted == .integer(Int64(round + 1)))
                         if round % 25 == 0 {
                             let replies = try await client.pipeline([.get(key), .ping, .get("m:missing")])

@@ -19,11 +19,16 @@ struct RedisTLSTests {
             in: FileManager.default.temporaryDirectory.appending(path: "stowage-tls-\(UUID().uuidString)")
         )
         let tlsPort = try RedisServerProcess.freePort()
-        let server = try await RedisServerProcess.start(extraArguments: authority.redisServerArguments(tlsPort: tlsPort))
+        let server = try await RedisServerProcess.start(
+            extraArguments: authority.redisServerArguments(tlsPort: tlsPort)
+        )
         return (server, tlsPort, authority)
     }
 
-    private static func configuration(_ url: String, trusting authority: TestCertificateAuthority?) throws
+    private static func configuration(
+        _ url: String,
+        trusting authority: TestCertificateAuthority?
+    ) throws
         -> RedisConfiguration
     {
         var configuration = try RedisConfiguration(url: url)
@@ -61,7 +66,9 @@ struct RedisTLSTests {
         try await client.send(.publish("tls:news", message: "over TLS"))
         var message: String?
         while message == nil, let event = await events.next() {
-            if case .message(let channel, let payload) = event, channel == "tls:news" { message = String(buffer: payload) }
+            if case .message(let channel, let payload) = event, channel == "tls:news" {
+                message = String(buffer: payload)
+            }
         }
         #expect(message == "over TLS")
         // The same port refuses plain TCP: the TLS really is in the way.
@@ -80,7 +87,9 @@ struct RedisTLSTests {
             try? FileManager.default.removeItem(at: authority.directory)
         }
         // System trust roots do not know the test CA.
-        let untrusting = RedisClient(configuration: try Self.configuration("rediss://localhost:\(tlsPort)", trusting: nil))
+        let untrusting = RedisClient(
+            configuration: try Self.configuration("rediss://localhost:\(tlsPort)", trusting: nil)
+        )
         defer { Task { await untrusting.shutdown() } }
         await #expect {
             try await untrusting.send(.ping)

@@ -8,7 +8,9 @@ import Testing
 struct SecretStoreFormatTests {
     @Test("a store written by a newer format is refused with .unsupported, and its files are left as they were")
     func newerFormat() throws {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-secrets-fmt-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appending(
+            path: "stowage-secrets-fmt-\(UUID().uuidString)"
+        )
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = SecretStore.MasterKey.key(.init(size: .bits256))
         let store = try SecretStore(directory: directory, masterKey: key)

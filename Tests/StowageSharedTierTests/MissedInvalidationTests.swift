@@ -83,12 +83,25 @@ struct MissedInvalidationTests {
         // Publishing nodes: with server tracking, Redis itself would tell b of the writes below
         // (the tracking connection's gap is TrackingInvalidationTests' business).
         let (a, tierA) = try await makeNode(
-            url: server.url, namespace: "m3", scratch: scratch, name: "a", invalidations: .publish
+            url: server.url,
+            namespace: "m3",
+            scratch: scratch,
+            name: "a",
+            invalidations: .publish
         )
         let (b, tierB) = try await makeNode(
-            url: server.url, namespace: "m3", scratch: scratch, name: "b", invalidations: .publish
+            url: server.url,
+            namespace: "m3",
+            scratch: scratch,
+            name: "b",
+            invalidations: .publish
         )
-        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        defer {
+            Task {
+                await tierA.shutdown()
+                await tierB.shutdown()
+            }
+        }
         try await seed(["changed", "removed"], from: a, to: b)
         // Changes that b never hears of: written to Redis with no invalidation message, as if
         // the message had been sent while b's subscription was down.
@@ -123,12 +136,25 @@ struct MissedInvalidationTests {
             $0.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
         }
         let (a, tierA) = try await makeNode(
-            url: server.url, namespace: "m4", scratch: scratch, name: "a", configure: quickReconnect
+            url: server.url,
+            namespace: "m4",
+            scratch: scratch,
+            name: "a",
+            configure: quickReconnect
         )
         let (b, tierB) = try await makeNode(
-            url: server.url, namespace: "m4", scratch: scratch, name: "b", configure: quickReconnect
+            url: server.url,
+            namespace: "m4",
+            scratch: scratch,
+            name: "b",
+            configure: quickReconnect
         )
-        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        defer {
+            Task {
+                await tierA.shutdown()
+                await tierB.shutdown()
+            }
+        }
         try await seed(["written", "removed"], from: a, to: b)
 
         server.kill()

@@ -15,7 +15,12 @@ struct SharedTierTests {
         let scratch = try ScratchDirectory()
         let (writer, writerTier) = try await makeNode(url: server.url, namespace: "t1", scratch: scratch, name: "a")
         let (reader, readerTier) = try await makeNode(url: server.url, namespace: "t1", scratch: scratch, name: "b")
-        defer { Task { await writerTier.shutdown(); await readerTier.shutdown() } }
+        defer {
+            Task {
+                await writerTier.shutdown()
+                await readerTier.shutdown()
+            }
+        }
         try await writer.setValue("hello", forKey: "greeting", timeToLive: 60)
         let ttl = try await writerTier.client.send(RedisCommand("PTTL", "t1:{=greeting}", keyIndex: 1)).integer ?? 0
         #expect(ttl > 50_000 && ttl <= 60_000)
@@ -27,7 +32,8 @@ struct SharedTierTests {
         try await eventually {
             let value = try await reader.value(forKey: "greeting")
             let onDisk = try await reader.disk.data(forKey: "greeting")
-            return value == "hello" && reader.memory.value(forKey: "greeting") == "hello" && onDisk == Data("hello".utf8)
+            return value == "hello" && reader.memory.value(forKey: "greeting") == "hello"
+                && onDisk == Data("hello".utf8)
         }
         #expect(try await reader.value(forKey: "absent") == nil)
         #expect(reader.sharedStatistics.misses == 1)
@@ -40,7 +46,12 @@ struct SharedTierTests {
         let scratch = try ScratchDirectory()
         let (a, tierA) = try await makeNode(url: server.url, namespace: "t2", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: server.url, namespace: "t2", scratch: scratch, name: "b")
-        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        defer {
+            Task {
+                await tierA.shutdown()
+                await tierB.shutdown()
+            }
+        }
         try await a.setValue("v1", forKey: "k")
         #expect(try await b.value(forKey: "k") == "v1")
         try await a.setValue("v2", forKey: "k")
@@ -61,7 +72,12 @@ struct SharedTierTests {
         let scratch = try ScratchDirectory()
         let (a, tierA) = try await makeNode(url: server.url, namespace: "t2p", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: server.url, namespace: "t2p", scratch: scratch, name: "b")
-        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        defer {
+            Task {
+                await tierA.shutdown()
+                await tierB.shutdown()
+            }
+        }
         for key in ["user/1", "user/2", "other"] { try await a.setValue("v", forKey: key) }
         for key in ["user/1", "user/2", "other"] {
             try await eventually {
@@ -135,7 +151,11 @@ struct SharedTierTests {
         var options = SharedTierOptions()
         options.loadWaitTimeout = .seconds(60)
         let (local, tier) = try await makeNode(
-            url: server.url, namespace: "t4", scratch: scratch, name: "local", options: options
+            url: server.url,
+            namespace: "t4",
+            scratch: scratch,
+            name: "local",
+            options: options
         )
         defer { Task { await tier.shutdown() } }
         let workers = try (0..<2).map {
@@ -175,7 +195,13 @@ struct SharedTierTests {
         let scratch = try ScratchDirectory()
         var options = SharedTierOptions()
         options.loadWaitTimeout = .milliseconds(400)
-        let (cache, tier) = try await makeNode(url: server.url, namespace: "t5", scratch: scratch, name: "a", options: options)
+        let (cache, tier) = try await makeNode(
+            url: server.url,
+            namespace: "t5",
+            scratch: scratch,
+            name: "a",
+            options: options
+        )
         defer { Task { await tier.shutdown() } }
         // A node that took the lock and hung.
         let stuck = try #require(try await tier.lockForLoading(key: "slow", lease: .seconds(30)))
@@ -191,7 +217,9 @@ struct SharedTierTests {
     func lockRefusedWhenValueStored() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t7") { $0.connectTimeout = .seconds(30) }
+        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t7") {
+            $0.connectTimeout = .seconds(30)
+        }
         defer { Task { await tier.shutdown() } }
         // The last loader stored the value and let go between another node's miss and its lock.
         let loader = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(30)))
@@ -218,7 +246,13 @@ struct SharedTierTests {
         let scratch = try ScratchDirectory()
         var options = SharedTierOptions()
         options.loadWaitTimeout = .seconds(60)
-        let (cache, tier) = try await makeNode(url: server.url, namespace: "t8", scratch: scratch, name: "a", options: options)
+        let (cache, tier) = try await makeNode(
+            url: server.url,
+            namespace: "t8",
+            scratch: scratch,
+            name: "a",
+            options: options
+        )
         defer { Task { await tier.shutdown() } }
         // Bytes in the shared format's envelope that the String serializer cannot decode (a newer
         // node's format, say): the lock is refused because a value is there.
@@ -234,7 +268,9 @@ struct SharedTierTests {
     func fencing() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t6") { $0.connectTimeout = .seconds(30) }
+        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t6") {
+            $0.connectTimeout = .seconds(30)
+        }
         defer { Task { await tier.shutdown() } }
         let first = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(60)))
         #expect(try await tier.lockForLoading(key: "k", lease: .seconds(5)) == nil)
@@ -327,7 +363,11 @@ struct SharedTierTests {
         // Published invalidations: the DEL below, from a plain client, reaches no node — as
         // values lost by a server restarting empty do not.
         let (cache, tier) = try await makeNode(
-            url: server.url, namespace: "t9", scratch: scratch, name: "a", invalidations: .publish
+            url: server.url,
+            namespace: "t9",
+            scratch: scratch,
+            name: "a",
+            invalidations: .publish
         )
         defer { Task { await tier.shutdown() } }
         try await cache.setValue("v", forKey: "k")
@@ -345,16 +385,26 @@ struct SharedTierTests {
         #expect(try await cache.disk.data(forKey: "k") == nil)
     }
 
-    @Test("a change that could not reach Redis is dropped when another node's newer write of the key is heard, not replayed over it")
+    @Test(
+        "a change that could not reach Redis is dropped when another node's newer write of the key is heard, not replayed over it"
+    )
     func pendingChangeYieldsToNewerWrite() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         let scratch = try ScratchDirectory()
         let (a, tierA) = try await makeNode(
-            url: server.url, namespace: "t10", scratch: scratch, name: "a", invalidations: .publish
+            url: server.url,
+            namespace: "t10",
+            scratch: scratch,
+            name: "a",
+            invalidations: .publish
         ) { $0.commandTimeout = .seconds(1) }
         let (_, tierB) = try await makeNode(
-            url: server.url, namespace: "t10", scratch: scratch, name: "b", invalidations: .publish
+            url: server.url,
+            namespace: "t10",
+            scratch: scratch,
+            name: "b",
+            invalidations: .publish
         )
         defer {
             Task {
@@ -400,7 +450,12 @@ struct SharedTierClusterTests {
         let last = "redis://127.0.0.1:\(cluster.nodes[2].port)"
         let (a, tierA) = try await makeNode(url: first, namespace: "c1", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: last, namespace: "c1", scratch: scratch, name: "b")
-        defer { Task { await tierA.shutdown(); await tierB.shutdown() } }
+        defer {
+            Task {
+                await tierA.shutdown()
+                await tierB.shutdown()
+            }
+        }
         #expect(tierA.client is RedisClusterClient)
         for index in 0..<50 { try await a.setValue("v\(index)", forKey: "key-\(index)", timeToLive: 300) }
         for index in 0..<50 { #expect(try await b.value(forKey: "key-\(index)") == "v\(index)") }

@@ -95,7 +95,8 @@ final class WorkerNode: Sendable {
     ) async throws -> String {
         try await withThrowingTaskGroup(of: String.self) { group in
             group.addTask { [self] in
-                for await line in lines where line.hasPrefix(prefix) || (orMiss && line.hasPrefix("miss")) || also(line) {
+                for await line in lines where line.hasPrefix(prefix) || (orMiss && line.hasPrefix("miss")) || also(line)
+                {
                     return line
                 }
                 throw TestSupportError("the worker exited while waiting for '\(prefix)'")

@@ -18,11 +18,27 @@ struct WaitClockTests {
         var options = SharedTierOptions()
         options.waitClock = clock
         options.loadWaitTimeout = .seconds(3_600)  // an hour of real time if the clock were ignored
-        let (waiter, waiterTier) = try await makeNode(url: server.url, namespace: "wc", scratch: scratch, name: "b", options: options)
-        defer { Task { await holderTier.shutdown(); await waiterTier.shutdown() } }
+        let (waiter, waiterTier) = try await makeNode(
+            url: server.url,
+            namespace: "wc",
+            scratch: scratch,
+            name: "b",
+            options: options
+        )
+        defer {
+            Task {
+                await holderTier.shutdown()
+                await waiterTier.shutdown()
+            }
+        }
 
         // The holder takes the key's load lock and keeps loading.
-        let holding = Task { try await holder.value(forKey: "k") { try await Task.sleep(for: .seconds(3_600)); return "a" } }
+        let holding = Task {
+            try await holder.value(forKey: "k") {
+                try await Task.sleep(for: .seconds(3_600))
+                return "a"
+            }
+        }
         defer { holding.cancel() }
         try await eventually(timeout: .seconds(30)) { try await holderTier.isLockedForLoading(key: "k") }
 

@@ -42,7 +42,10 @@ do {
     memoryConfiguration.memoryPressureSource = nil
     let cache = HybridCache(
         memory: try MemoryCache<String, String>(configuration: memoryConfiguration),
-        disk: try DiskCache(directory: URL(filePath: arguments[3], directoryHint: .isDirectory), configuration: configuration),
+        disk: try DiskCache(
+            directory: URL(filePath: arguments[3], directoryHint: .isDirectory),
+            configuration: configuration
+        ),
         serializer: StringSerializer(),
         shared: tier,
         sharedOptions: options

@@ -8,9 +8,14 @@ import Testing
 func snapshot(_ directories: [URL]) throws -> [String: Data] {
     var files: [String: Data] = [:]
     for directory in directories {
-        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
+        guard
+            let enumerator = FileManager.default.enumerator(
+                at: directory,
+                includingPropertiesForKeys: [.isRegularFileKey]
+            )
         else { continue }
-        for case let url as URL in enumerator where (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true {
+        for case let url as URL in enumerator
+        where (try url.resourceValues(forKeys: [.isRegularFileKey])).isRegularFile == true {
             files[url.path] = try Data(contentsOf: url)
         }
     }
@@ -26,7 +31,9 @@ struct ClearCachesTests {
         let container = fixture.container
         try FileManager.default.createDirectory(at: container.url(for: .documents), withIntermediateDirectories: true)
         try Data("my essay".utf8).write(to: container.url(for: .documents).appending(path: "essay.txt"))
-        let durable = [container.url(for: .documents), container.url(for: .applicationSupport), container.url(for: .preferences)]
+        let durable = [
+            container.url(for: .documents), container.url(for: .applicationSupport), container.url(for: .preferences),
+        ]
         // Application support holds the purgeable registry, which a clear leaves as it is too.
         let before = try snapshot(durable)
         #expect(before.count >= 5)
@@ -36,9 +43,11 @@ struct ClearCachesTests {
 
         let clearing = ClearCaches(container: container)
         let plan = try clearing.plan()
-        #expect(plan.manifest.tasks.map(\.description) == [
-            "Path 'tmp'", "Class 'DiskCache'", "Path 'Library/Caches'", "Path 'Library/Caches/downloads'",
-        ])
+        #expect(
+            plan.manifest.tasks.map(\.description) == [
+                "Path 'tmp'", "Class 'DiskCache'", "Path 'Library/Caches'", "Path 'Library/Caches/downloads'",
+            ]
+        )
 
         var phases: [CleanPhase] = []
         var report: CleanReport?
@@ -57,7 +66,11 @@ struct ClearCachesTests {
         #expect(try open.dataBlocking(forKey: "large0") == nil)
         let caches = try FileManager.default.contentsOfDirectory(atPath: container.url(for: .caches).path).sorted()
         #expect(caches == ["CACHEDIR.TAG", "downloads", "http", "images"])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: container.url(for: .caches).appending(path: "downloads").path).isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(
+                atPath: container.url(for: .caches).appending(path: "downloads").path
+            ).isEmpty
+        )
         #expect(try FileManager.default.contentsOfDirectory(atPath: container.url(for: .temporary).path).isEmpty)
 
         let account = try await StorageAccountant(container: container).account()

@@ -13,7 +13,11 @@ struct OpenStoresTests {
     private static let name = PreferenceKey<String>("name", default: "")
 
     private static func hybrid(_ disk: DiskCache) throws -> HybridCache<String> {
-        HybridCache(memory: try MemoryCache(configuration: .init(costLimit: 1 << 20)), disk: disk, serializer: StringSerializer())
+        HybridCache(
+            memory: try MemoryCache(configuration: .init(costLimit: 1 << 20)),
+            disk: disk,
+            serializer: StringSerializer()
+        )
     }
 
     /// Runs `StowageStoresWorker wipe ROOT USER`: the wipe happens in another process.
@@ -26,7 +30,10 @@ struct OpenStoresTests {
         #expect(process.terminationStatus == 0)
     }
 
-    @Test("a wipe, here or in another process, leaves none of the user's open caches or preferences serving", arguments: [false, true])
+    @Test(
+        "a wipe, here or in another process, leaves none of the user's open caches or preferences serving",
+        arguments: [false, true]
+    )
     func wipeReachesOpenHandles(inAnotherProcess: Bool) async throws {
         let fixture = try PopulatedContainer()
         let spaces = UserSpaces(container: fixture.container)
@@ -80,7 +87,9 @@ struct OpenStoresTests {
         try Data("my essay".utf8).write(to: container.url(for: .documents).appending(path: "essay.txt"))
         let preferences = try Preferences.openBlocking(in: container)
         try preferences.set("kept", for: Self.name)
-        let durable = [container.url(for: .documents), container.url(for: .applicationSupport), container.url(for: .preferences)]
+        let durable = [
+            container.url(for: .documents), container.url(for: .applicationSupport), container.url(for: .preferences),
+        ]
         let cache = try Self.hybrid(try DiskCache(container: container, name: "feed"))
         try await cache.setValue("cached", forKey: "latest")
         #expect(try await cache.value(forKey: "latest") == "cached")

@@ -97,7 +97,8 @@ struct StorageAccountTests {
         let byName = Dictionary(uniqueKeysWithValues: account.stores.map { ($0.name, $0) })
         #expect(
             Set(byName.keys) == [
-                "caches/images", "caches/loose", "caches/http", "Library/Caches/downloads", "preferences/settings", "secrets",
+                "caches/images", "caches/loose", "caches/http", "Library/Caches/downloads", "preferences/settings",
+                "secrets",
                 "database ada", "temporary", "memory/thumbnails", "archive/profile",
             ]
         )
@@ -132,7 +133,14 @@ struct StorageAccountTests {
 
         // Durable first, then regenerable, then temporary.
         let categories = account.stores.map(\.category)
-        #expect(categories == categories.sorted { ["durable", "regenerable", "temporary"].firstIndex(of: $0.rawValue)! < ["durable", "regenerable", "temporary"].firstIndex(of: $1.rawValue)! })
+        #expect(
+            categories
+                == categories.sorted {
+                    ["durable", "regenerable", "temporary"].firstIndex(of: $0.rawValue)! < [
+                        "durable", "regenerable", "temporary",
+                    ].firstIndex(of: $1.rawValue)!
+                }
+        )
         #expect(account.totals(for: .regenerable).stores == 5)
     }
 }

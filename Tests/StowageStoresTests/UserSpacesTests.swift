@@ -12,11 +12,16 @@ import Testing
 /// Fills `user`'s space in every store.
 func populate(_ space: UserSpace, files: Int = 20) async throws {
     let cache = try space.diskCache("images")
-    for index in 0..<files { try cache.setDataBlocking(Data(repeating: UInt8(index % 250), count: 20_000), forKey: "i\(index)") }
+    for index in 0..<files {
+        try cache.setDataBlocking(Data(repeating: UInt8(index % 250), count: 20_000), forKey: "i\(index)")
+    }
     let preferences = try space.preferences()
     try preferences.set(space.user, for: PreferenceKey<String>("name", default: ""))
     try space.secrets().set("token of \(space.user)", service: "api", account: space.user)
-    try FileManager.default.createDirectory(at: space.dataDirectory.appending(path: "notes"), withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(
+        at: space.dataDirectory.appending(path: "notes"),
+        withIntermediateDirectories: true
+    )
     try Data("notes of \(space.user)".utf8).write(to: space.dataDirectory.appending(path: "notes/1.txt"))
     try FileManager.default.createDirectory(at: space.temporaryDirectory, withIntermediateDirectories: true)
     try Data(count: 3_000).write(to: space.temporaryDirectory.appending(path: "upload"))
@@ -58,8 +63,10 @@ struct UserSpacesTests {
         #expect(report.bytesRemoved.rawValue >= 20 * 20_000)
 
         let after = try snapshot(everything)
-        let adaPaths = [ada.cachesDirectory, ada.dataDirectory, ada.temporaryDirectory, try databases.userDirectory("ada")]
-            .map(\.path)
+        let adaPaths = [
+            ada.cachesDirectory, ada.dataDirectory, ada.temporaryDirectory, try databases.userDirectory("ada"),
+        ]
+        .map(\.path)
         let expected = before.filter { path, _ in !adaPaths.contains { path.hasPrefix($0) } }
         #expect(after == expected, "bob's files (and everything not ada's) are unchanged")
         #expect(after.keys.contains { $0.contains("bob@example.com") })

@@ -34,7 +34,9 @@ struct WipeCrashTests {
         try await populate(bob)
         try databases.close("ada")
         try databases.close("bob")
-        let bobBefore = try snapshot([bob.cachesDirectory, bob.dataDirectory, bob.temporaryDirectory, try databases.userDirectory("bob")])
+        let bobBefore = try snapshot([
+            bob.cachesDirectory, bob.dataDirectory, bob.temporaryDirectory, try databases.userDirectory("bob"),
+        ])
         let journal = fixture.container.url(for: .applicationSupport).appending(path: "Stowage/wipes/ada.json")
 
         // Kill the worker as soon as its journal exists, from a thread that does nothing else
@@ -62,7 +64,8 @@ struct WipeCrashTests {
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
             }
-            interrupted = process.terminationReason == .uncaughtSignal && FileManager.default.fileExists(atPath: journal.path)
+            interrupted =
+                process.terminationReason == .uncaughtSignal && FileManager.default.fileExists(atPath: journal.path)
         }
         #expect(interrupted, "the worker finished every time before it could be killed")
         // Whatever the kill left, ada's data is no longer where a space would serve it from.
@@ -72,8 +75,14 @@ struct WipeCrashTests {
         _ = try reopened.space(for: "bob")
         #expect(!FileManager.default.fileExists(atPath: journal.path))
         #expect(try reopened.users() == ["bob"])
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: ada.dataDirectory.deletingLastPathComponent().path)
+        let leftovers = try FileManager.default.contentsOfDirectory(
+            atPath: ada.dataDirectory.deletingLastPathComponent().path
+        )
         #expect(leftovers == ["bob"])
-        #expect(try snapshot([bob.cachesDirectory, bob.dataDirectory, bob.temporaryDirectory, try databases.userDirectory("bob")]) == bobBefore)
+        #expect(
+            try snapshot([
+                bob.cachesDirectory, bob.dataDirectory, bob.temporaryDirectory, try databases.userDirectory("bob"),
+            ]) == bobBefore
+        )
     }
 }

@@ -112,7 +112,9 @@ final class SQLiteCStore: BenchStore, @unchecked Sendable {
                 return sqlite3_step(upsert)
             }
         }
-        guard status == SQLITE_DONE else { throw BenchFailure("insert: \(String(cString: sqlite3_errmsg(connection)))") }
+        guard status == SQLITE_DONE else {
+            throw BenchFailure("insert: \(String(cString: sqlite3_errmsg(connection)))")
+        }
     }
 
     func get(_ key: String) throws -> Data? {

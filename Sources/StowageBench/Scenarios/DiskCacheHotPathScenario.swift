@@ -95,7 +95,10 @@ struct DiskCacheHotPathScenario: Scenario {
         // The first writes fit in the staging (4,096 writes): what a caller pays for a burst.
         let burst = 2_000
         for repetition in 0..<repetitions {
-            let deferred = try open(root.appending(path: "deferred-\(repetition)"), durability: .deferred(maximumDelay: 0.01))
+            let deferred = try open(
+                root.appending(path: "deferred-\(repetition)"),
+                durability: .deferred(maximumDelay: 0.01)
+            )
             var start = clock.now
             for key in keys.prefix(burst) { try deferred.setDataBlocking(value, forKey: key) }
             times["burst", default: []].append(Subprocess.seconds(clock.now - start) * Double(keyCount) / Double(burst))

@@ -86,13 +86,16 @@ struct DiskCacheScenario: Scenario {
             }
         }
         var perOperation = times.mapValues { $0.sorted()[$0.count / 2] / Double(keyCount) * 1e6 }
-        perOperation["python-diskcache"] = onlyStowage ? nil : PythonDiskCache.microsecondsPerOperation(
-            setting: operation == .set,
-            keyCount: keyCount,
-            valueSize: valueSize,
-            repetitions: repetitions,
-            directory: root.appending(path: "python-diskcache")
-        )
+        perOperation["python-diskcache"] =
+            onlyStowage
+            ? nil
+            : PythonDiskCache.microsecondsPerOperation(
+                setting: operation == .set,
+                keyCount: keyCount,
+                valueSize: valueSize,
+                repetitions: repetitions,
+                directory: root.appending(path: "python-diskcache")
+            )
         return ScenarioResult(
             name: name,
             unit: "us/op",

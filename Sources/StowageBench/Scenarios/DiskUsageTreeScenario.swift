@@ -48,7 +48,6 @@ struct DiskUsageTreeScenario: Scenario {
         )
     }
 
-
     /// Runs `du -s -B1 PATH` and returns its byte count.
     private func du(_ url: URL) throws -> Int64 {
         let process = Process()

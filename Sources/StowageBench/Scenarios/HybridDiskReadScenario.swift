@@ -82,7 +82,8 @@ struct HybridDiskReadScenario: Scenario {
         }
         let medians = times.map { $0.sorted()[$0.count / 2] }
         return ScenarioResult(
-            name: name, unit: "ns/op",
+            name: name,
+            unit: "ns/op",
             stowage: medians[0],
             baselines: ["by-hand-async": medians[1], "by-hand-blocking": medians[2]],
             ok: ok,

@@ -24,7 +24,10 @@ struct HybridMemoryHitScenario: Scenario {
         defer { try? FileManager.default.removeItem(at: root) }
         let cache = HybridCache(
             memory: try MemoryCache<String, Data>(configuration: .init(name: "bench-hybrid-memory")),
-            disk: try DiskCache(directory: root.appending(path: "disk"), configuration: .init(name: "bench-hybrid-memory")),
+            disk: try DiskCache(
+                directory: root.appending(path: "disk"),
+                configuration: .init(name: "bench-hybrid-memory")
+            ),
             serializer: DataSerializer()
         )
         let keys = (0..<keyCount).map { "https://example.com/feeds/\($0).json" }

@@ -59,7 +59,6 @@ struct MemoryCacheScenario: Scenario {
         )
     }
 
-
     private static func value(for key: Int) -> Int { key &* 31 &+ 7 }
 
     private func stowageSetGet(_ keys: [Int]) throws -> Int {

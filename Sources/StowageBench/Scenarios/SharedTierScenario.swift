@@ -37,7 +37,8 @@ struct SharedTierScenario: Scenario {
     let valueSize = 1_024
 
     static let all: [any Scenario] = [
-        SharedTierScenario(operation: .get, isPipelined: false), SharedTierScenario(operation: .set, isPipelined: false),
+        SharedTierScenario(operation: .get, isPipelined: false),
+        SharedTierScenario(operation: .set, isPipelined: false),
         SharedTierScenario(operation: .get, isPipelined: true), SharedTierScenario(operation: .set, isPipelined: true),
     ]
 
@@ -45,7 +46,11 @@ struct SharedTierScenario: Scenario {
         guard RedisBenchServer.isAvailable else {
             BenchContext.progress("\(name): skipped — install redis-server and redis-tools (apt) to run it")
             return ScenarioResult(
-                name: name, unit: "ns/op", stowage: 0, baselines: [:], ok: true,
+                name: name,
+                unit: "ns/op",
+                stowage: 0,
+                baselines: [:],
+                ok: true,
                 notes: "skipped: redis-server, redis-cli or redis-benchmark is not installed"
             )
         }
@@ -82,12 +87,20 @@ struct SharedTierScenario: Scenario {
         for iteration in 0..<min(context.iterations, 3) {
             for contender in iteration.isMultiple(of: 2) ? [0, 1] : [1, 0] {
                 if contender == 0 {
-                    let (seconds, matches) = try await measure(tier: tier, client: client, value: value, operations: operations)
+                    let (seconds, matches) = try await measure(
+                        tier: tier,
+                        client: client,
+                        value: value,
+                        operations: operations
+                    )
                     stowageTimes.append(seconds * 1e9 / Double(operations))
                     ok = ok && matches
                 } else {
                     let rates = try server.benchmark(
-                        valueSize: valueSize, clients: callers, pipeline: isPipelined ? depth : 1, requests: operations
+                        valueSize: valueSize,
+                        clients: callers,
+                        pipeline: isPipelined ? depth : 1,
+                        requests: operations
                     )
                     baselineTimes.append(1e9 / rates[operation == .get ? "GET" : "SET"]!)
                 }
@@ -96,9 +109,14 @@ struct SharedTierScenario: Scenario {
         let stowage = stowageTimes.sorted()[stowageTimes.count / 2]
         let baseline = baselineTimes.sorted()[baselineTimes.count / 2]
         return ScenarioResult(
-            name: name, unit: "ns/op", stowage: stowage, baselines: [baselineName: baseline], ok: ok,
+            name: name,
+            unit: "ns/op",
+            stowage: stowage,
+            baselines: [baselineName: baseline],
+            ok: ok,
             notes: "\(callers) concurrent callers, \(operations) ops of \(valueSize) B values over \(keyCount) keys"
-                + (isPipelined ? ", \(depth) commands per round trip (RedisClient.pipeline)" : " through RedisSharedTier")
+                + (isPipelined
+                    ? ", \(depth) commands per round trip (RedisClient.pipeline)" : " through RedisSharedTier")
                 + " on \(configuration.multiplexedConnections) shared connections"
                 + (isPipelined || operation == .get
                     ? "" : tier.isTracking ? ", writes on the tracking connection" : ", writes on the pool + PUBLISH")
@@ -108,7 +126,12 @@ struct SharedTierScenario: Scenario {
     }
 
     /// Seconds for `operations` operations by `callers` concurrent tasks, and whether every read matched.
-    private func measure(tier: RedisSharedTier, client: RedisClient, value: Data, operations: Int) async throws
+    private func measure(
+        tier: RedisSharedTier,
+        client: RedisClient,
+        value: Data,
+        operations: Int
+    ) async throws
         -> (Double, Bool)
     {
         let perCaller = operations / callers
@@ -125,10 +148,13 @@ struct SharedTierScenario: Scenario {
                         for _ in 0..<(perCaller / depth) {
                             let commands = (0..<depth).map { offset -> RedisCommand in
                                 let key = "bench:{=k\((index + offset) % keyCount)}"
-                                return operation == .get ? .get(key) : .set("bench:raw:\((index + offset) % keyCount)", value: payload)
+                                return operation == .get
+                                    ? .get(key) : .set("bench:raw:\((index + offset) % keyCount)", value: payload)
                             }
                             let replies = try await client.pipeline(commands)
-                            if operation == .get, replies.contains(where: { ($0.bytes?.readableBytes ?? 0) != valueSize + header }) {
+                            if operation == .get,
+                                replies.contains(where: { ($0.bytes?.readableBytes ?? 0) != valueSize + header })
+                            {
                                 mismatches.count.add(1, ordering: .relaxed)
                             }
                             index += depth

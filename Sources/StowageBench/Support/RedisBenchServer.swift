@@ -92,7 +92,9 @@ final class RedisBenchServer: Sendable {
             let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
             if fields.count >= 2, let rate = Double(fields[1]) { rates[fields[0]] = rate }
         }
-        guard rates["SET"] != nil, rates["GET"] != nil else { throw BenchError("unexpected redis-benchmark output: \(csv)") }
+        guard rates["SET"] != nil, rates["GET"] != nil else {
+            throw BenchError("unexpected redis-benchmark output: \(csv)")
+        }
         return rates
     }
 }

@@ -39,7 +39,12 @@ struct ScenarioResult: Encodable {
     mutating func assess(against goals: [BenchTarget]) {
         targets = goals.map { goal in
             let outcome = goal.evaluate(self)
-            return AssessedTarget(formula: goal.formula, source: goal.source, figure: outcome?.figure, isMet: outcome?.isMet)
+            return AssessedTarget(
+                formula: goal.formula,
+                source: goal.source,
+                figure: outcome?.figure,
+                isMet: outcome?.isMet
+            )
         }
     }
 

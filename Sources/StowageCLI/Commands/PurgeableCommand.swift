@@ -7,7 +7,8 @@ import StowageCore
 struct PurgeableCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "purgeable",
-        abstract: "Register, list and remove purgeable directories: folders emptied by age or size when space runs low.",
+        abstract:
+            "Register, list and remove purgeable directories: folders emptied by age or size when space runs low.",
         subcommands: [Add.self, List.self, Remove.self]
     )
 

@@ -91,7 +91,8 @@ struct ReportCommand: AsyncParsableCommand {
             let totals = account.totals(for: category)
             lines.append(
                 "\(category): \(totals.stores) stores, \(totals.allocatedBytes.formatted(.compact)) on disk, "
-                    + "\(totals.entries) entries" + (totals.expiredBytes == .zero ? "" : ", \(totals.expiredBytes.formatted(.compact)) expired")
+                    + "\(totals.entries) entries"
+                    + (totals.expiredBytes == .zero ? "" : ", \(totals.expiredBytes.formatted(.compact)) expired")
             )
         }
         return lines.joined(separator: "\n")

@@ -24,13 +24,17 @@ func parseDuration(_ text: String, option: String) throws -> Double {
 func parseStatusLifetimes(_ text: String) throws -> [Int: Double] {
     let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
     guard parts.count == 2 else {
-        throw ValidationError("--cache-valid \(text.debugDescription) needs STATUS[,STATUS…]=DURATION, e.g. 200,301=10m")
+        throw ValidationError(
+            "--cache-valid \(text.debugDescription) needs STATUS[,STATUS…]=DURATION, e.g. 200,301=10m"
+        )
     }
     let lifetime = try parseDuration(parts[1], option: "--cache-valid")
     var lifetimes: [Int: Double] = [:]
     for status in parts[0].split(separator: ",") {
         guard let code = Int(status.trimmingCharacters(in: .whitespaces)), (200...599).contains(code) else {
-            throw ValidationError("--cache-valid \(text.debugDescription): \(status.debugDescription) is not a status from 200 to 599")
+            throw ValidationError(
+                "--cache-valid \(text.debugDescription): \(status.debugDescription) is not a status from 200 to 599"
+            )
         }
         lifetimes[code] = lifetime
     }

@@ -94,7 +94,9 @@ extension DiskCache {
     /// how the HTTP cache finds what a ban by URI prefix or by surrogate key removes.
     package func keysBlocking(withPrefix prefix: String) throws -> [String] {
         guard !prefix.isEmpty else {
-            return try indexCall { try index.pool.read { db in try String.fetchAll(db, sql: "SELECT key FROM entry ORDER BY key") } }
+            return try indexCall {
+                try index.pool.read { db in try String.fetchAll(db, sql: "SELECT key FROM entry ORDER BY key") }
+            }
         }
         // Every key ≥ prefix and < prefix with its last scalar bumped; a prefix ending in the
         // highest scalar falls back to the open range, filtered below.
@@ -104,8 +106,18 @@ extension DiskCache {
         return try indexCall {
             try index.pool.read { db in
                 let keys =
-                    try next.map { try String.fetchAll(db, sql: "SELECT key FROM entry WHERE key >= ? AND key < ? ORDER BY key", arguments: [prefix, $0]) }
-                    ?? String.fetchAll(db, sql: "SELECT key FROM entry WHERE key >= ? ORDER BY key", arguments: [prefix])
+                    try next.map {
+                        try String.fetchAll(
+                            db,
+                            sql: "SELECT key FROM entry WHERE key >= ? AND key < ? ORDER BY key",
+                            arguments: [prefix, $0]
+                        )
+                    }
+                    ?? String.fetchAll(
+                        db,
+                        sql: "SELECT key FROM entry WHERE key >= ? ORDER BY key",
+                        arguments: [prefix]
+                    )
                 return keys.filter { $0.hasPrefix(prefix) }
             }
         }

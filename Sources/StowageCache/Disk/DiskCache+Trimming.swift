@@ -87,7 +87,8 @@ extension DiskCache {
         let accounting = configuration.sizeAccounting
         let sizeAtStart =
             bytesToFree > 0
-            ? try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) } }.size : 0
+            ? try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) } }.size
+            : 0
         let now = configuration.clock.now().timeIntervalSince1970
         // 1. Expired and too-old entries.
         var condition = "(expires IS NOT NULL AND expires <= ?)"
@@ -110,11 +111,15 @@ extension DiskCache {
         counters.recordEviction(.expired, count: report.expired, bytes: expiredBytes)
 
         // 2. Least recently used, until back at the targets of the limits that were exceeded.
-        var totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) } }
+        var totals = try indexCall {
+            try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) }
+        }
         if isOverLimit(count: totals.count, size: totals.size) {
             // Before evicting on the word of the `totals` row, check it against the rows.
             _ = try repairTotalsIfWrong()
-            totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) } }
+            totals = try indexCall {
+                try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) }
+            }
         }
         let countTarget = configuration.countLimit.flatMap {
             totals.count > $0 ? Int(Double($0) * configuration.trimRatio) : nil

@@ -103,7 +103,11 @@ public final class DiskCache: Sendable {
             configuration: configuration,
             isOnlyUser: isOnlyUser
         )
-        commits = DiskCacheCommitQueue(index: index, budget: configuration.budget, accounting: configuration.sizeAccounting)
+        commits = DiskCacheCommitQueue(
+            index: index,
+            budget: configuration.budget,
+            accounting: configuration.sizeAccounting
+        )
         if case .deferred(let maximumDelay) = configuration.durability {
             staging = DiskCacheStaging(maximumDelay: maximumDelay)
         } else {

@@ -151,7 +151,9 @@ final class DiskCacheCommitQueue: Sendable {
             }
         }
         let totals = try DiskCacheIndex.totals(db, accounting: accounting)
-        var outcomes = replaced.map { files in files.map { Outcome(replacedFile: $0, count: totals.count, size: totals.size) } }
+        var outcomes = replaced.map { files in
+            files.map { Outcome(replacedFile: $0, count: totals.count, size: totals.size) }
+        }
         if !outcomes.isEmpty, !outcomes[0].isEmpty { outcomes[0][0].evicted = evicted }
         return outcomes
     }

@@ -347,15 +347,21 @@ struct DiskCacheIndex: Sendable {
                     COALESCE(SUM(\(fileSize("entry"))), 0) FROM entry
                 """
         )!
-        let recorded = try Row.fetchOne(db, sql: "SELECT count, size, file_allocated, file_size FROM totals WHERE id = 0")
-        let (count, size, allocated, fileSize): (Int, Int64, Int64, Int64) = (actual[0], actual[1], actual[2], actual[3])
+        let recorded = try Row.fetchOne(
+            db,
+            sql: "SELECT count, size, file_allocated, file_size FROM totals WHERE id = 0"
+        )
+        let (count, size, allocated, fileSize): (Int, Int64, Int64, Int64) = (
+            actual[0], actual[1], actual[2], actual[3]
+        )
         let wasWrong =
             recorded.map {
                 ($0[0] as Int, $0[1] as Int64, $0[2] as Int64, $0[3] as Int64) != (count, size, allocated, fileSize)
             } ?? true
         if wasWrong {
             try db.execute(
-                sql: "INSERT OR REPLACE INTO totals (id, count, size, file_allocated, file_size) VALUES (0, ?, ?, ?, ?)",
+                sql:
+                    "INSERT OR REPLACE INTO totals (id, count, size, file_allocated, file_size) VALUES (0, ?, ?, ?, ?)",
                 arguments: [count, size, allocated, fileSize]
             )
         }

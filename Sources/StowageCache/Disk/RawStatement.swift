@@ -37,7 +37,8 @@ struct RawStatement {
         case let status:
             throw DatabaseError(
                 resultCode: ResultCode(rawValue: status),
-                message: connection.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(status))
+                message: connection.map { String(cString: sqlite3_errmsg($0)) }
+                    ?? String(cString: sqlite3_errstr(status))
             )
         }
     }
@@ -51,7 +52,9 @@ struct RawStatement {
     func bind(_ index: Int32, _ text: String?) {
         guard var text else { return }
         // The byte count, not -1: a C string would end at an embedded NUL byte.
-        _ = text.withUTF8 { sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_DESTRUCTOR) }
+        _ = text.withUTF8 {
+            sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_DESTRUCTOR)
+        }
     }
 
     func bind(_ index: Int32, _ value: Int64?) {
@@ -69,7 +72,13 @@ struct RawStatement {
         guard let blob else { return try body() }
         return try blob.withUnsafeBytes { bytes in
             // A zero-length blob still needs a non-NULL pointer to be a blob, not NULL.
-            sqlite3_bind_blob(statement, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), nil)
+            sqlite3_bind_blob(
+                statement,
+                index,
+                bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                Int32(bytes.count),
+                nil
+            )
             return try body()
         }
     }

@@ -1,6 +1,6 @@
 import Foundation
-import StowageCore
 import Logging
+import StowageCore
 import Synchronization
 
 /// The shared level's part of ``HybridCache``: fall-through reads, invalidations from other
@@ -144,7 +144,13 @@ extension HybridCache {
         shared: any SharedCacheTier,
         load: @Sendable () async throws -> Value
     ) async throws -> Value {
-        try await loadCoordinated(key: key, timeToLive: timeToLive, shared: shared, clock: sharedOptions.waitClock, load: load)
+        try await loadCoordinated(
+            key: key,
+            timeToLive: timeToLive,
+            shared: shared,
+            clock: sharedOptions.waitClock,
+            load: load
+        )
     }
 
     /// ``loadCoordinated(key:timeToLive:shared:load:)`` with its waits measured by `clock`.
@@ -163,9 +169,12 @@ extension HybridCache {
         var freeWithoutValue = 0
         waiting: while clock.now < deadline {
             guard
-                let acquired = await health.call("lock", {
-                    try await shared.lockForLoading(key: key, lease: sharedOptions.loadLockLease)
-                })
+                let acquired = await health.call(
+                    "lock",
+                    {
+                        try await shared.lockForLoading(key: key, lease: sharedOptions.loadLockLease)
+                    }
+                )
             else {
                 reason = "the shared level is down"
                 break

@@ -127,7 +127,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
         if let value = memory.value(forKey: key) { return value }
         let generation = invalidationGeneration.load(ordering: .acquiring)
         guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
-        if shared != nil, sharedOptions.confirmsDiskCopies, horizon.requiresConfirmation(ofCopyStoredAt: stored.modified),
+        if shared != nil, sharedOptions.confirmsDiskCopies,
+            horizon.requiresConfirmation(ofCopyStoredAt: stored.modified),
             pendingWrites.change(forKey: key) == nil
         {
             switch await confirmDiskCopy(forKey: key) {
@@ -237,7 +238,13 @@ public final class HybridCache<Value: Sendable>: Sendable {
 
     /// Puts a value read from or written to disk at `generation` in memory, unless a clear came
     /// in between (the disk copy may be gone; memory must not outlive it).
-    private func keepInMemory(_ value: Value, forKey key: String, cost: Int, timeToLive: TimeInterval?, readAt generation: UInt64) {
+    private func keepInMemory(
+        _ value: Value,
+        forKey key: String,
+        cost: Int,
+        timeToLive: TimeInterval?,
+        readAt generation: UInt64
+    ) {
         memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
         if !generationWatch.isCurrent(generation) { _ = memory.removeValue(forKey: key) }
     }

@@ -48,7 +48,12 @@ final class PressureWatcher: Sendable {
         for path in candidates {
             switch PressureStallFiles.arm(path, trigger: trigger) {
             case .success(let descriptor):
-                return try PressureWatcher(path: path, descriptor: descriptor, configuration: configuration, onPressure: onPressure)
+                return try PressureWatcher(
+                    path: path,
+                    descriptor: descriptor,
+                    configuration: configuration,
+                    onPressure: onPressure
+                )
             case .failure(let errno):
                 failures.append((path, errno))
             }
@@ -57,7 +62,12 @@ final class PressureWatcher: Sendable {
             for path in candidates {
                 let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
                 if descriptor >= 0 {
-                    return try PressureWatcher(path: path, descriptor: descriptor, configuration: configuration, onPressure: onPressure)
+                    return try PressureWatcher(
+                        path: path,
+                        descriptor: descriptor,
+                        configuration: configuration,
+                        onPressure: onPressure
+                    )
                 }
             }
         }
@@ -79,7 +89,12 @@ final class PressureWatcher: Sendable {
         }
         _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
-        let loop = PollLoop(trigger: descriptor, wakeReader: ends[0], configuration: configuration, onPressure: onPressure)
+        let loop = PollLoop(
+            trigger: descriptor,
+            wakeReader: ends[0],
+            configuration: configuration,
+            onPressure: onPressure
+        )
         let context = Unmanaged.passRetained(loop).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(
@@ -150,7 +165,9 @@ private final class PollLoop: Sendable {
 
     /// A fired trigger's level: critical when `full avg10` has reached the threshold.
     func levelOfFiring() -> MemoryPressureLevel {
-        guard let averages = averages(), averages.fullAverage10 >= configuration.criticalFullAverage else { return .warning }
+        guard let averages = averages(), averages.fullAverage10 >= configuration.criticalFullAverage else {
+            return .warning
+        }
         return .critical
     }
 
@@ -178,10 +195,17 @@ private final class PollLoop: Sendable {
             close(trigger)
             close(wakeReader)
         }
-        let timeout = configuration.pollInterval.map { interval in
-            Int32(clamping: max(1, interval.components.seconds * 1_000 + interval.components.attoseconds / 1_000_000_000_000_000))
-        } ?? -1
-        let window = Double(configuration.window.components.seconds)
+        let timeout =
+            configuration.pollInterval.map { interval in
+                Int32(
+                    clamping: max(
+                        1,
+                        interval.components.seconds * 1_000 + interval.components.attoseconds / 1_000_000_000_000_000
+                    )
+                )
+            } ?? -1
+        let window =
+            Double(configuration.window.components.seconds)
             + Double(configuration.window.components.attoseconds) / 1e18
         var lastNotified: (level: MemoryPressureLevel, at: Double)?
         func notify(_ level: MemoryPressureLevel) {

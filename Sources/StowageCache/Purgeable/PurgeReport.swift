@@ -45,6 +45,11 @@ public struct PurgeReport: Sendable, Hashable, Codable {
 extension PurgeReport.Directory {
     /// An empty report for `registration`, before it is processed.
     init(starting registration: PurgeableDirectory) {
-        self.init(path: registration.path, fileSystemPath: "", policy: registration.policy, sizeCap: registration.sizeCap)
+        self.init(
+            path: registration.path,
+            fileSystemPath: "",
+            policy: registration.policy,
+            sizeCap: registration.sizeCap
+        )
     }
 }

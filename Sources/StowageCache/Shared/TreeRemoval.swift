@@ -85,7 +85,10 @@ struct TreeRemoval {
             return
         }
         // Stores first, so that no open handle serves what is about to go (see StoreGeneration).
-        StoreGeneration.retireStores(named: entries.map(\.name).filter { !keeping.contains($0) }, in: directory.descriptor)
+        StoreGeneration.retireStores(
+            named: entries.map(\.name).filter { !keeping.contains($0) },
+            in: directory.descriptor
+        )
         for entry in entries where !keeping.contains(entry.name) {
             try remove(entry.name, type: entry.type, in: directory)
         }

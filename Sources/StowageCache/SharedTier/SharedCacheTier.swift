@@ -48,7 +48,12 @@ public protocol SharedCacheTier: Sendable {
     /// overwriting a newer value.
     ///
     /// - Returns: Whether the value was stored.
-    func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?, releasing lock: SharedCacheLoadLock)
+    func setData(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: TimeInterval?,
+        releasing lock: SharedCacheLoadLock
+    )
         async throws -> Bool
 
     /// Releases `lock` without storing anything (the load failed), if it is still held.
@@ -65,7 +70,8 @@ extension SharedCacheTier {
     public func invalidate(keysWithPrefix prefix: String) async throws {
         throw StowageError(
             code: .unsupported,
-            message: "\(type(of: self)) cannot send prefix invalidations; other nodes keep their copies until they expire"
+            message:
+                "\(type(of: self)) cannot send prefix invalidations; other nodes keep their copies until they expire"
         )
     }
 }

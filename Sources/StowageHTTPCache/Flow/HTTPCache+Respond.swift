@@ -52,7 +52,9 @@ extension HTTPCache {
             request.headerFields[.cacheControl] = directives.joined(separator: ", ")
         }
         let pragma = request.headerFields[values: .pragma]
-        if !pragma.contains(where: { $0.split(separator: ",").contains { $0.trimmingWhitespace().lowercased() == "no-cache" } }) {
+        if !pragma.contains(where: {
+            $0.split(separator: ",").contains { $0.trimmingWhitespace().lowercased() == "no-cache" }
+        }) {
             request.headerFields.append(HTTPField(name: .pragma, value: "no-cache"))
         }
         return request
@@ -68,7 +70,9 @@ extension HTTPCache {
         trace: inout [String]
     ) async throws -> CachedResponse {
         guard request.method == .get || request.method == .head else {
-            trace.append("§4.4 \(request.method) is not cacheable: forwarded, then stored responses it touches are invalidated")
+            trace.append(
+                "§4.4 \(request.method) is not cacheable: forwarded, then stored responses it touches are invalidated"
+            )
             return try await forwardUnsafe(request, body: body, fetch: fetch)
         }
         let key = rules.key(for: request)
@@ -79,8 +83,16 @@ extension HTTPCache {
             return try await forward(request, key: key, outcome: .bypass, collapse: false, fetch: fetch)
         }
         if policy == .reloadIgnoringLocalAndRemoteCacheData {
-            trace.append("reloadIgnoringLocalAndRemoteCacheData: the cache is not consulted; no-cache asks caches upstream to reload")
-            return try await forward(Self.reloadingEverywhere(request), key: key, outcome: .miss, collapse: false, fetch: fetch)
+            trace.append(
+                "reloadIgnoringLocalAndRemoteCacheData: the cache is not consulted; no-cache asks caches upstream to reload"
+            )
+            return try await forward(
+                Self.reloadingEverywhere(request),
+                key: key,
+                outcome: .miss,
+                collapse: false,
+                fetch: fetch
+            )
         }
         if policy == .reloadIgnoringLocalCacheData || requestCC.noStore {
             trace.append(
@@ -154,7 +166,8 @@ extension HTTPCache {
             return records.count == 1 ? "lookup: a stored response" : "lookup: \(records.count) variants, one matches"
         }
         let vary = Set(records.flatMap { $0.stored.varyingFields.map(\.name) }).sorted().joined(separator: ", ")
-        return "§4.1 lookup: \(records.count) stored variant(s), none matches this request's \(vary.isEmpty ? "Vary" : vary)"
+        return
+            "§4.1 lookup: \(records.count) stored variant(s), none matches this request's \(vary.isEmpty ? "Vary" : vary)"
     }
 
     // MARK: Serving stored responses

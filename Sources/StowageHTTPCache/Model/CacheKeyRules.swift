@@ -26,7 +26,11 @@ public struct CacheKeyRules: Sendable, Hashable {
     /// `proxy_cache_key`), compared as `Vary` compares them: absent matches only absent.
     public var headers: [HTTPField.Name]
 
-    public init(ignoredQueryParameters: [String] = [], sortsQueryParameters: Bool = false, headers: [HTTPField.Name] = []) {
+    public init(
+        ignoredQueryParameters: [String] = [],
+        sortsQueryParameters: Bool = false,
+        headers: [HTTPField.Name] = []
+    ) {
         self.ignoredQueryParameters = ignoredQueryParameters
         self.sortsQueryParameters = sortsQueryParameters
         self.headers = headers

@@ -111,7 +111,9 @@ enum StructuredDictionary {
             if byte == UInt8(ascii: ":") { return parseByteSequence() }
             if byte == UInt8(ascii: "?") {
                 index += 1
-                guard let value = current, value == UInt8(ascii: "0") || value == UInt8(ascii: "1") else { return false }
+                guard let value = current, value == UInt8(ascii: "0") || value == UInt8(ascii: "1") else {
+                    return false
+                }
                 index += 1
                 return true
             }

@@ -85,7 +85,9 @@ extension CacheRules {
             }
             // §5.2.1.3: it wants the response to stay fresh for at least min-fresh.
             if requestCC.minFresh.isPresent, Double(requestCC.minFresh.value ?? 0) > ttl {
-                trace.append("§5.2.1.3 the request's min-fresh=\(requestCC.minFresh.value ?? 0) exceeds the time left: validate")
+                trace.append(
+                    "§5.2.1.3 the request's min-fresh=\(requestCC.minFresh.value ?? 0) exceeds the time left: validate"
+                )
                 return .validate
             }
             trace.append("§4.2 fresh: served from the cache")
@@ -93,7 +95,9 @@ extension CacheRules {
         }
         let staleness = -ttl
         if let grace = staleWhileUpdatingGrace, staleness <= grace {
-            trace.append("the operator's stale-while-updating grace of \(Int(grace)) s: served stale, validated in the background")
+            trace.append(
+                "the operator's stale-while-updating grace of \(Int(grace)) s: served stale, validated in the background"
+            )
             return .serveStaleAndRevalidate
         }
         // §4.2.4 / §5.2.2.2: must-revalidate (and, in a shared cache, proxy-revalidate or
@@ -115,7 +119,9 @@ extension CacheRules {
                 return .serveStaleAndRevalidate
             }
         } else {
-            trace.append("§4.2.4 must-revalidate (or proxy-revalidate / s-maxage in a shared cache) forbids serving it stale")
+            trace.append(
+                "§4.2.4 must-revalidate (or proxy-revalidate / s-maxage in a shared cache) forbids serving it stale"
+            )
         }
         trace.append("§4.3 stale: validate with the origin")
         return .validate

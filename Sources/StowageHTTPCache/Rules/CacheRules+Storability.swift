@@ -84,7 +84,9 @@ extension CacheRules {
         for value in fields[values: .connection] {
             for name in value.split(separator: ",") { excluded.insert(name.trimmingWhitespace().lowercased()) }
         }
-        if isShared, let privateFields = directives(of: fields, cacheControl: fields.cacheControl).cacheControl.privateFields {
+        if isShared,
+            let privateFields = directives(of: fields, cacheControl: fields.cacheControl).cacheControl.privateFields
+        {
             excluded.formUnion(privateFields)
         }
         var stored = HTTPFields()

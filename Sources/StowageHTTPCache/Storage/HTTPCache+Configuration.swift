@@ -153,10 +153,16 @@ extension HTTPCache {
                 )
             }
             if let maximumBodySize, maximumBodySize.rawValue <= 0 {
-                throw HTTPCacheError(code: .invalidConfiguration, message: "maximumBodySize must be more than 0 bytes, or nil")
+                throw HTTPCacheError(
+                    code: .invalidConfiguration,
+                    message: "maximumBodySize must be more than 0 bytes, or nil"
+                )
             }
             guard minimumUses >= 1 else {
-                throw HTTPCacheError(code: .invalidConfiguration, message: "minimumUses is \(minimumUses); it must be 1 or more")
+                throw HTTPCacheError(
+                    code: .invalidConfiguration,
+                    message: "minimumUses is \(minimumUses); it must be 1 or more"
+                )
             }
             for (status, lifetime) in defaultLifetimes where !(200...599).contains(status) || !(lifetime >= 0) {
                 throw HTTPCacheError(
@@ -164,9 +170,14 @@ extension HTTPCache {
                     message: "defaultLifetimes[\(status)] = \(lifetime): give a final status (200–599) and seconds ≥ 0"
                 )
             }
-            for (name, grace) in [("staleIfErrorGrace", staleIfErrorGrace), ("staleWhileUpdatingGrace", staleWhileUpdatingGrace)] {
+            for (name, grace) in [
+                ("staleIfErrorGrace", staleIfErrorGrace), ("staleWhileUpdatingGrace", staleWhileUpdatingGrace),
+            ] {
                 if let grace, !(grace >= 0) {
-                    throw HTTPCacheError(code: .invalidConfiguration, message: "\(name) is \(grace); give seconds ≥ 0 or nil")
+                    throw HTTPCacheError(
+                        code: .invalidConfiguration,
+                        message: "\(name) is \(grace); give seconds ≥ 0 or nil"
+                    )
                 }
             }
         }

@@ -16,7 +16,8 @@ extension HTTPCache {
         var tags: [String] = []
         for name in configuration.tagFields {
             for value in fields[values: name] {
-                for tag in value.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" }) where !tags.contains(String(tag)) {
+                for tag in value.split(whereSeparator: { $0 == " " || $0 == "," || $0 == "\t" })
+                where !tags.contains(String(tag)) {
                     tags.append(String(tag))
                 }
             }
@@ -36,7 +37,10 @@ extension HTTPCache {
     @discardableResult
     public func purge(url: String) async throws -> Bool {
         guard let key = CacheKey(reference: url, base: CacheKey(uri: "")) else {
-            throw HTTPCacheError(code: .invalidConfiguration, message: "purge needs an absolute URL such as https://example.com/a, not \(url.debugDescription)")
+            throw HTTPCacheError(
+                code: .invalidConfiguration,
+                message: "purge needs an absolute URL such as https://example.com/a, not \(url.debugDescription)"
+            )
         }
         let shaped = rules.keyRules.apply(to: key)
         let existed = try await !variants(for: shaped).isEmpty

@@ -21,7 +21,9 @@ extension HTTPCache {
         } else {
             let data = Data(VariantRecord.encode(shareable))
             let lifetime = configuration.sharedTimeToLive
-            _ = await sharedHealth.call("set") { try await shared.setData(data, forKey: recordKey, timeToLive: lifetime) }
+            _ = await sharedHealth.call("set") {
+                try await shared.setData(data, forKey: recordKey, timeToLive: lifetime)
+            }
         }
     }
 
@@ -62,7 +64,8 @@ extension HTTPCache {
     /// the shared level cannot be asked, the local record is used unchecked. Bodies need no
     /// check: every stored body has a key of its own.
     func confirmedRecord(_ stored: DiskCache.StoredData, recordKey: String) async throws -> Data? {
-        guard let shared = configuration.sharedTier, horizon.requiresConfirmation(ofCopyStoredAt: stored.modified) else { return stored.data }
+        guard let shared = configuration.sharedTier, horizon.requiresConfirmation(ofCopyStoredAt: stored.modified)
+        else { return stored.data }
         switch await sharedHealth.lookup(recordKey, in: shared) {
         case .unreachable:
             return stored.data

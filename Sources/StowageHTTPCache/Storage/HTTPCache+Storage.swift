@@ -116,7 +116,8 @@ extension HTTPCache {
         if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
         if record.isMemoryOnly { return nil }
         let bodyKey = record.bodyKey
-        guard let opened = try await disk.openValue(forKey: bodyKey, readingWholeUpTo: Int64(Self.storedBodyReadLimit)) else {
+        guard let opened = try await disk.openValue(forKey: bodyKey, readingWholeUpTo: Int64(Self.storedBodyReadLimit))
+        else {
             // Another node's body: keep a local copy.
             guard let data = await sharedData(forKey: bodyKey) else { return nil }
             let bytes = [UInt8](data)

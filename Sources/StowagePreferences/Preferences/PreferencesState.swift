@@ -39,7 +39,10 @@ struct PreferencesState {
             if log.isRetired {
                 // Its store was removed and the deletion did not finish: the values are not to be
                 // served again. Start the suite afresh.
-                logger.notice("preferences: removing a file its store's removal left behind", metadata: ["path": "\(path)"])
+                logger.notice(
+                    "preferences: removing a file its store's removal left behind",
+                    metadata: ["path": "\(path)"]
+                )
                 if !log.isReplacedAtPath { unlink(path) }
                 log.unlock()
                 continue

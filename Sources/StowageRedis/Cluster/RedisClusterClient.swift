@@ -235,7 +235,8 @@ public final class RedisClusterClient: RedisCommandExecuting {
         if let node = currentNode(forSlot: slot) { return node }
         throw RedisError(
             code: .clusterUnavailable,
-            message: "no master serves slot \(slot ?? -1); the cluster is incomplete (check `redis-cli --cluster check`)"
+            message:
+                "no master serves slot \(slot ?? -1); the cluster is incomplete (check `redis-cli --cluster check`)"
         )
     }
 
@@ -279,7 +280,11 @@ public final class RedisClusterClient: RedisCommandExecuting {
                 let topology = try await pool.withConnection { connection in
                     let shards = try await connection.sendRaw(RedisCommand("CLUSTER", "SHARDS"))
                     if shards.errorMessage == nil {
-                        return try RedisClusterTopology.parse(shards: shards, askedHost: candidate.host, usesTLS: usesTLS)
+                        return try RedisClusterTopology.parse(
+                            shards: shards,
+                            askedHost: candidate.host,
+                            usesTLS: usesTLS
+                        )
                     }
                     let slots = try await connection.send(RedisCommand("CLUSTER", "SLOTS"))
                     return try RedisClusterTopology.parse(slots: slots, askedHost: candidate.host)

@@ -111,7 +111,8 @@ struct RedisClusterTopology: Sendable, Equatable {
     private static func malformed(_ command: String, _ value: RESPValue) -> RedisError {
         RedisError(
             code: .clusterUnavailable,
-            message: "unexpected \(command) reply \(String(describing: value).prefix(200)); is this a Redis Cluster node?"
+            message:
+                "unexpected \(command) reply \(String(describing: value).prefix(200)); is this a Redis Cluster node?"
         )
     }
 }

@@ -108,7 +108,8 @@ public final class RedisConnection: Sendable {
         // The timer may already be running on the event loop when the handshake succeeds; the
         // flag keeps it from closing a connection that is about to be used.
         let finished = HandshakeState()
-        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(configuration.connectTimeout.milliseconds))) {
+        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(configuration.connectTimeout.milliseconds)))
+        {
             guard !finished.isDone.load(ordering: .acquiring) else { return }
             channel.pipeline.fireErrorCaught(
                 RedisError(
@@ -130,7 +131,12 @@ public final class RedisConnection: Sendable {
         closeReason: RedisCloseReason
     ) async throws -> RedisConnection {
         let server = configuration.address
-        let provisional = RedisConnection(channel: channel, server: server, protocolVersion: 2, closeReason: closeReason)
+        let provisional = RedisConnection(
+            channel: channel,
+            server: server,
+            protocolVersion: 2,
+            closeReason: closeReason
+        )
         var version = 2
         if configuration.protocolVersion != .resp2 {
             var hello: [RedisArgument] = ["3"]
@@ -184,7 +190,8 @@ public final class RedisConnection: Sendable {
         let commandTimeout = TimeAmount.milliseconds(Int64(configuration.commandTimeout.milliseconds))
         do {
             try await channel.eventLoop.submit {
-                try channel.pipeline.syncOperations.handler(type: RedisChannelHandler.self).commandTimeout = commandTimeout
+                try channel.pipeline.syncOperations.handler(type: RedisChannelHandler.self).commandTimeout =
+                    commandTimeout
             }.get()
         } catch {
             throw RedisError(

@@ -161,7 +161,12 @@ final class RedisConnectionPool: Sendable {
         } catch {
             let redisError =
                 error as? RedisError
-                ?? RedisError(code: .connectionFailed, message: "cannot connect", server: configuration.address, cause: error)
+                ?? RedisError(
+                    code: .connectionFailed,
+                    message: "cannot connect",
+                    server: configuration.address,
+                    cause: error
+                )
             let waiters: [Waiter] = state.withLock { state in
                 state.count -= 1
                 state.consecutiveFailures += 1

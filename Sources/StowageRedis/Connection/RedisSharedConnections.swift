@@ -96,7 +96,8 @@ final class RedisSharedConnections: Sendable {
         } catch {
             result = .failure(error)
         }
-        let (waiters, isShutdown) = state.withLock { state -> ([CheckedContinuation<RedisConnection, any Error>], Bool) in
+        let (waiters, isShutdown) = state.withLock {
+            state -> ([CheckedContinuation<RedisConnection, any Error>], Bool) in
             guard case .opening(let waiters) = state.slots[index] else { return ([], state.isShutdown) }
             if case .success(let connection) = result, !state.isShutdown {
                 state.slots[index] = .open(connection)

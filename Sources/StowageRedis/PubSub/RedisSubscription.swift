@@ -39,7 +39,12 @@ public final class RedisSubscription: Sendable {
         (events, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         let continuation = continuation
         let runner = Task {
-            await Self.run(channels: channels, configuration: configuration, servers: servers, continuation: continuation)
+            await Self.run(
+                channels: channels,
+                configuration: configuration,
+                servers: servers,
+                continuation: continuation
+            )
         }
         task.withLock { $0 = runner }
         continuation.onTermination = { _ in runner.cancel() }
@@ -103,7 +108,12 @@ public final class RedisSubscription: Sendable {
                 failures += 1
                 let redisError =
                     error as? RedisError
-                    ?? RedisError(code: .connectionFailed, message: "cannot subscribe", server: server.address, cause: error)
+                    ?? RedisError(
+                        code: .connectionFailed,
+                        message: "cannot subscribe",
+                        server: server.address,
+                        cause: error
+                    )
                 continuation.yield(.disconnected(redisError))
                 try? await Task.sleep(for: configuration.reconnectBackoff.delay(afterFailures: failures))
             }

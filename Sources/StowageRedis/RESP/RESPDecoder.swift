@@ -82,7 +82,9 @@ public struct RESPDecoder: Sendable {
             return .bigNumber(digits)
         case UInt8(ascii: "!"):
             guard let length = try readNumber(&buffer) else { return nil }
-            return try readBlob(&buffer, length: length).map { .bulkError(String(decoding: $0.readableBytesView, as: UTF8.self)) }
+            return try readBlob(&buffer, length: length).map {
+                .bulkError(String(decoding: $0.readableBytesView, as: UTF8.self))
+            }
         case UInt8(ascii: "="):
             guard let length = try readNumber(&buffer) else { return nil }
             guard var blob = try readBlob(&buffer, length: length) else { return nil }

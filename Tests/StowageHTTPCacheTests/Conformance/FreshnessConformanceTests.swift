@@ -52,8 +52,10 @@ import Testing
         try #require(parts.count == 6)
         let (day, month, year, time) = (parts[1], parts[2], parts[3], parts[4])
         let dayName = String(parts[0].dropLast())
-        let fullDayName = ["Sun": "Sunday", "Mon": "Monday", "Tue": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
-            "Fri": "Friday", "Sat": "Saturday"][dayName]!
+        let fullDayName = [
+            "Sun": "Sunday", "Mon": "Monday", "Tue": "Tuesday", "Wed": "Wednesday", "Thu": "Thursday",
+            "Fri": "Friday", "Sat": "Saturday",
+        ][dayName]!
         let asctimeDay = day.hasPrefix("0") ? " " + day.dropFirst() : day
         // The three forms RFC 9110 §5.6.7 defines give the lifetime.
         for form in [
@@ -71,7 +73,10 @@ import Testing
             valid.replacingOccurrences(of: month, with: month.lowercased()),
             valid.replacingOccurrences(of: " \(time.prefix(2)):", with: " \(Int(time.prefix(2))! % 10):"),
         ] {
-            #expect(privateRules.freshnessLifetime(of: stored(response(200, [("Expires", nearMiss)]))) == 0, "\(nearMiss)")
+            #expect(
+                privateRules.freshnessLifetime(of: stored(response(200, [("Expires", nearMiss)]))) == 0,
+                "\(nearMiss)"
+            )
         }
     }
 

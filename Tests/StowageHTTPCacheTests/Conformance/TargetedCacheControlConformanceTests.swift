@@ -35,9 +35,15 @@ import Testing
         )
         #expect(cdn.decide(request(), stored: noCache, now: t0 + 1) == .validate)
         // The targeted max-age wins over Cache-Control's, both ways.
-        let shorter = stored(response(200, [("Cache-Control", "max-age=600"), ("CDN-Cache-Control", "max-age=10")]), rules: cdn)
+        let shorter = stored(
+            response(200, [("Cache-Control", "max-age=600"), ("CDN-Cache-Control", "max-age=10")]),
+            rules: cdn
+        )
         #expect(cdn.decide(request(), stored: shorter, now: t0 + 20) == .validate)
-        let longer = stored(response(200, [("Cache-Control", "max-age=10"), ("CDN-Cache-Control", "max-age=600")]), rules: cdn)
+        let longer = stored(
+            response(200, [("Cache-Control", "max-age=10"), ("CDN-Cache-Control", "max-age=600")]),
+            rules: cdn
+        )
         #expect(cdn.decide(request(), stored: longer, now: t0 + 20) == .serve(.hit))
     }
 
@@ -59,7 +65,10 @@ import Testing
 
     @Test("RFC 9213 §2.2 the first targeted field in the cache's list that is present and valid wins")
     func firstValidWins() {
-        let both = [("Stowage-Cache-Control", "max-age=30"), ("CDN-Cache-Control", "max-age=600"), ("Cache-Control", "no-store")]
+        let both = [
+            ("Stowage-Cache-Control", "max-age=30"), ("CDN-Cache-Control", "max-age=600"),
+            ("Cache-Control", "no-store"),
+        ]
         #expect(ownFirst.freshnessLifetime(of: stored(response(200, both), rules: ownFirst)) == 30)
         let ownInvalid = [("Stowage-Cache-Control", "MAX-AGE"), ("CDN-Cache-Control", "max-age=600")]
         #expect(ownFirst.freshnessLifetime(of: stored(response(200, ownInvalid), rules: ownFirst)) == 600)
@@ -73,7 +82,9 @@ import Testing
         ] {
             #expect(StructuredDictionary.isValid(valid), "\(valid)")
         }
-        for invalid in ["", "Max-Age=1", "a=", "a=1.2345", "a=1234567890123456", ",a", "a,", "a=(1", "a=\"x\\y\"", "a b"] {
+        for invalid in [
+            "", "Max-Age=1", "a=", "a=1.2345", "a=1234567890123456", ",a", "a,", "a=(1", "a=\"x\\y\"", "a b",
+        ] {
             #expect(!StructuredDictionary.isValid(invalid), "\(invalid)")
         }
     }

@@ -26,7 +26,11 @@ import Testing
             Case(name: "Content-Type", first: "text/plain", second: "text/plain;charset=utf-8"),
             Case(name: "Content-MD5", first: "rL0Y20zC+Fzt72VPzMSk2A==", second: "N7UdGUp1E+RbVvZSTy1R8g=="),
             Case(name: "Content-Location", first: "/foo", second: "/bar"),
-            Case(name: "Content-Security-Policy", first: "default-src 'self'", second: "default-src 'self' cdn.example.com"),
+            Case(
+                name: "Content-Security-Policy",
+                first: "default-src 'self'",
+                second: "default-src 'self' cdn.example.com"
+            ),
             Case(name: "X-Frame-Options", first: "deny", second: "sameorigin"),
             Case(name: "X-XSS-Protection", first: "1", second: "1; mode=block"),
             Case(name: "Cache-Control", first: "max-age=1", second: "max-age=3600"),
@@ -37,10 +41,19 @@ import Testing
 
     /// The suite's response: `max-age` by lifetime (or a filler when the field under test is
     /// Cache-Control itself), `Date`, the validator (the same in both responses), and the field.
-    static func fields(_ testCase: Case, value: String, validator: Validator, lifetime: Int, date: Double) -> [(String, String)] {
+    static func fields(
+        _ testCase: Case,
+        value: String,
+        validator: Validator,
+        lifetime: Int,
+        date: Double
+    ) -> [(String, String)] {
         let cacheControl = testCase.name == "Cache-Control" ? ("A", "b") : ("Cache-Control", "max-age=\(lifetime)")
         let validatorValue = validator == .eTag ? "\"\(testCase.name)-etag-1\"" : HTTPDate.format(Int64(t0) - 86_400)
-        return [cacheControl, ("Date", HTTPDate.format(Int64(date))), (validator.rawValue, validatorValue), (testCase.name, value)]
+        return [
+            cacheControl, ("Date", HTTPDate.format(Int64(date))), (validator.rawValue, validatorValue),
+            (testCase.name, value),
+        ]
     }
 
     @Test("§4.3.4 a 304 updates the returned and the stored field", arguments: cases, Validator.allCases)
@@ -57,7 +70,8 @@ import Testing
                     lifetime: isConditional ? 3600 : 1,
                     date: clock.now
                 )
-                return isConditional ? (response(304, fields, date: nil), []) : (response(200, fields, date: nil), Array("body".utf8))
+                return isConditional
+                    ? (response(304, fields, date: nil), []) : (response(200, fields, date: nil), Array("body".utf8))
             }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
             clock.advance(3)  // the suite's pause: the first response (max-age=1) is stale

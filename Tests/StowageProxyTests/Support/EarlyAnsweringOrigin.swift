@@ -79,7 +79,8 @@ final class EarlyAnsweringOrigin: Sendable {
                     let body = "v\(requests.load(ordering: .relaxed))"
                     reply =
                         "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
-                        + "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nCache-Control: max-age=60\r\n\r\n" + body
+                        + "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nCache-Control: max-age=60\r\n\r\n"
+                        + body
                 }
                 let bytes = Array(reply.utf8)
                 _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

@@ -11,7 +11,9 @@ struct AdminAddressOptions: ParsableArguments {
     var adminToken: String?
 
     func validate() throws {
-        do { _ = try ProxyAdminClient(address: admin) } catch let error as ProxyError { throw ValidationError("--admin: \(error.message)") }
+        do { _ = try ProxyAdminClient(address: admin) } catch let error as ProxyError {
+            throw ValidationError("--admin: \(error.message)")
+        }
     }
 
     /// Runs `body` with a client for the listener; a listener that cannot be reached or refuses
@@ -61,7 +63,8 @@ struct ProxyPurgeCommand: AsyncParsableCommand {
 struct ProxyBanCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ban",
-        abstract: "Remove every stored response under a URL prefix, or tagged with a Surrogate-Key/Cache-Tag, from a running proxy.",
+        abstract:
+            "Remove every stored response under a URL prefix, or tagged with a Surrogate-Key/Cache-Tag, from a running proxy.",
         discussion: """
             Examples: stowage proxy ban --prefix https://example.com/img/
                       stowage proxy ban --tag product-42 --admin 10.0.0.5:9000 --admin-token "$TOKEN"

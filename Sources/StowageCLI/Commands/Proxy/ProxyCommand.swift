@@ -101,25 +101,48 @@ struct ProxyCommand: AsyncParsableCommand {
     )
     var cacheValid: [String] = []
 
-    @Option(help: ArgumentHelp("A query parameter left out of cache keys (a prefix with a trailing *, e.g. utm_*); repeatable.", valueName: "NAME"))
+    @Option(
+        help: ArgumentHelp(
+            "A query parameter left out of cache keys (a prefix with a trailing *, e.g. utm_*); repeatable.",
+            valueName: "NAME"
+        )
+    )
     var cacheKeyIgnoreQuery: [String] = []
 
-    @Option(help: ArgumentHelp("Take purge and ban requests on HOST:PORT (POST /purge?url=, /ban?prefix=, /ban?tag=).", valueName: "HOST:PORT"))
+    @Option(
+        help: ArgumentHelp(
+            "Take purge and ban requests on HOST:PORT (POST /purge?url=, /ban?prefix=, /ban?tag=).",
+            valueName: "HOST:PORT"
+        )
+    )
     var adminListen: String?
 
-    @Option(help: ArgumentHelp("The token admin requests must give (Authorization: Bearer TOKEN); required off loopback. Default: $STOWAGE_ADMIN_TOKEN.", valueName: "TOKEN"))
+    @Option(
+        help: ArgumentHelp(
+            "The token admin requests must give (Authorization: Bearer TOKEN); required off loopback. Default: $STOWAGE_ADMIN_TOKEN.",
+            valueName: "TOKEN"
+        )
+    )
     var adminToken: String?
 
     @Option(help: "Requests a URL must have had before its response is stored (nginx's proxy_cache_min_uses).")
     var cacheMinUses = 1
 
-    @Option(help: "The largest response body stored, e.g. 10MB (default: 5% of --disk-capacity).", transform: { try parseSize($0) })
+    @Option(
+        help: "The largest response body stored, e.g. 10MB (default: 5% of --disk-capacity).",
+        transform: { try parseSize($0) }
+    )
     var cacheMaxBody: ByteCount?
 
     @Flag(help: "Sort query parameters in cache keys, so their order does not split entries.")
     var cacheKeySortQuery = false
 
-    @Option(help: ArgumentHelp("A request header field whose value is part of cache keys (as if every response varied on it); repeatable.", valueName: "NAME"))
+    @Option(
+        help: ArgumentHelp(
+            "A request header field whose value is part of cache keys (as if every response varied on it); repeatable.",
+            valueName: "NAME"
+        )
+    )
     var cacheKeyHeader: [String] = []
 
     @Option(
@@ -130,10 +153,20 @@ struct ProxyCommand: AsyncParsableCommand {
     )
     var cacheBypass: [String] = []
 
-    @Option(help: ArgumentHelp("Serve a stored response up to DURATION stale when the upstream fails (error, timeout, 5xx), whatever it said.", valueName: "DURATION"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve a stored response up to DURATION stale when the upstream fails (error, timeout, 5xx), whatever it said.",
+            valueName: "DURATION"
+        )
+    )
     var staleIfError: String?
 
-    @Option(help: ArgumentHelp("Serve a stored response up to DURATION stale while it is refreshed in the background.", valueName: "DURATION"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve a stored response up to DURATION stale while it is refreshed in the background.",
+            valueName: "DURATION"
+        )
+    )
     var staleWhileUpdating: String?
 
     @Option(help: "A Redis URL whose server this proxy shares its cache through, e.g. redis://127.0.0.1:6379.")
@@ -147,7 +180,9 @@ struct ProxyCommand: AsyncParsableCommand {
     /// purge` needs no `--upstream`.
     func checkOptions() throws {
         guard let upstream else {
-            throw ValidationError("give the upstream origin: --upstream http://HOST:PORT (or \"upstream\" in the --config file)")
+            throw ValidationError(
+                "give the upstream origin: --upstream http://HOST:PORT (or \"upstream\" in the --config file)"
+            )
         }
         do {
             _ = try ProxyConfiguration.parseListenAddress(listen)
@@ -174,9 +209,15 @@ struct ProxyCommand: AsyncParsableCommand {
             do { try listener.validate() } catch let error as ProxyError { throw ValidationError(error.message) }
         }
         guard cacheMinUses >= 1 else { throw ValidationError("--cache-min-uses must be 1 or more") }
-        if let cacheMaxBody, cacheMaxBody.rawValue <= 0 { throw ValidationError("--cache-max-body must be more than 0 bytes") }
-        if let bad = cacheKeyIgnoreQuery.first(where: { $0.isEmpty || $0 == "*" || $0.contains(where: { "&=?#".contains($0) }) }) {
-            throw ValidationError("--cache-key-ignore-query \(bad.debugDescription) is not a query parameter name or NAME* prefix")
+        if let cacheMaxBody, cacheMaxBody.rawValue <= 0 {
+            throw ValidationError("--cache-max-body must be more than 0 bytes")
+        }
+        if let bad = cacheKeyIgnoreQuery.first(where: {
+            $0.isEmpty || $0 == "*" || $0.contains(where: { "&=?#".contains($0) })
+        }) {
+            throw ValidationError(
+                "--cache-key-ignore-query \(bad.debugDescription) is not a query parameter name or NAME* prefix"
+            )
         }
         if let staleIfError { _ = try parseDuration(staleIfError, option: "--stale-if-error") }
         if let staleWhileUpdating { _ = try parseDuration(staleWhileUpdating, option: "--stale-while-updating") }
@@ -202,7 +243,9 @@ struct ProxyCommand: AsyncParsableCommand {
     func keyHeaders() throws -> [HTTPField.Name] {
         try cacheKeyHeader.map { name in
             guard let field = HTTPField.Name(name) else {
-                throw ValidationError("--cache-key-header \(name.debugDescription) is not a header field name; give a token such as X-Tenant")
+                throw ValidationError(
+                    "--cache-key-header \(name.debugDescription) is not a header field name; give a token such as X-Tenant"
+                )
             }
             return field
         }
@@ -248,7 +291,9 @@ struct ProxyCommand: AsyncParsableCommand {
                 )
             }
             if field == .cacheControl {
-                throw ValidationError("--targeted-cache-control names a field to follow instead of Cache-Control, not Cache-Control itself")
+                throw ValidationError(
+                    "--targeted-cache-control names a field to follow instead of Cache-Control, not Cache-Control itself"
+                )
             }
             return field
         }
@@ -300,7 +345,9 @@ struct ProxyCommand: AsyncParsableCommand {
                 configuration.metricsRegistry = registry
             }
             configuration.cache.maximumBodySize = cacheMaxBody
-            configuration.cache.staleIfErrorGrace = try staleIfError.map { try parseDuration($0, option: "--stale-if-error") }
+            configuration.cache.staleIfErrorGrace = try staleIfError.map {
+                try parseDuration($0, option: "--stale-if-error")
+            }
             configuration.cache.staleWhileUpdatingGrace = try staleWhileUpdating.map {
                 try parseDuration($0, option: "--stale-while-updating")
             }

@@ -57,13 +57,17 @@ enum ProxyConfigFile {
     static func options(inFile path: String) throws -> [String] {
         var status = stat()
         guard stat(path, &status) == 0 else {
-            throw ValidationError("--config \(path.debugDescription): cannot read it (\(String(cString: strerror(errno))))")
+            throw ValidationError(
+                "--config \(path.debugDescription): cannot read it (\(String(cString: strerror(errno))))"
+            )
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
             throw ValidationError("--config \(path.debugDescription) is not a regular file")
         }
         guard Int(status.st_size) <= maximumSize else {
-            throw ValidationError("--config \(path.debugDescription) is \(status.st_size) bytes; a configuration has at most \(maximumSize)")
+            throw ValidationError(
+                "--config \(path.debugDescription) is \(status.st_size) bytes; a configuration has at most \(maximumSize)"
+            )
         }
         let data: Data
         do {
@@ -106,7 +110,9 @@ enum ProxyConfigFile {
     static func isOptionName(_ name: String) -> Bool {
         let words = name.split(separator: "-", omittingEmptySubsequences: false)
         return !["config", "help", "version"].contains(name) && name.first?.isLetter == true
-            && words.allSatisfy { word in !word.isEmpty && word.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) } }
+            && words.allSatisfy { word in
+                !word.isEmpty && word.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+            }
     }
 
     /// A value the file may give an option.
