@@ -215,7 +215,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "StowageCoreTests", dependencies: ["StowageCore"], swiftSettings: swiftSettings),
+        // What every test target shares: temporary directories, eventually, child commands,
+        // the tests' own failure type. Foundation only, so the core's tests stay light.
+        .target(name: "StowageTestSupport", path: "Tests/StowageTestSupport", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StowageCoreTests",
+            dependencies: ["StowageCore", "StowageTestSupport"],
+            swiftSettings: swiftSettings
+        ),
         // A child process for the cache tests: writes, gets killed, shares a directory.
         .executableTarget(
             name: "StowageCacheWorker",
@@ -226,7 +233,7 @@ let package = Package(
         .testTarget(
             name: "StowageCacheTests",
             dependencies: [
-                "StowageCache", "StowageCacheWorker",
+                "StowageCache", "StowageCacheWorker", "StowageTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -242,7 +249,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StowagePreferencesTests",
-            dependencies: ["StowagePreferences", "StowagePreferencesWorker"],
+            dependencies: ["StowagePreferences", "StowagePreferencesWorker", "StowageTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -252,7 +259,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StowageSecretsTests",
-            dependencies: ["StowageSecrets", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["StowageSecrets", "StowageTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // A child process for the user-space tests: wipes a user, gets killed.
@@ -277,7 +284,7 @@ let package = Package(
         .testTarget(
             name: "StowageHTTPCacheTests",
             dependencies: [
-                "StowageHTTPCache", "StowageCache", "StowageCore",
+                "StowageHTTPCache", "StowageCache", "StowageCore", "StowageTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: swiftSettings
@@ -319,7 +326,7 @@ let package = Package(
         // free loopback ports in temporary directories, for the Redis and shared-tier tests.
         .target(
             name: "StowageRedisTestSupport",
-            dependencies: ["StowageRedis"],
+            dependencies: ["StowageRedis", "StowageTestSupport"],
             path: "Tests/StowageRedisTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -343,13 +350,15 @@ let package = Package(
             name: "StowageSharedTierTests",
             dependencies: [
                 "StowageCache", "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport",
-                "StowageSharedTierWorker",
+                "StowageSharedTierWorker", "StowageTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "StowageCLITests",
-            dependencies: ["StowageCore", "StowageCLI", "StowageHTTPTestSupport", "StowageRedisTestSupport"],
+            dependencies: [
+                "StowageCore", "StowageCLI", "StowageHTTPTestSupport", "StowageRedisTestSupport", "StowageTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
     ]

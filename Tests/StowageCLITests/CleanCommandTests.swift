@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ struct CleanCommandTests {
         if let daysOld {
             let seconds = Date().timeIntervalSince1970 - daysOld * 86_400
             var times = [timespec](repeating: timespec(tv_sec: Int(seconds), tv_nsec: 0), count: 2)
-            guard utimensat(AT_FDCWD, url.path, &times, 0) == 0 else { throw CLITestFailure("utimensat failed") }
+            guard utimensat(AT_FDCWD, url.path, &times, 0) == 0 else { throw TestFailure("utimensat failed") }
         }
         return url
     }

@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 import Testing
 
 @Suite("stowage secrets end to end")

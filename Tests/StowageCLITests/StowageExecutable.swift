@@ -2,6 +2,7 @@ import Foundation
 
 #if canImport(Glibc)
 import Glibc
+import StowageTestSupport
 #endif
 
 /// Runs the built `stowage` executable, as a shell user would.
@@ -61,7 +62,7 @@ enum StowageExecutable {
     static func du(_ path: String, wrapper: [String] = []) throws -> Int64 {
         let outcome = try runProcess(wrapper + ["du", "-s", "-B1", path])
         guard let bytes = outcome.standardOutput.split(separator: "\t").first.flatMap({ Int64($0) }) else {
-            throw CLITestFailure("du printed no size: \(outcome.standardOutput) \(outcome.standardError)")
+            throw TestFailure("du printed no size: \(outcome.standardOutput) \(outcome.standardError)")
         }
         return bytes
     }
@@ -85,18 +86,4 @@ final class ErrorCollector: @unchecked Sendable {
         done.wait()
         return data
     }
-}
-
-struct CLITestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A fresh directory under /tmp, removed after `body`.
-func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
-    var template = Array("/tmp/stowage-cli-test-XXXXXX".utf8CString)
-    guard let created = mkdtemp(&template) else { throw CLITestFailure("mkdtemp failed: errno \(errno)") }
-    let url = URL(filePath: String(cString: created), directoryHint: .isDirectory)
-    defer { try? FileManager.default.removeItem(at: url) }
-    return try body(url)
 }

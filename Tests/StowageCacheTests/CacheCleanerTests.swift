@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -35,7 +36,7 @@ struct CacheCleanerTests {
             #expect(fractions == fractions.sorted(), "\(phase) fractions only grow")
         }
         #expect(events.contains { if case .cleaning(_, let task) = $0 { task == "Path '\(base)'" } else { false } })
-        guard case .done(let report) = events.last else { throw DiskTestFailure("no report") }
+        guard case .done(let report) = events.last else { throw TestFailure("no report") }
         #expect(report.bytesFreed == ByteCount(expected), "freed = before − after")
         #expect(report.tasks[0].entriesRemoved == 6, "the six matched files")
         #expect(report.isComplete && report.errors.isEmpty)
@@ -104,7 +105,7 @@ struct CacheCleanerTests {
     @Test("each unsafe path is refused with a typed error naming the task, and the good tasks still run")
     func refusals() async throws {
         let fixture = try TestContainer()
-        let outside = try DiskTestDirectory()
+        let outside = try TemporaryDirectory()
         try Data("precious".utf8).write(to: outside.url.appending(path: "precious"))
         try fixture.symlink("Library/Caches/out", to: outside.path)  // absolute link out
         try fixture.symlink("Library/Caches/up", to: "../../..")  // relative link above the root

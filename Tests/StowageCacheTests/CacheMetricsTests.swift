@@ -2,6 +2,7 @@ import Foundation
 import Metrics
 import MetricsTestKit
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @testable import StowageCache
@@ -25,7 +26,7 @@ struct CacheMetricsTests {
     func diskBytes() throws {
         _ = testMetrics
         let name = "metrics-disk-\(UUID().uuidString.prefix(8))"
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         var configuration = DiskCache.Configuration(name: name)
         configuration.clock = clock.clock

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import StowageCore
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -86,7 +87,7 @@ struct DiskCacheBudgetProcessTests {
 
     @Test("4 writers, kill -9 at random, 30 s: size never over the limit plus one value, nothing wrong, nothing lost")
     func fourWritersWithKills() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
         let index = directory + "/index.sqlite"
         var observer = DiskCache.Configuration(name: "observer")

@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @testable import StowageCache
@@ -23,7 +24,7 @@ struct DiskCacheBudgetTests {
 
     @Test("with a hard limit no committed state is ever over it: the write evicts first, down to the trim target")
     func hardLimitHolds() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try Self.hardCache(scratch.url.appending(path: "cache"), limit: 100_000)
         for index in 0..<60 {
             try cache.setDataBlocking(Data(repeating: UInt8(index), count: 10_000), forKey: "k\(index)")
@@ -38,7 +39,7 @@ struct DiskCacheBudgetTests {
 
     @Test("a value larger than the hard limit is refused with .noSpace before any byte is written; the old one stays")
     func tooLargeForTheLimit() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try Self.hardCache(scratch.url.appending(path: "cache"), limit: 100_000)
         try cache.setDataBlocking(Data("old".utf8), forKey: "k")
         let error = try #require(throws: StowageError.self) {
@@ -56,7 +57,7 @@ struct DiskCacheBudgetTests {
 
     @Test("allocated accounting counts file values by their 4 KiB blocks")
     func allocatedAccounting() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         // Five 20,000-byte files take 5 × 20,480 bytes of blocks: one byte over this limit.
         let limit: Int64 = 5 * 20_480 - 1
         let logical = try Self.hardCache(scratch.url.appending(path: "logical"), limit: limit, trimRatio: 1)

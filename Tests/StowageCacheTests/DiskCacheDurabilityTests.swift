@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import StowageCache
 import StowageCore
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 @Suite("DiskCache durability and hot path")
 struct DiskCacheDurabilityTests {
     private func open(
-        _ scratch: DiskTestDirectory,
+        _ scratch: TemporaryDirectory,
         _ edit: (inout DiskCache.Configuration) -> Void = { _ in }
     ) throws -> DiskCache {
         var configuration = DiskCache.Configuration(name: "test")
@@ -20,7 +21,7 @@ struct DiskCacheDurabilityTests {
 
     /// Runs `work` on a thread of its own and waits for it without holding a cooperative thread.
     /// Rows the index file holds for `key`, read with a connection of the test's own.
-    private func committedRows(_ scratch: DiskTestDirectory, key: String) throws -> Int {
+    private func committedRows(_ scratch: TemporaryDirectory, key: String) throws -> Int {
         try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entry WHERE key = ?", arguments: [key]) ?? 0
         }
@@ -28,7 +29,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("a deferred write is read back at once, and reaches the index only when its batch commits")
     func deferredVisibleAtOnce() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
         try cache.setDataBlocking(Data("staged".utf8), forKey: "k")
         #expect(try cache.dataBlocking(forKey: "k") == Data("staged".utf8))
@@ -42,7 +43,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("a writer that fills the staging commits it itself, so staged memory stays bounded")
     func fullStagingCommitsAtOnce() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 60) }
         // 4,095 writes stay staged; the 4,096th commits them all with itself.
         for index in 0..<4_095 { try cache.setDataBlocking(Data([UInt8(index & 0xFF)]), forKey: "k\(index)") }
@@ -51,7 +52,7 @@ struct DiskCacheDurabilityTests {
         #expect(try committedRows(scratch, key: "k0") == 1)
         #expect(try committedRows(scratch, key: "last") == 1)
         // Inline bytes count too: 17 values of 1 MiB each, kept inline, pass 16 MiB.
-        let largeScratch = try DiskTestDirectory()
+        let largeScratch = try TemporaryDirectory()
         let large = try open(largeScratch) {
             $0.durability = .deferred(maximumDelay: 60)
             $0.inlineThreshold = 2 << 20
@@ -64,7 +65,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("the WAL is checkpointed beside the writers, and stays bounded")
     func backgroundCheckpoints() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
         let index = scratch.path + "/cache/index.sqlite"
         func size(_ path: String) -> Int {
@@ -95,7 +96,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("a key or tag with a NUL byte is refused, and never reaches another key's value")
     func nulBytesInKeysAndTags() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
         try cache.setDataBlocking(Data("a".utf8), forKey: "a", tag: "t")
         // SQLite text through GRDB ends at a NUL byte: "a\0b" would have been "a".
@@ -118,7 +119,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("an index swapped for a symlink after open: the checkpointer never opens its target")
     func symlinkedIndexIsNotFollowed() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
         let value = Data(repeating: 7, count: 1_024)
         try cache.setDataBlocking(value, forKey: "first")
@@ -147,10 +148,10 @@ struct DiskCacheDurabilityTests {
 
     @Test("an index swapped for a symlink to another cache's index: a new reader does not serve its values")
     func symlinkedIndexIsNotRead() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
         try cache.setDataBlocking(Data("mine".utf8), forKey: "first")
-        let otherScratch = try DiskTestDirectory()
+        let otherScratch = try TemporaryDirectory()
         let other = try open(otherScratch)
         try other.setDataBlocking(Data("planted".utf8), forKey: "first")
         let index = scratch.path + "/cache/index.sqlite"
@@ -163,7 +164,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("deferred batches commit by themselves within the delay")
     func deferredCommitsByItself() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 0.01) }
         for number in 0..<100 { try cache.setDataBlocking(Data("v\(number)".utf8), forKey: "k\(number)") }
         var committed = 0
@@ -178,7 +179,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("a removal after a deferred write is not undone when the batch commits")
     func removalAfterDeferredWrite() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) {
             $0.durability = .deferred(maximumDelay: 30)
             $0.inlineThreshold = 8
@@ -196,7 +197,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("a deferred file value replaced before its commit leaves only the newer file")
     func deferredReplacementLeavesOneFile() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) {
             $0.durability = .deferred(maximumDelay: 30)
             $0.inlineThreshold = 8
@@ -212,7 +213,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("closing a cache commits what it staged")
     func closingCommits() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         do {
             let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
             try cache.setDataBlocking(Data("kept".utf8), forKey: "k")
@@ -223,7 +224,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("a streamed write after a deferred write of the same key wins")
     func streamedWriteAfterDeferred() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
         try cache.setDataBlocking(Data("old".utf8), forKey: "k")
         let writer = try cache.beginStreamingWrite(forKey: "k")
@@ -235,7 +236,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("eight threads writing at once: every value is there and the totals are right")
     func concurrentWritersShareCommits() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.inlineThreshold = 512 }
         let failures = Atomic<Int>(0)
         DispatchQueue.concurrentPerform(iterations: 8) { writer in
@@ -269,7 +270,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("a second handle on the directory reads a write at once")
     func secondHandleReadsAtOnce() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let writer = try open(scratch)
         let reader = try open(scratch)
         #expect(try reader.dataBlocking(forKey: "k") == nil)
@@ -285,7 +286,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("reads record their time only when the recorded one is a resolution old")
     func accessTimeResolution() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let start = clock.clock.now()
         let cache = try open(scratch) { $0.clock = clock.clock }
@@ -321,7 +322,7 @@ struct DiskCacheDurabilityTests {
 
     @Test("bad durability and resolution settings are refused with what to do")
     func badSettings() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         for edit: (inout DiskCache.Configuration) -> Void in [
             { $0.durability = .deferred(maximumDelay: 0) },
             { $0.durability = .deferred(maximumDelay: .nan) },

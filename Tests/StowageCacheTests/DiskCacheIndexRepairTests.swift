@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import StowageCache
 import StowageCore
+import StowageTestSupport
 import Testing
 
 /// Issue 17, items 5 and 9: a damaged index is rebuilt wherever the damage is; a wrong
@@ -9,13 +10,13 @@ import Testing
 /// helper's branch.)
 @Suite("DiskCache index repair")
 struct DiskCacheIndexRepairTests {
-    private func open(_ scratch: DiskTestDirectory) throws -> DiskCache {
+    private func open(_ scratch: TemporaryDirectory) throws -> DiskCache {
         try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: .init(name: "repair"))
     }
 
     @Test("garbling any one page of a real index: open, read and write work, and no wrong value is served")
     func garbledIndexPage() throws {
-        let template = try DiskTestDirectory()
+        let template = try TemporaryDirectory()
         var values: [String: Data] = [:]
         do {
             let cache = try open(template)
@@ -34,7 +35,7 @@ struct DiskCacheIndexRepairTests {
         #expect(pages >= 10)
         var generator = SystemRandomNumberGenerator()
         for page in 0..<pages {
-            let scratch = try DiskTestDirectory("garbledIndexPage-\(page)")
+            let scratch = try TemporaryDirectory("garbledIndexPage-\(page)")
             try FileManager.default.copyItem(
                 at: template.url.appending(path: "cache"),
                 to: scratch.url.appending(path: "cache")
@@ -56,7 +57,7 @@ struct DiskCacheIndexRepairTests {
 
     @Test("a wrong totals row (1 TB under a 10 MB limit) is repaired at open: a new write stays")
     func wrongTotals() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         var configuration = DiskCache.Configuration(name: "totals")
         configuration.sizeLimit = ByteCount(10_000_000)
         let directory = scratch.url.appending(path: "cache")
@@ -74,7 +75,7 @@ struct DiskCacheIndexRepairTests {
 
     @Test("totals that go wrong while the cache is open are repaired by the trim they trigger")
     func wrongTotalsWhileOpen() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         var configuration = DiskCache.Configuration(name: "totals")
         configuration.sizeLimit = ByteCount(10_000_000)
         let cache = try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)

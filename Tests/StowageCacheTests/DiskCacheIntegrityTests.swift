@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @testable import StowageCache
@@ -28,7 +29,7 @@ struct DiskCacheIntegrityTests {
 
     @Test("inline values garbled in place (same length) are misses, counted and removed; the rest read right")
     func garbledInline() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
         let values = try Self.fill(cache)
@@ -54,7 +55,7 @@ struct DiskCacheIntegrityTests {
 
     @Test("value files garbled in place (same length) are misses; none is served wrong")
     func garbledFiles() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
         let values = try Self.fill(cache)
@@ -79,7 +80,7 @@ struct DiskCacheIntegrityTests {
 
     @Test("a value file replaced by a symbolic link to an outside file of the same size is a miss")
     func symlinkedFile() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
         try cache.setDataBlocking(Data(repeating: 1, count: 30_000), forKey: "v")
@@ -100,7 +101,7 @@ struct DiskCacheIntegrityTests {
 
     @Test("a value file replaced by a FIFO is a prompt miss, not a hang (also for a streamed read)")
     func fifoFile() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
         for key in ["a", "b"] { try cache.setDataBlocking(Data(repeating: 2, count: 30_000), forKey: key) }
@@ -120,7 +121,7 @@ struct DiskCacheIntegrityTests {
 
     @Test("a streamed read of a garbled file ends with .corrupt, and the entry is gone")
     func streamedGarbled() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
         let write = try cache.beginStreamingWrite(forKey: "s")
@@ -148,7 +149,7 @@ struct DiskCacheIntegrityTests {
 
     @Test("opening for serving: small values whole (a garbled one a miss), large ones as a file")
     func openValueForServing() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
         try cache.setDataBlocking(Data("inline".utf8), forKey: "inline")
@@ -181,7 +182,7 @@ struct DiskCacheIntegrityTests {
 
     @Test("values written by a format-2 index (no checksum) still read; new writes carry one")
     func legacyRowsWithoutChecksum() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
         try cache.setDataBlocking(Data("old".utf8), forKey: "old")

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import StowageCache
+import StowageTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ import Glibc
 struct DiskCacheReliabilityTests {
     @Test("kill -9 during 10,000 writes: every value reads back whole or not at all; index and files agree")
     func killDuringWrites() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
         let (present, wrong) = try killMidWrite("write", directory: directory, after: "wrote 1500")
         #expect(wrong == 0, "values that read back wrong")
@@ -24,7 +25,7 @@ struct DiskCacheReliabilityTests {
 
     @Test("kill -9 during 10,000 deferred writes: what was lost is missing, nothing reads back wrong")
     func killDuringDeferredWrites() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
         let (present, wrong) = try killMidWrite("write-deferred", directory: directory, after: "wrote 3000")
         #expect(wrong == 0, "values that read back wrong")
@@ -68,7 +69,7 @@ struct DiskCacheReliabilityTests {
 
     @Test("deferred writes that end with a flush are all there for the next process")
     func deferredWritesFlushed() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
         #expect(try CacheWorker.run(["write-deferred", directory, "0", "3000"]) == "done")
         #expect(try CacheWorker.run(["verify", directory, "0", "3000"]) == "present 3000 missing 0 wrong 0")
@@ -76,7 +77,7 @@ struct DiskCacheReliabilityTests {
 
     @Test("two processes writing 5,000 distinct keys each into one directory: all 10,000 are there")
     func twoProcessesShareADirectory() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
         let first = try CacheWorker.start(["write", directory, "0", "5000"])
         let second = try CacheWorker.start(["write", directory, "5000", "5000"])

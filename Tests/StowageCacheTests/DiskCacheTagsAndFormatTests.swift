@@ -2,13 +2,14 @@ import Foundation
 import GRDB
 import StowageCache
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @Suite("DiskCache tags and index format")
 struct DiskCacheTagsAndFormatTests {
     @Test("removeAll(tagged:) removes exactly the tagged entries, inline and file-backed, from both tiers")
     func tags() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = HybridCache(
             memory: try MemoryCache<String, String>(),
             disk: try DiskCache(directory: scratch.url.appending(path: "cache")),
@@ -37,7 +38,7 @@ struct DiskCacheTagsAndFormatTests {
 
     @Test("the tag query uses the index, not a scan")
     func tagQueryPlan() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let path = scratch.url.appending(path: "cache")
         _ = try DiskCache(directory: path)
         let queue = try DatabaseQueue(path: path.appending(path: "index.sqlite").path)
@@ -55,7 +56,7 @@ struct DiskCacheTagsAndFormatTests {
 
     @Test("an index of format 1 (before tags) is migrated in place and keeps its entries")
     func migratesFormat1() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         // The schema format 1 wrote, with one inline entry.
@@ -105,7 +106,7 @@ struct DiskCacheTagsAndFormatTests {
 
     @Test("an index of a newer format is refused with .unsupported and left untouched, even with rebuild on")
     func refusesNewerFormat() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         do {
             let cache = try DiskCache(directory: directory)
@@ -132,7 +133,7 @@ struct DiskCacheTagsAndFormatTests {
 struct DiskCacheSummaryTests {
     @Test("the summary's counts and allocation follow inserts, replacements (inline ↔ file) and removals")
     func followsChanges() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let clock = DiskTestClock()
         var configuration = DiskCache.Configuration()

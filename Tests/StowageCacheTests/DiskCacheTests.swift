@@ -2,12 +2,13 @@ import Foundation
 import GRDB
 import StowageCache
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @Suite("DiskCache")
 struct DiskCacheTests {
     private func open(
-        _ scratch: DiskTestDirectory,
+        _ scratch: TemporaryDirectory,
         _ edit: (inout DiskCache.Configuration) -> Void = { _ in }
     ) throws -> DiskCache {
         var configuration = DiskCache.Configuration(name: "test")
@@ -17,7 +18,7 @@ struct DiskCacheTests {
 
     @Test("values round-trip inline and as files, and survive reopening")
     func roundTrip() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let small = Data("hello".utf8)
         let large = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         do {
@@ -46,7 +47,7 @@ struct DiskCacheTests {
 
     @Test("the directory carries CACHEDIR.TAG and the backup exclusion")
     func marks() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
         #expect(CacheDirectoryTag.isPresent(in: cache.directory))
         #expect(try Marks.isExcludedFromBackup(cache.directory))
@@ -54,7 +55,7 @@ struct DiskCacheTests {
 
     @Test("replacing a value removes the old file; removing a key removes its file")
     func replaceAndRemove() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
         try await cache.setData(Data(count: 50_000), forKey: "k.bin")
         try await cache.setData(Data(repeating: 7, count: 60_000), forKey: "k.bin")
@@ -69,7 +70,7 @@ struct DiskCacheTests {
 
     @Test("after writing 3x the size limit: within the limit, most recent entries kept, trimmed to half")
     func sizeLimit() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) {
             $0.sizeLimit = ByteCount(1_000_000)
             $0.inlineThreshold = 10_000
@@ -90,7 +91,7 @@ struct DiskCacheTests {
 
     @Test("going one entry over the count limit trims to exactly the target, least recently used first")
     func countLimitTarget() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let cache = try open(scratch) {
             $0.countLimit = 100
@@ -118,7 +119,7 @@ struct DiskCacheTests {
 
     @Test("per-entry and default time-to-live expire values by the injected clock")
     func timeToLive() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let cache = try open(scratch) {
             $0.clock = clock.clock
@@ -141,7 +142,7 @@ struct DiskCacheTests {
         arguments: [DiskCache.AgeBasis.accessed, .modified, .created]
     )
     func ageLimit(basis: DiskCache.AgeBasis) throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let cache = try open(scratch) {
             $0.clock = clock.clock
@@ -162,7 +163,7 @@ struct DiskCacheTests {
 
     @Test("a file that lost bytes reads as a miss and is dropped, never returned")
     func truncatedFile() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
         try cache.setDataBlocking(Data(repeating: 1, count: 100_000), forKey: "big")
         let file = try #require(scratch.dataFiles().first)
@@ -175,7 +176,7 @@ struct DiskCacheTests {
 
     @Test("orphan files and rows without files are collected on open")
     func orphansCollected() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         do {
             let cache = try open(scratch)
             try cache.setDataBlocking(Data(count: 30_000), forKey: "kept")
@@ -200,7 +201,7 @@ struct DiskCacheTests {
 
     @Test("a corrupt index is rebuilt empty by default, or reported as corrupt")
     func corruptIndex() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         do {
             let cache = try open(scratch)
             try cache.setDataBlocking(Data(count: 30_000), forKey: "a")
@@ -223,7 +224,7 @@ struct DiskCacheTests {
 
     @Test("bad configurations are invalidArgument errors")
     func badConfiguration() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         for edit: (inout DiskCache.Configuration) -> Void in [
             { $0.sizeLimit = ByteCount(0) }, { $0.countLimit = -1 }, { $0.trimRatio = 1.5 }, { $0.maximumAge = 0 },
         ] {
@@ -235,7 +236,7 @@ struct DiskCacheTests {
 
     @Test("many tasks reading and writing overlapping keys never see a wrong value")
     func concurrentReadersAndWriters() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.inlineThreshold = 2_000 }
         func value(_ key: Int, _ version: Int) -> Data {
             Data(repeating: UInt8(truncatingIfNeeded: key &* 7 &+ version), count: key % 2 == 0 ? 100 : 5_000)

@@ -1,6 +1,7 @@
 import Foundation
 import StowageCache
 import StowageCore
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -12,7 +13,7 @@ struct HybridCacheTests {
     }
 
     private func makeCache<Value: Sendable>(
-        _ scratch: DiskTestDirectory,
+        _ scratch: TemporaryDirectory,
         serializer: some CacheSerializer<Value>
     ) throws -> HybridCache<Value> {
         HybridCache(
@@ -24,7 +25,7 @@ struct HybridCacheTests {
 
     @Test("writes go through to disk; a new cache over the same directory reads them back")
     func writeThrough() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let feed = Feed(title: "news", items: [1, 2, 3])
         do {
             let cache = try makeCache(scratch, serializer: JSONSerializer(Feed.self))
@@ -54,7 +55,7 @@ struct HybridCacheTests {
 
     @Test("bytes that no longer decode are removed and read as a miss")
     func undecodable() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try makeCache(scratch, serializer: JSONSerializer(Feed.self))
         try await cache.disk.setData(Data("not json".utf8), forKey: "feed")
         #expect(try await cache.value(forKey: "feed") == nil)
@@ -63,7 +64,7 @@ struct HybridCacheTests {
 
     @Test("concurrent loads of one key run the loader once and all get its value")
     func coalescing() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try makeCache(scratch, serializer: StringSerializer())
         let calls = LoadCounter()
         let values = try await withThrowingTaskGroup(of: String.self) { group in
@@ -86,7 +87,7 @@ struct HybridCacheTests {
     @Test("a failing loader stores nothing and every waiter gets its error; the next call loads again")
     func failingLoader() async throws {
         struct Offline: Error {}
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try makeCache(scratch, serializer: StringSerializer())
         let failures = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<10 {
@@ -112,7 +113,7 @@ struct HybridCacheTests {
 
     @Test("removal empties both tiers")
     func removal() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let cache = try makeCache(scratch, serializer: StringSerializer())
         try await cache.setValue("a", forKey: "a")
         try await cache.setValue("b", forKey: "b")

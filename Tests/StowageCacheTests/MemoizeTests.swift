@@ -1,12 +1,13 @@
 import Foundation
 import StowageCache
 import StowageCore
+import StowageTestSupport
 import Synchronization
 import Testing
 
 @Suite("HybridCache memoize")
 struct MemoizeTests {
-    private func makeCache(_ scratch: DiskTestDirectory, clock: DiskTestClock) throws -> HybridCache<String> {
+    private func makeCache(_ scratch: TemporaryDirectory, clock: DiskTestClock) throws -> HybridCache<String> {
         var configuration = DiskCache.Configuration()
         configuration.clock = clock.clock
         return HybridCache(
@@ -45,7 +46,7 @@ struct MemoizeTests {
 
     @Test("a miss computes once for all concurrent callers; hits return the stored value")
     func computesOnce() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation()
@@ -65,7 +66,7 @@ struct MemoizeTests {
 
     @Test("far from expiry nothing recomputes; after expiry the next call computes again")
     func expiry() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation()
@@ -82,7 +83,7 @@ struct MemoizeTests {
 
     @Test("near expiry one caller's hit starts one background recomputation; everyone gets the old value meanwhile")
     func earlyRefresh() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation(duration: .milliseconds(200), gated: true)
@@ -114,7 +115,7 @@ struct MemoizeTests {
     @Test("a failing computation on a miss is thrown and stores nothing; a failing refresh keeps the value")
     func failures() async throws {
         struct Failure: Error {}
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
         await #expect(throws: Failure.self) {

@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -116,7 +117,7 @@ import Testing
 
     @Test("end to end through a stall file: some avg10 over the threshold trims the cache, full avg10 empties it")
     func stallFileEndToEnd() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let file = scratch.url.appending(path: "memory.pressure")
         func write(some: Double, full: Double) throws {
             // In place (the watcher holds the file open), as the kernel's file changes.

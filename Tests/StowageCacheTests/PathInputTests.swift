@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @testable import StowageCache
@@ -10,12 +11,12 @@ import Testing
 struct PathInputTests {
     /// A container at `outer/app`, with a precious file in `outer` that nothing may touch.
     struct Fixture {
-        let outer: DiskTestDirectory
+        let outer: TemporaryDirectory
         let container: Container
         var root: URL { outer.url.appending(path: "app") }
 
         init(_ name: String = #function) throws {
-            outer = try DiskTestDirectory(name)
+            outer = try TemporaryDirectory(name)
             try Data("precious".utf8).write(to: outer.url.appending(path: "precious"))
             container = Container(root: outer.url.appending(path: "app", directoryHint: .isDirectory))
             for directory in ["Documents", "Library/Caches/junk"] {
@@ -60,7 +61,7 @@ struct PathInputTests {
         for (format, data) in try Self.manifests(path: Self.escapingPath) {
             let fixture = try Fixture()
             let manifest = try CleanManifest(data: data, source: "m.\(format)")
-            guard case .path(let parsed, _) = manifest.tasks.first else { throw DiskTestFailure("no task") }
+            guard case .path(let parsed, _) = manifest.tasks.first else { throw TestFailure("no task") }
             #expect(parsed.utf8.contains(0), "\(format): the parser keeps the NUL, so the check must catch it")
             let report = try await CacheCleaner(container: fixture.container).clean(manifest)
             let error = try #require(report.tasks.first?.error, "\(format): the task must fail")
@@ -182,7 +183,7 @@ extension ManifestFuzzFindingsTests {
 extension PathInputTests {
     @Test("a NUL in a store's directory URL is refused before anything is created")
     func nulInStoreDirectories() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let bad = URL(filePath: scratch.path + "/x\u{0}/../escaped")
         #expect {
             _ = try DiskCache(directory: bad)

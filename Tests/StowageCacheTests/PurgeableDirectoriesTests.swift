@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StowageCore
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -71,7 +72,7 @@ struct PurgeableDirectoriesTests {
     @Test("registration refuses a symbolic link leading out of the location")
     func registrationRefusesLinkOut() async throws {
         let fixture = try TestContainer()
-        let outside = try DiskTestDirectory()
+        let outside = try TemporaryDirectory()
         try fixture.symlink("Library/Caches/out", to: outside.path)
         let error = await #expect(throws: StowageError.self) {
             try await purgeable(fixture).register("Library/Caches/out/feeds", policy: .oneWeek)

@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @testable import StowageCache
@@ -35,7 +36,7 @@ struct StoragePressureTests {
 
     @Test("a purge request frees the bytes asked below the cache's limits: expired first, then least recently used")
     func purgeRequestGoesBelowLimits() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let clock = DiskTestClock()
         let cache = try Self.filledCache(at: scratch.url.appending(path: "images"), clock: clock, count: 40)
         #expect(try await cache.purge() == ByteCount(10 * 1_000))  // its own rules: only the expired
@@ -57,7 +58,7 @@ struct StoragePressureTests {
         // A real 64 MiB tmpfs when this machine lets us mount one; otherwise the same real caches
         // and files in a temporary directory, with the volume's size injected and its use measured.
         let volume = SmallVolume(bytes: 64 << 20)
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let root = volume.map { URL(filePath: $0.path) } ?? scratch.url
         let container = Container(root: root.appending(path: "app"))
         let volumeSize = ByteCount(64 << 20)

@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @testable import StowageCache
@@ -17,7 +18,7 @@ struct StoreGenerationTests {
 
     @Test("a clear through another handle empties this handle's memory tier before its next read")
     func clearReachesMemoryTier() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let reader = try Self.hybrid(directory)
         let clearer = try DiskCache(directory: directory)
@@ -34,7 +35,7 @@ struct StoreGenerationTests {
 
     @Test("a clear in another process empties this process's memory tier")
     func clearFromAnotherProcess() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try Self.hybrid(directory)
         for number in 0..<50 { try await cache.setValue("value \(number)", forKey: "key-\(number)") }
@@ -45,7 +46,7 @@ struct StoreGenerationTests {
 
     @Test("writes staged before another handle's clear are dropped, not committed after it")
     func stagedWritesFromBeforeAClearAreDropped() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         var configuration = DiskCache.Configuration(name: "staged")
         configuration.durability = .deferred(maximumDelay: 60)
@@ -67,7 +68,7 @@ struct StoreGenerationTests {
 
     @Test("a cache whose directory is removed while open reads nothing and refuses writes with .notFound")
     func removedDirectoryRetiresOpenHandles() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "caches/thumbnails")
         let disk = try DiskCache(directory: directory)
         let hybrid = HybridCache(
@@ -98,7 +99,7 @@ struct StoreGenerationTests {
 
     @Test("a removal through the cleaner retires the caches it deletes")
     func cleanerRetiresCaches() async throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let container = Container(root: scratch.url, identifier: "org.stowage.tests")
         let caches = try container.directoryBlocking(for: .caches)
         let cache = try Self.hybrid(caches.appending(path: "feed"))
@@ -113,7 +114,7 @@ struct StoreGenerationTests {
 
     @Test("a generation file that is garbled, truncated, a link or a FIFO is replaced, never followed")
     func damagedGenerationFilesAreReplaced() throws {
-        let scratch = try DiskTestDirectory()
+        let scratch = try TemporaryDirectory()
         let outside = scratch.url.appending(path: "outside")
         try Data("precious".utf8).write(to: outside)
         for damage in ["garbled", "truncated", "link", "fifo"] {

@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 import Testing
 
 @testable import StowageCore

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import StowageCore
 import StowageHTTPCache
+import StowageTestSupport
 import Testing
 
 /// Issue 17, item 10: `Cache-Status` says `stored` only for a response that was stored.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import StowageCore
 import StowageHTTPCache
+import StowageTestSupport
 import Testing
 
 /// "Why not cached": every answer carries the steps that decided it.

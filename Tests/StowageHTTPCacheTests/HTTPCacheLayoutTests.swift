@@ -2,13 +2,14 @@ import Foundation
 import StowageCache
 import StowageCore
 import StowageHTTPCache
+import StowageTestSupport
 import Testing
 
 @Suite("HTTPCache layout")
 struct HTTPCacheLayoutTests {
     @Test("a new cache records its layout; a newer layout is refused with .unsupported and left as it is")
     func layoutVersion() async throws {
-        try await withTemporaryDirectory { root in
+        try withTemporaryDirectory { root in
             let directory = root.appending(path: "http")
             _ = try HTTPCache(directory: directory)
             let marker = directory.appending(path: HTTPCache.layoutFileName)

@@ -3,6 +3,7 @@ import HTTPTypes
 import StowageCache
 import StowageCore
 import StowageHTTPCache
+import StowageTestSupport
 import Testing
 
 /// Storage behaviour: variants, invalidation, large bodies on disk, persistence, stale serving,
@@ -244,7 +245,7 @@ import Testing
 
     @Test("A bad configuration is a typed error that names the value")
     func badConfiguration() async throws {
-        try await withTemporaryDirectory { root in
+        try withTemporaryDirectory { root in
             let error = #expect(throws: HTTPCacheError.self) {
                 _ = try makeCache(root, clock: ManualClock()) { $0.maximumEntryFraction = 2 }
             }

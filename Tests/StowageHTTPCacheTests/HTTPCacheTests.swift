@@ -3,6 +3,7 @@ import HTTPTypes
 import StowageCache
 import StowageCore
 import StowageHTTPCache
+import StowageTestSupport
 import Testing
 
 /// The cache end to end over storage (real DiskCache in a temporary directory), with an

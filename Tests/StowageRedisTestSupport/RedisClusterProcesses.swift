@@ -1,5 +1,6 @@
 import Foundation
 import StowageRedis
+import StowageTestSupport
 
 /// A Redis Cluster of three masters (and optionally replicas) on free loopback ports, created
 /// with `redis-cli --cluster create`, for tests.
@@ -75,7 +76,7 @@ public final class RedisClusterProcesses: Sendable {
             }
             try await Task.sleep(for: .milliseconds(200))
         }
-        throw TestSupportError("the test cluster did not reach cluster_state:ok within 60 s")
+        throw TestFailure("the test cluster did not reach cluster_state:ok within 60 s")
     }
 
     public func stop() {

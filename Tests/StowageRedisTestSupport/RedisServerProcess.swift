@@ -1,5 +1,6 @@
 import Foundation
 import StowageRedis
+import StowageTestSupport
 import Synchronization
 
 /// A real `redis-server` on a free 127.0.0.1 port in its own temporary directory, for tests.
@@ -143,7 +144,7 @@ public final class RedisServerProcess: Sendable {
             }
         }
         guard answered else {
-            throw TestSupportError(
+            throw TestFailure(
                 "redis-server on port \(port) did not start within 15 s (port taken?); see \(directory.path)/redis.log"
             )
         }
@@ -162,7 +163,7 @@ public final class RedisServerProcess: Sendable {
             if port > 22_700 { break }
             if isFree(port), isFree(port + 10_000) { return port }
         }
-        throw TestSupportError("no free port found")
+        throw TestFailure("no free port found")
     }
 
     private static func isFree(_ port: Int) -> Bool {
@@ -195,12 +196,12 @@ public final class RedisServerProcess: Sendable {
     /// reading the pipe to its end would wait for that server to exit.
     @discardableResult
     public static func run(_ tool: String, _ arguments: [String]) throws -> String {
-        guard let url = executable(tool) else { throw TestSupportError("\(tool) is not installed") }
+        guard let url = executable(tool) else { throw TestFailure("\(tool) is not installed") }
         let outputURL = FileManager.default.temporaryDirectory.appending(
             path: "stowage-redis-output-\(UUID().uuidString)"
         )
         guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
-            throw TestSupportError("cannot create \(outputURL.path)")
+            throw TestFailure("cannot create \(outputURL.path)")
         }
         defer { try? FileManager.default.removeItem(at: outputURL) }
         let output = try FileHandle(forWritingTo: outputURL)
@@ -215,16 +216,10 @@ public final class RedisServerProcess: Sendable {
         try output.close()
         let text = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
         guard process.terminationStatus == 0 else {
-            throw TestSupportError(
+            throw TestFailure(
                 "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)"
             )
         }
         return text
     }
-}
-
-/// A failure of the test harness itself (not of the code under test).
-public struct TestSupportError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
 }

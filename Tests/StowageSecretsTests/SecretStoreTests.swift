@@ -2,18 +2,20 @@ import Crypto
 import Foundation
 import StowageCore
 import StowageSecrets
+import StowageTestSupport
 import Testing
 
+/// A container root for one test, and the store's directory in it.
 final class Scratch: Sendable {
-    let url: URL
+    private let directory: TemporaryDirectory
     let container: Container
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appending(path: "stowage-secrets-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        container = Container(root: url, identifier: "org.stowage.tests")
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
+    var url: URL { directory.url }
     var store: URL { url.appending(path: "store") }
+
+    init(_ name: String = #function) throws {
+        directory = try TemporaryDirectory(name)
+        container = Container(root: directory.url, identifier: "org.stowage.tests")
+    }
 }
 
 private let cheap = SecretStore.ScryptCost(rounds: 1 << 10, blockSize: 8, parallelism: 1)

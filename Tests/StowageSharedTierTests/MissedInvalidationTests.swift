@@ -3,6 +3,7 @@ import StowageCache
 import StowageRedis
 import StowageRedisTestSupport
 import StowageSharedTier
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -20,7 +21,7 @@ struct MissedInvalidationTests {
     func diskCopiesFromAnEarlierRun() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         do {
             let (earlier, tier) = try await makeNode(url: server.url, namespace: "m1", scratch: scratch, name: "b")
             for key in ["changed", "removed", "kept"] { try await earlier.setValue("v1", forKey: key) }
@@ -53,7 +54,7 @@ struct MissedInvalidationTests {
     func unconfirmedCopyServedWhileDown() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         do {
             let (earlier, tier) = try await makeNode(url: server.url, namespace: "m2", scratch: scratch, name: "b")
             try await earlier.setValue("v1", forKey: "k")
@@ -79,7 +80,7 @@ struct MissedInvalidationTests {
     func subscriptionGap() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         // Publishing nodes: with server tracking, Redis itself would tell b of the writes below
         // (the tracking connection's gap is TrackingInvalidationTests' business).
         let (a, tierA) = try await makeNode(
@@ -131,7 +132,7 @@ struct MissedInvalidationTests {
             extraArguments: ["--appendonly", "yes", "--appendfsync", "always"]
         )
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let quickReconnect: (inout RedisConfiguration) -> Void = {
             $0.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
         }

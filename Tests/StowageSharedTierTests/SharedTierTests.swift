@@ -3,6 +3,7 @@ import StowageCache
 import StowageRedis
 import StowageRedisTestSupport
 import StowageSharedTier
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -12,7 +13,7 @@ struct SharedTierTests {
     func fallThrough() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (writer, writerTier) = try await makeNode(url: server.url, namespace: "t1", scratch: scratch, name: "a")
         let (reader, readerTier) = try await makeNode(url: server.url, namespace: "t1", scratch: scratch, name: "b")
         defer {
@@ -43,7 +44,7 @@ struct SharedTierTests {
     func invalidationInProcess() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (a, tierA) = try await makeNode(url: server.url, namespace: "t2", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: server.url, namespace: "t2", scratch: scratch, name: "b")
         defer {
@@ -69,7 +70,7 @@ struct SharedTierTests {
     func prefixInvalidation() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (a, tierA) = try await makeNode(url: server.url, namespace: "t2p", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: server.url, namespace: "t2p", scratch: scratch, name: "b")
         defer {
@@ -100,7 +101,7 @@ struct SharedTierTests {
     func invalidationAcrossProcesses() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (local, tier) = try await makeNode(url: server.url, namespace: "t3", scratch: scratch, name: "local")
         defer { Task { await tier.shutdown() } }
         let worker = try WorkerNode(url: server.url, namespace: "t3", directory: scratch.url.appending(path: "worker"))
@@ -145,7 +146,7 @@ struct SharedTierTests {
     func coalescedLoadAcrossProcesses() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         // Waiters wait up to a minute here: on a loaded machine, the default 10 s could pass
         // before the loader's value lands, and a waiter would (correctly) load itself.
         var options = SharedTierOptions()
@@ -192,7 +193,7 @@ struct SharedTierTests {
     func waitTimeout() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         var options = SharedTierOptions()
         options.loadWaitTimeout = .milliseconds(400)
         let (cache, tier) = try await makeNode(
@@ -227,7 +228,7 @@ struct SharedTierTests {
         #expect(try await !tier.isLockedForLoading(key: "k"))
         #expect(try await tier.lockForLoading(key: "k", lease: .seconds(30)) == nil)
         // A node that takes that path reads the value without running its loader.
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (cache, nodeTier) = try await makeNode(url: server.url, namespace: "t7", scratch: scratch, name: "a")
         defer { Task { await nodeTier.shutdown() } }
         let runs = Atomic<Int>(0)
@@ -243,7 +244,7 @@ struct SharedTierTests {
     func unreadableValueLoadsAtOnce() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         var options = SharedTierOptions()
         options.loadWaitTimeout = .seconds(60)
         let (cache, tier) = try await makeNode(
@@ -294,7 +295,7 @@ struct SharedTierTests {
     func degradation() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (cache, tier) = try await makeNode(url: server.url, namespace: "t7", scratch: scratch, name: "a") {
             $0.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
             $0.commandTimeout = .seconds(1)
@@ -359,7 +360,7 @@ struct SharedTierTests {
     func gapServesUnconfirmed() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         // Published invalidations: the DEL below, from a plain client, reaches no node — as
         // values lost by a server restarting empty do not.
         let (cache, tier) = try await makeNode(
@@ -391,7 +392,7 @@ struct SharedTierTests {
     func pendingChangeYieldsToNewerWrite() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (a, tierA) = try await makeNode(
             url: server.url,
             namespace: "t10",
@@ -445,7 +446,7 @@ struct SharedTierClusterTests {
     func clusterTier() async throws {
         let cluster = try await RedisClusterProcesses.start()
         defer { cluster.stop() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let first = "redis://127.0.0.1:\(cluster.nodes[0].port)"
         let last = "redis://127.0.0.1:\(cluster.nodes[2].port)"
         let (a, tierA) = try await makeNode(url: first, namespace: "c1", scratch: scratch, name: "a")
@@ -477,14 +478,4 @@ struct SharedTierClusterTests {
         #expect(try await [fromA, fromB] == ["once", "once"])
         #expect(runs.operations.load(ordering: .relaxed) == 1)
     }
-}
-
-/// Polls `condition` until it holds, or fails the test after `timeout`.
-func eventually(timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(2))
-    }
-    Issue.record("condition did not hold within \(timeout)")
 }

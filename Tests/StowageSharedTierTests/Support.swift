@@ -3,23 +3,14 @@ import StowageCache
 import StowageRedis
 import StowageRedisTestSupport
 import StowageSharedTier
+import StowageTestSupport
 import Synchronization
-
-/// A scratch directory removed when the value goes away.
-final class ScratchDirectory: Sendable {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appending(path: "stowage-shared-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
 
 /// One in-process node: memory, disk in `directory/name`, and a Redis tier.
 func makeNode(
     url: String,
     namespace: String,
-    scratch: ScratchDirectory,
+    scratch: TemporaryDirectory,
     name: String,
     options: SharedTierOptions = SharedTierOptions(),
     invalidations: RedisSharedTier.InvalidationTransport = .automatic,
@@ -32,7 +23,7 @@ func makeNode(
         configuration.commandTimeout = .seconds(30)
         configure(&configuration)
     }
-    guard await tier.waitUntilSubscribed(timeout: .seconds(30)) else { throw TestSupportError("not subscribed") }
+    guard await tier.waitUntilSubscribed(timeout: .seconds(30)) else { throw TestFailure("not subscribed") }
     // No memory-pressure source: the machine's PSI (other jobs' memory tests) must not empty the
     // memory level in the middle of an invalidation test.
     var memoryConfiguration = MemoryCache<String, String>.Configuration(name: name)
@@ -99,11 +90,11 @@ final class WorkerNode: Sendable {
                 {
                     return line
                 }
-                throw TestSupportError("the worker exited while waiting for '\(prefix)'")
+                throw TestFailure("the worker exited while waiting for '\(prefix)'")
             }
             group.addTask {
                 try await Task.sleep(for: timeout)
-                throw TestSupportError("no '\(prefix)' line from the worker within \(timeout)")
+                throw TestFailure("no '\(prefix)' line from the worker within \(timeout)")
             }
             defer { group.cancelAll() }
             return try await group.next()!
@@ -139,7 +130,7 @@ func firstInvalidation(
         }
         group.addTask {
             try await Task.sleep(for: timeout)
-            throw TestSupportError("no matching invalidation within \(timeout)")
+            throw TestFailure("no matching invalidation within \(timeout)")
         }
         defer { group.cancelAll() }
         return try await group.next()!

@@ -2,6 +2,7 @@ import Foundation
 import StowageCache
 import StowageRedis
 import StowageRedisTestSupport
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -21,7 +22,7 @@ struct TrackingInvalidationTests {
     func trackedWriteInvalidatesWithoutPublish() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (a, tierA) = try await makeNode(url: server.url, namespace: "r1", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: server.url, namespace: "r1", scratch: scratch, name: "b")
         defer {
@@ -55,7 +56,7 @@ struct TrackingInvalidationTests {
     func ownWritesNotEchoed() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (a, tierA) = try await makeNode(url: server.url, namespace: "r2", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: server.url, namespace: "r2", scratch: scratch, name: "b")
         defer {
@@ -94,7 +95,7 @@ struct TrackingInvalidationTests {
     func trackingConnectionKilled() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (a, tierA) = try await makeNode(url: server.url, namespace: "r3", scratch: scratch, name: "a")
         let (b, tierB) = try await makeNode(url: server.url, namespace: "r3", scratch: scratch, name: "b") {
             $0.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
@@ -132,7 +133,7 @@ struct TrackingInvalidationTests {
     func flushIsEmptied() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (_, tier) = try await makeNode(url: server.url, namespace: "r4", scratch: scratch, name: "a")
         defer { Task { await tier.shutdown() } }
         try #require(tier.isTracking)
@@ -163,7 +164,7 @@ struct TrackingInvalidationTests {
             extraArguments: fallback == .clientCommandRenamed ? ["--rename-command", "CLIENT", ""] : []
         )
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let node = { (name: String) in
             try await makeNode(
                 url: server.url,
@@ -198,7 +199,7 @@ struct TrackingInvalidationTests {
     func trackingNodeHearsPublishingNode() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (old, oldTier) = try await makeNode(
             url: server.url,
             namespace: "r6",

@@ -3,6 +3,7 @@ import StowageCache
 import StowageCore
 import StowageRedisTestSupport
 import StowageSharedTier
+import StowageTestSupport
 import Testing
 
 /// The shared level's load wait and polls follow the injected wait clock.
@@ -12,7 +13,7 @@ struct WaitClockTests {
     func loadWaitFollowsTheClock() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let scratch = try ScratchDirectory()
+        let scratch = try TemporaryDirectory()
         let (holder, holderTier) = try await makeNode(url: server.url, namespace: "wc", scratch: scratch, name: "a")
         let clock = SteppedClock()
         var options = SharedTierOptions()

@@ -1,21 +1,9 @@
 import Foundation
 import StowageCache
+import StowageTestSupport
 import Synchronization
 
-/// A fresh directory for one test, removed afterwards.
-final class DiskTestDirectory: Sendable {
-    let url: URL
-    var path: String { url.path(percentEncoded: false).trimmingSuffixSlash() }
-
-    init(_ name: String = #function) throws {
-        let safe = name.filter { $0.isLetter || $0.isNumber }
-        url = FileManager.default.temporaryDirectory
-            .appending(path: "stowage-cache-\(safe)-\(UUID().uuidString)", directoryHint: .isDirectory)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
-
+extension TemporaryDirectory {
     /// Relative names of the value files under `cache/data`.
     func dataFiles(cache: String = "cache") -> Set<String> {
         let data = url.appending(path: "\(cache)/data")
@@ -29,10 +17,6 @@ final class DiskTestDirectory: Sendable {
         }
         return names
     }
-}
-
-extension String {
-    func trimmingSuffixSlash() -> String { hasSuffix("/") && count > 1 ? String(dropLast()) : self }
 }
 
 /// A wall clock tests move by hand.
@@ -71,15 +55,10 @@ enum CacheWorker {
         process.waitUntilExit()
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
         guard process.terminationStatus == 0, let last = lines.last else {
-            throw DiskTestFailure("worker \(arguments) exited \(process.terminationStatus)")
+            throw TestFailure("worker \(arguments) exited \(process.terminationStatus)")
         }
         return String(last)
     }
-}
-
-struct DiskTestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// Runs blocking `work` (a long write loop, a wait for processes) on a thread of its own, not on

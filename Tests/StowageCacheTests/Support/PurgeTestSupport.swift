@@ -4,16 +4,17 @@ import StowageCore
 
 #if canImport(Glibc)
 import Glibc
+import StowageTestSupport
 #endif
 
 /// A rooted container in a fresh temporary directory, with helpers to lay out files.
 final class TestContainer: Sendable {
-    let directory: DiskTestDirectory
+    let directory: TemporaryDirectory
     let container: Container
     var root: URL { directory.url }
 
     init(_ name: String = #function) throws {
-        directory = try DiskTestDirectory(name)
+        directory = try TemporaryDirectory(name)
         container = Container(root: directory.url)
     }
 
@@ -38,7 +39,7 @@ final class TestContainer: Sendable {
             for file in 0..<filesPerDirectory {
                 let path = folder.appending(path: "f\(file)").path
                 let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-                guard descriptor >= 0 else { throw DiskTestFailure("cannot create \(path): errno \(errno)") }
+                guard descriptor >= 0 else { throw TestFailure("cannot create \(path): errno \(errno)") }
                 _ = write(descriptor, "x", 1)
                 close(descriptor)
                 if let modified { try setModificationTime(URL(filePath: path), modified) }
@@ -56,7 +57,7 @@ final class TestContainer: Sendable {
             withIntermediateDirectories: true
         )
         guard Glibc.symlink(destination, url(relative).path) == 0 else {
-            throw DiskTestFailure("symlink \(relative) failed: errno \(errno)")
+            throw TestFailure("symlink \(relative) failed: errno \(errno)")
         }
     }
 
@@ -83,7 +84,7 @@ func setModificationTime(_ url: URL, _ seconds: Double) throws {
         count: 2
     )
     guard utimensat(AT_FDCWD, url.path, &times, AT_SYMLINK_NOFOLLOW) == 0 else {
-        throw DiskTestFailure("utimensat \(url.path) failed: errno \(errno)")
+        throw TestFailure("utimensat \(url.path) failed: errno \(errno)")
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import StowageHTTPCache
+import StowageTestSupport
 import Testing
 
 /// §4.3.4 and §3.2: a 304 updates the header fields of what it freshens — in the response it

@@ -60,16 +60,6 @@ final class ManualClock: Sendable {
     func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
 }
 
-func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
-    let url = FileManager.default.temporaryDirectory.appending(
-        path: "stowage-http-\(UUID().uuidString)",
-        directoryHint: .isDirectory
-    )
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: url) }
-    return try await body(url)
-}
-
 func ok(_ body: String, _ pairs: [(String, String)], clock: ManualClock) -> (HTTPResponse, [UInt8]) {
     (response(200, pairs, date: clock.now), Array(body.utf8))
 }

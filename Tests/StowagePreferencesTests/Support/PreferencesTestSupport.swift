@@ -1,21 +1,18 @@
 import Foundation
 import StowageCore
 import StowagePreferences
+import StowageTestSupport
 
 /// A fresh container root for one test, removed afterwards.
 final class PreferencesTestDirectory: Sendable {
-    let url: URL
+    private let directory: TemporaryDirectory
     let container: Container
+    var url: URL { directory.url }
 
     init(_ name: String = #function) throws {
-        let safe = name.filter { $0.isLetter || $0.isNumber }
-        url = FileManager.default.temporaryDirectory
-            .appending(path: "stowage-prefs-\(safe)-\(UUID().uuidString)", directoryHint: .isDirectory)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        container = Container(root: url, identifier: "org.stowage.tests")
+        directory = try TemporaryDirectory(name)
+        container = Container(root: directory.url, identifier: "org.stowage.tests")
     }
-
-    deinit { try? FileManager.default.removeItem(at: url) }
 
     /// A preferences file path directly in the directory.
     func file(_ name: String = "suite.stowprefs") -> URL { url.appending(path: name) }
@@ -54,9 +51,4 @@ enum PreferencesWorker {
     static func value(_ index: Int) -> String {
         "v\(index)-" + String(repeating: "x", count: index % 300)
     }
-}
-
-struct PreferencesTestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }

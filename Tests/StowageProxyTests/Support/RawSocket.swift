@@ -17,7 +17,7 @@ func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T)
 final class RawSocket: @unchecked Sendable {  // used by one test at a time
     private let descriptor: Int32
 
-    init(port: Int, receiveTimeout seconds: Int = 10) throws {
+    init(port: Int, receiveTimeout seconds: Int = 30) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

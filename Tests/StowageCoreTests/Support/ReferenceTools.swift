@@ -1,0 +1,28 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+import StowageTestSupport
+#endif
+
+/// `du -s -B1 PATH` and `du -s --apparent-size -B1` are the references for allocated bytes.
+func duAllocatedBytes(_ path: String, extraArguments: [String] = []) throws -> Int64 {
+    let text = try runCommand(["du", "-s", "-B1"] + extraArguments + [path])
+    guard let value = text.split(separator: "\t").first.flatMap({ Int64($0) }) else {
+        throw TestFailure("du printed no size: \(text)")
+    }
+    return value
+}
+
+/// Reads an extended attribute with the `getfattr`-independent Python reference.
+func pythonGetXattr(_ path: String, _ name: String) throws -> String? {
+    let script = """
+        import os, sys
+        try:
+            print(os.getxattr(sys.argv[1], sys.argv[2], follow_symlinks=False).decode())
+        except OSError:
+            print("<none>")
+        """
+    let value = try runCommand(["python3", "-c", script, path, name]).trimmingCharacters(in: .newlines)
+    return value == "<none>" ? nil : value
+}

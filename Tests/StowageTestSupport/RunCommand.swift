@@ -1,0 +1,19 @@
+import Foundation
+
+/// Runs `arguments` (the first is looked up on `PATH`) and returns its standard output (standard
+/// error is discarded); throws ``TestFailure`` when it exits with another status than 0.
+public func runCommand(_ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(filePath: "/usr/bin/env")
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw TestFailure("\(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+    }
+    return String(decoding: data, as: UTF8.self)
+}
