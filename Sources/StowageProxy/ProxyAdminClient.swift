@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import StowageCore
 
 /// Talks to a running proxy's admin listener (``ProxyConfiguration/AdminListener``): purge one
 /// URL, ban by prefix or tag, read the metrics page. `stowage proxy purge` and `stowage proxy
@@ -23,11 +24,11 @@ public final class ProxyAdminClient: Sendable {
     ///   - address: The admin listener's `HOST:PORT` (the proxy's `--admin-listen`).
     ///   - token: The listener's token, sent as `Authorization: Bearer TOKEN`.
     ///   - timeout: How long one request may take.
-    /// - Throws: ``ProxyError`` `.invalidArgument` when `address` is not `HOST:PORT`.
+    /// - Throws: ``StowageError`` `.invalidArgument` when `address` is not `HOST:PORT`.
     public init(address: String, token: String? = nil, timeout: Duration = .seconds(10)) throws {
         let (host, port) = try ProxyConfiguration.parseListenAddress(address)
         guard port > 0 else {
-            throw ProxyError.invalidArgument("the admin address \(address.debugDescription) needs a port above 0")
+            throw StowageError.invalidArgument("the admin address \(address.debugDescription) needs a port above 0")
         }
         baseURL = "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
         self.token = token
@@ -38,7 +39,7 @@ public final class ProxyAdminClient: Sendable {
 
     /// Removes the stored responses of `url` (every variant). Returns whether any was stored.
     ///
-    /// - Throws: ``ProxyError``: `.unreachable` when the listener does not answer, `.refused`
+    /// - Throws: ``StowageError``: `.unreachable` when the listener does not answer, `.refused`
     ///   when it answers with an error (a wrong token, a relative URL).
     public func purge(url: String) async throws -> Bool {
         let (status, _) = try await post("/purge", ["url": url])
@@ -91,7 +92,7 @@ public final class ProxyAdminClient: Sendable {
             try? await client.shutdown()
         } catch {
             try? await client.shutdown()
-            throw ProxyError(
+            throw StowageError(
                 code: .unreachable,
                 message:
                     "the admin listener at \(baseURL) did not answer (\(error)); check that the proxy runs with --admin-listen at that address"
@@ -100,7 +101,7 @@ public final class ProxyAdminClient: Sendable {
         let text = String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines)
         // 404 from /purge means "nothing stored", an answer, not a failure.
         guard response.status == .ok || (response.status == .notFound && path == "/purge") else {
-            throw ProxyError(code: .refused, message: "the admin listener answered \(response.status.code): \(text)")
+            throw StowageError(code: .refused, message: "the admin listener answered \(response.status.code): \(text)")
         }
         return (response.status, text)
     }
@@ -108,7 +109,7 @@ public final class ProxyAdminClient: Sendable {
     /// `banned 3` → 3.
     private static func count(of reply: (HTTPResponseStatus, String)) throws -> Int {
         guard let count = reply.1.split(separator: " ").last.flatMap({ Int($0) }) else {
-            throw ProxyError(
+            throw StowageError(
                 code: .refused,
                 message: "the admin listener's answer \(reply.1.debugDescription) has no count"
             )

@@ -71,11 +71,11 @@ public struct ProxyConfiguration: Sendable {
             self.token = token
         }
 
-        /// Refuses an admin listener reachable from other machines without a token (`ProxyError`).
+        /// Refuses an admin listener reachable from other machines without a token (`StowageError`).
         public func validate() throws {
             let loopback = host == "127.0.0.1" || host == "::1" || host == "localhost"
             if !loopback, (token ?? "").isEmpty {
-                throw ProxyError(
+                throw StowageError(
                     code: .invalidArgument,
                     message:
                         "the admin listener on \(host) is reachable from other machines: give it a token, or bind 127.0.0.1"
@@ -122,20 +122,20 @@ public struct ProxyConfiguration: Sendable {
 
         /// Parses `http://host[:port][/prefix]`.
         ///
-        /// - Throws: ``ProxyError`` `.invalidArgument` naming what is wrong.
+        /// - Throws: ``StowageError`` `.invalidArgument` naming what is wrong.
         public init(parsing text: String) throws {
             guard let schemeEnd = text.range(of: "://") else {
-                throw ProxyError.invalidArgument("the upstream '\(text)' has no scheme; write it as http://host:port")
+                throw StowageError.invalidArgument("the upstream '\(text)' has no scheme; write it as http://host:port")
             }
             let scheme = text[..<schemeEnd.lowerBound].lowercased()
             guard scheme == "http" || scheme == "https" else {
-                throw ProxyError.invalidArgument("the upstream '\(text)' must use http or https, not \(scheme)")
+                throw StowageError.invalidArgument("the upstream '\(text)' must use http or https, not \(scheme)")
             }
             let rest = text[schemeEnd.upperBound...]
             let slash = rest.firstIndex(of: "/") ?? rest.endIndex
             let authority = String(rest[..<slash])
             guard !authority.isEmpty, !authority.contains("@"), !authority.contains(" ") else {
-                throw ProxyError.invalidArgument(
+                throw StowageError.invalidArgument(
                     "the upstream '\(text)' has no valid host; write it as http://host:port"
                 )
             }
@@ -151,15 +151,15 @@ public struct ProxyConfiguration: Sendable {
 
     /// Parses a listen address `host:port` (IPv6 as `[::1]:8080`).
     ///
-    /// - Throws: ``ProxyError`` `.invalidArgument` when the port is missing or out of range.
+    /// - Throws: ``StowageError`` `.invalidArgument` when the port is missing or out of range.
     public static func parseListenAddress(_ text: String) throws -> (host: String, port: Int) {
         guard let colon = text.lastIndex(of: ":") else {
-            throw ProxyError.invalidArgument("the listen address '\(text)' has no port; write it as 127.0.0.1:8080")
+            throw StowageError.invalidArgument("the listen address '\(text)' has no port; write it as 127.0.0.1:8080")
         }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
-            throw ProxyError.invalidArgument(
+            throw StowageError.invalidArgument(
                 "the listen address '\(text)' needs a host and a port in 0…65535, e.g. 127.0.0.1:8080"
             )
         }
@@ -167,25 +167,7 @@ public struct ProxyConfiguration: Sendable {
     }
 }
 
-/// An error in the proxy's configuration.
-public struct ProxyError: Error, Sendable, CustomStringConvertible {
-    /// What kind of error.
-    public enum Code: String, Sendable {
-        /// A configuration value or argument is malformed.
-        case invalidArgument = "invalid argument"
-        /// A proxy's admin listener did not answer (``ProxyAdminClient``).
-        case unreachable
-        /// A proxy's admin listener answered with an error (``ProxyAdminClient``).
-        case refused
-    }
-    /// The kind.
-    public var code: Code
-    /// What is wrong and how to fix it.
-    public var message: String
-
-    static func invalidArgument(_ message: String) -> ProxyError {
-        ProxyError(code: .invalidArgument, message: message)
-    }
-
-    public var description: String { message }
-}
+/// The proxy's errors are ``StowageError``s: `.invalidArgument` for a malformed option,
+/// `.unreachable` and `.refused` from ``ProxyAdminClient``.
+@available(*, deprecated, renamed: "StowageError")
+public typealias ProxyError = StowageError

@@ -120,7 +120,7 @@ struct StorageMonitorTests {
         let log = PurgeLog()
         let purgers: [any Purging] = [
             OrderedPurger("images", .cache, log: log, volume: volume, frees: .zero),
-            OrderedPurger("http", .httpCache, log: log, volume: volume, frees: .zero),
+            OrderedPurger("http", .refetchable, log: log, volume: volume, frees: .zero),
             OrderedPurger("tmp", .temporary, log: log, volume: volume, frees: .zero),
         ]
         let monitor = StorageMonitor(purgeable: purgeable, caches: purgers, capacity: { volume.read() })

@@ -27,7 +27,7 @@ struct HTTPCacheLayoutTests {
     func purgingTier() async throws {
         try await withTemporaryDirectory { root in
             let cache = try HTTPCache(directory: root.appending(path: "http"))
-            #expect(cache.purgingTier == .httpCache)
+            #expect(cache.purgingTier == .refetchable)
             #expect(try await cache.purge() == .zero)
         }
     }

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import NIOHTTP1
+import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
@@ -345,10 +346,10 @@ import Testing
 
     @Test("Configuration errors name the bad value")
     func configurationErrors() throws {
-        #expect(throws: ProxyError.self) { try ProxyConfiguration.Upstream(parsing: "ftp://x") }
-        #expect(throws: ProxyError.self) { try ProxyConfiguration.Upstream(parsing: "127.0.0.1:8000") }
-        #expect(throws: ProxyError.self) { try ProxyConfiguration.parseListenAddress("127.0.0.1") }
-        #expect(throws: ProxyError.self) { try ProxyConfiguration.parseListenAddress("127.0.0.1:70000") }
+        #expect(throws: StowageError.self) { try ProxyConfiguration.Upstream(parsing: "ftp://x") }
+        #expect(throws: StowageError.self) { try ProxyConfiguration.Upstream(parsing: "127.0.0.1:8000") }
+        #expect(throws: StowageError.self) { try ProxyConfiguration.parseListenAddress("127.0.0.1") }
+        #expect(throws: StowageError.self) { try ProxyConfiguration.parseListenAddress("127.0.0.1:70000") }
         let listen = try ProxyConfiguration.parseListenAddress("[::1]:8080")
         #expect(listen.host == "::1" && listen.port == 8080)
         #expect(try ProxyConfiguration.Upstream(parsing: "http://h:1/base/").basePath == "/base")

@@ -236,7 +236,7 @@ import Testing
             #expect(try await h.admin(.POST, "/ban?tag=news", token: "s3cret").text.contains("banned 1"))
         }
         var open = ProxyConfiguration.AdminListener(host: "0.0.0.0", port: 0)
-        #expect(throws: ProxyError.self) { try open.validate() }
+        #expect(throws: StowageError.self) { try open.validate() }
         open.token = "t"
         #expect(throws: Never.self) { try open.validate() }
     }
@@ -260,7 +260,7 @@ import Testing
             #expect(h.origin.requestCount == 6, "purged, so fetched again")
 
             let wrong = try ProxyAdminClient(address: address, token: "wrong")
-            let refused = await #expect(throws: ProxyError.self) { try await wrong.ban(tag: "news") }
+            let refused = await #expect(throws: StowageError.self) { try await wrong.ban(tag: "news") }
             #expect(
                 refused?.code == .refused && refused?.message.contains("401") == true,
                 "\(String(describing: refused))"
@@ -268,8 +268,10 @@ import Testing
         }
         // Port 1 on loopback: nothing listens there.
         let nobody = try ProxyAdminClient(address: "127.0.0.1:1", timeout: .seconds(5))
-        let unreachable = await #expect(throws: ProxyError.self) { try await nobody.purge(url: "http://example.com/") }
+        let unreachable = await #expect(throws: StowageError.self) {
+            try await nobody.purge(url: "http://example.com/")
+        }
         #expect(unreachable?.code == .unreachable)
-        #expect(throws: ProxyError.self) { try ProxyAdminClient(address: "no-port") }
+        #expect(throws: StowageError.self) { try ProxyAdminClient(address: "no-port") }
     }
 }

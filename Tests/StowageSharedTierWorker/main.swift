@@ -62,12 +62,8 @@ do {
             let words = line.split(separator: " ", maxSplits: 2).map(String.init)
             switch (words.first, words.count) {
             case ("get", 2):
-                let source =
-                    cache.memory.value(forKey: words[1]) != nil
-                    ? "memory" : try await cache.disk.data(forKey: words[1]) != nil ? "disk" : "shared"
                 let value = try await cache.value(forKey: words[1])
                 say(value.map { "value \(words[1]) \($0)" } ?? "miss \(words[1])")
-                FileHandle.standardError.write(Data("worker get \(words[1]) from \(source)\n".utf8))
             case ("set", 3):
                 try await cache.setValue(words[2], forKey: words[1])
                 say("set \(words[1])")

@@ -1,11 +1,13 @@
 import StowageCore
 
 /// The order in which a ``StorageMonitor`` frees space, cheapest loss first: scratch files,
-/// then HTTP responses (the network has them), then other caches, then purgeable directories
-/// (data the app chose to keep until a policy says otherwise).
+/// then caches whose content the network gives back on demand (an HTTP cache's responses), then
+/// other caches, then purgeable directories (data the app chose to keep until a policy says
+/// otherwise).
 public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
     case temporary
-    case httpCache
+    /// Caches of what a server gives back on request, such as HTTP responses.
+    case refetchable
     case cache
     case purgeableDirectories
 
@@ -14,7 +16,7 @@ public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, Cust
     public var description: String {
         switch self {
         case .temporary: "temporary"
-        case .httpCache: "HTTP cache"
+        case .refetchable: "refetchable caches"
         case .cache: "caches"
         case .purgeableDirectories: "purgeable directories"
         }

@@ -31,6 +31,8 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
             case notADirectory = "not a directory"
             case ioError = "I/O error"
             case busy
+            case unreachable
+            case refused
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -56,6 +58,10 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
         /// Another user of the resource (in this or another process) holds it; the message says
         /// who and what to do (close it there, or retry later).
         public static let busy = Code(.busy)
+        /// A server (a proxy's admin listener, say) did not answer: not running, or not there.
+        public static let unreachable = Code(.unreachable)
+        /// A server answered with an error; the message carries its answer.
+        public static let refused = Code(.refused)
 
         public var description: String { base.rawValue }
 

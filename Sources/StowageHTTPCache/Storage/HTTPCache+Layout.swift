@@ -45,7 +45,7 @@ extension HTTPCache: Purging {
     public var purgingName: String { configuration.name }
 
     /// HTTP responses go before other caches: the network has them all.
-    public var purgingTier: PurgingTier { .httpCache }
+    public var purgingTier: PurgingTier { .refetchable }
 
     /// Trims the disk tier now (expired entries, then least recently used down to its target,
     /// and below it until `request.bytesToFree` bytes are gone) and empties the memory tier.

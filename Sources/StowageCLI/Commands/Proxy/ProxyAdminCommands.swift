@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import StowageCore
 import StowageProxy
 
 /// Where a running proxy's admin listener is, and its token: the options every admin command shares.
@@ -11,7 +12,7 @@ struct AdminAddressOptions: ParsableArguments {
     var adminToken: String?
 
     func validate() throws {
-        do { _ = try ProxyAdminClient(address: admin) } catch let error as ProxyError {
+        do { _ = try ProxyAdminClient(address: admin) } catch let error as StowageError {
             throw ValidationError("--admin: \(error.message)")
         }
     }
@@ -25,7 +26,7 @@ struct AdminAddressOptions: ParsableArguments {
         )
         do {
             try await body(client)
-        } catch let error as ProxyError {
+        } catch let error as StowageError {
             Output.warn(error.message)
             throw Output.failure
         }

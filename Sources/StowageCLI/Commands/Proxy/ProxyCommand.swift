@@ -187,7 +187,7 @@ struct ProxyCommand: AsyncParsableCommand {
         do {
             _ = try ProxyConfiguration.parseListenAddress(listen)
             _ = try ProxyConfiguration.Upstream(parsing: upstream)
-        } catch let error as ProxyError {
+        } catch let error as StowageError {
             throw ValidationError(error.message)
         }
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -206,7 +206,7 @@ struct ProxyCommand: AsyncParsableCommand {
         _ = try bypassRules()
         _ = try keyHeaders()
         if let listener = try adminListener() {
-            do { try listener.validate() } catch let error as ProxyError { throw ValidationError(error.message) }
+            do { try listener.validate() } catch let error as StowageError { throw ValidationError(error.message) }
         }
         guard cacheMinUses >= 1 else { throw ValidationError("--cache-min-uses must be 1 or more") }
         if let cacheMaxBody, cacheMaxBody.rawValue <= 0 {
@@ -232,7 +232,7 @@ struct ProxyCommand: AsyncParsableCommand {
         let (host, port): (String, Int)
         do {
             (host, port) = try ProxyConfiguration.parseListenAddress(adminListen)
-        } catch let error as ProxyError {
+        } catch let error as StowageError {
             throw ValidationError("--admin-listen: \(error.message)")
         }
         let token = adminToken ?? ProcessInfo.processInfo.environment["STOWAGE_ADMIN_TOKEN"]
