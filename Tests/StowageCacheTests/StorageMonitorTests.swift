@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import ServiceLifecycle
 import StowageCore
 import StowageTestSupport
 import Synchronization
@@ -215,5 +217,31 @@ struct StorageMonitorTests {
         clock.advance(by: .seconds(3_600))
         try await eventually { checks.load(ordering: .relaxed) == 2 }
         #expect(checks.load(ordering: .relaxed) == 2, "an hour on the injected clock later, the next")
+    }
+
+    @Test("as a Service it checks until its group shuts down gracefully, then stops")
+    func service() async throws {
+        let checks = Atomic<Int>(0)
+        let clock = SteppedClock()
+        var configuration = StorageMonitor.Configuration(interval: .seconds(3_600))
+        configuration.waitClock = clock
+        let monitor = StorageMonitor(purgeable: nil, configuration: configuration) {
+            checks.add(1, ordering: .relaxed)
+            return VolumeCapacity(total: 100 * .gigabyte, available: 90 * .gigabyte)
+        }
+        let group = ServiceGroup(
+            services: [monitor],
+            gracefulShutdownSignals: [],
+            cancellationSignals: [],
+            logger: Logger(label: "test", factory: SwiftLogNoOpLogHandler.init)
+        )
+        let running = Task { try await group.run() }
+        try await eventually(timeout: .seconds(30)) { checks.load(ordering: .relaxed) == 1 && clock.sleeperCount == 1 }
+        await group.triggerGracefulShutdown()
+        try await running.value
+        // Stopped: an hour on its clock brings no further check.
+        clock.advance(by: .seconds(3_600))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(checks.load(ordering: .relaxed) == 1)
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import NIOCore
+import ServiceLifecycle
 import StowageRedis
 import StowageRedisTestSupport
 import Testing
@@ -32,6 +34,25 @@ struct RedisClientTests {
         )
         try await client.send(RedisCommand("ZADD", "z", "1.5", "m", keyIndex: 1))
         #expect(try await client.send(RedisCommand("ZSCORE", "z", "m", keyIndex: 1)) == .double(1.5))
+    }
+
+    @Test("as a Service the client serves until its group shuts down gracefully, then closes its connections")
+    func service() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        let group = ServiceGroup(
+            services: [client],
+            gracefulShutdownSignals: [],
+            cancellationSignals: [],
+            logger: Logger(label: "test", factory: SwiftLogNoOpLogHandler.init)
+        )
+        let running = Task { try await group.run() }
+        try await client.send(.set("k", value: "v"))
+        #expect(client.connectionCount >= 1)
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(client.connectionCount == 0)
     }
 
     @Test("a server error is typed and carries the server's message")
