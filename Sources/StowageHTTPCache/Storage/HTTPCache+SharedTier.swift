@@ -128,8 +128,17 @@ extension HTTPCache {
                 guard let self else { return }
                 switch invalidation {
                 case .key(let key):
+                    // Disk first: a read between the two removals must not bring the stale
+                    // disk copy back into memory (HybridCache's order too).
+                    do {
+                        try await disk.removeData(forKey: key)
+                    } catch {
+                        configuration.logger.warning(
+                            "could not drop an invalidated disk copy",
+                            metadata: ["key": "\(key)", "error": "\(error)"]
+                        )
+                    }
                     memory.removeValue(forKey: key)
-                    _ = try? await disk.removeData(forKey: key)
                 case .prefix(let prefix):
                     await applyBan(prefix)
                 case .all, .emptied:
