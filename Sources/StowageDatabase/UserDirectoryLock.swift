@@ -28,7 +28,7 @@ final class UserDirectoryLock: Sendable {
     /// a copy of every descriptor of its parent (close-on-exec closes them only at `exec`), so a
     /// shared lock this process has just released can outlive its `close` by that moment.
     ///
-    /// - Throws: ``StowageError`` `.busy` when a conflicting lock is still held after `patience`.
+    /// - Throws: `StowageError` `.busy` when a conflicting lock is still held after `patience`.
     static func acquire(
         in directory: URL,
         exclusive: Bool,

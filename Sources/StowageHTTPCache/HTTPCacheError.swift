@@ -21,6 +21,7 @@ public struct HTTPCacheError: Error, Sendable, Hashable, CustomStringConvertible
         self.message = message
     }
 
+    /// The text logs and messages show.
     public var description: String { message }
 
     static func notCached(_ key: CacheKey) -> HTTPCacheError {

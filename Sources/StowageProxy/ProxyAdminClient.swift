@@ -24,7 +24,7 @@ public final class ProxyAdminClient: Sendable {
     ///   - address: The admin listener's `HOST:PORT` (the proxy's `--admin-listen`).
     ///   - token: The listener's token, sent as `Authorization: Bearer TOKEN`.
     ///   - timeout: How long one request may take.
-    /// - Throws: ``StowageError`` `.invalidArgument` when `address` is not `HOST:PORT`.
+    /// - Throws: `StowageError` `.invalidArgument` when `address` is not `HOST:PORT`.
     public init(address: String, token: String? = nil, timeout: Duration = .seconds(10)) throws {
         let (host, port) = try ProxyConfiguration.parseListenAddress(address)
         guard port > 0 else {
@@ -39,7 +39,7 @@ public final class ProxyAdminClient: Sendable {
 
     /// Removes the stored responses of `url` (every variant). Returns whether any was stored.
     ///
-    /// - Throws: ``StowageError``: `.unreachable` when the listener does not answer, `.refused`
+    /// - Throws: `StowageError`: `.unreachable` when the listener does not answer, `.refused`
     ///   when it answers with an error (a wrong token, a relative URL).
     public func purge(url: String) async throws -> Bool {
         let (status, _) = try await post("/purge", ["url": url])

@@ -65,6 +65,7 @@ public struct ProxyConfiguration: Sendable {
         /// unless ``host`` is a loopback address.
         public var token: String?
 
+        /// A listener on `host`:`port` that requires `token` (required off loopback).
         public init(host: String = "127.0.0.1", port: Int, token: String? = nil) {
             self.host = host
             self.port = port
@@ -122,7 +123,7 @@ public struct ProxyConfiguration: Sendable {
 
         /// Parses `http://host[:port][/prefix]`.
         ///
-        /// - Throws: ``StowageError`` `.invalidArgument` naming what is wrong.
+        /// - Throws: `StowageError` `.invalidArgument` naming what is wrong.
         public init(parsing text: String) throws {
             guard let schemeEnd = text.range(of: "://") else {
                 throw StowageError.invalidArgument("the upstream '\(text)' has no scheme; write it as http://host:port")
@@ -146,12 +147,13 @@ public struct ProxyConfiguration: Sendable {
             self.basePath = basePath
         }
 
+        /// The text logs and messages show.
         public var description: String { "\(scheme)://\(authority)\(basePath)" }
     }
 
     /// Parses a listen address `host:port` (IPv6 as `[::1]:8080`).
     ///
-    /// - Throws: ``StowageError`` `.invalidArgument` when the port is missing or out of range.
+    /// - Throws: `StowageError` `.invalidArgument` when the port is missing or out of range.
     public static func parseListenAddress(_ text: String) throws -> (host: String, port: Int) {
         guard let colon = text.lastIndex(of: ":") else {
             throw StowageError.invalidArgument("the listen address '\(text)' has no port; write it as 127.0.0.1:8080")
@@ -167,7 +169,7 @@ public struct ProxyConfiguration: Sendable {
     }
 }
 
-/// The proxy's errors are ``StowageError``s: `.invalidArgument` for a malformed option,
+/// The proxy's errors are `StowageError`s: `.invalidArgument` for a malformed option,
 /// `.unreachable` and `.refused` from ``ProxyAdminClient``.
 @available(*, deprecated, renamed: "StowageError")
 public typealias ProxyError = StowageError

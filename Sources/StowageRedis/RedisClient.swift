@@ -39,6 +39,8 @@ public final class RedisClient: RedisCommandExecuting {
         self.init(configuration: try RedisConfiguration(url: url))
     }
 
+    /// Sends `command` on a shared connection (one of its own for blocking commands) and returns
+    /// the server's reply; a server error reply is thrown as ``RedisError`` `.server`.
     @discardableResult
     public func send(_ command: RedisCommand) async throws -> RESPValue {
         commands.increment()
@@ -70,6 +72,7 @@ public final class RedisClient: RedisCommandExecuting {
         try await pool.withConnection(body)
     }
 
+    /// A subscription to `channels` on a connection of its own, resubscribing after reconnects.
     public func subscribe(to channels: [String]) -> RedisSubscription {
         RedisSubscription(channels: channels, configuration: configuration) { [configuration] in [configuration] }
     }
@@ -77,6 +80,7 @@ public final class RedisClient: RedisCommandExecuting {
     /// Open connections, idle and in use.
     public var connectionCount: Int { pool.connectionCount }
 
+    /// Closes every connection; later commands fail with ``RedisError/Code/shutdown``.
     public func shutdown() async {
         await pool.shutdown()
     }

@@ -87,13 +87,20 @@ public struct RedisCommand: Sendable, Hashable, CustomStringConvertible {
 
 /// One argument of a command: text, a number or bytes.
 public struct RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    /// The argument's bytes, as sent.
     public var bytes: ByteBuffer
 
+    /// The UTF-8 bytes of `text`.
     public init(_ text: String) { bytes = ByteBuffer(string: text) }
+    /// `bytes` as they are.
     public init(_ bytes: ByteBuffer) { self.bytes = bytes }
+    /// The bytes of `data`.
     public init(_ data: Data) { bytes = ByteBuffer(bytes: data) }
+    /// `number` in decimal, as Redis reads integers.
     public init(_ number: Int) { bytes = ByteBuffer(string: String(number)) }
+    /// The UTF-8 bytes of a string literal.
     public init(stringLiteral value: String) { self.init(value) }
+    /// An integer literal in decimal.
     public init(integerLiteral value: Int) { self.init(value) }
 }
 

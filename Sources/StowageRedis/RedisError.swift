@@ -41,9 +41,11 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         /// The client was shut down.
         public static let shutdown = Code(.shutdown)
 
+        /// The text logs and messages show.
         public var description: String { base.rawValue }
     }
 
+    /// The kind of failure; match on it, not on the message.
     public var code: Code
     /// What failed and what the caller can do about it.
     public var message: String
@@ -57,6 +59,7 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
     /// closed), so sending it again elsewhere cannot run it twice.
     package var wasNotSent = false
 
+    /// An error of `code` saying `message`.
     public init(
         code: Code,
         message: String,
@@ -71,6 +74,7 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         self.cause = cause
     }
 
+    /// The text logs and messages show.
     public var description: String {
         var text = "\(code): \(message)"
         if let server { text += " [\(server)]" }

@@ -39,6 +39,7 @@ extension SecretStore {
         /// gives these as the minimum for scrypt. The store derives once per open.
         public static let `default` = ScryptCost(rounds: 1 << 17, blockSize: 8, parallelism: 1)
 
+        /// scrypt's parameters: `rounds` (N, a power of two), `blockSize` (r) and `parallelism` (p).
         public init(rounds: Int, blockSize: Int, parallelism: Int) {
             self.rounds = rounds
             self.blockSize = blockSize
@@ -47,7 +48,7 @@ extension SecretStore {
 
         /// The 256-bit key scrypt derives from `passphrase` and `salt` with these factors.
         ///
-        /// - Throws: ``StowageError`` `.invalidArgument` for factors scrypt refuses (N not a power
+        /// - Throws: `StowageError` `.invalidArgument` for factors scrypt refuses (N not a power
         ///   of two above 1, r or p below 1, or more than 1 GiB of memory).
         func deriveKey(from passphrase: String, salt: [UInt8]) throws -> SymmetricKey {
             let memory = 128 * blockSize.multipliedReportingOverflow(by: rounds).partialValue

@@ -56,7 +56,7 @@ struct StoreHeader: Codable {
 
     /// Checks `key` against the stored check value, writing one on first use.
     ///
-    /// - Throws: ``StowageError`` `.invalidArgument` when the key is not the store's.
+    /// - Throws: `StowageError` `.invalidArgument` when the key is not the store's.
     func verify(key: SymmetricKey, area: String, storePath: String) throws {
         let associated = Data("stowage secret store check \(area)".utf8)
         guard let check else {

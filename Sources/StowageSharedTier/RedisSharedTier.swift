@@ -210,12 +210,15 @@ public final class RedisSharedTier: SharedCacheTier {
 
     // MARK: - SharedCacheTier
 
+    /// The entry stored for `key`, or `nil` when Redis has none (or bytes of another format).
     public func entry(forKey key: String) async throws -> SharedCacheEntry? {
         let reply = try await client.send(.get(valueKey(key)))
         guard let bytes = reply.bytes, let decoded = SharedEntryFormat.decode(bytes) else { return nil }
         return SharedCacheEntry(data: decoded.data, timeToLive: decoded.timeToLive)
     }
 
+    /// Stores `data` for `key` with `timeToLive` as its Redis expiry; the other nodes hear of it
+    /// (tracked by the server, or published).
     public func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?) async throws {
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
         try await write(
@@ -225,10 +228,13 @@ public final class RedisSharedTier: SharedCacheTier {
         )
     }
 
+    /// Removes `key` from Redis; the other nodes hear of it.
     public func removeData(forKey key: String) async throws {
         try await write(.del(valueKey(key)), key: key, leaving: nil)
     }
 
+    /// A new stream of the invalidations the other nodes cause (never this node's own writes);
+    /// it ends when the tier shuts down.
     public func invalidations() -> AsyncStream<SharedCacheInvalidation> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: SharedCacheInvalidation.self,
@@ -242,6 +248,8 @@ public final class RedisSharedTier: SharedCacheTier {
         return stream
     }
 
+    /// Takes `key`'s load lock for `lease`, with a fencing token greater than any before; `nil`
+    /// when another node holds it or a value is already there.
     public func lockForLoading(key: String, lease: Duration) async throws -> SharedCacheLoadLock? {
         // Lock and fence keys are no values: their invalidations are ignored, so the pool will do.
         let reply = try await client.send(
@@ -255,10 +263,13 @@ public final class RedisSharedTier: SharedCacheTier {
         return SharedCacheLoadLock(key: key, fencingToken: token)
     }
 
+    /// Whether a node holds `key`'s load lock now.
     public func isLockedForLoading(key: String) async throws -> Bool {
         try await client.send(RedisCommand("EXISTS", RedisArgument(lockKey(key)), keyIndex: 1)).integer == 1
     }
 
+    /// Stores `data` for `key` only while `lock` is still the latest granted for it (a fenced
+    /// set), and releases the lock; `false` when a newer holder has taken over.
     public func setData(
         _ data: Data,
         forKey key: String,
@@ -302,6 +313,7 @@ public final class RedisSharedTier: SharedCacheTier {
         try await client.send(.publish(banChannel, message: RedisArgument(message)))
     }
 
+    /// Releases `lock` unless a newer holder has taken `key`'s lock since.
     public func unlock(_ lock: SharedCacheLoadLock) async throws {
         try await client.send(
             .eval(

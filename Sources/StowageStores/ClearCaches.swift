@@ -28,6 +28,7 @@ public struct ClearCaches: Sendable {
     /// Where the run is logged.
     public let logger: Logger
 
+    /// Clears `container`'s regenerable stores; logs to `logger`.
     public init(
         container: Container,
         logger: Logger = Logger(label: "org.stowage.clear-caches", factory: SwiftLogNoOpLogHandler.init)

@@ -17,6 +17,7 @@ public struct StorageAccount: Sendable, Hashable, Codable {
         /// Scratch files. Emptied first under storage pressure.
         case temporary
 
+        /// The text logs and messages show.
         public var description: String { rawValue }
     }
 
@@ -33,6 +34,7 @@ public struct StorageAccount: Sendable, Hashable, Codable {
         case archive
         case temporary
 
+        /// The text logs and messages show.
         public var description: String { rawValue }
     }
 
@@ -47,6 +49,7 @@ public struct StorageAccount: Sendable, Hashable, Codable {
         /// A walk of the store's directory.
         case walk
 
+        /// The text logs and messages show.
         public var description: String { rawValue }
     }
 
@@ -54,7 +57,9 @@ public struct StorageAccount: Sendable, Hashable, Codable {
     public struct Store: Sendable, Hashable, Codable {
         /// A name that tells the store apart, e.g. `caches/thumbnails` or `database ada`.
         public var name: String
+        /// What sort of store it is.
         public var kind: Kind
+        /// What may happen to its data.
         public var category: Category
         /// Where it is on disk; `nil` for a memory cache.
         public var path: String?
@@ -67,8 +72,10 @@ public struct StorageAccount: Sendable, Hashable, Codable {
         public var entries: Int?
         /// Bytes of entries that have expired but are not removed yet (indexed stores only).
         public var expiredBytes: ByteCount
+        /// How its figures were obtained.
         public var source: Source
 
+        /// A store's account; see each property.
         public init(
             name: String,
             kind: Kind,
@@ -94,10 +101,15 @@ public struct StorageAccount: Sendable, Hashable, Codable {
 
     /// Sums over stores.
     public struct Totals: Sendable, Hashable, Codable {
+        /// Bytes of content, summed.
         public var logicalBytes = ByteCount.zero
+        /// Bytes the file system allocates, summed.
         public var allocatedBytes = ByteCount.zero
+        /// Entries of the stores that count them.
         public var entries = 0
+        /// Bytes of expired entries not removed yet.
         public var expiredBytes = ByteCount.zero
+        /// Stores summed.
         public var stores = 0
 
         mutating func add(_ store: Store) {

@@ -44,6 +44,8 @@ public final class UserSpaces: Sendable {
     /// Wipes finished since opening, so that spaces are served without rereading the journals.
     private let recovered = Mutex(false)
 
+    /// The user spaces of `container`, with `databases` for their databases; finishes wipes a
+    /// crash interrupted when first used.
     public init(
         container: Container,
         databases: UserDatabases? = nil,

@@ -41,7 +41,7 @@ struct WipeJournal {
 
     /// The users whose wipe is unfinished.
     ///
-    /// - Throws: ``StowageError`` `.unsupported` for a journal of a newer format (never guessed
+    /// - Throws: `StowageError` `.unsupported` for a journal of a newer format (never guessed
     ///   at: it could name another layout), `.corrupt` for one that does not decode.
     func pending() throws -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.fileSystemPath)) ?? []

@@ -17,7 +17,9 @@ import Synchronization
 public final class TestOriginServer: Sendable {
     /// A request as the origin received it.
     public struct Received: Sendable {
+        /// The request's method, target and fields.
         public let head: HTTPRequest
+        /// The request's body.
         public let body: [UInt8]
         /// 1 for the first request the server received.
         public let index: Int
@@ -25,16 +27,21 @@ public final class TestOriginServer: Sendable {
 
     /// A scripted response.
     public struct Reply: Sendable {
+        /// The status code to answer with.
         public var status: Int
+        /// The response's fields, in order.
         public var fields: [(String, String)]
+        /// The response's body.
         public var body: [UInt8]
         /// Time to wait before answering (slow origins, collapsing).
         public var delay: Duration?
 
+        /// A reply with a text body, sent after `delay` when given.
         public init(status: Int = 200, fields: [(String, String)] = [], body: String = "", delay: Duration? = nil) {
             self.init(status: status, fields: fields, bytes: Array(body.utf8), delay: delay)
         }
 
+        /// A reply with a byte body, sent after `delay` when given.
         public init(status: Int = 200, fields: [(String, String)] = [], bytes: [UInt8], delay: Duration? = nil) {
             self.status = status
             self.fields = fields
@@ -43,6 +50,7 @@ public final class TestOriginServer: Sendable {
         }
     }
 
+    /// What the origin answers to each request it receives.
     public typealias Script = @Sendable (Received) async throws -> Reply
 
     /// The port the server listens on.

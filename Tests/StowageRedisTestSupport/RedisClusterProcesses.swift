@@ -5,6 +5,7 @@ import StowageTestSupport
 /// A Redis Cluster of three masters (and optionally replicas) on free loopback ports, created
 /// with `redis-cli --cluster create`, for tests.
 public final class RedisClusterProcesses: Sendable {
+    /// The cluster's servers, masters first.
     public let nodes: [RedisServerProcess]
 
     private init(nodes: [RedisServerProcess]) {
@@ -79,6 +80,7 @@ public final class RedisClusterProcesses: Sendable {
         throw TestFailure("the test cluster did not reach cluster_state:ok within 60 s")
     }
 
+    /// Stops every server and removes their directories.
     public func stop() {
         for node in nodes { node.remove() }
     }

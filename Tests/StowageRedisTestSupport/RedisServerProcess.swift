@@ -16,7 +16,9 @@ public final class RedisServerProcess: Sendable {
     /// Whether `redis-server` is installed (`.ci/run` installs it from apt).
     public static let isAvailable = executable("redis-server") != nil && executable("redis-cli") != nil
 
+    /// The loopback port the server listens on.
     public let port: Int
+    /// The server's working directory (its configuration and files).
     public let directory: URL
     private let extraArguments: [String]
     private let process = Mutex<Process?>(nil)

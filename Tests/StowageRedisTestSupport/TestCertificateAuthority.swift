@@ -9,6 +9,7 @@ public struct TestCertificateAuthority: Sendable {
     /// Whether `openssl` is installed (`.ci/run` installs it from apt).
     public static let isAvailable = RedisServerProcess.executable("openssl") != nil
 
+    /// Where the CA's and the server's keys and certificates are.
     public let directory: URL
     /// The CA's certificate (PEM): the trust root a client needs.
     public var certificate: URL { directory.appending(path: "ca.crt") }

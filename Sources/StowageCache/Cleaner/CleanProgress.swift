@@ -16,6 +16,7 @@ import StowageCore
 /// dropping the sequence) stops the clean between two files; iteration then throws
 /// `CancellationError`. Iterate once.
 public struct CleanProgress: AsyncSequence, Sendable {
+    /// The elements the sequence yields.
     public typealias Element = CleanEvent
 
     let stream: AsyncThrowingStream<CleanEvent, any Error>
@@ -38,6 +39,7 @@ public struct CleanProgress: AsyncSequence, Sendable {
         }
     }
 
+    /// An iterator over the sequence's elements.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(base: stream.makeAsyncIterator())
     }

@@ -34,6 +34,7 @@ public struct CleanReport: Sendable, Encodable {
             case error
         }
 
+        /// Encodes the value for JSON reports.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(index, forKey: .index)
@@ -66,6 +67,7 @@ public struct CleanReport: Sendable, Encodable {
         case tasks, isDryRun, bytesFreed, isComplete
     }
 
+    /// Encodes the value for JSON reports.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(tasks, forKey: .tasks)

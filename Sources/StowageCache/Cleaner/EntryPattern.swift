@@ -13,7 +13,7 @@ struct EntryPattern: Sendable, Hashable, CustomStringConvertible {
     /// Parses `text`.
     ///
     /// - Parameter subject: The task, for messages.
-    /// - Throws: ``StowageError`` `.pathEscapesRoot` for an absolute pattern or a `..` component,
+    /// - Throws: `StowageError` `.pathEscapesRoot` for an absolute pattern or a `..` component,
     ///   `.invalidArgument` for an empty one.
     init(parsing text: String, subject: String) throws {
         try PathInput.check(text, subject: "\(subject): an entry")

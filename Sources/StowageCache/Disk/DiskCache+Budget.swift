@@ -51,7 +51,7 @@ extension DiskCache {
     }
 
     /// Runs a commit, turning the commit queue's ``DiskCacheCommitQueue/OverBudget`` into a typed
-    /// error and SQLite's errors into ``StowageError``.
+    /// error and SQLite's errors into `StowageError`.
     func committing<T>(_ body: () throws -> T) throws -> T {
         do {
             return try indexCall(body)

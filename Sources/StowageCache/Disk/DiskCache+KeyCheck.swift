@@ -8,7 +8,7 @@ extension DiskCache {
     /// with a NUL byte is ever stored, so reads and removals treat one as absent
     /// (``containsNUL(_:)``) instead of reaching SQLite.
     ///
-    /// - Throws: ``StowageError`` `.invalidArgument` naming what was wrong and what to do.
+    /// - Throws: `StowageError` `.invalidArgument` naming what was wrong and what to do.
     static func checkStorable(key: String, tag: String?) throws {
         if containsNUL(key) {
             throw StowageError.invalidArgument(

@@ -120,7 +120,7 @@ extension DiskCache {
 
         /// The next at most `count` bytes; empty at the end.
         ///
-        /// - Throws: ``StowageError`` `.corrupt` when the value's bytes, read to the end, do not
+        /// - Throws: `StowageError` `.corrupt` when the value's bytes, read to the end, do not
         ///   have the checksum stored with them, or the file is shorter than recorded.
         package func read(upTo count: Int) throws -> [UInt8] {
             var buffer = [UInt8](repeating: 0, count: count)

@@ -496,7 +496,7 @@ public final class DiskCache: Sendable {
 
     // MARK: - Internals shared with the extensions
 
-    /// Runs an index operation, turning SQLite's errors into ``StowageError``.
+    /// Runs an index operation, turning SQLite's errors into `StowageError`.
     func indexCall<T>(_ body: () throws -> T) throws -> T {
         if storeGeneration.isRetired { throw removedError() }
         do {

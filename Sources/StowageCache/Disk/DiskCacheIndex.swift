@@ -144,7 +144,7 @@ struct DiskCacheIndex: Sendable {
     ///
     /// - Throws: GRDB's `DatabaseError` as SQLite reports it (`SQLITE_NOTADB`,
     ///   `SQLITE_CORRUPT` for a damaged file); the caller decides about recovery.
-    ///   A newer format than ``formatVersion`` is ``StowageError`` `.unsupported`, never a misread.
+    ///   A newer format than ``formatVersion`` is `StowageError` `.unsupported`, never a misread.
     init(path: String, synchronous: Bool, logger: Logger) throws {
         var configuration = GRDB.Configuration()
         configuration.busyMode = .timeout(30)

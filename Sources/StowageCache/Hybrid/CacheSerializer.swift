@@ -21,7 +21,9 @@ public protocol CacheSerializer<Value>: Sendable {
 public struct DataSerializer: CacheSerializer {
     /// A serializer that passes bytes through.
     public init() {}
+    /// The data as it is.
     public func encode(_ value: Data) throws -> Data { value }
+    /// The data as it is.
     public func decode(_ data: Data) throws -> Data { data }
 }
 
@@ -29,6 +31,7 @@ public struct DataSerializer: CacheSerializer {
 public struct StringSerializer: CacheSerializer {
     /// A UTF-8 serializer.
     public init() {}
+    /// The string's UTF-8 bytes.
     public func encode(_ value: String) throws -> Data { Data(value.utf8) }
 
     /// - Throws: `StowageError` `.corrupt` when the bytes are not valid UTF-8.
@@ -44,7 +47,9 @@ public struct StringSerializer: CacheSerializer {
 public struct JSONSerializer<Value: Codable & Sendable>: CacheSerializer {
     /// A JSON serializer for `Value`.
     public init(_ type: Value.Type = Value.self) {}
+    /// The value as JSON.
     public func encode(_ value: Value) throws -> Data { try JSONEncoder().encode(value) }
+    /// The value decoded from JSON.
     public func decode(_ data: Data) throws -> Value { try JSONDecoder().decode(Value.self, from: data) }
 }
 
@@ -54,11 +59,13 @@ public struct PropertyListSerializer<Value: Codable & Sendable>: CacheSerializer
     /// A binary property list serializer for `Value`.
     public init(_ type: Value.Type = Value.self) {}
 
+    /// The value as a binary property list.
     public func encode(_ value: Value) throws -> Data {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = .binary
         return try encoder.encode(value)
     }
 
+    /// The value decoded from a property list.
     public func decode(_ data: Data) throws -> Value { try PropertyListDecoder().decode(Value.self, from: data) }
 }

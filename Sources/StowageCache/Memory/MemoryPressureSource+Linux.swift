@@ -21,7 +21,7 @@ final class PressureWatcher: Sendable {
     /// Registers `configuration`'s trigger on the first PSI file that accepts it and starts the
     /// thread.
     ///
-    /// - Throws: ``StowageError`` `.unsupported` naming every file tried and why it failed.
+    /// - Throws: `StowageError` `.unsupported` naming every file tried and why it failed.
     static func start(
         configuration: MemoryPressureSource.Configuration,
         onPressure: @escaping @Sendable (MemoryPressureLevel) -> Void

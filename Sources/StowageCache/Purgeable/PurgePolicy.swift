@@ -58,11 +58,13 @@ public enum PurgePolicy: Sendable, Hashable, Codable, CustomStringConvertible {
         }
     }
 
+    /// Decodes the value from the form ``encode(to:)`` writes.
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         self = try PurgePolicy(parsing: text)
     }
 
+    /// Encodes the value for JSON reports.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)

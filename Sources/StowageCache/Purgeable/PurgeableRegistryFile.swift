@@ -27,7 +27,7 @@ struct PurgeableRegistryFile: Sendable {
 
     /// The registrations, empty when nothing was ever registered.
     ///
-    /// - Throws: ``StowageError`` `.corrupt` naming the file when it cannot be decoded.
+    /// - Throws: `StowageError` `.corrupt` naming the file when it cannot be decoded.
     func read() throws -> [PurgeableDirectory] {
         let path = url.fileSystemPath
         var status = stat()

@@ -11,8 +11,10 @@ public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, Cust
     case cache
     case purgeableDirectories
 
+    /// Orders tiers as they are purged: the earlier tier first.
     public static func < (lhs: PurgingTier, rhs: PurgingTier) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// The text logs and messages show.
     public var description: String {
         switch self {
         case .temporary: "temporary"
@@ -29,6 +31,7 @@ public struct PurgeRequest: Sendable, Hashable {
     /// Bytes to free; zero asks only that the member's own limits and policies be applied.
     public var bytesToFree: ByteCount
 
+    /// A request to free `bytesToFree` (zero: apply only the member's own limits and policies).
     public init(bytesToFree: ByteCount = .zero) {
         self.bytesToFree = bytesToFree
     }
@@ -52,6 +55,7 @@ public protocol Purging: Sendable {
 }
 
 extension Purging {
+    /// Most members are ordinary caches: ``PurgingTier/cache``.
     public var purgingTier: PurgingTier { .cache }
 
     /// Applies the member's own limits and policies only (a request for zero bytes).

@@ -20,13 +20,17 @@ public struct TemporaryFiles: Purging {
     /// The clock that decides the age.
     public var clock: CacheClock
 
+    /// Purges `container`'s temporary location of entries untouched for `minimumAge` seconds,
+    /// as `clock` tells the time.
     public init(container: Container, minimumAge: TimeInterval = 3_600, clock: CacheClock = .system) {
         self.container = container
         self.minimumAge = minimumAge
         self.clock = clock
     }
 
+    /// Named `temporary` in reports.
     public var purgingName: String { "temporary" }
+    /// Purged first: ``PurgingTier/temporary``.
     public var purgingTier: PurgingTier { .temporary }
 
     /// Removes the entries older than ``minimumAge``; returns the allocated bytes freed.

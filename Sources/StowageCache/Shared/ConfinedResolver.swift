@@ -37,7 +37,7 @@ enum ConfinedResolver {
     /// - Parameters:
     ///   - subject: What the path belongs to, for messages: `"task 2 (Path 'x')"`.
     ///   - creating: Create missing directories (`0700`) on the way, the location's included.
-    /// - Throws: ``StowageError``: `.pathEscapesRoot` for a link leading outside the location,
+    /// - Throws: `StowageError`: `.pathEscapesRoot` for a link leading outside the location,
     ///   `.invalidArgument` for a link loop, `.notADirectory` when a middle component is a file,
     ///   system-call errors otherwise.
     static func resolve(

@@ -29,7 +29,7 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
     /// Parses `text`.
     ///
     /// - Parameter subject: What the path belongs to, for messages: `"task 2 (Path 'x')"`.
-    /// - Throws: ``StowageError`` `.pathEscapesRoot` for an absolute path, `~` or `..`;
+    /// - Throws: `StowageError` `.pathEscapesRoot` for an absolute path, `~` or `..`;
     ///   `.invalidArgument` for an empty path, one with NUL or control bytes (``PathInput``) or
     ///   one that names no location.
     init(parsing text: String, subject: String) throws {

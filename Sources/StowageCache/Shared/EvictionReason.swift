@@ -11,5 +11,6 @@ public enum EvictionReason: String, Sendable, Hashable, Codable, CustomStringCon
     /// The caller removed it (`removeValue`, `removeAll`, `trim`).
     case explicit
 
+    /// The text logs and messages show.
     public var description: String { rawValue }
 }

@@ -49,7 +49,7 @@ final class OpenDirectory: Sendable {
     /// Names are read in full before the caller removes any: removing entries while `readdir`
     /// walks the same directory may skip some.
     ///
-    /// - Throws: ``StowageError`` when the directory cannot be read.
+    /// - Throws: `StowageError` when the directory cannot be read.
     func entries() throws -> [Entry] {
         let copy = dup(descriptor)
         guard copy >= 0, let stream = fdopendir(copy) else {

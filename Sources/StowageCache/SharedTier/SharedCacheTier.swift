@@ -67,6 +67,7 @@ public protocol SharedCacheTier: Sendable {
 }
 
 extension SharedCacheTier {
+    /// Throws `StowageError` `.unsupported`: a tier that cannot send prefix invalidations.
     public func invalidate(keysWithPrefix prefix: String) async throws {
         throw StowageError(
             code: .unsupported,
@@ -78,10 +79,12 @@ extension SharedCacheTier {
 
 /// Bytes from a shared level and how long they have left.
 public struct SharedCacheEntry: Sendable, Hashable {
+    /// The value's bytes.
     public var data: Data
     /// Seconds until the entry expires, `nil` when it does not.
     public var timeToLive: TimeInterval?
 
+    /// An entry of `data` with `timeToLive` seconds left (`nil`: no expiry).
     public init(data: Data, timeToLive: TimeInterval?) {
         self.data = data
         self.timeToLive = timeToLive
@@ -113,10 +116,12 @@ public enum SharedCacheInvalidation: Sendable, Hashable {
 
 /// A held load lock: the key and the fencing token it was granted with.
 public struct SharedCacheLoadLock: Sendable, Hashable {
+    /// The key the lock is for.
     public var key: String
     /// Increases with every lock granted for the key.
     public var fencingToken: Int64
 
+    /// A lock on `key` granted with `fencingToken`.
     public init(key: String, fencingToken: Int64) {
         self.key = key
         self.fencingToken = fencingToken

@@ -29,5 +29,6 @@ public struct SharedTierOptions: Sendable {
     /// pass a clock they advance.
     public var waitClock: any Clock<Duration> = ContinuousClock()
 
+    /// The defaults described on each property.
     public init() {}
 }

@@ -16,6 +16,7 @@ public struct ClearReport: Sendable, Hashable, Codable {
         public var path: String
         /// Why, e.g. `"cannot remove: EACCES (Permission denied)"`.
         public var message: String
+        /// The text logs and messages show.
         public var description: String { "\(path): \(message)" }
 
         /// Creates a failure record.

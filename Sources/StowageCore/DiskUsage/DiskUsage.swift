@@ -71,6 +71,7 @@ public struct DiskUsage: Sendable, Hashable, Codable {
         public var path: String
         /// What went wrong, e.g. `"cannot read directory: EACCES (Permission denied)"`.
         public var message: String
+        /// The text logs and messages show.
         public var description: String { "\(path): \(message)" }
     }
 

@@ -63,6 +63,7 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
         /// A server answered with an error; the message carries its answer.
         public static let refused = Code(.refused)
 
+        /// The text logs and messages show.
         public var description: String { base.rawValue }
 
         /// Lets `catch StowageError.Code.notFound` match a ``StowageError`` by its code.

@@ -50,5 +50,6 @@ public struct CacheKey: Sendable, Hashable, CustomStringConvertible {
         return String(uri[..<slash])
     }
 
+    /// The text logs and messages show.
     public var description: String { uri }
 }

@@ -26,6 +26,8 @@ public struct CacheKeyRules: Sendable, Hashable {
     /// `proxy_cache_key`), compared as `Vary` compares them: absent matches only absent.
     public var headers: [HTTPField.Name]
 
+    /// Rules that drop `ignoredQueryParameters`, sort the query when `sortsQueryParameters`, and
+    /// key on `headers` as an implicit `Vary`.
     public init(
         ignoredQueryParameters: [String] = [],
         sortsQueryParameters: Bool = false,

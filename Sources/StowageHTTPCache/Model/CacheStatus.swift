@@ -15,6 +15,7 @@ public enum CacheOutcome: String, Sendable, Hashable, Codable, CustomStringConve
     /// The cache was bypassed (unsafe method, `reloadIgnoringLocalCacheData`, no-store request).
     case bypass
 
+    /// The text logs and messages show.
     public var description: String { rawValue }
 }
 

@@ -27,6 +27,7 @@ public enum CacheBypassRule: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The text logs and messages show.
     public var description: String {
         switch self {
         case .header(let name): "header \(name.rawName)"

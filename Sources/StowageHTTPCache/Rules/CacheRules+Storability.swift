@@ -8,6 +8,7 @@ extension CacheRules {
         /// The response must not be stored, for the reason given (an RFC 9111 section).
         case notStorable(String)
 
+        /// The text logs and messages show.
         public var description: String {
             switch self {
             case .storable: "storable"

@@ -9,6 +9,7 @@
 ///
 /// A streamed body can be iterated once.
 public struct HTTPBody: AsyncSequence, Sendable {
+    /// The elements the sequence yields.
     public typealias Element = [UInt8]
 
     private enum Storage: Sendable {
@@ -51,6 +52,7 @@ public struct HTTPBody: AsyncSequence, Sendable {
         return nil
     }
 
+    /// An iterator over the sequence's elements.
     public func makeAsyncIterator() -> AsyncIterator {
         switch storage {
         case .bytes(let bytes): AsyncIterator(pending: bytes.isEmpty ? nil : bytes, producer: nil)
@@ -63,6 +65,7 @@ public struct HTTPBody: AsyncSequence, Sendable {
         var pending: [UInt8]?
         let producer: (any ChunkProducing)?
 
+        /// The next chunk of the body, or `nil` at its end.
         public mutating func next() async throws -> [UInt8]? {
             if let chunk = pending {
                 pending = nil

@@ -13,7 +13,7 @@ extension HTTPCache {
 
     /// Writes the marker in a new cache; refuses a newer layout.
     ///
-    /// - Throws: ``StowageError`` `.unsupported` for a newer layout, `.corrupt` for a marker
+    /// - Throws: `StowageError` `.unsupported` for a newer layout, `.corrupt` for a marker
     ///   that is not a version number.
     static func checkLayout(in directory: URL) throws {
         let url = directory.appending(path: layoutFileName)

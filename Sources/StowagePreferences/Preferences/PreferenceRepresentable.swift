@@ -13,7 +13,9 @@ public protocol PreferenceRepresentable: Codable, Sendable {
 }
 
 extension Bool: PreferenceRepresentable {
+    /// The value as preferences store it.
     public var preferenceValue: PreferenceValue { .bool(self) }
+    /// The value `preferenceValue` holds, or `nil` when it holds another type.
     public init?(preferenceValue: PreferenceValue) {
         guard case .bool(let value) = preferenceValue else { return nil }
         self = value
@@ -21,7 +23,9 @@ extension Bool: PreferenceRepresentable {
 }
 
 extension Int: PreferenceRepresentable {
+    /// The value as preferences store it.
     public var preferenceValue: PreferenceValue { .int(self) }
+    /// The value `preferenceValue` holds, or `nil` when it holds another type.
     public init?(preferenceValue: PreferenceValue) {
         guard case .int(let value) = preferenceValue else { return nil }
         self = value
@@ -29,6 +33,7 @@ extension Int: PreferenceRepresentable {
 }
 
 extension Double: PreferenceRepresentable {
+    /// The value as preferences store it.
     public var preferenceValue: PreferenceValue { .double(self) }
     /// Reads a double, or an integer (a property list writes `2.0` as `<real>2</real>`, and a
     /// hand-edited one may say `<integer>2</integer>`).
@@ -42,7 +47,9 @@ extension Double: PreferenceRepresentable {
 }
 
 extension String: PreferenceRepresentable {
+    /// The value as preferences store it.
     public var preferenceValue: PreferenceValue { .string(self) }
+    /// The value `preferenceValue` holds, or `nil` when it holds another type.
     public init?(preferenceValue: PreferenceValue) {
         guard case .string(let value) = preferenceValue else { return nil }
         self = value
@@ -50,7 +57,9 @@ extension String: PreferenceRepresentable {
 }
 
 extension Data: PreferenceRepresentable {
+    /// The value as preferences store it.
     public var preferenceValue: PreferenceValue { .data(self) }
+    /// The value `preferenceValue` holds, or `nil` when it holds another type.
     public init?(preferenceValue: PreferenceValue) {
         guard case .data(let value) = preferenceValue else { return nil }
         self = value
@@ -58,7 +67,9 @@ extension Data: PreferenceRepresentable {
 }
 
 extension Date: PreferenceRepresentable {
+    /// The value as preferences store it.
     public var preferenceValue: PreferenceValue { .date(self) }
+    /// The value `preferenceValue` holds, or `nil` when it holds another type.
     public init?(preferenceValue: PreferenceValue) {
         guard case .date(let value) = preferenceValue else { return nil }
         self = value
@@ -66,7 +77,9 @@ extension Date: PreferenceRepresentable {
 }
 
 extension Array: PreferenceRepresentable where Element: PreferenceRepresentable {
+    /// The value as preferences store it.
     public var preferenceValue: PreferenceValue { .array(map(\.preferenceValue)) }
+    /// The value `preferenceValue` holds, or `nil` when it holds another type.
     public init?(preferenceValue: PreferenceValue) {
         guard case .array(let values) = preferenceValue else { return nil }
         var elements: [Element] = []
@@ -80,7 +93,9 @@ extension Array: PreferenceRepresentable where Element: PreferenceRepresentable 
 }
 
 extension Dictionary: PreferenceRepresentable where Key == String, Value: PreferenceRepresentable {
+    /// The value as preferences store it.
     public var preferenceValue: PreferenceValue { .dictionary(mapValues(\.preferenceValue)) }
+    /// The value `preferenceValue` holds, or `nil` when it holds another type.
     public init?(preferenceValue: PreferenceValue) {
         guard case .dictionary(let values) = preferenceValue else { return nil }
         var result: [String: Value] = [:]

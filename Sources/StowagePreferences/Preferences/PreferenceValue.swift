@@ -15,6 +15,7 @@ public enum PreferenceValue: Sendable, Hashable, CustomStringConvertible {
     case array([PreferenceValue])
     case dictionary([String: PreferenceValue])
 
+    /// The text logs and messages show.
     public var description: String {
         switch self {
         case .bool(let value): "\(value)"

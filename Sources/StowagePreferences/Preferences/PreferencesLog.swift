@@ -248,7 +248,7 @@ final class PreferencesLog {
     /// Appends `record` after the committed end and commits it. Call with the exclusive lock
     /// held and after catching up to the committed end.
     ///
-    /// - Throws: ``StowageError`` (`.noSpace` on a full volume); the committed end then stays,
+    /// - Throws: `StowageError` (`.noSpace` on a full volume); the committed end then stays,
     ///   so the partial bytes are never read.
     func append(_ record: [UInt8], synchronously: Bool) throws -> Int {
         let end = committedEnd
@@ -299,7 +299,7 @@ final class PreferencesLog {
 
     /// Opens the log at `path`, creating an empty one if there is none. Does not lock.
     ///
-    /// - Throws: ``StowageError`` `.corrupt` when the file is not a Stowage preferences file,
+    /// - Throws: `StowageError` `.corrupt` when the file is not a Stowage preferences file,
     ///   `.unsupported` when a newer format wrote it.
     static func open(path: String) throws -> PreferencesLog {
         while true {

@@ -35,6 +35,7 @@ public struct PreferencesRecovery: Sendable, Hashable, CustomStringConvertible {
     /// Bytes that held no sound record.
     public var bytesDropped: Int { regions.reduce(0) { $0 + $1.length } }
 
+    /// The text logs and messages show.
     public var description: String {
         var text = "\(regions.count) damaged region(s), \(bytesDropped) bytes dropped"
         if headerWasWrong { text += "; the header's committed length was wrong and was corrected" }

@@ -73,6 +73,8 @@ public final class RedisClusterClient: RedisCommandExecuting {
         try self.init(seeds: urls.map { try RedisConfiguration(url: $0) })
     }
 
+    /// Sends `command` to the node that serves its key's slot, following `MOVED` and `ASK`
+    /// redirections, and returns the reply.
     @discardableResult
     public func send(_ command: RedisCommand) async throws -> RESPValue {
         let slot = command.key.map { RedisHashSlot.slot(for: $0.readableBytesView) }
@@ -187,6 +189,7 @@ public final class RedisClusterClient: RedisCommandExecuting {
         }
     }
 
+    /// A subscription to `channels` on one node (cluster pub/sub reaches every node).
     public func subscribe(to channels: [String]) -> RedisSubscription {
         // PUBLISH reaches every node of a cluster, so one connection to any node hears everything.
         RedisSubscription(channels: channels, configuration: seeds[0]) { [self] in
@@ -219,6 +222,7 @@ public final class RedisClusterClient: RedisCommandExecuting {
         try await node(forSlot: RedisHashSlot.slot(for: key)).address
     }
 
+    /// Closes the connections to every node.
     public func shutdown() async {
         let pools = state.withLock { state in
             state.isShutdown = true

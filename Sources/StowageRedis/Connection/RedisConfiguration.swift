@@ -24,9 +24,12 @@ public struct RedisConfiguration: Sendable {
     /// Delays between reconnect attempts: `initial`, doubling per consecutive failure up to
     /// `maximum`, each with up to 20% random jitter so a fleet does not reconnect in lockstep.
     public struct Backoff: Sendable, Hashable {
+        /// The first delay.
         public var initial: Duration
+        /// The longest delay.
         public var maximum: Duration
 
+        /// Delays from `initial` doubling up to `maximum`.
         public init(initial: Duration = .milliseconds(50), maximum: Duration = .seconds(2)) {
             self.initial = initial
             self.maximum = maximum

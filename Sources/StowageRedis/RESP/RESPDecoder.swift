@@ -24,11 +24,14 @@ public struct RESPDecoder: Sendable {
         /// Bytes in one line (simple string, error, number header) before its CRLF.
         public var maximumLineLength = 1024 * 1024
 
+        /// The default limits.
         public init() {}
     }
 
+    /// The bounds a reply must stay within; past them decoding fails.
     public var limits: Limits
 
+    /// A decoder that enforces `limits`.
     public init(limits: Limits = Limits()) {
         self.limits = limits
     }

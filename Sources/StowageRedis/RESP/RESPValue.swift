@@ -41,9 +41,12 @@ public enum RESPValue: Sendable, Hashable {
 
 /// One key and value of a RESP3 map.
 public struct RESPMapEntry: Sendable, Hashable {
+    /// The entry's key.
     public var key: RESPValue
+    /// The entry's value.
     public var value: RESPValue
 
+    /// An entry mapping `key` to `value`.
     public init(key: RESPValue, value: RESPValue) {
         self.key = key
         self.value = value
