@@ -21,8 +21,8 @@ public struct HTTPCacheError: Error, Sendable, Hashable, CustomStringConvertible
         self.message = message
     }
 
-    /// The text logs and messages show.
-    public var description: String { message }
+    /// `"<code>: <message>"`, e.g. `"not cached: no stored response for …"`.
+    public var description: String { "\(code.rawValue): \(message)" }
 
     static func notCached(_ key: CacheKey) -> HTTPCacheError {
         HTTPCacheError(

@@ -251,6 +251,7 @@ import Testing
             }
             #expect(error?.code == .invalidConfiguration)
             #expect(error?.message.contains("maximumEntryFraction") == true)
+            #expect(error?.description.hasPrefix("invalid configuration: ") == true)
         }
     }
 }
