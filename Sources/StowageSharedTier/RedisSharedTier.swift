@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import StowageCache
+import StowageCore
 import StowageRedis
 import Synchronization
 
@@ -214,15 +215,15 @@ public final class RedisSharedTier: SharedCacheTier {
     public func entry(forKey key: String) async throws -> SharedCacheEntry? {
         let reply = try await client.send(.get(valueKey(key)))
         guard let bytes = reply.bytes, let decoded = SharedEntryFormat.decode(bytes) else { return nil }
-        return SharedCacheEntry(data: decoded.data, timeToLive: decoded.timeToLive)
+        return SharedCacheEntry(data: decoded.data, timeToLive: decoded.timeToLive.map(Duration.timeInterval))
     }
 
     /// Stores `data` for `key` with `timeToLive` as its Redis expiry; the other nodes hear of it
     /// (tracked by the server, or published).
-    public func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?) async throws {
-        let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
+    public func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws {
+        let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval)
         try await write(
-            .set(valueKey(key), value: RedisArgument(entry), expiry: timeToLive.map(Self.duration)),
+            .set(valueKey(key), value: RedisArgument(entry), expiry: timeToLive),
             key: key,
             leaving: entry
         )
@@ -273,10 +274,10 @@ public final class RedisSharedTier: SharedCacheTier {
     public func setData(
         _ data: Data,
         forKey key: String,
-        timeToLive: TimeInterval?,
+        timeToLive: Duration?,
         releasing lock: SharedCacheLoadLock
     ) async throws -> Bool {
-        let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive)
+        let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval)
         // Echoed on either path: as a script's write, or as the pool's (see OwnWriteEchoes).
         let tracked = tracker != nil
         if tracked { echoes.expect(entry, forKey: key) }
@@ -289,7 +290,7 @@ public final class RedisSharedTier: SharedCacheTier {
                     keys: [valueKey(key), lockKey(key)],
                     arguments: [
                         RedisArgument(String(lock.fencingToken)), RedisArgument(entry),
-                        RedisArgument(timeToLive.map { max(1, Self.milliseconds(Self.duration($0))) } ?? 0),
+                        RedisArgument(timeToLive.map { max(1, Self.milliseconds($0)) } ?? 0),
                     ]
                 )
             )
@@ -358,10 +359,6 @@ public final class RedisSharedTier: SharedCacheTier {
             undo?()
             throw error
         }
-    }
-
-    static func duration(_ seconds: TimeInterval) -> Duration {
-        .nanoseconds(Int64((seconds * 1e9).rounded(.up)))
     }
 
     static func milliseconds(_ duration: Duration) -> Int {

@@ -33,7 +33,7 @@ struct CacheMetricsTests {
         let cache = try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
         try cache.setDataBlocking(Data(count: 1_000), forKey: "small")
         try cache.setDataBlocking(Data(count: 30_000), forKey: "file")
-        try cache.setDataBlocking(Data(count: 500), forKey: "short-lived", timeToLive: 5)
+        try cache.setDataBlocking(Data(count: 500), forKey: "short-lived", timeToLive: .seconds(5))
         _ = try cache.dataBlocking(forKey: "small")
         _ = try cache.dataBlocking(forKey: "file")
         _ = try cache.dataBlocking(forKey: "missing")

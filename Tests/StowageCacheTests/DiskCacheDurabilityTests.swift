@@ -30,7 +30,7 @@ struct DiskCacheDurabilityTests {
     @Test("a deferred write is read back at once, and reaches the index only when its batch commits")
     func deferredVisibleAtOnce() async throws {
         let scratch = try TemporaryDirectory()
-        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(30)) }
         try cache.setDataBlocking(Data("staged".utf8), forKey: "k")
         #expect(try cache.dataBlocking(forKey: "k") == Data("staged".utf8))
         #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
@@ -44,7 +44,7 @@ struct DiskCacheDurabilityTests {
     @Test("a writer that fills the staging commits it itself, so staged memory stays bounded")
     func fullStagingCommitsAtOnce() throws {
         let scratch = try TemporaryDirectory()
-        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 60) }
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(60)) }
         // 4,095 writes stay staged; the 4,096th commits them all with itself.
         for index in 0..<4_095 { try cache.setDataBlocking(Data([UInt8(index & 0xFF)]), forKey: "k\(index)") }
         #expect(try committedRows(scratch, key: "k0") == 0)
@@ -54,7 +54,7 @@ struct DiskCacheDurabilityTests {
         // Inline bytes count too: 17 values of 1 MiB each, kept inline, pass 16 MiB.
         let largeScratch = try TemporaryDirectory()
         let large = try open(largeScratch) {
-            $0.durability = .deferred(maximumDelay: 60)
+            $0.durability = .deferred(maximumDelay: .seconds(60))
             $0.inlineThreshold = 2 << 20
         }
         for index in 0..<15 { try large.setDataBlocking(Data(count: 1 << 20), forKey: "big\(index)") }
@@ -165,7 +165,7 @@ struct DiskCacheDurabilityTests {
     @Test("deferred batches commit by themselves within the delay")
     func deferredCommitsByItself() async throws {
         let scratch = try TemporaryDirectory()
-        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 0.01) }
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .milliseconds(10)) }
         for number in 0..<100 { try cache.setDataBlocking(Data("v\(number)".utf8), forKey: "k\(number)") }
         var committed = 0
         for _ in 0..<200 where committed < 100 {
@@ -181,7 +181,7 @@ struct DiskCacheDurabilityTests {
     func removalAfterDeferredWrite() throws {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch) {
-            $0.durability = .deferred(maximumDelay: 30)
+            $0.durability = .deferred(maximumDelay: .seconds(30))
             $0.inlineThreshold = 8
         }
         try cache.setDataBlocking(Data("a value in a file".utf8), forKey: "gone")
@@ -199,7 +199,7 @@ struct DiskCacheDurabilityTests {
     func deferredReplacementLeavesOneFile() throws {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch) {
-            $0.durability = .deferred(maximumDelay: 30)
+            $0.durability = .deferred(maximumDelay: .seconds(30))
             $0.inlineThreshold = 8
         }
         try cache.setDataBlocking(Data(repeating: 1, count: 1_000), forKey: "k")
@@ -215,7 +215,7 @@ struct DiskCacheDurabilityTests {
     func closingCommits() throws {
         let scratch = try TemporaryDirectory()
         do {
-            let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
+            let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(30)) }
             try cache.setDataBlocking(Data("kept".utf8), forKey: "k")
         }
         let reopened = try open(scratch)
@@ -225,7 +225,7 @@ struct DiskCacheDurabilityTests {
     @Test("a streamed write after a deferred write of the same key wins")
     func streamedWriteAfterDeferred() throws {
         let scratch = try TemporaryDirectory()
-        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: 30) }
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(30)) }
         try cache.setDataBlocking(Data("old".utf8), forKey: "k")
         let writer = try cache.beginStreamingWrite(forKey: "k")
         try Data("new".utf8).withUnsafeBytes { try writer.write($0) }
@@ -302,7 +302,7 @@ struct DiskCacheDurabilityTests {
 
         let exact = try open(scratch) {
             $0.clock = clock.clock
-            $0.accessTimeResolution = 0
+            $0.accessTimeResolution = .seconds(0)
         }
         clock.advance(by: 1)
         _ = try exact.dataBlocking(forKey: "k")
@@ -312,7 +312,7 @@ struct DiskCacheDurabilityTests {
         // A short age limit narrows the resolution to a sixteenth of it (here 10 s).
         let aging = try open(scratch) {
             $0.clock = clock.clock
-            $0.maximumAge = 160
+            $0.maximumAge = .seconds(160)
         }
         clock.advance(by: 11)
         _ = try aging.dataBlocking(forKey: "k")
@@ -324,10 +324,10 @@ struct DiskCacheDurabilityTests {
     func badSettings() throws {
         let scratch = try TemporaryDirectory()
         for edit: (inout DiskCache.Configuration) -> Void in [
-            { $0.durability = .deferred(maximumDelay: 0) },
-            { $0.durability = .deferred(maximumDelay: .nan) },
-            { $0.durability = .deferred(maximumDelay: 3_600) },
-            { $0.accessTimeResolution = -1 },
+            { $0.durability = .deferred(maximumDelay: .seconds(0)) },
+            { $0.durability = .deferred(maximumDelay: .seconds(-1)) },
+            { $0.durability = .deferred(maximumDelay: .seconds(3_600)) },
+            { $0.accessTimeResolution = .seconds(-1) },
         ] {
             #expect {
                 _ = try open(scratch, edit)

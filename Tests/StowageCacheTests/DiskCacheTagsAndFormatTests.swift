@@ -152,7 +152,7 @@ struct DiskCacheSummaryTests {
             return summary.allocatedBytes.rawValue - index
         }
         try cache.setDataBlocking(Data(count: 5_000), forKey: "a")
-        try cache.setDataBlocking(Data(count: 100), forKey: "b", timeToLive: 10)
+        try cache.setDataBlocking(Data(count: 100), forKey: "b", timeToLive: .seconds(10))
         #expect(try fileBytes() == 8_192)
         try cache.setDataBlocking(Data(count: 50), forKey: "a")  // file → inline
         #expect(try fileBytes() == 0)
@@ -161,7 +161,7 @@ struct DiskCacheSummaryTests {
         try cache.removeDataBlocking(forKey: "b")
         #expect(try fileBytes() == 0)
 
-        try cache.setDataBlocking(Data(count: 300), forKey: "c", timeToLive: 10)
+        try cache.setDataBlocking(Data(count: 300), forKey: "c", timeToLive: .seconds(10))
         clock.advance(by: 11)
         let summary = try #require(try DiskCache.summary(ofDirectory: directory, now: clock.clock.now()))
         #expect(summary.count == 2)

@@ -123,9 +123,9 @@ struct DiskCacheTests {
         let clock = DiskTestClock()
         let cache = try open(scratch) {
             $0.clock = clock.clock
-            $0.defaultTimeToLive = 100
+            $0.defaultTimeToLive = .seconds(100)
         }
-        try cache.setDataBlocking(Data("a".utf8), forKey: "short", timeToLive: 10)
+        try cache.setDataBlocking(Data("a".utf8), forKey: "short", timeToLive: .seconds(10))
         try cache.setDataBlocking(Data("b".utf8), forKey: "default")
         clock.advance(by: 11)
         #expect(try cache.dataBlocking(forKey: "short") == nil)
@@ -146,7 +146,7 @@ struct DiskCacheTests {
         let clock = DiskTestClock()
         let cache = try open(scratch) {
             $0.clock = clock.clock
-            $0.maximumAge = 100
+            $0.maximumAge = .seconds(100)
             $0.ageBasis = basis
         }
         try cache.setDataBlocking(Data("v1".utf8), forKey: "key")
@@ -226,7 +226,8 @@ struct DiskCacheTests {
     func badConfiguration() throws {
         let scratch = try TemporaryDirectory()
         for edit: (inout DiskCache.Configuration) -> Void in [
-            { $0.sizeLimit = ByteCount(0) }, { $0.countLimit = -1 }, { $0.trimRatio = 1.5 }, { $0.maximumAge = 0 },
+            { $0.sizeLimit = ByteCount(0) }, { $0.countLimit = -1 }, { $0.trimRatio = 1.5 },
+            { $0.maximumAge = .seconds(0) },
         ] {
             #expect {
                 try open(scratch, edit)

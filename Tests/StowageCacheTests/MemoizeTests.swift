@@ -52,12 +52,14 @@ struct MemoizeTests {
         let compute = Computation()
         let results = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<8 {
-                group.addTask { try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } }
+                group.addTask {
+                    try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() }
+                }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results == Array(repeating: "v1", count: 8))
-        #expect(try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } == "v1")
+        #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() } == "v1")
         #expect(compute.runs.load(ordering: .relaxed) == 1)
         let info = try #require(try await cache.disk.info(forKey: "k"))
         #expect(info.computeSeconds.map { $0 >= 0.015 } == true)
@@ -70,15 +72,17 @@ struct MemoizeTests {
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation()
-        _ = try await cache.memoized(forKey: "k", timeToLive: 1_000) { try await compute() }
+        _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(1_000)) { try await compute() }
         clock.advance(by: 500)
         // Refreshing 500 s early needs a draw of e^(-500 / compute time): never, even if a loaded
         // machine stretched the 20 ms computation to seconds.
-        for _ in 0..<50 { _ = try await cache.memoized(forKey: "k", timeToLive: 1_000) { try await compute() } }
+        for _ in 0..<50 {
+            _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(1_000)) { try await compute() }
+        }
         try await Task.sleep(for: .milliseconds(100))
         #expect(compute.runs.load(ordering: .relaxed) == 1)
         clock.advance(by: 500)
-        #expect(try await cache.memoized(forKey: "k", timeToLive: 1_000) { try await compute() } == "v2")
+        #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(1_000)) { try await compute() } == "v2")
     }
 
     @Test("near expiry one caller's hit starts one background recomputation; everyone gets the old value meanwhile")
@@ -87,13 +91,13 @@ struct MemoizeTests {
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation(duration: .milliseconds(200), gated: true)
-        _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() }
+        _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() }
         clock.advance(by: 9.99)
         // beta 10^6: the probability of not refreshing 10 ms before expiry is below 10^-7.
         let results = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<8 {
                 group.addTask {
-                    try await cache.memoized(forKey: "k", timeToLive: 10, beta: 1e6) { try await compute() }
+                    try await cache.memoized(forKey: "k", timeToLive: .seconds(10), beta: 1e6) { try await compute() }
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -107,7 +111,7 @@ struct MemoizeTests {
         while try await cache.value(forKey: "k") != "v2", ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } == "v2")
+        #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() } == "v2")
         try await Task.sleep(for: .milliseconds(300))
         #expect(compute.runs.load(ordering: .relaxed) == 2)
     }
@@ -119,14 +123,14 @@ struct MemoizeTests {
         let clock = DiskTestClock()
         let cache = try makeCache(scratch, clock: clock)
         await #expect(throws: Failure.self) {
-            try await cache.memoized(forKey: "k", timeToLive: 10) { throw Failure() }
+            try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { throw Failure() }
         }
         #expect(try await cache.disk.data(forKey: "k") == nil)
         let compute = Computation()
-        _ = try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() }
+        _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() }
         clock.advance(by: 9.99)
-        #expect(try await cache.memoized(forKey: "k", timeToLive: 10, beta: 1e6) { throw Failure() } == "v1")
+        #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10), beta: 1e6) { throw Failure() } == "v1")
         try await Task.sleep(for: .milliseconds(200))
-        #expect(try await cache.memoized(forKey: "k", timeToLive: 10) { try await compute() } == "v1")
+        #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() } == "v1")
     }
 }

@@ -107,7 +107,7 @@ import Testing
         let clock = ManualClock()
         let evictions = EvictionLog<String, Int>()
         let cache = try makeCache(clock: clock, log: evictions)
-        cache.setValue(1, forKey: "short", timeToLive: 10)
+        cache.setValue(1, forKey: "short", timeToLive: .seconds(10))
         cache.setValue(2, forKey: "forever")
 
         clock.advance(by: 9.5)
@@ -126,9 +126,9 @@ import Testing
     @Test("the default time-to-live applies to values stored without one")
     func defaultTimeToLive() throws {
         let clock = ManualClock()
-        let cache: MemoryCache<String, Int> = try makeCache(defaultTimeToLive: 5, clock: clock)
+        let cache: MemoryCache<String, Int> = try makeCache(defaultTimeToLive: .seconds(5), clock: clock)
         cache.setValue(1, forKey: "default")
-        cache.setValue(2, forKey: "longer", timeToLive: 100)
+        cache.setValue(2, forKey: "longer", timeToLive: .seconds(100))
 
         clock.advance(by: 6)
         #expect(cache.value(forKey: "default") == nil)
@@ -140,9 +140,9 @@ import Testing
         let clock = ManualClock()
         let evictions = EvictionLog<String, Int>()
         let cache = try makeCache(clock: clock, log: evictions)
-        for (index, key) in ["a", "b", "c"].enumerated() { cache.setValue(index, forKey: key, timeToLive: 1) }
+        for (index, key) in ["a", "b", "c"].enumerated() { cache.setValue(index, forKey: key, timeToLive: .seconds(1)) }
         cache.setValue(9, forKey: "kept", cost: 3)
-        cache.setValue(8, forKey: "later", timeToLive: 60)
+        cache.setValue(8, forKey: "later", timeToLive: .seconds(60))
 
         clock.advance(by: 2)
         #expect(cache.removeExpired() == 3)
@@ -163,7 +163,7 @@ import Testing
         _ = cache.value(forKey: "missing")
         #expect(clock.reads == 0)
 
-        cache.setValue(2, forKey: "b", timeToLive: 10)
+        cache.setValue(2, forKey: "b", timeToLive: .seconds(10))
         _ = cache.value(forKey: "b")
         #expect(clock.reads == 2)
     }
@@ -305,7 +305,7 @@ import Testing
         arguments: [
             (MemoryCache<Int, Int>.Configuration(countLimit: 0), "countLimit"),
             (MemoryCache<Int, Int>.Configuration(costLimit: -1), "costLimit"),
-            (MemoryCache<Int, Int>.Configuration(defaultTimeToLive: 0), "defaultTimeToLive"),
+            (MemoryCache<Int, Int>.Configuration(defaultTimeToLive: .seconds(0)), "defaultTimeToLive"),
         ]
     )
     func invalidConfiguration(configuration: MemoryCache<Int, Int>.Configuration, field: String) {
@@ -435,7 +435,7 @@ private struct SplitMix {
 private func makeCache<Key: Hashable & Sendable, Value: Hashable & Sendable>(
     countLimit: Int? = nil,
     costLimit: Int? = nil,
-    defaultTimeToLive: TimeInterval? = nil,
+    defaultTimeToLive: Duration? = nil,
     clock: ManualClock? = nil,
     log: EvictionLog<Key, Value>? = nil
 ) throws -> MemoryCache<Key, Value> {

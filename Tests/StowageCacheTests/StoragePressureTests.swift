@@ -23,7 +23,11 @@ struct StoragePressureTests {
         configuration.sizeLimit = nil
         let cache = try DiskCache(directory: directory, configuration: configuration)
         for index in 0..<10 {
-            try cache.setDataBlocking(Data(repeating: 1, count: 1_000), forKey: "expiring\(index)", timeToLive: 5)
+            try cache.setDataBlocking(
+                Data(repeating: 1, count: 1_000),
+                forKey: "expiring\(index)",
+                timeToLive: .seconds(5)
+            )
         }
         for index in 0..<count {
             try cache.setDataBlocking(Data(repeating: UInt8(index % 251), count: valueSize), forKey: "image\(index)")

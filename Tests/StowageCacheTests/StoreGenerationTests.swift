@@ -49,7 +49,7 @@ struct StoreGenerationTests {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         var configuration = DiskCache.Configuration(name: "staged")
-        configuration.durability = .deferred(maximumDelay: 60)
+        configuration.durability = .deferred(maximumDelay: .seconds(60))
         let writer = try DiskCache(directory: directory, configuration: configuration)
         try writer.setDataBlocking(Data("before".utf8), forKey: "old")
         try writer.setDataBlocking(Data(repeating: 7, count: 100_000), forKey: "old-file")

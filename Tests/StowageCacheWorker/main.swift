@@ -46,7 +46,7 @@ guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(argum
 }
 var configuration = DiskCache.Configuration(name: "worker")
 configuration.sizeLimit = nil
-if arguments[1] == "write-deferred" { configuration.durability = .deferred(maximumDelay: 0.01) }
+if arguments[1] == "write-deferred" { configuration.durability = .deferred(maximumDelay: .milliseconds(10)) }
 if arguments[1] == "write-hard" {
     configuration.sizeLimit = ByteCount(16_000_000)
     configuration.sizeLimitEnforcement = .hard

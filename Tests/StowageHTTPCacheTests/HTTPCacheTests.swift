@@ -85,7 +85,7 @@ import Testing
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
             let cache = try makeCache(root, clock: clock) {
-                $0.forcedExpiry = [ForcedExpiry(host: "origin.test", pathPrefix: "/catalog", interval: 600)]
+                $0.forcedExpiry = [ForcedExpiry(host: "origin.test", pathPrefix: "/catalog", interval: .seconds(600))]
             }
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "no-cache, no-transform")], clock: clock) }
             let catalog = request(.get, "/catalog/items")

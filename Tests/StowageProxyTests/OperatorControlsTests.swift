@@ -13,7 +13,7 @@ import Testing
     @Test("proxy_cache_valid: a lifetime by status stores what the origin gave no freshness (404 → 60 s)")
     func lifetimesByStatus() async throws {
         try await ProxyHarness.run(
-            configure: { $0.cache.defaultLifetimes = [404: 60, 302: 60] },
+            configure: { $0.cache.defaultLifetimes = [404: .seconds(60), 302: .seconds(60)] },
             // No Location: the test's client would follow it.
             script: { r in .init(status: r.head.path == "/moved" ? 302 : 404, body: "v\(r.index)") }
         ) { h in
@@ -44,7 +44,7 @@ import Testing
                 ? .init(fields: [("Cache-Control", "max-age=1, must-revalidate")], body: "v1")
                 : .init(status: 503, body: "down")
         }
-        try await ProxyHarness.run(configure: { $0.cache.staleIfErrorGrace = 3_600 }, script: script) { h in
+        try await ProxyHarness.run(configure: { $0.cache.staleIfErrorGrace = .seconds(3_600) }, script: script) { h in
             _ = try await h.get("/page")
             try await Task.sleep(for: .milliseconds(2_100))
             let stale = try await h.get("/page")
@@ -61,7 +61,7 @@ import Testing
     @Test("proxy_cache_use_stale updating + background_update: stale is served at once and refreshed behind it")
     func staleWhileUpdating() async throws {
         try await ProxyHarness.run(
-            configure: { $0.cache.staleWhileUpdatingGrace = 3_600 },
+            configure: { $0.cache.staleWhileUpdatingGrace = .seconds(3_600) },
             script: { r in .init(fields: [("Cache-Control", "max-age=1")], body: "v\(r.index)") }
         ) { h in
             _ = try await h.get("/feed")

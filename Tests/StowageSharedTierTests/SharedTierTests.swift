@@ -22,7 +22,7 @@ struct SharedTierTests {
                 await readerTier.shutdown()
             }
         }
-        try await writer.setValue("hello", forKey: "greeting", timeToLive: 60)
+        try await writer.setValue("hello", forKey: "greeting", timeToLive: .seconds(60))
         let ttl = try await writerTier.client.send(RedisCommand("PTTL", "t1:{=greeting}", keyIndex: 1)).integer ?? 0
         #expect(ttl > 50_000 && ttl <= 60_000)
         #expect(reader.memory.value(forKey: "greeting") == nil)
@@ -458,7 +458,7 @@ struct SharedTierClusterTests {
             }
         }
         #expect(tierA.client is RedisClusterClient)
-        for index in 0..<50 { try await a.setValue("v\(index)", forKey: "key-\(index)", timeToLive: 300) }
+        for index in 0..<50 { try await a.setValue("v\(index)", forKey: "key-\(index)", timeToLive: .seconds(300)) }
         for index in 0..<50 { #expect(try await b.value(forKey: "key-\(index)") == "v\(index)") }
         try await a.setValue("changed", forKey: "key-7")
         try await eventually { b.memory.value(forKey: "key-7") == nil }

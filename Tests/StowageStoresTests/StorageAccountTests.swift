@@ -40,7 +40,7 @@ final class PopulatedContainer: Sendable {
             try cache.setDataBlocking(
                 Data(repeating: 1, count: 1_000),
                 forKey: "small\(index)",
-                timeToLive: index < 2 ? 60 : nil
+                timeToLive: index < 2 ? .seconds(60) : nil
             )
         }
         for index in 0..<3 { try cache.setDataBlocking(Data(repeating: 2, count: 50_000), forKey: "large\(index)") }

@@ -71,7 +71,7 @@ struct AccountScenario: Scenario {
         let image = Data(repeating: 0x49, count: 2_048)
         let response = Data(repeating: 0x41, count: 300)
         for index in 0..<50_000 {
-            let ttl: TimeInterval? = index % 10 == 0 ? 0.001 : nil
+            let ttl: Duration? = index % 10 == 0 ? .milliseconds(1) : nil
             try imageCache.setDataBlocking(image, forKey: "image-\(index)", timeToLive: ttl)
             try api.setDataBlocking(response, forKey: "GET /items/\(index)", timeToLive: ttl)
         }

@@ -97,7 +97,7 @@ struct DiskCacheHotPathScenario: Scenario {
         for repetition in 0..<repetitions {
             let deferred = try open(
                 root.appending(path: "deferred-\(repetition)"),
-                durability: .deferred(maximumDelay: 0.01)
+                durability: .deferred(maximumDelay: .milliseconds(10))
             )
             var start = clock.now
             for key in keys.prefix(burst) { try deferred.setDataBlocking(value, forKey: key) }

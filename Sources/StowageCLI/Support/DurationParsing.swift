@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
+import StowageCore
 
-/// Seconds from `30`, `30s`, `10m`, `2h` or `7d` (decimals allowed: `1.5h`), as nginx writes
+/// A duration from `30`, `30s`, `10m`, `2h` or `7d` (decimals allowed: `1.5h`), as nginx writes
 /// times in `proxy_cache_valid`.
-func parseDuration(_ text: String, option: String) throws -> Double {
+func parseDuration(_ text: String, option: String) throws -> Duration {
     let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     var number = Substring(trimmed)
@@ -17,11 +18,12 @@ func parseDuration(_ text: String, option: String) throws -> Double {
             "\(option) \(text.debugDescription) is not a duration; write seconds or a number with s, m, h or d (10m, 1h)"
         )
     }
-    return value * scale
+    return .timeInterval(value * scale)
 }
 
-/// `200,301=10m` → `[200: 600, 301: 600]`: the statuses of one `--cache-valid` and their lifetime.
-func parseStatusLifetimes(_ text: String) throws -> [Int: Double] {
+/// `200,301=10m` → `[200: 10 min, 301: 10 min]`: the statuses of one `--cache-valid` and their
+/// lifetime.
+func parseStatusLifetimes(_ text: String) throws -> [Int: Duration] {
     let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
     guard parts.count == 2 else {
         throw ValidationError(
@@ -29,7 +31,7 @@ func parseStatusLifetimes(_ text: String) throws -> [Int: Double] {
         )
     }
     let lifetime = try parseDuration(parts[1], option: "--cache-valid")
-    var lifetimes: [Int: Double] = [:]
+    var lifetimes: [Int: Duration] = [:]
     for status in parts[0].split(separator: ",") {
         guard let code = Int(status.trimmingCharacters(in: .whitespaces)), (200...599).contains(code) else {
             throw ValidationError(

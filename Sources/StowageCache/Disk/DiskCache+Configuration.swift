@@ -8,7 +8,7 @@ extension DiskCache {
     /// ```swift
     /// var configuration = DiskCache.Configuration(name: "images")
     /// configuration.sizeLimit = ByteCount(200_000_000)   // 200 MB, trimmed back to 100 MB
-    /// configuration.maximumAge = 7 * 24 * 3600           // a week since last access
+    /// configuration.maximumAge = .seconds(7 * 24 * 3600)  // a week since last access
     /// let cache = try DiskCache(directory: cachesURL.appending(path: "images"), configuration: configuration)
     /// ```
     public struct Configuration: Sendable {
@@ -28,14 +28,14 @@ extension DiskCache {
         public var checksVolumeCapacity: Bool
         /// The most entries the cache keeps; `nil` (the default) for no limit.
         public var countLimit: Int?
-        /// Entries older than this many seconds, by ``ageBasis``, are removed; `nil` (the
-        /// default) for no limit. The seeds' `maxCacheAge` is one week.
-        public var maximumAge: TimeInterval?
+        /// Entries older than this, by ``ageBasis``, are removed; `nil` (the default) for no
+        /// limit. The seeds' `maxCacheAge` is one week.
+        public var maximumAge: Duration?
         /// Which date ``maximumAge`` is measured from. Default: ``AgeBasis/accessed``.
         public var ageBasis: AgeBasis
-        /// The time-to-live of values stored without one, in seconds; `nil` (the default) for
-        /// values that live until a limit removes them.
-        public var defaultTimeToLive: TimeInterval?
+        /// The time-to-live of values stored without one; `nil` (the default) for values that
+        /// live until a limit removes them.
+        public var defaultTimeToLive: Duration?
         /// When a limit is exceeded, least-recently-used entries are removed until size and count
         /// are at this fraction of their limits. Default `0.5`, the seeds' "half of the cap";
         /// must be in `0...1`.
@@ -56,13 +56,13 @@ extension DiskCache {
         /// What to do when the index is not a readable SQLite database. Default
         /// ``CorruptIndexPolicy/rebuild``.
         public var corruptIndexPolicy: CorruptIndexPolicy
-        /// How precisely reads keep access times, in seconds: a read records its time only when
+        /// How precisely reads keep access times: a read records its time only when
         /// the entry's recorded access is at least this old, the way Linux's `relatime` skips
         /// most atime writes. Least-recently-used order and ``AgeBasis/accessed`` ages are then
         /// exact to this resolution, and a cache that is read far more often than it changes does
-        /// not rewrite its index for its readers. Default 60 s; `0` records every read. A
+        /// not rewrite its index for its readers. Default 60 s; `.zero` records every read. A
         /// ``maximumAge`` shorter than 16 resolutions narrows it to a sixteenth of that age.
-        public var accessTimeResolution: TimeInterval
+        public var accessTimeResolution: Duration
         /// The clock behind dates, expiry and age. Tests pass a clock they advance by hand.
         public var clock: CacheClock
         /// Where the cache logs recoveries and failed background work.
@@ -85,14 +85,15 @@ extension DiskCache {
             self.inlineThreshold = 16 * 1024
             self.durability = .processCrash
             self.corruptIndexPolicy = .rebuild
-            self.accessTimeResolution = 60
+            self.accessTimeResolution = .seconds(60)
             self.clock = .system
             self.logger = Logger(label: "org.stowage.disk-cache", factory: SwiftLogNoOpLogHandler.init)
         }
 
         /// ``accessTimeResolution``, narrowed to a sixteenth of a short ``maximumAge``.
         var effectiveAccessTimeResolution: TimeInterval {
-            min(accessTimeResolution, maximumAge.map { $0 / 16 } ?? accessTimeResolution)
+            let resolution = accessTimeResolution.timeInterval
+            return min(resolution, maximumAge.map { $0.timeInterval / 16 } ?? resolution)
         }
 
         func validate() throws {
@@ -106,25 +107,29 @@ extension DiskCache {
                     "the disk cache's countLimit must be positive or nil, not \(countLimit)"
                 )
             }
-            if let maximumAge, !(maximumAge > 0) {
-                throw StowageError.invalidArgument("the disk cache's maximumAge must be positive seconds or nil")
+            if let maximumAge, !(maximumAge > .zero) {
+                throw StowageError.invalidArgument(
+                    "the disk cache's maximumAge must be more than zero or nil, not \(maximumAge)"
+                )
             }
-            if let defaultTimeToLive, !(defaultTimeToLive > 0) {
-                throw StowageError.invalidArgument("the disk cache's defaultTimeToLive must be positive seconds or nil")
+            if let defaultTimeToLive, !(defaultTimeToLive > .zero) {
+                throw StowageError.invalidArgument(
+                    "the disk cache's defaultTimeToLive must be more than zero or nil, not \(defaultTimeToLive)"
+                )
             }
             guard (0...1).contains(trimRatio) else {
                 throw StowageError.invalidArgument(
                     "the disk cache's trimRatio must be between 0 and 1, not \(trimRatio)"
                 )
             }
-            if case .deferred(let maximumDelay) = durability, !(maximumDelay > 0 && maximumDelay <= 60) {
+            if case .deferred(let maximumDelay) = durability, !(maximumDelay > .zero && maximumDelay <= .seconds(60)) {
                 throw StowageError.invalidArgument(
                     "the disk cache's deferred durability needs a maximumDelay between 0 and 60 seconds, not \(maximumDelay)"
                 )
             }
-            guard accessTimeResolution >= 0 else {
+            guard accessTimeResolution >= .zero else {
                 throw StowageError.invalidArgument(
-                    "the disk cache's accessTimeResolution must be zero or positive seconds, not \(accessTimeResolution)"
+                    "the disk cache's accessTimeResolution must be zero or more, not \(accessTimeResolution)"
                 )
             }
             guard inlineThreshold >= 0 else {

@@ -15,12 +15,12 @@ extension DiskCache {
     /// that finds 4,096 writes or 16 MiB of inline values staged commits them itself, so a writer
     /// faster than the commits runs at their pace ("sustained") and memory stays bounded.
     public enum Durability: Sendable, Hashable {
-        /// Writes are committed in the background, in one transaction every `maximumDelay`
-        /// seconds at most (at most 60; 0.01 is a good start): a write costs a dictionary insert
+        /// Writes are committed in the background, in one transaction every `maximumDelay` at
+        /// most (at most 60 s; 10 ms is a good start): a write costs a dictionary insert
         /// until the staging is full.
         /// Other processes see a value once its batch commits; ``DiskCache/flush()`` commits now,
         /// and removals, trims and streaming writes commit what is staged before they run.
-        case deferred(maximumDelay: TimeInterval)
+        case deferred(maximumDelay: Duration)
         /// Each write is in SQLite's write-ahead log before it returns (`synchronous = NORMAL`).
         case processCrash
         /// Each write is flushed to stable storage before it returns (`fsync` of the value's

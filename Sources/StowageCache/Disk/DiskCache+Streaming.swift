@@ -216,7 +216,7 @@ extension DiskCache {
         timeToLive: TimeInterval?
     ) throws {
         let now = configuration.clock.now().timeIntervalSince1970
-        let lifetime = timeToLive ?? configuration.defaultTimeToLive
+        let lifetime = timeToLive ?? configuration.defaultTimeToLive?.timeInterval
         let entry = DiskCacheIndex.Entry(
             file: name,
             inline: nil,

@@ -93,7 +93,7 @@ extension DiskCache {
         // 1. Expired and too-old entries.
         var condition = "(expires IS NOT NULL AND expires <= ?)"
         var arguments: StatementArguments = [now]
-        if let maximumAge = configuration.maximumAge {
+        if let maximumAge = configuration.maximumAge?.timeInterval {
             condition += " OR \(configuration.ageBasis.rawValue) < ?"
             arguments += [now - maximumAge]
         }

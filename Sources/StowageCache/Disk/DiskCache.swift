@@ -109,7 +109,7 @@ public final class DiskCache: Sendable {
             accounting: configuration.sizeAccounting
         )
         if case .deferred(let maximumDelay) = configuration.durability {
-            staging = DiskCacheStaging(maximumDelay: maximumDelay)
+            staging = DiskCacheStaging(maximumDelay: maximumDelay.timeInterval)
         } else {
             staging = nil
         }
@@ -281,7 +281,7 @@ public final class DiskCache: Sendable {
     /// - Parameters:
     ///   - data: The bytes; any length.
     ///   - key: Any string; it never becomes a path.
-    ///   - timeToLive: Seconds until the value expires; `nil` uses
+    ///   - timeToLive: How long until the value expires; `nil` uses
     ///     ``Configuration/defaultTimeToLive``.
     ///   - tag: A label shared by entries that go together (a user, a feed, a screen);
     ///     ``removeAll(tagged:)`` removes them in one indexed statement.
@@ -290,7 +290,7 @@ public final class DiskCache: Sendable {
     public func setData(
         _ data: Data,
         forKey key: String,
-        timeToLive: TimeInterval? = nil,
+        timeToLive: Duration? = nil,
         tag: String? = nil
     ) async throws {
         try await BlockingWork.run { try self.setDataBlocking(data, forKey: key, timeToLive: timeToLive, tag: tag) }
@@ -300,10 +300,10 @@ public final class DiskCache: Sendable {
     public func setDataBlocking(
         _ data: Data,
         forKey key: String,
-        timeToLive: TimeInterval? = nil,
+        timeToLive: Duration? = nil,
         tag: String? = nil
     ) throws {
-        try store(data, forKey: key, timeToLive: timeToLive, tag: tag, computeSeconds: nil)
+        try store(data, forKey: key, timeToLive: timeToLive?.timeInterval, tag: tag, computeSeconds: nil)
     }
 
     /// Stores `data`, recording how long it took to compute (for memoize's early refresh).
@@ -319,7 +319,7 @@ public final class DiskCache: Sendable {
         let generation = storeGeneration.value
         if StoreGeneration.isRetired(generation) { throw removedError() }
         let now = configuration.clock.now().timeIntervalSince1970
-        let lifetime = timeToLive ?? configuration.defaultTimeToLive
+        let lifetime = timeToLive ?? configuration.defaultTimeToLive?.timeInterval
         var entry = DiskCacheIndex.Entry(
             file: nil,
             inline: nil,
@@ -508,7 +508,7 @@ public final class DiskCache: Sendable {
 
     func isExpired(_ entry: DiskCacheIndex.Entry, key: String, now: Double) -> Bool {
         if let expires = entry.expires, expires <= now { return true }
-        guard let maximumAge = configuration.maximumAge else { return false }
+        guard let maximumAge = configuration.maximumAge?.timeInterval else { return false }
         let reference: Double
         switch configuration.ageBasis {
         case .created: reference = entry.created

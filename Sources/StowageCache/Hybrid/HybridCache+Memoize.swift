@@ -8,7 +8,7 @@ extension HybridCache {
     /// a little *before* it expires, so that callers never wait for it once it exists.
     ///
     /// ```swift
-    /// let rates = try await cache.memoized(forKey: "rates", timeToLive: 300) {
+    /// let rates = try await cache.memoized(forKey: "rates", timeToLive: .seconds(300)) {
     ///     try await fetchExchangeRates()                  // takes two seconds
     /// }
     /// ```
@@ -26,19 +26,19 @@ extension HybridCache {
     ///
     /// - Parameters:
     ///   - key: The key the value is stored under.
-    ///   - timeToLive: Seconds a computed value lives.
+    ///   - timeToLive: How long a computed value lives.
     ///   - tag: A label for ``removeAll(tagged:)``.
     ///   - beta: How eagerly to refresh early: 1 is the paper's optimum, larger refreshes earlier,
     ///     0 never early.
     ///   - compute: The function to memoize.
     public func memoized(
         forKey key: String,
-        timeToLive: TimeInterval,
+        timeToLive: Duration,
         tag: String? = nil,
         beta: Double = 1,
         compute: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        precondition(timeToLive > 0 && beta >= 0, "memoized needs a positive timeToLive and a beta of 0 or more")
+        precondition(timeToLive > .zero && beta >= 0, "memoized needs a positive timeToLive and a beta of 0 or more")
         if let info = try await disk.info(forKey: key), let cached = try await value(forKey: key) {
             if let expires = info.expires?.timeIntervalSince1970, let duration = info.computeSeconds, beta > 0 {
                 let now = disk.configuration.clock.now().timeIntervalSince1970
@@ -59,7 +59,7 @@ extension HybridCache {
     /// not compute a second time.
     private func computation(
         _ key: String,
-        timeToLive: TimeInterval,
+        timeToLive: Duration,
         tag: String?,
         reusingStored: Bool = false,
         compute: @escaping @Sendable () async throws -> Value
@@ -88,7 +88,7 @@ extension HybridCache {
     /// Starts one early recomputation of `key` unless one runs here or in another process.
     private func refreshInBackground(
         _ key: String,
-        timeToLive: TimeInterval,
+        timeToLive: Duration,
         tag: String?,
         lease duration: Double,
         compute: @escaping @Sendable () async throws -> Value

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import StowageCore
 import Synchronization
 
 // Changes made while the shared level was down, and their replay when it answers again (see
@@ -36,7 +37,7 @@ extension HybridCache {
         defer { replaying.store(false, ordering: .releasing) }
         var sent = 0
         for pending in pendingWrites.snapshot() {
-            var current: (data: Data, timeToLive: TimeInterval?)?
+            var current: (data: Data, timeToLive: Duration?)?
             if pending.change == .set {
                 do {
                     current = try await localCopy(forKey: pending.key)
@@ -67,12 +68,12 @@ extension HybridCache {
     }
 
     /// The bytes on disk for `key` and the seconds they have left, or `nil` when none.
-    private func localCopy(forKey key: String) async throws -> (data: Data, timeToLive: TimeInterval?)? {
+    private func localCopy(forKey key: String) async throws -> (data: Data, timeToLive: Duration?)? {
         guard let info = try await disk.info(forKey: key), let data = try await disk.data(forKey: key) else {
             return nil
         }
         guard let expires = info.expires else { return (data, nil) }
         let remaining = expires.timeIntervalSince(disk.configuration.clock.now())
-        return remaining > 0 ? (data, remaining) : nil
+        return remaining > 0 ? (data, .timeInterval(remaining)) : nil
     }
 }

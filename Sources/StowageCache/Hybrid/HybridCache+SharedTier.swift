@@ -140,7 +140,7 @@ extension HybridCache {
     /// that holds it, or load anyway when the wait times out or the shared level is down.
     package func loadCoordinated(
         key: String,
-        timeToLive: TimeInterval?,
+        timeToLive: Duration?,
         shared: any SharedCacheTier,
         load: @Sendable () async throws -> Value
     ) async throws -> Value {
@@ -156,7 +156,7 @@ extension HybridCache {
     /// ``loadCoordinated(key:timeToLive:shared:load:)`` with its waits measured by `clock`.
     private func loadCoordinated<C: Clock<Duration>>(
         key: String,
-        timeToLive: TimeInterval?,
+        timeToLive: Duration?,
         shared: any SharedCacheTier,
         clock: C,
         load: @Sendable () async throws -> Value
@@ -217,7 +217,7 @@ extension HybridCache {
     private func loadHolding(
         _ lock: SharedCacheLoadLock,
         key: String,
-        timeToLive: TimeInterval?,
+        timeToLive: Duration?,
         shared: any SharedCacheTier,
         load: @Sendable () async throws -> Value
     ) async throws -> Value {

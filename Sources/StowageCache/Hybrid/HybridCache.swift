@@ -161,7 +161,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - value: The value to store.
     ///   - key: The key to store it under.
-    ///   - timeToLive: Seconds until the value expires in every tier; `nil` for the local tiers'
+    ///   - timeToLive: How long until the value expires in every tier; `nil` for the local tiers'
     ///     defaults and no expiry in the shared level.
     ///   - tag: A label for ``removeAll(tagged:)`` (memory and disk; the shared level has no tags).
     /// - Throws: The serializer's error (nothing is stored), or `StowageError` when the disk
@@ -170,7 +170,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public func setValue(
         _ value: Value,
         forKey key: String,
-        timeToLive: TimeInterval? = nil,
+        timeToLive: Duration? = nil,
         tag: String? = nil
     ) async throws {
         try await store(value, forKey: key, timeToLive: timeToLive, tag: tag, computeSeconds: nil)
@@ -180,7 +180,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     func store(
         _ value: Value,
         forKey key: String,
-        timeToLive: TimeInterval?,
+        timeToLive: Duration?,
         tag: String?,
         computeSeconds: Double?
     ) async throws {
@@ -207,7 +207,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         _ value: Value,
         data: Data,
         forKey key: String,
-        timeToLive: TimeInterval?,
+        timeToLive: Duration?,
         tag: String? = nil,
         computeSeconds: Double? = nil
     ) async throws {
@@ -217,7 +217,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
                 try self.disk.store(
                     data,
                     forKey: key,
-                    timeToLive: timeToLive,
+                    timeToLive: timeToLive?.timeInterval,
                     tag: tag,
                     computeSeconds: computeSeconds
                 )
@@ -242,7 +242,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         _ value: Value,
         forKey key: String,
         cost: Int,
-        timeToLive: TimeInterval?,
+        timeToLive: Duration?,
         readAt generation: UInt64
     ) {
         memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
@@ -292,12 +292,12 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - key: The key.
-    ///   - timeToLive: Seconds the loaded value lives; `nil` for the tiers' defaults.
+    ///   - timeToLive: How long the loaded value lives; `nil` for the tiers' defaults.
     ///   - load: Produces the value on a miss, e.g. a download.
     /// - Throws: The load's error, or a `StowageError` from the disk tier.
     public func value(
         forKey key: String,
-        timeToLive: TimeInterval? = nil,
+        timeToLive: Duration? = nil,
         orLoad load: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         _ = followStoreGeneration()

@@ -7,7 +7,7 @@ extension MemoryCache {
     /// ```swift
     /// var configuration = MemoryCache<URL, Data>.Configuration(name: "thumbnails")
     /// configuration.costLimit = 50_000_000        // bytes, if costs are byte counts
-    /// configuration.defaultTimeToLive = 300       // five minutes
+    /// configuration.defaultTimeToLive = .seconds(300)   // five minutes
     /// configuration.onEviction = { url, _, reason in print("dropped \(url): \(reason)") }
     /// let cache = try MemoryCache(configuration: configuration)
     /// ```
@@ -22,7 +22,7 @@ extension MemoryCache {
         /// The time-to-live, in seconds, of values stored without one; `nil` (the default) for
         /// values that stay until a limit, memory pressure or the caller removes them. Must be
         /// positive.
-        public var defaultTimeToLive: TimeInterval?
+        public var defaultTimeToLive: Duration?
         /// The clock expiry is measured with. Default ``CacheClock/system``; tests pass a clock
         /// they advance by hand. Read only for values that have a time-to-live.
         public var clock: CacheClock
@@ -43,12 +43,12 @@ extension MemoryCache {
         ///   - name: A name for metrics. Default `"memory"`.
         ///   - countLimit: The most entries kept; `nil` for no limit.
         ///   - costLimit: The most total cost kept; `nil` for no limit.
-        ///   - defaultTimeToLive: Seconds a value without its own time-to-live lives; `nil` for no expiry.
+        ///   - defaultTimeToLive: How long a value without its own time-to-live lives; `nil` for no expiry.
         public init(
             name: String = "memory",
             countLimit: Int? = nil,
             costLimit: Int? = nil,
-            defaultTimeToLive: TimeInterval? = nil
+            defaultTimeToLive: Duration? = nil
         ) {
             self.name = name
             self.countLimit = countLimit
@@ -72,10 +72,10 @@ extension MemoryCache {
                         + "the limit must be > 0 (use nil for no limit)"
                 )
             }
-            if let defaultTimeToLive, !(defaultTimeToLive > 0) {
+            if let defaultTimeToLive, !(defaultTimeToLive > .zero) {
                 throw StowageError.invalidArgument(
-                    "cannot set the memory cache '\(name)' defaultTimeToLive to \(defaultTimeToLive) s: "
-                        + "it must be > 0 seconds (use nil for no expiry)"
+                    "cannot set the memory cache '\(name)' defaultTimeToLive to \(defaultTimeToLive): "
+                        + "it must be more than zero (use nil for no expiry)"
                 )
             }
         }

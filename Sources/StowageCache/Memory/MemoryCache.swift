@@ -99,15 +99,18 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - key: Its key.
     ///   - cost: What the entry counts towards ``Configuration/costLimit``, e.g. its size in
     ///     bytes; `0` (the default) or more.
-    ///   - timeToLive: Seconds until the value expires, more than `0`; `nil` (the default) for
-    ///     ``Configuration/defaultTimeToLive``.
+    ///   - timeToLive: How long until the value expires, more than zero; `nil` (the default)
+    ///     for ``Configuration/defaultTimeToLive``.
     @inlinable
-    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, timeToLive: TimeInterval? = nil) {
+    public func setValue(_ value: Value, forKey key: Key, cost: Int = 0, timeToLive: Duration? = nil) {
         precondition(cost >= 0, "a MemoryCache entry's cost must be >= 0, not \(cost)")
         let expiry: Double
         if let timeToLive = timeToLive ?? configuration.defaultTimeToLive {
-            precondition(timeToLive > 0, "a MemoryCache entry's timeToLive must be > 0 seconds, not \(timeToLive)")
-            expiry = configuration.clock.now().timeIntervalSinceReferenceDate + timeToLive
+            precondition(
+                timeToLive > .zero,
+                "a MemoryCache entry's timeToLive must be more than zero, not \(timeToLive)"
+            )
+            expiry = configuration.clock.now().timeIntervalSinceReferenceDate + timeToLive.timeInterval
         } else {
             expiry = .infinity
         }

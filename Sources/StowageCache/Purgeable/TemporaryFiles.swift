@@ -16,13 +16,13 @@ public struct TemporaryFiles: Purging {
     /// The container whose temporary location is purged.
     public let container: Container
     /// How long an entry must have been left alone before it goes. Default: one hour.
-    public var minimumAge: TimeInterval
+    public var minimumAge: Duration
     /// The clock that decides the age.
     public var clock: CacheClock
 
-    /// Purges `container`'s temporary location of entries untouched for `minimumAge` seconds,
-    /// as `clock` tells the time.
-    public init(container: Container, minimumAge: TimeInterval = 3_600, clock: CacheClock = .system) {
+    /// Purges `container`'s temporary location of entries untouched for `minimumAge`, as
+    /// `clock` tells the time.
+    public init(container: Container, minimumAge: Duration = .seconds(3_600), clock: CacheClock = .system) {
         self.container = container
         self.minimumAge = minimumAge
         self.clock = clock
@@ -51,7 +51,7 @@ public struct TemporaryFiles: Purging {
             throw StowageError.syscall(.current, "open the temporary directory", path: path)
         }
         let directory = OpenDirectory(descriptor: descriptor, path: path)
-        let cutoff = clock.now().timeIntervalSince1970 - minimumAge
+        let cutoff = clock.now().timeIntervalSince1970 - minimumAge.timeInterval
         var measure = TreeMeasure(cancellation: nil)
         var removal = TreeRemoval(cancellation: nil)
         var freed: Int64 = 0

@@ -22,8 +22,8 @@ public protocol SharedCacheTier: Sendable {
     /// - Parameters:
     ///   - data: The value's bytes.
     ///   - key: The key, as the local levels name it.
-    ///   - timeToLive: Seconds until the value expires in the shared level; `nil` for no expiry.
-    func setData(_ data: Data, forKey key: String, timeToLive: TimeInterval?) async throws
+    ///   - timeToLive: How long until the value expires in the shared level; `nil` for no expiry.
+    func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws
 
     /// Removes `key` and tells the other nodes to drop their copies.
     func removeData(forKey key: String) async throws
@@ -51,7 +51,7 @@ public protocol SharedCacheTier: Sendable {
     func setData(
         _ data: Data,
         forKey key: String,
-        timeToLive: TimeInterval?,
+        timeToLive: Duration?,
         releasing lock: SharedCacheLoadLock
     )
         async throws -> Bool
@@ -81,11 +81,11 @@ extension SharedCacheTier {
 public struct SharedCacheEntry: Sendable, Hashable {
     /// The value's bytes.
     public var data: Data
-    /// Seconds until the entry expires, `nil` when it does not.
-    public var timeToLive: TimeInterval?
+    /// How long until the entry expires, `nil` when it does not.
+    public var timeToLive: Duration?
 
-    /// An entry of `data` with `timeToLive` seconds left (`nil`: no expiry).
-    public init(data: Data, timeToLive: TimeInterval?) {
+    /// An entry of `data` with `timeToLive` left (`nil`: no expiry).
+    public init(data: Data, timeToLive: Duration?) {
         self.data = data
         self.timeToLive = timeToLive
     }

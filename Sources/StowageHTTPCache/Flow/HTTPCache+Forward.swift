@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import StowageCore
 
 extension HTTPCache {
     /// Fetches `request` from the origin and stores the response when allowed. With `collapse`,
@@ -212,13 +213,15 @@ extension HTTPCache {
                 requestTime: requestTime,
                 responseTime: responseTime,
                 varyingFields: rules.varyingFields(of: stored, request: request),
-                forcedExpiry: forcedRule.map { responseTime + $0.interval }
+                forcedExpiry: forcedRule.map { responseTime + $0.interval.timeInterval }
             ),
             bodyKey: Self.makeBodyKey(),
             isMemoryOnly: memoryOnly
         )
         var note = "§3 stored" + (memoryOnly ? " in memory only (will-cache hook)" : "")
-        if let forcedRule { note += "; a forced expiry of \(Int(forcedRule.interval)) s overrides its freshness" }
+        if let forcedRule {
+            note += "; a forced expiry of \(Int(forcedRule.interval.timeInterval)) s overrides its freshness"
+        }
         if rules.usesHeuristicFreshness(record.stored), forcedRule == nil {
             note += "; §4.2.2 no explicit freshness: heuristic from Last-Modified"
         }

@@ -12,23 +12,23 @@ import HTTPTypes
 ///
 /// ```swift
 /// configuration.forcedExpiry = [
-///     .init(host: "api.example.com", pathPrefix: "/v1/catalog", interval: 600),
-///     .init(interval: 60) { request in request.path?.hasSuffix(".json") == true },
+///     .init(host: "api.example.com", pathPrefix: "/v1/catalog", interval: .seconds(600)),
+///     .init(interval: .seconds(60)) { request in request.path?.hasSuffix(".json") == true },
 /// ]
 /// ```
 public struct ForcedExpiry: Sendable {
-    /// Seconds a matching response stays fresh after it is stored.
-    public var interval: TimeInterval
+    /// How long a matching response stays fresh after it is stored.
+    public var interval: Duration
     private let matches: @Sendable (HTTPRequest) -> Bool
 
     /// A rule for requests `matching` returns `true` for.
-    public init(interval: TimeInterval, matching: @escaping @Sendable (HTTPRequest) -> Bool) {
+    public init(interval: Duration, matching: @escaping @Sendable (HTTPRequest) -> Bool) {
         self.interval = interval
         self.matches = matching
     }
 
     /// A rule for a host (case-insensitive, port ignored) and a path prefix.
-    public init(host: String, pathPrefix: String = "/", interval: TimeInterval) {
+    public init(host: String, pathPrefix: String = "/", interval: Duration) {
         let host = host.lowercased()
         self.init(interval: interval) { request in
             let authority = (request.authority ?? "").lowercased()

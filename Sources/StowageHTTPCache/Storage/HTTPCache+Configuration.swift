@@ -26,22 +26,22 @@ extension HTTPCache {
         public var streamingThreshold: Int
         /// The fraction of the time since `Last-Modified` used as a heuristic lifetime. Default 0.1.
         public var heuristicFraction: Double
-        /// The longest heuristic lifetime in seconds. Default 86 400 (one day).
-        public var maximumHeuristicLifetime: TimeInterval
+        /// The longest heuristic lifetime. Default one day.
+        public var maximumHeuristicLifetime: Duration
         /// RFC 9213 targeted cache-control fields a shared cache follows instead of
         /// `Cache-Control` and `Expires`, first present and valid one wins, e.g.
         /// `[CacheRules.cdnCacheControl]`. A private cache ignores them. Default none (the proxy
         /// defaults to `CDN-Cache-Control`).
         public var targetedFields: [HTTPField.Name]
-        /// Lifetimes in seconds by status for responses without explicit freshness (nginx's
+        /// Lifetimes by status for responses without explicit freshness (nginx's
         /// `proxy_cache_valid`); see ``CacheRules/defaultLifetimes``. Default none.
-        public var defaultLifetimes: [Int: TimeInterval]
-        /// Seconds past freshness a stored response is served when the origin fails, whatever it
-        /// said; see ``CacheRules/staleIfErrorGrace``. Default `nil`.
-        public var staleIfErrorGrace: TimeInterval?
-        /// Seconds past freshness a stored response is served while it is refreshed in the
+        public var defaultLifetimes: [Int: Duration]
+        /// How long past freshness a stored response is served when the origin fails, whatever
+        /// it said; see ``CacheRules/staleIfErrorGrace``. Default `nil`.
+        public var staleIfErrorGrace: Duration?
+        /// How long past freshness a stored response is served while it is refreshed in the
         /// background; see ``CacheRules/staleWhileUpdatingGrace``. Default `nil`.
-        public var staleWhileUpdatingGrace: TimeInterval?
+        public var staleWhileUpdatingGrace: Duration?
         /// How keys are shaped beyond RFC 9111's normalization; see ``CacheKeyRules``. Default
         /// none.
         public var keyRules: CacheKeyRules
@@ -85,7 +85,7 @@ extension HTTPCache {
         /// (their records are not shared either). Default 1 MB.
         public var sharedBodyLimit: ByteCount
         /// How long records and bodies live in the shared level. Default one day.
-        public var sharedTimeToLive: TimeInterval
+        public var sharedTimeToLive: Duration
 
         /// A configuration with the defaults above.
         public init(kind: CacheKind = .private, name: String = "stowage") {
@@ -96,7 +96,7 @@ extension HTTPCache {
             maximumEntryFraction = 0.05
             streamingThreshold = 64 * 1024
             heuristicFraction = 0.1
-            maximumHeuristicLifetime = 86_400
+            maximumHeuristicLifetime = .seconds(86_400)
             targetedFields = []
             keyRules = CacheKeyRules()
             maximumBodySize = nil
@@ -115,7 +115,7 @@ extension HTTPCache {
             logger = Logger(label: "org.stowage.http-cache", factory: SwiftLogNoOpLogHandler.init)
             sharedTier = nil
             sharedBodyLimit = ByteCount(1_000_000)
-            sharedTimeToLive = 86_400
+            sharedTimeToLive = .seconds(86_400)
         }
 
         /// The RFC 9111 rules this configuration implies.
@@ -123,11 +123,11 @@ extension HTTPCache {
             CacheRules(
                 kind: kind,
                 heuristicFraction: heuristicFraction,
-                maximumHeuristicLifetime: maximumHeuristicLifetime,
+                maximumHeuristicLifetime: maximumHeuristicLifetime.timeInterval,
                 targetedFields: targetedFields,
-                defaultLifetimes: defaultLifetimes,
-                staleIfErrorGrace: staleIfErrorGrace,
-                staleWhileUpdatingGrace: staleWhileUpdatingGrace,
+                defaultLifetimes: defaultLifetimes.mapValues(\.timeInterval),
+                staleIfErrorGrace: staleIfErrorGrace?.timeInterval,
+                staleWhileUpdatingGrace: staleWhileUpdatingGrace?.timeInterval,
                 keyRules: keyRules
             )
         }
@@ -146,7 +146,7 @@ extension HTTPCache {
                     message: "maximumEntryFraction is \(maximumEntryFraction); it must be in (0, 1]"
                 )
             }
-            guard heuristicFraction >= 0, maximumHeuristicLifetime >= 0, streamingThreshold > 0 else {
+            guard heuristicFraction >= 0, maximumHeuristicLifetime >= .zero, streamingThreshold > 0 else {
                 throw HTTPCacheError(
                     code: .invalidConfiguration,
                     message: "heuristicFraction, maximumHeuristicLifetime must be ≥ 0 and streamingThreshold > 0"
@@ -164,19 +164,20 @@ extension HTTPCache {
                     message: "minimumUses is \(minimumUses); it must be 1 or more"
                 )
             }
-            for (status, lifetime) in defaultLifetimes where !(200...599).contains(status) || !(lifetime >= 0) {
+            for (status, lifetime) in defaultLifetimes where !(200...599).contains(status) || !(lifetime >= .zero) {
                 throw HTTPCacheError(
                     code: .invalidConfiguration,
-                    message: "defaultLifetimes[\(status)] = \(lifetime): give a final status (200–599) and seconds ≥ 0"
+                    message:
+                        "defaultLifetimes[\(status)] = \(lifetime): give a final status (200–599) and a lifetime ≥ 0"
                 )
             }
             for (name, grace) in [
                 ("staleIfErrorGrace", staleIfErrorGrace), ("staleWhileUpdatingGrace", staleWhileUpdatingGrace),
             ] {
-                if let grace, !(grace >= 0) {
+                if let grace, !(grace >= .zero) {
                     throw HTTPCacheError(
                         code: .invalidConfiguration,
-                        message: "\(name) is \(grace); give seconds ≥ 0 or nil"
+                        message: "\(name) is \(grace); give a duration ≥ 0 or nil"
                     )
                 }
             }

@@ -272,7 +272,7 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     /// The lifetimes of every `--cache-valid`, later ones winning for a status given twice.
-    func defaultLifetimes() throws -> [Int: Double] {
+    func defaultLifetimes() throws -> [Int: Duration] {
         try cacheValid.reduce(into: [:]) { lifetimes, text in
             lifetimes.merge(try parseStatusLifetimes(text)) { _, later in later }
         }
