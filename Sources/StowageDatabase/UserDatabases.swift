@@ -29,7 +29,7 @@ import Darwin
 /// Each user's database lives in its own directory, `application support/databases/USER/`,
 /// as `NAME.sqlite` with its `-wal` and `-shm` files: a `DatabasePool` in WAL mode (readers
 /// never wait for the writer). The migrator runs each time a database is opened, so a new app
-/// version migrates every user's file on their next use. ``removeUser(_:)`` closes the pool and
+/// version migrates every user's file on their next use. `removeUser(_:)` closes the pool and
 /// deletes the directory, leaving nothing of that user behind.
 ///
 /// Several processes (or several `UserDatabases`) may open one user's database at once: SQLite
@@ -38,7 +38,7 @@ import Darwin
 /// user's `.lock` file, held while the database is open, makes a removal anywhere else fail with
 /// `StowageError/Code/busy` instead of deleting files from under a live pool.
 ///
-/// GRDB is not hidden: ``database(for:)`` returns its `DatabasePool`, for records,
+/// GRDB is not hidden: `database(for:)` returns its `DatabasePool`, for records,
 /// `ValueObservation` and everything else GRDB offers.
 public final class UserDatabases: Sendable {
     /// The container whose application-support location holds the databases.
@@ -91,11 +91,11 @@ public final class UserDatabases: Sendable {
     /// - Throws: `StowageError` `.invalidArgument` for a user id that could leave the databases
     ///   directory; GRDB's `DatabaseError` when the file is not a database or a migration fails.
     public func database(for user: String) async throws -> DatabasePool {
-        try await BlockingWork.run { try self.databaseBlocking(for: user) }
+        try await BlockingWork.run { try self.database(for: user) }
     }
 
-    /// Blocking variant of ``database(for:)``.
-    public func databaseBlocking(for user: String) throws -> DatabasePool {
+    /// The synchronous overload of `database(for:)`: the same work on the calling thread.
+    public func database(for user: String) throws -> DatabasePool {
         try UserIdentifier.validate(user)
         return try open.withLock { open in
             if let database = open[user] { return database.pool }
@@ -125,7 +125,7 @@ public final class UserDatabases: Sendable {
     }
 
     /// Closes `user`'s database in this store, if open, so that it can be removed elsewhere.
-    /// The next ``database(for:)`` opens it again.
+    /// The next `database(for:)` opens it again.
     ///
     /// - Throws: GRDB's error when the pool cannot close because it is still in use (an
     ///   unfinished read or write, a live `ValueObservation`); the database stays open then.
@@ -179,11 +179,11 @@ public final class UserDatabases: Sendable {
     /// - Throws: `StowageError` `.notFound` when the user has no database, `.invalidArgument`
     ///   when `destination` exists (nothing is overwritten).
     public func backup(user: String, to destination: URL) async throws {
-        try await BlockingWork.run { try self.backupBlocking(user: user, to: destination) }
+        try await BlockingWork.run { try self.backup(user: user, to: destination) }
     }
 
-    /// Blocking variant of ``backup(user:to:)``.
-    public func backupBlocking(user: String, to destination: URL) throws {
+    /// The synchronous overload of `backup(user:to:)`: the same work on the calling thread.
+    public func backup(user: String, to destination: URL) throws {
         try requireDatabase(of: user)
         guard !FileManager.default.fileExists(atPath: destination.path) else {
             throw StowageError(
@@ -192,7 +192,7 @@ public final class UserDatabases: Sendable {
                 path: destination.path
             )
         }
-        let pool = try databaseBlocking(for: user)
+        let pool = try database(for: user)
         let copy = try DatabaseQueue(path: destination.path)
         do {
             try pool.backup(to: copy)
@@ -218,7 +218,7 @@ public final class UserDatabases: Sendable {
     ///   deleted then.
     @discardableResult
     public func removeUser(_ user: String) async throws -> Bool {
-        try await BlockingWork.run { try self.removeUserBlocking(user) }
+        try await BlockingWork.run { try self.removeUser(user) }
     }
 
     /// How long a removal waits for shared locks to go before it reports `.busy`: long enough
@@ -226,9 +226,9 @@ public final class UserDatabases: Sendable {
     /// caller to wait out.
     static let removalPatience: Duration = .seconds(1)
 
-    /// Blocking variant of ``removeUser(_:)``.
+    /// The synchronous overload of `removeUser(_:)`: the same work on the calling thread.
     @discardableResult
-    public func removeUserBlocking(_ user: String) throws -> Bool {
+    public func removeUser(_ user: String) throws -> Bool {
         try UserIdentifier.validate(user)
         return try open.withLock { open in
             if let database = open[user] {

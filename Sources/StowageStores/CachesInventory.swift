@@ -29,7 +29,7 @@ struct CachesInventory {
 
     init(container: Container) throws {
         let directories = PurgeableDirectories(container: container)
-        purgeable = try directories.registrationsBlocking().map { ($0, try directories.url(for: $0.path)) }
+        purgeable = try directories.registrations().map { ($0, try directories.url(for: $0.path)) }
         let purgeablePaths = Set(purgeable.map(\.url.fileSystemPath))
         let caches = container.url(for: .caches)
         entries = try StoreFiles.names(in: caches).compactMap { name in

@@ -68,7 +68,7 @@ struct StoreDiscovery {
         return try StoreFiles.names(in: directory).filter { $0.hasSuffix(".stowprefs") }.map { name in
             let url = directory.appending(path: name)
             let measured = try StoreFiles.measure([url.fileSystemPath])
-            let suite = try Preferences.openBlocking(at: url)
+            let suite = try Preferences.open(at: url)
             return StorageAccount.Store(
                 name: "preferences/\(name.dropLast(".stowprefs".count))",
                 kind: .preferences,
@@ -139,7 +139,7 @@ struct StoreDiscovery {
         kind: StorageAccount.Kind,
         category: StorageAccount.Category
     ) throws -> StorageAccount.Store {
-        let usage = try DiskUsage.measureBlocking(url)
+        let usage = try DiskUsage.measure(url)
         return StorageAccount.Store(
             name: name,
             kind: kind,

@@ -8,7 +8,7 @@ import StowageSecrets
 
 /// One signed-in user's corner of a container: their caches, preferences, secrets, files and
 /// database, kept apart from every other user's and removed together by
-/// ``UserSpaces/wipe(user:)``.
+/// `UserSpaces/wipe(user:)`.
 ///
 /// | what | where |
 /// |---|---|
@@ -46,7 +46,7 @@ public struct UserSpace: Sendable {
     /// The user's preferences (one suite, in their data directory).
     public func preferences(options: Preferences.Options = Preferences.Options()) throws -> Preferences {
         try DirectoryCreation.createDirectory(at: dataDirectory)
-        return try Preferences.openBlocking(
+        return try Preferences.open(
             at: dataDirectory.appending(path: "preferences.stowprefs"),
             options: options
         )

@@ -12,7 +12,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The user spaces of a container, and sign-out: ``wipe(user:)`` removes everything of one
+/// The user spaces of a container, and sign-out: `wipe(user:)` removes everything of one
 /// user from every store, crash-safely.
 ///
 /// ```swift
@@ -93,12 +93,12 @@ public final class UserSpaces: Sendable {
     @discardableResult
     public func wipe(user: String) async throws -> WipeReport {
         try UserIdentifier.validate(user)
-        return try await BlockingWork.run { try self.wipeBlocking(user: user) }
+        return try await BlockingWork.run { try self.wipe(user: user) }
     }
 
-    /// Blocking variant of ``wipe(user:)``.
+    /// The synchronous overload of `wipe(user:)`: the same work on the calling thread.
     @discardableResult
-    public func wipeBlocking(user: String) throws -> WipeReport {
+    public func wipe(user: String) throws -> WipeReport {
         try UserIdentifier.validate(user)
         let journal = WipeJournal(container: container, clock: clock)
         try journal.begin(user)
@@ -167,7 +167,7 @@ public final class UserSpaces: Sendable {
             report.removed.append(WipeReport.Area(area: area, entries: cleared.removedCount, bytes: cleared.bytesFreed))
         }
         let databases = self.databases ?? UserDatabases(container: container, migrator: DatabaseMigrator())
-        report.removedDatabase = try databases.removeUserBlocking(user)
+        report.removedDatabase = try databases.removeUser(user)
         try journal.end(user)
         logger.info(
             "user wiped",
@@ -195,7 +195,7 @@ public final class UserSpaces: Sendable {
     private func delete(_ url: URL) throws -> ClearReport? {
         let report: ClearReport
         do {
-            report = try DirectoryClearing.clearContentsBlocking(of: url)
+            report = try DirectoryClearing.clearContents(of: url)
         } catch let error as StowageError where error.code == .notFound {
             return nil  // Deleted by another process finishing the same wipe.
         }

@@ -1,6 +1,6 @@
 import StowageCore
 
-/// What ``UserSpaces/wipe(user:)`` removed.
+/// What `UserSpaces/wipe(user:)` removed.
 public struct WipeReport: Sendable, Hashable, Codable {
     /// One of the user's directories.
     public struct Area: Sendable, Hashable, Codable {

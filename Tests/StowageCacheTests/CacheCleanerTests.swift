@@ -64,7 +64,7 @@ struct CacheCleanerTests {
     @Test("cleaning the whole caches location keeps its CACHEDIR.TAG")
     func cachesTagStays() async throws {
         let fixture = try TestContainer()
-        _ = try fixture.container.directoryBlocking(for: .caches)
+        _ = try await fixture.container.directory(for: .caches)
         try fixture.file("Library/Caches/x/y")
         _ = try await CacheCleaner(container: fixture.container).clean(
             CleanManifest(tasks: [.path("Library/Caches", entries: [])])

@@ -31,14 +31,14 @@ struct CacheMetricsTests {
         var configuration = DiskCache.Configuration(name: name)
         configuration.clock = clock.clock
         let cache = try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
-        try cache.setDataBlocking(Data(count: 1_000), forKey: "small")
-        try cache.setDataBlocking(Data(count: 30_000), forKey: "file")
-        try cache.setDataBlocking(Data(count: 500), forKey: "short-lived", timeToLive: .seconds(5))
-        _ = try cache.dataBlocking(forKey: "small")
-        _ = try cache.dataBlocking(forKey: "file")
-        _ = try cache.dataBlocking(forKey: "missing")
+        try cache.setData(Data(count: 1_000), forKey: "small")
+        try cache.setData(Data(count: 30_000), forKey: "file")
+        try cache.setData(Data(count: 500), forKey: "short-lived", timeToLive: .seconds(5))
+        _ = try cache.data(forKey: "small")
+        _ = try cache.data(forKey: "file")
+        _ = try cache.data(forKey: "missing")
         clock.advance(by: 60)
-        try cache.trimBlocking()
+        try cache.trim()
 
         let statistics = cache.statistics
         #expect(statistics.bytesWritten == 31_500)

@@ -100,7 +100,7 @@ struct DiskCacheBudgetProcessTests {
             let sampled = DispatchSemaphore(value: 0)
             Thread.detachNewThread {
                 while !stop.load(ordering: .relaxed) {
-                    if let size = try? observed.usageBlocking().size.rawValue {
+                    if let size = try? observed.usage().size.rawValue {
                         _ = largest.max(size, ordering: .relaxed)
                     }
                     usleep(2_000)

@@ -27,13 +27,13 @@ struct DiskCacheBudgetTests {
         let scratch = try TemporaryDirectory()
         let cache = try Self.hardCache(scratch.url.appending(path: "cache"), limit: 100_000)
         for index in 0..<60 {
-            try cache.setDataBlocking(Data(repeating: UInt8(index), count: 10_000), forKey: "k\(index)")
-            let size = try cache.usageBlocking().size
+            try cache.setData(Data(repeating: UInt8(index), count: 10_000), forKey: "k\(index)")
+            let size = try cache.usage().size
             #expect(size <= ByteCount(100_000), "after write \(index): \(size)")
         }
         // The newest stay, the oldest went (least recently used), and what is there reads back.
-        #expect(try cache.dataBlocking(forKey: "k59") == Data(repeating: 59, count: 10_000))
-        #expect(try cache.dataBlocking(forKey: "k0") == nil)
+        #expect(try cache.data(forKey: "k59") == Data(repeating: 59, count: 10_000))
+        #expect(try cache.data(forKey: "k0") == nil)
         #expect(cache.statistics.evictions > 0)
     }
 
@@ -41,13 +41,13 @@ struct DiskCacheBudgetTests {
     func tooLargeForTheLimit() throws {
         let scratch = try TemporaryDirectory()
         let cache = try Self.hardCache(scratch.url.appending(path: "cache"), limit: 100_000)
-        try cache.setDataBlocking(Data("old".utf8), forKey: "k")
+        try cache.setData(Data("old".utf8), forKey: "k")
         let error = try #require(throws: StowageError.self) {
-            try cache.setDataBlocking(Data(count: 200_000), forKey: "k")
+            try cache.setData(Data(count: 200_000), forKey: "k")
         }
         #expect(error.code == .noSpace)
         #expect(error.message.contains("hard size limit"))
-        #expect(try cache.dataBlocking(forKey: "k") == Data("old".utf8))
+        #expect(try cache.data(forKey: "k") == Data("old".utf8))
         #expect(scratch.dataFiles().isEmpty)
         let temporary = try FileManager.default.contentsOfDirectory(
             atPath: scratch.url.appending(path: "cache/tmp").path
@@ -68,11 +68,11 @@ struct DiskCacheBudgetTests {
             trimRatio: 1
         )
         for cache in [logical, allocated] {
-            for index in 0..<5 { try cache.setDataBlocking(Data(count: 20_000), forKey: "file\(index)") }
+            for index in 0..<5 { try cache.setData(Data(count: 20_000), forKey: "file\(index)") }
         }
-        #expect(try logical.usageBlocking().count == 5)
-        #expect(try allocated.usageBlocking().count == 4)
-        #expect(try allocated.dataBlocking(forKey: "file0") == nil)
+        #expect(try logical.usage().count == 5)
+        #expect(try allocated.usage().count == 4)
+        #expect(try allocated.data(forKey: "file0") == nil)
     }
 
     @Test(
@@ -82,15 +82,15 @@ struct DiskCacheBudgetTests {
     func largerThanTheVolume() throws {
         let volume = try #require(SmallVolume(bytes: 4 << 20))
         let cache = try DiskCache(directory: URL(filePath: volume.path + "/cache"))
-        let before = try VolumeCapacity.forVolumeBlocking(containing: URL(filePath: volume.path))
+        let before = try VolumeCapacity.forVolume(containing: URL(filePath: volume.path))
         let error = try #require(throws: StowageError.self) {
-            try cache.setDataBlocking(Data(count: 8 << 20), forKey: "huge")
+            try cache.setData(Data(count: 8 << 20), forKey: "huge")
         }
         #expect(error.code == .noSpace)
         #expect(error.message.contains("nothing was written"), "\(error)")
-        let after = try VolumeCapacity.forVolumeBlocking(containing: URL(filePath: volume.path))
+        let after = try VolumeCapacity.forVolume(containing: URL(filePath: volume.path))
         #expect(after.available == before.available)
-        try cache.setDataBlocking(Data(count: 100_000), forKey: "fits")
-        #expect(try cache.dataBlocking(forKey: "fits")?.count == 100_000)
+        try cache.setData(Data(count: 100_000), forKey: "fits")
+        #expect(try cache.data(forKey: "fits")?.count == 100_000)
     }
 }

@@ -31,14 +31,14 @@ struct DiskCacheDurabilityTests {
     func deferredVisibleAtOnce() async throws {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(30)) }
-        try cache.setDataBlocking(Data("staged".utf8), forKey: "k")
-        #expect(try cache.dataBlocking(forKey: "k") == Data("staged".utf8))
+        try await cache.setData(Data("staged".utf8), forKey: "k")
         #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
-        #expect(try cache.containsBlocking(key: "k"))
+        #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
+        #expect(try await cache.contains(key: "k"))
         #expect(try committedRows(scratch, key: "k") == 0)
         try await cache.flush()
         #expect(try committedRows(scratch, key: "k") == 1)
-        #expect(try cache.dataBlocking(forKey: "k") == Data("staged".utf8))
+        #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
     }
 
     @Test("a writer that fills the staging commits it itself, so staged memory stays bounded")
@@ -46,9 +46,9 @@ struct DiskCacheDurabilityTests {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(60)) }
         // 4,095 writes stay staged; the 4,096th commits them all with itself.
-        for index in 0..<4_095 { try cache.setDataBlocking(Data([UInt8(index & 0xFF)]), forKey: "k\(index)") }
+        for index in 0..<4_095 { try cache.setData(Data([UInt8(index & 0xFF)]), forKey: "k\(index)") }
         #expect(try committedRows(scratch, key: "k0") == 0)
-        try cache.setDataBlocking(Data([1]), forKey: "last")
+        try cache.setData(Data([1]), forKey: "last")
         #expect(try committedRows(scratch, key: "k0") == 1)
         #expect(try committedRows(scratch, key: "last") == 1)
         // Inline bytes count too: 17 values of 1 MiB each, kept inline, pass 16 MiB.
@@ -57,9 +57,9 @@ struct DiskCacheDurabilityTests {
             $0.durability = .deferred(maximumDelay: .seconds(60))
             $0.inlineThreshold = 2 << 20
         }
-        for index in 0..<15 { try large.setDataBlocking(Data(count: 1 << 20), forKey: "big\(index)") }
+        for index in 0..<15 { try large.setData(Data(count: 1 << 20), forKey: "big\(index)") }
         #expect(try committedRows(largeScratch, key: "big0") == 0)
-        try large.setDataBlocking(Data(count: 1 << 20), forKey: "big15")
+        try large.setData(Data(count: 1 << 20), forKey: "big15")
         #expect(try committedRows(largeScratch, key: "big0") == 1)
     }
 
@@ -76,7 +76,7 @@ struct DiskCacheDurabilityTests {
         // nor flood the pool with resumptions while other tests run beside this one.
         // ~1,000 commits of ~5 pages: under the writer's own fallback (8,000 pages), so only the
         // background checkpointer moves pages into the database file while the cache is open.
-        try await onOwnThread { for index in 0..<1_000 { try cache.setDataBlocking(value, forKey: "k\(index)") } }
+        try await onOwnThread { for index in 0..<1_000 { try cache.setData(value, forKey: "k\(index)") } }
         var waited = 0
         while size(index) < 512 * 1_024, waited < 100 {
             try await Task.sleep(for: .milliseconds(100))
@@ -88,33 +88,33 @@ struct DiskCacheDurabilityTests {
         // restarts from its beginning only when a checkpoint caught up with every writer, and
         // the writer's checkpoint yields while the background one runs).
         try await onOwnThread {
-            for index in 0..<20_000 { try cache.setDataBlocking(value, forKey: "m\(index % 5_000)") }
+            for index in 0..<20_000 { try cache.setData(value, forKey: "m\(index % 5_000)") }
         }
         #expect(size(index + "-wal") <= 16_000 * 4_120)
-        #expect(try cache.dataBlocking(forKey: "m4999") == value)
+        #expect(try await cache.data(forKey: "m4999") == value)
     }
 
     @Test("a key or tag with a NUL byte is refused, and never reaches another key's value")
     func nulBytesInKeysAndTags() throws {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
-        try cache.setDataBlocking(Data("a".utf8), forKey: "a", tag: "t")
+        try cache.setData(Data("a".utf8), forKey: "a", tag: "t")
         // SQLite text through GRDB ends at a NUL byte: "a\0b" would have been "a".
         let keyError = try #require(throws: StowageError.self) {
-            try cache.setDataBlocking(Data("b".utf8), forKey: "a\u{0}b")
+            try cache.setData(Data("b".utf8), forKey: "a\u{0}b")
         }
         #expect(keyError.code == .invalidArgument)
         #expect(keyError.message.contains("NUL"))
         let tagError = try #require(throws: StowageError.self) {
-            try cache.setDataBlocking(Data("b".utf8), forKey: "b", tag: "t\u{0}x")
+            try cache.setData(Data("b".utf8), forKey: "b", tag: "t\u{0}x")
         }
         #expect(tagError.code == .invalidArgument)
-        #expect(try cache.dataBlocking(forKey: "a\u{0}b") == nil)
-        #expect(try cache.removeDataBlocking(forKey: "a\u{0}b") == false)
-        #expect(try cache.removeAllBlocking(tagged: "t\u{0}x").isEmpty)
-        #expect(try cache.containsBlocking(key: "b") == false)
-        #expect(try cache.dataBlocking(forKey: "a") == Data("a".utf8), "the value of \"a\" is untouched")
-        #expect(try cache.infoBlocking(forKey: "a")?.tag == "t")
+        #expect(try cache.data(forKey: "a\u{0}b") == nil)
+        #expect(try cache.removeData(forKey: "a\u{0}b") == false)
+        #expect(try cache.removeAll(tagged: "t\u{0}x").isEmpty)
+        #expect(try cache.contains(key: "b") == false)
+        #expect(try cache.data(forKey: "a") == Data("a".utf8), "the value of \"a\" is untouched")
+        #expect(try cache.info(forKey: "a")?.tag == "t")
     }
 
     @Test("an index swapped for a symlink after open: the checkpointer never opens its target")
@@ -122,7 +122,7 @@ struct DiskCacheDurabilityTests {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
         let value = Data(repeating: 7, count: 1_024)
-        try cache.setDataBlocking(value, forKey: "first")
+        try await cache.setData(value, forKey: "first")
         // A database outside the cache, in WAL mode, with committed pages still in its WAL: a
         // checkpoint through a link to it would copy them into it.
         let outside = scratch.path + "/outside.sqlite"
@@ -140,7 +140,7 @@ struct DiskCacheDurabilityTests {
         #expect(rename(index, index + ".moved") == 0)
         #expect(symlink(outside, index) == 0)
         // Past two checkpoint marks (every 200 commits); the writer keeps its open file.
-        try await onOwnThread { for index in 0..<400 { try cache.setDataBlocking(value, forKey: "k\(index)") } }
+        try await onOwnThread { for index in 0..<400 { try cache.setData(value, forKey: "k\(index)") } }
         try await Task.sleep(for: .milliseconds(500))
         #expect(size(outside) == outsideSize, "nothing was checkpointed into the link's target")
         _ = holder
@@ -150,15 +150,15 @@ struct DiskCacheDurabilityTests {
     func symlinkedIndexIsNotRead() throws {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
-        try cache.setDataBlocking(Data("mine".utf8), forKey: "first")
+        try cache.setData(Data("mine".utf8), forKey: "first")
         let otherScratch = try TemporaryDirectory()
         let other = try open(otherScratch)
-        try other.setDataBlocking(Data("planted".utf8), forKey: "first")
+        try other.setData(Data("planted".utf8), forKey: "first")
         let index = scratch.path + "/cache/index.sqlite"
         #expect(rename(index, index + ".moved") == 0)
         #expect(symlink(otherScratch.path + "/cache/index.sqlite", index) == 0)
         // No read happened before the swap, so this one opens a reader connection now.
-        let read = try? cache.dataBlocking(forKey: "first")
+        let read = try? cache.data(forKey: "first")
         #expect(read != Data("planted".utf8), "the link's target must never be served")
     }
 
@@ -166,7 +166,7 @@ struct DiskCacheDurabilityTests {
     func deferredCommitsByItself() async throws {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .milliseconds(10)) }
-        for number in 0..<100 { try cache.setDataBlocking(Data("v\(number)".utf8), forKey: "k\(number)") }
+        for number in 0..<100 { try await cache.setData(Data("v\(number)".utf8), forKey: "k\(number)") }
         var committed = 0
         for _ in 0..<200 where committed < 100 {
             try await Task.sleep(for: .milliseconds(10))
@@ -184,13 +184,13 @@ struct DiskCacheDurabilityTests {
             $0.durability = .deferred(maximumDelay: .seconds(30))
             $0.inlineThreshold = 8
         }
-        try cache.setDataBlocking(Data("a value in a file".utf8), forKey: "gone")
-        try cache.setDataBlocking(Data("x".utf8), forKey: "tagged", tag: "t")
-        #expect(try cache.removeDataBlocking(forKey: "gone"))
-        #expect(try cache.removeAllBlocking(tagged: "t") == ["tagged"])
-        try cache.flushBlocking()
-        #expect(try cache.dataBlocking(forKey: "gone") == nil)
-        #expect(try cache.dataBlocking(forKey: "tagged") == nil)
+        try cache.setData(Data("a value in a file".utf8), forKey: "gone")
+        try cache.setData(Data("x".utf8), forKey: "tagged", tag: "t")
+        #expect(try cache.removeData(forKey: "gone"))
+        #expect(try cache.removeAll(tagged: "t") == ["tagged"])
+        try cache.flush()
+        #expect(try cache.data(forKey: "gone") == nil)
+        #expect(try cache.data(forKey: "tagged") == nil)
         #expect(try committedRows(scratch, key: "gone") == 0)
         #expect(scratch.dataFiles().isEmpty)
     }
@@ -202,13 +202,13 @@ struct DiskCacheDurabilityTests {
             $0.durability = .deferred(maximumDelay: .seconds(30))
             $0.inlineThreshold = 8
         }
-        try cache.setDataBlocking(Data(repeating: 1, count: 1_000), forKey: "k")
-        try cache.setDataBlocking(Data(repeating: 2, count: 2_000), forKey: "k")
+        try cache.setData(Data(repeating: 1, count: 1_000), forKey: "k")
+        try cache.setData(Data(repeating: 2, count: 2_000), forKey: "k")
         #expect(scratch.dataFiles().count == 1)
-        try cache.flushBlocking()
-        #expect(try cache.dataBlocking(forKey: "k") == Data(repeating: 2, count: 2_000))
+        try cache.flush()
+        #expect(try cache.data(forKey: "k") == Data(repeating: 2, count: 2_000))
         #expect(scratch.dataFiles().count == 1)
-        #expect(try cache.usageBlocking().size == ByteCount(2_000))
+        #expect(try cache.usage().size == ByteCount(2_000))
     }
 
     @Test("closing a cache commits what it staged")
@@ -216,22 +216,22 @@ struct DiskCacheDurabilityTests {
         let scratch = try TemporaryDirectory()
         do {
             let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(30)) }
-            try cache.setDataBlocking(Data("kept".utf8), forKey: "k")
+            try cache.setData(Data("kept".utf8), forKey: "k")
         }
         let reopened = try open(scratch)
-        #expect(try reopened.dataBlocking(forKey: "k") == Data("kept".utf8))
+        #expect(try reopened.data(forKey: "k") == Data("kept".utf8))
     }
 
     @Test("a streamed write after a deferred write of the same key wins")
     func streamedWriteAfterDeferred() throws {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(30)) }
-        try cache.setDataBlocking(Data("old".utf8), forKey: "k")
+        try cache.setData(Data("old".utf8), forKey: "k")
         let writer = try cache.beginStreamingWrite(forKey: "k")
         try Data("new".utf8).withUnsafeBytes { try writer.write($0) }
         try writer.commit()
-        try cache.flushBlocking()
-        #expect(try cache.dataBlocking(forKey: "k") == Data("new".utf8))
+        try cache.flush()
+        #expect(try cache.data(forKey: "k") == Data("new".utf8))
     }
 
     @Test("eight threads writing at once: every value is there and the totals are right")
@@ -243,7 +243,7 @@ struct DiskCacheDurabilityTests {
             for number in 0..<250 {
                 let size = number % 5 == 0 ? 2_000 : 100
                 do {
-                    try cache.setDataBlocking(
+                    try cache.setData(
                         Data(repeating: UInt8(writer), count: size),
                         forKey: "w\(writer)-\(number)"
                     )
@@ -253,14 +253,14 @@ struct DiskCacheDurabilityTests {
             }
         }
         #expect(failures.load(ordering: .relaxed) == 0)
-        let usage = try cache.usageBlocking()
+        let usage = try cache.usage()
         #expect(usage.count == 2_000)
         #expect(usage.size == ByteCount(8 * (50 * 2_000 + 200 * 100)))
         for writer in 0..<8 {
             for number in stride(from: 0, to: 250, by: 7) {
                 let size = number % 5 == 0 ? 2_000 : 100
                 #expect(
-                    try cache.dataBlocking(forKey: "w\(writer)-\(number)")
+                    try cache.data(forKey: "w\(writer)-\(number)")
                         == Data(repeating: UInt8(writer), count: size)
                 )
             }
@@ -273,12 +273,12 @@ struct DiskCacheDurabilityTests {
         let scratch = try TemporaryDirectory()
         let writer = try open(scratch)
         let reader = try open(scratch)
-        #expect(try reader.dataBlocking(forKey: "k") == nil)
-        try writer.setDataBlocking(Data("one".utf8), forKey: "k")
-        #expect(try reader.dataBlocking(forKey: "k") == Data("one".utf8))
-        try writer.setDataBlocking(Data("two".utf8), forKey: "k")
+        #expect(try await reader.data(forKey: "k") == nil)
+        try await writer.setData(Data("one".utf8), forKey: "k")
+        #expect(try await reader.data(forKey: "k") == Data("one".utf8))
+        try await writer.setData(Data("two".utf8), forKey: "k")
         #expect(try await reader.data(forKey: "k") == Data("two".utf8))
-        try writer.removeDataBlocking(forKey: "k")
+        try await writer.removeData(forKey: "k")
         #expect(try await reader.data(forKey: "k") == nil)
         #expect(reader.statistics.hits == 2)
         #expect(reader.statistics.misses == 2)
@@ -290,24 +290,24 @@ struct DiskCacheDurabilityTests {
         let clock = DiskTestClock()
         let start = clock.clock.now()
         let cache = try open(scratch) { $0.clock = clock.clock }
-        try cache.setDataBlocking(Data("v".utf8), forKey: "k")
+        try cache.setData(Data("v".utf8), forKey: "k")
         clock.advance(by: 30)
-        _ = try cache.dataBlocking(forKey: "k")
+        _ = try cache.data(forKey: "k")
         try cache.flushAccessLog()
-        #expect(try cache.infoBlocking(forKey: "k")?.accessed == start)
+        #expect(try cache.info(forKey: "k")?.accessed == start)
         clock.advance(by: 31)
-        _ = try cache.dataBlocking(forKey: "k")
+        _ = try cache.data(forKey: "k")
         try cache.flushAccessLog()
-        #expect(try cache.infoBlocking(forKey: "k")?.accessed == start + 61)
+        #expect(try cache.info(forKey: "k")?.accessed == start + 61)
 
         let exact = try open(scratch) {
             $0.clock = clock.clock
             $0.accessTimeResolution = .seconds(0)
         }
         clock.advance(by: 1)
-        _ = try exact.dataBlocking(forKey: "k")
+        _ = try exact.data(forKey: "k")
         try exact.flushAccessLog()
-        #expect(try exact.infoBlocking(forKey: "k")?.accessed == start + 62)
+        #expect(try exact.info(forKey: "k")?.accessed == start + 62)
 
         // A short age limit narrows the resolution to a sixteenth of it (here 10 s).
         let aging = try open(scratch) {
@@ -315,9 +315,9 @@ struct DiskCacheDurabilityTests {
             $0.maximumAge = .seconds(160)
         }
         clock.advance(by: 11)
-        _ = try aging.dataBlocking(forKey: "k")
+        _ = try aging.data(forKey: "k")
         try aging.flushAccessLog()
-        #expect(try aging.infoBlocking(forKey: "k")?.accessed == start + 73)
+        #expect(try aging.info(forKey: "k")?.accessed == start + 73)
     }
 
     @Test("bad durability and resolution settings are refused with what to do")

@@ -75,24 +75,24 @@ struct DiskCacheFullVolumeTests {
         let large = Data(repeating: 2, count: 100_000)
         do {
             let cache = try DiskCache(directory: directory)
-            try cache.setDataBlocking(small, forKey: "small")
-            try cache.setDataBlocking(large, forKey: "large")
+            try cache.setData(small, forKey: "small")
+            try cache.setData(large, forKey: "large")
         }
         volume.fill()
 
         let cache = try DiskCache(directory: directory)
-        #expect(try cache.dataBlocking(forKey: "small") == small)
-        #expect(try cache.dataBlocking(forKey: "large") == large)
+        #expect(try cache.data(forKey: "small") == small)
+        #expect(try cache.data(forKey: "large") == large)
         let error = try #require(throws: StowageError.self) {
-            try cache.setDataBlocking(Data(repeating: 3, count: 100_000), forKey: "new")
+            try cache.setData(Data(repeating: 3, count: 100_000), forKey: "new")
         }
         #expect(error.code == .noSpace, "\(error)")
-        #expect(try cache.dataBlocking(forKey: "large") == large, "a failed write leaves what was there")
+        #expect(try cache.data(forKey: "large") == large, "a failed write leaves what was there")
 
         volume.free()
-        try cache.setDataBlocking(Data(repeating: 3, count: 100_000), forKey: "new")
-        #expect(try cache.dataBlocking(forKey: "new") == Data(repeating: 3, count: 100_000))
-        try cache.setDataBlocking(small, forKey: "small2")
-        #expect(try cache.dataBlocking(forKey: "small2") == small)
+        try cache.setData(Data(repeating: 3, count: 100_000), forKey: "new")
+        #expect(try cache.data(forKey: "new") == Data(repeating: 3, count: 100_000))
+        try cache.setData(small, forKey: "small2")
+        #expect(try cache.data(forKey: "small2") == small)
     }
 }

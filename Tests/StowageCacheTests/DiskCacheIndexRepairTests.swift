@@ -23,7 +23,7 @@ struct DiskCacheIndexRepairTests {
             for number in 0..<300 {
                 let value = Data("value \(number) ".utf8) + Data(repeating: UInt8(number % 251), count: number * 7)
                 values["key-\(number)"] = value
-                try cache.setDataBlocking(value, forKey: "key-\(number)", tag: number % 3 == 0 ? "t" : nil)
+                try cache.setData(value, forKey: "key-\(number)", tag: number % 3 == 0 ? "t" : nil)
             }
         }
         // A checkpointed, single-file index.
@@ -47,11 +47,11 @@ struct DiskCacheIndexRepairTests {
             try garbled.write(to: URL(filePath: scratch.path + "/cache/index.sqlite"))
             let cache = try open(scratch)
             for (key, value) in values {
-                let read = try cache.dataBlocking(forKey: key)
+                let read = try cache.data(forKey: key)
                 #expect(read == nil || read == value, "page \(page): wrong value for \(key)")
             }
-            try cache.setDataBlocking(Data("fresh".utf8), forKey: "fresh")
-            #expect(try cache.dataBlocking(forKey: "fresh") == Data("fresh".utf8), "page \(page)")
+            try cache.setData(Data("fresh".utf8), forKey: "fresh")
+            #expect(try cache.data(forKey: "fresh") == Data("fresh".utf8), "page \(page)")
         }
     }
 
@@ -61,16 +61,16 @@ struct DiskCacheIndexRepairTests {
         var configuration = DiskCache.Configuration(name: "totals")
         configuration.sizeLimit = ByteCount(10_000_000)
         let directory = scratch.url.appending(path: "cache")
-        try DiskCache(directory: directory, configuration: configuration).setDataBlocking(Data("a".utf8), forKey: "a")
+        try DiskCache(directory: directory, configuration: configuration).setData(Data("a".utf8), forKey: "a")
         try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").write { db in
             try db.execute(sql: "UPDATE totals SET size = 1000000000000 WHERE id = 0")
         }
         let cache = try DiskCache(directory: directory, configuration: configuration)
-        try cache.setDataBlocking(Data("b".utf8), forKey: "b")
-        _ = try cache.trimBlocking()
-        #expect(try cache.dataBlocking(forKey: "a") == Data("a".utf8))
-        #expect(try cache.dataBlocking(forKey: "b") == Data("b".utf8))
-        #expect(try cache.usageBlocking().size == ByteCount(2))
+        try cache.setData(Data("b".utf8), forKey: "b")
+        _ = try cache.trim()
+        #expect(try cache.data(forKey: "a") == Data("a".utf8))
+        #expect(try cache.data(forKey: "b") == Data("b".utf8))
+        #expect(try cache.usage().size == ByteCount(2))
     }
 
     @Test("totals that go wrong while the cache is open are repaired by the trim they trigger")
@@ -79,12 +79,12 @@ struct DiskCacheIndexRepairTests {
         var configuration = DiskCache.Configuration(name: "totals")
         configuration.sizeLimit = ByteCount(10_000_000)
         let cache = try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
-        try cache.setDataBlocking(Data("a".utf8), forKey: "a")
+        try cache.setData(Data("a".utf8), forKey: "a")
         try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").write { db in
             try db.execute(sql: "UPDATE totals SET size = 1000000000000 WHERE id = 0")
         }
-        _ = try cache.trimBlocking()
-        #expect(try cache.dataBlocking(forKey: "a") == Data("a".utf8))
-        #expect(try cache.usageBlocking().size == ByteCount(1))
+        _ = try cache.trim()
+        #expect(try cache.data(forKey: "a") == Data("a".utf8))
+        #expect(try cache.usage().size == ByteCount(1))
     }
 }

@@ -22,7 +22,7 @@ struct DiskCacheIntegrityTests {
             let size = index % 2 == 0 ? 100 : 20_000
             let value = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })
             values["k\(index)"] = value
-            try cache.setDataBlocking(value, forKey: "k\(index)")
+            try cache.setData(value, forKey: "k\(index)")
         }
         return values
     }
@@ -42,7 +42,7 @@ struct DiskCacheIntegrityTests {
             }
         }
         for (key, value) in values {
-            let read = try cache.dataBlocking(forKey: key)
+            let read = try cache.data(forKey: key)
             if garbled.contains(key) {
                 #expect(read == nil, "\(key) must be a miss, never the garbled bytes")
             } else {
@@ -50,7 +50,7 @@ struct DiskCacheIntegrityTests {
             }
         }
         #expect(cache.statistics.damaged == garbled.count)
-        for key in garbled { #expect(try cache.containsBlocking(key: key) == false, "removed: \(key)") }
+        for key in garbled { #expect(try cache.contains(key: key) == false, "removed: \(key)") }
     }
 
     @Test("value files garbled in place (same length) are misses; none is served wrong")
@@ -72,7 +72,7 @@ struct DiskCacheIntegrityTests {
         }
         var wrong = 0
         for (key, value) in values {
-            if let read = try cache.dataBlocking(forKey: key), read != value { wrong += 1 }
+            if let read = try cache.data(forKey: key), read != value { wrong += 1 }
         }
         #expect(wrong == 0)
         #expect(cache.statistics.damaged == files.count)
@@ -83,7 +83,7 @@ struct DiskCacheIntegrityTests {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
-        try cache.setDataBlocking(Data(repeating: 1, count: 30_000), forKey: "v")
+        try cache.setData(Data(repeating: 1, count: 30_000), forKey: "v")
         let file = try #require(
             try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
                 try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 'v'")
@@ -94,7 +94,7 @@ struct DiskCacheIntegrityTests {
         let path = directory.path(percentEncoded: false) + "/data/" + file
         unlink(path)
         #expect(symlink(outside.path(percentEncoded: false), path) == 0)
-        #expect(try cache.dataBlocking(forKey: "v") == nil, "the outside file's bytes must never be served")
+        #expect(try cache.data(forKey: "v") == nil, "the outside file's bytes must never be served")
         #expect(cache.statistics.damaged == 1)
         #expect(try Data(contentsOf: outside) == Data(repeating: 9, count: 30_000), "the outside file is untouched")
     }
@@ -104,7 +104,7 @@ struct DiskCacheIntegrityTests {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
-        for key in ["a", "b"] { try cache.setDataBlocking(Data(repeating: 2, count: 30_000), forKey: key) }
+        for key in ["a", "b"] { try cache.setData(Data(repeating: 2, count: 30_000), forKey: key) }
         let rows = try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
             try String.fetchAll(db, sql: "SELECT file FROM entry ORDER BY key")
         }
@@ -114,7 +114,7 @@ struct DiskCacheIntegrityTests {
             #expect(mkfifo(path, 0o600) == 0)
         }
         // A hang here would stop the test run: the regression shows as a timeout.
-        #expect(try cache.dataBlocking(forKey: "a") == nil)
+        #expect(try cache.data(forKey: "a") == nil)
         #expect(try cache.openValueBlocking(forKey: "b") == nil)
         #expect(cache.statistics.damaged == 2)
     }
@@ -144,7 +144,7 @@ struct DiskCacheIntegrityTests {
             while try !reader.read(upTo: 16_384).isEmpty {}
         }
         #expect(error.code == .corrupt)
-        #expect(try cache.containsBlocking(key: "s") == false)
+        #expect(try cache.contains(key: "s") == false)
     }
 
     @Test("opening for serving: small values whole (a garbled one a miss), large ones as a file")
@@ -152,9 +152,9 @@ struct DiskCacheIntegrityTests {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
-        try cache.setDataBlocking(Data("inline".utf8), forKey: "inline")
-        try cache.setDataBlocking(Data(repeating: 5, count: 100_000), forKey: "whole")
-        try cache.setDataBlocking(Data(repeating: 6, count: 300_000), forKey: "large")
+        try await cache.setData(Data("inline".utf8), forKey: "inline")
+        try await cache.setData(Data(repeating: 5, count: 100_000), forKey: "whole")
+        try await cache.setData(Data(repeating: 6, count: 300_000), forKey: "large")
         guard case .data(let inline) = try await cache.openValue(forKey: "inline", readingWholeUpTo: 200_000),
             case .data(let whole) = try await cache.openValue(forKey: "whole", readingWholeUpTo: 200_000),
             case .file(let reader) = try await cache.openValue(forKey: "large", readingWholeUpTo: 200_000)
@@ -177,7 +177,7 @@ struct DiskCacheIntegrityTests {
         #expect(pwrite(descriptor, &byte, 1, 77_777) == 1)
         close(descriptor)
         #expect(try await cache.openValue(forKey: "whole", readingWholeUpTo: 200_000) == nil)
-        #expect(try cache.containsBlocking(key: "whole") == false)
+        #expect(try await cache.contains(key: "whole") == false)
     }
 
     @Test("values written by a format-2 index (no checksum) still read; new writes carry one")
@@ -185,12 +185,12 @@ struct DiskCacheIntegrityTests {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
         let cache = try DiskCache(directory: directory)
-        try cache.setDataBlocking(Data("old".utf8), forKey: "old")
+        try cache.setData(Data("old".utf8), forKey: "old")
         try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).write { db in
             try db.execute(sql: "UPDATE entry SET checksum = NULL")
         }
-        #expect(try cache.dataBlocking(forKey: "old") == Data("old".utf8))
-        try cache.setDataBlocking(Data("new".utf8), forKey: "new")
+        #expect(try cache.data(forKey: "old") == Data("old".utf8))
+        try cache.setData(Data("new".utf8), forKey: "new")
         let checksum = try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
             try Int64.fetchOne(db, sql: "SELECT checksum FROM entry WHERE key = 'new'")
         }

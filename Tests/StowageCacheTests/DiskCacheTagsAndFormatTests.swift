@@ -110,7 +110,7 @@ struct DiskCacheTagsAndFormatTests {
         let directory = scratch.url.appending(path: "cache")
         do {
             let cache = try DiskCache(directory: directory)
-            try cache.setDataBlocking(Data("keep".utf8), forKey: "k")
+            try cache.setData(Data("keep".utf8), forKey: "k")
         }
         let index = directory.appending(path: "index.sqlite").path
         try DatabaseQueue(path: index).write { db in try db.execute(sql: "PRAGMA user_version = 5") }
@@ -151,17 +151,17 @@ struct DiskCacheSummaryTests {
             }
             return summary.allocatedBytes.rawValue - index
         }
-        try cache.setDataBlocking(Data(count: 5_000), forKey: "a")
-        try cache.setDataBlocking(Data(count: 100), forKey: "b", timeToLive: .seconds(10))
+        try cache.setData(Data(count: 5_000), forKey: "a")
+        try cache.setData(Data(count: 100), forKey: "b", timeToLive: .seconds(10))
         #expect(try fileBytes() == 8_192)
-        try cache.setDataBlocking(Data(count: 50), forKey: "a")  // file → inline
+        try cache.setData(Data(count: 50), forKey: "a")  // file → inline
         #expect(try fileBytes() == 0)
-        try cache.setDataBlocking(Data(count: 4_097), forKey: "b")  // inline → file
+        try cache.setData(Data(count: 4_097), forKey: "b")  // inline → file
         #expect(try fileBytes() == 8_192)
-        try cache.removeDataBlocking(forKey: "b")
+        try cache.removeData(forKey: "b")
         #expect(try fileBytes() == 0)
 
-        try cache.setDataBlocking(Data(count: 300), forKey: "c", timeToLive: .seconds(10))
+        try cache.setData(Data(count: 300), forKey: "c", timeToLive: .seconds(10))
         clock.advance(by: 11)
         let summary = try #require(try DiskCache.summary(ofDirectory: directory, now: clock.clock.now()))
         #expect(summary.count == 2)

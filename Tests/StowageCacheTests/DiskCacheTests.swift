@@ -99,22 +99,22 @@ struct DiskCacheTests {
         }
         for number in 0..<100 {
             clock.advance(by: 1)
-            try cache.setDataBlocking(Data([UInt8(number)]), forKey: "key-\(number)")
+            try await cache.setData(Data([UInt8(number)]), forKey: "key-\(number)")
         }
         // Reading key-0 makes it the most recently used.
         clock.advance(by: 1)
-        #expect(try cache.dataBlocking(forKey: "key-0") == Data([0]))
-        #expect(try cache.usageBlocking().count == 100)
+        #expect(try await cache.data(forKey: "key-0") == Data([0]))
+        #expect(try await cache.usage().count == 100)
         clock.advance(by: 1)
-        try cache.setDataBlocking(Data([1]), forKey: "one-more")
+        try await cache.setData(Data([1]), forKey: "one-more")
         try await cache.trim()
-        #expect(try cache.usageBlocking().count == 50)
-        #expect(try cache.containsBlocking(key: "key-0"))
-        #expect(try cache.containsBlocking(key: "one-more"))
-        #expect(try !cache.containsBlocking(key: "key-1"))
-        #expect(try cache.containsBlocking(key: "key-99"))
-        #expect(try !cache.containsBlocking(key: "key-51"))
-        #expect(try cache.containsBlocking(key: "key-52"))
+        #expect(try await cache.usage().count == 50)
+        #expect(try await cache.contains(key: "key-0"))
+        #expect(try await cache.contains(key: "one-more"))
+        #expect(try await !cache.contains(key: "key-1"))
+        #expect(try await cache.contains(key: "key-99"))
+        #expect(try await !cache.contains(key: "key-51"))
+        #expect(try await cache.contains(key: "key-52"))
     }
 
     @Test("per-entry and default time-to-live expire values by the injected clock")
@@ -125,16 +125,16 @@ struct DiskCacheTests {
             $0.clock = clock.clock
             $0.defaultTimeToLive = .seconds(100)
         }
-        try cache.setDataBlocking(Data("a".utf8), forKey: "short", timeToLive: .seconds(10))
-        try cache.setDataBlocking(Data("b".utf8), forKey: "default")
+        try cache.setData(Data("a".utf8), forKey: "short", timeToLive: .seconds(10))
+        try cache.setData(Data("b".utf8), forKey: "default")
         clock.advance(by: 11)
-        #expect(try cache.dataBlocking(forKey: "short") == nil)
-        #expect(try cache.dataBlocking(forKey: "default") == Data("b".utf8))
+        #expect(try cache.data(forKey: "short") == nil)
+        #expect(try cache.data(forKey: "default") == Data("b".utf8))
         clock.advance(by: 90)
-        #expect(try cache.dataBlocking(forKey: "default") == nil)
-        let report = try cache.trimBlocking()
+        #expect(try cache.data(forKey: "default") == nil)
+        let report = try cache.trim()
         #expect(report.expired == 2)
-        #expect(try cache.usageBlocking().count == 0)
+        #expect(try cache.usage().count == 0)
     }
 
     @Test(
@@ -149,15 +149,15 @@ struct DiskCacheTests {
             $0.maximumAge = .seconds(100)
             $0.ageBasis = basis
         }
-        try cache.setDataBlocking(Data("v1".utf8), forKey: "key")
+        try cache.setData(Data("v1".utf8), forKey: "key")
         clock.advance(by: 60)
-        try cache.setDataBlocking(Data("v2".utf8), forKey: "rewritten")  // unrelated key
-        _ = try cache.dataBlocking(forKey: "key")  // an access at +60
+        try cache.setData(Data("v2".utf8), forKey: "rewritten")  // unrelated key
+        _ = try cache.data(forKey: "key")  // an access at +60
         clock.advance(by: 60)
         // +120: 120 s since creation and modification, 60 s since the access.
-        let alive = try cache.dataBlocking(forKey: "key") != nil
+        let alive = try cache.data(forKey: "key") != nil
         #expect(alive == (basis == .accessed))
-        let report = try cache.trimBlocking()
+        let report = try cache.trim()
         #expect(report.expired == (basis == .accessed ? 0 : 1))
     }
 
@@ -165,12 +165,12 @@ struct DiskCacheTests {
     func truncatedFile() throws {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch)
-        try cache.setDataBlocking(Data(repeating: 1, count: 100_000), forKey: "big")
+        try cache.setData(Data(repeating: 1, count: 100_000), forKey: "big")
         let file = try #require(scratch.dataFiles().first)
         let path = scratch.path + "/cache/data/" + file
         #expect(truncate(path, 50_000) == 0)
-        #expect(try cache.dataBlocking(forKey: "big") == nil)
-        #expect(try cache.usageBlocking().count == 0)
+        #expect(try cache.data(forKey: "big") == nil)
+        #expect(try cache.usage().count == 0)
         #expect(scratch.dataFiles().isEmpty)
     }
 
@@ -179,8 +179,8 @@ struct DiskCacheTests {
         let scratch = try TemporaryDirectory()
         do {
             let cache = try open(scratch)
-            try cache.setDataBlocking(Data(count: 30_000), forKey: "kept")
-            try cache.setDataBlocking(Data(count: 30_000), forKey: "loses-file")
+            try cache.setData(Data(count: 30_000), forKey: "kept")
+            try cache.setData(Data(count: 30_000), forKey: "loses-file")
         }
         let files = scratch.dataFiles()
         let victim = try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
@@ -194,7 +194,7 @@ struct DiskCacheTests {
         try Data(count: 10).write(to: scratch.url.appending(path: "cache/data/00/orphan"))
         try Data(count: 10).write(to: scratch.url.appending(path: "cache/tmp/123-456.tmp"))
         let cache = try open(scratch)
-        #expect(try cache.usageBlocking().count == 1)
+        #expect(try cache.usage().count == 1)
         #expect(scratch.dataFiles() == files.subtracting([victim!]))
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/cache/tmp").isEmpty)
     }
@@ -204,7 +204,7 @@ struct DiskCacheTests {
         let scratch = try TemporaryDirectory()
         do {
             let cache = try open(scratch)
-            try cache.setDataBlocking(Data(count: 30_000), forKey: "a")
+            try cache.setData(Data(count: 30_000), forKey: "a")
         }
         let indexPath = scratch.url.appending(path: "cache/index.sqlite")
         for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: indexPath.path + suffix) }
@@ -216,10 +216,10 @@ struct DiskCacheTests {
             return error.code == .corrupt && error.message.contains("rebuild")
         }
         let rebuilt = try open(scratch)
-        #expect(try rebuilt.usageBlocking().count == 0)
+        #expect(try rebuilt.usage().count == 0)
         #expect(scratch.dataFiles().isEmpty)
-        try rebuilt.setDataBlocking(Data("fresh".utf8), forKey: "a")
-        #expect(try rebuilt.dataBlocking(forKey: "a") == Data("fresh".utf8))
+        try rebuilt.setData(Data("fresh".utf8), forKey: "a")
+        #expect(try rebuilt.data(forKey: "a") == Data("fresh".utf8))
     }
 
     @Test("bad configurations are invalidArgument errors")
@@ -265,7 +265,7 @@ struct DiskCacheTests {
         #expect(try await cache.usage().count <= 50)
         // Every odd key's value is a file: exactly one file per present odd key, no leftovers.
         var oddKeysPresent = 0
-        for key in stride(from: 1, to: 50, by: 2) where try cache.containsBlocking(key: "k\(key)") {
+        for key in stride(from: 1, to: 50, by: 2) where try await cache.contains(key: "k\(key)") {
             oddKeysPresent += 1
         }
         #expect(scratch.dataFiles().count == oddKeysPresent)

@@ -281,16 +281,16 @@ struct PurgeableRegistryFormatTests {
     func newerVersion() throws {
         let fixture = try TestContainer()
         let purgeable = PurgeableDirectories(container: fixture.container)
-        _ = try purgeable.registerBlocking("Documents/a", policy: .oneWeek)
+        _ = try purgeable.register("Documents/a", policy: .oneWeek)
         let registry = fixture.container.url(for: .applicationSupport).appending(
             path: "Stowage/purgeable-directories.json"
         )
         let newer = Data(#"{"version": 2, "directories": [], "somethingNew": true}"#.utf8)
         try newer.write(to: registry)
 
-        let error = #expect(throws: StowageError.self) { try purgeable.registrationsBlocking() }
+        let error = #expect(throws: StowageError.self) { try purgeable.registrations() }
         #expect(error?.code == .unsupported)
-        #expect(throws: StowageError.self) { try purgeable.registerBlocking("Documents/b", policy: .manual) }
+        #expect(throws: StowageError.self) { try purgeable.register("Documents/b", policy: .manual) }
         #expect(try Data(contentsOf: registry) == newer)
     }
 }

@@ -23,18 +23,18 @@ struct StoragePressureTests {
         configuration.sizeLimit = nil
         let cache = try DiskCache(directory: directory, configuration: configuration)
         for index in 0..<10 {
-            try cache.setDataBlocking(
+            try cache.setData(
                 Data(repeating: 1, count: 1_000),
                 forKey: "expiring\(index)",
                 timeToLive: .seconds(5)
             )
         }
         for index in 0..<count {
-            try cache.setDataBlocking(Data(repeating: UInt8(index % 251), count: valueSize), forKey: "image\(index)")
+            try cache.setData(Data(repeating: UInt8(index % 251), count: valueSize), forKey: "image\(index)")
             clock.advance(by: 1)
         }
         clock.advance(by: 60)
-        for index in (count / 2)..<count { _ = try cache.dataBlocking(forKey: "image\(index)") }
+        for index in (count / 2)..<count { _ = try cache.data(forKey: "image\(index)") }
         return cache
     }
 
@@ -48,13 +48,13 @@ struct StoragePressureTests {
         let freed = try await cache.purge(PurgeRequest(bytesToFree: ByteCount(Int64(5 * Self.valueSize + 1))))
         #expect(freed == ByteCount(Int64(6 * Self.valueSize)))  // whole values, just past what was asked
         for index in 0..<40 {
-            let present = try cache.containsBlocking(key: "image\(index)")
+            let present = try await cache.contains(key: "image\(index)")
             #expect(present == (index >= 6), "image\(index)")
         }
         // Asking for more than it holds empties it, and says how much that was.
         let rest = try await cache.purge(PurgeRequest(bytesToFree: 1 * .gigabyte))
         #expect(rest == ByteCount(Int64(34 * Self.valueSize)))
-        #expect(try cache.usageBlocking().count == 0)
+        #expect(try await cache.usage().count == 0)
     }
 
     @Test("on a full small volume the monitor frees space until it is back above the threshold; documents stay")
@@ -69,16 +69,16 @@ struct StoragePressureTests {
         let noReserves = VolumeCapacity.Reserves(important: .bytes(.zero), opportunistic: .bytes(.zero))
         let isMounted = volume != nil
         let capacity: @Sendable () throws -> VolumeCapacity = {
-            if isMounted { return try VolumeCapacity.forVolumeBlocking(containing: root, reserves: noReserves) }
-            let used = try DiskUsage.measureBlocking(root).totals.allocatedBytes
+            if isMounted { return try VolumeCapacity.forVolume(containing: root, reserves: noReserves) }
+            let used = try DiskUsage.measure(root).totals.allocatedBytes
             return VolumeCapacity(total: volumeSize, available: volumeSize - used, reserves: noReserves)
         }
 
-        let documents = try container.directoryBlocking(for: .documents)
+        let documents = try await container.directory(for: .documents)
         let essay = Data((0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         try essay.write(to: documents.appending(path: "essay.bin"))
         let clock = DiskTestClock()
-        let caches = try container.directoryBlocking(for: .caches)
+        let caches = try await container.directory(for: .caches)
         let images = caches.appending(path: "images")
         let cache = try await onOwnThread { try Self.filledCache(at: images, clock: clock, count: 400) }
         let configuration = StorageMonitor.Configuration(
@@ -102,9 +102,9 @@ struct StoragePressureTests {
         #expect(!configuration.isUnderPressure(after), "free \(after.availableForOpportunisticUsage) of \(after.total)")
         #expect(report.bytesFreed > .zero)
         // What the pressure needed, not the whole cache: the recently read half is all still there.
-        let remaining = try cache.usageBlocking().count
+        let remaining = try await cache.usage().count
         #expect(remaining >= 200 && remaining < 400, "\(remaining) entries left")
-        for index in 200..<400 { #expect(try cache.containsBlocking(key: "image\(index)")) }
+        for index in 200..<400 { #expect(try await cache.contains(key: "image\(index)")) }
         #expect(try Data(contentsOf: documents.appending(path: "essay.bin")) == essay)
     }
 }

@@ -51,18 +51,18 @@ struct StoreGenerationTests {
         var configuration = DiskCache.Configuration(name: "staged")
         configuration.durability = .deferred(maximumDelay: .seconds(60))
         let writer = try DiskCache(directory: directory, configuration: configuration)
-        try writer.setDataBlocking(Data("before".utf8), forKey: "old")
-        try writer.setDataBlocking(Data(repeating: 7, count: 100_000), forKey: "old-file")
+        try await writer.setData(Data("before".utf8), forKey: "old")
+        try await writer.setData(Data(repeating: 7, count: 100_000), forKey: "old-file")
         let files = scratch.dataFiles()
         #expect(files.count == 1)
         #expect(try CacheWorker.run(["clear", directory.path, "0", "0"]) == "cleared")
-        #expect(try writer.dataBlocking(forKey: "old") == nil)
-        try writer.setDataBlocking(Data("after".utf8), forKey: "new")
-        try writer.flushBlocking()
+        #expect(try await writer.data(forKey: "old") == nil)
+        try await writer.setData(Data("after".utf8), forKey: "new")
+        try await writer.flush()
         let other = try DiskCache(directory: directory)
-        #expect(try other.dataBlocking(forKey: "old") == nil)
-        #expect(try other.dataBlocking(forKey: "old-file") == nil)
-        #expect(try other.dataBlocking(forKey: "new") == Data("after".utf8))
+        #expect(try await other.data(forKey: "old") == nil)
+        #expect(try await other.data(forKey: "old-file") == nil)
+        #expect(try await other.data(forKey: "new") == Data("after".utf8))
         #expect(scratch.dataFiles().isEmpty)  // the dropped write's file went with it
     }
 
@@ -79,12 +79,12 @@ struct StoreGenerationTests {
         try await hybrid.setValue("inline secret", forKey: "k")
         #expect(try await hybrid.value(forKey: "k") == "inline secret")
         // A cleaner or a wipe deletes the tree; the handles still hold the index open.
-        let report = try DirectoryClearing.clearContentsBlocking(of: scratch.url.appending(path: "caches"))
+        let report = try await DirectoryClearing.clearContents(of: scratch.url.appending(path: "caches"))
         #expect(report.isComplete)
         #expect(disk.isRemoved)
         #expect(try await hybrid.value(forKey: "k") == nil)
-        #expect(try disk.dataBlocking(forKey: "k") == nil)
-        let error = try #require(throws: StowageError.self) { try disk.setDataBlocking(Data("x".utf8), forKey: "k") }
+        #expect(try await disk.data(forKey: "k") == nil)
+        let error = try #require(throws: StowageError.self) { try disk.setData(Data("x".utf8), forKey: "k") }
         #expect(error.code == .notFound)
         #expect(error.message.contains("open it again"))
         await #expect(throws: StowageError.self) { try await hybrid.setValue("again", forKey: "k") }
@@ -92,16 +92,16 @@ struct StoreGenerationTests {
         // Opening the path again starts a new, empty cache; the old handle stays retired.
         let reopened = try DiskCache(directory: directory)
         #expect(!reopened.isRemoved)
-        #expect(try reopened.dataBlocking(forKey: "k") == nil)
-        try reopened.setDataBlocking(Data("fresh".utf8), forKey: "k")
-        #expect(try disk.dataBlocking(forKey: "k") == nil)
+        #expect(try await reopened.data(forKey: "k") == nil)
+        try await reopened.setData(Data("fresh".utf8), forKey: "k")
+        #expect(try await disk.data(forKey: "k") == nil)
     }
 
     @Test("a removal through the cleaner retires the caches it deletes")
     func cleanerRetiresCaches() async throws {
         let scratch = try TemporaryDirectory()
         let container = Container(root: scratch.url, identifier: "org.stowage.tests")
-        let caches = try container.directoryBlocking(for: .caches)
+        let caches = try await container.directory(for: .caches)
         let cache = try Self.hybrid(caches.appending(path: "feed"))
         try await cache.setValue("v", forKey: "k")
         #expect(try await cache.value(forKey: "k") == "v")
@@ -128,8 +128,8 @@ struct StoreGenerationTests {
             default: #expect(mkfifo(path, 0o600) == 0)
             }
             let cache = try DiskCache(directory: directory)
-            try cache.setDataBlocking(Data("v".utf8), forKey: "k")
-            try cache.removeAllBlocking()  // advances the fresh file
+            try cache.setData(Data("v".utf8), forKey: "k")
+            try cache.removeAll()  // advances the fresh file
             #expect(!cache.isRemoved, "\(damage)")
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
             #expect(attributes[.type] as? FileAttributeType == .typeRegular, "\(damage)")

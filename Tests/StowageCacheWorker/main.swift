@@ -60,18 +60,18 @@ do {
     case "write", "write-deferred":
         say("open")
         for number in first..<(first + count) {
-            try cache.setDataBlocking(value(for: number), forKey: "key-\(number)")
+            try cache.setData(value(for: number), forKey: "key-\(number)")
             if number % 100 == 0 {
                 say("wrote \(number - first)")
             }
         }
-        try cache.flushBlocking()
+        try cache.flush()
         say("done")
     case "write-hard":
         say("open")
         for number in first..<(first + count) {
             let started = Date().timeIntervalSince1970
-            try cache.setDataBlocking(value(for: number), forKey: "key-\(number)")
+            try cache.setData(value(for: number), forKey: "key-\(number)")
             say("committed \(number) \(started)")
             usleep(2_000)
         }
@@ -80,7 +80,7 @@ do {
         var missing = 0
         var wrong = 0
         for number in first..<(first + count) {
-            switch try cache.dataBlocking(forKey: "key-\(number)") {
+            switch try cache.data(forKey: "key-\(number)") {
             case nil: missing += 1
             case value(for: number): present += 1
             default: wrong += 1
@@ -88,7 +88,7 @@ do {
         }
         say("present \(present) missing \(missing) wrong \(wrong)")
     case "clear":
-        try cache.removeAllBlocking()
+        try cache.removeAll()
         say("cleared")
     default:
         fail("unknown command \(arguments[1])")

@@ -34,7 +34,7 @@ struct ContainerConfinementTests {
         try root.makeDirectory("Library")
         try root.symlink("Library/Caches", to: outside.path)
         let container = Container(root: root.url)
-        #expect(throws: StowageError.self) { _ = try container.directoryBlocking(for: .caches) }
+        #expect(throws: StowageError.self) { _ = try container.directory(for: .caches) }
         await #expect(throws: StowageError.self) { _ = try await container.clear(.caches) }
         #expect(outside.exists("precious"))
     }

@@ -90,7 +90,7 @@ struct ContainerTests {
             }
         }
         // A second use changes nothing and does not fail.
-        _ = try container.directoryBlocking(for: .caches)
+        _ = try await container.directory(for: .caches)
     }
 
     @Test("a file where a location should be is a notADirectory error")
@@ -99,7 +99,7 @@ struct ContainerTests {
         try scratch.write("Documents")
         let container = Container(root: scratch.url)
         #expect {
-            try container.directoryBlocking(for: .documents)
+            try container.directory(for: .documents)
         } throws: { error in
             (error as? StowageError)?.code == .notADirectory
         }

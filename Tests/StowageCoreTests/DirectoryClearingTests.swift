@@ -33,7 +33,7 @@ struct DirectoryClearingTests {
         try outside.write("precious", bytes: 10)
         let scratch = try TemporaryDirectory()
         try scratch.symlink("escape", to: outside.path)
-        let report = try DirectoryClearing.clearContentsBlocking(of: scratch.url)
+        let report = try DirectoryClearing.clearContents(of: scratch.url)
         #expect(report.removedCount == 1)
         #expect(!scratch.exists("escape"))
         #expect(outside.exists("precious"))
@@ -45,7 +45,7 @@ struct DirectoryClearingTests {
         try scratch.write("CACHEDIR.TAG")
         try scratch.write("keep-me/inside")
         try scratch.write("gone")
-        _ = try DirectoryClearing.clearContentsBlocking(of: scratch.url, keeping: ["CACHEDIR.TAG", "keep-me"])
+        _ = try DirectoryClearing.clearContents(of: scratch.url, keeping: ["CACHEDIR.TAG", "keep-me"])
         #expect(scratch.exists("CACHEDIR.TAG") && scratch.exists("keep-me/inside"))
         #expect(!scratch.exists("gone"))
     }
@@ -54,20 +54,20 @@ struct DirectoryClearingTests {
     func badRoots() throws {
         let scratch = try TemporaryDirectory()
         #expect {
-            try DirectoryClearing.clearContentsBlocking(of: scratch.url.appending(path: "missing"))
+            try DirectoryClearing.clearContents(of: scratch.url.appending(path: "missing"))
         } throws: { ($0 as? StowageError)?.code == .notFound }
 
         let target = try TemporaryDirectory("target")
         try target.write("survivor")
         try scratch.symlink("link", to: target.path)
         #expect(throws: StowageError.self) {
-            try DirectoryClearing.clearContentsBlocking(of: scratch.url.appending(path: "link"))
+            try DirectoryClearing.clearContents(of: scratch.url.appending(path: "link"))
         }
         #expect(target.exists("survivor"))
 
         let file = try scratch.write("file")
         #expect {
-            try DirectoryClearing.clearContentsBlocking(of: file)
+            try DirectoryClearing.clearContents(of: file)
         } throws: { ($0 as? StowageError)?.code == .notADirectory }
     }
 }
@@ -85,7 +85,7 @@ struct DirectoryClearingLinkTests {
         try target.write("survivor")
         try scratch.symlink("link", to: target.path)
         let error = try #require(throws: StowageError.self) {
-            try DirectoryClearing.clearContentsBlocking(of: URL(filePath: scratch.path + "/" + suffix))
+            try DirectoryClearing.clearContents(of: URL(filePath: scratch.path + "/" + suffix))
         }
         #expect(error.code == .invalidArgument)
         #expect(error.message.contains("symbolic link"), "\(error.message)")
@@ -97,7 +97,7 @@ struct DirectoryClearingLinkTests {
         let scratch = try TemporaryDirectory()
         try scratch.write("inner/file")
         let error = try #require(throws: StowageError.self) {
-            try DirectoryClearing.clearContentsBlocking(of: URL(filePath: scratch.path + "/inner/.."))
+            try DirectoryClearing.clearContents(of: URL(filePath: scratch.path + "/inner/.."))
         }
         #expect(error.message.contains("'..'"))
         #expect(scratch.exists("inner/file"))
@@ -127,7 +127,7 @@ struct DirectoryClearingLinkTests {
         let target = try TemporaryDirectory("target")
         try target.write("dir/gone")
         try scratch.symlink("link", to: target.path)
-        let report = try DirectoryClearing.clearContentsBlocking(of: URL(filePath: scratch.path + "/link/dir/."))
+        let report = try DirectoryClearing.clearContents(of: URL(filePath: scratch.path + "/link/dir/."))
         #expect(report.removedCount == 1)
         #expect(!target.exists("dir/gone") && target.exists("dir"))
     }

@@ -57,8 +57,8 @@ struct PathInputTests {
         let scratch = try TemporaryDirectory()
         let nul = URL(filePath: scratch.path + "/x\u{0}/..")
         await #expect(throws: StowageError.self) { _ = try await DiskUsage.measure(nul) }
-        #expect(throws: StowageError.self) { _ = try DirectoryClearing.clearContentsBlocking(of: nul) }
+        #expect(throws: StowageError.self) { _ = try DirectoryClearing.clearContents(of: nul) }
         #expect(throws: StowageError.self) { _ = try Marks.isPurgeable(nul) }
-        #expect(throws: StowageError.self) { _ = try VolumeCapacity.forVolumeBlocking(containing: nul) }
+        #expect(throws: StowageError.self) { _ = try VolumeCapacity.forVolume(containing: nul) }
     }
 }

@@ -68,7 +68,7 @@ struct StoreGenerationTests {
         try scratch.makeDirectory("a/b/store")
         let generation = try StoreGeneration(directory: scratch.path + "/a/b/store")
         _ = try scratch.write("a/b/store/index", bytes: 100)
-        let report = try DirectoryClearing.clearContentsBlocking(of: scratch.url)
+        let report = try DirectoryClearing.clearContents(of: scratch.url)
         #expect(report.isComplete)
         #expect(generation.isRetired)
     }

@@ -10,7 +10,7 @@ struct StowageErrorTests {
         let scratch = try TemporaryDirectory()
         let missing = scratch.url.appending(path: "missing")
         do {
-            _ = try DiskUsage.measureBlocking(missing)
+            _ = try DiskUsage.measure(missing)
             Issue.record("expected an error")
         } catch StowageError.Code.permissionDenied {
             Issue.record("wrong code matched")
@@ -18,7 +18,7 @@ struct StowageErrorTests {
             // Expected.
         }
         do {
-            _ = try DiskUsage.measureBlocking(missing)
+            _ = try DiskUsage.measure(missing)
         } catch let error as StowageError {
             #expect(error.path == missing.path(percentEncoded: false))
             #expect(error.cause is Errno)

@@ -46,7 +46,7 @@ struct VolumeCapacityTests {
     @Test("a missing path is notFound")
     func missing() {
         #expect {
-            try VolumeCapacity.forVolumeBlocking(containing: URL(filePath: "/nonexistent/stowage"))
+            try VolumeCapacity.forVolume(containing: URL(filePath: "/nonexistent/stowage"))
         } throws: { ($0 as? StowageError)?.code == .notFound }
     }
 }

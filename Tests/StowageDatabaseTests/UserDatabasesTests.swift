@@ -54,7 +54,7 @@ struct UserDatabasesTests {
         #expect(
             try databases.databaseURL("ada").path.hasSuffix("/Library/Application Support/databases/ada/main.sqlite")
         )
-        #expect(try databases.databaseBlocking(for: "ada") === ada)
+        #expect(try await databases.database(for: "ada") === ada)
     }
 
     @Test("a new app version's migration runs on the user's existing database")
@@ -63,7 +63,7 @@ struct UserDatabasesTests {
         do {
             let first = UserDatabases(container: scratch.container, migrator: migrator(upTo: 1))
             try await first.database(for: "ada").write { db in try Note(id: nil, text: "old").insert(db) }
-            #expect(try first.removeUserBlocking("nobody") == false)
+            #expect(try await first.removeUser("nobody") == false)
         }
         let second = UserDatabases(container: scratch.container, migrator: migrator(upTo: 2))
         let pool = try await second.database(for: "ada")
@@ -141,6 +141,6 @@ struct UserDatabasesTests {
         await #expect {
             try await databases.database(for: user)
         } throws: { ($0 as? StowageError)?.code == .invalidArgument }
-        #expect(throws: StowageError.self) { try databases.removeUserBlocking(user) }
+        #expect(throws: StowageError.self) { try databases.removeUser(user) }
     }
 }

@@ -32,26 +32,26 @@ struct ArchiveTests {
     func migration() throws {
         let scratch = try PreferencesTestDirectory()
         let url = scratch.file("settings.json")
-        try Archive<SettingsV1>(url: url, version: 1).writeBlocking(SettingsV1(theme: "light", fontSize: 13))
+        try Archive<SettingsV1>(url: url, version: 1).write(SettingsV1(theme: "light", fontSize: 13))
         let archive = Archive<Settings>(url: url, version: 2) { stored in
             #expect(stored.version == 1)
             let old = try stored.decode(SettingsV1.self)
             return Settings(theme: old.theme, fontSizes: [old.fontSize])
         }
-        #expect(try archive.readBlocking() == Settings(theme: "light", fontSizes: [13]))
+        #expect(try archive.read() == Settings(theme: "light", fontSizes: [13]))
         // Written back: version 2 now reads without the migration.
-        #expect(try Archive<Settings>(url: url, version: 2).readBlocking() == Settings(theme: "light", fontSizes: [13]))
+        #expect(try Archive<Settings>(url: url, version: 2).read() == Settings(theme: "light", fontSizes: [13]))
     }
 
     @Test("a newer version, or an older one without migration, is unsupported")
     func versionRefusals() throws {
         let scratch = try PreferencesTestDirectory()
         let url = scratch.file("settings.json")
-        try Archive<Settings>(url: url, version: 5).writeBlocking(Settings(theme: "x", fontSizes: []))
-        #expect { try Archive<Settings>(url: url, version: 4).readBlocking() } throws: {
+        try Archive<Settings>(url: url, version: 5).write(Settings(theme: "x", fontSizes: []))
+        #expect { try Archive<Settings>(url: url, version: 4).read() } throws: {
             ($0 as? StowageError)?.code == .unsupported
         }
-        #expect { try Archive<Settings>(url: url, version: 6).readBlocking() } throws: {
+        #expect { try Archive<Settings>(url: url, version: 6).read() } throws: {
             ($0 as? StowageError)?.code == .unsupported
         }
     }
@@ -62,7 +62,7 @@ struct ArchiveTests {
         let url = scratch.file("settings.json")
         try Data(#"{"version": 1, "value": {"theme": "dark", "fontSizes": [12, "big"]}}"#.utf8).write(to: url)
         do {
-            _ = try Archive<Settings>(url: url).readBlocking()
+            _ = try Archive<Settings>(url: url).read()
             Issue.record("a damaged archive decoded")
         } catch let error as StowageError {
             #expect(error.code == .corrupt)

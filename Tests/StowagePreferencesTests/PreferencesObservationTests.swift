@@ -8,7 +8,7 @@ struct PreferencesObservationTests {
     @Test("a callback fires once per change, not for a set of the same value; removal reports the default")
     func callbackOncePerChange() throws {
         let scratch = try PreferencesTestDirectory()
-        let preferences = try Preferences.openBlocking(at: scratch.file())
+        let preferences = try Preferences.open(at: scratch.file())
         let volume = Preferences.Key<Int>("volume", default: 5)
         let seen = Mutex<[Int]>([])
         let observation = preferences.observe(volume) { value in seen.withLock { $0.append(value) } }
@@ -27,7 +27,7 @@ struct PreferencesObservationTests {
     @Test("changes(for:) is an AsyncSequence of the new values")
     func asyncSequence() async throws {
         let scratch = try PreferencesTestDirectory()
-        let preferences = try Preferences.openBlocking(at: scratch.file())
+        let preferences = try Preferences.open(at: scratch.file())
         let name = Preferences.Key<String>("name", default: "")
         let stream = preferences.changes(for: name)
         try preferences.set("a", for: name)
@@ -48,7 +48,7 @@ struct PreferencesObservationTests {
         let file = scratch.file()
         var options = Preferences.Options()
         options.observationInterval = .milliseconds(20)
-        let preferences = try Preferences.openBlocking(at: file, options: options)
+        let preferences = try Preferences.open(at: file, options: options)
         let key = Preferences.Key<String>("remote0", default: "")
         let stream = preferences.changes(for: key)
         let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "remote", count: 1, keys: 1)

@@ -28,7 +28,7 @@ struct PreferencesPropertyListTests {
         let scratch = try PreferencesTestDirectory()
         let source = scratch.file("defaults.plist")
         try Data(Self.defaultsFile.utf8).write(to: source)
-        let preferences = try Preferences.openBlocking(at: scratch.file())
+        let preferences = try Preferences.open(at: scratch.file())
         let imported = try await preferences.importPropertyList(from: source)
         #expect(imported == 8)
         #expect(preferences[.init("launchCount", default: 0)] == 12)
@@ -48,13 +48,13 @@ struct PreferencesPropertyListTests {
         let scratch = try PreferencesTestDirectory()
         let source = scratch.file("defaults.plist")
         try Data(Self.defaultsFile.utf8).write(to: source)
-        let preferences = try Preferences.openBlocking(at: scratch.file())
-        try preferences.importPropertyListBlocking(from: source)
+        let preferences = try Preferences.open(at: scratch.file())
+        try await preferences.importPropertyList(from: source)
         for format in [Preferences.PropertyListFormat.xml, .binary] {
             let exported = scratch.file("exported-\(format).plist")
             try await preferences.exportPropertyList(to: exported, format: format)
-            let other = try Preferences.openBlocking(at: scratch.file("other-\(format).stowprefs"))
-            try other.importPropertyListBlocking(from: exported)
+            let other = try Preferences.open(at: scratch.file("other-\(format).stowprefs"))
+            try await other.importPropertyList(from: exported)
             #expect(other.dictionaryRepresentation() == preferences.dictionaryRepresentation())
         }
         let python = Process()
@@ -77,8 +77,8 @@ struct PreferencesPropertyListTests {
         let scratch = try PreferencesTestDirectory()
         let source = scratch.file("broken.plist")
         try Data("<plist><dict><key>a</key><integer>1</integer>".utf8).write(to: source)
-        let preferences = try Preferences.openBlocking(at: scratch.file())
-        #expect { try preferences.importPropertyListBlocking(from: source) } throws: {
+        let preferences = try Preferences.open(at: scratch.file())
+        #expect { try preferences.importPropertyList(from: source) } throws: {
             ($0 as? StowageError)?.code == .corrupt
         }
         #expect(preferences.dictionaryRepresentation().isEmpty)

@@ -11,7 +11,7 @@ struct PreferencesRecoveryTests {
     /// Writes `count` keys (`key0` … with values "value 0" …) and returns the file's bytes.
     static func write(_ count: Int, to file: URL) throws -> [UInt8] {
         do {
-            let preferences = try Preferences.openBlocking(at: file)
+            let preferences = try Preferences.open(at: file)
             for index in 0..<count { try preferences.set(.string("value \(index)"), forName: "key\(index)") }
         }
         return try [UInt8](Data(contentsOf: file))
@@ -19,7 +19,7 @@ struct PreferencesRecoveryTests {
 
     /// Opens `file` and returns the values read and the recovery report.
     static func open(_ file: URL) throws -> (values: [String: PreferenceValue], recovery: PreferencesRecovery?) {
-        let preferences = try Preferences.openBlocking(at: file)
+        let preferences = try Preferences.open(at: file)
         return (preferences.dictionaryRepresentation(), preferences.recovery)
     }
 
@@ -99,7 +99,7 @@ struct PreferencesRecoveryTests {
         Self.checkValues(values)
         // And the store goes on: a new value after the repaired end reads back.
         do {
-            let preferences = try Preferences.openBlocking(at: file)
+            let preferences = try Preferences.open(at: file)
             try preferences.set(.string("value 50"), forName: "key50")
         }
         #expect(try Self.open(file).values.count == 51)

@@ -49,7 +49,7 @@ struct PreferencesTests {
     @Test("a missing value, or one of another type, reads as the default; nil removes an optional")
     func defaultsAndRemoval() throws {
         let scratch = try PreferencesTestDirectory()
-        let preferences = try Preferences.openBlocking(at: scratch.file())
+        let preferences = try Preferences.open(at: scratch.file())
         let count = Preferences.Key<Int>("count", default: 7)
         #expect(preferences[count] == 7)
         #expect(!preferences.contains(count))
@@ -77,7 +77,7 @@ struct PreferencesTests {
     func badSuiteNames(suite: String) throws {
         let scratch = try PreferencesTestDirectory()
         #expect {
-            try Preferences.openBlocking(suite: suite, in: scratch.container)
+            try Preferences.open(suite: suite, in: scratch.container)
         } throws: { ($0 as? StowageError)?.code == .invalidArgument }
     }
 
@@ -87,12 +87,12 @@ struct PreferencesTests {
         let file = scratch.file()
         let foreign = Data(repeating: 0x41, count: 5000)
         try foreign.write(to: file)
-        #expect { try Preferences.openBlocking(at: file) } throws: { ($0 as? StowageError)?.code == .corrupt }
+        #expect { try Preferences.open(at: file) } throws: { ($0 as? StowageError)?.code == .corrupt }
         #expect(try Data(contentsOf: file) == foreign)
 
         let short = scratch.file("short.stowprefs")
         try Data("STWPREF1".utf8).write(to: short)
-        #expect { try Preferences.openBlocking(at: short) } throws: { ($0 as? StowageError)?.code == .corrupt }
+        #expect { try Preferences.open(at: short) } throws: { ($0 as? StowageError)?.code == .corrupt }
     }
 
     @Test("a file from a newer format version is refused as unsupported")
@@ -100,13 +100,13 @@ struct PreferencesTests {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
         do {
-            let preferences = try Preferences.openBlocking(at: file)
+            let preferences = try Preferences.open(at: file)
             try preferences.set(1, for: .init("a", default: 0))
         }
         var bytes = try [UInt8](Data(contentsOf: file))
         bytes[8] = 9  // format version
         try Data(bytes).write(to: file)
-        #expect { try Preferences.openBlocking(at: file) } throws: { ($0 as? StowageError)?.code == .unsupported }
+        #expect { try Preferences.open(at: file) } throws: { ($0 as? StowageError)?.code == .unsupported }
     }
 
     @Test("a torn or damaged tail is dropped on open; earlier values stay and nothing reads wrong")
@@ -114,7 +114,7 @@ struct PreferencesTests {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
         do {
-            let preferences = try Preferences.openBlocking(at: file)
+            let preferences = try Preferences.open(at: file)
             for index in 0..<100 { try preferences.set(.string("value \(index)"), forName: "key\(index)") }
         }
         let complete = try Data(contentsOf: file)
@@ -122,14 +122,14 @@ struct PreferencesTests {
         // Cut the last record in half, as a power loss may (the header still claims all of it).
         try complete.prefix(complete.count - 5).write(to: file)
         do {
-            let preferences = try Preferences.openBlocking(at: file)
+            let preferences = try Preferences.open(at: file)
             #expect(preferences.dictionaryRepresentation().count == 99)
             #expect(preferences.value(forName: "key98") == .string("value 98"))
             #expect(preferences.value(forName: "key99") == nil)
             // The store goes on from the repaired end.
             try preferences.set(.string("again"), forName: "key99")
         }
-        let reopened = try Preferences.openBlocking(at: file)
+        let reopened = try Preferences.open(at: file)
         #expect(reopened.value(forName: "key99") == .string("again"))
         #expect(reopened.dictionaryRepresentation().count == 100)
     }
@@ -139,14 +139,14 @@ struct PreferencesTests {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
         do {
-            let preferences = try Preferences.openBlocking(at: file)
+            let preferences = try Preferences.open(at: file)
             try preferences.set(.int(1), forName: "first")
             try preferences.set(.int(123_456), forName: "second")
         }
         var bytes = try [UInt8](Data(contentsOf: file))
         bytes[bytes.count - 2] ^= 0x01  // inside the second value's integer
         try Data(bytes).write(to: file)
-        let preferences = try Preferences.openBlocking(at: file)
+        let preferences = try Preferences.open(at: file)
         #expect(preferences.value(forName: "first") == .int(1))
         #expect(preferences.value(forName: "second") == nil)
     }
@@ -158,7 +158,7 @@ struct PreferencesTests {
         var options = Preferences.Options()
         options.compactionThreshold = 16 * 1024
         do {
-            let preferences = try Preferences.openBlocking(at: file, options: options)
+            let preferences = try Preferences.open(at: file, options: options)
             for index in 0..<20_000 { try preferences.set(.int(index), forName: "key\(index % 10)") }
             for key in 0..<10 { #expect(preferences.value(forName: "key\(key)") == .int(19_990 + key)) }
         }
@@ -168,22 +168,22 @@ struct PreferencesTests {
             $0.contains(".tmp-")
         }
         #expect(leftovers.isEmpty)
-        let reopened = try Preferences.openBlocking(at: file, options: options)
+        let reopened = try Preferences.open(at: file, options: options)
         for key in 0..<10 { #expect(reopened.value(forName: "key\(key)") == .int(19_990 + key)) }
     }
 
     @Test("opening one file twice in a process gives the same store")
     func sameInstance() throws {
         let scratch = try PreferencesTestDirectory()
-        let first = try Preferences.openBlocking(suite: "shared", in: scratch.container)
-        let second = try Preferences.openBlocking(suite: "shared", in: scratch.container)
+        let first = try Preferences.open(suite: "shared", in: scratch.container)
+        let second = try Preferences.open(suite: "shared", in: scratch.container)
         #expect(first === second)
     }
 
     @Test("files are created owner-only")
     func permissions() throws {
         let scratch = try PreferencesTestDirectory()
-        let preferences = try Preferences.openBlocking(suite: "main", in: scratch.container)
+        let preferences = try Preferences.open(suite: "main", in: scratch.container)
         let mode = try FileManager.default.attributesOfItem(atPath: preferences.url.path)[.posixPermissions] as! Int
         #expect(mode == 0o600)
     }

@@ -23,7 +23,7 @@ else {
 var options = Preferences.Options()
 options.compactionThreshold = threshold
 do {
-    let preferences = try Preferences.openBlocking(at: URL(fileURLWithPath: arguments[2]), options: options)
+    let preferences = try Preferences.open(at: URL(fileURLWithPath: arguments[2]), options: options)
     for index in 0..<count {
         let key = Preferences.Key<String>(arguments[3] + String(index % keys), default: "")
         try preferences.set(workerValue(index), for: key)

@@ -39,7 +39,7 @@ struct ClearCachesTests {
         #expect(before.count >= 5)
         // A process that has the disk cache open sees the clear through the index.
         let open = try DiskCache(container: container, name: "images")
-        #expect(try open.usageBlocking().count == 13)
+        #expect(try await open.usage().count == 13)
 
         let clearing = ClearCaches(container: container)
         let plan = try clearing.plan()
@@ -62,8 +62,8 @@ struct ClearCachesTests {
         #expect(done.bytesFreed.rawValue >= 120_000)
 
         #expect(try snapshot(durable) == before)
-        #expect(try open.usageBlocking().count == 0)
-        #expect(try open.dataBlocking(forKey: "large0") == nil)
+        #expect(try await open.usage().count == 0)
+        #expect(try await open.data(forKey: "large0") == nil)
         let caches = try FileManager.default.contentsOfDirectory(atPath: container.url(for: .caches).path).sorted()
         #expect(caches == ["CACHEDIR.TAG", "downloads", "http", "images"])
         #expect(

@@ -75,7 +75,7 @@ struct OpenStoresTests {
         #expect(preferences !== adaPreferences)
         #expect(preferences[Self.name] == "")
         try preferences.set("ada 2", for: Self.name)
-        #expect(try again.diskCache("feed").dataBlocking(forKey: "latest") == nil)
+        #expect(try await again.diskCache("feed").data(forKey: "latest") == nil)
     }
 
     @Test("clear-caches empties the memory tiers of caches open in the container; durable data is untouched")
@@ -85,7 +85,7 @@ struct OpenStoresTests {
         let container = fixture.container
         try FileManager.default.createDirectory(at: container.url(for: .documents), withIntermediateDirectories: true)
         try Data("my essay".utf8).write(to: container.url(for: .documents).appending(path: "essay.txt"))
-        let preferences = try Preferences.openBlocking(in: container)
+        let preferences = try await Preferences.open(in: container)
         try preferences.set("kept", for: Self.name)
         let durable = [
             container.url(for: .documents), container.url(for: .applicationSupport), container.url(for: .preferences),

@@ -37,27 +37,27 @@ final class PopulatedContainer: Sendable {
         configuration.clock = CacheClock { Date(timeIntervalSince1970: 1_800_000_000) }
         let cache = try DiskCache(container: container, name: "images", configuration: configuration)
         for index in 0..<10 {
-            try cache.setDataBlocking(
+            try cache.setData(
                 Data(repeating: 1, count: 1_000),
                 forKey: "small\(index)",
                 timeToLive: index < 2 ? .seconds(60) : nil
             )
         }
-        for index in 0..<3 { try cache.setDataBlocking(Data(repeating: 2, count: 50_000), forKey: "large\(index)") }
+        for index in 0..<3 { try cache.setData(Data(repeating: 2, count: 50_000), forKey: "large\(index)") }
         return cache
     }
 
     func populate() async throws {
         _ = try diskCache()
-        let caches = try container.directoryBlocking(for: .caches)
+        let caches = try await container.directory(for: .caches)
         try FileManager.default.createDirectory(at: caches.appending(path: "loose"), withIntermediateDirectories: true)
         try Data(count: 5_000).write(to: caches.appending(path: "loose/a.bin"))
 
         let purgeable = PurgeableDirectories(container: container)
-        let downloads = try purgeable.registerBlocking("Library/Caches/downloads", policy: .oneWeek)
+        let downloads = try await purgeable.register("Library/Caches/downloads", policy: .oneWeek)
         for index in 0..<4 { try Data(count: 2_000).write(to: downloads.appending(path: "f\(index)")) }
 
-        let preferences = try Preferences.openBlocking(suite: "settings", in: container)
+        let preferences = try await Preferences.open(suite: "settings", in: container)
         try preferences.set(3, for: PreferenceKey<Int>("launches", default: 0))
         try preferences.set("dark", for: PreferenceKey<String>("theme", default: "light"))
 
@@ -68,10 +68,10 @@ final class PopulatedContainer: Sendable {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in try db.create(table: "t") { $0.column("x") } }
         let databases = UserDatabases(container: container, migrator: migrator)
-        _ = try databases.databaseBlocking(for: "ada")
+        _ = try await databases.database(for: "ada")
         try databases.close("ada")
 
-        let temporary = try container.directoryBlocking(for: .temporary)
+        let temporary = try await container.directory(for: .temporary)
         try Data(count: 7_000).write(to: temporary.appending(path: "scratch"))
 
         _ = try HTTPCache(directory: caches.appending(path: "http", directoryHint: .isDirectory))
@@ -89,7 +89,7 @@ struct StorageAccountTests {
         memory.setValue(Data(count: 300), forKey: "a", cost: 300)
         accountant.register(memory, name: "thumbnails")
         let archiveURL = fixture.root.appending(path: "profile.json")
-        try Archive<[String]>(url: archiveURL).writeBlocking(["x"])
+        try await Archive<[String]>(url: archiveURL).write(["x"])
         accountant.registerArchive(at: archiveURL, name: "profile")
 
         let account = try await accountant.account()
@@ -110,7 +110,7 @@ struct StorageAccountTests {
         #expect(images.expiredBytes == ByteCount(2 * 1_000))
         // The index-based estimate is close to what a walk finds (which also counts the data
         // directories, the lock files and CACHEDIR.TAG).
-        let walked = try DiskUsage.measureBlocking(try #require(images.path).asFileURL).allocatedBytes
+        let walked = try await DiskUsage.measure(try #require(images.path).asFileURL).allocatedBytes
         #expect(images.allocatedBytes <= walked)
         #expect(walked.rawValue - images.allocatedBytes.rawValue < 256 * 1_024)
 

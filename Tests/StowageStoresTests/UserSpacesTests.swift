@@ -13,7 +13,7 @@ import Testing
 func populate(_ space: UserSpace, files: Int = 20) async throws {
     let cache = try space.diskCache("images")
     for index in 0..<files {
-        try cache.setDataBlocking(Data(repeating: UInt8(index % 250), count: 20_000), forKey: "i\(index)")
+        try await cache.setData(Data(repeating: UInt8(index % 250), count: 20_000), forKey: "i\(index)")
     }
     let preferences = try space.preferences()
     try preferences.set(space.user, for: PreferenceKey<String>("name", default: ""))
@@ -81,7 +81,7 @@ struct UserSpacesTests {
         // Ada starts again from nothing.
         let again = try spaces.space(for: "ada")
         #expect(try again.preferences()[PreferenceKey<String>("name", default: "")] == "")
-        #expect(try again.diskCache("images").usageBlocking().count == 0)
+        #expect(try await again.diskCache("images").usage().count == 0)
     }
 
     @Test("a wipe cut short after its renames is finished by the next UserSpaces before any space is served")

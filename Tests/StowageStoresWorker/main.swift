@@ -10,5 +10,5 @@ guard arguments.count == 4, arguments[1] == "wipe" else {
     exit(64)
 }
 let container = Container(root: URL(filePath: arguments[2]), identifier: "org.stowage.tests")
-let report = try UserSpaces(container: container).wipeBlocking(user: arguments[3])
+let report = try UserSpaces(container: container).wipe(user: arguments[3])
 print("wiped \(report.bytesRemoved.rawValue)")

@@ -32,9 +32,9 @@ struct AccountScenario: Scenario {
             account = try await accountant.account()
             accountTimes.append(Subprocess.seconds(clock.now - start))
             start = clock.now
-            _ = try DiskUsage.measureBlocking(root)
+            _ = try await DiskUsage.measure(root)
             walkTimes.append(Subprocess.seconds(clock.now - start))
-            cachesWalk = try DiskUsage.measureBlocking(container.url(for: .caches)).allocatedBytes
+            cachesWalk = try await DiskUsage.measure(container.url(for: .caches)).allocatedBytes
         }
         guard let account else { throw BenchFailure("no account taken") }
         let caches = account.stores.filter { $0.kind == .diskCache }
@@ -72,12 +72,12 @@ struct AccountScenario: Scenario {
         let response = Data(repeating: 0x41, count: 300)
         for index in 0..<50_000 {
             let ttl: Duration? = index % 10 == 0 ? .milliseconds(1) : nil
-            try imageCache.setDataBlocking(image, forKey: "image-\(index)", timeToLive: ttl)
-            try api.setDataBlocking(response, forKey: "GET /items/\(index)", timeToLive: ttl)
+            try imageCache.setData(image, forKey: "image-\(index)", timeToLive: ttl)
+            try api.setData(response, forKey: "GET /items/\(index)", timeToLive: ttl)
         }
-        let preferences = try Preferences.openBlocking(suite: "standard", in: container)
+        let preferences = try Preferences.open(suite: "standard", in: container)
         for index in 0..<100 { try preferences.set(index, for: PreferenceKey<Int>("key\(index)", default: 0)) }
-        let temporary = try container.directoryBlocking(for: .temporary)
+        let temporary = try container.directory(for: .temporary)
         for index in 0..<10 { try Data(count: 10_000).write(to: temporary.appending(path: "t\(index)")) }
         try Data().write(to: marker)
         return root

@@ -19,8 +19,8 @@ struct StowageStore: BenchStore {
         configuration.sizeLimit = nil
         cache = try DiskCache(directory: directory, configuration: configuration)
     }
-    func set(_ value: Data, forKey key: String) throws { try cache.setDataBlocking(value, forKey: key) }
-    func get(_ key: String) throws -> Data? { try cache.dataBlocking(forKey: key) }
+    func set(_ value: Data, forKey key: String) throws { try cache.setData(value, forKey: key) }
+    func get(_ key: String) throws -> Data? { try cache.data(forKey: key) }
 }
 
 /// One file per key through Foundation, names from the key's hash as SDImageCache does.

@@ -57,18 +57,20 @@ struct DiskCacheHotPathScenario: Scenario {
         let floor = try SQLiteCStore(directory: root.appending(path: "sqlite-c"))
         let keys = keys
         for key in keys {
-            try cache.setDataBlocking(value, forKey: key)
+            try await cache.setData(value, forKey: key)
             try floor.set(value, forKey: key)
         }
         var times: [String: [Double]] = [:]
         var matches = 0
         let clock = ContinuousClock()
+        // A synchronous function type makes the compiler pick the synchronous overload.
+        let readOnThisThread: (String) throws -> Data? = { try cache.data(forKey: $0) }
         for _ in 0..<min(context.iterations, 5) {
             var start = clock.now
             for key in keys where try await cache.data(forKey: key) == value { matches += 1 }
             times["stowage", default: []].append(Subprocess.seconds(clock.now - start))
             start = clock.now
-            for key in keys where try cache.dataBlocking(forKey: key) == value { matches += 1 }
+            for key in keys where try readOnThisThread(key) == value { matches += 1 }
             times["blocking", default: []].append(Subprocess.seconds(clock.now - start))
             start = clock.now
             for key in keys where try floor.get(key) == value { matches += 1 }
@@ -82,7 +84,7 @@ struct DiskCacheHotPathScenario: Scenario {
             baselines: perOperation.filter { $0.key != "stowage" },
             ok: matches == 3 * keyCount * min(context.iterations, 5),
             notes: "await data(forKey:) from one task over \(keyCount) inline 1 KiB values; "
-                + "blocking = dataBlocking on the same cache"
+                + "blocking = the synchronous data(forKey:) on the same cache"
         )
     }
 
@@ -100,19 +102,19 @@ struct DiskCacheHotPathScenario: Scenario {
                 durability: .deferred(maximumDelay: .milliseconds(10))
             )
             var start = clock.now
-            for key in keys.prefix(burst) { try deferred.setDataBlocking(value, forKey: key) }
+            for key in keys.prefix(burst) { try deferred.setData(value, forKey: key) }
             times["burst", default: []].append(Subprocess.seconds(clock.now - start) * Double(keyCount) / Double(burst))
-            for key in keys.dropFirst(burst) { try deferred.setDataBlocking(value, forKey: key) }
+            for key in keys.dropFirst(burst) { try deferred.setData(value, forKey: key) }
             let sets = clock.now - start
-            try deferred.flushBlocking()
+            try deferred.flush()
             times["stowage", default: []].append(Subprocess.seconds(sets))
             times["with-final-flush", default: []].append(Subprocess.seconds(clock.now - start))
-            let readBack = try deferred.dataBlocking(forKey: keys[keyCount / 2])
+            let readBack = try deferred.data(forKey: keys[keyCount / 2])
             ok = ok && readBack == value
 
             let durable = try open(root.appending(path: "durable-\(repetition)"))
             start = clock.now
-            for key in keys { try durable.setDataBlocking(value, forKey: key) }
+            for key in keys { try durable.setData(value, forKey: key) }
             times["durable", default: []].append(Subprocess.seconds(clock.now - start))
 
             let floor = try SQLiteCStore(directory: root.appending(path: "sqlite-c-\(repetition)"))
@@ -154,7 +156,7 @@ struct DiskCacheHotPathScenario: Scenario {
                 let start = clock.now
                 Self.onThreads(threads) { thread in
                     for index in stride(from: thread, to: keys.count, by: threads) {
-                        do { try cache.setDataBlocking(value, forKey: keys[index]) } catch {
+                        do { try cache.setData(value, forKey: keys[index]) } catch {
                             failures.add(1, ordering: .relaxed)
                         }
                     }
@@ -162,7 +164,7 @@ struct DiskCacheHotPathScenario: Scenario {
                 rates[threads == 1 ? "1-writer" : "stowage", default: []].append(
                     Double(keys.count) / Subprocess.seconds(clock.now - start)
                 )
-                let stored = try cache.usageBlocking().count
+                let stored = try cache.usage().count
                 ok = ok && failures.load(ordering: .relaxed) == 0 && stored == keys.count
             }
         }

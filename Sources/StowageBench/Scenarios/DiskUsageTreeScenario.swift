@@ -19,7 +19,7 @@ struct DiskUsageTreeScenario: Scenario {
 
         // Warm the dentry and inode caches so that every contender reads from memory.
         _ = try du(tree)
-        _ = try DiskUsage.measureBlocking(tree)
+        _ = try await DiskUsage.measure(tree)
 
         var stowageTimes: [Double] = []
         var duTimes: [Double] = []
@@ -27,7 +27,7 @@ struct DiskUsageTreeScenario: Scenario {
         var duBytes: Int64 = 0
         // Interleaved, so drift in the machine's load hits both alike.
         for _ in 0..<context.iterations {
-            let stowage = try BenchContext.median(1) { try DiskUsage.measureBlocking(tree) }
+            let stowage = try BenchContext.median(1) { try DiskUsage.measure(tree) }
             stowageTimes.append(stowage.seconds)
             stowageBytes = stowage.result.allocatedBytes
             let reference = try BenchContext.median(1) { try du(tree) }

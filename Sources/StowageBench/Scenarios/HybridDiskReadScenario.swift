@@ -13,7 +13,7 @@ import StowageSharedTier
 ///
 /// Baselines, on the same cache and keys: the same steps written by hand — memory lookup,
 /// `DiskCache.data(forKey:)`, decode, `MemoryCache.setValue` — with no shared-level checks
-/// (`by-hand-async`), and the same with `dataBlocking` on the caller's thread
+/// (`by-hand-async`), and the same with `data` on the caller's thread
 /// (`by-hand-blocking`: what the hop to the blocking-I/O queue costs).
 /// `ok` means every read returned the 1 KiB that was stored. Without redis-server the scenario
 /// runs with no shared level and says so.
@@ -67,7 +67,7 @@ struct HybridDiskReadScenario: Scenario {
                         }
                     default:
                         read = try await handWritten(key, cache: cache, serializer: serializer) {
-                            try cache.disk.dataBlocking(forKey: $0)
+                            try cache.disk.data(forKey: $0)
                         }
                     }
                     if read?.count == valueSize { matched += 1 }
@@ -89,7 +89,7 @@ struct HybridDiskReadScenario: Scenario {
             ok: ok,
             notes: "\(keyCount) keys of \(valueSize) B read in turn through a one-entry memory level, "
                 + (tier == nil ? "no shared level (redis-server not installed)" : "Redis shared level attached")
-                + "; by hand = memory lookup, DiskCache.data (async, or dataBlocking on the caller's thread), "
+                + "; by hand = memory lookup, DiskCache.data (async, or data on the caller's thread), "
                 + "decode, memory set"
         )
     }

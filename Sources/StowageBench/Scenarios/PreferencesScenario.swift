@@ -59,7 +59,7 @@ struct PreferencesScenario: Scenario {
     /// One repetition in a fresh suite; returns the seconds the timed operations took.
     private func measureStowage(root: URL, keys: [Preferences.Key<Int>], ok: inout Bool) throws -> Double {
         let file = root.appending(path: "suite-\(UUID().uuidString).stowprefs")
-        let preferences = try Preferences.openBlocking(at: file)
+        let preferences = try Preferences.open(at: file)
         let clock = ContinuousClock()
         switch operation {
         case .set:

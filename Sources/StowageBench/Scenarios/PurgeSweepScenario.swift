@@ -26,7 +26,7 @@ struct PurgeSweepScenario: Scenario {
         defer { try? FileManager.default.removeItem(at: root) }
         let container = Container(root: root)
         let purgeable = PurgeableDirectories(container: container)
-        let directory = try purgeable.registerBlocking("Library/Caches/sweep", policy: .oneWeek)
+        let directory = try await purgeable.register("Library/Caches/sweep", policy: .oneWeek)
         let repetitions = min(context.iterations, 3)
 
         var stowageTimes: [Double] = []
@@ -37,7 +37,7 @@ struct PurgeSweepScenario: Scenario {
             try copy(template, to: directory)
             let clock = ContinuousClock()
             let start = clock.now
-            let report = try purgeable.sweepBlocking()
+            let report = try await purgeable.sweep()
             stowageTimes.append(Subprocess.seconds(clock.now - start))
             let stowageLeft = try remainingFiles(directory)
 

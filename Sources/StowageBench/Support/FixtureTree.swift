@@ -18,7 +18,7 @@ enum FixtureTree {
         let marker = root.appending(path: ".complete")
         if FileManager.default.fileExists(atPath: marker.fileSystemPath) { return root }
         if FileManager.default.fileExists(atPath: root.fileSystemPath) {
-            _ = try DirectoryClearing.clearContentsBlocking(of: root)
+            _ = try DirectoryClearing.clearContents(of: root)
         }
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         var generator = SplitMix64(seed: 0x5709_A6E0)

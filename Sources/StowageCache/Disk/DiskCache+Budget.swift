@@ -36,7 +36,7 @@ extension DiskCache {
             }
         }
         guard isFile, configuration.checksVolumeCapacity else { return }
-        let capacity = try VolumeCapacity.forVolumeBlocking(containing: directory)
+        let capacity = try VolumeCapacity.forVolume(containing: directory)
         if Int64(count) > capacity.availableForImportantUsage.rawValue {
             throw StowageError(
                 code: .noSpace,

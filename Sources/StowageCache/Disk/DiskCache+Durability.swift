@@ -18,7 +18,7 @@ extension DiskCache {
         /// Writes are committed in the background, in one transaction every `maximumDelay` at
         /// most (at most 60 s; 10 ms is a good start): a write costs a dictionary insert
         /// until the staging is full.
-        /// Other processes see a value once its batch commits; ``DiskCache/flush()`` commits now,
+        /// Other processes see a value once its batch commits; `DiskCache/flush()` commits now,
         /// and removals, trims and streaming writes commit what is staged before they run.
         case deferred(maximumDelay: Duration)
         /// Each write is in SQLite's write-ahead log before it returns (`synchronous = NORMAL`).

@@ -44,7 +44,7 @@ extension DiskCache {
             for suffix in ["", "-wal", "-shm"] {
                 if rename(path + suffix, path + ".damaged" + suffix) != 0 { unlink(path + suffix) }
             }
-            _ = try DirectoryClearing.clearContentsBlocking(of: URL(filePath: files.dataDirectory))
+            _ = try DirectoryClearing.clearContents(of: URL(filePath: files.dataDirectory))
             do {
                 return try DiskCacheIndex(
                     path: path,

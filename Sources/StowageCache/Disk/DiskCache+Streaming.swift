@@ -207,7 +207,7 @@ extension DiskCache {
         }
     }
 
-    /// Points `key` at the complete file `name` under `data/` (as ``setDataBlocking(_:forKey:timeToLive:)`` does).
+    /// Points `key` at the complete file `name` under `data/` (as ``setData(_:forKey:timeToLive:)`` does).
     fileprivate func recordFile(
         _ name: String,
         size: Int64,

@@ -24,11 +24,11 @@ extension DiskCache {
 
     /// The index's record of `key`, or `nil` when there is none or it expired.
     public func info(forKey key: String) async throws -> EntryInfo? {
-        try await BlockingWork.run { try self.infoBlocking(forKey: key) }
+        try await BlockingWork.run { try self.info(forKey: key) }
     }
 
-    /// Blocking variant of ``info(forKey:)``.
-    public func infoBlocking(forKey key: String) throws -> EntryInfo? {
+    /// The synchronous overload of `info(forKey:)`: the same work on the calling thread.
+    public func info(forKey key: String) throws -> EntryInfo? {
         let now = configuration.clock.now().timeIntervalSince1970
         guard let entry = try currentEntry(forKey: key), !isExpired(entry, key: key, now: now) else {
             return nil
@@ -48,12 +48,12 @@ extension DiskCache {
     /// returns the keys removed.
     @discardableResult
     public func removeAll(tagged tag: String) async throws -> [String] {
-        try await BlockingWork.run { try self.removeAllBlocking(tagged: tag) }
+        try await BlockingWork.run { try self.removeAll(tagged: tag) }
     }
 
-    /// Blocking variant of ``removeAll(tagged:)``.
+    /// The synchronous overload of `removeAll(tagged:)`: the same work on the calling thread.
     @discardableResult
-    public func removeAllBlocking(tagged tag: String) throws -> [String] {
+    public func removeAll(tagged tag: String) throws -> [String] {
         guard !Self.containsNUL(tag) else { return [] }  // never stored (checkStorable)
         try flushStagedWrites()
         let rows = try indexCall {

@@ -30,13 +30,13 @@ extension DiskCache {
         try await trim(freeing: .zero)
     }
 
-    /// Blocking variant of ``trim()``.
+    /// The synchronous overload of `trim()`: the same work on the calling thread.
     @discardableResult
-    public func trimBlocking() throws -> TrimReport {
-        try trimBlocking(freeing: .zero)
+    public func trim() throws -> TrimReport {
+        try trim(freeing: .zero)
     }
 
-    /// Trims as ``trim()`` does, then goes on below the limits until `bytes` of values are gone
+    /// Trims as `trim()` does, then goes on below the limits until `bytes` of values are gone
     /// since the call (expired ones count), least recently used first: what storage pressure
     /// asks (``purge(_:)``).
     @discardableResult
@@ -48,9 +48,9 @@ extension DiskCache {
         }
     }
 
-    /// Blocking variant of ``trim(freeing:)``.
+    /// The synchronous overload of `trim(freeing:)`: the same work on the calling thread.
     @discardableResult
-    public func trimBlocking(freeing bytes: ByteCount) throws -> TrimReport {
+    public func trim(freeing bytes: ByteCount) throws -> TrimReport {
         try trimQueue.sync { try trimNow(freeing: bytes.rawValue) }
     }
 

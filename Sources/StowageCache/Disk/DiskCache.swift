@@ -23,15 +23,16 @@ import Synchronization
 ///   both are at ``Configuration/trimRatio`` of their limits (the seeds' half). Readers are never
 ///   blocked by it (SQLite WAL).
 /// - Several processes may open one directory; SQLite serializes their writes.
-/// - ``removeAll()`` advances the cache's generation (`.stowage-generation`, a counter in shared
+/// - `removeAll()` advances the cache's generation (`.stowage-generation`, a counter in shared
 ///   memory): every handle, in every process, sees it before its next read, and memory tiers
 ///   over the cache drop what they hold. A handle whose directory is deleted (a user wipe, a
 ///   cleaner) sees it retired: ``isRemoved``, reads miss, writes throw `.notFound`.
 /// - Reads record the access time in memory and write them to the index in batches, so a read
 ///   costs one indexed `SELECT`.
 ///
-/// Every operation has an async form, which runs the blocking work off Swift's cooperative
-/// threads, and a `…Blocking` form for callers that are on their own thread already.
+/// Every operation has two overloads of one name, as GRDB's do: an async one, which runs the
+/// blocking work off Swift's cooperative threads, and a synchronous one for callers that are on
+/// their own thread already (the compiler picks by context: `await` for the async one).
 public final class DiskCache: Sendable {
     /// The cache's directory: `index.sqlite`, `data/`, `tmp/` and a `CACHEDIR.TAG`.
     public let directory: URL
@@ -129,7 +130,7 @@ public final class DiskCache: Sendable {
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
             throw StowageError.invalidArgument("a disk cache name must be one path component, not '\(name)'")
         }
-        let caches = try container.directoryBlocking(for: .caches)
+        let caches = try container.directory(for: .caches)
         try self.init(
             directory: caches.appending(path: name, directoryHint: .isDirectory),
             configuration: configuration ?? Configuration(name: name)
@@ -164,8 +165,8 @@ public final class DiskCache: Sendable {
         try await storedData(forKey: key)?.data
     }
 
-    /// Blocking variant of ``data(forKey:)``.
-    public func dataBlocking(forKey key: String) throws -> Data? {
+    /// The synchronous overload of `data(forKey:)`: the same work on the calling thread.
+    public func data(forKey key: String) throws -> Data? {
         try storedDataBlocking(forKey: key)?.data
     }
 
@@ -263,7 +264,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Whether a live value is stored for `key`, without reading it or counting a hit.
-    public func containsBlocking(key: String) throws -> Bool {
+    public func contains(key: String) throws -> Bool {
         let now = configuration.clock.now().timeIntervalSince1970
         guard let entry = try currentEntry(forKey: key) else { return false }
         return !isExpired(entry, key: key, now: now)
@@ -271,7 +272,7 @@ public final class DiskCache: Sendable {
 
     /// Whether a live value is stored for `key`.
     public func contains(key: String) async throws -> Bool {
-        try await BlockingWork.run { try self.containsBlocking(key: key) }
+        try await BlockingWork.run { try self.contains(key: key) }
     }
 
     // MARK: - Writing
@@ -284,7 +285,7 @@ public final class DiskCache: Sendable {
     ///   - timeToLive: How long until the value expires; `nil` uses
     ///     ``Configuration/defaultTimeToLive``.
     ///   - tag: A label shared by entries that go together (a user, a feed, a screen);
-    ///     ``removeAll(tagged:)`` removes them in one indexed statement.
+    ///     `removeAll(tagged:)` removes them in one indexed statement.
     /// - Throws: `StowageError` when the file or the index cannot be written (`.noSpace` when
     ///   the volume is full); the previous value then stays.
     public func setData(
@@ -293,11 +294,11 @@ public final class DiskCache: Sendable {
         timeToLive: Duration? = nil,
         tag: String? = nil
     ) async throws {
-        try await BlockingWork.run { try self.setDataBlocking(data, forKey: key, timeToLive: timeToLive, tag: tag) }
+        try await BlockingWork.run { try self.setData(data, forKey: key, timeToLive: timeToLive, tag: tag) }
     }
 
-    /// Blocking variant of ``setData(_:forKey:timeToLive:tag:)``.
-    public func setDataBlocking(
+    /// The synchronous overload of `setData(_:forKey:timeToLive:tag:)`: the same work on the calling thread.
+    public func setData(
         _ data: Data,
         forKey key: String,
         timeToLive: Duration? = nil,
@@ -367,13 +368,13 @@ public final class DiskCache: Sendable {
     ///
     /// - Throws: `StowageError` when the commit fails; the staged writes are then dropped
     ///   (their keys read as before the writes), as a crash would have.
-    public func flushBlocking() throws {
+    public func flush() throws {
         try flushStagedWrites()
     }
 
-    /// See ``flushBlocking()``.
+    /// See ``flush()``.
     public func flush() async throws {
-        try await BlockingWork.run { try self.flushBlocking() }
+        try await BlockingWork.run { try self.flush() }
     }
 
     /// Commits every staged write in one transaction (with other writers' through the group
@@ -423,12 +424,12 @@ public final class DiskCache: Sendable {
     /// Removes `key`'s value; returns whether there was one.
     @discardableResult
     public func removeData(forKey key: String) async throws -> Bool {
-        try await BlockingWork.run { try self.removeDataBlocking(forKey: key) }
+        try await BlockingWork.run { try self.removeData(forKey: key) }
     }
 
-    /// Blocking variant of ``removeData(forKey:)``.
+    /// The synchronous overload of `removeData(forKey:)`: the same work on the calling thread.
     @discardableResult
-    public func removeDataBlocking(forKey key: String) throws -> Bool {
+    public func removeData(forKey key: String) throws -> Bool {
         guard !Self.containsNUL(key) else { return false }  // never stored (checkStorable)
         try flushStagedWrites()
         let removal = try indexCall {
@@ -441,15 +442,15 @@ public final class DiskCache: Sendable {
 
     /// Removes every value.
     public func removeAll() async throws {
-        try await BlockingWork.run { try self.removeAllBlocking() }
+        try await BlockingWork.run { try self.removeAll() }
     }
 
-    /// Blocking variant of ``removeAll()``.
+    /// The synchronous overload of `removeAll()`: the same work on the calling thread.
     ///
     /// Every handle of the cache, in this process and others, sees the clear before its next
     /// read: memory tiers over it (``HybridCache``, the HTTP cache) drop what they hold, and
     /// writes another process staged before the clear are dropped instead of committed.
-    public func removeAllBlocking() throws {
+    public func removeAll() throws {
         try flushStagedWrites()
         accessLog.withLock { $0.removeAll() }
         // Before, so memory tiers stop serving at once; after, so none keeps a value it read
@@ -469,15 +470,15 @@ public final class DiskCache: Sendable {
 
     /// The number of entries and the bytes of their values, from the index (no directory walk).
     /// Expired entries count until a trim removes them.
-    public func usageBlocking() throws -> (count: Int, size: ByteCount) {
+    public func usage() throws -> (count: Int, size: ByteCount) {
         try flushStagedWrites()
         let totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
         return (totals.count, ByteCount(totals.size))
     }
 
-    /// See ``usageBlocking()``.
+    /// See ``usage()``.
     public func usage() async throws -> (count: Int, size: ByteCount) {
-        try await BlockingWork.run { try self.usageBlocking() }
+        try await BlockingWork.run { try self.usage() }
     }
 
     /// Hits, misses, writes and evictions since the cache was opened in this process.

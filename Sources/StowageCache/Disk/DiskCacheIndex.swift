@@ -220,7 +220,7 @@ struct DiskCacheIndex: Sendable {
         var status = stat()
         if lstat(path + "-shm", &status) == 0, status.st_size >= 32 * 1024 { return false }
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
-        guard let capacity = try? VolumeCapacity.forVolumeBlocking(containing: URL(filePath: directory)) else {
+        guard let capacity = try? VolumeCapacity.forVolume(containing: URL(filePath: directory)) else {
             return false
         }
         return capacity.available.rawValue < 64 * 1024

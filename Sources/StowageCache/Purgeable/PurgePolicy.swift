@@ -7,8 +7,8 @@ import StowageCore
 /// let policy = try PurgePolicy(parsing: "14d")   // .olderThan(days: 14)
 /// ```
 public enum PurgePolicy: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// Never deleted by a sweep; emptied only by ``PurgeableDirectories/resetAll()`` or
-    /// ``PurgeableDirectories/clear(_:)`` (`APPurgeableTypeManual`). A size cap still applies.
+    /// Never deleted by a sweep; emptied only by `PurgeableDirectories/resetAll()` or
+    /// `PurgeableDirectories/clear(_:)` (`APPurgeableTypeManual`). A size cap still applies.
     case manual
     /// Files older than this many days are deleted by every sweep.
     case olderThan(days: Int)

@@ -65,12 +65,12 @@ public final class PurgeableDirectories: Sendable {
     ///   registry.
     @discardableResult
     public func register(_ path: String, policy: PurgePolicy = .manual, sizeCap: ByteCount? = nil) async throws -> URL {
-        try await BlockingWork.run { try self.registerBlocking(path, policy: policy, sizeCap: sizeCap) }
+        try await BlockingWork.run { try self.register(path, policy: policy, sizeCap: sizeCap) }
     }
 
-    /// Blocking variant of ``register(_:policy:sizeCap:)``.
+    /// The synchronous overload of `register(_:policy:sizeCap:)`: the same work on the calling thread.
     @discardableResult
-    public func registerBlocking(
+    public func register(
         _ path: String,
         policy: PurgePolicy = .manual,
         sizeCap: ByteCount? = nil
@@ -120,12 +120,12 @@ public final class PurgeableDirectories: Sendable {
     /// - Returns: Whether it was registered.
     @discardableResult
     public func unregister(_ path: String) async throws -> Bool {
-        try await BlockingWork.run { try self.unregisterBlocking(path) }
+        try await BlockingWork.run { try self.unregister(path) }
     }
 
-    /// Blocking variant of ``unregister(_:)``.
+    /// The synchronous overload of `unregister(_:)`: the same work on the calling thread.
     @discardableResult
-    public func unregisterBlocking(_ path: String) throws -> Bool {
+    public func unregister(_ path: String) throws -> Bool {
         let normalized = try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))")
             .description
         return try registry.update { directories in
@@ -137,18 +137,18 @@ public final class PurgeableDirectories: Sendable {
 
     /// Where the container path `path` is on disk, without touching the file system.
     ///
-    /// - Throws: `StowageError` for a path ``register(_:policy:sizeCap:)`` would refuse.
+    /// - Throws: `StowageError` for a path `register(_:policy:sizeCap:)` would refuse.
     public func url(for path: String) throws -> URL {
         try ContainerPath(parsing: path, subject: "purgeable directory \(PathInput.quoted(path))").url(in: container)
     }
 
     /// The registered directories, in registration order.
     public func registrations() async throws -> [PurgeableDirectory] {
-        try await BlockingWork.run { try self.registrationsBlocking() }
+        try await BlockingWork.run { try self.registrations() }
     }
 
-    /// Blocking variant of ``registrations()``.
-    public func registrationsBlocking() throws -> [PurgeableDirectory] {
+    /// The synchronous overload of `registrations()`: the same work on the calling thread.
+    public func registrations() throws -> [PurgeableDirectory] {
         try registry.read()
     }
 
@@ -166,8 +166,8 @@ public final class PurgeableDirectories: Sendable {
         try await onQueue { try self.sweep(cancellation: $0) }
     }
 
-    /// Blocking variant of ``sweep()``.
-    public func sweepBlocking() throws -> PurgeReport {
+    /// The synchronous overload of `sweep()`: the same work on the calling thread.
+    public func sweep() throws -> PurgeReport {
         try queue.sync { try sweep(cancellation: nil) }
     }
 
@@ -192,25 +192,25 @@ public final class PurgeableDirectories: Sendable {
     /// Empties every registered directory, whatever its policy (`ResetAllPurgeablePaths`). The
     /// directories and their registrations stay.
     ///
-    /// - Throws: As ``sweep()``.
+    /// - Throws: As `sweep()`.
     public func resetAll() async throws -> PurgeReport {
         try await onQueue { try self.resetAll(cancellation: $0) }
     }
 
-    /// Blocking variant of ``resetAll()``.
-    public func resetAllBlocking() throws -> PurgeReport {
+    /// The synchronous overload of `resetAll()`: the same work on the calling thread.
+    public func resetAll() throws -> PurgeReport {
         try queue.sync { try resetAll(cancellation: nil) }
     }
 
     /// Empties one registered directory — how a ``PurgePolicy/manual`` directory is cleared.
     ///
-    /// - Throws: `StowageError` `.notFound` when `path` is not registered; as ``sweep()``.
+    /// - Throws: `StowageError` `.notFound` when `path` is not registered; as `sweep()`.
     public func clear(_ path: String) async throws -> PurgeReport.Directory {
         try await onQueue { try self.clear(path, cancellation: $0) }
     }
 
-    /// Blocking variant of ``clear(_:)``.
-    public func clearBlocking(_ path: String) throws -> PurgeReport.Directory {
+    /// The synchronous overload of `clear(_:)`: the same work on the calling thread.
+    public func clear(_ path: String) throws -> PurgeReport.Directory {
         try queue.sync { try clear(path, cancellation: nil) }
     }
 

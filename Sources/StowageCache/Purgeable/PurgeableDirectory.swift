@@ -4,7 +4,7 @@ import StowageCore
 /// A registered purgeable directory: where it is, when its files go, and how large it may grow.
 public struct PurgeableDirectory: Sendable, Hashable, Codable {
     /// The directory relative to the container, sandbox-style: `Documents/SomePath`,
-    /// `Library/Caches/feeds` (see ``PurgeableDirectories/register(_:policy:sizeCap:)``).
+    /// `Library/Caches/feeds` (see `PurgeableDirectories/register(_:policy:sizeCap:)`).
     public var path: String
     /// When files are deleted by age.
     public var policy: PurgePolicy

@@ -68,7 +68,7 @@ struct PurgeableRegistryFile: Sendable {
     /// Reads, changes and writes the registrations atomically with respect to other writers.
     @discardableResult
     func update<T>(_ change: (inout [PurgeableDirectory]) throws -> T) throws -> T {
-        let directory = try container.directoryBlocking(for: .applicationSupport).appending(path: "Stowage")
+        let directory = try container.directory(for: .applicationSupport).appending(path: "Stowage")
         try DirectoryCreation.createDirectory(at: directory)
         let lockPath = directory.appending(path: "purgeable-directories.lock").fileSystemPath
         let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)

@@ -68,7 +68,7 @@ extension DiskCache: Purging {
     /// The cache's ``DiskCache/Configuration/name``.
     public var purgingName: String { configuration.name }
 
-    /// Trims the cache now (``trim(freeing:)``): expired and too-old entries, then least
+    /// Trims the cache now (`trim(freeing:)`): expired and too-old entries, then least
     /// recently used ones down to the target of any limit it is over, and further, below its
     /// limits, until `request.bytesToFree` bytes of values are gone (or the cache is empty).
     ///

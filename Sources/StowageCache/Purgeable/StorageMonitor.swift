@@ -67,7 +67,7 @@ public final class StorageMonitor: Sendable {
                 while !FileManager.default.fileExists(atPath: url.fileSystemPath), url.pathComponents.count > 1 {
                     url = url.deletingLastPathComponent()
                 }
-                return try VolumeCapacity.forVolumeBlocking(containing: url, reserves: reserves)
+                return try VolumeCapacity.forVolume(containing: url, reserves: reserves)
             }
         state.withLock { $0.caches = caches }
     }

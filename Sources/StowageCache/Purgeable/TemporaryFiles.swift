@@ -39,11 +39,11 @@ public struct TemporaryFiles: Purging {
     /// writing right now, and losing them is not a cache miss. The monitor moves on to the
     /// caches for the rest.
     public func purge(_ request: PurgeRequest) async throws -> ByteCount {
-        try await BlockingWork.run { try purgeBlocking() }
+        try await BlockingWork.run { try purge() }
     }
 
-    /// Blocking variant of ``purge(_:)``.
-    public func purgeBlocking() throws -> ByteCount {
+    /// The synchronous overload of `purge(_:)`: the same work on the calling thread.
+    public func purge() throws -> ByteCount {
         let path = container.url(for: .temporary).fileSystemPath
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {

@@ -47,7 +47,7 @@ enum ConfinedResolver {
         creating: Bool = false
     ) throws -> ConfinedTarget {
         let rootPath = container.url(for: path.location).fileSystemPath
-        if creating { _ = try container.directoryBlocking(for: path.location) }
+        if creating { _ = try container.directory(for: path.location) }
         // The location's own directory is opened confined too: `Library` or `Caches` replaced by a
         // link to outside a rooted container is refused there (Container.openLocationDirectory).
         guard let rootDescriptor = try container.openLocationDirectory(path.location, creating: creating) else {

@@ -82,12 +82,11 @@ public struct VolumeCapacity: Sendable, Hashable, Codable {
     ///
     /// - Throws: ``StowageError`` (`.notFound`, `.permissionDenied`) when `url` cannot be examined.
     public static func forVolume(containing url: URL, reserves: Reserves = Reserves()) async throws -> VolumeCapacity {
-        try await BlockingWork.run { try forVolumeBlocking(containing: url, reserves: reserves) }
+        try await BlockingWork.run { try forVolume(containing: url, reserves: reserves) }
     }
 
-    /// Blocking variant of ``forVolume(containing:reserves:)``.
-    public static func forVolumeBlocking(containing url: URL, reserves: Reserves = Reserves()) throws -> VolumeCapacity
-    {
+    /// The synchronous overload of `forVolume(containing:reserves:)`: the same work on the calling thread.
+    public static func forVolume(containing url: URL, reserves: Reserves = Reserves()) throws -> VolumeCapacity {
         let path = try url.checkedFileSystemPath(subject: "cannot read the capacity")
         var info = statvfs()
         guard statvfs(path, &info) == 0 else {

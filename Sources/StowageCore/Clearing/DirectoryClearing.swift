@@ -35,26 +35,26 @@ public enum DirectoryClearing {
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await BlockingWork.run {
-                try clearContentsBlocking(of: directory, keeping: keeping, cancellation: cancellation)
+                try clearContents(of: directory, keeping: keeping, cancellation: cancellation)
             }
         } onCancel: {
             cancellation.cancel()
         }
     }
 
-    /// Blocking variant of ``clearContents(of:keeping:)``.
-    public static func clearContentsBlocking(of directory: URL, keeping: Set<String> = []) throws -> ClearReport {
-        try clearContentsBlocking(of: directory, keeping: keeping, cancellation: nil)
+    /// The synchronous overload of `clearContents(of:keeping:)`: the same work on the calling thread.
+    public static func clearContents(of directory: URL, keeping: Set<String> = []) throws -> ClearReport {
+        try clearContents(of: directory, keeping: keeping, cancellation: nil)
     }
 
-    private static func clearContentsBlocking(
+    private static func clearContents(
         of directory: URL,
         keeping: Set<String>,
         cancellation: CancellationFlag?
     ) throws -> ClearReport {
         let path = directory.fileSystemPath
         let descriptor = try ClearingTarget.openDirectory(path)
-        return try clearContentsBlocking(
+        return try clearContents(
             ofOpenDirectory: descriptor,
             path: path,
             keeping: keeping,
@@ -67,7 +67,7 @@ public enum DirectoryClearing {
     /// The directory is judged by what was opened, not by its path: the file-system root and
     /// the home directory with its ancestors are refused by device and inode, however they were
     /// reached (a trailing `/.`, a bind mount, a link in a parent).
-    package static func clearContentsBlocking(
+    package static func clearContents(
         ofOpenDirectory descriptor: Int32,
         path: String,
         keeping: Set<String>,

@@ -17,7 +17,7 @@ import Darwin
 /// let rooted = Container(root: URL(filePath: "/srv/reader"))
 /// ```
 ///
-/// Resolving a container does no I/O; ``directory(for:)`` creates a location on first use with
+/// Resolving a container does no I/O; `directory(for:)` creates a location on first use with
 /// the marks its ``Location`` calls for.
 public struct Container: Sendable, Hashable {
     /// The app identifier, e.g. `com.example.reader`; for a rooted container, the root's name
@@ -93,11 +93,11 @@ public struct Container: Sendable, Hashable {
     /// - Throws: ``StowageError`` when the directory cannot be created, or when the temporary
     ///   directory exists but belongs to another user (`.permissionDenied`).
     public func directory(for location: Location) async throws -> URL {
-        try await BlockingWork.run { try directoryBlocking(for: location) }
+        try await BlockingWork.run { try directory(for: location) }
     }
 
-    /// Blocking variant of ``directory(for:)``.
-    public func directoryBlocking(for location: Location) throws -> URL {
+    /// The synchronous overload of `directory(for:)`: the same work on the calling thread.
+    public func directory(for location: Location) throws -> URL {
         let url = url(for: location)
         if root == nil {
             try DirectoryCreation.createDirectory(at: url, privateToOwner: location == .temporary)

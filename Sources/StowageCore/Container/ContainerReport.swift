@@ -83,7 +83,7 @@ extension Container {
 
     /// Empties `location`, keeping the directory and its `CACHEDIR.TAG`.
     ///
-    /// - Returns: What was removed and freed; see ``DirectoryClearing/clearContents(of:keeping:)``.
+    /// - Returns: What was removed and freed; see `DirectoryClearing/clearContents(of:keeping:)`.
     public func clear(_ location: Location) async throws -> ClearReport {
         let url = try await directory(for: location)
         let cancellation = CancellationFlag()
@@ -92,7 +92,7 @@ extension Container {
                 guard let descriptor = try openLocationDirectory(location, creating: true) else {
                     return ClearReport(path: url.fileSystemPath)
                 }
-                return try DirectoryClearing.clearContentsBlocking(
+                return try DirectoryClearing.clearContents(
                     ofOpenDirectory: descriptor,
                     path: url.fileSystemPath,
                     keeping: [CacheDirectoryTag.fileName],

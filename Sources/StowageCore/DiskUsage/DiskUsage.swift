@@ -111,7 +111,7 @@ public struct DiskUsage: Sendable, Hashable, Codable {
         let cancellation = CancellationFlag()
         return try await withTaskCancellationHandler {
             try await BlockingWork.run {
-                try measureBlocking(url, options: options, cancellation: cancellation)
+                try measure(url, options: options, cancellation: cancellation)
             }
         } onCancel: {
             cancellation.cancel()
@@ -119,11 +119,11 @@ public struct DiskUsage: Sendable, Hashable, Codable {
     }
 
     /// Measures a file or a directory tree on the calling thread; see ``measure(_:options:)``.
-    public static func measureBlocking(_ url: URL, options: Options = Options()) throws -> DiskUsage {
-        try measureBlocking(url, options: options, cancellation: nil)
+    public static func measure(_ url: URL, options: Options = Options()) throws -> DiskUsage {
+        try measure(url, options: options, cancellation: nil)
     }
 
-    private static func measureBlocking(
+    private static func measure(
         _ url: URL,
         options: Options,
         cancellation: CancellationFlag?

@@ -64,11 +64,11 @@ public struct Archive<Value: Codable & Sendable>: Sendable {
     /// - Throws: `StowageError` when the value cannot be encoded (`.invalidArgument`) or the
     ///   file cannot be written; the previous archive then stays as it was.
     public func write(_ value: Value) async throws {
-        try await BlockingWork.run { try writeBlocking(value) }
+        try await BlockingWork.run { try write(value) }
     }
 
-    /// Blocking variant of ``write(_:)``.
-    public func writeBlocking(_ value: Value) throws {
+    /// The synchronous overload of `write(_:)`: the same work on the calling thread.
+    public func write(_ value: Value) throws {
         let data: Data
         do {
             data = try ArchiveCoding.encode(Envelope(version: version, value: value), format: format)
@@ -90,11 +90,11 @@ public struct Archive<Value: Codable & Sendable>: Sendable {
     ///   not decode, `.unsupported` when its version is newer than ``version`` or older without
     ///   a migration.
     public func read() async throws -> Value? {
-        try await BlockingWork.run { try readBlocking() }
+        try await BlockingWork.run { try read() }
     }
 
-    /// Blocking variant of ``read()``.
-    public func readBlocking() throws -> Value? {
+    /// The synchronous overload of `read()`: the same work on the calling thread.
+    public func read() throws -> Value? {
         let data: Data
         do {
             // Never blocks on a FIFO; a directory or device in the archive's place is named.
@@ -127,7 +127,7 @@ public struct Archive<Value: Codable & Sendable>: Sendable {
             )
         }
         let migrated = try decoding { try migration(StoredVersion(version: stored, format: format, data: data)) }
-        try writeBlocking(migrated)
+        try write(migrated)
         return migrated
     }
 

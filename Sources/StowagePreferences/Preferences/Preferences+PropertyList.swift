@@ -2,7 +2,7 @@ import Foundation
 import StowageCore
 
 extension Preferences {
-    /// The encodings ``exportPropertyList(to:format:)`` writes.
+    /// The encodings `exportPropertyList(to:format:)` writes.
     public enum PropertyListFormat: Sendable, Hashable {
         /// Text XML, as `defaults export` writes on macOS and UserDefaults on Linux.
         case xml
@@ -18,12 +18,12 @@ extension Preferences {
     ///   equivalent, or saying why the file is not a property list; nothing is imported then.
     @discardableResult
     public func importPropertyList(from url: URL) async throws -> Int {
-        try await BlockingWork.run { try self.importPropertyListBlocking(from: url) }
+        try await BlockingWork.run { try self.importPropertyList(from: url) }
     }
 
-    /// Blocking variant of ``importPropertyList(from:)``.
+    /// The synchronous overload of `importPropertyList(from:)`: the same work on the calling thread.
     @discardableResult
-    public func importPropertyListBlocking(from url: URL) throws -> Int {
+    public func importPropertyList(from url: URL) throws -> Int {
         // A FIFO, a device or a directory is named as such instead of blocking or NSError 256.
         let data = try RegularFile.read(url.path(percentEncoded: false), subject: "the property list")
         let root: Any
@@ -60,11 +60,11 @@ extension Preferences {
 
     /// Writes every value of this suite as a property-list defaults file, atomically.
     public func exportPropertyList(to url: URL, format: PropertyListFormat = .xml) async throws {
-        try await BlockingWork.run { try self.exportPropertyListBlocking(to: url, format: format) }
+        try await BlockingWork.run { try self.exportPropertyList(to: url, format: format) }
     }
 
-    /// Blocking variant of ``exportPropertyList(to:format:)``.
-    public func exportPropertyListBlocking(to url: URL, format: PropertyListFormat = .xml) throws {
+    /// The synchronous overload of `exportPropertyList(to:format:)`: the same work on the calling thread.
+    public func exportPropertyList(to url: URL, format: PropertyListFormat = .xml) throws {
         let dictionary = dictionaryRepresentation().mapValues(\.propertyListObject)
         let data = try PropertyListSerialization.data(
             fromPropertyList: dictionary,

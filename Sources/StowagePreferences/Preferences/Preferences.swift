@@ -55,22 +55,22 @@ public final class Preferences: Sendable {
         in container: Container,
         options: Options = Options()
     ) async throws -> Preferences {
-        try await BlockingWork.run { try openBlocking(suite: suite, in: container, options: options) }
+        try await BlockingWork.run { try open(suite: suite, in: container, options: options) }
     }
 
-    /// Blocking variant of ``open(suite:in:options:)``.
-    public static func openBlocking(
+    /// The synchronous overload of `open(suite:in:options:)`: the same work on the calling thread.
+    public static func open(
         suite: String = "standard",
         in container: Container,
         options: Options = Options()
     ) throws -> Preferences {
         try validate(suite: suite)
-        let directory = try container.directoryBlocking(for: .preferences)
-        return try openBlocking(at: directory.appendingPathComponent(suite + ".stowprefs"), options: options)
+        let directory = try container.directory(for: .preferences)
+        return try open(at: directory.appendingPathComponent(suite + ".stowprefs"), options: options)
     }
 
     /// Opens (creating if needed) the preferences file at `url`; its directory must exist.
-    public static func openBlocking(at url: URL, options: Options = Options()) throws -> Preferences {
+    public static func open(at url: URL, options: Options = Options()) throws -> Preferences {
         _ = try url.checkedFileSystemPath(subject: "the preferences file")
         let key = url.standardizedFileURL.path
         return try registry.withLock { registry in

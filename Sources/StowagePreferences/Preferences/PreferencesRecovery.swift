@@ -7,7 +7,7 @@
 /// here, in the log (`warning`), and by `stowage prefs` with a non-zero exit.
 ///
 /// ```swift
-/// let preferences = try Preferences.openBlocking(suite: "main", in: container)
+/// let preferences = try Preferences.open(suite: "main", in: container)
 /// if let recovery = preferences.recovery {
 ///     print(recovery)   // "2 damaged region(s), 61 bytes dropped; the damaged file is kept at …"
 /// }
