@@ -1,8 +1,8 @@
 import Foundation
+import StowageTestSupport
 
 #if canImport(Glibc)
 import Glibc
-import StowageTestSupport
 #endif
 
 /// Runs the built `stowage` executable, as a shell user would.

@@ -1,10 +1,10 @@
 import Foundation
 import StowageCache
 import StowageCore
+import StowageTestSupport
 
 #if canImport(Glibc)
 import Glibc
-import StowageTestSupport
 #endif
 
 /// A rooted container in a fresh temporary directory, with helpers to lay out files.
@@ -96,21 +96,8 @@ func allocatedBytes(_ url: URL) -> Int64 {
 
 /// Whether the file system under `url` reports birth times through statx.
 func hasBirthTime(_ url: URL) -> Bool {
-    let output = (try? runTool(["stat", "-c", "%W", url.path])) ?? "0"
+    let output = (try? runCommand(["stat", "-c", "%W", url.path])) ?? "0"
     return (Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
-}
-
-func runTool(_ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(filePath: "/usr/bin/env")
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
 }
 
 /// One day in seconds.

@@ -1,8 +1,8 @@
 import Foundation
+import StowageTestSupport
 
 #if canImport(Glibc)
 import Glibc
-import StowageTestSupport
 #endif
 
 /// `du -s -B1 PATH` and `du -s --apparent-size -B1` are the references for allocated bytes.
