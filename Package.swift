@@ -310,7 +310,7 @@ let package = Package(
             name: "StowageHTTPClientTests",
             dependencies: [
                 "StowageHTTPClient", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                "StowageTestSupport", .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: swiftSettings
@@ -320,11 +320,13 @@ let package = Package(
             dependencies: [
                 "StowageProxy", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
                 "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport", "StowageCache",
+                "StowageTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
