@@ -10,7 +10,7 @@ import Glibc
 struct CleanCommandTests {
     /// Writes `bytes` bytes at `relative` under `root`, optionally `daysOld` days old (utimensat).
     @discardableResult
-    func file(_ root: URL, _ relative: String, bytes: Int = 5_000, daysOld: Double? = nil) throws -> URL {
+    func file(_ root: URL, _ relative: String, bytes: Int = 5_000, daysOld: Double? = nil) async throws -> URL {
         let url = root.appending(path: relative)
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(repeating: 1, count: bytes).write(to: url)
@@ -29,13 +29,13 @@ struct CleanCommandTests {
     // MARK: - clean
 
     @Test("clean --dry-run reports what would be freed and deletes nothing")
-    func dryRun() throws {
-        try withTemporaryDirectory { root in
-            try file(root, "Library/Caches/img/a.jpg", bytes: 100_000)
-            try file(root, "Library/Caches/img/b.txt")
+    func dryRun() async throws {
+        try await withTemporaryDirectory { root in
+            try await file(root, "Library/Caches/img/a.jpg", bytes: 100_000)
+            try await file(root, "Library/Caches/img/b.txt")
             let manifest = root.appending(path: "clean.json")
             try Data(#"[{"Path": "Library/Caches/img", "Entries": ["*.jpg"]}]"#.utf8).write(to: manifest)
-            let outcome = try StowageExecutable.run([
+            let outcome = try await StowageExecutable.run([
                 "clean", "--root", root.path, "--manifest", manifest.path, "--dry-run",
             ])
             #expect(outcome.status == 0, "\(outcome.standardError)")
@@ -48,15 +48,15 @@ struct CleanCommandTests {
     }
 
     @Test("clean runs the seed's plist: path tasks clean, the unregistered Class fails, exit 1, summary 'freed'")
-    func seedPlist() throws {
-        try withTemporaryDirectory { root in
-            try file(root, "Documents/Caches/x.tmp", bytes: 12_000)
-            try file(root, "Documents/Caches/image_1.png", bytes: 12_000)
-            try file(root, "Documents/Caches/notes.txt")
-            try file(root, "Library/Caches/WebCache/blob", bytes: 12_000)
+    func seedPlist() async throws {
+        try await withTemporaryDirectory { root in
+            try await file(root, "Documents/Caches/x.tmp", bytes: 12_000)
+            try await file(root, "Documents/Caches/image_1.png", bytes: 12_000)
+            try await file(root, "Documents/Caches/notes.txt")
+            try await file(root, "Library/Caches/WebCache/blob", bytes: 12_000)
             let manifest = root.appending(path: "PurgeableCache.plist")
             try Data(Self.seedPlist.utf8).write(to: manifest)
-            let outcome = try StowageExecutable.run(["clean", "--root", root.path, "--manifest", manifest.path])
+            let outcome = try await StowageExecutable.run(["clean", "--root", root.path, "--manifest", manifest.path])
             #expect(outcome.status == 1, "a task failed: \(outcome.standardError)")
             #expect(outcome.standardError.contains("APCacheCleanHandler.cleanMemoryCache"))
             #expect(!exists(root, "Documents/Caches/x.tmp") && !exists(root, "Documents/Caches/image_1.png"))
@@ -70,12 +70,12 @@ struct CleanCommandTests {
     }
 
     @Test("clean --json prints one document with bytes freed per task")
-    func json() throws {
-        try withTemporaryDirectory { root in
-            try file(root, "tmp/upload/part", bytes: 8_192)
+    func json() async throws {
+        try await withTemporaryDirectory { root in
+            try await file(root, "tmp/upload/part", bytes: 8_192)
             let manifest = root.appending(path: "clean.json")
             try Data(#"[{"Path": "tmp/upload"}, {"Path": "/etc"}]"#.utf8).write(to: manifest)
-            let outcome = try StowageExecutable.run([
+            let outcome = try await StowageExecutable.run([
                 "clean", "--root", root.path, "--manifest", manifest.path, "--json",
             ])
             #expect(outcome.status == 1)
@@ -91,12 +91,12 @@ struct CleanCommandTests {
     }
 
     @Test("a malformed manifest exits 2 naming the line and deletes nothing")
-    func malformed() throws {
-        try withTemporaryDirectory { root in
-            try file(root, "Library/Caches/a")
+    func malformed() async throws {
+        try await withTemporaryDirectory { root in
+            try await file(root, "Library/Caches/a")
             let manifest = root.appending(path: "clean.json")
             try Data("[{\"Path\": \"Library/Caches\"},\n {\"Path\": }]".utf8).write(to: manifest)
-            let outcome = try StowageExecutable.run(["clean", "--root", root.path, "--manifest", manifest.path])
+            let outcome = try await StowageExecutable.run(["clean", "--root", root.path, "--manifest", manifest.path])
             #expect(outcome.status == 2)
             #expect(outcome.standardError.contains("line 2"), "\(outcome.standardError)")
             #expect(exists(root, "Library/Caches/a"))
@@ -106,33 +106,33 @@ struct CleanCommandTests {
     // MARK: - purgeable and purge
 
     @Test("purgeable add/list/remove and purge sweep by policy, --reset-all empties")
-    func purgeable() throws {
-        try withTemporaryDirectory { root in
-            let add = try StowageExecutable.run([
+    func purgeable() async throws {
+        try await withTemporaryDirectory { root in
+            let add = try await StowageExecutable.run([
                 "purgeable", "add", "Library/Caches/feeds", "--policy", "7d", "--cap", "200MB", "--root", root.path,
             ])
             #expect(add.status == 0, "\(add.standardError)")
             #expect(exists(root, "Library/Caches/feeds"))
-            _ = try StowageExecutable.run([
+            _ = try await StowageExecutable.run([
                 "purgeable", "add", "Documents/Drafts", "--policy", "manual", "--root", root.path,
             ])
-            let list = try StowageExecutable.run(["purgeable", "list", "--root", root.path, "--json"])
+            let list = try await StowageExecutable.run(["purgeable", "list", "--root", root.path, "--json"])
             let rows = try #require(
                 try JSONSerialization.jsonObject(with: Data(list.standardOutput.utf8)) as? [[String: Any]]
             )
             #expect(rows.map { $0["path"] as? String } == ["Library/Caches/feeds", "Documents/Drafts"])
             #expect(rows[0]["policy"] as? String == "7d" && rows[0]["sizeCap"] as? Int == 200_000_000)
 
-            try file(root, "Library/Caches/feeds/old", daysOld: 10)
-            try file(root, "Library/Caches/feeds/new", daysOld: 1)
-            try file(root, "Documents/Drafts/ancient", daysOld: 400)
-            let sweep = try StowageExecutable.run(["purge", "--root", root.path])
+            try await file(root, "Library/Caches/feeds/old", daysOld: 10)
+            try await file(root, "Library/Caches/feeds/new", daysOld: 1)
+            try await file(root, "Documents/Drafts/ancient", daysOld: 400)
+            let sweep = try await StowageExecutable.run(["purge", "--root", root.path])
             #expect(sweep.status == 0, "\(sweep.standardError)")
             #expect(sweep.standardOutput.contains("freed "))
             #expect(!exists(root, "Library/Caches/feeds/old") && exists(root, "Library/Caches/feeds/new"))
             #expect(exists(root, "Documents/Drafts/ancient"), "manual is not swept")
 
-            let reset = try StowageExecutable.run(["purge", "--reset-all", "--json", "--root", root.path])
+            let reset = try await StowageExecutable.run(["purge", "--reset-all", "--json", "--root", root.path])
             #expect(reset.status == 0)
             let report = try #require(
                 try JSONSerialization.jsonObject(with: Data(reset.standardOutput.utf8)) as? [String: Any]
@@ -141,13 +141,18 @@ struct CleanCommandTests {
             #expect(!exists(root, "Documents/Drafts/ancient") && !exists(root, "Library/Caches/feeds/new"))
 
             #expect(
-                try StowageExecutable.run(["purgeable", "remove", "Documents/Drafts", "--root", root.path]).status == 0
+                try await StowageExecutable.run(["purgeable", "remove", "Documents/Drafts", "--root", root.path]).status
+                    == 0
             )
-            let missing = try StowageExecutable.run(["purgeable", "remove", "Documents/Drafts", "--root", root.path])
+            let missing = try await StowageExecutable.run([
+                "purgeable", "remove", "Documents/Drafts", "--root", root.path,
+            ])
             #expect(missing.status == 1)
-            let bad = try StowageExecutable.run(["purgeable", "add", "/etc", "--policy", "7d", "--root", root.path])
+            let bad = try await StowageExecutable.run([
+                "purgeable", "add", "/etc", "--policy", "7d", "--root", root.path,
+            ])
             #expect(bad.status == 2 && bad.standardError.contains("absolute"))
-            let badPolicy = try StowageExecutable.run([
+            let badPolicy = try await StowageExecutable.run([
                 "purgeable", "add", "tmp/x", "--policy", "weekly", "--root", root.path,
             ])
             #expect(badPolicy.status == 64)

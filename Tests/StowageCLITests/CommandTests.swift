@@ -11,9 +11,9 @@ struct CommandTests {
     // MARK: - report
 
     @Test("report --json parses and lists all five locations with their marks")
-    func reportJSON() throws {
-        try withTemporaryDirectory { root in
-            let outcome = try StowageExecutable.run(["report", "--root", root.path, "--json"])
+    func reportJSON() async throws {
+        try await withTemporaryDirectory { root in
+            let outcome = try await StowageExecutable.run(["report", "--root", root.path, "--json"])
             #expect(outcome.status == 0, "\(outcome.standardError)")
             let object = try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
             let locations = try #require(object?["locations"] as? [[String: Any]])
@@ -33,13 +33,13 @@ struct CommandTests {
     }
 
     @Test("report lists the container's stores: a table, and under \"account\" in --json")
-    func reportStores() throws {
-        try withTemporaryDirectory { root in
-            _ = try StowageExecutable.run(["prefs", "set", "theme", "dark", "--root", root.path])
-            _ = try StowageExecutable.run([
+    func reportStores() async throws {
+        try await withTemporaryDirectory { root in
+            _ = try await StowageExecutable.run(["prefs", "set", "theme", "dark", "--root", root.path])
+            _ = try await StowageExecutable.run([
                 "purgeable", "add", "Library/Caches/dl", "--policy", "7d", "--root", root.path,
             ])
-            let json = try StowageExecutable.run(["report", "--root", root.path, "--json"])
+            let json = try await StowageExecutable.run(["report", "--root", root.path, "--json"])
             #expect(json.status == 0, "\(json.standardError)")
             let object = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
             let account = try #require(object?["account"] as? [String: Any])
@@ -50,45 +50,45 @@ struct CommandTests {
             #expect(preferences["category"] as? String == "durable")
             #expect(preferences["entries"] as? Int == 1)
 
-            let table = try StowageExecutable.run(["report", "--root", root.path])
+            let table = try await StowageExecutable.run(["report", "--root", root.path])
             #expect(table.standardOutput.contains("preferences/standard"))
             #expect(table.standardOutput.contains("regenerable: 1 stores"))
         }
     }
 
     @Test("clear-caches empties the caches and temporary locations and keeps preferences; --dry-run keeps all")
-    func clearCaches() throws {
-        try withTemporaryDirectory { root in
-            _ = try StowageExecutable.run(["prefs", "set", "theme", "dark", "--root", root.path])
+    func clearCaches() async throws {
+        try await withTemporaryDirectory { root in
+            _ = try await StowageExecutable.run(["prefs", "set", "theme", "dark", "--root", root.path])
             let caches = root.appending(path: "Library/Caches/thumbs")
             try FileManager.default.createDirectory(at: caches, withIntermediateDirectories: true)
             try Data(count: 10_000).write(to: caches.appending(path: "a.png"))
 
-            let dry = try StowageExecutable.run(["clear-caches", "--dry-run", "--root", root.path])
+            let dry = try await StowageExecutable.run(["clear-caches", "--dry-run", "--root", root.path])
             #expect(dry.status == 0, "\(dry.standardError)")
             #expect(dry.standardOutput.contains("would free"))
             #expect(FileManager.default.fileExists(atPath: caches.appending(path: "a.png").path))
 
-            let outcome = try StowageExecutable.run(["clear-caches", "--json", "--root", root.path])
+            let outcome = try await StowageExecutable.run(["clear-caches", "--json", "--root", root.path])
             #expect(outcome.status == 0, "\(outcome.standardError)")
             let object = try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
             #expect((object?["bytesFreed"] as? Int ?? 0) >= 10_000)
             #expect(!FileManager.default.fileExists(atPath: caches.path))
-            let theme = try StowageExecutable.run(["prefs", "get", "theme", "--root", root.path])
+            let theme = try await StowageExecutable.run(["prefs", "get", "theme", "--root", root.path])
             #expect(theme.standardOutput.contains("dark"))
         }
     }
 
     @Test("report prints a table naming every location and the volume")
-    func reportTable() throws {
-        try withTemporaryDirectory { root in
+    func reportTable() async throws {
+        try await withTemporaryDirectory { root in
             let file = root.appending(path: "Documents/note.txt")
             try FileManager.default.createDirectory(
                 at: file.deletingLastPathComponent(),
                 withIntermediateDirectories: true
             )
             try Data(repeating: 7, count: 3_400).write(to: file)
-            let outcome = try StowageExecutable.run(["report", "--root", root.path])
+            let outcome = try await StowageExecutable.run(["report", "--root", root.path])
             #expect(outcome.status == 0)
             for name in ["documents", "application support", "caches", "preferences", "temporary", "CACHEDIR.TAG"] {
                 #expect(outcome.standardOutput.contains(name), "missing \(name) in \(outcome.standardOutput)")
@@ -101,40 +101,40 @@ struct CommandTests {
     // MARK: - usage
 
     @Test("usage --bytes --json equals du -s -B1")
-    func usageMatchesDu() throws {
-        try withTemporaryDirectory { root in
+    func usageMatchesDu() async throws {
+        try await withTemporaryDirectory { root in
             for index in 0..<50 {
                 try Data(repeating: 1, count: index * 997).write(to: root.appending(path: "f\(index)"))
             }
             symlink("/etc", root.appending(path: "etc-link").path)
             link(root.appending(path: "f10").path, root.appending(path: "f10-again").path)
-            let outcome = try StowageExecutable.run(["usage", "--json", root.path])
+            let outcome = try await StowageExecutable.run(["usage", "--json", root.path])
             #expect(outcome.status == 0, "\(outcome.standardError)")
             let results = try #require(
                 try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]]
             )
             let totals = try #require(results.first?["totals"] as? [String: Any])
-            #expect(totals["allocatedBytes"] as? Int64 == (try StowageExecutable.du(root.path)))
+            #expect(totals["allocatedBytes"] as? Int64 == (try await StowageExecutable.du(root.path)))
             #expect(totals["fileCount"] as? Int == 50)
 
-            let plain = try StowageExecutable.run(["usage", "--bytes", root.path])
-            #expect(plain.standardOutput.contains("\(try StowageExecutable.du(root.path))"))
+            let plain = try await StowageExecutable.run(["usage", "--bytes", root.path])
+            #expect(plain.standardOutput.contains("\(try await StowageExecutable.du(root.path))"))
         }
     }
 
     @Test("usage of a missing path exits 2 and names the path")
-    func usageMissingPath() throws {
-        let outcome = try StowageExecutable.run(["usage", "/nonexistent/stowage-test"])
+    func usageMissingPath() async throws {
+        let outcome = try await StowageExecutable.run(["usage", "/nonexistent/stowage-test"])
         #expect(outcome.status == 2)
         #expect(outcome.standardError.contains("/nonexistent/stowage-test"))
         #expect(outcome.standardError.contains("ENOENT"))
     }
 
     @Test("usage reports unreadable directories like du, exits 1, and counts what it can")
-    func usageUnreadableDirectory() throws {
+    func usageUnreadableDirectory() async throws {
         // Root reads everything, so drop to 'nobody' for both du and stowage with setpriv.
         let wrapper = geteuid() == 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
-        try withTemporaryDirectory { root in
+        try await withTemporaryDirectory { root in
             chmod(root.path, 0o755)
             let locked = root.appending(path: "locked")
             try FileManager.default.createDirectory(
@@ -147,7 +147,7 @@ struct CommandTests {
             chmod(locked.path, 0o000)
             defer { chmod(locked.path, 0o755) }
 
-            let outcome = try StowageExecutable.run(["usage", "--bytes", "--json", root.path], wrapper: wrapper)
+            let outcome = try await StowageExecutable.run(["usage", "--bytes", "--json", root.path], wrapper: wrapper)
             #expect(outcome.status == 1, "\(outcome.standardError)")
             #expect(outcome.standardError.contains(locked.path))
             #expect(outcome.standardError.contains("EACCES"))
@@ -155,15 +155,15 @@ struct CommandTests {
                 try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]]
             )
             let totals = try #require(results.first?["totals"] as? [String: Any])
-            #expect(totals["allocatedBytes"] as? Int64 == (try StowageExecutable.du(root.path, wrapper: wrapper)))
+            #expect(totals["allocatedBytes"] as? Int64 == (try await StowageExecutable.du(root.path, wrapper: wrapper)))
         }
     }
 
     // MARK: - clear
 
     @Test("clear removes contents, keeps the directory, and never follows a link outside")
-    func clearKeepsOutsideTarget() throws {
-        try withTemporaryDirectory { root in
+    func clearKeepsOutsideTarget() async throws {
+        try await withTemporaryDirectory { root in
             let outside = root.appending(path: "outside")
             let victim = root.appending(path: "victim")
             try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
@@ -175,7 +175,7 @@ struct CommandTests {
             try Data(repeating: 1, count: 10_000).write(to: victim.appending(path: "sub/cache"))
             symlink(outside.path, victim.appending(path: "link-to-outside").path)
 
-            let outcome = try StowageExecutable.run(["clear", victim.path])
+            let outcome = try await StowageExecutable.run(["clear", victim.path])
             #expect(outcome.status == 0, "\(outcome.standardError)")
             #expect(outcome.standardOutput.contains("removed 3 entries"))
             #expect(try FileManager.default.contentsOfDirectory(atPath: victim.path).isEmpty)
@@ -184,18 +184,20 @@ struct CommandTests {
     }
 
     @Test("clear refuses / and the home directory with a usage error", arguments: ["/", "/root/..", NSHomeDirectory()])
-    func clearRefusesDangerousPaths(path: String) throws {
-        let outcome = try StowageExecutable.run(["clear", path])
+    func clearRefusesDangerousPaths(path: String) async throws {
+        let outcome = try await StowageExecutable.run(["clear", path])
         #expect(outcome.status == 64)
         #expect(outcome.standardError.contains("refusing to clear"))
     }
 
     @Test("clear --location caches keeps CACHEDIR.TAG")
-    func clearLocation() throws {
-        try withTemporaryDirectory { root in
-            _ = try StowageExecutable.run(["report", "--root", root.path])
+    func clearLocation() async throws {
+        try await withTemporaryDirectory { root in
+            _ = try await StowageExecutable.run(["report", "--root", root.path])
             try Data(repeating: 1, count: 100).write(to: root.appending(path: "Library/Caches/entry"))
-            let outcome = try StowageExecutable.run(["clear", "--location", "caches", "--root", root.path, "--json"])
+            let outcome = try await StowageExecutable.run([
+                "clear", "--location", "caches", "--root", root.path, "--json",
+            ])
             #expect(outcome.status == 0, "\(outcome.standardError)")
             let contents = try FileManager.default.contentsOfDirectory(
                 atPath: root.appending(path: "Library/Caches").path
@@ -207,12 +209,12 @@ struct CommandTests {
     // MARK: - locations, capacity, arguments
 
     @Test("locations follows XDG variables passed in the environment")
-    func locationsXDG() throws {
+    func locationsXDG() async throws {
         let environment = [
             "HOME": "/home/reader", "XDG_CACHE_HOME": "/var/cache/reader", "XDG_DATA_HOME": "relative/ignored",
             "TMPDIR": "/scratch", "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
-        let outcome = try StowageExecutable.run(
+        let outcome = try await StowageExecutable.run(
             ["locations", "--app", "com.example.reader", "--json"],
             environment: environment
         )
@@ -228,9 +230,11 @@ struct CommandTests {
     }
 
     @Test("capacity --json reports the volume's statvfs figures")
-    func capacityJSON() throws {
-        try withTemporaryDirectory { root in
-            let outcome = try StowageExecutable.run(["capacity", "--json", "--important-reserve", "1MB", root.path])
+    func capacityJSON() async throws {
+        try await withTemporaryDirectory { root in
+            let outcome = try await StowageExecutable.run([
+                "capacity", "--json", "--important-reserve", "1MB", root.path,
+            ])
             #expect(outcome.status == 0, "\(outcome.standardError)")
             let object = try #require(
                 try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
@@ -250,8 +254,8 @@ struct CommandTests {
             (["clear"], "give either a PATH or --location"),
         ]
     )
-    func badArguments(arguments: [String], message: String) throws {
-        let outcome = try StowageExecutable.run(arguments)
+    func badArguments(arguments: [String], message: String) async throws {
+        let outcome = try await StowageExecutable.run(arguments)
         #expect(outcome.status == 64)
         #expect(outcome.standardError.contains(message), "\(outcome.standardError)")
     }

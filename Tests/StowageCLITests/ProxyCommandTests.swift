@@ -1,6 +1,7 @@
 import Foundation
 import StowageHTTPTestSupport
 import StowageRedisTestSupport
+import StowageTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -17,8 +18,8 @@ import Glibc
         let process = Process()
         process.executableURL = StowageExecutable.url
         process.arguments = ["proxy", "--listen", "127.0.0.1:0"] + arguments
-        let output = Pipe()
-        let errors = Pipe()
+        let output = childPipe()
+        let errors = childPipe()
         process.standardOutput = output
         process.standardError = errors
         try process.run()
@@ -100,7 +101,7 @@ import Glibc
         let hit = try await fetch()
         #expect(hit.body == "v1" && hit.status.contains("hit"), "\(hit)")
 
-        let clear = try StowageExecutable.run(["clear-caches", "--root", root.path])
+        let clear = try await StowageExecutable.run(["clear-caches", "--root", root.path])
         #expect(clear.status == 0, "\(clear.standardError)")
 
         let after = try await fetch()
@@ -130,7 +131,7 @@ import Glibc
         let process = Process()
         process.executableURL = StowageExecutable.url
         process.arguments = ["proxy", "--config", config.path, "--root", root.path]
-        let output = Pipe()
+        let output = childPipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -178,14 +179,14 @@ import Glibc
         #expect(text.contains("stowage_proxy_cache_entries"))
 
         let admin = ["--admin", "127.0.0.1:\(adminPort)"]
-        let purged = try StowageExecutable.run(
+        let purged = try await StowageExecutable.run(
             ["proxy", "purge"] + admin + ["\(origin.baseURL)/page", "\(origin.baseURL)/never"]
         )
         #expect(purged.status == 0, "\(purged.standardError)")
         #expect(purged.standardOutput == "purged \(origin.baseURL)/page\nnot stored \(origin.baseURL)/never\n")
         let (again, _) = try await URLSession.shared.data(from: page)
         #expect(String(decoding: again, as: UTF8.self) == "v2")
-        let banned = try StowageExecutable.run(["proxy", "ban", "--prefix", origin.baseURL + "/"] + admin)
+        let banned = try await StowageExecutable.run(["proxy", "ban", "--prefix", origin.baseURL + "/"] + admin)
         #expect(banned.standardOutput == "banned 1\n", "\(banned.standardError)")
 
         let (afterPurges, _) = try await URLSession.shared.data(
@@ -200,18 +201,20 @@ import Glibc
     }
 
     @Test("stowage proxy purge and ban: clear usage errors, and exit 2 with a message when no listener answers")
-    func adminCommandErrors() throws {
+    func adminCommandErrors() async throws {
         for (arguments, message) in [
             (["proxy", "purge"], "Missing expected argument '<urls> ...'"),
             (["proxy", "ban", "--prefix", "a", "--tag", "b"], "exactly one of --prefix"),
             (["proxy", "ban", "--tag", ""], "exactly one of --prefix"),
             (["proxy", "ban", "--tag", "x", "--admin", "nohost"], "--admin"),
         ] {
-            let outcome = try StowageExecutable.run(arguments)
+            let outcome = try await StowageExecutable.run(arguments)
             #expect(outcome.status == 64, "\(arguments)")
             #expect(outcome.standardError.contains(message), "\(outcome.standardError)")
         }
-        let unreachable = try StowageExecutable.run(["proxy", "purge", "--admin", "127.0.0.1:1", "http://example.com/"])
+        let unreachable = try await StowageExecutable.run([
+            "proxy", "purge", "--admin", "127.0.0.1:1", "http://example.com/",
+        ])
         #expect(unreachable.status == 2)
         #expect(unreachable.standardError.contains("did not answer"), "\(unreachable.standardError)")
     }
@@ -219,7 +222,7 @@ import Glibc
     @Test(
         "stowage proxy --config: a file that is not a JSON object of options, an unknown key or a FIFO is refused with exit 64"
     )
-    func badConfigFile() throws {
+    func badConfigFile() async throws {
         let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -236,29 +239,31 @@ import Glibc
             (#"{"listen": "127.0.0.1:0"}"#, "give the upstream origin"),
         ] {
             try Data(json.utf8).write(to: file)
-            let outcome = try StowageExecutable.run(["proxy", "--config", file.path])
+            let outcome = try await StowageExecutable.run(["proxy", "--config", file.path])
             #expect(outcome.status == 64, "\(json)")
             #expect(outcome.standardError.contains(message), "\(json): \(outcome.standardError)")
         }
         let fifo = directory.appending(path: "fifo")
         #expect(mkfifo(fifo.path, 0o600) == 0)
-        let blocked = try StowageExecutable.run(["proxy", "--config", fifo.path])
+        let blocked = try await StowageExecutable.run(["proxy", "--config", fifo.path])
         #expect(
             blocked.status == 64 && blocked.standardError.contains("is not a regular file"),
             "\(blocked.standardError)"
         )
-        let missing = try StowageExecutable.run(["proxy", "--config", directory.appending(path: "none.json").path])
+        let missing = try await StowageExecutable.run([
+            "proxy", "--config", directory.appending(path: "none.json").path,
+        ])
         #expect(missing.status == 64 && missing.standardError.contains("cannot read it"), "\(missing.standardError)")
     }
 
     @Test(
         "stowage proxy rejects a --targeted-cache-control that is no field name, or Cache-Control itself, with exit 64"
     )
-    func badTargetedField() throws {
+    func badTargetedField() async throws {
         for (value, message) in [
             ("bad name", "is not a header field name"), ("Cache-Control", "not Cache-Control itself"),
         ] {
-            let outcome = try StowageExecutable.run([
+            let outcome = try await StowageExecutable.run([
                 "proxy", "--upstream", "http://127.0.0.1:1", "--targeted-cache-control", value,
             ])
             #expect(outcome.status == 64)
@@ -267,7 +272,7 @@ import Glibc
     }
 
     @Test("stowage proxy rejects a malformed --cache-valid or grace with a message and exit 64")
-    func badOperatorControls() throws {
+    func badOperatorControls() async throws {
         for (arguments, message) in [
             (["--cache-valid", "200"], "needs STATUS[,STATUS…]=DURATION"),
             (["--cache-valid", "99=1m"], "is not a status from 200 to 599"),
@@ -278,15 +283,15 @@ import Glibc
             (["--cache-key-ignore-query", "a=b"], "is not a query parameter name"),
             (["--admin-listen", "0.0.0.0:9000"], "give it a token, or bind 127.0.0.1"),
         ] {
-            let outcome = try StowageExecutable.run(["proxy", "--upstream", "http://127.0.0.1:1"] + arguments)
+            let outcome = try await StowageExecutable.run(["proxy", "--upstream", "http://127.0.0.1:1"] + arguments)
             #expect(outcome.status == 64, "\(arguments)")
             #expect(outcome.standardError.contains(message), "\(arguments): \(outcome.standardError)")
         }
     }
 
     @Test("stowage proxy rejects a bad upstream with a message and exit 64")
-    func badUpstream() throws {
-        let outcome = try StowageExecutable.run(["proxy", "--upstream", "ftp://example.com"])
+    func badUpstream() async throws {
+        let outcome = try await StowageExecutable.run(["proxy", "--upstream", "ftp://example.com"])
         #expect(outcome.status == 64)
         #expect(outcome.standardError.contains("must use http or https"))
     }
@@ -332,8 +337,8 @@ import Glibc
     }
 
     @Test("stowage proxy --shared-ca-file without a rediss:// server is a usage error (exit 64)")
-    func caFileNeedsTLS() throws {
-        let outcome = try StowageExecutable.run([
+    func caFileNeedsTLS() async throws {
+        let outcome = try await StowageExecutable.run([
             "proxy", "--upstream", "http://127.0.0.1:9", "--shared", "redis://127.0.0.1:6379", "--shared-ca-file",
             "ca.pem",
         ])

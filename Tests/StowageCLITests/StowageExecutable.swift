@@ -7,11 +7,14 @@ import Glibc
 
 /// Runs the built `stowage` executable, as a shell user would.
 ///
+/// The child runs while the caller awaits: the wait happens on a thread of its own, never on one
+/// of the few cooperative threads the other tests in the process share.
+///
 /// Under `swift test` the executable sits beside the test bundle in the build directory
 /// (`Bundle.main.bundleURL`, checked with Swift 6.3.1); `.build/debug` relative to this file
 /// is the fallback for runners that put the bundle elsewhere.
 enum StowageExecutable {
-    struct Outcome {
+    struct Outcome: Sendable {
         var status: Int32
         var standardOutput: String
         var standardError: String
@@ -32,18 +35,22 @@ enum StowageExecutable {
         _ arguments: [String],
         environment: [String: String]? = nil,
         wrapper: [String] = []
-    ) throws -> Outcome {
-        try runProcess(wrapper + [url.path] + arguments, environment: environment)
+    ) async throws -> Outcome {
+        try await runProcess(wrapper + [url.path] + arguments, environment: environment)
     }
 
     /// Runs any command and collects its output.
-    static func runProcess(_ command: [String], environment: [String: String]? = nil) throws -> Outcome {
+    static func runProcess(_ command: [String], environment: [String: String]? = nil) async throws -> Outcome {
+        try await onOwnThread { try runAndWait(command, environment: environment) }
+    }
+
+    private static func runAndWait(_ command: [String], environment: [String: String]?) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(filePath: "/usr/bin/env")
         process.arguments = command
         if let environment { process.environment = environment }
-        let output = Pipe()
-        let error = Pipe()
+        let output = childPipe()
+        let error = childPipe()
         process.standardOutput = output
         process.standardError = error
         try process.run()
@@ -59,8 +66,8 @@ enum StowageExecutable {
     }
 
     /// `du -s -B1 PATH` through an optional wrapper.
-    static func du(_ path: String, wrapper: [String] = []) throws -> Int64 {
-        let outcome = try runProcess(wrapper + ["du", "-s", "-B1", path])
+    static func du(_ path: String, wrapper: [String] = []) async throws -> Int64 {
+        let outcome = try await runProcess(wrapper + ["du", "-s", "-B1", path])
         guard let bytes = outcome.standardOutput.split(separator: "\t").first.flatMap({ Int64($0) }) else {
             throw TestFailure("du printed no size: \(outcome.standardOutput) \(outcome.standardError)")
         }

@@ -147,17 +147,14 @@ struct DiskCacheBudgetProcessTests {
         #expect(outcome.lost.isEmpty, "lost: \(outcome.lost.prefix(20))")
         // Every value still there reads back as written (verified by the worker, which knows them).
         let runs = outcome.runs
-        let (present, wrong) = try await onOwnThread { () throws -> (Int, Int) in
-            var present = 0
-            var wrong = 0
-            for run in runs {
-                let count = (run.ledger.keys.max() ?? run.first) - run.first + 2
-                let report = try CacheWorker.run(["verify", directory, "\(run.first)", "\(count)"])
-                let fields = report.split(separator: " ")
-                present += Int(fields[1]) ?? 0
-                wrong += Int(fields[5]) ?? 0
-            }
-            return (present, wrong)
+        var present = 0
+        var wrong = 0
+        for run in runs {
+            let count = (run.ledger.keys.max() ?? run.first) - run.first + 2
+            let report = try await CacheWorker.run(["verify", directory, "\(run.first)", "\(count)"])
+            let fields = report.split(separator: " ")
+            present += Int(fields[1]) ?? 0
+            wrong += Int(fields[5]) ?? 0
         }
         #expect(wrong == 0)
         #expect(present > 100)

@@ -19,7 +19,6 @@ struct DiskCacheDurabilityTests {
         return try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
     }
 
-    /// Runs `work` on a thread of its own and waits for it without holding a cooperative thread.
     /// Rows the index file holds for `key`, read with a connection of the test's own.
     private func committedRows(_ scratch: TemporaryDirectory, key: String) throws -> Int {
         try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
@@ -30,7 +29,8 @@ struct DiskCacheDurabilityTests {
     @Test("a deferred write is read back at once, and reaches the index only when its batch commits")
     func deferredVisibleAtOnce() async throws {
         let scratch = try TemporaryDirectory()
-        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(30)) }
+        // The longest delay there is: the commit comes from `flush()`, not the timer.
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(60)) }
         try await cache.setData(Data("staged".utf8), forKey: "k")
         #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
         #expect(try await cache.data(forKey: "k") == Data("staged".utf8))

@@ -12,10 +12,10 @@ import Glibc
 @Suite("DiskCache reliability", .serialized)
 struct DiskCacheReliabilityTests {
     @Test("kill -9 during 10,000 writes: every value reads back whole or not at all; index and files agree")
-    func killDuringWrites() throws {
+    func killDuringWrites() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
-        let (present, wrong) = try killMidWrite("write", directory: directory, after: "wrote 1500")
+        let (present, wrong) = try await killMidWrite("write", directory: directory, after: "wrote 1500")
         #expect(wrong == 0, "values that read back wrong")
         #expect(present >= 1500, "values present")
         #expect(try indexedFiles(directory) == scratch.dataFiles(), "the index and data/ name the same files")
@@ -24,10 +24,10 @@ struct DiskCacheReliabilityTests {
     }
 
     @Test("kill -9 during 10,000 deferred writes: what was lost is missing, nothing reads back wrong")
-    func killDuringDeferredWrites() throws {
+    func killDuringDeferredWrites() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
-        let (present, wrong) = try killMidWrite("write-deferred", directory: directory, after: "wrote 3000")
+        let (present, wrong) = try await killMidWrite("write-deferred", directory: directory, after: "wrote 3000")
         #expect(wrong == 0, "values that read back wrong")
         // Batches commit every 10 ms; the first thousands were written long before the kill.
         #expect(present >= 1000, "values present")
@@ -42,19 +42,12 @@ struct DiskCacheReliabilityTests {
         _ command: String,
         directory: String,
         after marker: String
-    ) throws -> (present: Int, wrong: Int) {
+    ) async throws -> (present: Int, wrong: Int) {
         let (process, output) = try CacheWorker.start([command, directory, "0", "10000"])
-        var seen = ""
-        while !seen.contains(marker) {
-            let chunk = output.availableData
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        _ = try await kill(process, once: output, contains: marker)
         #expect(process.terminationReason == .uncaughtSignal)
         // Reopening collects what the crash left; every key reads back right or is missing.
-        let verdict = try CacheWorker.run(["verify", directory, "0", "10000"])
+        let verdict = try await CacheWorker.run(["verify", directory, "0", "10000"])
         let numbers = verdict.split(separator: " ").compactMap { Int($0) }
         try #require(numbers.count == 3, "worker said: \(verdict)")
         return (numbers[0], numbers[2])
@@ -68,27 +61,26 @@ struct DiskCacheReliabilityTests {
     }
 
     @Test("deferred writes that end with a flush are all there for the next process")
-    func deferredWritesFlushed() throws {
+    func deferredWritesFlushed() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
-        #expect(try CacheWorker.run(["write-deferred", directory, "0", "3000"]) == "done")
-        #expect(try CacheWorker.run(["verify", directory, "0", "3000"]) == "present 3000 missing 0 wrong 0")
+        #expect(try await CacheWorker.run(["write-deferred", directory, "0", "3000"]) == "done")
+        #expect(try await CacheWorker.run(["verify", directory, "0", "3000"]) == "present 3000 missing 0 wrong 0")
     }
 
     @Test("two processes writing 5,000 distinct keys each into one directory: all 10,000 are there")
-    func twoProcessesShareADirectory() throws {
+    func twoProcessesShareADirectory() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.path + "/cache"
         let first = try CacheWorker.start(["write", directory, "0", "5000"])
         let second = try CacheWorker.start(["write", directory, "5000", "5000"])
         for (process, output) in [first, second] {
-            _ = output.readDataToEndOfFile()
-            process.waitUntilExit()
+            try await waitForExit(process, readingToEnd: output)
             #expect(process.terminationStatus == 0)
         }
-        let verdict = try CacheWorker.run(["verify", directory, "0", "10000"])
+        let verdict = try await CacheWorker.run(["verify", directory, "0", "10000"])
         #expect(verdict == "present 10000 missing 0 wrong 0")
-        let count = try DatabaseQueue(path: directory + "/index.sqlite").read { db in
+        let count = try await DatabaseQueue(path: directory + "/index.sqlite").read { db in
             try Int.fetchOne(db, sql: "SELECT count FROM totals")
         }
         #expect(count == 10_000)

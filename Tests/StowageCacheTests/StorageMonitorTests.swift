@@ -207,11 +207,6 @@ struct StorageMonitorTests {
         }
         monitor.start()
         defer { monitor.stop() }
-        func eventually(_ condition: () -> Bool) async throws {
-            // Generous: the suites run in parallel on a small machine.
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
-        }
         try await eventually { checks.load(ordering: .relaxed) == 1 && clock.sleeperCount == 1 }
         #expect(checks.load(ordering: .relaxed) == 1, "the first check runs at once")
         clock.advance(by: .seconds(3_600))
@@ -236,7 +231,7 @@ struct StorageMonitorTests {
             logger: Logger(label: "test", factory: SwiftLogNoOpLogHandler.init)
         )
         let running = Task { try await group.run() }
-        try await eventually(timeout: .seconds(30)) { checks.load(ordering: .relaxed) == 1 && clock.sleeperCount == 1 }
+        try await eventually { checks.load(ordering: .relaxed) == 1 && clock.sleeperCount == 1 }
         await group.triggerGracefulShutdown()
         try await running.value
         // Stopped: an hour on its clock brings no further check.

@@ -75,7 +75,7 @@ struct StoragePressureTests {
         }
 
         let documents = try await container.directory(for: .documents)
-        let essay = Data((0..<(8 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let essay = Data(patternedBytes(8 << 20))
         try essay.write(to: documents.appending(path: "essay.bin"))
         let clock = DiskTestClock()
         let caches = try await container.directory(for: .caches)

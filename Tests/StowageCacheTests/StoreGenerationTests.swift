@@ -40,7 +40,7 @@ struct StoreGenerationTests {
         let cache = try Self.hybrid(directory)
         for number in 0..<50 { try await cache.setValue("value \(number)", forKey: "key-\(number)") }
         #expect(try await cache.value(forKey: "key-7") == "value 7")
-        #expect(try CacheWorker.run(["clear", directory.path, "0", "0"]) == "cleared")
+        #expect(try await CacheWorker.run(["clear", directory.path, "0", "0"]) == "cleared")
         for number in 0..<50 { #expect(try await cache.value(forKey: "key-\(number)") == nil) }
     }
 
@@ -55,7 +55,7 @@ struct StoreGenerationTests {
         try await writer.setData(Data(repeating: 7, count: 100_000), forKey: "old-file")
         let files = scratch.dataFiles()
         #expect(files.count == 1)
-        #expect(try CacheWorker.run(["clear", directory.path, "0", "0"]) == "cleared")
+        #expect(try await CacheWorker.run(["clear", directory.path, "0", "0"]) == "cleared")
         #expect(try await writer.data(forKey: "old") == nil)
         try await writer.setData(Data("after".utf8), forKey: "new")
         try await writer.flush()

@@ -61,7 +61,7 @@ import Testing
     func largeBodyOnDisk() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock()
-            let payload = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+            let payload = patternedBytes(3_000_000)
             let origin = TestOrigin { _, _ in
                 (response(200, [("Cache-Control", "max-age=600")], date: clock.now), payload)
             }

@@ -7,13 +7,6 @@ import Testing
 
 /// The collapse timeout follows the injected wait clock.
 @Suite struct RequestCollapserClockTests {
-    /// Waits (in real time, at most 30 s: the suites run in parallel on a small machine) until
-    /// `condition` holds.
-    private func eventually(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !condition(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
-    }
-
     @Test("a collapsed request times out when the injected clock passes the timeout, not before")
     func timeoutFollowsTheClock() async throws {
         let clock = SteppedClock()

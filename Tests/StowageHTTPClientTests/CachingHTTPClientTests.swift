@@ -5,6 +5,7 @@ import StowageCore
 import StowageHTTPCache
 import StowageHTTPClient
 import StowageHTTPTestSupport
+import StowageTestSupport
 import Testing
 
 /// The caching client against a real origin on 127.0.0.1, over real sockets.
@@ -21,7 +22,8 @@ import Testing
         var configuration = HTTPCache.Configuration(kind: .private)
         configure(&configuration)
         let cache = try await HTTPCache.open(directory: root, configuration: configuration)
-        let client = CachingHTTPClient(cache: cache, timeout: .seconds(10))
+        // Generous: the suites run in parallel on small machines, and no test here is about timing.
+        let client = CachingHTTPClient(cache: cache, timeout: .seconds(60))
         do {
             try await body(client, origin)
         } catch {
@@ -176,7 +178,7 @@ import Testing
 
     @Test("A 4 MB body streams from the origin, is stored on disk and served back whole")
     func largeBody() async throws {
-        let payload = (0..<4_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let payload = patternedBytes(4_000_000)
         try await withClient(
             configure: { $0.diskCapacity = .init(200_000_000) },
             script: { _ in .init(fields: [("Cache-Control", "max-age=60")], bytes: payload) }

@@ -1,5 +1,6 @@
 import Foundation
 import StowagePreferences
+import StowageTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -10,21 +11,14 @@ import Glibc
 @Suite("Preferences across processes", .serialized)
 struct PreferencesProcessTests {
     @Test("kill -9 during 20,000 sets: every set that returned is there, nothing reads back torn")
-    func killDuringWrites() throws {
+    func killDuringWrites() async throws {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
         let count = 20_000
         let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "k", count: count, keys: count)
-        var seen = ""
-        while !seen.contains("set 3000\n") {
-            let chunk = output.availableData
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        var seen = try await kill(process, once: output, contains: "set 3000\n")
         #expect(process.terminationReason == .uncaughtSignal)
-        seen += String(decoding: output.readDataToEndOfFile(), as: UTF8.self)
+        seen += String(decoding: try await waitForExit(process, readingToEnd: output), as: UTF8.self)
         let returned = seen.split(separator: "\n").compactMap { $0.hasPrefix("set ") ? Int($0.dropFirst(4)) : nil }
         let lastReturned = try #require(returned.max())
 
@@ -41,7 +35,7 @@ struct PreferencesProcessTests {
     }
 
     @Test("two processes writing one suite at once, with compactions: every last value is there")
-    func twoWriters() throws {
+    func twoWriters() async throws {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
         let count = 5_000
@@ -57,8 +51,7 @@ struct PreferencesProcessTests {
             )
         }
         for (process, output) in writers {
-            let text = String(decoding: output.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+            let text = String(decoding: try await waitForExit(process, readingToEnd: output), as: UTF8.self)
             #expect(process.terminationStatus == 0)
             #expect(text.hasSuffix("done \(count)\n"))
         }
@@ -73,14 +66,13 @@ struct PreferencesProcessTests {
     }
 
     @Test("a write by another process is seen by this one's next read")
-    func nextReadSeesOtherProcess() throws {
+    func nextReadSeesOtherProcess() async throws {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
         let preferences = try Preferences.open(at: file)
         #expect(preferences.value(forName: "p0") == nil)
         let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "p", count: 3, keys: 1)
-        _ = output.readDataToEndOfFile()
-        process.waitUntilExit()
+        try await waitForExit(process, readingToEnd: output)
         #expect(preferences.value(forName: "p0") == .string(PreferencesWorker.value(2)))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import StowageCore
 import StowagePreferences
+import StowageTestSupport
 import Testing
 
 @Suite("Preferences property lists")
@@ -64,7 +65,7 @@ struct PreferencesPropertyListTests {
             "import plistlib,sys; d=plistlib.load(open(sys.argv[1],'rb')); print(d['launchCount'], d['window']['zoom'], d['onboarded'])",
             scratch.file("exported-binary.plist").path,
         ]
-        let output = Pipe()
+        let output = childPipe()
         python.standardOutput = output
         try python.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -6,6 +6,7 @@ import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
+import StowageTestSupport
 import Testing
 
 /// The proxy end to end: real client → proxy → real origin, all on 127.0.0.1.
@@ -269,7 +270,7 @@ import Testing
 
     @Test("A 20 MB body streams through on a miss and back from disk on a hit")
     func largeBody() async throws {
-        let payload = (0..<20_000_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        let payload = patternedBytes(20_000_000, seed: 5)
         try await ProxyHarness.run(script: { _ in .init(fields: [("Cache-Control", "max-age=60")], bytes: payload) }) {
             h in
             #expect(try await h.get("/big").body == payload)

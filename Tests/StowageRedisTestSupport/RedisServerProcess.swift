@@ -33,15 +33,26 @@ public final class RedisServerProcess: Sendable {
     ///
     /// - Parameter extraArguments: More `--option value` pairs (e.g. `--requirepass s3cret`).
     public static func start(extraArguments: [String] = [], port: Int? = nil) async throws -> RedisServerProcess {
-        let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-redis-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let server = RedisServerProcess(
-            port: try port ?? freePort(),
-            directory: directory,
-            extraArguments: extraArguments
-        )
-        try await server.start()
-        return server
+        var attempt = 0
+        while true {
+            attempt += 1
+            let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-redis-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let server = RedisServerProcess(
+                port: try port ?? freePort(),
+                directory: directory,
+                extraArguments: extraArguments
+            )
+            do {
+                try await server.start()
+                return server
+            } catch {
+                // A port this process chose may have been taken since it looked (another
+                // program on the machine): try the next one.
+                guard port == nil, attempt < 3 else { throw error }
+                server.remove()
+            }
+        }
     }
 
     /// `redis://127.0.0.1:PORT`.
@@ -133,7 +144,7 @@ public final class RedisServerProcess: Sendable {
         let pid = process.withLock { $0?.processIdentifier } ?? -1
         let answered: Bool = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                let deadline = Date().addingTimeInterval(15)
+                let deadline = Date().addingTimeInterval(30)
                 while Date() < deadline {
                     // Our own server must answer, not whatever else listens on the port.
                     if let info = try? self.cli(["INFO", "server"]), info.contains("process_id:\(pid)\r") {
@@ -146,9 +157,9 @@ public final class RedisServerProcess: Sendable {
             }
         }
         guard answered else {
-            throw TestFailure(
-                "redis-server on port \(port) did not start within 15 s (port taken?); see \(directory.path)/redis.log"
-            )
+            let log = (try? String(contentsOf: directory.appending(path: "redis.log"), encoding: .utf8)) ?? ""
+            let tail = log.split(separator: "\n").suffix(5).joined(separator: "\n")
+            throw TestFailure("redis-server on port \(port) did not answer within 30 s; its log ends:\n\(tail)")
         }
     }
 
@@ -169,7 +180,7 @@ public final class RedisServerProcess: Sendable {
     }
 
     private static func isFree(_ port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var address = sockaddr_in()

@@ -116,7 +116,7 @@ struct MissedInvalidationTests {
         // (the epoch is unchanged, so Redis kept its values) and confirms its copies.
         let generation = b.invalidationGeneration.load(ordering: .acquiring)
         try server.cli(["CLIENT", "KILL", "TYPE", "pubsub"])
-        try await eventually(timeout: .seconds(30)) {
+        try await eventually {
             b.invalidationGeneration.load(ordering: .acquiring) > generation
         }
         #expect(try await b.value(forKey: "changed") == "v2")
@@ -166,10 +166,10 @@ struct MissedInvalidationTests {
         try await server.start()
 
         // a sends both changes once Redis answers; b hears of them and drops its copies.
-        try await eventually(timeout: .seconds(30)) { a.pendingSharedWrites == 0 }
+        try await eventually { a.pendingSharedWrites == 0 }
         #expect(try await tierA.entry(forKey: "written")?.data == Data("v2".utf8))
         #expect(try await tierA.entry(forKey: "removed") == nil)
-        try await eventually(timeout: .seconds(30)) {
+        try await eventually {
             let written = try await b.value(forKey: "written")
             let removed = try await b.value(forKey: "removed")
             return written == "v2" && removed == nil
@@ -185,7 +185,7 @@ struct MissedInvalidationTests {
     /// read and drop that copy once.
     private func seed(_ keys: [String], from writer: HybridCache<String>, to reader: HybridCache<String>) async throws {
         for key in keys { try await writer.setValue("v1", forKey: key) }
-        try await eventually(timeout: .seconds(30)) {
+        try await eventually {
             for key in keys {
                 guard try await reader.value(forKey: key) == "v1", try await reader.disk.data(forKey: key) != nil else {
                     return false

@@ -330,13 +330,13 @@ struct SharedTierTests {
         try await Task.sleep(for: .milliseconds(300))
         let heard = tier.invalidations()
         server.kill()
-        try await eventually(timeout: .seconds(30)) { cache.sharedTierFailures > 0 }
+        try await eventually { cache.sharedTierFailures > 0 }
         let before = counters.operations.load(ordering: .relaxed)
         // Callers keep going while Redis is down (no time bound: the suites share loaded cores).
-        try await eventually(timeout: .seconds(30)) { counters.operations.load(ordering: .relaxed) - before > 200 }
+        try await eventually { counters.operations.load(ordering: .relaxed) - before > 200 }
         try await server.start()
         // The restarted server is empty; k0 is rewritten all the time, so it shows writes arriving.
-        try await eventually(timeout: .seconds(10)) {
+        try await eventually {
             (try? await tier.entry(forKey: "k0")) != nil
         }
         counters.stop.store(true, ordering: .relaxed)
@@ -420,7 +420,7 @@ struct SharedTierTests {
         _ = try server.cli(["CLIENT", "UNPAUSE"])
         // b writes the key afterwards; a hears it and drops its copy.
         try await tierB.setData(Data("theirs".utf8), forKey: "k", timeToLive: nil)
-        try await eventually(timeout: .seconds(30)) { try await a.disk.data(forKey: "k") == nil }
+        try await eventually { try await a.disk.data(forKey: "k") == nil }
         #expect(a.pendingSharedWrites == 0)
         // A recovery replays what is pending: nothing, so b's value stands (replaying a's change
         // would have deleted it, a's local copy being gone).

@@ -48,8 +48,8 @@ final class WorkerNode: Sendable {
         process = Process()
         process.executableURL = Self.executable
         process.arguments = [url, namespace, directory.path]
-        let stdin = Pipe()
-        let stdout = Pipe()
+        let stdin = childPipe()
+        let stdout = childPipe()
         process.standardInput = stdin
         process.standardOutput = stdout
         input = stdin.fileHandleForWriting

@@ -37,17 +37,17 @@ struct TrackingInvalidationTests {
         try await a.setValue("v1", forKey: "k")
         #expect(try await b.value(forKey: "k") == "v1")
         try await a.setValue("v2", forKey: "k")
-        try await eventually(timeout: .seconds(20)) { b.memory.value(forKey: "k") == nil }
+        try await eventually { b.memory.value(forKey: "k") == nil }
         #expect(try await b.disk.data(forKey: "k") == nil)
         #expect(try await b.value(forKey: "k") == "v2")
         try await a.removeValue(forKey: "k")
-        try await eventually(timeout: .seconds(20)) { b.memory.value(forKey: "k") == nil }
+        try await eventually { b.memory.value(forKey: "k") == nil }
         #expect(try await b.value(forKey: "k") == nil)
         // Loads through the lock write the value with the fenced-set script: tracked as well.
         #expect(try await a.value(forKey: "loaded") { "by-a" } == "by-a")
         #expect(try await b.value(forKey: "loaded") == "by-a")
         try await a.removeValue(forKey: "loaded")
-        try await eventually(timeout: .seconds(20)) { b.memory.value(forKey: "loaded") == nil }
+        try await eventually { b.memory.value(forKey: "loaded") == nil }
 
         #expect(try commandCalls("publish", on: server) == 0)
     }
@@ -80,7 +80,7 @@ struct TrackingInvalidationTests {
         try await plain.send(
             .set("r2:{=plain}", value: RedisArgument(SharedEntryFormat.encode(Data("new".utf8), timeToLive: nil)))
         )
-        try await eventually(timeout: .seconds(20)) { b.memory.value(forKey: "plain") == nil }
+        try await eventually { b.memory.value(forKey: "plain") == nil }
         #expect(try await b.value(forKey: "plain") == "new")
 
         // Pushes arrive in the order the server ran the writes: a's own came first, so were they
@@ -115,8 +115,8 @@ struct TrackingInvalidationTests {
 
         for id in before { try server.cli(["CLIENT", "KILL", "ID", id]) }
         #expect(try await firstInvalidation(in: heard, within: .seconds(30)) { $0 == .all } == .all)
-        try await eventually(timeout: .seconds(30)) { b.memory.value(forKey: "k") == nil }
-        try await eventually(timeout: .seconds(30)) { tierA.isTracking && tierB.isTracking }
+        try await eventually { b.memory.value(forKey: "k") == nil }
+        try await eventually { tierA.isTracking && tierB.isTracking }
         let after = try trackingClients(on: server)
         #expect(after.count == 2 && Set(after).isDisjoint(with: before))
 
@@ -124,7 +124,7 @@ struct TrackingInvalidationTests {
         try server.cli(["CONFIG", "RESETSTAT"])
         #expect(try await b.value(forKey: "k") == "v1")
         try await a.setValue("v2", forKey: "k")
-        try await eventually(timeout: .seconds(20)) { b.memory.value(forKey: "k") == nil }
+        try await eventually { b.memory.value(forKey: "k") == nil }
         #expect(try await b.value(forKey: "k") == "v2")
         #expect(try commandCalls("publish", on: server) == 0)
     }
@@ -188,7 +188,7 @@ struct TrackingInvalidationTests {
         try await a.setValue("v1", forKey: "k")
         #expect(try await b.value(forKey: "k") == "v1")
         try await a.setValue("v2", forKey: "k")
-        try await eventually(timeout: .seconds(20)) { b.memory.value(forKey: "k") == nil }
+        try await eventually { b.memory.value(forKey: "k") == nil }
         #expect(try await b.value(forKey: "k") == "v2")
         #expect(a.memory.value(forKey: "k") == "v2")
         // Two writes, one PUBLISH or two: the publisher coalesces keys written while one is in flight.
@@ -218,7 +218,7 @@ struct TrackingInvalidationTests {
         try await old.setValue("v1", forKey: "k")
         #expect(try await new.value(forKey: "k") == "v1")
         try await old.setValue("v2", forKey: "k")
-        try await eventually(timeout: .seconds(20)) { new.memory.value(forKey: "k") == nil }
+        try await eventually { new.memory.value(forKey: "k") == nil }
         #expect(try await new.value(forKey: "k") == "v2")
     }
 

@@ -41,10 +41,10 @@ struct WaitClockTests {
             }
         }
         defer { holding.cancel() }
-        try await eventually(timeout: .seconds(30)) { try await holderTier.isLockedForLoading(key: "k") }
+        try await eventually { try await holderTier.isLockedForLoading(key: "k") }
 
         let waiting = Task { try await waiter.value(forKey: "k") { "b" } }
-        try await eventually(timeout: .seconds(30)) { clock.sleeperCount > 0 }  // polling, on the injected clock
+        try await eventually { clock.sleeperCount > 0 }  // polling, on the injected clock
         clock.advance(by: .seconds(3_600))
         let deadline = ContinuousClock.now + .seconds(10)
         while !Task.isCancelled, ContinuousClock.now < deadline, clock.sleeperCount > 0 {

@@ -1,16 +1,19 @@
-/// Polls `condition` every `interval` until it holds; throws ``TestFailure`` after `timeout`.
+/// Polls `condition` until it holds; throws ``TestFailure`` after `timeout`.
 ///
-/// Timeouts are generous on purpose: the suites run in parallel on small, shared machines, and
-/// a condition that holds late is not a failure of the code under test.
+/// The first checks come quickly (after 1 ms), later ones further apart (at most every 50 ms):
+/// the suites run in parallel on small, shared machines, where dozens of tests polling every
+/// millisecond would keep the few cooperative threads busy with polls. Timeouts are generous on
+/// purpose: a condition that holds late is not a failure of the code under test.
 public func eventually(
-    timeout: Duration = .seconds(5),
-    interval: Duration = .milliseconds(2),
+    timeout: Duration = .seconds(60),
     _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout
+    var interval = Duration.milliseconds(1)
     while ContinuousClock.now < deadline {
         if try await condition() { return }
         try await Task.sleep(for: interval)
+        interval = min(interval * 2, .milliseconds(50))
     }
     if try await condition() { return }
     throw TestFailure("the condition did not hold within \(timeout)")

@@ -6,7 +6,7 @@ public func runCommand(_ arguments: [String]) throws -> String {
     let process = Process()
     process.executableURL = URL(filePath: "/usr/bin/env")
     process.arguments = arguments
-    let output = Pipe()
+    let output = childPipe()
     process.standardOutput = output
     process.standardError = FileHandle.nullDevice
     try process.run()

@@ -42,29 +42,21 @@ enum CacheWorker {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
-        let output = Pipe()
+        let output = childPipe()
         process.standardOutput = output
         try process.run()
         return (process, output.fileHandleForReading)
     }
 
-    /// Runs the worker to the end and returns its last output line.
-    static func run(_ arguments: [String]) throws -> String {
+    /// Runs the worker to the end and returns its last output line; the wait happens on a thread
+    /// of its own, not on a cooperative thread.
+    static func run(_ arguments: [String]) async throws -> String {
         let (process, output) = try start(arguments)
-        let data = output.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = try await waitForExit(process, readingToEnd: output)
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
         guard process.terminationStatus == 0, let last = lines.last else {
             throw TestFailure("worker \(arguments) exited \(process.terminationStatus)")
         }
         return String(last)
-    }
-}
-
-/// Runs blocking `work` (a long write loop, a wait for processes) on a thread of its own, not on
-/// one of Swift's few cooperative threads.
-func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
     }
 }

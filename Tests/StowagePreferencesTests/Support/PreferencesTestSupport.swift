@@ -41,7 +41,7 @@ enum PreferencesWorker {
         let process = Process()
         process.executableURL = url
         process.arguments = ["write", file.path, prefix, "\(count)", "\(keys)", "\(compactionThreshold)"]
-        let output = Pipe()
+        let output = childPipe()
         process.standardOutput = output
         try process.run()
         return (process, output.fileHandleForReading)

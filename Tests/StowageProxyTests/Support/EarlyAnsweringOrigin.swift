@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -29,7 +30,7 @@ final class EarlyAnsweringOrigin: Sendable {
     var requestCount: Int { requests.load(ordering: .relaxed) }
 
     init(_ behaviour: Behaviour) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -51,6 +52,8 @@ final class EarlyAnsweringOrigin: Sendable {
             while true {
                 let connection = accept(listener, nil, nil)
                 guard connection >= 0 else { return }
+                // Not inherited by processes other tests spawn meanwhile.
+                _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
                 connections.withLock { $0.append(connection) }
                 Thread.detachNewThread { [self] in serve(connection, behaviour) }
             }

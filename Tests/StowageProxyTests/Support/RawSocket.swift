@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +19,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
     private let descriptor: Int32
 
     init(port: Int, receiveTimeout seconds: Int = 30) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
