@@ -241,7 +241,7 @@ import Testing
     func badRequest() async throws {
         try await ProxyHarness.run(script: { _ in .init() }) { h in
             let port = h.proxyPort
-            let reply = try await offCooperativePool { () -> (head: String, body: String)? in
+            let reply = try await onOwnThread { () -> (head: String, body: String)? in
                 let socket = try RawSocket(port: port)
                 socket.send("GET /x HTTP/1.1\r\nHost: a\r\nBad Header Line\r\n\r\n")
                 return socket.readResponse()
@@ -255,7 +255,7 @@ import Testing
     func keepAlive() async throws {
         try await ProxyHarness.run(script: versioned(maxAge: 60, prefix: "r")) { h in
             let port = h.proxyPort
-            let bodies = try await offCooperativePool { () -> [String] in
+            let bodies = try await onOwnThread { () -> [String] in
                 let socket = try RawSocket(port: port)
                 var bodies: [String] = []
                 for path in ["/k1", "/k2", "/k1"] {

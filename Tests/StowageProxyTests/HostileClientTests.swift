@@ -5,6 +5,7 @@ import NIOHTTP1
 import StowageCore
 import StowageHTTPTestSupport
 import StowageProxy
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -31,7 +32,7 @@ import Glibc
             let port = h.proxyPort
             // The reported sequence, 60 clients at once (it crashed 5 of 10 tries with one client),
             // one thread per client (GCD would start its workers slowly and serialize them).
-            let replies = try await offCooperativePool { () -> [String?] in
+            let replies = try await onOwnThread { () -> [String?] in
                 let results = Mutex<[String?]>([])
                 let group = DispatchGroup()
                 for _ in 0..<60 {
@@ -66,7 +67,7 @@ import Glibc
             script: { r in .init(status: 200, body: "got \(r.body.count) \(String(decoding: r.body, as: UTF8.self))") }
         ) { h in
             let port = h.proxyPort
-            let reply = try await offCooperativePool { () -> (head: String, body: String)? in
+            let reply = try await onOwnThread { () -> (head: String, body: String)? in
                 let socket = try RawSocket(port: port)
                 socket.send("POST /slow HTTP/1.1\r\nHost: proxy\r\nContent-Length: 10\r\n\r\n")
                 for byte in "0123456789" {
@@ -89,7 +90,7 @@ import Glibc
             let declared = try await h.get("/big", method: .POST, body: Array(repeating: 1, count: 5_000))
             #expect(declared.status == 413)
             let port = h.proxyPort
-            let chunked = try await offCooperativePool { () -> (head: String, body: String)? in
+            let chunked = try await onOwnThread { () -> (head: String, body: String)? in
                 let socket = try RawSocket(port: port)
                 let chunk = String(repeating: "a", count: 800)
                 socket.send("POST /big HTTP/1.1\r\nHost: proxy\r\nTransfer-Encoding: chunked\r\n\r\n")
@@ -105,7 +106,7 @@ import Glibc
     func malformedChunked() async throws {
         try await ProxyHarness.run(script: { _ in .init(body: "never") }) { h in
             let port = h.proxyPort
-            let reply = try await offCooperativePool { () -> (head: String, body: String)? in
+            let reply = try await onOwnThread { () -> (head: String, body: String)? in
                 let socket = try RawSocket(port: port)
                 socket.send(
                     "POST /c HTTP/1.1\r\nHost: proxy\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"
@@ -130,7 +131,7 @@ import Glibc
     func hostRules(request: String) async throws {
         try await ProxyHarness.run(script: { _ in .init(body: "origin") }) { h in
             let port = h.proxyPort
-            let reply = try await offCooperativePool { () -> (head: String, body: String)? in
+            let reply = try await onOwnThread { () -> (head: String, body: String)? in
                 let socket = try RawSocket(port: port)
                 socket.send(request)
                 return socket.readResponse()
@@ -186,14 +187,14 @@ import Glibc
             h in
             let port = h.proxyPort
             let started = ContinuousClock.now
-            let outcome = try await offCooperativePool { () -> (head: String, body: String)? in
+            let outcome = try await onOwnThread { () -> (head: String, body: String)? in
                 let socket = try RawSocket(port: port, receiveTimeout: 30)
                 socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
                 return socket.readResponse()  // nil: the connection ended before Content-Length bytes
             }
             #expect(outcome == nil, "the response is cut, not completed")
             #expect(started.duration(to: .now) < .seconds(20))
-            let again = try await offCooperativePool { () -> String? in
+            let again = try await onOwnThread { () -> String? in
                 let socket = try RawSocket(port: port, receiveTimeout: 30)
                 socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
                 return socket.readHead()

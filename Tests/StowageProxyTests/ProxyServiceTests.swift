@@ -7,10 +7,6 @@ import StowageProxy
 import StowageTestSupport
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 @Suite("CachingProxy as a Service")
 struct ProxyServiceTests {
     @Test("in a ServiceGroup it serves until a graceful shutdown, then stops accepting connections")
@@ -36,9 +32,9 @@ struct ProxyServiceTests {
         )
         let running = Task { try await group.run() }
         try await eventually {
-            (try? await offCooperativePool { try RawSocket(port: port) }) != nil
+            (try? await onOwnThread { try RawSocket(port: port) }) != nil
         }
-        let reply = try await offCooperativePool { () -> String? in
+        let reply = try await onOwnThread { () -> String? in
             let socket = try RawSocket(port: port)
             socket.send("GET /a HTTP/1.1\r\nHost: proxy\r\n\r\n")
             return socket.readResponse()?.body
@@ -46,25 +42,7 @@ struct ProxyServiceTests {
         #expect(reply == "hello")
         await group.triggerGracefulShutdown()
         try await running.value
-        #expect((try? await offCooperativePool { try RawSocket(port: port) }) == nil, "still accepting")
+        #expect((try? await onOwnThread { try RawSocket(port: port) }) == nil, "still accepting")
         await origin.stop()
-    }
-
-    /// A loopback port nothing listens on now (bound to port 0, then released).
-    private func freeLoopbackPort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw TestFailure("could not bind a loopback port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

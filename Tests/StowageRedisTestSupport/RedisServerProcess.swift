@@ -163,36 +163,8 @@ public final class RedisServerProcess: Sendable {
         }
     }
 
-    /// Ports handed out by this process, counting up from a random base below the kernel's
-    /// ephemeral range (32768+), so no two servers of one test run ever share a port (a restart
-    /// keeps its port, and no other test can take it in between), and cluster bus ports
-    /// (+10000) stay below the ephemeral range too.
-    private static let nextPort = Atomic<Int>(Int.random(in: 20_000...21_000))
-
     /// A port nobody listens on now (and whose cluster bus port, +10000, is free too).
-    public static func freePort() throws -> Int {
-        for _ in 0..<500 {
-            let port = nextPort.add(1, ordering: .relaxed).newValue
-            if port > 22_700 { break }
-            if isFree(port), isFree(port + 10_000) { return port }
-        }
-        throw TestFailure("no free port found")
-    }
-
-    private static func isFree(_ port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
+    public static func freePort() throws -> Int { try freeLoopbackPort() }
 
     static func executable(_ name: String) -> URL? {
         for directory in ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"] {

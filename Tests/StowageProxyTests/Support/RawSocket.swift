@@ -5,14 +5,6 @@ import StowageTestSupport
 import Glibc
 #endif
 
-/// Runs blocking socket calls on a dispatch thread: blocking Swift's cooperative threads (two
-/// on this machine) would starve the proxy under test, which runs on them.
-func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-    }
-}
-
 /// A plain TCP connection to 127.0.0.1 for what an HTTP client library will not send: malformed
 /// requests, several requests on one kept-alive connection, read byte for byte.
 final class RawSocket: @unchecked Sendable {  // used by one test at a time
