@@ -61,7 +61,11 @@ struct ProxyHarness {
             adminPort = await adminIterator.next()
         }
         if originDown { await origin.stop() }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        // Generous: the suites run in parallel on small machines, where 30 connections opened at
+        // once may wait seconds for a thread; no test here is about the client's connect time.
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.timeout.connect = .seconds(60)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let harness = ProxyHarness(origin: origin, proxyPort: port, client: client, adminPort: adminPort)
         var failure: (any Error)?
         do { try await body(harness) } catch { failure = error }
@@ -85,7 +89,7 @@ struct ProxyHarness {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(adminPort ?? 0)" + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer " + token) }
-        let response = try await client.execute(request, timeout: .seconds(30))
+        let response = try await client.execute(request, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 1 << 20)
         return Reply(status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
     }
@@ -100,7 +104,7 @@ struct ProxyHarness {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await client.execute(request, timeout: .seconds(30))
+        let response = try await client.execute(request, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 1 << 27)
         return Reply(status: Int(response.status.code), headers: response.headers, body: Array(bytes.readableBytesView))
     }
