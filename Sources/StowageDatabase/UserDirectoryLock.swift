@@ -15,11 +15,9 @@ import Darwin
 /// conflict exactly as two processes do: a removal is refused while anyone has the user open,
 /// and an open is refused while a removal runs. The lock file goes with the directory.
 final class UserDirectoryLock: Sendable {
-    private let descriptor: Mutex<Int32?>
+    private let file: Mutex<LockFile?>
 
-    private init(descriptor: Int32) { self.descriptor = Mutex(descriptor) }
-
-    deinit { release() }
+    private init(file: LockFile) { self.file = Mutex(file) }
 
     /// Takes the lock in `directory` (which must exist), waiting up to `patience` while a
     /// conflicting lock is held.
@@ -39,12 +37,8 @@ final class UserDirectoryLock: Sendable {
         let deadline = ContinuousClock.now + patience
         var replacements = 0
         while true {
-            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard descriptor >= 0 else { throw StowageError.syscall(.current, "open the lock file", path: path) }
-            guard flock(descriptor, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0 else {
-                let failure = Errno.current
-                close(descriptor)
-                guard failure.rawValue == EWOULDBLOCK else { throw StowageError.syscall(failure, "lock", path: path) }
+            let file = try LockFile(path: path)
+            guard try file.tryLock(exclusive ? .exclusive : .shared) else {
                 if ContinuousClock.now < deadline {
                     usleep(10_000)
                     continue
@@ -62,14 +56,7 @@ final class UserDirectoryLock: Sendable {
             // raced it may then hold a lock on the orphan. Such a lock is worthless: check that
             // the file locked is still the file at the path, and retry (recreating the directory)
             // if not.
-            var held = stat()
-            var current = stat()
-            if fstat(descriptor, &held) == 0, lstat(path, &current) == 0,
-                held.st_ino == current.st_ino, held.st_dev == current.st_dev
-            {
-                return UserDirectoryLock(descriptor: descriptor)
-            }
-            close(descriptor)
+            if file.isStillAtPath { return UserDirectoryLock(file: file) }
             replacements += 1
             if exclusive || replacements == 8 { break }
             try DirectoryCreation.createDirectory(at: directory)
@@ -90,17 +77,14 @@ final class UserDirectoryLock: Sendable {
     /// tables. Opening and migrating one at a time, across processes, removes both races.
     static func whileOpening<T>(in directory: URL, _ body: () throws -> T) throws -> T {
         let path = directory.appending(path: ".open").path
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw StowageError.syscall(.current, "open the opening lock", path: path) }
-        defer { close(descriptor) }
-        while flock(descriptor, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw StowageError.syscall(.current, "lock for opening", path: path) }
-        }
+        let file = try LockFile(path: path)
+        try file.lock(.exclusive)
         return try body()
     }
 
     /// Releases the lock; later calls do nothing.
     func release() {
-        if let descriptor = descriptor.withLock({ $0.take() }) { close(descriptor) }
+        // Closing the file releases the lock.
+        _ = file.withLock { $0.take() }
     }
 }

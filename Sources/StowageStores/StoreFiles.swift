@@ -34,11 +34,7 @@ enum StoreFiles {
 
     /// The names in `directory`, without `.` and `..`; empty when it does not exist.
     static func names(in directory: URL) throws -> [String] {
-        do {
-            return try FileManager.default.contentsOfDirectory(atPath: directory.fileSystemPath).sorted()
-        } catch CocoaError.fileReadNoSuchFile {
-            return []
-        }
+        try OpenDirectory.names(at: directory.fileSystemPath).sorted()
     }
 
     /// Whether `url` is a directory (not following a final symbolic link).

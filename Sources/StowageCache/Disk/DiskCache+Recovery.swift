@@ -140,15 +140,6 @@ extension DiskCache {
 
     /// The entries of a directory, without `.` and `..`; empty when it cannot be read.
     static func names(in directory: String) -> [String] {
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        (try? OpenDirectory.names(at: directory)) ?? []
     }
 }

@@ -45,7 +45,7 @@ public final class DiskCache: Sendable {
     let accessLog = Mutex<[String: Double]>([:])
     let trimScheduled = Atomic<Bool>(false)
     let trimQueue = DispatchQueue(label: "stowage.disk-cache.trim")
-    let processLock: DiskCacheProcessLock
+    let processLock: LockFile
     /// Advanced by ``removeAll()`` and retired when the directory is removed, in any process;
     /// memory tiers over this cache (``HybridCache``, the HTTP cache) follow it.
     package let storeGeneration: StoreGeneration
@@ -88,12 +88,19 @@ public final class DiskCache: Sendable {
         } catch StowageError.Code.unsupported {
             // No xattrs here; CACHEDIR.TAG still tells backup tools.
         }
-        let openLock = try DiskCacheProcessLock(path: root + "/open.lock")
-        openLock.acquireExclusive()
-        defer { openLock.release() }
-        let lock = try DiskCacheProcessLock(path: root + "/lock")
-        let isOnlyUser = try lock.acquireExclusiveIfAlone()
-        defer { lock.holdShared() }
+        // `open.lock` makes processes open the index one at a time (SQLite's journal-mode
+        // switch at open does not wait for a busy lock). `lock` is held shared by every process
+        // with the cache open; taking it exclusively tells this one it is alone, so files
+        // written but never indexed (a crash mid-write) can go at once and a damaged index be
+        // rebuilt. With company, only leftovers older than a grace period are touched.
+        let openLock = try LockFile(path: root + "/open.lock")
+        try openLock.lock(.exclusive)
+        defer { openLock.unlock() }
+        let lock = try LockFile(path: root + "/lock")
+        let isOnlyUser = try lock.tryLock(.exclusive)
+        // Converting to shared fails only without kernel lock memory (ENOLCK); the exclusive
+        // lock then stays held, which keeps other processes out rather than in.
+        defer { try? lock.lock(.shared) }
         processLock = lock
         storeGeneration = try StoreGeneration(directory: root)
         generationWatch = GenerationWatch(storeGeneration)

@@ -1,4 +1,5 @@
 import Logging
+import StowageCore
 
 extension PurgeableDirectories {
     /// How sweeps judge age and order, and where they log.

@@ -70,13 +70,8 @@ struct PurgeableRegistryFile: Sendable {
     func update<T>(_ change: (inout [PurgeableDirectory]) throws -> T) throws -> T {
         let directory = try container.directory(for: .applicationSupport).appending(path: "Stowage")
         try DirectoryCreation.createDirectory(at: directory)
-        let lockPath = directory.appending(path: "purgeable-directories.lock").fileSystemPath
-        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard lock >= 0 else { throw StowageError.syscall(.current, "open lock file", path: lockPath) }
-        defer { close(lock) }
-        while flock(lock, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw StowageError.syscall(.current, "lock", path: lockPath) }
-        }
+        let lock = try LockFile(path: directory.appending(path: "purgeable-directories.lock").fileSystemPath)
+        try lock.lock(.exclusive)
         var directories = try read()
         let before = directories
         let result = try change(&directories)

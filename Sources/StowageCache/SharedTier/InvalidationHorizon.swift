@@ -1,4 +1,5 @@
 import Foundation
+import StowageCore
 import Synchronization
 
 /// The moment since which a node has heard every invalidation of its shared level.

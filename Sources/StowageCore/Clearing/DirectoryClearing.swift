@@ -79,89 +79,14 @@ public enum DirectoryClearing {
             close(descriptor)
             throw error
         }
-        var report = ClearReport(path: path)
-        try removeContents(of: descriptor, path: path, keeping: keeping, report: &report, cancellation: cancellation)
-        return report
-    }
-
-    /// Removes every entry of the directory open at `descriptor` (closed by this call).
-    private static func removeContents(
-        of descriptor: Int32,
-        path: String,
-        keeping: Set<String>,
-        report: inout ClearReport,
-        cancellation: CancellationFlag?
-    ) throws {
-        guard let directory = fdopendir(descriptor) else {
-            report.failures.append(.init(path: path, message: "cannot read directory: \(Errno.current)"))
-            close(descriptor)
-            return
-        }
-        defer { closedir(directory) }
+        let directory = OpenDirectory(descriptor: descriptor, path: path)
         try cancellation?.check()
-        // Read the names first: removing entries while readdir walks the same directory may skip some.
-        var names: [String] = []
-        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
-        while true {
-            errno = 0
-            guard let entry = readdir(directory) else {
-                if errno != 0 {
-                    report.failures.append(.init(path: path, message: "cannot read directory: \(Errno.current)"))
-                }
-                break
-            }
-            let name = String(
-                cString: UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
-            )
-            if name != "." && name != ".." && !keeping.contains(name) { names.append(name) }
-        }
-        // Stores first, so that no open handle serves what is about to go (see StoreGeneration).
-        StoreGeneration.retireStores(named: names, in: descriptor)
-        for name in names {
-            try remove(name, in: descriptor, parentPath: path, report: &report, cancellation: cancellation)
-        }
-    }
-
-    private static func remove(
-        _ name: String,
-        in parent: Int32,
-        parentPath: String,
-        report: inout ClearReport,
-        cancellation: CancellationFlag?
-    ) throws {
-        let path = parentPath.hasSuffix("/") ? parentPath + name : parentPath + "/" + name
-        var status = stat()
-        guard fstatat(parent, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
-            if errno != ENOENT {
-                report.failures.append(.init(path: path, message: "cannot examine: \(Errno.current)"))
-            }
-            return
-        }
-        if FileType(status) == .directory {
-            let child = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if child >= 0 {
-                try removeContents(of: child, path: path, keeping: [], report: &report, cancellation: cancellation)
-            } else if errno != ELOOP && errno != ENOTDIR && errno != ENOENT {
-                report.failures.append(.init(path: path, message: "cannot read directory: \(Errno.current)"))
-                return
-            }
-            // ELOOP/ENOTDIR: replaced by a link or file since fstatat; unlinkat below removes that.
-            if unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT {
-                report.removedCount += 1
-                report.bytesFreed += ByteCount(Int64(status.st_blocks) * 512)
-                return
-            }
-            if errno != ENOTDIR {
-                report.failures.append(.init(path: path, message: "cannot remove directory: \(Errno.current)"))
-                return
-            }
-        }
-        if unlinkat(parent, name, 0) == 0 || errno == ENOENT {
-            report.removedCount += 1
-            // A file with other links keeps its blocks until the last one goes.
-            if status.st_nlink <= 1 { report.bytesFreed += ByteCount(Int64(status.st_blocks) * 512) }
-        } else {
-            report.failures.append(.init(path: path, message: "cannot remove: \(Errno.current)"))
-        }
+        var removal = TreeRemoval(cancellation: cancellation, measuresFreedBytes: true)
+        try removal.removeContents(of: directory, keeping: keeping)
+        var report = ClearReport(path: path)
+        report.removedCount = removal.removedCount
+        report.bytesFreed = removal.bytesFreed
+        report.failures = removal.failures
+        return report
     }
 }

@@ -58,60 +58,55 @@ struct TreeWalker {
         into totals: inout DiskUsage.Totals,
         recordingChildren children: inout [DiskUsage.Child]?
     ) throws {
-        guard let directory = fdopendir(descriptor) else {
-            report(currentPath, "cannot read directory", .current)
-            close(descriptor)
+        defer { close(descriptor) }
+        try cancellation?.check()
+        do {
+            try OpenDirectory.forEachEntry(in: descriptor, path: currentPath) { name, _ in
+                try add(name, in: descriptor, to: &totals, recordingChildren: &children)
+            }
+        } catch let error as StowageError {
+            report(currentPath, "cannot read directory", (error.cause as? Errno) ?? .current)
+        }
+    }
+
+    /// Adds the entry `name` of the directory open at `descriptor`, and what is below it.
+    private mutating func add(
+        _ name: UnsafePointer<CChar>,
+        in descriptor: Int32,
+        to totals: inout DiskUsage.Totals,
+        recordingChildren children: inout [DiskUsage.Child]?
+    ) throws {
+        var status = stat()
+        guard fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+            // An entry deleted between readdir and fstatat simply no longer takes space.
+            if errno != ENOENT { report(path(of: name), "cannot examine", .current) }
             return
         }
-        defer { closedir(directory) }
-        try cancellation?.check()
-        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
-
-        while true {
-            errno = 0
-            guard let entry = readdir(directory) else {
-                if errno != 0 { report(currentPath, "cannot read directory", .current) }
-                return
-            }
-            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
-            if name[0] == 0x2E && (name[1] == 0 || (name[1] == 0x2E && name[2] == 0)) { continue }
-
-            var status = stat()
-            guard fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
-                // An entry deleted between readdir and fstatat simply no longer takes space.
-                if errno != ENOENT { report(path(of: name), "cannot examine", .current) }
-                continue
-            }
-            if options.staysOnFileSystem && FileIdentity.device(of: status) != rootDevice { continue }
-            let type = FileType(status)
-            if type != .directory && status.st_nlink > 1 {
-                guard seenLinks.insert(FileIdentity(status)).inserted else { continue }
-            }
-
-            var entryTotals = DiskUsage.Totals()
-            count(status, into: &entryTotals)
-            if type == .directory {
-                let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if child < 0 {
-                    if errno != ENOENT { report(path(of: name), "cannot read directory", .current) }
-                } else {
-                    var noChildren: [DiskUsage.Child]? = nil
-                    components.append(String(cString: name))
-                    defer { components.removeLast() }
-                    try walk(child, into: &entryTotals, recordingChildren: &noChildren)
-                }
-            }
-            if children != nil {
-                children?.append(
-                    DiskUsage.Child(
-                        name: String(cString: name),
-                        isDirectory: type == .directory,
-                        totals: entryTotals
-                    )
-                )
-            }
-            totals.add(entryTotals)
+        if options.staysOnFileSystem && FileIdentity.device(of: status) != rootDevice { return }
+        let type = FileType(status)
+        if type != .directory && status.st_nlink > 1 {
+            guard seenLinks.insert(FileIdentity(status)).inserted else { return }
         }
+
+        var entryTotals = DiskUsage.Totals()
+        count(status, into: &entryTotals)
+        if type == .directory {
+            let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if child < 0 {
+                if errno != ENOENT { report(path(of: name), "cannot read directory", .current) }
+            } else {
+                var noChildren: [DiskUsage.Child]? = nil
+                components.append(String(cString: name))
+                defer { components.removeLast() }
+                try walk(child, into: &entryTotals, recordingChildren: &noChildren)
+            }
+        }
+        if children != nil {
+            children?.append(
+                DiskUsage.Child(name: String(cString: name), isDirectory: type == .directory, totals: entryTotals)
+            )
+        }
+        totals.add(entryTotals)
     }
 
     private func count(_ status: stat, into totals: inout DiskUsage.Totals) {

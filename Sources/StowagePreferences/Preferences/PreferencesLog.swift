@@ -96,14 +96,11 @@ final class PreferencesLog {
     // MARK: - Locking
 
     func lockExclusive() throws {
-        while flock(descriptor, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            throw StowageError.syscall(.current, "lock the preferences file", path: path)
-        }
+        try LockFile.lock(descriptor, .exclusive, path: path)
     }
 
     func unlock() {
-        flock(descriptor, LOCK_UN)
+        LockFile.unlock(descriptor)
     }
 
     /// Clears a superseded flag whose compaction never renamed its file (it died first).

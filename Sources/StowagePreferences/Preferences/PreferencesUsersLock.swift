@@ -14,35 +14,19 @@ import Darwin
 /// runs lost a run of one writer's sets, while with compaction limited to a lone process none
 /// did. A suite shared by several live processes therefore grows until one of them is alone.
 final class PreferencesUsersLock {
-    private let descriptor: Int32
+    private let file: LockFile
 
     init(logPath: String) throws {
-        let path = logPath + ".users"
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else {
-            throw StowageError.syscall(.current, "open the preferences users lock", path: path)
-        }
-        holdShared()
+        file = try LockFile(path: logPath + ".users")
+        try file.lock(.shared)
     }
-
-    deinit { close(descriptor) }
 
     /// Whether no other process holds the suite open. Keeps this process's shared hold either way.
     func isAlone() -> Bool {
         // Converting shared to exclusive may drop the shared hold first; it is taken again below.
-        var alone = false
-        while true {
-            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 {
-                alone = true
-                break
-            }
-            if errno != EINTR { break }
-        }
-        holdShared()
+        // A failing `flock` (only ENOLCK) counts as company: compaction waits.
+        let alone = (try? file.tryLock(.exclusive)) ?? false
+        try? file.lock(.shared)
         return alone
-    }
-
-    private func holdShared() {
-        while flock(descriptor, LOCK_SH) != 0 && errno == EINTR {}
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import StowageCache
+import StowageCore
 import StowageTestSupport
 import Synchronization
 

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import StowageCache
+import StowageCore
 import StowageHTTPCache
 import Synchronization
 

@@ -1,5 +1,4 @@
 import Foundation
-import StowageCore
 
 /// A path inside a container, written as in an iOS sandbox: `Documents/SomePath`,
 /// `Library/Caches/images`, `tmp/upload`.
@@ -11,14 +10,14 @@ import StowageCore
 ///
 /// Parsing refuses what could leave the container before anything touches the disk: an
 /// absolute path, a `~`, a `..` component, or a first component that names no location.
-struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
+package struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
     /// The location the path is in.
-    var location: Location
+    package var location: Location
     /// The components below the location's directory, without `.` and empty ones.
-    var components: [String]
+    package var components: [String]
 
     /// The sandbox-style prefix of each location, longest first.
-    static let prefixes: [(prefix: [String], location: Location)] = [
+    package static let prefixes: [(prefix: [String], location: Location)] = [
         (["Library", "Application Support"], .applicationSupport),
         (["Library", "Caches"], .caches),
         (["Library", "Preferences"], .preferences),
@@ -32,7 +31,7 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: `StowageError` `.pathEscapesRoot` for an absolute path, `~` or `..`;
     ///   `.invalidArgument` for an empty path, one with NUL or control bytes (``PathInput``) or
     ///   one that names no location.
-    init(parsing text: String, subject: String) throws {
+    package init(parsing text: String, subject: String) throws {
         // The one place container paths from manifests, the registry and API arguments enter:
         // a NUL here would end the path early at the system call, after the `..` check below.
         try PathInput.check(text, subject: subject)
@@ -68,19 +67,19 @@ struct ContainerPath: Sendable, Hashable, CustomStringConvertible {
         components = Array(parts.dropFirst(match.prefix.count))
     }
 
-    init(location: Location, components: [String]) {
+    package init(location: Location, components: [String]) {
         self.location = location
         self.components = components
     }
 
     /// The normalized sandbox-style form: `Library/Caches/images`.
-    var description: String {
+    package var description: String {
         let prefix = Self.prefixes.first { $0.location == location }!.prefix
         return (prefix + components).joined(separator: "/")
     }
 
     /// Where the path is in `container`, without touching the file system.
-    func url(in container: Container) -> URL {
+    package func url(in container: Container) -> URL {
         components.reduce(container.url(for: location)) { $0.appending(path: $1) }
     }
 }

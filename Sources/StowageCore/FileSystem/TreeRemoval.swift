@@ -1,5 +1,3 @@
-import StowageCore
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -17,17 +15,32 @@ import Darwin
 ///
 /// Cancellation is checked before every removal: the walk stops between files, and what was
 /// removed stays removed.
-struct TreeRemoval {
+///
+/// ``DirectoryClearing``, the cleaner, purgeable directories and user wipes all remove through
+/// this one type.
+package struct TreeRemoval {
     /// Entries removed so far.
-    private(set) var removedCount = 0
+    package private(set) var removedCount = 0
+    /// Space given back so far (`st_blocks × 512`), when measuring; a file with other links
+    /// keeps its blocks until the last one goes, so it frees nothing.
+    package private(set) var bytesFreed = ByteCount.zero
     /// Entries that could not be removed.
-    private(set) var failures: [ClearReport.Failure] = []
+    package private(set) var failures: [ClearReport.Failure] = []
     private let cancellation: CancellationFlag?
+    private let measuresFreedBytes: Bool
     private let onRemoved: (Int) -> Void
 
-    /// - Parameter onRemoved: Called after each removal with ``removedCount``.
-    init(cancellation: CancellationFlag?, onRemoved: @escaping (Int) -> Void = { _ in }) {
+    /// - Parameters:
+    ///   - measuresFreedBytes: Examine every entry before removing it, to add up
+    ///     ``bytesFreed``; without it, most entries cost one `unlinkat` and no `stat`.
+    ///   - onRemoved: Called after each removal with ``removedCount``.
+    package init(
+        cancellation: CancellationFlag?,
+        measuresFreedBytes: Bool = false,
+        onRemoved: @escaping (Int) -> Void = { _ in }
+    ) {
         self.cancellation = cancellation
+        self.measuresFreedBytes = measuresFreedBytes
         self.onRemoved = onRemoved
     }
 
@@ -35,20 +48,24 @@ struct TreeRemoval {
     ///
     /// - Parameter type: `d_type` from the listing, or `DT_UNKNOWN`.
     /// - Throws: `CancellationError` only; failures are collected in ``failures``.
-    mutating func remove(_ name: String, type: UInt8 = UInt8(DT_UNKNOWN), in parent: OpenDirectory) throws {
+    package mutating func remove(_ name: String, type: UInt8 = UInt8(DT_UNKNOWN), in parent: OpenDirectory) throws {
         try cancellation?.check()
         var isDirectory = type == UInt8(DT_DIR)
-        if type == UInt8(DT_UNKNOWN) {
+        var freed = ByteCount.zero
+        if type == UInt8(DT_UNKNOWN) || measuresFreedBytes {
             guard let status = FileStatus.at(parent.descriptor, name) else {
                 if errno != ENOENT { fail(parent.pathOf(name), "cannot examine") }
                 return
             }
             isDirectory = status.type == .directory
+            if measuresFreedBytes && (isDirectory || status.linkCount <= 1) {
+                freed = ByteCount(status.allocatedBytes)
+            }
         }
         if !isDirectory {
             StoreGeneration.retireStores(named: [name], in: parent.descriptor)
             if unlinkat(parent.descriptor, name, 0) == 0 {
-                removed()
+                removed(freeing: freed)
                 return
             }
             // Linux says EISDIR, POSIX allows EPERM, for a directory.
@@ -68,7 +85,7 @@ struct TreeRemoval {
         }
         try removeContents(of: directory)
         if unlinkat(parent.descriptor, name, AT_REMOVEDIR) == 0 || errno == ENOENT {
-            removed()
+            removed(freeing: freed)
         } else if errno != ENOTEMPTY || failures.isEmpty {
             // ENOTEMPTY after a failure inside is already reported by that failure.
             fail(parent.pathOf(name), "cannot remove directory")
@@ -76,7 +93,7 @@ struct TreeRemoval {
     }
 
     /// Removes everything inside `directory`, keeping the entries named in `keeping`.
-    mutating func removeContents(of directory: OpenDirectory, keeping: Set<String> = []) throws {
+    package mutating func removeContents(of directory: OpenDirectory, keeping: Set<String> = []) throws {
         let entries: [OpenDirectory.Entry]
         do {
             entries = try directory.entries()
@@ -94,8 +111,9 @@ struct TreeRemoval {
         }
     }
 
-    private mutating func removed() {
+    private mutating func removed(freeing freed: ByteCount = .zero) {
         removedCount += 1
+        bytesFreed += freed
         onRemoved(removedCount)
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import StowageCore
 
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +7,7 @@ import Darwin
 #endif
 
 /// What a ``ContainerPath`` names once resolved inside its location.
-enum ConfinedTarget {
+package enum ConfinedTarget {
     /// A directory, open.
     case directory(OpenDirectory)
     /// Something else (a file, a socket, …) named `name` in the open directory `parent`.
@@ -28,9 +27,9 @@ enum ConfinedTarget {
 /// path elsewhere, `..` above the root) is refused, as are chains of more than 40 links (a loop).
 /// A link swapped in after it was examined makes `O_NOFOLLOW` fail: refused, never followed.
 /// (GNU `rm` and Python's `shutil.rmtree` defend the same race with `openat` and `O_NOFOLLOW`.)
-enum ConfinedResolver {
+package enum ConfinedResolver {
     /// Links followed before a path counts as a loop, as Linux's `MAXSYMLINKS`.
-    static let maximumLinks = 40
+    package static let maximumLinks = 40
 
     /// Resolves `path` in `container`.
     ///
@@ -40,7 +39,7 @@ enum ConfinedResolver {
     /// - Throws: `StowageError`: `.pathEscapesRoot` for a link leading outside the location,
     ///   `.invalidArgument` for a link loop, `.notADirectory` when a middle component is a file,
     ///   system-call errors otherwise.
-    static func resolve(
+    package static func resolve(
         _ path: ContainerPath,
         in container: Container,
         subject: String,

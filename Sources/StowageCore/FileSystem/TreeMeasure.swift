@@ -1,5 +1,3 @@
-import StowageCore
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -11,23 +9,23 @@ import Darwin
 ///
 /// One measure is shared by every entry of a run, so a file reached twice (a hard link, or two
 /// clean tasks naming overlapping paths) is counted once, and bytes freed are never counted twice.
-struct TreeMeasure {
+package struct TreeMeasure {
     /// Space and entries of what was measured.
-    struct Totals: Sendable, Hashable {
-        var bytes: Int64 = 0
+    package struct Totals: Sendable, Hashable {
+        package var bytes: Int64 = 0
         /// Files, links and directories.
-        var entries = 0
+        package var entries = 0
     }
 
     private var seen = Set<FileIdentity>()
     private let cancellation: CancellationFlag?
 
-    init(cancellation: CancellationFlag?) {
+    package init(cancellation: CancellationFlag?) {
         self.cancellation = cancellation
     }
 
     /// Measures `name` in `parent` and everything below it. A missing entry measures zero.
-    mutating func measure(_ name: String, in parent: OpenDirectory) throws -> Totals {
+    package mutating func measure(_ name: String, in parent: OpenDirectory) throws -> Totals {
         var totals = Totals()
         try add(name, in: parent, to: &totals)
         return totals

@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A directory opened for `openat`-style work, closed when the last reference goes.
+///
+/// Clearing, purging and cleaning work only through such descriptors, never through path
+/// strings: a directory swapped for a symbolic link after it was opened cannot redirect them.
+package final class OpenDirectory: Sendable {
+    /// The descriptor (`O_RDONLY | O_DIRECTORY`).
+    package let descriptor: Int32
+    /// The directory's path, for messages only; never passed to a system call after opening.
+    package let path: String
+
+    /// Adopts `descriptor`, which this object closes.
+    package init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit { close(descriptor) }
+
+    /// Opens the directory at `path`, following symbolic links on the way as `opendir` does.
+    ///
+    /// - Throws: `StowageError` (`.notFound`, `.notADirectory`, …) when it cannot be opened.
+    package static func open(path: String) throws -> OpenDirectory {
+        let descriptor = openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StowageError.syscall(.current, "open directory", path: path) }
+        return OpenDirectory(descriptor: descriptor, path: path)
+    }
+
+    /// The names in the directory at `path`, without `.` and `..`, in no particular order;
+    /// empty when it does not exist.
+    ///
+    /// - Throws: `StowageError` when it exists but cannot be read.
+    package static func names(at path: String) throws -> [String] {
+        do {
+            return try open(path: path).entries().map(\.name)
+        } catch let error as StowageError where error.code == .notFound {
+            return []
+        }
+    }
+
+    /// Opens the child directory `name` without following a symbolic link; `nil` with `errno`.
+    package func openChild(_ name: String) -> OpenDirectory? {
+        let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard child >= 0 else { return nil }
+        return OpenDirectory(descriptor: child, path: Self.join(path, name))
+    }
+
+    /// The path of the entry `name`, for messages.
+    package func pathOf(_ name: String) -> String { Self.join(path, name) }
+
+    /// `base/name`, with one slash between.
+    package static func join(_ base: String, _ name: String) -> String {
+        base.hasSuffix("/") ? base + name : base + "/" + name
+    }
+
+    /// One entry of a directory listing.
+    package struct Entry {
+        /// The entry's name, never `.` or `..`.
+        package var name: String
+        /// `d_type`: `DT_DIR`, `DT_REG`, `DT_LNK`, … or `DT_UNKNOWN` where the file system does not say.
+        package var type: UInt8
+    }
+
+    /// Reads every entry except `.` and `..`.
+    ///
+    /// Names are read in full before the caller removes any: removing entries while `readdir`
+    /// walks the same directory may skip some.
+    ///
+    /// - Throws: `StowageError` when the directory cannot be read.
+    package func entries() throws -> [Entry] {
+        var result: [Entry] = []
+        try Self.forEachEntry(in: descriptor, path: path) { name, type in
+            result.append(Entry(name: String(cString: name), type: type))
+        }
+        return result
+    }
+
+    /// Calls `body` with the NUL-terminated name and the `d_type` of every entry of the
+    /// directory open at `descriptor` except `.` and `..`, from the first entry on; the
+    /// descriptor stays open. The one `readdir` loop of the package: walks that need no
+    /// `String` per entry (disk usage) read through it directly.
+    ///
+    /// - Throws: `StowageError` when the directory cannot be read; what `body` throws.
+    package static func forEachEntry(
+        in descriptor: Int32,
+        path: String,
+        _ body: (UnsafePointer<CChar>, UInt8) throws -> Void
+    ) throws {
+        let copy = dup(descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            let error = Errno.current
+            throw StowageError.syscall(error, "read directory", path: path)
+        }
+        defer { closedir(stream) }
+        // The duplicate shares the file offset with every earlier listing: start from the top.
+        rewinddir(stream)
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        while true {
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw StowageError.syscall(.current, "read directory", path: path) }
+                return
+            }
+            let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+            if name[0] == 0x2E && (name[1] == 0 || (name[1] == 0x2E && name[2] == 0)) { continue }
+            try body(name, entry.pointee.d_type)
+        }
+    }
+}
