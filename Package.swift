@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "Stowage", targets: ["Stowage"]),
         .library(name: "StowageCore", targets: ["StowageCore"]),
         .library(name: "StowageCache", targets: ["StowageCache"]),
+        .library(name: "StowageHousekeeping", targets: ["StowageHousekeeping"]),
         .library(name: "StowagePreferences", targets: ["StowagePreferences"]),
         .library(name: "StowageDatabase", targets: ["StowageDatabase"]),
         .library(name: "StowageSecrets", targets: ["StowageSecrets"]),
@@ -64,7 +65,19 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
-                // `Service` for the storage monitor and the memory-pressure source.
+                // `Service` for the memory-pressure source.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // §3: purgeable directories, the cleaner and the storage monitor. No GRDB: caches join
+        // the monitor through StowageCore's `Purging`.
+        .target(
+            name: "StowageHousekeeping",
+            dependencies: [
+                "StowageCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -102,8 +115,8 @@ let package = Package(
         .target(
             name: "StowageStores",
             dependencies: [
-                "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
-                "StowageHTTPCache",
+                "StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences", "StowageDatabase",
+                "StowageSecrets", "StowageHTTPCache",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -183,14 +196,15 @@ let package = Package(
         // Umbrella: re-exports the light modules.
         .target(
             name: "Stowage",
-            dependencies: ["StowageCore", "StowageCache", "StowagePreferences"],
+            dependencies: ["StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "StowageCLI",
             dependencies: [
-                "StowageCore", "StowageCache", "StowagePreferences", "StowageDatabase", "StowageSecrets",
-                "StowageStores", "StowageProxy", "StowageSharedTier", "StowageRedis", "StowageHTTPCache",
+                "StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences", "StowageDatabase",
+                "StowageSecrets", "StowageStores", "StowageProxy", "StowageSharedTier", "StowageRedis",
+                "StowageHTTPCache",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -205,6 +219,7 @@ let package = Package(
             dependencies: [
                 "StowageCore",
                 "StowageCache",
+                "StowageHousekeeping",
                 "StowagePreferences",
                 "StowageStores",
                 "StowageHTTPCache",
@@ -237,9 +252,19 @@ let package = Package(
         .testTarget(
             name: "StowageCacheTests",
             dependencies: [
-                "StowageCache", "StowageCacheWorker", "StowageTestSupport",
+                "StowageCache", "StowageCacheWorker", "StowageHousekeeping", "StowageTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageHousekeepingTests",
+            dependencies: [
+                "StowageHousekeeping", "StowageCore", "StowageTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -278,7 +303,8 @@ let package = Package(
         .testTarget(
             name: "StowageStoresTests",
             dependencies: [
-                "StowageStores", "StowageStoresWorker", "StowageCache", "StowagePreferences", "StowageDatabase",
+                "StowageStores", "StowageStoresWorker", "StowageCache", "StowageHousekeeping", "StowagePreferences",
+                "StowageDatabase",
                 "StowageSecrets",
                 "StowageHTTPCache",
                 .product(name: "GRDB", package: "GRDB.swift"),

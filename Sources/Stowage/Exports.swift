@@ -1,3 +1,4 @@
 @_exported import StowageCache
 @_exported import StowageCore
+@_exported import StowageHousekeeping
 @_exported import StowagePreferences

@@ -2,6 +2,7 @@ import Foundation
 import StowageCache
 import StowageCore
 import StowageHTTPCache
+import StowageHousekeeping
 
 /// What a container's caches location holds, and its purgeable directories: classified once,
 /// the same way, for the storage account and for "clear caches".

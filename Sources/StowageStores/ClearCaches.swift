@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import StowageCache
 import StowageCore
+import StowageHousekeeping
 
 /// One "clear caches" for a whole container: everything regenerable goes, nothing durable is
 /// touched.

@@ -1,6 +1,7 @@
 import Foundation
 import StowageCache
 import StowageCore
+import StowageHousekeeping
 import StowagePreferences
 
 /// Finds and measures the stores a container holds on disk, each the cheapest way it allows.

@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageHousekeeping
 import StowageTestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import StowageCache
 import StowageCore
 import StowageDatabase
+import StowageHousekeeping
 import StowagePreferences
 import StowageStores
 import Testing

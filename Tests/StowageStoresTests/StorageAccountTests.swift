@@ -4,6 +4,7 @@ import StowageCache
 import StowageCore
 import StowageDatabase
 import StowageHTTPCache
+import StowageHousekeeping
 import StowagePreferences
 import StowageSecrets
 import StowageStores

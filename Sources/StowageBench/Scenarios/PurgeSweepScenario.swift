@@ -1,6 +1,7 @@
 import Foundation
 import StowageCache
 import StowageCore
+import StowageHousekeeping
 
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import StowageCache
 import StowageCore
+import StowageHousekeeping
 
 /// `stowage clean --manifest FILE`: run a clean manifest (a PurgeableCache.plist).
 struct CleanCommand: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import StowageCache
 import StowageCore
+import StowageHousekeeping
 
 /// `stowage purge [--reset-all]`: sweep the purgeable directories now, or empty them all.
 struct PurgeCommand: AsyncParsableCommand {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StowageCache
 import StowageCore
+import StowageHousekeeping
 
 /// `stowage purgeable add|list|remove`: the container's purgeable-directory registrations.
 struct PurgeableCommand: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import StowageCache
+import StowageHousekeeping
 
 #if canImport(Glibc)
 import Glibc

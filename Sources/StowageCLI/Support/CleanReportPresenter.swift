@@ -1,6 +1,7 @@
 import Foundation
 import StowageCache
 import StowageCore
+import StowageHousekeeping
 
 /// Follows a clean's progress and presents its outcome, for `clean` and `clear-caches` alike:
 /// progress on standard error, the table and "freed 12.35M" (or JSON) on standard output,

@@ -23,7 +23,7 @@ extension MemoryCache {
         /// values that stay until a limit, memory pressure or the caller removes them. Must be
         /// positive.
         public var defaultTimeToLive: Duration?
-        /// The clock expiry is measured with. Default ``CacheClock/system``; tests pass a clock
+        /// The clock expiry is measured with. Default `CacheClock/system`; tests pass a clock
         /// they advance by hand. Read only for values that have a time-to-live.
         public var clock: CacheClock
         /// Called once for every entry that leaves the cache, with the reason, after the cache's

@@ -2,7 +2,7 @@ import Foundation
 import StowageCore
 import Testing
 
-@testable import StowageCache
+@testable import StowageHousekeeping
 
 @Suite("clean manifest")
 struct CleanManifestTests {

@@ -1,6 +1,6 @@
 import Foundation
-import StowageCache
 import StowageCore
+import StowageHousekeeping
 import StowageTestSupport
 
 #if canImport(Glibc)

@@ -4,7 +4,7 @@ import StowageTestSupport
 import Synchronization
 import Testing
 
-@testable import StowageCache
+@testable import StowageHousekeeping
 
 @Suite("cache cleaner")
 struct CacheCleanerTests {

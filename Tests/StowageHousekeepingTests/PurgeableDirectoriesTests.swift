@@ -5,7 +5,7 @@ import StowageTestSupport
 import Synchronization
 import Testing
 
-@testable import StowageCache
+@testable import StowageHousekeeping
 
 @Suite("purgeable directories")
 struct PurgeableDirectoriesTests {

@@ -30,7 +30,7 @@ public struct TemporaryFiles: Purging {
 
     /// Named `temporary` in reports.
     public var purgingName: String { "temporary" }
-    /// Purged first: ``PurgingTier/temporary``.
+    /// Purged first: `PurgingTier/temporary`.
     public var purgingTier: PurgingTier { .temporary }
 
     /// Removes the entries older than ``minimumAge``; returns the allocated bytes freed.

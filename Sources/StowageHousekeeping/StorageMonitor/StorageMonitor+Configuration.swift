@@ -61,7 +61,7 @@ extension StorageMonitor {
         public var capacityAfter: VolumeCapacity
         /// The purge sweep's report, `nil` without purgeable directories.
         public var sweep: PurgeReport?
-        /// Bytes each registered cache freed, by ``Purging/purgingName``.
+        /// Bytes each registered cache freed, by `Purging/purgingName`.
         public var caches: [(name: String, bytesFreed: ByteCount)]
         /// What failed (the sweep, a cache), with the others still run.
         public var errors: [any Error]

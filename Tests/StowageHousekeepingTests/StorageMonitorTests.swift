@@ -6,7 +6,7 @@ import StowageTestSupport
 import Synchronization
 import Testing
 
-@testable import StowageCache
+@testable import StowageHousekeeping
 
 @Suite("storage monitor")
 struct StorageMonitorTests {

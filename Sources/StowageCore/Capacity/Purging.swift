@@ -1,14 +1,15 @@
-import StowageCore
-
-/// The order in which a ``StorageMonitor`` frees space, cheapest loss first: scratch files,
-/// then caches whose content the network gives back on demand (an HTTP cache's responses), then
-/// other caches, then purgeable directories (data the app chose to keep until a policy says
-/// otherwise).
+/// The order in which a storage monitor (`StorageMonitor`, in StowageHousekeeping) frees space,
+/// cheapest loss first: scratch files, then caches whose content the network gives back on
+/// demand (an HTTP cache's responses), then other caches, then purgeable directories (data the
+/// app chose to keep until a policy says otherwise).
 public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
+    /// Scratch files nobody reads again, such as old entries of the temporary directory.
     case temporary
     /// Caches of what a server gives back on request, such as HTTP responses.
     case refetchable
+    /// Other caches: values the app can compute or fetch again, at a cost.
     case cache
+    /// Directories the app registered to keep until their policy says otherwise.
     case purgeableDirectories
 
     /// Orders tiers as they are purged: the earlier tier first.
@@ -25,7 +26,7 @@ public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, Cust
     }
 }
 
-/// What a ``StorageMonitor`` asks of one ``Purging`` member: the bytes the volume still needs
+/// What a `StorageMonitor` (in StowageHousekeeping) asks of one ``Purging`` member: the bytes the volume still needs
 /// back to leave pressure.
 public struct PurgeRequest: Sendable, Hashable {
     /// Bytes to free; zero asks only that the member's own limits and policies be applied.
@@ -37,7 +38,7 @@ public struct PurgeRequest: Sendable, Hashable {
     }
 }
 
-/// Something that can give space back when the volume runs short: what a ``StorageMonitor``
+/// Something that can give space back when the volume runs short: what a `StorageMonitor` (in StowageHousekeeping)
 /// calls, tier by tier.
 public protocol Purging: Sendable {
     /// A name for reports and logs, e.g. the cache's name.
@@ -61,21 +62,5 @@ extension Purging {
     /// Applies the member's own limits and policies only (a request for zero bytes).
     public func purge() async throws -> ByteCount {
         try await purge(PurgeRequest())
-    }
-}
-
-extension DiskCache: Purging {
-    /// The cache's ``DiskCache/Configuration/name``.
-    public var purgingName: String { configuration.name }
-
-    /// Trims the cache now (`trim(freeing:)`): expired and too-old entries, then least
-    /// recently used ones down to the target of any limit it is over, and further, below its
-    /// limits, until `request.bytesToFree` bytes of values are gone (or the cache is empty).
-    ///
-    /// - Returns: The bytes of values removed.
-    public func purge(_ request: PurgeRequest) async throws -> ByteCount {
-        let before = try await usage().size
-        let report = try await trim(freeing: request.bytesToFree)
-        return max(.zero, before - report.remainingSize)
     }
 }

@@ -5,7 +5,7 @@ import Synchronization
 
 /// Watches the volume's opportunistic capacity and, when it runs low, purges tier by tier until
 /// the pressure is gone (seed 003's `StorageMonitor`): temporary files, then HTTP caches, then
-/// other caches, then the purgeable directories' sweep (``PurgingTier``).
+/// other caches, then the purgeable directories' sweep (`PurgingTier`).
 ///
 /// ```swift
 /// let monitor = StorageMonitor(
@@ -19,7 +19,7 @@ import Synchronization
 ///
 /// Under pressure means opportunistic capacity below ``Configuration/minimumFreeFraction`` of
 /// the volume (10%) or below ``Configuration/minimumFreeBytes`` (200 MB). Each member is asked
-/// for the bytes still missing (``PurgeRequest``, ``Configuration/bytesToRelieve(_:)``), so a
+/// for the bytes still missing (`PurgeRequest`, ``Configuration/bytesToRelieve(_:)``), so a
 /// cache inside its own limits still gives back what the volume needs, least valuable entries
 /// first; the capacity is read again after each tier. What was freed goes to the log, to
 /// ``reports()`` subscribers and to the `onReport` callback.
@@ -42,7 +42,7 @@ public final class StorageMonitor: Sendable {
     ///
     /// - Parameters:
     ///   - purgeable: The directories to sweep in the last tier; `nil` for none.
-    ///   - caches: What to purge, each in its ``Purging/purgingTier``; more can be added with
+    ///   - caches: What to purge, each in its `Purging/purgingTier`; more can be added with
     ///     ``add(_:)``.
     ///   - configuration: Thresholds and interval.
     ///   - capacity: Reads the capacity; default: `statvfs` of the container's caches location
