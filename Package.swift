@@ -234,9 +234,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What every test target shares: temporary directories, eventually, child commands,
-        // the tests' own failure type. Foundation only, so the core's tests stay light.
-        .target(name: "StowageTestSupport", path: "Tests/StowageTestSupport", swiftSettings: swiftSettings),
+        // What every test target shares: temporary directories, manual clocks, eventually, child
+        // commands, the tests' own failure type. On StowageCore only, so the core's tests stay light.
+        .target(
+            name: "StowageTestSupport",
+            dependencies: ["StowageCore"],
+            path: "Tests/StowageTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StowageCoreTests",
             dependencies: ["StowageCore", "StowageTestSupport"],
@@ -304,7 +309,7 @@ let package = Package(
             name: "StowageStoresTests",
             dependencies: [
                 "StowageStores", "StowageStoresWorker", "StowageCache", "StowageHousekeeping", "StowagePreferences",
-                "StowageDatabase",
+                "StowageDatabase", "StowageTestSupport",
                 "StowageSecrets",
                 "StowageHTTPCache",
                 .product(name: "GRDB", package: "GRDB.swift"),

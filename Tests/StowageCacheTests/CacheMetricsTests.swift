@@ -27,9 +27,9 @@ struct CacheMetricsTests {
         _ = testMetrics
         let name = "metrics-disk-\(UUID().uuidString.prefix(8))"
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         var configuration = DiskCache.Configuration(name: name)
-        configuration.clock = clock.clock
+        configuration.clock = clock.cacheClock
         let cache = try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
         try cache.setData(Data(count: 1_000), forKey: "small")
         try cache.setData(Data(count: 30_000), forKey: "file")
@@ -37,7 +37,7 @@ struct CacheMetricsTests {
         _ = try cache.data(forKey: "small")
         _ = try cache.data(forKey: "file")
         _ = try cache.data(forKey: "missing")
-        clock.advance(by: 60)
+        clock.advance(by: .seconds(60))
         try cache.trim()
 
         let statistics = cache.statistics

@@ -287,34 +287,34 @@ struct DiskCacheDurabilityTests {
     @Test("reads record their time only when the recorded one is a resolution old")
     func accessTimeResolution() throws {
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
-        let start = clock.clock.now()
-        let cache = try open(scratch) { $0.clock = clock.clock }
+        let clock = ManualClock()
+        let start = clock.cacheClock.now()
+        let cache = try open(scratch) { $0.clock = clock.cacheClock }
         try cache.setData(Data("v".utf8), forKey: "k")
-        clock.advance(by: 30)
+        clock.advance(by: .seconds(30))
         _ = try cache.data(forKey: "k")
         try cache.flushAccessLog()
         #expect(try cache.info(forKey: "k")?.accessed == start)
-        clock.advance(by: 31)
+        clock.advance(by: .seconds(31))
         _ = try cache.data(forKey: "k")
         try cache.flushAccessLog()
         #expect(try cache.info(forKey: "k")?.accessed == start + 61)
 
         let exact = try open(scratch) {
-            $0.clock = clock.clock
+            $0.clock = clock.cacheClock
             $0.accessTimeResolution = .seconds(0)
         }
-        clock.advance(by: 1)
+        clock.advance(by: .seconds(1))
         _ = try exact.data(forKey: "k")
         try exact.flushAccessLog()
         #expect(try exact.info(forKey: "k")?.accessed == start + 62)
 
         // A short age limit narrows the resolution to a sixteenth of it (here 10 s).
         let aging = try open(scratch) {
-            $0.clock = clock.clock
+            $0.clock = clock.cacheClock
             $0.maximumAge = .seconds(160)
         }
-        clock.advance(by: 11)
+        clock.advance(by: .seconds(11))
         _ = try aging.data(forKey: "k")
         try aging.flushAccessLog()
         #expect(try aging.info(forKey: "k")?.accessed == start + 73)

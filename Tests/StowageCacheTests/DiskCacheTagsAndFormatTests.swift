@@ -135,13 +135,13 @@ struct DiskCacheSummaryTests {
     func followsChanges() throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         var configuration = DiskCache.Configuration()
-        configuration.clock = clock.clock
+        configuration.clock = clock.cacheClock
         configuration.inlineThreshold = 1_000
         let cache = try DiskCache(directory: directory, configuration: configuration)
         func fileBytes() throws -> Int64 {
-            let summary = try #require(try DiskCache.summary(ofDirectory: directory, now: clock.clock.now()))
+            let summary = try #require(try DiskCache.summary(ofDirectory: directory, now: clock.cacheClock.now()))
             let index = ["", "-wal", "-shm"].reduce(Int64(0)) { total, suffix in
                 let path = directory.appending(path: "index.sqlite" + suffix).path
                 guard FileManager.default.fileExists(atPath: path) else { return total }
@@ -162,8 +162,8 @@ struct DiskCacheSummaryTests {
         #expect(try fileBytes() == 0)
 
         try cache.setData(Data(count: 300), forKey: "c", timeToLive: .seconds(10))
-        clock.advance(by: 11)
-        let summary = try #require(try DiskCache.summary(ofDirectory: directory, now: clock.clock.now()))
+        clock.advance(by: .seconds(11))
+        let summary = try #require(try DiskCache.summary(ofDirectory: directory, now: clock.cacheClock.now()))
         #expect(summary.count == 2)
         #expect(summary.logicalBytes == ByteCount(350))
         #expect(summary.expiredCount == 1 && summary.expiredBytes == ByteCount(300))

@@ -92,20 +92,20 @@ struct DiskCacheTests {
     @Test("going one entry over the count limit trims to exactly the target, least recently used first")
     func countLimitTarget() async throws {
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let cache = try open(scratch) {
             $0.countLimit = 100
-            $0.clock = clock.clock
+            $0.clock = clock.cacheClock
         }
         for number in 0..<100 {
-            clock.advance(by: 1)
+            clock.advance(by: .seconds(1))
             try await cache.setData(Data([UInt8(number)]), forKey: "key-\(number)")
         }
         // Reading key-0 makes it the most recently used.
-        clock.advance(by: 1)
+        clock.advance(by: .seconds(1))
         #expect(try await cache.data(forKey: "key-0") == Data([0]))
         #expect(try await cache.usage().count == 100)
-        clock.advance(by: 1)
+        clock.advance(by: .seconds(1))
         try await cache.setData(Data([1]), forKey: "one-more")
         try await cache.trim()
         #expect(try await cache.usage().count == 50)
@@ -120,17 +120,17 @@ struct DiskCacheTests {
     @Test("per-entry and default time-to-live expire values by the injected clock")
     func timeToLive() throws {
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let cache = try open(scratch) {
-            $0.clock = clock.clock
+            $0.clock = clock.cacheClock
             $0.defaultTimeToLive = .seconds(100)
         }
         try cache.setData(Data("a".utf8), forKey: "short", timeToLive: .seconds(10))
         try cache.setData(Data("b".utf8), forKey: "default")
-        clock.advance(by: 11)
+        clock.advance(by: .seconds(11))
         #expect(try cache.data(forKey: "short") == nil)
         #expect(try cache.data(forKey: "default") == Data("b".utf8))
-        clock.advance(by: 90)
+        clock.advance(by: .seconds(90))
         #expect(try cache.data(forKey: "default") == nil)
         let report = try cache.trim()
         #expect(report.expired == 2)
@@ -143,17 +143,17 @@ struct DiskCacheTests {
     )
     func ageLimit(basis: DiskCache.AgeBasis) throws {
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let cache = try open(scratch) {
-            $0.clock = clock.clock
+            $0.clock = clock.cacheClock
             $0.maximumAge = .seconds(100)
             $0.ageBasis = basis
         }
         try cache.setData(Data("v1".utf8), forKey: "key")
-        clock.advance(by: 60)
+        clock.advance(by: .seconds(60))
         try cache.setData(Data("v2".utf8), forKey: "rewritten")  // unrelated key
         _ = try cache.data(forKey: "key")  // an access at +60
-        clock.advance(by: 60)
+        clock.advance(by: .seconds(60))
         // +120: 120 s since creation and modification, 60 s since the access.
         let alive = try cache.data(forKey: "key") != nil
         #expect(alive == (basis == .accessed))

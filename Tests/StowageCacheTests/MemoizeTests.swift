@@ -7,9 +7,9 @@ import Testing
 
 @Suite("HybridCache memoize")
 struct MemoizeTests {
-    private func makeCache(_ scratch: TemporaryDirectory, clock: DiskTestClock) throws -> HybridCache<String> {
+    private func makeCache(_ scratch: TemporaryDirectory, clock: ManualClock) throws -> HybridCache<String> {
         var configuration = DiskCache.Configuration()
-        configuration.clock = clock.clock
+        configuration.clock = clock.cacheClock
         return HybridCache(
             memory: try MemoryCache<String, String>(),
             disk: try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration),
@@ -47,7 +47,7 @@ struct MemoizeTests {
     @Test("a miss computes once for all concurrent callers; hits return the stored value")
     func computesOnce() async throws {
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation()
         let results = try await withThrowingTaskGroup(of: String.self) { group in
@@ -63,17 +63,17 @@ struct MemoizeTests {
         #expect(compute.runs.load(ordering: .relaxed) == 1)
         let info = try #require(try await cache.disk.info(forKey: "k"))
         #expect(info.computeSeconds.map { $0 >= 0.015 } == true)
-        #expect(info.expires == clock.clock.now().addingTimeInterval(10))
+        #expect(info.expires == clock.cacheClock.now().addingTimeInterval(10))
     }
 
     @Test("far from expiry nothing recomputes; after expiry the next call computes again")
     func expiry() async throws {
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation()
         _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(1_000)) { try await compute() }
-        clock.advance(by: 500)
+        clock.advance(by: .seconds(500))
         // Refreshing 500 s early needs a draw of e^(-500 / compute time): never, even if a loaded
         // machine stretched the 20 ms computation to seconds.
         for _ in 0..<50 {
@@ -81,18 +81,18 @@ struct MemoizeTests {
         }
         try await Task.sleep(for: .milliseconds(100))
         #expect(compute.runs.load(ordering: .relaxed) == 1)
-        clock.advance(by: 500)
+        clock.advance(by: .seconds(500))
         #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(1_000)) { try await compute() } == "v2")
     }
 
     @Test("near expiry one caller's hit starts one background recomputation; everyone gets the old value meanwhile")
     func earlyRefresh() async throws {
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let cache = try makeCache(scratch, clock: clock)
         let compute = Computation(duration: .milliseconds(200), gated: true)
         _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() }
-        clock.advance(by: 9.99)
+        clock.advance(by: .seconds(9.99))
         // beta 10^6: the probability of not refreshing 10 ms before expiry is below 10^-7.
         let results = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<8 {
@@ -120,7 +120,7 @@ struct MemoizeTests {
     func failures() async throws {
         struct Failure: Error {}
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let cache = try makeCache(scratch, clock: clock)
         await #expect(throws: Failure.self) {
             try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { throw Failure() }
@@ -128,7 +128,7 @@ struct MemoizeTests {
         #expect(try await cache.disk.data(forKey: "k") == nil)
         let compute = Computation()
         _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() }
-        clock.advance(by: 9.99)
+        clock.advance(by: .seconds(9.99))
         #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10), beta: 1e6) { throw Failure() } == "v1")
         try await Task.sleep(for: .milliseconds(200))
         #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() } == "v1")

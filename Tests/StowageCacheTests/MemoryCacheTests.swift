@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -110,9 +111,9 @@ import Testing
         cache.setValue(1, forKey: "short", timeToLive: .seconds(10))
         cache.setValue(2, forKey: "forever")
 
-        clock.advance(by: 9.5)
+        clock.advance(by: .seconds(9.5))
         #expect(cache.value(forKey: "short") == 1)
-        clock.advance(by: 0.5)
+        clock.advance(by: .seconds(0.5))
         #expect(cache.value(forKey: "short") == nil)
         #expect(cache.value(forKey: "forever") == 2)
 
@@ -130,7 +131,7 @@ import Testing
         cache.setValue(1, forKey: "default")
         cache.setValue(2, forKey: "longer", timeToLive: .seconds(100))
 
-        clock.advance(by: 6)
+        clock.advance(by: .seconds(6))
         #expect(cache.value(forKey: "default") == nil)
         #expect(cache.value(forKey: "longer") == 2)
     }
@@ -144,7 +145,7 @@ import Testing
         cache.setValue(9, forKey: "kept", cost: 3)
         cache.setValue(8, forKey: "later", timeToLive: .seconds(60))
 
-        clock.advance(by: 2)
+        clock.advance(by: .seconds(2))
         #expect(cache.removeExpired() == 3)
 
         #expect(cache.count == 2)
@@ -385,21 +386,6 @@ import Testing
 
 // MARK: - Support
 
-/// A wall clock the test moves by hand; counts how often it is read.
-private final class ManualClock: Sendable {
-    private let state = Mutex((time: Date(timeIntervalSince1970: 1_800_000_000), reads: 0))
-    var clock: CacheClock {
-        CacheClock {
-            self.state.withLock { state in
-                state.reads += 1
-                return state.time
-            }
-        }
-    }
-    var reads: Int { state.withLock { $0.reads } }
-    func advance(by seconds: TimeInterval) { state.withLock { $0.time += seconds } }
-}
-
 /// Records what the eviction callback hears.
 private final class EvictionLog<Key: Hashable & Sendable, Value: Hashable & Sendable>: Sendable {
     struct Entry: Hashable {
@@ -446,7 +432,7 @@ private func makeCache<Key: Hashable & Sendable, Value: Hashable & Sendable>(
         defaultTimeToLive: defaultTimeToLive
     )
     configuration.memoryPressureSource = nil  // tests stay out of the process-wide source
-    if let clock { configuration.clock = clock.clock }
+    if let clock { configuration.clock = clock.cacheClock }
     configuration.onEviction = log?.callback
     return try MemoryCache(configuration: configuration)
 }

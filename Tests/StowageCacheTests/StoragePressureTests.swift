@@ -18,9 +18,9 @@ struct StoragePressureTests {
     /// A cache with no limits of its own, dated by `clock`: 10 expired inline entries, then
     /// `count` file values of 100 KiB written a second apart, of which the second half is read
     /// later (so the first half is least recently used, oldest first).
-    private static func filledCache(at directory: URL, clock: DiskTestClock, count: Int) throws -> DiskCache {
+    private static func filledCache(at directory: URL, clock: ManualClock, count: Int) throws -> DiskCache {
         var configuration = DiskCache.Configuration(name: "images")
-        configuration.clock = clock.clock
+        configuration.clock = clock.cacheClock
         configuration.sizeLimit = nil
         let cache = try DiskCache(directory: directory, configuration: configuration)
         for index in 0..<10 {
@@ -32,9 +32,9 @@ struct StoragePressureTests {
         }
         for index in 0..<count {
             try cache.setData(Data(repeating: UInt8(index % 251), count: valueSize), forKey: "image\(index)")
-            clock.advance(by: 1)
+            clock.advance(by: .seconds(1))
         }
-        clock.advance(by: 60)
+        clock.advance(by: .seconds(60))
         for index in (count / 2)..<count { _ = try cache.data(forKey: "image\(index)") }
         return cache
     }
@@ -42,7 +42,7 @@ struct StoragePressureTests {
     @Test("a purge request frees the bytes asked below the cache's limits: expired first, then least recently used")
     func purgeRequestGoesBelowLimits() async throws {
         let scratch = try TemporaryDirectory()
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let cache = try Self.filledCache(at: scratch.url.appending(path: "images"), clock: clock, count: 40)
         #expect(try await cache.purge() == ByteCount(10 * 1_000))  // its own rules: only the expired
 
@@ -78,7 +78,7 @@ struct StoragePressureTests {
         let documents = try await container.directory(for: .documents)
         let essay = Data(patternedBytes(8 << 20))
         try essay.write(to: documents.appending(path: "essay.bin"))
-        let clock = DiskTestClock()
+        let clock = ManualClock()
         let caches = try await container.directory(for: .caches)
         let images = caches.appending(path: "images")
         let cache = try await onOwnThread { try Self.filledCache(at: images, clock: clock, count: 400) }

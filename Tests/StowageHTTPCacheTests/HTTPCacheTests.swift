@@ -14,19 +14,19 @@ import Testing
     @Test("Seed 004: Cache-Control max-age is honoured — a second request within it never reaches the origin")
     func maxAgeHonoured() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             let first = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(first.outcome == .miss)
             #expect(try await text(first) == "v1")
-            clock.advance(30)
+            clock.advance(by: .seconds(30))
             let second = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(second.outcome == .hit)
             #expect(try await text(second) == "v1")
             #expect(second.response.headerFields[.age] == "30")
             #expect(origin.count == 1)
-            clock.advance(31)
+            clock.advance(by: .seconds(31))
             let third = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(try await text(third) == "v3" || origin.count == 2)
             #expect(origin.count == 2)
@@ -38,23 +38,29 @@ import Testing
     )
     func etagRoundTrip() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
                 if request.headerFields[.ifNoneMatch] == "\"abc\"" {
-                    return (response(304, [("ETag", "\"abc\""), ("Cache-Control", "max-age=10")], date: clock.now), [])
+                    return (
+                        response(
+                            304,
+                            [("ETag", "\"abc\""), ("Cache-Control", "max-age=10")],
+                            date: clock.secondsSince1970
+                        ), []
+                    )
                 }
                 return ok("body", [("ETag", "\"abc\""), ("Cache-Control", "max-age=10")], clock: clock)
             }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
-            clock.advance(20)
+            clock.advance(by: .seconds(20))
             let revalidated = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(revalidated.outcome == .revalidated)
             #expect(revalidated.response.status == .ok)  // never a 304 to a caller that did not ask
             #expect(try await text(revalidated) == "body")
             #expect(origin.requests.last?.headerFields[.ifNoneMatch] == "\"abc\"")
             // Freshened: fresh again for 10 s.
-            clock.advance(5)
+            clock.advance(by: .seconds(5))
             #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .hit)
             #expect(origin.count == 2)
         }
@@ -63,12 +69,12 @@ import Testing
     @Test("Seed 001: Last-Modified round trip with If-Modified-Since")
     func lastModifiedRoundTrip() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let modified = httpDate(t0 - 1_000)
             let origin = TestOrigin { request, _ in
                 if request.headerFields[.ifModifiedSince] == modified {
-                    return (response(304, [("Last-Modified", modified)], date: clock.now), [])
+                    return (response(304, [("Last-Modified", modified)], date: clock.secondsSince1970), [])
                 }
                 return ok("page", [("Last-Modified", modified), ("Cache-Control", "no-cache")], clock: clock)
             }
@@ -83,18 +89,18 @@ import Testing
     @Test("Seed 004: a forced expiry interval overrides no-cache headers for matching requests only")
     func forcedExpiry() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock) {
                 $0.forcedExpiry = [ForcedExpiry(host: "origin.test", pathPrefix: "/catalog", interval: .seconds(600))]
             }
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "no-cache, no-transform")], clock: clock) }
             let catalog = request(.get, "/catalog/items")
             _ = try await text(try await cache.respond(to: catalog, fetch: origin.fetch))
-            clock.advance(599)
+            clock.advance(by: .seconds(599))
             let hit = try await cache.respond(to: catalog, fetch: origin.fetch)
             #expect(hit.outcome == .hit)
             #expect(try await text(hit) == "v1")
-            clock.advance(2)
+            clock.advance(by: .seconds(2))
             #expect(try await text(try await cache.respond(to: catalog, fetch: origin.fetch)) == "v2")
             // Another path: no-cache holds.
             _ = try await text(try await cache.respond(to: request(.get, "/other"), fetch: origin.fetch))
@@ -107,7 +113,7 @@ import Testing
     @Test("Seed 004: the will-cache hook refuses a response (nothing stored) or changes it before it is stored")
     func willCache() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock) {
                 $0.willCache = { proposal in
                     if proposal.request.path == "/refused" { return nil }
@@ -134,7 +140,7 @@ import Testing
     @Test("The will-cache hook may keep a response in memory only: served while open, gone after reopening")
     func memoryOnly() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let configure: (inout HTTPCache.Configuration) -> Void = {
                 $0.willCache = { proposal in
                     var proposal = proposal
@@ -159,7 +165,7 @@ import Testing
     @Test("Policy reloadIgnoringLocalCacheData: always loads, and stores the new response")
     func reloadIgnoring() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
@@ -180,7 +186,7 @@ import Testing
     )
     func reloadIgnoringEverywhere() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
@@ -204,7 +210,7 @@ import Testing
     @Test("purge by URL, ban by URL prefix and by surrogate key; tags never reach clients")
     func purgeAndBan() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock, kind: .shared) {
                 $0.tagFields = [HTTPField.Name("Surrogate-Key")!, HTTPField.Name("Cache-Tag")!]
             }
@@ -251,7 +257,7 @@ import Testing
     @Test("statistics: the tiers' hits, writes and bytes, readable by code")
     func statistics() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("body \(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
@@ -268,13 +274,13 @@ import Testing
     @Test("Policy returnCacheDataElseLoad: serves a stale response without validation; loads on a miss")
     func returnCacheElseLoad() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=1")], clock: clock) }
             let miss = try await cache.respond(to: request(), policy: .returnCacheDataElseLoad, fetch: origin.fetch)
             #expect(miss.outcome == .miss)
             _ = try await text(miss)
-            clock.advance(3_600)
+            clock.advance(by: .seconds(3_600))
             let stale = try await cache.respond(to: request(), policy: .returnCacheDataElseLoad, fetch: origin.fetch)
             #expect(stale.outcome == .stale)
             #expect(try await text(stale) == "v1")
@@ -285,11 +291,11 @@ import Testing
     @Test("Policy returnCacheDataDontLoad (offline): serves what is stored however old; a miss is a notCached error")
     func offline() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=1")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
-            clock.advance(86_400)
+            clock.advance(by: .seconds(86_400))
             let offline = try await cache.respond(to: request(), policy: .returnCacheDataDontLoad, fetch: origin.fetch)
             #expect(try await text(offline) == "v1")
             let error = await #expect(throws: HTTPCacheError.self) {
@@ -308,11 +314,11 @@ import Testing
     @Test("Policy reloadRevalidatingCacheData: a fresh response is still validated with the origin")
     func reloadRevalidating() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
                 if request.headerFields[.ifNoneMatch] != nil {
-                    return (response(304, [("ETag", "\"e\"")], date: clock.now), [])
+                    return (response(304, [("ETag", "\"e\"")], date: clock.secondsSince1970), [])
                 }
                 return ok("v", [("Cache-Control", "max-age=600"), ("ETag", "\"e\"")], clock: clock)
             }
@@ -331,7 +337,7 @@ import Testing
     @Test("Policy useProtocolCachePolicy with only-if-cached: a miss is a 504")
     func onlyIfCached() async throws {
         try await withTemporaryDirectory { root in
-            let cache = try makeCache(root, clock: ManualClock())
+            let cache = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0)))
             let origin = TestOrigin { _, _ in (response(200), []) }
             let served = try await cache.respond(
                 to: request(.get, "/r", [("Cache-Control", "only-if-cached")]),

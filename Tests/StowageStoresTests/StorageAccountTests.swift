@@ -8,18 +8,14 @@ import StowageHousekeeping
 import StowagePreferences
 import StowageSecrets
 import StowageStores
+import StowageTestSupport
 import Testing
 
 /// A rooted container in a fresh temporary directory, populated by every kind of store.
 final class PopulatedContainer: Sendable {
     let root: URL
     let container: Container
-    let clock = FixedClock()
-
-    final class FixedClock: Sendable {
-        let now = Date(timeIntervalSince1970: 1_900_000_000)
-        var clock: CacheClock { CacheClock { self.now } }
-    }
+    let clock = ManualClock(startingAt: Date(timeIntervalSince1970: 1_900_000_000))
 
     init(_ name: String = #function) throws {
         root = FileManager.default.temporaryDirectory.appending(
@@ -85,7 +81,7 @@ struct StorageAccountTests {
     func everyStore() async throws {
         let fixture = try PopulatedContainer()
         try await fixture.populate()
-        let accountant = StorageAccountant(container: fixture.container, now: fixture.clock.clock)
+        let accountant = StorageAccountant(container: fixture.container, now: fixture.clock.cacheClock)
         let memory = try MemoryCache<String, Data>()
         memory.setValue(Data(count: 300), forKey: "a", cost: 300)
         accountant.register(memory, name: "thumbnails")

@@ -20,13 +20,6 @@ extension TemporaryDirectory {
     }
 }
 
-/// A wall clock tests move by hand.
-final class DiskTestClock: Sendable {
-    private let time = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-    var clock: CacheClock { CacheClock { self.time.withLock { $0 } } }
-    func advance(by seconds: TimeInterval) { time.withLock { $0 += seconds } }
-}
-
 /// The worker executable built beside the tests (see Tests/StowageCacheWorker).
 enum CacheWorker {
     static var url: URL {

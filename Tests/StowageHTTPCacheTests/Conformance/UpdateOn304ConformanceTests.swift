@@ -60,7 +60,7 @@ import Testing
     @Test("§4.3.4 a 304 updates the returned and the stored field", arguments: cases, Validator.allCases)
     func updates(_ testCase: Case, validator: Validator) async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock()
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock, kind: .shared)
             let origin = TestOrigin { request, _ in
                 let isConditional = Self.isConditional(request)
@@ -69,13 +69,13 @@ import Testing
                     value: isConditional ? testCase.second : testCase.first,
                     validator: validator,
                     lifetime: isConditional ? 3600 : 1,
-                    date: clock.now
+                    date: clock.secondsSince1970
                 )
                 return isConditional
                     ? (response(304, fields, date: nil), []) : (response(200, fields, date: nil), Array("body".utf8))
             }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
-            clock.advance(3)  // the suite's pause: the first response (max-age=1) is stale
+            clock.advance(by: .seconds(3))  // the suite's pause: the first response (max-age=1) is stale
             let validated = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(validated.outcome == .revalidated, "\(validated.trace)")
             #expect(origin.requests.last.map(Self.isConditional) == true)
@@ -83,7 +83,7 @@ import Testing
             #expect(validated.response.headerFields[values: name] == [testCase.second], "returned after the 304")
             #expect(try await text(validated) == "body")
 
-            clock.advance(1)
+            clock.advance(by: .seconds(1))
             let hit = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(hit.outcome == .hit, "\(hit.trace)")
             #expect(hit.response.headerFields[values: name] == [testCase.second], "stored after the 304")

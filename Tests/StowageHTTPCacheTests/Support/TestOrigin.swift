@@ -3,6 +3,7 @@ import HTTPTypes
 import StowageCache
 import StowageCore
 import StowageHTTPCache
+import StowageTestSupport
 import Synchronization
 
 /// An origin in the test process: a script answers each request and every request is recorded,
@@ -53,16 +54,8 @@ struct ChunkSequence: AsyncSequence, Sendable {
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: chunks[...]) }
 }
 
-/// A clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let time = Mutex(Date(timeIntervalSince1970: t0))
-    var cacheClock: CacheClock { CacheClock { self.time.withLock { $0 } } }
-    var now: Double { time.withLock { $0.timeIntervalSince1970 } }
-    func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
-}
-
 func ok(_ body: String, _ pairs: [(String, String)], clock: ManualClock) -> (HTTPResponse, [UInt8]) {
-    (response(200, pairs, date: clock.now), Array(body.utf8))
+    (response(200, pairs, date: clock.secondsSince1970), Array(body.utf8))
 }
 
 func text(_ served: CachedResponse) async throws -> String {

@@ -6,14 +6,18 @@ import Synchronization
 ///
 /// A sleeper resumes as soon as an advance reaches its deadline; a cancelled sleeper resumes at
 /// once with `CancellationError`, as `Task.sleep` does.
-package final class SteppedClock: Clock, Sendable {
-    package struct Instant: InstantProtocol, Sendable {
+public final class SteppedClock: Clock, Sendable {
+    /// A moment on the clock: the time since it was made.
+    public struct Instant: InstantProtocol, Sendable {
         /// Time since the clock was made.
-        package var offset: Duration
+        public var offset: Duration
 
-        package func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        package func duration(to other: Instant) -> Duration { other.offset - offset }
-        package static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+        /// The moment `duration` later.
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        /// The time from this moment to `other`.
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        /// Whether `lhs` comes first.
+        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
     private struct Sleeper {
@@ -30,15 +34,20 @@ package final class SteppedClock: Clock, Sendable {
 
     private let state = Mutex(State())
 
-    package init() {}
+    /// A clock at offset zero with no sleepers.
+    public init() {}
 
-    package var now: Instant { state.withLock { $0.now } }
-    package var minimumResolution: Duration { .zero }
+    /// The moment the clock shows: moved only by ``advance(by:)``.
+    public var now: Instant { state.withLock { $0.now } }
+    /// Zero: the clock moves exactly as far as it is told.
+    public var minimumResolution: Duration { .zero }
 
     /// Sleepers waiting now, for tests that must know a wait has begun before they advance.
-    package var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
-    package func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+    /// Suspends until an ``advance(by:)`` reaches `deadline`, or throws `CancellationError` at once
+    /// when the task is cancelled.
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
@@ -67,7 +76,7 @@ package final class SteppedClock: Clock, Sendable {
     }
 
     /// Moves time forward and wakes every sleeper whose deadline it reaches.
-    package func advance(by duration: Duration) {
+    public func advance(by duration: Duration) {
         let due = state.withLock { state -> [Sleeper] in
             state.now = state.now.advanced(by: duration)
             let now = state.now
