@@ -57,6 +57,27 @@ public final class SecretStore: Sendable {
         try header.verify(key: key, area: area, storePath: directory.path)
     }
 
+    /// Opens (creating if needed) a store in `directory` off Swift's cooperative threads:
+    /// deriving a passphrase's key (scrypt) takes a noticeable fraction of a second.
+    ///
+    /// - Throws: `StowageError`, as `init(directory:masterKey:area:)`.
+    public static func open(directory: URL, masterKey: MasterKey, area: String = "private") async throws -> SecretStore
+    {
+        try await BlockingWork.run { try SecretStore(directory: directory, masterKey: masterKey, area: area) }
+    }
+
+    /// The app's private store, opened off Swift's cooperative threads: the asynchronous
+    /// overload of `open(in:masterKey:)`.
+    public static func open(in container: Container, masterKey: MasterKey? = nil) async throws -> SecretStore {
+        try await BlockingWork.run { try open(in: container, masterKey: masterKey) }
+    }
+
+    /// A store several apps share, opened off Swift's cooperative threads: the asynchronous
+    /// overload of `openShared(group:directory:masterKey:)`.
+    public static func openShared(group: String, directory: URL, masterKey: MasterKey) async throws -> SecretStore {
+        try await BlockingWork.run { try openShared(group: group, directory: directory, masterKey: masterKey) }
+    }
+
     /// The app's private store: `application support/secrets`, with its key file in the
     /// preferences location's `keys/` directory (another XDG tree on Linux), unless `masterKey`
     /// says otherwise.

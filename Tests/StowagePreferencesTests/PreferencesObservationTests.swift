@@ -27,7 +27,7 @@ struct PreferencesObservationTests {
     @Test("changes(for:) is an AsyncSequence of the new values")
     func asyncSequence() async throws {
         let scratch = try PreferencesTestDirectory()
-        let preferences = try Preferences.open(at: scratch.file())
+        let preferences = try await Preferences.open(at: scratch.file())
         let name = Preferences.Key<String>("name", default: "")
         let stream = preferences.changes(for: name)
         try preferences.set("a", for: name)
@@ -48,7 +48,7 @@ struct PreferencesObservationTests {
         let file = scratch.file()
         var options = Preferences.Options()
         options.observationInterval = .milliseconds(20)
-        let preferences = try Preferences.open(at: file, options: options)
+        let preferences = try await Preferences.open(at: file, options: options)
         let key = Preferences.Key<String>("remote0", default: "")
         let stream = preferences.changes(for: key)
         let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "remote", count: 1, keys: 1)

@@ -22,7 +22,7 @@ struct PreferencesProcessTests {
         let returned = seen.split(separator: "\n").compactMap { $0.hasPrefix("set ") ? Int($0.dropFirst(4)) : nil }
         let lastReturned = try #require(returned.max())
 
-        let preferences = try Preferences.open(at: file)
+        let preferences = try await Preferences.open(at: file)
         let stored = preferences.dictionaryRepresentation()
         for index in 0...lastReturned {
             #expect(stored["k\(index)"] == .string(PreferencesWorker.value(index)), "set \(index) returned")
@@ -55,7 +55,7 @@ struct PreferencesProcessTests {
             #expect(process.terminationStatus == 0)
             #expect(text.hasSuffix("done \(count)\n"))
         }
-        let preferences = try Preferences.open(at: file)
+        let preferences = try await Preferences.open(at: file)
         let stored = preferences.dictionaryRepresentation()
         #expect(stored.count == 2 * keys)
         for prefix in ["a", "b"] {
@@ -69,7 +69,7 @@ struct PreferencesProcessTests {
     func nextReadSeesOtherProcess() async throws {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
-        let preferences = try Preferences.open(at: file)
+        let preferences = try await Preferences.open(at: file)
         #expect(preferences.value(forName: "p0") == nil)
         let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "p", count: 3, keys: 1)
         try await waitForExit(process, readingToEnd: output)

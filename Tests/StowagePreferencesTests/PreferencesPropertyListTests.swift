@@ -29,7 +29,7 @@ struct PreferencesPropertyListTests {
         let scratch = try PreferencesTestDirectory()
         let source = scratch.file("defaults.plist")
         try Data(Self.defaultsFile.utf8).write(to: source)
-        let preferences = try Preferences.open(at: scratch.file())
+        let preferences = try await Preferences.open(at: scratch.file())
         let imported = try await preferences.importPropertyList(from: source)
         #expect(imported == 8)
         #expect(preferences[.init("launchCount", default: 0)] == 12)
@@ -49,12 +49,12 @@ struct PreferencesPropertyListTests {
         let scratch = try PreferencesTestDirectory()
         let source = scratch.file("defaults.plist")
         try Data(Self.defaultsFile.utf8).write(to: source)
-        let preferences = try Preferences.open(at: scratch.file())
+        let preferences = try await Preferences.open(at: scratch.file())
         try await preferences.importPropertyList(from: source)
         for format in [Preferences.PropertyListFormat.xml, .binary] {
             let exported = scratch.file("exported-\(format).plist")
             try await preferences.exportPropertyList(to: exported, format: format)
-            let other = try Preferences.open(at: scratch.file("other-\(format).stowprefs"))
+            let other = try await Preferences.open(at: scratch.file("other-\(format).stowprefs"))
             try await other.importPropertyList(from: exported)
             #expect(other.dictionaryRepresentation() == preferences.dictionaryRepresentation())
         }

@@ -58,7 +58,7 @@ final class PopulatedContainer: Sendable {
         try preferences.set(3, for: PreferenceKey<Int>("launches", default: 0))
         try preferences.set("dark", for: PreferenceKey<String>("theme", default: "light"))
 
-        let secrets = try SecretStore.open(in: container)
+        let secrets = try await SecretStore.open(in: container)
         try secrets.set("token-a", service: "api", account: "ada")
         try secrets.set("token-b", service: "api", account: "bob")
 

@@ -69,6 +69,12 @@ public final class Preferences: Sendable {
         return try open(at: directory.appendingPathComponent(suite + ".stowprefs"), options: options)
     }
 
+    /// Opens (creating if needed) the preferences file at `url` off Swift's cooperative
+    /// threads; its directory must exist. The asynchronous overload of `open(at:options:)`.
+    public static func open(at url: URL, options: Options = Options()) async throws -> Preferences {
+        try await BlockingWork.run { try open(at: url, options: options) }
+    }
+
     /// Opens (creating if needed) the preferences file at `url`; its directory must exist.
     public static func open(at url: URL, options: Options = Options()) throws -> Preferences {
         _ = try url.checkedFileSystemPath(subject: "the preferences file")
