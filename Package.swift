@@ -242,22 +242,27 @@ let package = Package(
             path: "Tests/StowageTestSupport",
             swiftSettings: swiftSettings
         ),
+        // The one child process of the test suites, with a subcommand per suite that needs
+        // another process: killed mid-write, sharing a directory, a second shared-tier node.
+        .executableTarget(
+            name: "StowageTestWorker",
+            dependencies: [
+                "StowageCore", "StowageCache", "StowagePreferences", "StowageStores", "StowageSharedTier",
+                "StowageRedis",
+            ],
+            path: "Tests/StowageTestWorker",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StowageCoreTests",
             dependencies: ["StowageCore", "StowageTestSupport"],
             swiftSettings: swiftSettings
         ),
-        // A child process for the cache tests: writes, gets killed, shares a directory.
-        .executableTarget(
-            name: "StowageCacheWorker",
-            dependencies: ["StowageCache", "StowageCore"],
-            path: "Tests/StowageCacheWorker",
-            swiftSettings: swiftSettings
-        ),
         .testTarget(
             name: "StowageCacheTests",
             dependencies: [
-                "StowageCache", "StowageCacheWorker", "StowageHousekeeping", "StowageTestSupport",
+                "StowageTestWorker",
+                "StowageCache", "StowageHousekeeping", "StowageTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -276,16 +281,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // A child process for the preferences tests: writes a suite, gets killed, shares it.
-        .executableTarget(
-            name: "StowagePreferencesWorker",
-            dependencies: ["StowagePreferences"],
-            path: "Tests/StowagePreferencesWorker",
-            swiftSettings: swiftSettings
-        ),
         .testTarget(
             name: "StowagePreferencesTests",
-            dependencies: ["StowagePreferences", "StowagePreferencesWorker", "StowageTestSupport"],
+            dependencies: ["StowageTestWorker", "StowagePreferences", "StowageTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -298,17 +296,11 @@ let package = Package(
             dependencies: ["StowageSecrets", "StowageTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
-        // A child process for the user-space tests: wipes a user, gets killed.
-        .executableTarget(
-            name: "StowageStoresWorker",
-            dependencies: ["StowageStores", "StowageCore"],
-            path: "Tests/StowageStoresWorker",
-            swiftSettings: swiftSettings
-        ),
         .testTarget(
             name: "StowageStoresTests",
             dependencies: [
-                "StowageStores", "StowageStoresWorker", "StowageCache", "StowageHousekeeping", "StowagePreferences",
+                "StowageTestWorker",
+                "StowageStores", "StowageCache", "StowageHousekeeping", "StowagePreferences",
                 "StowageDatabase", "StowageTestSupport",
                 "StowageSecrets",
                 "StowageHTTPCache",
@@ -380,18 +372,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // A second node for the shared-tier tests: its own process, its own memory and disk.
-        .executableTarget(
-            name: "StowageSharedTierWorker",
-            dependencies: ["StowageCache", "StowageSharedTier", "StowageRedis"],
-            path: "Tests/StowageSharedTierWorker",
-            swiftSettings: swiftSettings
-        ),
         .testTarget(
             name: "StowageSharedTierTests",
             dependencies: [
+                "StowageTestWorker",
                 "StowageCache", "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport",
-                "StowageSharedTierWorker", "StowageTestSupport",
+                "StowageTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

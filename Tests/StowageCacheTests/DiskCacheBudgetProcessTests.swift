@@ -16,7 +16,7 @@ import Glibc
 /// committed entry is lost (only least-recently-used ones are ever missing).
 @Suite("DiskCache budgets across processes")
 struct DiskCacheBudgetProcessTests {
-    static let limit: Int64 = 16_000_000  // as `StowageCacheWorker write-hard` configures it
+    static let limit: Int64 = 16_000_000  // as `StowageTestWorker cache write-hard` configures it
     static let largestValue: Int64 = 41_000
     static let duration: Double = 30
 

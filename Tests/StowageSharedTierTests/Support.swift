@@ -38,16 +38,14 @@ func makeNode(
     return (cache, tier)
 }
 
-/// A `StowageSharedTierWorker` child process driven line by line.
+/// A `StowageTestWorker shared-tier` child process driven line by line.
 final class WorkerNode: Sendable {
     private let process: Process
     private let input: FileHandle
     private let lines: AsyncStream<String>
 
     init(url: String, namespace: String, directory: URL) throws {
-        process = Process()
-        process.executableURL = Self.executable
-        process.arguments = [url, namespace, directory.path]
+        process = TestWorker.process("shared-tier", [url, namespace, directory.path])
         let stdin = childPipe()
         let stdout = childPipe()
         process.standardInput = stdin
@@ -106,15 +104,6 @@ final class WorkerNode: Sendable {
         process.waitUntilExit()
     }
 
-    static var executable: URL {
-        let candidates = [
-            Bundle.main.bundleURL.appending(path: "StowageSharedTierWorker"),
-            Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "StowageSharedTierWorker"),
-            URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appending(path: ".build/debug/StowageSharedTierWorker"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }
 }
 
 /// The first invalidation in `stream` that `predicate` accepts, or an error after `timeout`.

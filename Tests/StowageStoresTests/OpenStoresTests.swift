@@ -5,6 +5,7 @@ import StowageDatabase
 import StowageHousekeeping
 import StowagePreferences
 import StowageStores
+import StowageTestSupport
 import Testing
 
 /// Sign-out and "clear caches" reach the stores that are open while they run: no handle, in this
@@ -21,11 +22,9 @@ struct OpenStoresTests {
         )
     }
 
-    /// Runs `StowageStoresWorker wipe ROOT USER`: the wipe happens in another process.
+    /// Runs `StowageTestWorker stores wipe ROOT USER`: the wipe happens in another process.
     private static func wipeInAnotherProcess(root: URL, user: String) throws {
-        let process = Process()
-        process.executableURL = storesWorkerURL
-        process.arguments = ["wipe", root.path, user]
+        let process = TestWorker.process("stores", ["wipe", root.path, user])
         try process.run()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)

@@ -2,6 +2,7 @@ import Foundation
 import StowageCore
 import StowageDatabase
 import StowageStores
+import StowageTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,17 +10,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// The worker executable built beside the tests (see Tests/StowageStoresWorker).
-var storesWorkerURL: URL {
-    let candidates = [
-        Bundle.main.bundleURL.appending(path: "StowageStoresWorker"),
-        Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "StowageStoresWorker"),
-        URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appending(path: ".build/debug/StowageStoresWorker"),
-    ]
-    return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-}
 
 @Suite("UserSpaces wipe under kill -9")
 struct WipeCrashTests {
@@ -51,9 +41,7 @@ struct WipeCrashTests {
                     for file in 0..<200 { try Data(count: 64).write(to: directory.appending(path: "\(file)")) }
                 }
             }
-            let process = Process()
-            process.executableURL = storesWorkerURL
-            process.arguments = ["wipe", fixture.root.path, "ada"]
+            let process = TestWorker.process("stores", ["wipe", fixture.root.path, "ada"])
             try process.run()
             await BlockingWork.run {
                 let deadline = Date().addingTimeInterval(30)

@@ -20,22 +20,11 @@ extension TemporaryDirectory {
     }
 }
 
-/// The worker executable built beside the tests (see Tests/StowageCacheWorker).
+/// `StowageTestWorker cache …` (see Tests/StowageTestWorker/CacheWorkerCommand.swift).
 enum CacheWorker {
-    static var url: URL {
-        let candidates = [
-            Bundle.main.bundleURL.appending(path: "StowageCacheWorker"),
-            Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "StowageCacheWorker"),
-            URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appending(path: ".build/debug/StowageCacheWorker"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }
 
     static func start(_ arguments: [String]) throws -> (Process, FileHandle) {
-        let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
+        let process = TestWorker.process("cache", arguments)
         let output = childPipe()
         process.standardOutput = output
         try process.run()

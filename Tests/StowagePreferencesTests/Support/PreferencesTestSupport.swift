@@ -18,17 +18,8 @@ final class PreferencesTestDirectory: Sendable {
     func file(_ name: String = "suite.stowprefs") -> URL { url.appending(path: name) }
 }
 
-/// The worker executable built beside the tests (see Tests/StowagePreferencesWorker).
+/// `StowageTestWorker preferences …` (see Tests/StowageTestWorker/PreferencesWorkerCommand.swift).
 enum PreferencesWorker {
-    static var url: URL {
-        let candidates = [
-            Bundle.main.bundleURL.appending(path: "StowagePreferencesWorker"),
-            Bundle.main.bundleURL.deletingLastPathComponent().appending(path: "StowagePreferencesWorker"),
-            URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appending(path: ".build/debug/StowagePreferencesWorker"),
-        ]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
-    }
 
     /// Starts `write FILE PREFIX COUNT KEYS THRESHOLD`; returns the process and its output.
     static func startWriting(
@@ -38,9 +29,10 @@ enum PreferencesWorker {
         keys: Int,
         compactionThreshold: Int = 256 * 1024
     ) throws -> (Process, FileHandle) {
-        let process = Process()
-        process.executableURL = url
-        process.arguments = ["write", file.path, prefix, "\(count)", "\(keys)", "\(compactionThreshold)"]
+        let process = TestWorker.process(
+            "preferences",
+            ["write", file.path, prefix, "\(count)", "\(keys)", "\(compactionThreshold)"]
+        )
         let output = childPipe()
         process.standardOutput = output
         try process.run()

@@ -1,0 +1,98 @@
+// A separate process for the disk cache's reliability tests: the tests kill it mid-write or
+// run two at once on one directory, then check what it left with `verify`.
+//
+//   StowageTestWorker cache write DIR FIRST COUNT     writes key-FIRST … key-(FIRST+COUNT-1)
+//   StowageTestWorker cache write-deferred DIR FIRST COUNT   the same with deferred durability
+//                                                (10 ms batches), flushed before "done"
+//   StowageTestWorker cache verify DIR FIRST COUNT    prints "present P missing M wrong W"
+//   StowageTestWorker cache clear DIR 0 0             removes every value (another process's clear)
+//   StowageTestWorker cache write-hard DIR FIRST COUNT   writes as `write`, 2 ms apart, into a cache
+//                                                with a hard 16 MB limit (trimmed to 12 MB),
+//                                                printing "committed N T" after each, T being the
+//                                                time (seconds since 1970) taken before the set
+//
+// Values depend only on the key's number; every seventh is larger than the inline threshold,
+// so both the index and the files are exercised.
+import Foundation
+import StowageCache
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+func value(for number: Int) -> Data {
+    let count = number % 7 == 0 ? 40_000 + number % 1_000 : 100 + number % 3_000
+    var bytes = [UInt8](repeating: 0, count: count)
+    var state = UInt64(truncatingIfNeeded: number) &* 0x9E37_79B9_7F4A_7C15 | 1
+    for index in bytes.indices {
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        bytes[index] = UInt8(truncatingIfNeeded: state)
+    }
+    return Data(bytes)
+}
+
+/// `StowageTestWorker cache …`: `arguments[0]` names the command, as `CommandLine.arguments` would.
+enum CacheWorkerCommand {
+    static func run(_ arguments: [String]) {
+        guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(arguments[4]) else {
+            fail("usage: StowageTestWorker cache write|write-deferred|write-hard|verify|clear DIR FIRST COUNT")
+        }
+        var configuration = DiskCache.Configuration(name: "worker")
+        configuration.sizeLimit = nil
+        if arguments[1] == "write-deferred" { configuration.durability = .deferred(maximumDelay: .milliseconds(10)) }
+        if arguments[1] == "write-hard" {
+            configuration.sizeLimit = ByteCount(16_000_000)
+            configuration.sizeLimitEnforcement = .hard
+            configuration.trimRatio = 0.75
+        }
+        let directory = URL(filePath: arguments[2], directoryHint: .isDirectory)
+
+        do {
+            let cache = try DiskCache(directory: directory, configuration: configuration)
+            switch arguments[1] {
+            case "write", "write-deferred":
+                say("open")
+                for number in first..<(first + count) {
+                    try cache.setData(value(for: number), forKey: "key-\(number)")
+                    if number % 100 == 0 {
+                        say("wrote \(number - first)")
+                    }
+                }
+                try cache.flush()
+                say("done")
+            case "write-hard":
+                say("open")
+                for number in first..<(first + count) {
+                    let started = Date().timeIntervalSince1970
+                    try cache.setData(value(for: number), forKey: "key-\(number)")
+                    say("committed \(number) \(started)")
+                    usleep(2_000)
+                }
+            case "verify":
+                var present = 0
+                var missing = 0
+                var wrong = 0
+                for number in first..<(first + count) {
+                    switch try cache.data(forKey: "key-\(number)") {
+                    case nil: missing += 1
+                    case value(for: number): present += 1
+                    default: wrong += 1
+                    }
+                }
+                say("present \(present) missing \(missing) wrong \(wrong)")
+            case "clear":
+                try cache.removeAll()
+                say("cleared")
+            default:
+                fail("unknown command \(arguments[1])")
+            }
+        } catch {
+            fail("\(error)")
+        }
+    }
+}
