@@ -22,7 +22,7 @@ extension HybridCache {
         guard let shared else { return .absent }
         // The shared level has an older state of a key changed here during an outage.
         if pendingWrites.change(forKey: key) != nil { return .absent }
-        let generation = invalidationGeneration.load(ordering: .acquiring)
+        let generation = levels.changeCount
         let entry: SharedCacheEntry
         switch await health.lookup(key, in: shared) {
         case .unreachable: return .unreachable
@@ -51,7 +51,7 @@ extension HybridCache {
                 metadata: ["key": "\(key)", "error": "\(error)"]
             )
         }
-        if invalidationGeneration.load(ordering: .acquiring) != generation {
+        if levels.changeCount != generation {
             await apply(.key(key))
         }
         return .found(value)
@@ -63,26 +63,16 @@ extension HybridCache {
     func confirmDiskCopy(forKey key: String) async -> SharedLookup<Value> {
         let lookup = await sharedLookup(forKey: key)
         if case .absent = lookup {
-            _ = memory.removeValue(forKey: key)
-            do {
-                try await disk.removeData(forKey: key)
-            } catch {
-                disk.configuration.logger.warning(
-                    "could not drop a disk copy the shared level no longer has",
-                    metadata: ["key": "\(key)", "error": "\(error)"]
-                )
-            }
+            await levels.drop(key, reason: "a disk copy the shared level no longer has")
         }
         return lookup
     }
 
     func startListening(to shared: any SharedCacheTier) {
-        let stream = shared.invalidations()
-        let task = Task { [weak self] in
-            for await invalidation in stream {
-                guard let self else { return }
-                await self.apply(invalidation)
-            }
+        let task = CacheLevels<Value>.listen(to: shared) { [weak self] invalidation in
+            guard let self else { return false }
+            await self.apply(invalidation)
+            return true
         }
         invalidationListener.withLock { $0 = task }
     }
@@ -91,40 +81,20 @@ extension HybridCache {
     package func apply(_ invalidation: SharedCacheInvalidation) async {
         // A gap beginning removes nothing: only confirmation is suspended.
         if invalidation == .interrupted { return horizon.apply(invalidation) }
-        invalidationGeneration.add(1, ordering: .acquiringAndReleasing)
+        levels.noteChange()
         switch invalidation {
         case .key(let key):
             // Another write reached the shared level after this node's change of `key` failed
             // to: replaying that change would overwrite the newer value, or delete it when the
             // local copy it would send is dropped just below.
             pendingWrites.settle(key)
-            // Disk first: a read between the two removals must not promote the stale disk copy
-            // back into memory.
-            if sharedOptions.invalidatesDisk {
-                do {
-                    try await disk.removeData(forKey: key)
-                } catch {
-                    disk.configuration.logger.warning(
-                        "could not drop an invalidated disk copy",
-                        metadata: ["key": "\(key)", "error": "\(error)"]
-                    )
-                }
-            }
-            _ = memory.removeValue(forKey: key)
+            await levels.drop(key, includingDisk: sharedOptions.invalidatesDisk, reason: "an invalidated disk copy")
         case .prefix(let prefix):
-            if sharedOptions.invalidatesDisk {
-                do {
-                    for key in try await BlockingWork.run({ try self.disk.keysBlocking(withPrefix: prefix) }) {
-                        try await disk.removeData(forKey: key)
-                    }
-                } catch {
-                    disk.configuration.logger.warning(
-                        "could not drop banned disk copies",
-                        metadata: ["prefix": "\(prefix)", "error": "\(error)"]
-                    )
-                }
-            }
-            memory.removeValues { $0.hasPrefix(prefix) }
+            await levels.drop(
+                keysWithPrefix: prefix,
+                includingDisk: sharedOptions.invalidatesDisk,
+                reason: "banned disk copies"
+            )
         case .all, .emptied:
             // Horizon first: a read that misses memory after the purge then confirms its disk
             // copy (after `.all`), or trusts it (after `.emptied`).

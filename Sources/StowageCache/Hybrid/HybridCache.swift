@@ -66,8 +66,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
     let health: SharedTierHealth
     let sharedCounters: CacheCounters
     let invalidationListener = Mutex<Task<Void, Never>?>(nil)
-    /// Counts invalidations applied; a read-through fill that saw it change drops what it stored.
-    package let invalidationGeneration = Atomic<UInt64>(0)
+    /// Memory in front of disk: removals and invalidations go through it, disk first.
+    package let levels: CacheLevels<Value>
     /// Follows the disk tier's generation: a clear or removal of the disk cache, by any handle in
     /// any process, empties the memory tier before its next read.
     let generationWatch: GenerationWatch
@@ -100,6 +100,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         self.serializer = serializer
         self.shared = shared
         self.sharedOptions = sharedOptions
+        levels = CacheLevels(memory: memory, disk: disk, logger: disk.configuration.logger)
         health = SharedTierHealth(name: disk.configuration.name, logger: disk.configuration.logger)
         sharedCounters = CacheCounters(name: disk.configuration.name, tier: "shared")
         horizon = InvalidationHorizon(clock: disk.configuration.clock)
@@ -125,7 +126,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public func value(forKey key: String) async throws -> Value? {
         let storeGeneration = followStoreGeneration()
         if let value = memory.value(forKey: key) { return value }
-        let generation = invalidationGeneration.load(ordering: .acquiring)
+        let generation = levels.changeCount
         guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
         if shared != nil, sharedOptions.confirmsDiskCopies,
             horizon.requiresConfirmation(ofCopyStoredAt: stored.modified),
@@ -139,10 +140,12 @@ public final class HybridCache<Value: Sendable>: Sendable {
         }
         do {
             let value = try serializer.decode(stored.data)
-            // An invalidation applied since the disk read may have removed this copy; promoting
-            // it now would bring it back into memory.
-            if invalidationGeneration.load(ordering: .acquiring) == generation {
-                keepInMemory(value, forKey: key, cost: stored.data.count, timeToLive: nil, readAt: storeGeneration)
+            // A removal or invalidation begun since the disk read may have removed this copy;
+            // promoting it would bring it back into memory.
+            if levels.promote(value, forKey: key, cost: stored.data.count, readAt: generation),
+                !generationWatch.isCurrent(storeGeneration)
+            {
+                _ = memory.removeValue(forKey: key)
             }
             return value
         } catch {
@@ -251,8 +254,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
 
     /// Removes `key` from every tier; other nodes drop their copies.
     public func removeValue(forKey key: String) async throws {
-        _ = memory.removeValue(forKey: key)
-        try await disk.removeData(forKey: key)
+        try await levels.remove(key)
         if let shared {
             let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
             settleOrKeep(.remove, forKey: key, taken: taken != nil)
@@ -263,8 +265,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// and its entries expire by their time-to-live (remove keys one by one to drop them
     /// fleet-wide).
     public func removeAll() async throws {
-        memory.removeAll()
-        try await disk.removeAll()  // advances the generation: every other handle empties its memory
+        try await levels.removeAll()
     }
 
     /// Removes every entry stored with `tag`; returns the keys removed.

@@ -70,8 +70,7 @@ extension HTTPCache {
         case .unreachable:
             return stored.data
         case .absent:
-            memory.removeValue(forKey: recordKey)
-            try await disk.removeData(forKey: recordKey)
+            try await levels.remove(recordKey)
             return nil
         case .found(let entry):
             try await disk.setData(entry.data, forKey: recordKey)
@@ -104,10 +103,7 @@ extension HTTPCache {
             } else if prefix.hasPrefix("m ") {
                 _ = try await banLocally(urlPrefix: String(prefix.dropFirst(2)))
             } else {
-                memory.removeValues { $0.hasPrefix(prefix) }
-                for key in try await BlockingWork.run({ try self.disk.keysBlocking(withPrefix: prefix) }) {
-                    try await disk.removeData(forKey: key)
-                }
+                await levels.drop(keysWithPrefix: prefix, reason: "copies another node banned")
             }
         } catch {
             configuration.logger.warning(
@@ -122,33 +118,26 @@ extension HTTPCache {
     /// confirmed before their next use (``confirmedRecord(_:recordKey:)``).
     func startListeningForInvalidations() {
         guard let shared = configuration.sharedTier else { return }
-        let stream = shared.invalidations()
-        let task = Task { [weak self] in
-            for await invalidation in stream {
-                guard let self else { return }
-                switch invalidation {
-                case .key(let key):
-                    // Disk first: a read between the two removals must not bring the stale
-                    // disk copy back into memory (HybridCache's order too).
-                    do {
-                        try await disk.removeData(forKey: key)
-                    } catch {
-                        configuration.logger.warning(
-                            "could not drop an invalidated disk copy",
-                            metadata: ["key": "\(key)", "error": "\(error)"]
-                        )
-                    }
-                    memory.removeValue(forKey: key)
-                case .prefix(let prefix):
-                    await applyBan(prefix)
-                case .all, .emptied:
-                    horizon.apply(invalidation)
-                    memory.removeAll()
-                case .interrupted:
-                    horizon.apply(invalidation)
-                }
-            }
+        let task = CacheLevels<MemoryEntry>.listen(to: shared) { [weak self] invalidation in
+            guard let self else { return false }
+            await apply(invalidation)
+            return true
         }
         invalidationListener.withLock { $0 = task }
+    }
+
+    /// Drops what another node's change made stale here.
+    func apply(_ invalidation: SharedCacheInvalidation) async {
+        switch invalidation {
+        case .key(let key):
+            await levels.drop(key, reason: "an invalidated disk copy")
+        case .prefix(let prefix):
+            await applyBan(prefix)
+        case .all, .emptied:
+            horizon.apply(invalidation)
+            memory.removeAll()
+        case .interrupted:
+            horizon.apply(invalidation)
+        }
     }
 }

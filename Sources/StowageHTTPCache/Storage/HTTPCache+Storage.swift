@@ -14,7 +14,7 @@ extension HTTPCache {
     /// The stored variants of `key`, memory first.
     func variants(for key: CacheKey) async throws -> [VariantRecord] {
         let recordKey = Self.recordKey(key)
-        let generation = followStoreGeneration()
+        let generation = beginRead()
         if case .variants(let records) = memory.value(forKey: recordKey) { return records }
         var data: Data?
         if let stored = try await disk.storedData(forKey: recordKey) {
@@ -47,8 +47,7 @@ extension HTTPCache {
     func writeVariants(_ records: [VariantRecord], for key: CacheKey) async throws {
         let recordKey = Self.recordKey(key)
         if records.isEmpty {
-            memory.removeValue(forKey: recordKey)
-            try await disk.removeData(forKey: recordKey)
+            try await levels.remove(recordKey)
             await shareVariants([], recordKey: recordKey)
             return
         }
@@ -82,8 +81,7 @@ extension HTTPCache {
     }
 
     func removeBody(_ bodyKey: String) async throws {
-        memory.removeValue(forKey: bodyKey)
-        try await disk.removeData(forKey: bodyKey)
+        try await levels.remove(bodyKey)
         await unshareBody(bodyKey)
     }
 
@@ -94,10 +92,24 @@ extension HTTPCache {
         generationWatch.check { memory.removeAll() }
     }
 
-    /// Keeps what was read from disk at `generation` in memory, unless a clear came in between.
-    func keepInMemory(_ entry: MemoryEntry, forKey key: String, cost: Int, readAt generation: UInt64) {
-        memory.setValue(entry, forKey: key, cost: cost)
-        if !generationWatch.isCurrent(generation) { memory.removeValue(forKey: key) }
+    /// Where a read began: the disk cache's generation (a clear since empties memory) and the
+    /// levels' change count (a removal or invalidation since keeps the read out of memory).
+    struct ReadMark {
+        var store: UInt64
+        var change: UInt64
+    }
+
+    /// Marks the start of a read, after following the disk cache's generation.
+    func beginRead() -> ReadMark {
+        ReadMark(store: followStoreGeneration(), change: levels.changeCount)
+    }
+
+    /// Keeps what a read begun at `mark` found below memory in memory, unless a clear, removal or
+    /// invalidation came in between.
+    func keepInMemory(_ entry: MemoryEntry, forKey key: String, cost: Int, readAt mark: ReadMark) {
+        if levels.promote(entry, forKey: key, cost: cost, readAt: mark.change), !generationWatch.isCurrent(mark.store) {
+            memory.removeValue(forKey: key)
+        }
     }
 
     static func makeBodyKey() -> String {
@@ -112,7 +124,7 @@ extension HTTPCache {
     /// The body of `record`: from memory, from the index or its file whole, or streamed from its file.
     /// `nil` when it is gone (evicted separately from its record).
     func body(of record: VariantRecord) async throws -> HTTPBody? {
-        let generation = followStoreGeneration()
+        let generation = beginRead()
         if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
         if record.isMemoryOnly { return nil }
         let bodyKey = record.bodyKey

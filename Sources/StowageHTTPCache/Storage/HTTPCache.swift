@@ -33,6 +33,8 @@ public final class HTTPCache: Sendable {
     let sharedHealth: SharedTierHealth
     /// Applies other nodes' invalidations while the cache lives.
     let invalidationListener = Mutex<Task<Void, Never>?>(nil)
+    /// Memory in front of disk: removals and invalidations go through it, disk first.
+    let levels: CacheLevels<MemoryEntry>
     let revalidations: RequestCollapser
     /// Requests per key, for ``Configuration/minimumUses``.
     let uses: UseCounter
@@ -69,6 +71,7 @@ public final class HTTPCache: Sendable {
         )
         memoryConfiguration.clock = configuration.clock
         memory = try MemoryCache(configuration: memoryConfiguration)
+        levels = CacheLevels(memory: memory, disk: disk, logger: configuration.logger)
         sharedHealth = SharedTierHealth(name: configuration.name, logger: configuration.logger)
         horizon = InvalidationHorizon(clock: configuration.clock)
         collapser = RequestCollapser(clock: configuration.waitClock)

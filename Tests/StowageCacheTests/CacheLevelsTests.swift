@@ -1,0 +1,107 @@
+import Foundation
+import Logging
+import StowageCore
+import StowageTestSupport
+import Synchronization
+import Testing
+
+@testable import StowageCache
+
+/// The order copies leave the levels of a tiered cache: disk first, then memory, so that a read
+/// between the two removals can never promote a stale disk copy back into memory. The memory
+/// level's eviction callback runs at the moment a memory copy goes; it looks at the disk then.
+@Suite("CacheLevels: disk first, then memory")
+struct CacheLevelsTests {
+    /// What the disk held for each key at the moment its memory copy went.
+    final class Witness: Sendable {
+        let seen = Mutex<[String: Bool]>([:])
+        func record(_ key: String, diskStillHadIt: Bool) { seen.withLock { $0[key] = diskStillHadIt } }
+        var snapshot: [String: Bool] { seen.withLock { $0 } }
+    }
+
+    struct Fixture {
+        let scratch: TemporaryDirectory
+        let disk: DiskCache
+        let memory: MemoryCache<String, String>
+        let witness = Witness()
+        var levels: CacheLevels<String> { CacheLevels(memory: memory, disk: disk, logger: Logger(label: "test")) }
+
+        init(_ name: String = #function) throws {
+            scratch = try TemporaryDirectory(name)
+            let disk = try DiskCache(directory: scratch.url.appending(path: "cache"))
+            let witness = witness
+            var configuration = MemoryCache<String, String>.Configuration(name: "levels")
+            configuration.memoryPressureSource = nil
+            configuration.onEviction = { key, _, reason in
+                guard reason == .explicit else { return }
+                witness.record(key, diskStillHadIt: (try? disk.data(forKey: key)) != nil)
+            }
+            memory = try MemoryCache(configuration: configuration)
+            self.disk = disk
+        }
+
+        /// Puts `keys` in both levels.
+        func fill(_ keys: [String]) throws {
+            for key in keys {
+                try disk.setData(Data(key.utf8), forKey: key)
+                memory.setValue(key, forKey: key)
+            }
+        }
+    }
+
+    @Test("a removal: the disk copy is gone before the memory copy goes")
+    func removal() async throws {
+        let fixture = try Fixture()
+        try fixture.fill(["a"])
+        try await fixture.levels.remove("a")
+        #expect(fixture.witness.snapshot == ["a": false])
+        #expect(fixture.memory.value(forKey: "a") == nil)
+        await #expect(try fixture.disk.data(forKey: "a") == nil)
+    }
+
+    @Test("an invalidation of a key and of a prefix: disk first, other keys untouched")
+    func invalidations() async throws {
+        let fixture = try Fixture()
+        try fixture.fill(["k", "ban/1", "ban/2", "keep"])
+        await fixture.levels.drop("k", reason: "an invalidated disk copy")
+        await fixture.levels.drop(keysWithPrefix: "ban/", reason: "banned disk copies")
+        #expect(fixture.witness.snapshot == ["k": false, "ban/1": false, "ban/2": false])
+        #expect(fixture.memory.value(forKey: "keep") == "keep")
+        await #expect(try fixture.disk.data(forKey: "keep") == Data("keep".utf8))
+    }
+
+    @Test("an invalidation that keeps disk copies (invalidatesDisk off) drops memory only")
+    func memoryOnly() async throws {
+        let fixture = try Fixture()
+        try fixture.fill(["k"])
+        await fixture.levels.drop("k", includingDisk: false, reason: "unused")
+        #expect(fixture.witness.snapshot == ["k": true])
+        await #expect(try fixture.disk.data(forKey: "k") == Data("k".utf8))
+    }
+
+    @Test("HybridCache's removeValue and an invalidation from another node keep the order")
+    func hybridCache() async throws {
+        let fixture = try Fixture()
+        let cache = HybridCache(memory: fixture.memory, disk: fixture.disk, serializer: StringSerializer())
+        try await cache.setValue("one", forKey: "one")
+        try await cache.setValue("two", forKey: "two")
+        try await cache.removeValue(forKey: "one")
+        await cache.apply(.key("two"))
+        #expect(fixture.witness.snapshot == ["one": false, "two": false])
+    }
+
+    @Test("a read racing removals never leaves a removed value in memory")
+    func racingReads() async throws {
+        let fixture = try Fixture()
+        let cache = HybridCache(memory: fixture.memory, disk: fixture.disk, serializer: StringSerializer())
+        for round in 0..<200 {
+            let key = "race-\(round)"
+            try await cache.setValue("v", forKey: key)
+            _ = cache.memory.removeValue(forKey: key)  // the next read goes to disk
+            async let read = cache.value(forKey: key)
+            try await cache.removeValue(forKey: key)
+            _ = try await read
+            #expect(cache.memory.value(forKey: key) == nil, "round \(round)")
+        }
+    }
+}
