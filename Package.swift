@@ -288,7 +288,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StowageDatabaseTests",
-            dependencies: ["StowageDatabase", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["StowageDatabase", "StowageTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

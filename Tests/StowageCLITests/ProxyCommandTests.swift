@@ -60,10 +60,9 @@ import Glibc
         let origin = try await TestOriginServer.start { r in
             .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
         }
-        let cacheDirectory = FileManager.default.temporaryDirectory.appending(
-            path: "stowage-proxy-cli-\(UUID().uuidString)"
-        )
-        defer { try? FileManager.default.removeItem(at: cacheDirectory) }
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let cacheDirectory = scratch.url
         let (process, port, errors) = try await Self.startProxy([
             "--upstream", origin.baseURL, "--cache-dir", cacheDirectory.path,
             "--memory-capacity", "8MB", "--disk-capacity", "100MB",
@@ -87,8 +86,9 @@ import Glibc
         let origin = try await TestOriginServer.start { r in
             .init(fields: [("Cache-Control", "max-age=600")], body: "v\(r.index)")
         }
-        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-clear-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let root = scratch.url
         let (process, port, _) = try await Self.startProxy(["--upstream", origin.baseURL, "--root", root.path])
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/doc"))

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import StowageCore
 import StowageDatabase
+import StowageTestSupport
 import Testing
 
 /// Several stores (standing in for several processes: SQLite and `flock` treat separate
@@ -19,16 +20,16 @@ struct UserDatabasesSharingTests {
         return migrator
     }
 
-    private static func scratchContainer() throws -> (URL, Container) {
-        let url = FileManager.default.temporaryDirectory.appending(path: "stowage-dbshare-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return (url, Container(root: url, identifier: "org.stowage.tests"))
+    /// A container in a fresh temporary directory, removed with the returned value.
+    private static func scratchContainer(_ name: String = #function) throws -> (TemporaryDirectory, Container) {
+        let scratch = try TemporaryDirectory(name)
+        return (scratch, Container(root: scratch.url, identifier: "org.stowage.tests"))
     }
 
     @Test("two stores opening a brand-new database at the same moment both succeed (busy timeout)")
     func concurrentFirstOpen() async throws {
-        let (url, container) = try Self.scratchContainer()
-        defer { try? FileManager.default.removeItem(at: url) }
+        let (scratch, container) = try Self.scratchContainer()
+        defer { withExtendedLifetime(scratch) {} }
         for round in 0..<20 {
             let user = "user\(round)"
             let first = UserDatabases(container: container, migrator: Self.migrator())
@@ -46,8 +47,8 @@ struct UserDatabasesSharingTests {
 
     @Test("removal is refused with .busy while another store has the user open, and works after it closes")
     func removalWaitsForOtherStores() async throws {
-        let (url, container) = try Self.scratchContainer()
-        defer { try? FileManager.default.removeItem(at: url) }
+        let (scratch, container) = try Self.scratchContainer()
+        defer { withExtendedLifetime(scratch) {} }
         let app = UserDatabases(container: container, migrator: Self.migrator())
         let settings = UserDatabases(container: container, migrator: Self.migrator())
         let pool = try await app.database(for: "ada")
@@ -69,8 +70,8 @@ struct UserDatabasesSharingTests {
 
     @Test("a removal interrupted after its rename is finished by the next removal; the user is gone at once")
     func interruptedRemovalLeftovers() async throws {
-        let (url, container) = try Self.scratchContainer()
-        defer { try? FileManager.default.removeItem(at: url) }
+        let (scratch, container) = try Self.scratchContainer()
+        defer { withExtendedLifetime(scratch) {} }
         let databases = UserDatabases(container: container, migrator: Self.migrator())
         _ = try await databases.database(for: "ada")
         try databases.close("ada")

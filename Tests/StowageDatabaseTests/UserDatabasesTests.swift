@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import StowageCore
 import StowageDatabase
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -27,15 +28,15 @@ private func migrator(upTo version: Int = 1) -> DatabaseMigrator {
     return migrator
 }
 
+/// A container in a fresh temporary directory, removed with the value.
 private final class Scratch: Sendable {
-    let url: URL
+    let directory: TemporaryDirectory
     let container: Container
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appending(path: "stowage-db-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        container = Container(root: url, identifier: "org.stowage.tests")
+    var url: URL { directory.url }
+    init(_ name: String = #function) throws {
+        directory = try TemporaryDirectory(name)
+        container = Container(root: directory.url, identifier: "org.stowage.tests")
     }
-    deinit { try? FileManager.default.removeItem(at: url) }
 }
 
 @Suite("UserDatabases")

@@ -16,8 +16,9 @@ import Testing
         script: @escaping TestOriginServer.Script,
         _ body: (CachingHTTPClient, TestOriginServer) async throws -> Void
     ) async throws {
-        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-client-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let root = scratch.url
         let origin = try await TestOriginServer.start(script)
         var configuration = HTTPCache.Configuration(kind: .private)
         configure(&configuration)

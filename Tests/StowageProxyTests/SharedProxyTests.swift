@@ -11,6 +11,7 @@ import StowageProxy
 import StowageRedis
 import StowageRedisTestSupport
 import StowageSharedTier
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -155,18 +156,20 @@ private final class SharedProxyFleet: Sendable {
 
     let redis: RedisServerProcess
     let origin: TestOriginServer
-    let root: URL
+    let scratch: TemporaryDirectory
+    /// Where the fleet's proxies keep their caches, removed with the fleet.
+    var root: URL { scratch.url }
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
     private let proxies = Mutex<[Proxy]>([])
 
-    private init(redis: RedisServerProcess, origin: TestOriginServer) {
+    private init(redis: RedisServerProcess, origin: TestOriginServer) throws {
         self.redis = redis
         self.origin = origin
-        root = FileManager.default.temporaryDirectory.appending(path: "stowage-shared-proxy-\(UUID().uuidString)")
+        scratch = try TemporaryDirectory("shared-proxy")
     }
 
     /// Runs `body` with a new fleet, then stops every proxy it started, the client, the origin
-    /// and Redis, and removes the scratch directory, whether `body` threw or not.
+    /// and Redis; the scratch directory goes with the fleet, whether `body` threw or not.
     static func run(
         script: @escaping TestOriginServer.Script = { received in
             .init(fields: [("Cache-Control", "max-age=600")], body: "v\(received.index)")
@@ -176,8 +179,7 @@ private final class SharedProxyFleet: Sendable {
         let redis = try await RedisServerProcess.start()
         defer { redis.remove() }
         let origin = try await TestOriginServer.start(script)
-        let fleet = SharedProxyFleet(redis: redis, origin: origin)
-        defer { try? FileManager.default.removeItem(at: fleet.root) }
+        let fleet = try SharedProxyFleet(redis: redis, origin: origin)
         var failure: (any Error)?
         do {
             try await body(fleet)

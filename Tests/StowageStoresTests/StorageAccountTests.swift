@@ -13,19 +13,16 @@ import Testing
 
 /// A rooted container in a fresh temporary directory, populated by every kind of store.
 final class PopulatedContainer: Sendable {
-    let root: URL
+    let scratch: TemporaryDirectory
     let container: Container
     let clock = ManualClock(startingAt: Date(timeIntervalSince1970: 1_900_000_000))
+    /// The container's root, removed with the value.
+    var root: URL { scratch.url }
 
     init(_ name: String = #function) throws {
-        root = FileManager.default.temporaryDirectory.appending(
-            path: "stowage-stores-\(name.filter(\.isLetter))-\(UUID().uuidString)"
-        )
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        container = Container(root: root, identifier: "org.stowage.tests")
+        scratch = try TemporaryDirectory(name)
+        container = Container(root: scratch.url, identifier: "org.stowage.tests")
     }
-
-    deinit { try? FileManager.default.removeItem(at: root) }
 
     /// A disk cache `images` with 10 inline and 3 file-backed entries, 2 of the inline ones
     /// expired by `clock`.

@@ -7,6 +7,7 @@ import NIOHTTP1
 import StowageCore
 import StowageHTTPTestSupport
 import StowageProxy
+import StowageTestSupport
 
 /// A proxy in this process in front of a scripted origin, both on free loopback ports, and an
 /// AsyncHTTPClient to talk to the proxy; all stopped at the end.
@@ -28,8 +29,9 @@ struct ProxyHarness {
         script: @escaping TestOriginServer.Script,
         _ body: (ProxyHarness) async throws -> Void
     ) async throws {
-        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: root) }
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        let root = scratch.url
         let origin = try await TestOriginServer.start(script)
         var configuration = ProxyConfiguration(
             upstream: try .init(parsing: upstream ?? origin.baseURL),
