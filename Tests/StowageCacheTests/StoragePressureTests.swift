@@ -93,8 +93,8 @@ struct StoragePressureTests {
 
         let monitor = StorageMonitor(purgeable: nil, caches: [cache], configuration: configuration, capacity: capacity)
         let reports = monitor.reports()
-        monitor.start()
-        defer { monitor.stop() }
+        let service = Task { try await monitor.run() }
+        defer { service.cancel() }
         var iterator = reports.makeAsyncIterator()
         let report = try #require(await iterator.next())
 

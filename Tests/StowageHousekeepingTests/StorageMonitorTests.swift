@@ -185,13 +185,13 @@ struct StorageMonitorTests {
         )
         monitor.add(cache)
         let reports = monitor.reports()
-        monitor.start()
+        let service = Task { try await monitor.run() }
         var count = 0
         for await _ in reports {
             count += 1
             if count == 3 { break }
         }
-        monitor.stop()
+        service.cancel()
         #expect(cache.purges.load(ordering: .relaxed) >= 3)
     }
 
@@ -205,8 +205,8 @@ struct StorageMonitorTests {
             checks.add(1, ordering: .relaxed)
             return VolumeCapacity(total: 100 * .gigabyte, available: 90 * .gigabyte)
         }
-        monitor.start()
-        defer { monitor.stop() }
+        let service = Task { try await monitor.run() }
+        defer { service.cancel() }
         try await eventually { checks.load(ordering: .relaxed) == 1 && clock.sleeperCount == 1 }
         #expect(checks.load(ordering: .relaxed) == 1, "the first check runs at once")
         clock.advance(by: .seconds(3_600))

@@ -9,7 +9,7 @@ extension StorageMonitor {
         public var minimumFreeFraction: Double
         /// Under pressure when opportunistic capacity is below this. Default 200 MB (seed 003).
         public var minimumFreeBytes: ByteCount
-        /// Time between checks once ``StorageMonitor/start()`` was called. Default 5 minutes.
+        /// Time between checks while ``StorageMonitor/run()`` runs. Default 5 minutes.
         public var interval: Duration
         /// The reserves opportunistic capacity is computed with. Default `VolumeCapacity/Reserves/init(important:opportunistic:)`.
         public var reserves: VolumeCapacity.Reserves

@@ -12,7 +12,7 @@ import Synchronization
 ///     purgeable: purgeable,
 ///     caches: [TemporaryFiles(container: container), images, feeds]
 /// )
-/// monitor.start()                                    // checks every 5 minutes
+/// let service = Task { try await monitor.run() }    // checks every 5 minutes (a `Service`)
 /// for await report in monitor.reports() { print("freed", report.bytesFreed.formatted(.compact)) }
 /// let report = try await monitor.check()             // or on demand; nil when there was no pressure
 /// ```
@@ -35,7 +35,6 @@ public final class StorageMonitor: Sendable {
     private struct State {
         var caches: [any Purging] = []
         var subscribers: [UUID: AsyncStream<Report>.Continuation] = [:]
-        var loop: Task<Void, Never>?
     }
 
     /// A monitor of the volume holding `purgeable`'s container (its caches location).
@@ -74,7 +73,6 @@ public final class StorageMonitor: Sendable {
 
     deinit {
         state.withLock { state in
-            state.loop?.cancel()
             for subscriber in state.subscribers.values { subscriber.finish() }
         }
     }
@@ -186,37 +184,6 @@ public final class StorageMonitor: Sendable {
         for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(report) }
         onReport?(report)
         return report
-    }
-
-    /// Starts checking every ``Configuration/interval`` (the first check at once), until
-    /// ``stop()``. Calling it again while running does nothing.
-    public func start() {
-        state.withLock { state in
-            guard state.loop == nil else { return }
-            let interval = configuration.interval
-            let clock = configuration.waitClock
-            state.loop = Task.detached(priority: .background) { [weak self] in
-                while !Task.isCancelled {
-                    do {
-                        try await self?.check()
-                    } catch is CancellationError {
-                        return
-                    } catch {
-                        self?.configuration.logger.error("storage check failed: \(error)")
-                    }
-                    guard self != nil else { return }
-                    try? await clock.sleep(for: interval)
-                }
-            }
-        }
-    }
-
-    /// Stops the checks ``start()`` began.
-    public func stop() {
-        state.withLock { state in
-            state.loop?.cancel()
-            state.loop = nil
-        }
     }
 
     /// The reports of checks that found pressure, from now on; each call is a new subscription.
