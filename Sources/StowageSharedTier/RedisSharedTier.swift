@@ -149,10 +149,20 @@ public final class RedisSharedTier: SharedCacheTier {
     ) async throws -> RedisSharedTier {
         var configuration = try RedisConfiguration(url: url)
         try configure(&configuration)
-        let single = RedisClient(configuration: configuration)
-        let info = try await single.send(RedisCommand("INFO", "cluster")).string ?? ""
+        // Asking what the server is belongs to connecting: a short command timeout (one chosen to
+        // give up on writes quickly) must not fail the connection on a busy machine.
+        var probeConfiguration = configuration
+        probeConfiguration.commandTimeout = max(configuration.commandTimeout, configuration.connectTimeout)
+        let probe = RedisClient(configuration: probeConfiguration)
+        let info: String
+        do {
+            info = try await probe.send(RedisCommand("INFO", "cluster")).string ?? ""
+        } catch {
+            await probe.shutdown()
+            throw error
+        }
+        await probe.shutdown()
         if info.contains("cluster_enabled:1") {
-            await single.shutdown()
             return try RedisSharedTier(
                 client: RedisClusterClient(seeds: [configuration]),
                 namespace: namespace,
@@ -161,7 +171,7 @@ public final class RedisSharedTier: SharedCacheTier {
             )
         }
         return try RedisSharedTier(
-            client: single,
+            client: RedisClient(configuration: configuration),
             namespace: namespace,
             invalidations: invalidations,
             logger: configuration.logger
