@@ -27,8 +27,10 @@ package final class LockFile: Sendable {
 
     /// Opens `path`, creating it `0600`, never through a symbolic link.
     ///
-    /// - Throws: `StowageError` when the file cannot be opened or created.
+    /// - Throws: `StowageError` when the file cannot be opened or created; `.invalidArgument`
+    ///   for a path with a NUL or control byte, which the system call would cut short.
     package init(path: String) throws {
+        try PathInput.check(path, subject: "the lock file")
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw StowageError.syscall(.current, "open the lock file", path: path) }
         self.path = path

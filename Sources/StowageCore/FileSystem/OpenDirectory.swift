@@ -24,8 +24,11 @@ package final class OpenDirectory: Sendable {
 
     /// Opens the directory at `path`, following symbolic links on the way as `opendir` does.
     ///
-    /// - Throws: `StowageError` (`.notFound`, `.notADirectory`, …) when it cannot be opened.
+    /// - Throws: `StowageError` (`.notFound`, `.notADirectory`, …) when it cannot be opened;
+    ///   `.invalidArgument` for a path with a NUL or control byte, which the system call would
+    ///   cut short and so open another directory.
     package static func open(path: String) throws -> OpenDirectory {
+        try PathInput.check(path, subject: "the directory")
         let descriptor = openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw StowageError.syscall(.current, "open directory", path: path) }
         return OpenDirectory(descriptor: descriptor, path: path)
