@@ -66,30 +66,51 @@ import Testing
 
     // MARK: - Watching the system
 
-    @Test("start either watches the system's signal and stops cleanly, or throws unsupported saying why")
-    func startWatchingOrExplain() throws {
+    @Test("run either watches the system's signal until cancelled, or throws unsupported saying why")
+    func runWatchesOrExplains() async throws {
         let source = MemoryPressureSource()
-        do {
-            try source.start()
-        } catch let error as StowageError {
-            #expect(error.code == .unsupported)
-            #expect(error.message.contains("PSI") || error.message.contains("platform"))
-            #expect(error.message.contains("notify"))
+        let first = Task { try await source.run() }
+        guard try await Self.waitUntilRunning(source, orEnded: first) else {
+            let error = await #expect(throws: StowageError.self) { try await first.value }
+            #expect(error?.code == .unsupported)
+            #expect(error.map { $0.message.contains("PSI") || $0.message.contains("platform") } == true)
+            #expect(error?.message.contains("notify") == true)
             #expect(!source.isRunning)
             return
         }
+        // A second run while the first watches is refused, and leaves the first watching.
+        let second = await #expect(throws: StowageError.self) { try await source.run() }
+        #expect(second?.code == .busy)
         #expect(source.isRunning)
-        try source.start()  // already watching: nothing happens
-        #expect(source.isRunning)
-        source.stop()
+        first.cancel()
+        try await first.value
         #expect(!source.isRunning)
-        source.stop()  // stopping twice is harmless
 
-        // It can start again after a stop.
-        try source.start()
-        #expect(source.isRunning)
-        source.stop()
+        // It can run again after it returned.
+        let again = Task { try await source.run() }
+        #expect(try await Self.waitUntilRunning(source, orEnded: again))
+        again.cancel()
+        try await again.value
         #expect(!source.isRunning)
+    }
+
+    /// Whether `source` is watching within a few seconds; `false` once `task` has ended without.
+    private static func waitUntilRunning(
+        _ source: MemoryPressureSource,
+        orEnded task: Task<Void, any Error>
+    ) async throws -> Bool {
+        let ended = Mutex(false)
+        let watcher = Task {
+            _ = try? await task.value
+            ended.withLock { $0 = true }
+        }
+        defer { watcher.cancel() }
+        for _ in 0..<500 {
+            if source.isRunning { return true }
+            if ended.withLock({ $0 }) { return false }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return source.isRunning
     }
 
     @Test("the default trigger is 150 ms of stall within a 2 s window")
@@ -136,9 +157,9 @@ import Testing
         cacheConfiguration.memoryPressureSource = source
         let cache = try MemoryCache<Int, Int>(configuration: cacheConfiguration)
         for key in 0..<100 { cache.setValue(key, forKey: key, cost: 1) }
-        try source.start()
-        defer { source.stop() }
-        #expect(source.isRunning)
+        let watching = Task { try await source.run() }
+        defer { watching.cancel() }
+        try await eventually { source.isRunning }
         try await Task.sleep(for: .milliseconds(100))
         #expect(cache.count == 100, "no pressure, nothing dropped")
 
@@ -157,7 +178,8 @@ import Testing
             waited += 1
         }
         #expect(cache.count == 0, "critical empties the cache")
-        source.stop()
+        watching.cancel()
+        try await watching.value
         #expect(!source.isRunning)
     }
 

@@ -32,7 +32,7 @@ extension MemoryCache {
         /// thread that caused the removal. Default `nil`.
         public var onEviction: (@Sendable (Key, Value, EvictionReason) -> Void)?
         /// The source whose notifications trim the cache (it holds the cache weakly). Default
-        /// ``MemoryPressureSource/shared``, which only notifies once the app starts it or calls
+        /// ``MemoryPressureSource/shared``, which only notifies once the app runs it or calls
         /// ``MemoryPressureSource/notify(_:)``; `nil` to react only to
         /// ``MemoryCache/handleMemoryPressure(_:)``.
         public var memoryPressureSource: MemoryPressureSource?

@@ -4,15 +4,21 @@ import Synchronization
 /// Tells registered caches when the system runs short of memory.
 ///
 /// Every ``MemoryCache`` registers with ``shared`` unless configured otherwise. Nothing is
-/// watched until the app calls ``start()``; ``notify(_:)`` works either way, so an app can
-/// forward a signal of its own (a UIKit memory warning, a container orchestrator's hint).
+/// watched until the app runs the source — it is a swift-service-lifecycle `Service`, so add it
+/// to the app's `ServiceGroup` or run it in a task of its own; ``notify(_:)`` works either way,
+/// so an app can forward a signal of its own (a UIKit memory warning, a container
+/// orchestrator's hint).
 ///
 /// ```swift
-/// do {
-///     try MemoryPressureSource.shared.start()
-/// } catch let error as StowageError where error.code == .unsupported {
-///     logger.notice("no memory pressure signal: \(error.message)")
+/// let pressure = Task {
+///     do {
+///         try await MemoryPressureSource.shared.run()
+///     } catch let error as StowageError where error.code == .unsupported {
+///         logger.notice("no memory pressure signal: \(error.message)")
+///     }
 /// }
+/// // …
+/// pressure.cancel()
 /// ```
 ///
 /// - On Linux it watches the kernel's pressure stall information (PSI): the process's cgroup v2
@@ -92,7 +98,7 @@ public final class MemoryPressureSource: Sendable {
 
     private let state = Mutex(State())
 
-    /// A source that watches nothing until ``start()``.
+    /// A source that watches nothing until it runs (``run()``).
     ///
     /// - Parameter configuration: The Linux PSI trigger. Default: 150 ms stalled within 2 s.
     public init(configuration: Configuration = Configuration()) {
@@ -145,16 +151,14 @@ public final class MemoryPressureSource: Sendable {
     /// Whether the system's signal is being watched.
     public var isRunning: Bool { state.withLock { $0.watcher != nil } }
 
-    /// Starts watching the system's memory pressure; does nothing if already watching.
+    /// Starts watching the system's memory pressure.
     ///
-    /// - Throws: `StowageError` with code `.unsupported` when the platform offers no signal
-    ///   (on Linux: no PSI in the kernel, or the trigger was refused); the message names the
-    ///   files tried and why each failed. ``notify(_:)`` and
-    ///   ``MemoryCache/handleMemoryPressure(_:)`` keep working.
-    public func start() throws {
-        guard !isRunning else { return }
+    /// - Throws: `StowageError` with code `.busy` when the source is already watching (run it
+    ///   once), or `.unsupported` when the platform offers no signal.
+    func startWatching() throws {
         // Registering the trigger touches files, so it happens outside the lock; if another
         // caller won the race meanwhile, the extra watcher is stopped again.
+        guard !isRunning else { throw Self.alreadyRunning() }
         let watcher = try PressureWatcher.start(configuration: configuration) { [weak self] level in
             self?.notify(level)
         }
@@ -163,11 +167,21 @@ public final class MemoryPressureSource: Sendable {
             state.watcher = watcher
             return nil
         }
-        extra?.stop()
+        if let extra {
+            extra.stop()
+            throw Self.alreadyRunning()
+        }
+    }
+
+    private static func alreadyRunning() -> StowageError {
+        StowageError(
+            code: .busy,
+            message: "the memory pressure source is already running; run it once and share it"
+        )
     }
 
     /// Stops watching and waits for the watcher's thread to end; does nothing if not watching.
-    public func stop() {
+    func stopWatching() {
         state.withLock { $0.watcher.take() }?.stop()
     }
 }
