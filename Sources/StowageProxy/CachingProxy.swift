@@ -82,7 +82,8 @@ public final class CachingProxy: Sendable {
                 await onListening(port)
             }
         )
-        var services: [any Service] = [server]
+        // The cache applies other nodes' invalidations while the proxy serves.
+        var services: [any Service] = [server, cache]
         if let admin = configuration.admin {
             let adminHandler = AdminHandler(
                 cache: cache,

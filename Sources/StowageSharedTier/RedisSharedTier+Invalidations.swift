@@ -144,6 +144,12 @@ extension RedisSharedTier {
 
     func broadcast(_ invalidation: SharedCacheInvalidation) {
         let continuations = listeners.withLock { Array($0.values) }
-        for continuation in continuations { continuation.yield(invalidation) }
+        for continuation in continuations {
+            if case .dropped = continuation.yield(invalidation) {
+                // A listener 100,000 behind (a cache not run yet) lost the oldest: it cannot
+                // know which keys, so it drops everything once it has caught up to here.
+                continuation.yield(.all)
+            }
+        }
     }
 }

@@ -41,6 +41,18 @@ struct HybridCacheTests {
         #expect(reopened.memory.value(forKey: "feed") == feed)
     }
 
+    @Test("without a shared level, run() waits until cancelled and returns without an error")
+    func runWithoutSharedLevel() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        let run = Task { try await cache.run() }
+        try await Task.sleep(for: .milliseconds(50))
+        try await cache.setValue("v", forKey: "k")
+        run.cancel()
+        try await run.value
+        #expect(try await cache.value(forKey: "k") == "v")
+    }
+
     @Test("every serializer round-trips")
     func serializers() throws {
         let feed = Feed(title: "t", items: [42])

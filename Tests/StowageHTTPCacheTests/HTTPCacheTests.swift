@@ -9,6 +9,17 @@ import Testing
 /// The cache end to end over storage (real DiskCache in a temporary directory), with an
 /// in-process origin; the seed's scenarios (001, 004) and the URLCache policies.
 @Suite struct HTTPCacheTests {
+    @Test("without a shared level, run() waits until cancelled and returns without an error")
+    func runWithoutSharedLevel() async throws {
+        try await withTemporaryDirectory { root in
+            let cache = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0)))
+            let run = Task { try await cache.run() }
+            try await Task.sleep(for: .milliseconds(50))
+            run.cancel()
+            try await run.value
+        }
+    }
+
     // MARK: Seed scenarios
 
     @Test("Seed 004: Cache-Control max-age is honoured — a second request within it never reaches the origin")

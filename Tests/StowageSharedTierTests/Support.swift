@@ -6,7 +6,8 @@ import StowageSharedTier
 import StowageTestSupport
 import Synchronization
 
-/// One in-process node: memory, disk in `directory/name`, and a Redis tier.
+/// One in-process node: memory, disk in `directory/name`, and a Redis tier; unless `running`
+/// is `false`, it runs (hears other nodes' invalidations) until the tier shuts down.
 func makeNode(
     url: String,
     namespace: String,
@@ -14,6 +15,7 @@ func makeNode(
     name: String,
     options: SharedTierOptions = SharedTierOptions(),
     invalidations: RedisSharedTier.InvalidationTransport = .automatic,
+    running: Bool = true,
     configure: (inout RedisConfiguration) -> Void = { _ in }
 ) async throws -> (HybridCache<String>, RedisSharedTier) {
     let tier = try await RedisSharedTier.connect(url: url, namespace: namespace, invalidations: invalidations) {
@@ -35,6 +37,8 @@ func makeNode(
         shared: tier,
         sharedOptions: options
     )
+    // Runs until the test shuts the tier down (its invalidation stream ends).
+    if running { Task { try await cache.run() } }
     return (cache, tier)
 }
 

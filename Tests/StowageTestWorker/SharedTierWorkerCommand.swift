@@ -42,6 +42,8 @@ enum SharedTierWorkerCommand {
                 shared: tier,
                 sharedOptions: options
             )
+            // Hears other nodes' invalidations until the process ends.
+            Task { try await cache.run() }
             // stdin is read on its own thread: a blocking readLine must not hold a cooperative thread.
             let (lines, input) = AsyncStream.makeStream(of: String.self)
             Thread.detachNewThread {

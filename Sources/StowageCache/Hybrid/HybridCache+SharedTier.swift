@@ -68,15 +68,6 @@ extension HybridCache {
         return lookup
     }
 
-    func startListening(to shared: any SharedCacheTier) {
-        let task = CacheLevels<Value>.listen(to: shared) { [weak self] invalidation in
-            guard let self else { return false }
-            await self.apply(invalidation)
-            return true
-        }
-        invalidationListener.withLock { $0 = task }
-    }
-
     /// Drops local copies another node made stale.
     package func apply(_ invalidation: SharedCacheInvalidation) async {
         // A gap beginning removes nothing: only confirmation is suspended.

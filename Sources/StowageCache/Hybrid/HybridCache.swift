@@ -29,7 +29,14 @@ import Synchronization
 /// ```swift
 /// let tier = try await RedisSharedTier.connect(url: "redis://cache.internal:6379", namespace: "feeds")
 /// let cache = HybridCache(memory: memory, disk: disk, serializer: JSONSerializer(Feed.self), shared: tier)
+/// let group = ServiceGroup(services: [tier, cache], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// try await group.run()     // or `Task { try await cache.run() }`
 /// ```
+///
+/// The cache is a swift-service-lifecycle `Service`: other nodes' invalidations are applied
+/// while ``run()`` runs. It subscribes when it is created, so what is sent before the run
+/// begins is applied then; a cache with a shared level that is never run keeps serving
+/// copies other nodes have since changed.
 ///
 /// - Reads fall through memory → disk → shared and fill the levels above on the way back, with
 ///   the shared entry's remaining time-to-live.
@@ -65,7 +72,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
     let loads = Mutex<[String: Task<Value, any Error>]>([:])
     let health: SharedTierHealth
     let sharedCounters: CacheCounters
-    let invalidationListener = Mutex<Task<Void, Never>?>(nil)
+    /// Other nodes' invalidations, applied while the cache runs; `nil` without a shared level.
+    let invalidations: InvalidationFeed?
     /// Memory in front of disk: removals and invalidations go through it, disk first.
     package let levels: CacheLevels<Value>
     /// Follows the disk tier's generation: a clear or removal of the disk cache, by any handle in
@@ -106,16 +114,12 @@ public final class HybridCache<Value: Sendable>: Sendable {
         horizon = InvalidationHorizon(clock: disk.configuration.clock)
         generationWatch = GenerationWatch(disk.storeGeneration)
         pendingWrites = PendingSharedWrites(limit: sharedOptions.maximumPendingWrites)
-        if let shared {
-            startListening(to: shared)
+        invalidations = shared.map(InvalidationFeed.init(shared:))
+        if shared != nil {
             health.whenRecovered { [weak self] in
                 Task { await self?.replayPendingWrites() }
             }
         }
-    }
-
-    deinit {
-        invalidationListener.withLock { $0?.cancel() }
     }
 
     /// The value for `key` from memory, else from disk (then kept in memory), else from the

@@ -106,18 +106,4 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         defer { memory.removeAll() }
         try await disk.removeAll()
     }
-
-    /// Applies `shared`'s invalidations with `apply`, in order, until the stream ends, `apply`
-    /// returns `false` (its owner is gone) or the returned task is cancelled.
-    package static func listen(
-        to shared: any SharedCacheTier,
-        _ apply: @escaping @Sendable (SharedCacheInvalidation) async -> Bool
-    ) -> Task<Void, Never> {
-        let stream = shared.invalidations()
-        return Task {
-            for await invalidation in stream {
-                guard await apply(invalidation) else { return }
-            }
-        }
-    }
 }

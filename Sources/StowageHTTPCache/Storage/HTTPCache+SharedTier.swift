@@ -113,19 +113,6 @@ extension HTTPCache {
         }
     }
 
-    /// Drops local copies of what other nodes change: a record or body key from memory and disk;
-    /// when invalidations may have been missed, everything in memory, and records on disk are
-    /// confirmed before their next use (``confirmedRecord(_:recordKey:)``).
-    func startListeningForInvalidations() {
-        guard let shared = configuration.sharedTier else { return }
-        let task = CacheLevels<MemoryEntry>.listen(to: shared) { [weak self] invalidation in
-            guard let self else { return false }
-            await apply(invalidation)
-            return true
-        }
-        invalidationListener.withLock { $0 = task }
-    }
-
     /// Drops what another node's change made stale here.
     func apply(_ invalidation: SharedCacheInvalidation) async {
         switch invalidation {

@@ -31,8 +31,8 @@ public final class HTTPCache: Sendable {
     let collapser: RequestCollapser
     /// Reachability of the shared level (logged once per outage, failures counted).
     let sharedHealth: SharedTierHealth
-    /// Applies other nodes' invalidations while the cache lives.
-    let invalidationListener = Mutex<Task<Void, Never>?>(nil)
+    /// Other nodes' invalidations, applied while the cache runs; `nil` without a shared level.
+    let invalidations: InvalidationFeed?
     /// Memory in front of disk: removals and invalidations go through it, disk first.
     let levels: CacheLevels<MemoryEntry>
     let revalidations: RequestCollapser
@@ -78,11 +78,7 @@ public final class HTTPCache: Sendable {
         uses = UseCounter()
         revalidations = RequestCollapser(clock: configuration.waitClock)
         generationWatch = GenerationWatch(disk.storeGeneration)
-        startListeningForInvalidations()
-    }
-
-    deinit {
-        invalidationListener.withLock { $0?.cancel() }
+        invalidations = configuration.sharedTier.map(InvalidationFeed.init(shared:))
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.

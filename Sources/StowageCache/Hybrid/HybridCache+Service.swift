@@ -1,0 +1,16 @@
+import ServiceLifecycle
+
+extension HybridCache: Service {
+    /// Applies the invalidations other nodes send through the shared level until the task is
+    /// cancelled, its service group shuts down gracefully, or the shared level shuts down
+    /// (swift-service-lifecycle's `Service`); without a shared level it waits for the first two.
+    ///
+    /// Invalidations sent since the cache was created are applied when the first run begins.
+    /// A later run cannot know what was sent while none listened, so it starts as after a gap:
+    /// memory is dropped and older disk copies are confirmed before use
+    /// (``SharedTierOptions/confirmsDiskCopies``).
+    public func run() async throws {
+        guard let invalidations else { return await InvalidationFeed.idle() }
+        await invalidations.run { await apply($0) }
+    }
+}

@@ -1,0 +1,18 @@
+import ServiceLifecycle
+import StowageCache
+
+extension HTTPCache: Service {
+    /// Applies the invalidations other nodes send through ``Configuration/sharedTier`` until
+    /// the task is cancelled, its service group shuts down gracefully, or the shared level
+    /// shuts down (swift-service-lifecycle's `Service`); without a shared level it waits for the
+    /// first two. `StowageProxy`'s proxy runs its cache itself.
+    ///
+    /// Another node's change drops the record or body from memory and disk. Invalidations sent
+    /// since the cache was opened are applied when the first run begins; a later run cannot know
+    /// what was sent while none listened, so it starts as after a gap: memory is dropped and
+    /// records on disk are confirmed against the shared level before their next use.
+    public func run() async throws {
+        guard let invalidations else { return await InvalidationFeed.idle() }
+        await invalidations.run { await apply($0) }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import StowageCache
+import StowageRedisTestSupport
+import StowageSharedTier
+import StowageTestSupport
+import Testing
+
+@Suite(
+    "HybridCache as a Service on Redis",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+)
+struct CacheServiceTests {
+    @Test("invalidations sent before the cache runs are applied when it starts; a later run starts after a gap")
+    func runAppliesWhatWasSentBefore() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try TemporaryDirectory()
+        let (a, tierA) = try await makeNode(url: server.url, namespace: "s1", scratch: scratch, name: "a")
+        let (b, tierB) = try await makeNode(
+            url: server.url,
+            namespace: "s1",
+            scratch: scratch,
+            name: "b",
+            running: false
+        )
+        defer {
+            Task {
+                await tierA.shutdown()
+                await tierB.shutdown()
+            }
+        }
+        try await b.setValue("old", forKey: "changed")
+        try await b.setValue("kept", forKey: "untouched")
+        try await a.setValue("new", forKey: "changed")
+        // A running node would have dropped "changed" by now; b, not running, still holds it.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(b.memory.value(forKey: "changed") == "old")
+
+        let firstRun = Task { try await b.run() }
+        try await eventually { b.memory.value(forKey: "changed") == nil }
+        #expect(try await b.value(forKey: "changed") == "new")
+        #expect(b.memory.value(forKey: "untouched") == "kept", "only what another node changed")
+
+        // Stopped, then run again: what was sent in between is unknown, so memory is dropped.
+        firstRun.cancel()
+        try await firstRun.value
+        let secondRun = Task { try await b.run() }
+        defer { secondRun.cancel() }
+        try await eventually { b.memory.value(forKey: "untouched") == nil }
+        #expect(try await b.value(forKey: "untouched") == "kept", "the disk copy, confirmed")
+    }
+
+    @Test("run returns when the shared level shuts down")
+    func runEndsWithTheTier() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let scratch = try TemporaryDirectory()
+        let (b, tier) = try await makeNode(
+            url: server.url,
+            namespace: "s2",
+            scratch: scratch,
+            name: "b",
+            running: false
+        )
+        let run = Task { try await b.run() }
+        await tier.shutdown()
+        try await run.value
+    }
+}
