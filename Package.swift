@@ -228,6 +228,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 "StowageRedis",
                 "StowageSharedTier",
+                // The tests' redis-server launcher: one way to start a server, tests and bench alike.
+                "StowageRedisTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),

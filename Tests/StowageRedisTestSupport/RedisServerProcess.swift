@@ -166,7 +166,8 @@ public final class RedisServerProcess: Sendable {
     /// A port nobody listens on now (and whose cluster bus port, +10000, is free too).
     public static func freePort() throws -> Int { try freeLoopbackPort() }
 
-    static func executable(_ name: String) -> URL? {
+    /// The installed tool called `name` (`redis-server`, `redis-cli`, `redis-benchmark`), or `nil`.
+    public static func executable(_ name: String) -> URL? {
         for directory in ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"] {
             let url = URL(filePath: directory).appending(path: name)
             if FileManager.default.isExecutableFile(atPath: url.path) { return url }

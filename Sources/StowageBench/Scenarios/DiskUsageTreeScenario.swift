@@ -79,8 +79,3 @@ struct DiskUsageTreeScenario: Scenario {
         return total
     }
 }
-
-struct BenchFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}

@@ -1,6 +1,7 @@
 import Foundation
 import StowageCache
 import StowageRedis
+import StowageRedisTestSupport
 import StowageSharedTier
 
 /// `hybrid-cache.disk-read-1KiB`: `HybridCache.value(forKey:)` served by the disk level, with a
@@ -30,8 +31,8 @@ struct HybridDiskReadScenario: Scenario {
     private func measure(_ context: BenchContext) async throws -> ScenarioResult {
         let root = context.fixtures.appending(path: "hybrid-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
-        let server = RedisBenchServer.isAvailable ? try await RedisBenchServer() : nil
-        defer { server?.stop() }
+        let server = RedisServerProcess.isAvailable ? try await RedisServerProcess.start() : nil
+        defer { server?.remove() }
         let tier = try server.map { try RedisSharedTier(client: RedisClient(url: $0.url), namespace: "bench-hybrid") }
         defer { if let tier { Task { await tier.shutdown() } } }
 

@@ -64,33 +64,15 @@ struct PurgeSweepScenario: Scenario {
 
     /// 1,000 directories of 100 files of 0–4 KiB; every odd file is dated 30 days back.
     private func makeFixture(at root: URL) throws -> URL {
-        let marker = root.appending(path: ".complete")
-        if FileManager.default.fileExists(atPath: marker.fileSystemPath) { return root }
-        if FileManager.default.fileExists(atPath: root.fileSystemPath) {
-            try Subprocess.run(["rm", "-rf", root.fileSystemPath])
-        }
-        var generator = SplitMix64(seed: 0x9E86_E5A1)
-        let payload = [UInt8](repeating: 0x70, count: 4_096)
-        let old = Date().timeIntervalSince1970 - 30 * 86_400
-        for index in 0..<1_000 {
-            let folder = root.appending(path: "group-\(index / 100)/dir-\(index)")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            for file in 0..<100 {
-                let path = folder.appending(path: "file-\(file).dat").fileSystemPath
-                let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-                guard descriptor >= 0 else { throw BenchFailure("cannot create \(path): errno \(errno)") }
-                _ = payload.withUnsafeBytes { write(descriptor, $0.baseAddress, Int(generator.next() % 4_097)) }
-                if file % 2 == 1 {
-                    var times = [timespec](repeating: timespec(tv_sec: Int(old), tv_nsec: 0), count: 2)
-                    futimens(descriptor, &times)
-                }
-                close(descriptor)
-            }
-        }
-        guard FileManager.default.createFile(atPath: marker.fileSystemPath, contents: Data()) else {
-            throw BenchFailure("cannot create \(marker.fileSystemPath)")
-        }
-        return root
+        try FixtureTree.make(
+            at: root,
+            directories: 1_000,
+            filesPerDirectory: 100,
+            largestFile: 4_096,
+            seed: 0x9E86_E5A1,
+            links: false,
+            oddFilesAge: .seconds(30 * 86_400)
+        )
     }
 
     /// Replaces `destination`'s contents with a copy of `template` (times kept), the marker left out.

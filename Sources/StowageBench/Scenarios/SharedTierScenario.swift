@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import StowageCache
 import StowageRedis
+import StowageRedisTestSupport
 import StowageSharedTier
 import Synchronization
 
@@ -43,7 +44,7 @@ struct SharedTierScenario: Scenario {
     ]
 
     func run(_ context: BenchContext) async throws -> ScenarioResult {
-        guard RedisBenchServer.isAvailable else {
+        guard RedisServerProcess.canBenchmark else {
             BenchContext.progress("\(name): skipped — install redis-server and redis-tools (apt) to run it")
             return ScenarioResult(
                 name: name,
@@ -54,8 +55,8 @@ struct SharedTierScenario: Scenario {
                 notes: "skipped: redis-server, redis-cli or redis-benchmark is not installed"
             )
         }
-        let server = try await RedisBenchServer()
-        defer { server.stop() }
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
         var configuration = try RedisConfiguration(url: server.url)
         configuration.maximumConnections = callers
         if let shared = ProcessInfo.processInfo.environment["STOWAGE_BENCH_MULTIPLEXED"].flatMap({ Int($0) }) {

@@ -10,19 +10,33 @@ import Darwin
 /// A generated directory tree of small files, built once and reused by later runs.
 enum FixtureTree {
     /// Makes (or reuses) a tree of `directories` directories in groups of 100 with
-    /// `filesPerDirectory` files each, sizes 0–8 KiB from a fixed seed, plus one hard link and
-    /// one symbolic link per directory so that counting them right matters.
+    /// `filesPerDirectory` files each, sizes 0 to `largestFile` bytes from `seed`.
     ///
     /// A `.complete` marker is written last: an interrupted generation is wiped and redone.
-    static func make(at root: URL, directories: Int, filesPerDirectory: Int) throws -> URL {
+    ///
+    /// - Parameters:
+    ///   - links: One hard link and one symbolic link per directory, so that counting them
+    ///     right matters (for sizes). Default `true`.
+    ///   - oddFilesAge: How far back every odd file is dated (for age policies); `nil`, the
+    ///     default, for now.
+    static func make(
+        at root: URL,
+        directories: Int,
+        filesPerDirectory: Int,
+        largestFile: Int = 8_192,
+        seed: UInt64 = 0x5709_A6E0,
+        links: Bool = true,
+        oddFilesAge: Duration? = nil
+    ) throws -> URL {
         let marker = root.appending(path: ".complete")
         if FileManager.default.fileExists(atPath: marker.fileSystemPath) { return root }
         if FileManager.default.fileExists(atPath: root.fileSystemPath) {
             _ = try DirectoryClearing.clearContents(of: root)
         }
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        var generator = SplitMix64(seed: 0x5709_A6E0)
-        let payload = [UInt8](repeating: 0x61, count: 8_192)
+        var generator = SplitMix64(seed: seed)
+        let payload = [UInt8](repeating: 0x61, count: largestFile)
+        let oddFilesDate = oddFilesAge.map { Int(Date().timeIntervalSince1970) - Int($0.components.seconds) }
         for index in 0..<directories {
             let directory = root.appending(path: "group-\(index / 100)/dir-\(index)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -30,10 +44,15 @@ enum FixtureTree {
                 let path = directory.appending(path: "file-\(file).dat").fileSystemPath
                 let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
                 guard descriptor >= 0 else { throw BenchFailure("cannot create \(path): errno \(errno)") }
-                let size = Int(generator.next() % 8_193)
+                let size = Int(generator.next() % UInt64(largestFile + 1))
                 _ = payload.withUnsafeBytes { write(descriptor, $0.baseAddress, size) }
+                if let oddFilesDate, file % 2 == 1 {
+                    var times = [timespec](repeating: timespec(tv_sec: oddFilesDate, tv_nsec: 0), count: 2)
+                    futimens(descriptor, &times)
+                }
                 close(descriptor)
             }
+            guard links else { continue }
             link(
                 directory.appending(path: "file-0.dat").fileSystemPath,
                 directory.appending(path: "hardlink.dat").fileSystemPath
