@@ -180,3 +180,27 @@ enum PythonDiskCache {
         return output.flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 }
+
+extension ScenarioResult {
+    /// A disk-cache scenario's result in µs per operation: each contender's median time (in
+    /// seconds, over `keyCount` operations), with python-diskcache's figure (`nil`: not run).
+    static func diskCache(
+        name: String,
+        seconds times: [String: [Double]],
+        keyCount: Int,
+        pythonDiskCache: Double?,
+        ok: Bool,
+        notes: String
+    ) -> ScenarioResult {
+        var perOperation = times.mapValues { median($0) / Double(keyCount) * 1e6 }
+        perOperation["python-diskcache"] = pythonDiskCache
+        return ScenarioResult(
+            name: name,
+            unit: "us/op",
+            stowage: perOperation["stowage"]!,
+            baselines: perOperation.filter { $0.key != "stowage" },
+            ok: ok,
+            notes: notes
+        )
+    }
+}

@@ -122,19 +122,17 @@ struct DiskCacheHotPathScenario: Scenario {
             for key in keys { try floor.set(value, forKey: key) }
             times["sqlite-c", default: []].append(Subprocess.seconds(clock.now - start))
         }
-        var perOperation = times.mapValues { median($0) / Double(keyCount) * 1e6 }
-        perOperation["python-diskcache"] = PythonDiskCache.microsecondsPerOperation(
-            setting: true,
-            keyCount: keyCount,
-            valueSize: value.count,
-            repetitions: repetitions,
-            directory: root.appending(path: "python-diskcache")
-        )
-        return ScenarioResult(
+        return .diskCache(
             name: name,
-            unit: "us/op",
-            stowage: perOperation["stowage"]!,
-            baselines: perOperation.filter { $0.key != "stowage" },
+            seconds: times,
+            keyCount: keyCount,
+            pythonDiskCache: PythonDiskCache.microsecondsPerOperation(
+                setting: true,
+                keyCount: keyCount,
+                valueSize: value.count,
+                repetitions: repetitions,
+                directory: root.appending(path: "python-diskcache")
+            ),
             ok: ok,
             notes: "\(keyCount) sets of 1 KiB into a fresh cache: deferred, sustained (10 ms batches committing "
                 + "in the background, the writer waiting for them when 4,096 are staged; burst = the first \(burst) "

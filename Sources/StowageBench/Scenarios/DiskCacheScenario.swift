@@ -85,8 +85,7 @@ struct DiskCacheScenario: Scenario {
                 }
             }
         }
-        var perOperation = times.mapValues { $0.sorted()[$0.count / 2] / Double(keyCount) * 1e6 }
-        perOperation["python-diskcache"] =
+        let python =
             onlyStowage
             ? nil
             : PythonDiskCache.microsecondsPerOperation(
@@ -96,11 +95,11 @@ struct DiskCacheScenario: Scenario {
                 repetitions: repetitions,
                 directory: root.appending(path: "python-diskcache")
             )
-        return ScenarioResult(
+        return .diskCache(
             name: name,
-            unit: "us/op",
-            stowage: perOperation["stowage"]!,
-            baselines: perOperation.filter { $0.key != "stowage" },
+            seconds: times,
+            keyCount: keyCount,
+            pythonDiskCache: python,
             ok: ok,
             notes: "\(keyCount) keys × \(valueSize) bytes, median of \(repetitions); "
                 + (ok ? "every value read back equal" : "a value read back wrong")

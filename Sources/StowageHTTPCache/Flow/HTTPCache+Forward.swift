@@ -53,27 +53,17 @@ extension HTTPCache {
         let finish: @Sendable (Bool) -> Void = { [collapser] stored in
             if leads { collapser.finish(collapseKey, stored: stored) }
         }
-        let requestTime = now
-        let response: HTTPResponse
-        let body: HTTPBody
+        let exchanged: OriginExchange
         do {
-            (response, body) = try await fetch(request, nil)
+            exchanged = try await exchange(request, through: fetch)
         } catch {
             finish(false)
             throw error
         }
-        let responseTime = now
+        let response = exchanged.response
         let store: StoreOutcome
         do {
-            store = try await storeIfAllowed(
-                response,
-                body: body,
-                for: request,
-                key: key,
-                requestTime: requestTime,
-                responseTime: responseTime,
-                onDone: finish
-            )
+            store = try await storeIfAllowed(exchanged, for: request, key: key, onDone: finish)
         } catch {
             finish(false)
             throw error
@@ -132,7 +122,7 @@ extension HTTPCache {
     /// origin cuts short is an error instead of half a response (nginx buffers responses too).
     static let wholeBodyReadLimit: Int64 = 256 * 1024
 
-    /// What ``storeIfAllowed(_:body:for:key:requestTime:responseTime:onDone:)`` did.
+    /// What ``storeIfAllowed(_:for:key:onDone:)`` did.
     struct StoreOutcome {
         /// The body to hand to the caller.
         var body: HTTPBody
@@ -147,20 +137,20 @@ extension HTTPCache {
         var cacheStatusDetail: String? { isUnderWay && !isCommitted ? "storing" : nil }
     }
 
-    /// Stores `response` if the rules, the forced-expiry rules and the will-cache hook allow it.
+    /// Stores the origin's response if the rules, the forced-expiry rules and the will-cache
+    /// hook allow it.
     /// Returns the body to hand to the caller (recorded as it is read), whether a store is
     /// under way or committed, and why (for traces); `onDone` reports when it completes.
     ///
     /// - Throws: What reading a small body whole throws (the origin closed or timed out mid-body).
     func storeIfAllowed(
-        _ response: HTTPResponse,
-        body: HTTPBody,
+        _ exchanged: OriginExchange,
         for request: HTTPRequest,
         key: CacheKey,
-        requestTime: Double,
-        responseTime: Double,
         onDone: @escaping @Sendable (Bool) -> Void
     ) async throws -> StoreOutcome {
+        let (response, body) = (exchanged.response, exchanged.body)
+        let (requestTime, responseTime) = (exchanged.requestTime, exchanged.responseTime)
         let forcedRule = configuration.forcedExpiry.first { $0.applies(to: request) }
         if case .notStorable(let reason) = rules.storability(of: response, for: request, forced: forcedRule != nil) {
             return StoreOutcome(body: body, isUnderWay: false, isCommitted: false, note: "not stored: \(reason)")

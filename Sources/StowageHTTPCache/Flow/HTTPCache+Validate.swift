@@ -14,11 +14,9 @@ extension HTTPCache {
         -> CachedResponse
     {
         let conditional = rules.conditionalRequest(for: request, validating: [record.stored])
-        let requestTime = now
-        let response: HTTPResponse
-        let body: HTTPBody
+        let exchanged: OriginExchange
         do {
-            (response, body) = try await fetch(conditional, nil)
+            exchanged = try await exchange(conditional, through: fetch)
         } catch {
             if rules.mayServeStaleOnError(record.stored, request: request, now: now),
                 var served = try await serve(record, to: request, now: now, outcome: .stale)
@@ -29,12 +27,12 @@ extension HTTPCache {
             }
             throw error
         }
-        let responseTime = now
+        let (response, responseTime) = (exchanged.response, exchanged.responseTime)
         if response.status.code == 304 {
             let refreshed = try await freshenVariants(
                 for: key,
                 with: response,
-                requestTime: requestTime,
+                requestTime: exchanged.requestTime,
                 responseTime: responseTime
             )
             let chosen = refreshed.first { $0.bodyKey == record.bodyKey } ?? refreshed.first
@@ -62,15 +60,7 @@ extension HTTPCache {
             )
             return served
         }
-        let store = try await storeIfAllowed(
-            response,
-            body: body,
-            for: request,
-            key: key,
-            requestTime: requestTime,
-            responseTime: responseTime,
-            onDone: { _ in }
-        )
+        let store = try await storeIfAllowed(exchanged, for: request, key: key, onDone: { _ in })
         var served = CachedResponse(response: response, body: store.body, status: status(.miss, after: store, response))
         served.trace = [
             "§4.3.3 validation answered \(response.status.code): the new response replaces the stored one", store.note,
