@@ -55,7 +55,7 @@ struct CleanCommandTests {
             try await file(root, "Documents/Caches/notes.txt")
             try await file(root, "Library/Caches/WebCache/blob", bytes: 12_000)
             let manifest = root.appending(path: "PurgeableCache.plist")
-            try Data(Self.seedPlist.utf8).write(to: manifest)
+            try Data(purgeableCachePlist.utf8).write(to: manifest)
             let outcome = try await StowageExecutable.run(["clean", "--root", root.path, "--manifest", manifest.path])
             #expect(outcome.status == 1, "a task failed: \(outcome.standardError)")
             #expect(outcome.standardError.contains("APCacheCleanHandler.cleanMemoryCache"))
@@ -158,35 +158,4 @@ struct CleanCommandTests {
             #expect(badPolicy.status == 64)
         }
     }
-
-    static let seedPlist = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-        <plist version="1.0">
-        <array>
-        	<dict>
-        		<key>Path</key>
-        		<string>Documents/Caches</string>
-        		<key>Entries</key>
-        		<array>
-        			<string>*.tmp</string>
-        			<string>image_*</string>
-        		</array>
-        	</dict>
-        	<dict>
-        		<key>Path</key>
-        		<string>Library/Caches/WebCache</string>
-        	</dict>
-        	<dict>
-        		<key>Class</key>
-        		<string>APCacheCleanHandler</string>
-        		<key>Selectors</key>
-        		<array>
-        			<string>cleanMemoryCache</string>
-        			<string>cleanDiskCache</string>
-        		</array>
-        	</dict>
-        </array>
-        </plist>
-        """
 }

@@ -1,47 +1,15 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @testable import StowageHousekeeping
 
 @Suite("clean manifest")
 struct CleanManifestTests {
-    /// The seed's PurgeableCache.plist (seed 002's screenshot), as Xcode writes it: an array of
-    /// dictionaries, Path + Entries with `*` wildcards, and Class + Selectors.
-    static let seedPlist = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-        <plist version="1.0">
-        <array>
-        	<dict>
-        		<key>Path</key>
-        		<string>Documents/Caches</string>
-        		<key>Entries</key>
-        		<array>
-        			<string>*.tmp</string>
-        			<string>image_*</string>
-        		</array>
-        	</dict>
-        	<dict>
-        		<key>Path</key>
-        		<string>Library/Caches/WebCache</string>
-        	</dict>
-        	<dict>
-        		<key>Class</key>
-        		<string>APCacheCleanHandler</string>
-        		<key>Selectors</key>
-        		<array>
-        			<string>cleanMemoryCache</string>
-        			<string>cleanDiskCache</string>
-        		</array>
-        	</dict>
-        </array>
-        </plist>
-        """
-
     @Test("the seed's property list is parsed as is")
     func seedPlist() throws {
-        let manifest = try CleanManifest(data: Data(Self.seedPlist.utf8), source: "PurgeableCache.plist")
+        let manifest = try CleanManifest(data: Data(purgeableCachePlist.utf8), source: "PurgeableCache.plist")
         #expect(
             manifest.tasks == [
                 .path("Documents/Caches", entries: ["*.tmp", "image_*"]),
@@ -53,8 +21,8 @@ struct CleanManifestTests {
 
     @Test("the binary form of the same plist and the JSON form give the same tasks")
     func binaryAndJSON() throws {
-        let seed = try CleanManifest(data: Data(Self.seedPlist.utf8))
-        let object = try PropertyListSerialization.propertyList(from: Data(Self.seedPlist.utf8), format: nil)
+        let seed = try CleanManifest(data: Data(purgeableCachePlist.utf8))
+        let object = try PropertyListSerialization.propertyList(from: Data(purgeableCachePlist.utf8), format: nil)
         let binary = try PropertyListSerialization.data(fromPropertyList: object, format: .binary, options: 0)
         #expect(try CleanManifest(data: binary).tasks == seed.tasks)
         let json = """

@@ -197,33 +197,21 @@ struct StorageMonitorTests {
 
     @Test("the monitor's interval follows the injected wait clock")
     func intervalFollowsTheClock() async throws {
-        let checks = Atomic<Int>(0)
-        let clock = SteppedClock()
-        var configuration = StorageMonitor.Configuration(interval: .seconds(3_600))
-        configuration.waitClock = clock
-        let monitor = StorageMonitor(purgeable: nil, configuration: configuration) {
-            checks.add(1, ordering: .relaxed)
-            return VolumeCapacity(total: 100 * .gigabyte, available: 90 * .gigabyte)
-        }
+        let hourly = HourlyMonitor()
+        let (monitor, clock) = (hourly.monitor, hourly.clock)
         let service = Task { try await monitor.run() }
         defer { service.cancel() }
-        try await eventually { checks.load(ordering: .relaxed) == 1 && clock.sleeperCount == 1 }
-        #expect(checks.load(ordering: .relaxed) == 1, "the first check runs at once")
+        try await eventually { hourly.checks == 1 && clock.sleeperCount == 1 }
+        #expect(hourly.checks == 1, "the first check runs at once")
         clock.advance(by: .seconds(3_600))
-        try await eventually { checks.load(ordering: .relaxed) == 2 }
-        #expect(checks.load(ordering: .relaxed) == 2, "an hour on the injected clock later, the next")
+        try await eventually { hourly.checks == 2 }
+        #expect(hourly.checks == 2, "an hour on the injected clock later, the next")
     }
 
     @Test("as a Service it checks until its group shuts down gracefully, then stops")
     func service() async throws {
-        let checks = Atomic<Int>(0)
-        let clock = SteppedClock()
-        var configuration = StorageMonitor.Configuration(interval: .seconds(3_600))
-        configuration.waitClock = clock
-        let monitor = StorageMonitor(purgeable: nil, configuration: configuration) {
-            checks.add(1, ordering: .relaxed)
-            return VolumeCapacity(total: 100 * .gigabyte, available: 90 * .gigabyte)
-        }
+        let hourly = HourlyMonitor()
+        let (monitor, clock) = (hourly.monitor, hourly.clock)
         let group = ServiceGroup(
             services: [monitor],
             gracefulShutdownSignals: [],
@@ -231,12 +219,40 @@ struct StorageMonitorTests {
             logger: Logger(label: "test", factory: SwiftLogNoOpLogHandler.init)
         )
         let running = Task { try await group.run() }
-        try await eventually { checks.load(ordering: .relaxed) == 1 && clock.sleeperCount == 1 }
+        try await eventually { hourly.checks == 1 && clock.sleeperCount == 1 }
         await group.triggerGracefulShutdown()
         try await running.value
         // Stopped: an hour on its clock brings no further check.
         clock.advance(by: .seconds(3_600))
         try await Task.sleep(for: .milliseconds(100))
-        #expect(checks.load(ordering: .relaxed) == 1)
+        #expect(hourly.checks == 1)
+    }
+}
+
+/// A monitor that checks a volume with plenty of room every hour of a ``SteppedClock``, and
+/// counts its checks.
+private final class HourlyMonitor: Sendable {
+    let monitor: StorageMonitor
+    let clock: SteppedClock
+    private let counter: CheckCounter
+    /// Checks made so far.
+    var checks: Int { counter.checks.load(ordering: .relaxed) }
+
+    private final class CheckCounter: Sendable {
+        let checks = Atomic<Int>(0)
+        func count() { checks.add(1, ordering: .relaxed) }
+    }
+
+    init() {
+        let clock = SteppedClock()
+        var configuration = StorageMonitor.Configuration(interval: .seconds(3_600))
+        configuration.waitClock = clock
+        let counter = CheckCounter()
+        monitor = StorageMonitor(purgeable: nil, configuration: configuration) {
+            counter.count()
+            return VolumeCapacity(total: 100 * .gigabyte, available: 90 * .gigabyte)
+        }
+        self.clock = clock
+        self.counter = counter
     }
 }
