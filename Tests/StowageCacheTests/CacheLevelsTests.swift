@@ -104,4 +104,33 @@ struct CacheLevelsTests {
             #expect(cache.memory.value(forKey: key) == nil, "round \(round)")
         }
     }
+
+    @Test("a read racing a write never leaves the older value in memory")
+    func racingWrites() async throws {
+        let fixture = try Fixture()
+        // Decoding takes a while, as a large value's would: a write can land in the meantime.
+        let cache = HybridCache(memory: fixture.memory, disk: fixture.disk, serializer: SlowDecoding())
+        var stale: [Int] = []
+        for round in 0..<100 {
+            let key = "write-race-\(round)"
+            try await cache.setValue("old", forKey: key)
+            _ = cache.memory.removeValue(forKey: key)  // the next read goes to disk
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 { group.addTask { _ = try await cache.value(forKey: key) } }
+                group.addTask { try await cache.setValue("new", forKey: key) }
+                try await group.waitForAll()
+            }
+            if cache.memory.value(forKey: key) == "old" { stale.append(round) }
+        }
+        #expect(stale.isEmpty, "rounds that kept the older value in memory: \(stale)")
+    }
+
+    /// UTF-8 text whose decoding takes a millisecond.
+    struct SlowDecoding: CacheSerializer {
+        func encode(_ value: String) throws -> Data { Data(value.utf8) }
+        func decode(_ data: Data) throws -> String {
+            usleep(1_000)
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
 }

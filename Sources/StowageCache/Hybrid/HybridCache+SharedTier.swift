@@ -22,7 +22,7 @@ extension HybridCache {
         guard let shared else { return .absent }
         // The shared level has an older state of a key changed here during an outage.
         if pendingWrites.change(forKey: key) != nil { return .absent }
-        let generation = levels.changeCount
+        let removalsBefore = levels.removalCount
         let entry: SharedCacheEntry
         switch await health.lookup(key, in: shared) {
         case .unreachable: return .unreachable
@@ -51,7 +51,7 @@ extension HybridCache {
                 metadata: ["key": "\(key)", "error": "\(error)"]
             )
         }
-        if levels.changeCount != generation {
+        if levels.removalCount != removalsBefore {
             await apply(.key(key))
         }
         return .found(value)
@@ -72,7 +72,7 @@ extension HybridCache {
     package func apply(_ invalidation: SharedCacheInvalidation) async {
         // A gap beginning removes nothing: only confirmation is suspended.
         if invalidation == .interrupted { return horizon.apply(invalidation) }
-        levels.noteChange()
+        levels.noteRemoval()
         switch invalidation {
         case .key(let key):
             // Another write reached the shared level after this node's change of `key` failed

@@ -74,11 +74,9 @@ public final class HybridCache<Value: Sendable>: Sendable {
     let sharedCounters: CacheCounters
     /// Other nodes' invalidations, applied while the cache runs; `nil` without a shared level.
     let invalidations: InvalidationFeed?
-    /// Memory in front of disk: removals and invalidations go through it, disk first.
+    /// Memory in front of disk: reads, writes, removals and invalidations go through it, in the
+    /// order that keeps memory from outliving disk (and from a clear of the disk cache).
     package let levels: CacheLevels<Value>
-    /// Follows the disk tier's generation: a clear or removal of the disk cache, by any handle in
-    /// any process, empties the memory tier before its next read.
-    let generationWatch: GenerationWatch
     /// Disk copies stored before it are confirmed against the shared level before use.
     let horizon: InvalidationHorizon
     /// Changes the shared level did not take (it was down), sent when it answers again.
@@ -112,7 +110,6 @@ public final class HybridCache<Value: Sendable>: Sendable {
         health = SharedTierHealth(name: disk.configuration.name, logger: disk.configuration.logger)
         sharedCounters = CacheCounters(name: disk.configuration.name, tier: "shared")
         horizon = InvalidationHorizon(clock: disk.configuration.clock)
-        generationWatch = GenerationWatch(disk.storeGeneration)
         pendingWrites = PendingSharedWrites(limit: sharedOptions.maximumPendingWrites)
         invalidations = shared.map(InvalidationFeed.init(shared:))
         if shared != nil {
@@ -128,9 +125,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// - Throws: `StowageError` when the disk tier cannot be read (never for a shared-level
     ///   failure, which reads as a miss).
     public func value(forKey key: String) async throws -> Value? {
-        let storeGeneration = followStoreGeneration()
+        let read = levels.beginRead()
         if let value = memory.value(forKey: key) { return value }
-        let generation = levels.changeCount
         guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
         if shared != nil, sharedOptions.confirmsDiskCopies,
             horizon.requiresConfirmation(ofCopyStoredAt: stored.modified),
@@ -144,13 +140,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
         }
         do {
             let value = try serializer.decode(stored.data)
-            // A removal or invalidation begun since the disk read may have removed this copy;
-            // promoting it would bring it back into memory.
-            if levels.promote(value, forKey: key, cost: stored.data.count, readAt: generation),
-                !generationWatch.isCurrent(storeGeneration)
-            {
-                _ = memory.removeValue(forKey: key)
-            }
+            // Unless a change begun since the disk read made this copy old or removed it.
+            levels.keepInMemory(value, forKey: key, cost: stored.data.count, readAt: read)
             return value
         } catch {
             disk.configuration.logger.warning(
@@ -218,8 +209,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         tag: String? = nil,
         computeSeconds: Double? = nil
     ) async throws {
-        let storeGeneration = followStoreGeneration()
-        do {
+        try await levels.write(value, forKey: key, cost: data.count, timeToLive: timeToLive) {
             try await BlockingWork.run {
                 try self.disk.store(
                     data,
@@ -229,31 +219,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
                     computeSeconds: computeSeconds
                 )
             }
-        } catch {
-            _ = memory.removeValue(forKey: key)
-            throw error
         }
-        keepInMemory(value, forKey: key, cost: data.count, timeToLive: timeToLive, readAt: storeGeneration)
-    }
-
-    /// The disk tier's generation now; the memory tier is emptied first when the disk cache was
-    /// cleared or removed since the last look.
-    @inline(__always)
-    func followStoreGeneration() -> UInt64 {
-        generationWatch.check { memory.removeAll() }
-    }
-
-    /// Puts a value read from or written to disk at `generation` in memory, unless a clear came
-    /// in between (the disk copy may be gone; memory must not outlive it).
-    private func keepInMemory(
-        _ value: Value,
-        forKey key: String,
-        cost: Int,
-        timeToLive: Duration?,
-        readAt generation: UInt64
-    ) {
-        memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
-        if !generationWatch.isCurrent(generation) { _ = memory.removeValue(forKey: key) }
     }
 
     /// Removes `key` from every tier; other nodes drop their copies.
@@ -278,8 +244,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// and, with a shared level, the shared level (so other nodes drop their copies too).
     @discardableResult
     public func removeAll(tagged tag: String) async throws -> [String] {
-        let keys = try await disk.removeAll(tagged: tag)
-        for key in keys { _ = memory.removeValue(forKey: key) }
+        let keys = try await levels.removeAll(tagged: tag)
         if let shared {
             for key in keys {
                 let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
@@ -305,7 +270,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         timeToLive: Duration? = nil,
         orLoad load: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        _ = followStoreGeneration()
+        levels.followStoreGeneration()
         if let value = memory.value(forKey: key) { return value }
         let task = loads.withLock { loads in
             if let running = loads[key] { return running }

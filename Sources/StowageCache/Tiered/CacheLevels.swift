@@ -14,10 +14,18 @@ import Synchronization
 /// A disk failure never keeps the memory copy: it goes either way, and the failure is thrown
 /// (a caller's removal) or logged (an invalidation from another node, which has no caller).
 ///
-/// **Promotion loses to removal.** A read that found a disk copy just before a removal must not
-/// put it in memory just after: every removal and invalidation first advances ``changeCount``,
-/// and ``promote(_:forKey:cost:readAt:)`` keeps a value only when the count did not move since
-/// the read, checking again after the insertion.
+/// **Promotion loses to removal and to writes.** A read that found a disk copy just before a
+/// removal must not put it in memory just after: every removal and invalidation first advances
+/// ``changeCount``, and ``keepInMemory(_:forKey:cost:timeToLive:readAt:)`` keeps a value only
+/// when the count did not move since the read (``beginRead()``), checking again after the
+/// insertion. A write (``write(_:forKey:cost:timeToLive:toDisk:)``) advances it between its disk
+/// write and its memory write, so a read of the older disk copy cannot land in memory after
+/// the newer value.
+///
+/// **Memory never outlives a cleared disk.** A clear or removal of the disk cache, by any
+/// handle in any process, advances its store generation; the levels empty memory before the
+/// next read that sees it moved (``followStoreGeneration()``), and a read or write that began
+/// before the clear keeps nothing in memory.
 package final class CacheLevels<Value: Sendable>: Sendable {
     /// The memory level, in front.
     package let memory: MemoryCache<String, Value>
@@ -26,45 +34,114 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Where failures that cannot be thrown are told.
     package let logger: Logger
     private let changes = Atomic<UInt64>(0)
+    private let removals = Atomic<UInt64>(0)
+    /// The disk cache's store generation as memory last followed it.
+    private let generationWatch: GenerationWatch
 
     /// The levels `memory` in front of `disk`.
     package init(memory: MemoryCache<String, Value>, disk: DiskCache, logger: Logger) {
         self.memory = memory
         self.disk = disk
         self.logger = logger
+        generationWatch = GenerationWatch(disk.storeGeneration)
     }
 
-    /// Removals and invalidations begun so far: read it before a disk read, hand it to
-    /// ``promote(_:forKey:cost:readAt:)`` after.
-    package var changeCount: UInt64 { changes.load(ordering: .acquiring) }
-
-    /// Counts a removal or invalidation about to begin: promotions of earlier reads give way.
-    package func noteChange() {
-        changes.add(1, ordering: .acquiringAndReleasing)
+    /// Where a read below memory began: the disk cache's store generation and ``changeCount``.
+    package struct ReadMark: Sendable {
+        fileprivate let store: UInt64
+        fileprivate let change: UInt64
     }
 
-    /// Puts `value`, read below memory when ``changeCount`` was `change`, in memory, unless a
-    /// removal or invalidation began since (the copy it was read from may be gone).
+    /// The disk cache's store generation now; memory is emptied first when the disk cache was
+    /// cleared or removed since the last look. Call it before looking in memory.
+    @inline(__always)
+    @discardableResult
+    package func followStoreGeneration() -> UInt64 {
+        generationWatch.check { memory.removeAll() }
+    }
+
+    /// Marks the start of a read: follows the store generation, then notes ``changeCount``.
+    package func beginRead() -> ReadMark {
+        ReadMark(store: followStoreGeneration(), change: changeCount)
+    }
+
+    /// Puts what a read begun at `mark` found below memory in memory, unless a clear, a removal,
+    /// an invalidation or a write came in between (the copy it read may be gone or old).
     ///
     /// - Returns: Whether the value stayed in memory.
     @discardableResult
-    package func promote(_ value: Value, forKey key: String, cost: Int, readAt change: UInt64) -> Bool {
-        guard changeCount == change else { return false }
-        memory.setValue(value, forKey: key, cost: cost)
-        // A removal that began between the check and the insertion may have dropped the memory
-        // copy before it was there: drop it again.
-        guard changeCount == change else {
+    package func keepInMemory(
+        _ value: Value,
+        forKey key: String,
+        cost: Int,
+        timeToLive: Duration? = nil,
+        readAt mark: ReadMark
+    ) -> Bool {
+        guard changeCount == mark.change else { return false }
+        memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
+        // A change that began between the check and the insertion may have dropped the memory
+        // copy before it was there, and a clear may have emptied memory: drop it again.
+        guard changeCount == mark.change, generationWatch.isCurrent(mark.store) else {
             _ = memory.removeValue(forKey: key)
             return false
         }
         return true
     }
 
+    /// Writes through: `writeToDisk`, then `value` in memory (unless the disk cache was cleared
+    /// meanwhile: memory must not outlive the disk copy).
+    ///
+    /// - Parameters:
+    ///   - value: What memory keeps for `key`.
+    ///   - cost: Its cost in memory.
+    ///   - timeToLive: Its lifetime in memory; `nil` for the memory level's default.
+    ///   - writeToDisk: Stores (or, for a value kept in memory only, removes) the disk copy.
+    /// - Throws: What `writeToDisk` throws; the memory copy is then dropped too, so an older
+    ///   value does not stay in front of the failed write.
+    package func write(
+        _ value: Value,
+        forKey key: String,
+        cost: Int,
+        timeToLive: Duration? = nil,
+        toDisk writeToDisk: () async throws -> Void
+    ) async throws {
+        let storeGeneration = followStoreGeneration()
+        do {
+            try await writeToDisk()
+        } catch {
+            noteWrite()
+            _ = memory.removeValue(forKey: key)
+            throw error
+        }
+        // Reads that found the older disk copy give way before the newer value goes in.
+        noteWrite()
+        memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
+        if !generationWatch.isCurrent(storeGeneration) { _ = memory.removeValue(forKey: key) }
+    }
+
+    /// Removals, invalidations and writes begun so far (``beginRead()`` notes it).
+    package var changeCount: UInt64 { changes.load(ordering: .acquiring) }
+
+    /// Removals and invalidations begun so far, writes left out: a fill from a level below
+    /// that sees it move may have been overtaken by an invalidation of its key.
+    package var removalCount: UInt64 { removals.load(ordering: .acquiring) }
+
+    /// Counts a removal or invalidation about to begin: promotions of earlier reads give way.
+    package func noteRemoval() {
+        removals.add(1, ordering: .acquiringAndReleasing)
+        changes.add(1, ordering: .acquiringAndReleasing)
+    }
+
+    /// Counts a write whose disk copy has landed: promotions of earlier reads give way.
+    private func noteWrite() {
+        changes.add(1, ordering: .acquiringAndReleasing)
+    }
+
     /// Removes `key` from disk, then from memory.
     ///
     /// - Throws: What the disk cache throws; the memory copy is gone all the same.
     package func remove(_ key: String) async throws {
-        noteChange()
+        noteRemoval()
         defer { _ = memory.removeValue(forKey: key) }
         try await disk.removeData(forKey: key)
     }
@@ -72,7 +149,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Drops the local copies of `key` another node made stale: disk (when `includingDisk`),
     /// then memory. A disk failure is logged with `reason` (what was being dropped).
     package func drop(_ key: String, includingDisk: Bool = true, reason: String) async {
-        noteChange()
+        noteRemoval()
         if includingDisk {
             do {
                 try await disk.removeData(forKey: key)
@@ -86,7 +163,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Drops every local copy whose key starts with `prefix` (a ban): disk (when
     /// `includingDisk`), then memory. A disk failure is logged with `reason`.
     package func drop(keysWithPrefix prefix: String, includingDisk: Bool = true, reason: String) async {
-        noteChange()
+        noteRemoval()
         if includingDisk {
             do {
                 for key in try await BlockingWork.run({ try self.disk.keysBlocking(withPrefix: prefix) }) {
@@ -99,10 +176,20 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         memory.removeValues { $0.hasPrefix(prefix) }
     }
 
+    /// Removes the entries stored with `tag` from disk, then their keys from memory.
+    ///
+    /// - Returns: The keys removed.
+    package func removeAll(tagged tag: String) async throws -> [String] {
+        noteRemoval()
+        let keys = try await disk.removeAll(tagged: tag)
+        for key in keys { _ = memory.removeValue(forKey: key) }
+        return keys
+    }
+
     /// Empties both levels, disk first. Emptying the disk cache advances its store generation,
     /// so every other handle on it empties its memory level too.
     package func removeAll() async throws {
-        noteChange()
+        noteRemoval()
         defer { memory.removeAll() }
         try await disk.removeAll()
     }

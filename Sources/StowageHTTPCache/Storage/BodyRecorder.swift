@@ -167,14 +167,16 @@ private final class TeeIterator: @unchecked Sendable {
 extension HTTPCache {
     /// Writes a complete body held in memory to its tier(s).
     func writeBody(_ bytes: [UInt8], for record: VariantRecord) async throws {
+        let bodyKey = record.bodyKey
         if Int64(bytes.count) <= memoryBodyLimit {
-            memory.setValue(.body(bytes), forKey: record.bodyKey, cost: bytes.count)
+            try await levels.write(.body(bytes), forKey: bodyKey, cost: bytes.count) {
+                if !record.isMemoryOnly { try await disk.setData(Data(bytes), forKey: bodyKey) }
+            }
         } else if record.isMemoryOnly {
             throw HTTPCacheError.bodyTooLarge(limit: Int(memoryBodyLimit))
+        } else {
+            try await disk.setData(Data(bytes), forKey: bodyKey)
         }
-        if !record.isMemoryOnly {
-            try await disk.setData(Data(bytes), forKey: record.bodyKey)
-            await shareBody(bytes, bodyKey: record.bodyKey)
-        }
+        if !record.isMemoryOnly { await shareBody(bytes, bodyKey: bodyKey) }
     }
 }

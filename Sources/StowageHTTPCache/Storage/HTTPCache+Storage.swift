@@ -14,7 +14,7 @@ extension HTTPCache {
     /// The stored variants of `key`, memory first.
     func variants(for key: CacheKey) async throws -> [VariantRecord] {
         let recordKey = Self.recordKey(key)
-        let generation = beginRead()
+        let read = levels.beginRead()
         if case .variants(let records) = memory.value(forKey: recordKey) { return records }
         var data: Data?
         if let stored = try await disk.storedData(forKey: recordKey) {
@@ -27,7 +27,7 @@ extension HTTPCache {
         guard let data else { return [] }
         do {
             let records = try VariantRecord.decode(data)
-            keepInMemory(.variants(records), forKey: recordKey, cost: data.count, readAt: generation)
+            levels.keepInMemory(.variants(records), forKey: recordKey, cost: data.count, readAt: read)
             return records
         } catch {
             configuration.logger.warning("discarding an unreadable HTTP cache record", metadata: ["uri": "\(key.uri)"])
@@ -52,12 +52,13 @@ extension HTTPCache {
             return
         }
         let bytes = VariantRecord.encode(records)
-        memory.setValue(.variants(records), forKey: recordKey, cost: bytes.count)
         let durable = records.filter { !$0.isMemoryOnly }
-        if durable.isEmpty {
-            try await disk.removeData(forKey: recordKey)
-        } else {
-            try await disk.setData(Data(VariantRecord.encode(durable)), forKey: recordKey)
+        try await levels.write(.variants(records), forKey: recordKey, cost: bytes.count) {
+            if durable.isEmpty {
+                try await disk.removeData(forKey: recordKey)
+            } else {
+                try await disk.setData(Data(VariantRecord.encode(durable)), forKey: recordKey)
+            }
         }
         await shareVariants(records, recordKey: recordKey)
     }
@@ -85,33 +86,6 @@ extension HTTPCache {
         await unshareBody(bodyKey)
     }
 
-    /// The disk cache's generation now; the memory tier is emptied first when the disk cache
-    /// was cleared or removed since the last look.
-    @inline(__always)
-    func followStoreGeneration() -> UInt64 {
-        generationWatch.check { memory.removeAll() }
-    }
-
-    /// Where a read began: the disk cache's generation (a clear since empties memory) and the
-    /// levels' change count (a removal or invalidation since keeps the read out of memory).
-    struct ReadMark {
-        var store: UInt64
-        var change: UInt64
-    }
-
-    /// Marks the start of a read, after following the disk cache's generation.
-    func beginRead() -> ReadMark {
-        ReadMark(store: followStoreGeneration(), change: levels.changeCount)
-    }
-
-    /// Keeps what a read begun at `mark` found below memory in memory, unless a clear, removal or
-    /// invalidation came in between.
-    func keepInMemory(_ entry: MemoryEntry, forKey key: String, cost: Int, readAt mark: ReadMark) {
-        if levels.promote(entry, forKey: key, cost: cost, readAt: mark.change), !generationWatch.isCurrent(mark.store) {
-            memory.removeValue(forKey: key)
-        }
-    }
-
     static func makeBodyKey() -> String {
         "b " + String(UInt64.random(in: 0...UInt64.max), radix: 16)
             + String(UInt64.random(in: 0...UInt64.max), radix: 16)
@@ -124,7 +98,7 @@ extension HTTPCache {
     /// The body of `record`: from memory, from the index or its file whole, or streamed from its file.
     /// `nil` when it is gone (evicted separately from its record).
     func body(of record: VariantRecord) async throws -> HTTPBody? {
-        let generation = beginRead()
+        let read = levels.beginRead()
         if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
         if record.isMemoryOnly { return nil }
         let bodyKey = record.bodyKey
@@ -135,7 +109,7 @@ extension HTTPCache {
             let bytes = [UInt8](data)
             try await disk.setData(data, forKey: bodyKey)
             if Int64(bytes.count) <= memoryBodyLimit {
-                keepInMemory(.body(bytes), forKey: bodyKey, cost: bytes.count, readAt: generation)
+                levels.keepInMemory(.body(bytes), forKey: bodyKey, cost: bytes.count, readAt: read)
             }
             return HTTPBody(bytes: bytes)
         }
@@ -143,7 +117,7 @@ extension HTTPCache {
         case .data(let data):
             let bytes = [UInt8](data)
             if Int64(bytes.count) <= memoryBodyLimit {
-                keepInMemory(.body(bytes), forKey: bodyKey, cost: bytes.count, readAt: generation)
+                levels.keepInMemory(.body(bytes), forKey: bodyKey, cost: bytes.count, readAt: read)
             }
             return HTTPBody(bytes: bytes)
         case .file(let reader):

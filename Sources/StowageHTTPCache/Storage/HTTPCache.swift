@@ -40,9 +40,6 @@ public final class HTTPCache: Sendable {
     let uses: UseCounter
     /// Records on disk stored before it are confirmed against the shared level before use.
     let horizon: InvalidationHorizon
-    /// Follows the disk cache's generation: a clear or removal by any handle in any process
-    /// (`stowage clear-caches` beside a running proxy) empties the memory tier before its next read.
-    let generationWatch: GenerationWatch
 
     /// What the memory tier holds: the variant records of a URL, or one body.
     enum MemoryEntry: Sendable {
@@ -77,7 +74,6 @@ public final class HTTPCache: Sendable {
         collapser = RequestCollapser(clock: configuration.waitClock)
         uses = UseCounter()
         revalidations = RequestCollapser(clock: configuration.waitClock)
-        generationWatch = GenerationWatch(disk.storeGeneration)
         invalidations = configuration.sharedTier.map(InvalidationFeed.init(shared:))
     }
 
@@ -104,8 +100,7 @@ public final class HTTPCache: Sendable {
     /// Every other handle of the cache's directory, in this process or another, drops its memory
     /// tier before its next read.
     public func removeAll() async throws {
-        memory.removeAll()
-        try await disk.removeAll()
+        try await levels.removeAll()
     }
 
     /// Removes the stored responses (all variants) of `request`'s URI.
