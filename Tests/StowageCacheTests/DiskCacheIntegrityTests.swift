@@ -115,7 +115,7 @@ struct DiskCacheIntegrityTests {
         }
         // A hang here would stop the test run: the regression shows as a timeout.
         #expect(try cache.data(forKey: "a") == nil)
-        #expect(try cache.openValueBlocking(forKey: "b") == nil)
+        #expect(try cache.openValue(forKey: "b") == nil)
         #expect(cache.statistics.damaged == 2)
     }
 
@@ -136,7 +136,7 @@ struct DiskCacheIntegrityTests {
         var byte: UInt8 = 4
         #expect(pwrite(descriptor, &byte, 1, 55_555) == 1)
         close(descriptor)
-        guard case .file(let reader) = try #require(try cache.openValueBlocking(forKey: "s")) else {
+        guard case .file(let reader) = try #require(try cache.openValue(forKey: "s")) else {
             Issue.record("a 100 KB value is a file")
             return
         }

@@ -158,7 +158,7 @@ extension DiskCache {
     /// Opens the value of `key` for reading without loading a file value into memory.
     ///
     /// - Returns: `nil` for a miss (absent, expired, or a file that is gone or has the wrong length).
-    package func openValueBlocking(forKey key: String) throws -> OpenedValue? {
+    package func openValue(forKey key: String) throws -> OpenedValue? {
         let now = configuration.clock.now().timeIntervalSince1970
         switch try lookUp(key: key, now: now) {
         case .done(let stored):
@@ -168,7 +168,7 @@ extension DiskCache {
         }
     }
 
-    /// The rest of ``openValueBlocking(forKey:)`` once the index found `entry`: the value file
+    /// The rest of `openValue(forKey:)` once the index found `entry`: the value file
     /// opened, or an inline value that failed its checks removed.
     private func open(_ entry: DiskCacheIndex.Entry, forKey key: String, now: Double) throws -> OpenedValue? {
         guard let file = entry.file else {
@@ -193,7 +193,7 @@ extension DiskCache {
     /// (an inline one without leaving the caller, a file one in one hop and one buffer, its
     /// checksum checked), a larger one as an open file to stream.
     ///
-    /// - Returns: `nil` for a miss, as ``openValueBlocking(forKey:)``.
+    /// - Returns: `nil` for a miss, as the synchronous `openValue(forKey:)`.
     package func openValue(forKey key: String, readingWholeUpTo wholeLimit: Int64) async throws -> OpenedValue? {
         let now = configuration.clock.now().timeIntervalSince1970
         switch try lookUp(key: key, now: now) {

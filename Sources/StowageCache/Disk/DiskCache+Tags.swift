@@ -90,9 +90,15 @@ extension DiskCache {
         }
     }
 
-    /// The keys that start with `prefix`, in order (one range scan of the index's primary key):
-    /// how the HTTP cache finds what a ban by URI prefix or by surrogate key removes.
-    package func keysBlocking(withPrefix prefix: String) throws -> [String] {
+    /// The keys that start with `prefix`, in order (one range scan of the index's primary key),
+    /// read off Swift's cooperative threads: how the HTTP cache finds what a ban by URI prefix
+    /// or by surrogate key removes.
+    package func keys(withPrefix prefix: String) async throws -> [String] {
+        try await BlockingWork.run { try self.keys(withPrefix: prefix) }
+    }
+
+    /// The synchronous overload of `keys(withPrefix:)`: the same scan on the calling thread.
+    package func keys(withPrefix prefix: String) throws -> [String] {
         guard !prefix.isEmpty else {
             return try indexCall {
                 try index.pool.read { db in try String.fetchAll(db, sql: "SELECT key FROM entry ORDER BY key") }

@@ -174,7 +174,7 @@ public final class DiskCache: Sendable {
 
     /// The synchronous overload of `data(forKey:)`: the same work on the calling thread.
     public func data(forKey key: String) throws -> Data? {
-        try storedDataBlocking(forKey: key)?.data
+        try storedData(forKey: key)?.data
     }
 
     /// A stored value and when it was last written.
@@ -196,9 +196,9 @@ public final class DiskCache: Sendable {
         }
     }
 
-    /// Blocking variant of ``storedData(forKey:)``: one indexed `SELECT` and, for a file value,
-    /// one read.
-    package func storedDataBlocking(forKey key: String) throws -> StoredData? {
+    /// The synchronous overload of `storedData(forKey:)`: one indexed `SELECT` and, for a file
+    /// value, one read, on the calling thread.
+    package func storedData(forKey key: String) throws -> StoredData? {
         let now = configuration.clock.now().timeIntervalSince1970
         switch try lookUp(key: key, now: now) {
         case .done(let stored):

@@ -166,7 +166,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         noteRemoval()
         if includingDisk {
             do {
-                for key in try await BlockingWork.run({ try self.disk.keysBlocking(withPrefix: prefix) }) {
+                for key in try await disk.keys(withPrefix: prefix) {
                     try await disk.removeData(forKey: key)
                 }
             } catch {

@@ -60,7 +60,7 @@ extension HTTPCache {
 
     /// ``ban(urlPrefix:)`` on this node only.
     func banLocally(urlPrefix prefix: String) async throws -> Int {
-        let recordKeys = try await BlockingWork.run { try self.disk.keysBlocking(withPrefix: "m " + prefix) }
+        let recordKeys = try await disk.keys(withPrefix: "m " + prefix)
         for recordKey in recordKeys { try await remove(CacheKey(uri: String(recordKey.dropFirst(2)))) }
         return recordKeys.count
     }
@@ -80,7 +80,7 @@ extension HTTPCache {
     /// ``ban(tag:)`` on this node only.
     func banLocally(tag: String) async throws -> Int {
         let prefix = Self.tagKey(tag, uri: "")
-        let tagKeys = try await BlockingWork.run { try self.disk.keysBlocking(withPrefix: prefix) }
+        let tagKeys = try await disk.keys(withPrefix: prefix)
         var removed = 0
         for tagKey in tagKeys {
             let key = CacheKey(uri: String(tagKey.dropFirst(prefix.count)))
