@@ -46,8 +46,10 @@ public final class UserDatabases: Sendable {
     /// The file name of each user's database, without `.sqlite`.
     public let name: String
     private let migrator: DatabaseMigrator
-    private let configuration: GRDB.Configuration
-    private let logger: Logger
+    /// How the databases are opened, and where that is logged.
+    public let configuration: Configuration
+    private let poolConfiguration: GRDB.Configuration
+    private var logger: Logger { configuration.logger }
     private let open = Mutex<[String: OpenDatabase]>([:])
 
     /// A pool and the shared lock that keeps its files from being removed elsewhere.
@@ -62,24 +64,20 @@ public final class UserDatabases: Sendable {
     ///   - container: The container whose users' spaces hold the databases.
     ///   - name: The database's file name in each user's space, without extension.
     ///   - migrator: The migrations run on each database when it is first opened.
-    ///   - configuration: GRDB's configuration for each pool (busy mode, tracing,
-    ///     `prepareDatabase` for keys or functions). WAL mode is always on. GRDB's default busy
-    ///     mode (fail at once) becomes a 5-second timeout; set another busy mode to override it.
-    ///   - logger: Where opening, migration and removal are logged; silent by default.
+    ///   - configuration: GRDB's configuration for each pool and the logger.
     public init(
         container: Container,
         name: String = "main",
         migrator: DatabaseMigrator,
-        configuration: GRDB.Configuration = GRDB.Configuration(),
-        logger: Logger = Logger(label: "org.stowage.database", factory: SwiftLogNoOpLogHandler.init)
+        configuration: Configuration = Configuration()
     ) {
         self.container = container
         self.name = name
         self.migrator = migrator
-        var configuration = configuration
-        if case .immediateError = configuration.busyMode { configuration.busyMode = .timeout(5) }
         self.configuration = configuration
-        self.logger = logger
+        var pool = configuration.database
+        if case .immediateError = pool.busyMode { pool.busyMode = .timeout(5) }
+        poolConfiguration = pool
     }
 
     // MARK: - Opening
@@ -105,7 +103,7 @@ public final class UserDatabases: Sendable {
             let pool: DatabasePool
             do {
                 pool = try UserDirectoryLock.whileOpening(in: directory) {
-                    let pool = try DatabasePool(path: databaseURL(user).path, configuration: configuration)
+                    let pool = try DatabasePool(path: databaseURL(user).path, configuration: poolConfiguration)
                     do {
                         try migrator.migrate(pool)
                     } catch {

@@ -44,11 +44,13 @@ public struct UserSpace: Sendable {
     }
 
     /// The user's preferences (one suite, in their data directory).
-    public func preferences(options: Preferences.Options = Preferences.Options()) throws -> Preferences {
+    public func preferences(
+        configuration: Preferences.Configuration = Preferences.Configuration()
+    ) throws -> Preferences {
         try DirectoryCreation.createDirectory(at: dataDirectory)
         return try Preferences.open(
             at: dataDirectory.appending(path: "preferences.stowprefs"),
-            options: options
+            configuration: configuration
         )
     }
 

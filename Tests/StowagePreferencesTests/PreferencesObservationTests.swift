@@ -46,9 +46,9 @@ struct PreferencesObservationTests {
     func otherProcessChange() async throws {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
-        var options = Preferences.Options()
-        options.observationInterval = .milliseconds(20)
-        let preferences = try await Preferences.open(at: file, options: options)
+        var configuration = Preferences.Configuration()
+        configuration.observationInterval = .milliseconds(20)
+        let preferences = try await Preferences.open(at: file, configuration: configuration)
         let key = Preferences.Key<String>("remote0", default: "")
         let stream = preferences.changes(for: key)
         let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "remote", count: 1, keys: 1)

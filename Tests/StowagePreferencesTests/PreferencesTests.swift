@@ -155,10 +155,10 @@ struct PreferencesTests {
     func compaction() throws {
         let scratch = try PreferencesTestDirectory()
         let file = scratch.file()
-        var options = Preferences.Options()
-        options.compactionThreshold = 16 * 1024
+        var configuration = Preferences.Configuration()
+        configuration.compactionThreshold = 16 * 1024
         do {
-            let preferences = try Preferences.open(at: file, options: options)
+            let preferences = try Preferences.open(at: file, configuration: configuration)
             for index in 0..<20_000 { try preferences.set(.int(index), forName: "key\(index % 10)") }
             for key in 0..<10 { #expect(preferences.value(forName: "key\(key)") == .int(19_990 + key)) }
         }
@@ -168,7 +168,7 @@ struct PreferencesTests {
             $0.contains(".tmp-")
         }
         #expect(leftovers.isEmpty)
-        let reopened = try Preferences.open(at: file, options: options)
+        let reopened = try Preferences.open(at: file, configuration: configuration)
         for key in 0..<10 { #expect(reopened.value(forName: "key\(key)") == .int(19_990 + key)) }
     }
 

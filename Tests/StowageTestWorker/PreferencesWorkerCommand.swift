@@ -23,10 +23,10 @@ enum PreferencesWorkerCommand {
             FileHandle.standardError.write(Data("usage: write FILE PREFIX COUNT KEYS COMPACTION_THRESHOLD\n".utf8))
             exit(64)
         }
-        var options = Preferences.Options()
-        options.compactionThreshold = threshold
+        var configuration = Preferences.Configuration()
+        configuration.compactionThreshold = threshold
         do {
-            let preferences = try Preferences.open(at: URL(fileURLWithPath: arguments[2]), options: options)
+            let preferences = try Preferences.open(at: URL(fileURLWithPath: arguments[2]), configuration: configuration)
             for index in 0..<count {
                 let key = Preferences.Key<String>(arguments[3] + String(index % keys), default: "")
                 try preferences.set(workerValue(index), for: key)

@@ -10,7 +10,7 @@ extension Preferences {
     /// again is not a change); a removal reports the key's default. This process's changes are
     /// reported on the thread that made them, before `set` returns; other processes' changes
     /// when this process next reads or writes the suite, or within
-    /// ``Options/observationInterval``.
+    /// ``Configuration/observationInterval``.
     public func observe<Value>(
         _ key: PreferenceKey<Value>,
         onChange: @escaping @Sendable (Value) -> Void
@@ -35,7 +35,7 @@ extension Preferences {
     }
 
     private func startWatchingIfNeeded() {
-        observers.startTimerIfNeeded(interval: options.observationInterval) { [weak self] in self?.refresh() }
+        observers.startTimerIfNeeded(interval: configuration.observationInterval) { [weak self] in self?.refresh() }
     }
 
     private func stopWatching() {

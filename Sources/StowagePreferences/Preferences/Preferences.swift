@@ -27,15 +27,15 @@ import Synchronization
 public final class Preferences: Sendable {
     /// The suite's file.
     public let url: URL
-    /// The options the store was opened with.
-    public let options: Options
+    /// The configuration the store was opened with.
+    public let configuration: Configuration
     let state: Mutex<PreferencesState>
     let observers = PreferencesObservers()
 
-    private init(url: URL, options: Options) throws {
+    private init(url: URL, configuration: Configuration) throws {
         self.url = url
-        self.options = options
-        state = Mutex(try PreferencesState(path: url.path, logger: options.logger))
+        self.configuration = configuration
+        state = Mutex(try PreferencesState(path: url.path, logger: configuration.logger))
     }
 
     // MARK: - Opening
@@ -46,42 +46,42 @@ public final class Preferences: Sendable {
     ///   - suite: A file name without a path: letters, digits, `.`, `-` and `_`
     ///     (e.g. `"main"` or `"com.example.app"`).
     ///   - container: The container whose preferences location holds the suite's file.
-    ///   - options: Durability and the other settings of the open suite.
+    ///   - configuration: Durability and the other settings of the open suite.
     /// - Throws: `StowageError`: `.invalidArgument` for a bad suite name, `.corrupt` when the
     ///   file is not a preferences file, `.unsupported` when a newer format wrote it, or the
     ///   file system's error.
     public static func open(
         suite: String = "standard",
         in container: Container,
-        options: Options = Options()
+        configuration: Configuration = Configuration()
     ) async throws -> Preferences {
-        try await BlockingWork.run { try open(suite: suite, in: container, options: options) }
+        try await BlockingWork.run { try open(suite: suite, in: container, configuration: configuration) }
     }
 
-    /// The synchronous overload of `open(suite:in:options:)`: the same work on the calling thread.
+    /// The synchronous overload of `open(suite:in:configuration:)`: the same work on the calling thread.
     public static func open(
         suite: String = "standard",
         in container: Container,
-        options: Options = Options()
+        configuration: Configuration = Configuration()
     ) throws -> Preferences {
         try validate(suite: suite)
         let directory = try container.directory(for: .preferences)
-        return try open(at: directory.appendingPathComponent(suite + ".stowprefs"), options: options)
+        return try open(at: directory.appendingPathComponent(suite + ".stowprefs"), configuration: configuration)
     }
 
     /// Opens (creating if needed) the preferences file at `url` off Swift's cooperative
-    /// threads; its directory must exist. The asynchronous overload of `open(at:options:)`.
-    public static func open(at url: URL, options: Options = Options()) async throws -> Preferences {
-        try await BlockingWork.run { try open(at: url, options: options) }
+    /// threads; its directory must exist. The asynchronous overload of `open(at:configuration:)`.
+    public static func open(at url: URL, configuration: Configuration = Configuration()) async throws -> Preferences {
+        try await BlockingWork.run { try open(at: url, configuration: configuration) }
     }
 
     /// Opens (creating if needed) the preferences file at `url`; its directory must exist.
-    public static func open(at url: URL, options: Options = Options()) throws -> Preferences {
+    public static func open(at url: URL, configuration: Configuration = Configuration()) throws -> Preferences {
         _ = try url.checkedFileSystemPath(subject: "the preferences file")
         let key = url.standardizedFileURL.path
         return try registry.withLock { registry in
             if let open = registry[key]?.preferences, !open.isRemoved { return open }
-            let preferences = try Preferences(url: url, options: options)
+            let preferences = try Preferences(url: url, configuration: configuration)
             registry[key] = WeakPreferences(preferences: preferences)
             return preferences
         }
@@ -161,7 +161,7 @@ public final class Preferences: Sendable {
 
     /// Stores `value` for `key`; for an optional key, `nil` removes the stored value.
     ///
-    /// Returns once the change is in the log (see ``Options/durability``).
+    /// Returns once the change is in the log (see ``Configuration/durability``).
     /// - Throws: `StowageError` when the value cannot be encoded or the log cannot be written
     ///   (`.noSpace` on a full volume); the stored value is then unchanged.
     public func set<Value>(_ value: Value, for key: PreferenceKey<Value>) throws {
@@ -213,7 +213,7 @@ public final class Preferences: Sendable {
                     """
             )
         }
-        let changes = try state.withLock { try $0.write(record, encoded: encoded, options: options) }
+        let changes = try state.withLock { try $0.write(record, encoded: encoded, configuration: configuration) }
         if !changes.isEmpty { observers.notify(changes) }
     }
 

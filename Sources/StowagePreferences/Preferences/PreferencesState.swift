@@ -193,22 +193,22 @@ struct PreferencesState {
     mutating func write(
         _ record: PreferencesLogRecord,
         encoded: [UInt8],
-        options: Preferences.Options
+        configuration: Preferences.Configuration
     ) throws -> [Change] {
         let (ownChanges, changes) = try withExclusiveLock { state in
-            state.applied = try state.log.append(encoded, synchronously: options.durability == .powerLoss)
+            state.applied = try state.log.append(encoded, synchronously: configuration.durability == .powerLoss)
             state.recordCount += 1
             let changes = state.apply(record)
-            try state.compactIfWasteful(options: options)
+            try state.compactIfWasteful(configuration: configuration)
             return changes
         }
         return changes + ownChanges
     }
 
     /// Rewrites the log when most of it is overwritten values. Call with the exclusive lock.
-    private mutating func compactIfWasteful(options: Preferences.Options) throws {
+    private mutating func compactIfWasteful(configuration: Preferences.Configuration) throws {
         let logBytes = applied - PreferencesLog.headerSize
-        guard logBytes >= options.compactionThreshold, recordCount > 2 * max(values.count, 1) else { return }
+        guard logBytes >= configuration.compactionThreshold, recordCount > 2 * max(values.count, 1) else { return }
         _ = try compactIfAlone()
     }
 

@@ -14,7 +14,7 @@ extension Preferences {
     }
 
     /// How a preferences store behaves.
-    public struct Options: Sendable {
+    public struct Configuration: Sendable {
         /// How far a returned `set` survives. Default ``Durability/processCrash``.
         public var durability: Durability = .processCrash
         /// The log is rewritten as one record per value once it holds at least this many bytes
@@ -26,7 +26,11 @@ extension Preferences {
         /// Where the store logs repairs and compactions.
         public var logger = Logger(label: "org.stowage.preferences", factory: SwiftLogNoOpLogHandler.init)
 
-        /// Options with the defaults above.
+        /// A configuration with the defaults above.
         public init() {}
     }
+
+    /// The former name of ``Configuration``.
+    @available(*, deprecated, renamed: "Configuration")
+    public typealias Options = Configuration
 }
