@@ -12,23 +12,14 @@ import Testing
 struct CacheServiceTests {
     @Test("invalidations sent before the cache runs are applied when it starts; a later run starts after a gap")
     func runAppliesWhatWasSentBefore() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (a, tierA) = try await makeNode(url: server.url, namespace: "s1", scratch: scratch, name: "a")
-        let (b, tierB) = try await makeNode(
-            url: server.url,
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (a, _) = try await fleet.node(namespace: "s1", name: "a")
+        let (b, _) = try await fleet.node(
             namespace: "s1",
-            scratch: scratch,
             name: "b",
             running: false
         )
-        defer {
-            Task {
-                await tierA.shutdown()
-                await tierB.shutdown()
-            }
-        }
         try await b.setValue("old", forKey: "changed")
         try await b.setValue("kept", forKey: "untouched")
         try await a.setValue("new", forKey: "changed")
@@ -52,13 +43,10 @@ struct CacheServiceTests {
 
     @Test("run returns when the shared level shuts down")
     func runEndsWithTheTier() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (b, tier) = try await makeNode(
-            url: server.url,
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (b, tier) = try await fleet.node(
             namespace: "s2",
-            scratch: scratch,
             name: "b",
             running: false
         )

@@ -19,23 +19,20 @@ import Testing
 struct MissedInvalidationTests {
     @Test("a disk copy from an earlier run is confirmed against Redis before it is served")
     func diskCopiesFromAnEarlierRun() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
+        let fleet = try await Fleet()
+        defer { fleet.close() }
         do {
-            let (earlier, tier) = try await makeNode(url: server.url, namespace: "m1", scratch: scratch, name: "b")
+            let (earlier, tier) = try await fleet.node(namespace: "m1", name: "b")
             for key in ["changed", "removed", "kept"] { try await earlier.setValue("v1", forKey: key) }
             await tier.shutdown()
         }
         // While node b is not running, another node changes two of its keys.
-        let (a, tierA) = try await makeNode(url: server.url, namespace: "m1", scratch: scratch, name: "a")
-        defer { Task { await tierA.shutdown() } }
+        let (a, _) = try await fleet.node(namespace: "m1", name: "a")
         try await a.setValue("v2", forKey: "changed")
         try await a.removeValue(forKey: "removed")
 
         // Node b starts again over the same disk, which still holds the old copies.
-        let (b, tierB) = try await makeNode(url: server.url, namespace: "m1", scratch: scratch, name: "b")
-        defer { Task { await tierB.shutdown() } }
+        let (b, _) = try await fleet.node(namespace: "m1", name: "b")
         #expect(try await b.disk.data(forKey: "changed") == Data("v1".utf8))
         #expect(try await b.value(forKey: "changed") == "v2")
         #expect(try await b.disk.data(forKey: "changed") == Data("v2".utf8))
@@ -52,22 +49,20 @@ struct MissedInvalidationTests {
 
     @Test("with Redis unreachable, a disk copy from an earlier run is served unchecked")
     func unconfirmedCopyServedWhileDown() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
+        let fleet = try await Fleet()
+        defer { fleet.close() }
         do {
-            let (earlier, tier) = try await makeNode(url: server.url, namespace: "m2", scratch: scratch, name: "b")
+            let (earlier, tier) = try await fleet.node(namespace: "m2", name: "b")
             try await earlier.setValue("v1", forKey: "k")
             await tier.shutdown()
         }
-        server.stop()
-        var configuration = server.configuration
+        fleet.server.stop()
+        var configuration = fleet.server.configuration
         configuration.connectTimeout = .seconds(1)
         let tier = try RedisSharedTier(client: RedisClient(configuration: configuration), namespace: "m2")
-        defer { Task { await tier.shutdown() } }
         let b = HybridCache(
             memory: try MemoryCache<String, String>(),
-            disk: try DiskCache(directory: scratch.url.appending(path: "b"), configuration: .init(name: "b")),
+            disk: try DiskCache(directory: fleet.scratch.url.appending(path: "b"), configuration: .init(name: "b")),
             serializer: StringSerializer(),
             shared: tier
         )
@@ -78,31 +73,20 @@ struct MissedInvalidationTests {
 
     @Test("a node whose subscription breaks confirms its disk copies when it comes back")
     func subscriptionGap() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
+        let fleet = try await Fleet()
+        defer { fleet.close() }
         // Publishing nodes: with server tracking, Redis itself would tell b of the writes below
         // (the tracking connection's gap is TrackingInvalidationTests' business).
-        let (a, tierA) = try await makeNode(
-            url: server.url,
+        let (a, tierA) = try await fleet.node(
             namespace: "m3",
-            scratch: scratch,
             name: "a",
             invalidations: .publish
         )
-        let (b, tierB) = try await makeNode(
-            url: server.url,
+        let (b, _) = try await fleet.node(
             namespace: "m3",
-            scratch: scratch,
             name: "b",
             invalidations: .publish
         )
-        defer {
-            Task {
-                await tierA.shutdown()
-                await tierB.shutdown()
-            }
-        }
         try await seed(["changed", "removed"], from: a, to: b)
         // Changes that b never hears of: written to Redis with no invalidation message, as if
         // the message had been sent while b's subscription was down.
@@ -115,7 +99,7 @@ struct MissedInvalidationTests {
         // The server drops every subscriber; b resubscribes, learns it may have missed messages
         // (the epoch is unchanged, so Redis kept its values) and confirms its copies.
         let removals = b.levels.removalCount
-        try server.cli(["CLIENT", "KILL", "TYPE", "pubsub"])
+        try fleet.server.cli(["CLIENT", "KILL", "TYPE", "pubsub"])
         try await eventually {
             b.levels.removalCount > removals
         }

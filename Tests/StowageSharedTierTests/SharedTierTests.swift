@@ -11,17 +11,10 @@ import Testing
 struct SharedTierTests {
     @Test("reads fall through memory → disk → Redis and fill the levels above; TTL becomes Redis expiry")
     func fallThrough() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (writer, writerTier) = try await makeNode(url: server.url, namespace: "t1", scratch: scratch, name: "a")
-        let (reader, readerTier) = try await makeNode(url: server.url, namespace: "t1", scratch: scratch, name: "b")
-        defer {
-            Task {
-                await writerTier.shutdown()
-                await readerTier.shutdown()
-            }
-        }
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (writer, writerTier) = try await fleet.node(namespace: "t1", name: "a")
+        let (reader, _) = try await fleet.node(namespace: "t1", name: "b")
         try await writer.setValue("hello", forKey: "greeting", timeToLive: .seconds(60))
         let ttl = try await writerTier.client.send(RedisCommand("PTTL", "t1:{=greeting}", keyIndex: 1)).integer ?? 0
         #expect(ttl > 50_000 && ttl <= 60_000)
@@ -42,17 +35,10 @@ struct SharedTierTests {
 
     @Test("an overwrite or removal on one node drops the other node's memory and disk copies")
     func invalidationInProcess() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (a, tierA) = try await makeNode(url: server.url, namespace: "t2", scratch: scratch, name: "a")
-        let (b, tierB) = try await makeNode(url: server.url, namespace: "t2", scratch: scratch, name: "b")
-        defer {
-            Task {
-                await tierA.shutdown()
-                await tierB.shutdown()
-            }
-        }
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (a, _) = try await fleet.node(namespace: "t2", name: "a")
+        let (b, _) = try await fleet.node(namespace: "t2", name: "b")
         try await a.setValue("v1", forKey: "k")
         #expect(try await b.value(forKey: "k") == "v1")
         try await a.setValue("v2", forKey: "k")
@@ -68,17 +54,10 @@ struct SharedTierTests {
 
     @Test("a prefix invalidation (ban) drops the other node's memory and disk copies under the prefix, and only those")
     func prefixInvalidation() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (a, tierA) = try await makeNode(url: server.url, namespace: "t2p", scratch: scratch, name: "a")
-        let (b, tierB) = try await makeNode(url: server.url, namespace: "t2p", scratch: scratch, name: "b")
-        defer {
-            Task {
-                await tierA.shutdown()
-                await tierB.shutdown()
-            }
-        }
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (a, tierA) = try await fleet.node(namespace: "t2p", name: "a")
+        let (b, _) = try await fleet.node(namespace: "t2p", name: "b")
         for key in ["user/1", "user/2", "other"] { try await a.setValue("v", forKey: key) }
         for key in ["user/1", "user/2", "other"] {
             try await eventually {
@@ -99,12 +78,14 @@ struct SharedTierTests {
 
     @Test("two processes: invalidation reaches the other process; measured delay")
     func invalidationAcrossProcesses() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (local, tier) = try await makeNode(url: server.url, namespace: "t3", scratch: scratch, name: "local")
-        defer { Task { await tier.shutdown() } }
-        let worker = try WorkerNode(url: server.url, namespace: "t3", directory: scratch.url.appending(path: "worker"))
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (local, _) = try await fleet.node(namespace: "t3", name: "local")
+        let worker = try WorkerNode(
+            url: fleet.server.url,
+            namespace: "t3",
+            directory: fleet.scratch.url.appending(path: "worker")
+        )
         defer { worker.stop() }
         _ = try await worker.line(startingWith: "ready")
         var delays: [Duration] = []
@@ -144,23 +125,23 @@ struct SharedTierTests {
 
     @Test("two processes and this one: the loader runs once across the fleet; all get its value")
     func coalescedLoadAcrossProcesses() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
+        let fleet = try await Fleet()
+        defer { fleet.close() }
         // Waiters wait up to a minute here: on a loaded machine, the default 10 s could pass
         // before the loader's value lands, and a waiter would (correctly) load itself.
         var options = SharedTierOptions()
         options.loadWaitTimeout = .seconds(60)
-        let (local, tier) = try await makeNode(
-            url: server.url,
+        let (local, _) = try await fleet.node(
             namespace: "t4",
-            scratch: scratch,
             name: "local",
             options: options
         )
-        defer { Task { await tier.shutdown() } }
         let workers = try (0..<2).map {
-            try WorkerNode(url: server.url, namespace: "t4", directory: scratch.url.appending(path: "w\($0)"))
+            try WorkerNode(
+                url: fleet.server.url,
+                namespace: "t4",
+                directory: fleet.scratch.url.appending(path: "w\($0)")
+            )
         }
         defer { workers.forEach { $0.stop() } }
         for worker in workers { _ = try await worker.line(startingWith: "ready") }
@@ -191,19 +172,15 @@ struct SharedTierTests {
 
     @Test("a waiter whose loader never finishes loads itself after the wait timeout")
     func waitTimeout() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
+        let fleet = try await Fleet()
+        defer { fleet.close() }
         var options = SharedTierOptions()
         options.loadWaitTimeout = .milliseconds(400)
-        let (cache, tier) = try await makeNode(
-            url: server.url,
+        let (cache, tier) = try await fleet.node(
             namespace: "t5",
-            scratch: scratch,
             name: "a",
             options: options
         )
-        defer { Task { await tier.shutdown() } }
         // A node that took the lock and hung.
         let stuck = try #require(try await tier.lockForLoading(key: "slow", lease: .seconds(30)))
         let start = ContinuousClock.now
@@ -242,19 +219,15 @@ struct SharedTierTests {
 
     @Test("a stored value this node cannot read does not hold its load up until the wait timeout")
     func unreadableValueLoadsAtOnce() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
+        let fleet = try await Fleet()
+        defer { fleet.close() }
         var options = SharedTierOptions()
         options.loadWaitTimeout = .seconds(60)
-        let (cache, tier) = try await makeNode(
-            url: server.url,
+        let (cache, tier) = try await fleet.node(
             namespace: "t8",
-            scratch: scratch,
             name: "a",
             options: options
         )
-        defer { Task { await tier.shutdown() } }
         // Bytes in the shared format's envelope that the String serializer cannot decode (a newer
         // node's format, say): the lock is refused because a value is there.
         try await tier.setData(Data([0xFF, 0xFE, 0xFD]), forKey: "k", timeToLive: nil)
@@ -293,14 +266,12 @@ struct SharedTierTests {
 
     @Test("Redis killed during load: no error, no hang, local levels serve, failures counted, recovery after restart")
     func degradation() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (cache, tier) = try await makeNode(url: server.url, namespace: "t7", scratch: scratch, name: "a") {
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (cache, tier) = try await fleet.node(namespace: "t7", name: "a") {
             $0.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
             $0.commandTimeout = .seconds(1)
         }
-        defer { Task { await tier.shutdown() } }
         for index in 0..<100 { try await cache.setValue("v\(index)", forKey: "k\(index)") }
         let counters = LoadCounters()
         let load = Task {
@@ -329,12 +300,12 @@ struct SharedTierTests {
         }
         try await Task.sleep(for: .milliseconds(300))
         let heard = tier.invalidations()
-        server.kill()
+        fleet.server.kill()
         try await eventually { cache.sharedTierFailures > 0 }
         let before = counters.operations.load(ordering: .relaxed)
         // Callers keep going while Redis is down (no time bound: the suites share loaded cores).
         try await eventually { counters.operations.load(ordering: .relaxed) - before > 200 }
-        try await server.start()
+        try await fleet.server.start()
         // The restarted server is empty; k0 is rewritten all the time, so it shows writes arriving.
         try await eventually {
             (try? await tier.entry(forKey: "k0")) != nil
@@ -358,21 +329,17 @@ struct SharedTierTests {
 
     @Test("during a gap disk copies are served unconfirmed; once invalidations flow again (.all) they are confirmed")
     func gapServesUnconfirmed() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
+        let fleet = try await Fleet()
+        defer { fleet.close() }
         // Published invalidations: the DEL below, from a plain client, reaches no node — as
         // values lost by a server restarting empty do not.
-        let (cache, tier) = try await makeNode(
-            url: server.url,
+        let (cache, _) = try await fleet.node(
             namespace: "t9",
-            scratch: scratch,
             name: "a",
             invalidations: .publish
         )
-        defer { Task { await tier.shutdown() } }
         try await cache.setValue("v", forKey: "k")
-        _ = try server.cli(["DEL", "t9:{=k}"])
+        _ = try fleet.server.cli(["DEL", "t9:{=k}"])
         // A gap ended: the disk copy now predates the horizon, and memory is empty.
         await cache.apply(.all)
         // Another gap begins; a server coming back may be coming back empty, so its "no value"
@@ -390,34 +357,23 @@ struct SharedTierTests {
         "a change that could not reach Redis is dropped when another node's newer write of the key is heard, not replayed over it"
     )
     func pendingChangeYieldsToNewerWrite() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (a, tierA) = try await makeNode(
-            url: server.url,
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (a, tierA) = try await fleet.node(
             namespace: "t10",
-            scratch: scratch,
             name: "a",
             invalidations: .publish
         ) { $0.commandTimeout = .seconds(1) }
-        let (_, tierB) = try await makeNode(
-            url: server.url,
+        let (_, tierB) = try await fleet.node(
             namespace: "t10",
-            scratch: scratch,
             name: "b",
             invalidations: .publish
         )
-        defer {
-            Task {
-                await tierA.shutdown()
-                await tierB.shutdown()
-            }
-        }
         // a's write times out against a server paused for writes: it stays local, pending.
-        _ = try server.cli(["CLIENT", "PAUSE", "30000", "WRITE"])
+        _ = try fleet.server.cli(["CLIENT", "PAUSE", "30000", "WRITE"])
         try await a.setValue("mine", forKey: "k")
         #expect(a.pendingSharedWrites == 1)
-        _ = try server.cli(["CLIENT", "UNPAUSE"])
+        _ = try fleet.server.cli(["CLIENT", "UNPAUSE"])
         // b writes the key afterwards; a hears it and drops its copy.
         try await tierB.setData(Data("theirs".utf8), forKey: "k", timeToLive: nil)
         try await eventually { try await a.disk.data(forKey: "k") == nil }

@@ -42,6 +42,57 @@ func makeNode(
     return (cache, tier)
 }
 
+/// A redis-server and the in-process nodes one test makes on it; `close()` (in a `defer`) shuts
+/// the nodes' tiers down and removes the server.
+///
+/// ```swift
+/// let fleet = try await Fleet()
+/// defer { fleet.close() }
+/// let (a, _) = try await fleet.node(namespace: "t2", name: "a")
+/// ```
+final class Fleet: Sendable {
+    let server: RedisServerProcess
+    /// Where each node keeps its disk level (`scratch/NAME`).
+    let scratch: TemporaryDirectory
+    private let tiers = Mutex<[RedisSharedTier]>([])
+
+    init(_ name: String = #function) async throws {
+        server = try await RedisServerProcess.start()
+        scratch = try TemporaryDirectory(name)
+    }
+
+    /// A node made by `makeNode(…)` on this fleet's server and scratch directory, shut down
+    /// with the fleet.
+    func node(
+        namespace: String,
+        name: String,
+        options: SharedTierOptions = SharedTierOptions(),
+        invalidations: RedisSharedTier.InvalidationTransport = .automatic,
+        running: Bool = true,
+        configure: (inout RedisConfiguration) -> Void = { _ in }
+    ) async throws -> (HybridCache<String>, RedisSharedTier) {
+        let node = try await makeNode(
+            url: server.url,
+            namespace: namespace,
+            scratch: scratch,
+            name: name,
+            options: options,
+            invalidations: invalidations,
+            running: running,
+            configure: configure
+        )
+        tiers.withLock { $0.append(node.1) }
+        return node
+    }
+
+    /// Shuts the nodes' tiers down (in a task: a `defer` cannot wait) and removes the server.
+    func close() {
+        let tiers = tiers.withLock { $0 }
+        Task { for tier in tiers { await tier.shutdown() } }
+        server.remove()
+    }
+}
+
 /// A `StowageTestWorker shared-tier` child process driven line by line.
 final class WorkerNode: Sendable {
     private let process: Process

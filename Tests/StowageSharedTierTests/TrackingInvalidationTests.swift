@@ -20,19 +20,12 @@ struct TrackingInvalidationTests {
 
     @Test("a write on one node drops the other node's copies, and no PUBLISH is sent")
     func trackedWriteInvalidatesWithoutPublish() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (a, tierA) = try await makeNode(url: server.url, namespace: "r1", scratch: scratch, name: "a")
-        let (b, tierB) = try await makeNode(url: server.url, namespace: "r1", scratch: scratch, name: "b")
-        defer {
-            Task {
-                await tierA.shutdown()
-                await tierB.shutdown()
-            }
-        }
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (a, tierA) = try await fleet.node(namespace: "r1", name: "a")
+        let (b, tierB) = try await fleet.node(namespace: "r1", name: "b")
         #expect(tierA.isTracking && tierB.isTracking)
-        try server.cli(["CONFIG", "RESETSTAT"])
+        try fleet.server.cli(["CONFIG", "RESETSTAT"])
 
         try await a.setValue("v1", forKey: "k")
         #expect(try await b.value(forKey: "k") == "v1")
@@ -49,22 +42,15 @@ struct TrackingInvalidationTests {
         try await a.removeValue(forKey: "loaded")
         try await eventually { b.memory.value(forKey: "loaded") == nil }
 
-        #expect(try commandCalls("publish", on: server) == 0)
+        #expect(try commandCalls("publish", on: fleet.server) == 0)
     }
 
     @Test("a node does not hear its own writes; a plain client's write reaches every node")
     func ownWritesNotEchoed() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (a, tierA) = try await makeNode(url: server.url, namespace: "r2", scratch: scratch, name: "a")
-        let (b, tierB) = try await makeNode(url: server.url, namespace: "r2", scratch: scratch, name: "b")
-        defer {
-            Task {
-                await tierA.shutdown()
-                await tierB.shutdown()
-            }
-        }
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (a, tierA) = try await fleet.node(namespace: "r2", name: "a")
+        let (b, _) = try await fleet.node(namespace: "r2", name: "b")
         try #require(tierA.isTracking)
         let heardByA = tierA.invalidations()
         try await a.setValue("mine", forKey: "own")
@@ -72,7 +58,7 @@ struct TrackingInvalidationTests {
         #expect(try await a.value(forKey: "own-loaded") { "mine" } == "mine")
 
         // A client that is not a tier writes a value key (and a lock key, which is no value).
-        let plain = RedisClient(configuration: server.configuration)
+        let plain = RedisClient(configuration: fleet.server.configuration)
         defer { Task { await plain.shutdown() } }
         try await b.setValue("old", forKey: "plain")
         #expect(try await b.value(forKey: "plain") == "old")
@@ -93,52 +79,43 @@ struct TrackingInvalidationTests {
 
     @Test("a killed tracking connection counts as a gap: .all, then tracking again on a new connection")
     func trackingConnectionKilled() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (a, tierA) = try await makeNode(url: server.url, namespace: "r3", scratch: scratch, name: "a")
-        let (b, tierB) = try await makeNode(url: server.url, namespace: "r3", scratch: scratch, name: "b") {
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (a, tierA) = try await fleet.node(namespace: "r3", name: "a")
+        let (b, tierB) = try await fleet.node(namespace: "r3", name: "b") {
             $0.reconnectBackoff = .init(initial: .milliseconds(20), maximum: .milliseconds(200))
-        }
-        defer {
-            Task {
-                await tierA.shutdown()
-                await tierB.shutdown()
-            }
         }
         try #require(tierB.isTracking)
         try await a.setValue("v1", forKey: "k")
         #expect(try await b.value(forKey: "k") == "v1")
         let heard = tierB.invalidations()
-        let before = try trackingClients(on: server)
+        let before = try trackingClients(on: fleet.server)
         #expect(before.count == 2)
 
-        for id in before { try server.cli(["CLIENT", "KILL", "ID", id]) }
+        for id in before { try fleet.server.cli(["CLIENT", "KILL", "ID", id]) }
         #expect(try await firstInvalidation(in: heard, within: .seconds(30)) { $0 == .all } == .all)
         try await eventually { b.memory.value(forKey: "k") == nil }
         try await eventually { tierA.isTracking && tierB.isTracking }
-        let after = try trackingClients(on: server)
+        let after = try trackingClients(on: fleet.server)
         #expect(after.count == 2 && Set(after).isDisjoint(with: before))
 
         // Invalidations flow on the new connections, still without PUBLISH.
-        try server.cli(["CONFIG", "RESETSTAT"])
+        try fleet.server.cli(["CONFIG", "RESETSTAT"])
         #expect(try await b.value(forKey: "k") == "v1")
         try await a.setValue("v2", forKey: "k")
         try await eventually { b.memory.value(forKey: "k") == nil }
         #expect(try await b.value(forKey: "k") == "v2")
-        #expect(try commandCalls("publish", on: server) == 0)
+        #expect(try commandCalls("publish", on: fleet.server) == 0)
     }
 
     @Test("FLUSHALL reaches a tracking node as .emptied")
     func flushIsEmptied() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (_, tier) = try await makeNode(url: server.url, namespace: "r4", scratch: scratch, name: "a")
-        defer { Task { await tier.shutdown() } }
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (_, tier) = try await fleet.node(namespace: "r4", name: "a")
         try #require(tier.isTracking)
         let heard = tier.invalidations()
-        try server.cli(["FLUSHALL"])
+        try fleet.server.cli(["FLUSHALL"])
         #expect(try await firstInvalidation(in: heard, within: .seconds(20)) == .emptied)
     }
 
@@ -197,23 +174,14 @@ struct TrackingInvalidationTests {
 
     @Test("a tracking node hears a node that publishes (a fleet mid-upgrade)")
     func trackingNodeHearsPublishingNode() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (old, oldTier) = try await makeNode(
-            url: server.url,
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (old, oldTier) = try await fleet.node(
             namespace: "r6",
-            scratch: scratch,
             name: "old",
             invalidations: .publish
         )
-        let (new, newTier) = try await makeNode(url: server.url, namespace: "r6", scratch: scratch, name: "new")
-        defer {
-            Task {
-                await oldTier.shutdown()
-                await newTier.shutdown()
-            }
-        }
+        let (new, newTier) = try await fleet.node(namespace: "r6", name: "new")
         try #require(newTier.isTracking && !oldTier.isTracking)
         try await old.setValue("v1", forKey: "k")
         #expect(try await new.value(forKey: "k") == "v1")

@@ -11,27 +11,18 @@ import Testing
 struct WaitClockTests {
     @Test("a node waiting for another's load gives up when the injected clock passes the wait timeout")
     func loadWaitFollowsTheClock() async throws {
-        let server = try await RedisServerProcess.start()
-        defer { server.remove() }
-        let scratch = try TemporaryDirectory()
-        let (holder, holderTier) = try await makeNode(url: server.url, namespace: "wc", scratch: scratch, name: "a")
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        let (holder, holderTier) = try await fleet.node(namespace: "wc", name: "a")
         let clock = SteppedClock()
         var options = SharedTierOptions()
         options.waitClock = clock
         options.loadWaitTimeout = .seconds(3_600)  // an hour of real time if the clock were ignored
-        let (waiter, waiterTier) = try await makeNode(
-            url: server.url,
+        let (waiter, _) = try await fleet.node(
             namespace: "wc",
-            scratch: scratch,
             name: "b",
             options: options
         )
-        defer {
-            Task {
-                await holderTier.shutdown()
-                await waiterTier.shutdown()
-            }
-        }
 
         // The holder takes the key's load lock and keeps loading.
         let holding = Task {
