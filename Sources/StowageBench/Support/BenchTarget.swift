@@ -84,6 +84,12 @@ extension BenchTarget {
         "account.report": [.ratio(atMost: 0.1, against: "disk-usage walk", "10x a walk of the container")],
         "preferences.set-int": [.ratio(atMost: 0.01, against: "UserDefaults", "100x UserDefaults")],
         "preferences.get-int": [.ratio(atMost: 0.1, against: "UserDefaults", "10x UserDefaults")],
+        "hybrid-cache.memory-hit": [
+            .ratio(atMost: 1.5, against: "memory-tier-alone", "a hit within 1.5x the memory tier alone")
+        ],
+        "hybrid-cache.disk-read-1KiB": [
+            .ratio(atMost: 1.5, against: "by-hand-async", "within 1.5x the same read written by hand")
+        ],
         "shared-tier.get-1KiB": [
             .ratio(atMost: 1 / 0.9, against: "redis-benchmark", "issue 20 §3: 0.9x its throughput")
         ],

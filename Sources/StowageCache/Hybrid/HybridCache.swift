@@ -124,9 +124,26 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///
     /// - Throws: `StowageError` when the disk tier cannot be read (never for a shared-level
     ///   failure, which reads as a miss).
+    @inlinable
     public func value(forKey key: String) async throws -> Value? {
-        let read = levels.beginRead()
+        // Inlined into the caller, so a memory hit runs specialized for `Value`: one generation
+        // check and one lookup.
+        followStoreGeneration()
         if let value = memory.value(forKey: key) { return value }
+        return try await valueBelowMemory(forKey: key)
+    }
+
+    /// Empties memory first when the disk cache was cleared or removed since the last look.
+    @usableFromInline
+    func followStoreGeneration() {
+        levels.followStoreGeneration()
+    }
+
+    /// The rest of ``value(forKey:)`` after a memory miss: disk (confirmed against the shared
+    /// level when it may have missed an invalidation), else the shared level.
+    @usableFromInline
+    func valueBelowMemory(forKey key: String) async throws -> Value? {
+        let read = levels.beginRead()
         guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
         if shared != nil, sharedOptions.confirmsDiskCopies,
             horizon.requiresConfirmation(ofCopyStoredAt: stored.modified),
@@ -265,13 +282,26 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   - timeToLive: How long the loaded value lives; `nil` for the tiers' defaults.
     ///   - load: Produces the value on a miss, e.g. a download.
     /// - Throws: The load's error, or a `StowageError` from the disk tier.
+    @inlinable
     public func value(
         forKey key: String,
         timeToLive: Duration? = nil,
         orLoad load: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        levels.followStoreGeneration()
+        // Inlined, as `value(forKey:)`: a memory hit runs specialized for `Value`.
+        followStoreGeneration()
         if let value = memory.value(forKey: key) { return value }
+        return try await loadOnce(key: key, timeToLive: timeToLive, load: load)
+    }
+
+    /// The rest of ``value(forKey:timeToLive:orLoad:)`` after a memory miss: one load per key
+    /// at a time (across the fleet with a shared level).
+    @usableFromInline
+    func loadOnce(
+        key: String,
+        timeToLive: Duration?,
+        load: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
         let task = loads.withLock { loads in
             if let running = loads[key] { return running }
             let task = Task<Value, any Error> {
