@@ -105,6 +105,18 @@ struct CacheLevelsTests {
         }
     }
 
+    @Test("a read begun before memory is dropped wholesale (missed invalidations) keeps nothing in memory")
+    func promotionLosesToDropMemory() throws {
+        let fixture = try Fixture()
+        try fixture.disk.setData(Data("old".utf8), forKey: "k")
+        let levels = fixture.levels
+        let read = levels.beginRead()  // the read finds the disk copy…
+        levels.dropMemory()  // …then another node's `.all` drops memory
+        #expect(!levels.keepInMemory("old", forKey: "k", cost: 3, readAt: read))
+        #expect(fixture.memory.value(forKey: "k") == nil)
+        #expect(try fixture.disk.data(forKey: "k") == Data("old".utf8), "disk copies stay, to be confirmed")
+    }
+
     @Test("a read racing a write never leaves the older value in memory")
     func racingWrites() async throws {
         let fixture = try Fixture()

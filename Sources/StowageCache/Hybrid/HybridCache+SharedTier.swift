@@ -72,7 +72,6 @@ extension HybridCache {
     package func apply(_ invalidation: SharedCacheInvalidation) async {
         // A gap beginning removes nothing: only confirmation is suspended.
         if invalidation == .interrupted { return horizon.apply(invalidation) }
-        levels.noteRemoval()
         switch invalidation {
         case .key(let key):
             // Another write reached the shared level after this node's change of `key` failed
@@ -90,7 +89,7 @@ extension HybridCache {
             // Horizon first: a read that misses memory after the purge then confirms its disk
             // copy (after `.all`), or trusts it (after `.emptied`).
             horizon.apply(invalidation)
-            memory.removeAll()
+            levels.dropMemory()
             await replayPendingWrites()
         case .interrupted:
             break

@@ -3,8 +3,8 @@ import StowageCore
 import Synchronization
 
 /// The local levels of a tiered cache, memory in front of disk, and the one place that decides
-/// the order in which copies leave them: ``HybridCache`` and the HTTP cache both remove and
-/// invalidate through it.
+/// the order in which copies enter and leave them: ``HybridCache`` and the HTTP cache both
+/// read, write, remove and invalidate through it.
 ///
 /// **Disk first, then memory.** A read that misses memory goes to disk and puts what it finds
 /// back in memory. Were memory dropped first, a read between the two removals would find the
@@ -16,7 +16,7 @@ import Synchronization
 ///
 /// **Promotion loses to removal and to writes.** A read that found a disk copy just before a
 /// removal must not put it in memory just after: every removal and invalidation first advances
-/// ``changeCount``, and ``keepInMemory(_:forKey:cost:timeToLive:readAt:)`` keeps a value only
+/// ``changeCount``, and ``keepInMemory(_:forKey:cost:readAt:)`` keeps a value only
 /// when the count did not move since the read (``beginRead()``), checking again after the
 /// insertion. A write (``write(_:forKey:cost:timeToLive:toDisk:)``) advances it between its disk
 /// write and its memory write, so a read of the older disk copy cannot land in memory after
@@ -74,11 +74,10 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         _ value: Value,
         forKey key: String,
         cost: Int,
-        timeToLive: Duration? = nil,
         readAt mark: ReadMark
     ) -> Bool {
         guard changeCount == mark.change else { return false }
-        memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
+        memory.setValue(value, forKey: key, cost: cost)
         // A change that began between the check and the insertion may have dropped the memory
         // copy before it was there, and a clear may have emptied memory: drop it again.
         guard changeCount == mark.change, generationWatch.isCurrent(mark.store) else {
@@ -127,7 +126,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     package var removalCount: UInt64 { removals.load(ordering: .acquiring) }
 
     /// Counts a removal or invalidation about to begin: promotions of earlier reads give way.
-    package func noteRemoval() {
+    private func noteRemoval() {
         removals.add(1, ordering: .acquiringAndReleasing)
         changes.add(1, ordering: .acquiringAndReleasing)
     }
@@ -135,6 +134,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Counts a write whose disk copy has landed: promotions of earlier reads give way.
     private func noteWrite() {
         changes.add(1, ordering: .acquiringAndReleasing)
+    }
+
+    /// Drops every memory copy (another node's changes may have been missed); disk copies stay.
+    /// Counts as a removal, so a read begun before keeps nothing it found on disk in memory.
+    package func dropMemory() {
+        noteRemoval()
+        memory.removeAll()
     }
 
     /// Removes `key` from disk, then from memory.

@@ -122,7 +122,7 @@ extension HTTPCache {
             await applyBan(prefix)
         case .all, .emptied:
             horizon.apply(invalidation)
-            memory.removeAll()
+            levels.dropMemory()
         case .interrupted:
             horizon.apply(invalidation)
         }

@@ -33,7 +33,8 @@ public final class HTTPCache: Sendable {
     let sharedHealth: SharedTierHealth
     /// Other nodes' invalidations, applied while the cache runs; `nil` without a shared level.
     let invalidations: InvalidationFeed?
-    /// Memory in front of disk: removals and invalidations go through it, disk first.
+    /// Memory in front of disk: reads, writes, removals and invalidations go through it, in the
+    /// order that keeps memory from outliving disk (and from a clear of the disk cache).
     let levels: CacheLevels<MemoryEntry>
     let revalidations: RequestCollapser
     /// Requests per key, for ``Configuration/minimumUses``.
