@@ -117,6 +117,27 @@ struct CacheLevelsTests {
         #expect(try fixture.disk.data(forKey: "k") == Data("old".utf8), "disk copies stay, to be confirmed")
     }
 
+    @Test("reads racing a removal never leave the removed value in memory, however slow their decoding")
+    func racingSlowReads() async throws {
+        let fixture = try Fixture()
+        // A read that marks after the removal began but reads the disk copy before it is gone
+        // must not keep it: the slow decoder lets the removal finish in between.
+        let cache = HybridCache(memory: fixture.memory, disk: fixture.disk, serializer: SlowDecoding())
+        var kept: [Int] = []
+        for round in 0..<100 {
+            let key = "remove-race-\(round)"
+            try await cache.setValue("v", forKey: key)
+            _ = cache.memory.removeValue(forKey: key)  // the next read goes to disk
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await cache.removeValue(forKey: key) }
+                for _ in 0..<4 { group.addTask { _ = try await cache.value(forKey: key) } }
+                try await group.waitForAll()
+            }
+            if cache.memory.value(forKey: key) != nil { kept.append(round) }
+        }
+        #expect(kept.isEmpty, "rounds that kept the removed value in memory: \(kept)")
+    }
+
     @Test("a read racing a write never leaves the older value in memory")
     func racingWrites() async throws {
         let fixture = try Fixture()

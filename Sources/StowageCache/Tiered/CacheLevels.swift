@@ -15,8 +15,9 @@ import Synchronization
 /// (a caller's removal) or logged (an invalidation from another node, which has no caller).
 ///
 /// **Promotion loses to removal and to writes.** A read that found a disk copy just before a
-/// removal must not put it in memory just after: every removal and invalidation first advances
-/// ``changeCount``, and ``keepInMemory(_:forKey:cost:readAt:)`` keeps a value only
+/// removal must not put it in memory just after: every removal and invalidation advances
+/// ``changeCount`` when it begins and again once its disk half is done (a read marked in
+/// between may have found the disk copy just before it went), and ``keepInMemory(_:forKey:cost:readAt:)`` keeps a value only
 /// when the count did not move since the read (``beginRead()``), checking again after the
 /// insertion. A write (``write(_:forKey:cost:timeToLive:toDisk:)``) advances it between its disk
 /// write and its memory write, so a read of the older disk copy cannot land in memory after
@@ -108,12 +109,12 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         do {
             try await writeToDisk()
         } catch {
-            noteWrite()
+            noteDiskChanged()
             _ = memory.removeValue(forKey: key)
             throw error
         }
         // Reads that found the older disk copy give way before the newer value goes in.
-        noteWrite()
+        noteDiskChanged()
         memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
         if !generationWatch.isCurrent(storeGeneration) { _ = memory.removeValue(forKey: key) }
     }
@@ -125,14 +126,18 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// that sees it move may have been overtaken by an invalidation of its key.
     package var removalCount: UInt64 { removals.load(ordering: .acquiring) }
 
-    /// Counts a removal or invalidation about to begin: promotions of earlier reads give way.
+    /// Counts a removal or invalidation about to begin: promotions of earlier reads give way, and
+    /// a fill from a level below that checks ``removalCount`` afterwards drops what it filled.
+    /// A removal counts again once its disk half is done (``noteDiskChanged()``): a read marked
+    /// in between may have found the disk copy just before it went.
     private func noteRemoval() {
         removals.add(1, ordering: .acquiringAndReleasing)
         changes.add(1, ordering: .acquiringAndReleasing)
     }
 
-    /// Counts a write whose disk copy has landed: promotions of earlier reads give way.
-    private func noteWrite() {
+    /// Counts a change to the disk copies that has landed (a write, or a removal's disk half): a
+    /// read marked before it may have found the old copy, so its promotion gives way.
+    private func noteDiskChanged() {
         changes.add(1, ordering: .acquiringAndReleasing)
     }
 
@@ -148,7 +153,10 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// - Throws: What the disk cache throws; the memory copy is gone all the same.
     package func remove(_ key: String) async throws {
         noteRemoval()
-        defer { _ = memory.removeValue(forKey: key) }
+        defer {
+            noteDiskChanged()
+            _ = memory.removeValue(forKey: key)
+        }
         try await disk.removeData(forKey: key)
     }
 
@@ -162,6 +170,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             } catch {
                 logger.warning("could not drop \(reason)", metadata: ["key": "\(key)", "error": "\(error)"])
             }
+            noteDiskChanged()
         }
         _ = memory.removeValue(forKey: key)
     }
@@ -178,6 +187,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             } catch {
                 logger.warning("could not drop \(reason)", metadata: ["prefix": "\(prefix)", "error": "\(error)"])
             }
+            noteDiskChanged()
         }
         memory.removeValues { $0.hasPrefix(prefix) }
     }
@@ -188,6 +198,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     package func removeAll(tagged tag: String) async throws -> [String] {
         noteRemoval()
         let keys = try await disk.removeAll(tagged: tag)
+        noteDiskChanged()
         for key in keys { _ = memory.removeValue(forKey: key) }
         return keys
     }
@@ -196,7 +207,10 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// so every other handle on it empties its memory level too.
     package func removeAll() async throws {
         noteRemoval()
-        defer { memory.removeAll() }
+        defer {
+            noteDiskChanged()
+            memory.removeAll()
+        }
         try await disk.removeAll()
     }
 }
