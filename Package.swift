@@ -43,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // NIOHTTPTypesHTTP1: the proxy's own HTTP/1 pipeline (already in the graph through Hummingbird).
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // `swift package generate-documentation`: the DocC catalogs, built in CI.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -141,6 +143,7 @@ let package = Package(
         .target(
             name: "StowageHTTPClient",
             dependencies: [
+                "StowageCore",
                 "StowageHTTPCache",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -154,9 +157,11 @@ let package = Package(
         .target(
             name: "StowageProxy",
             dependencies: [
-                "StowageHTTPCache", "StowageHTTPClient", "StowageCache",
+                "StowageCore", "StowageHTTPCache", "StowageHTTPClient", "StowageCache",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import StowageCore
 import StowageHTTPCache
 
 /// Sends swift-http-types requests through AsyncHTTPClient and returns swift-http-types
@@ -33,9 +34,7 @@ public struct UpstreamTransport: Sendable {
     ///   mid-body would hold the client until the upstream closed. Default 60 s.
     public static func makeClient(readTimeout: Duration = .seconds(60)) -> HTTPClient {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.timeout.read = .nanoseconds(
-            readTimeout.components.seconds * 1_000_000_000 + readTimeout.components.attoseconds / 1_000_000_000
-        )
+        configuration.timeout.read = .nanoseconds(readTimeout.saturatingNanoseconds)
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
@@ -52,7 +51,7 @@ public struct UpstreamTransport: Sendable {
         }
         let response = try await client.execute(
             outgoing,
-            timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000)
+            timeout: .nanoseconds(timeout.saturatingNanoseconds)
         )
         var head = HTTPResponse(
             status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)

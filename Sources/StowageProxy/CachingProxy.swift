@@ -34,8 +34,11 @@ public final class CachingProxy: Sendable {
 
     /// Opens the cache and prepares the upstream client; nothing listens until `run(handlingSignals:onListening:)`.
     ///
-    /// - Throws: What `HTTPCache` throws when its directory cannot be opened.
+    /// - Throws: `StowageError` `.invalidArgument` for a timeout out of range
+    ///   (``ProxyConfiguration/validate()``), and what `HTTPCache` throws when its directory
+    ///   cannot be opened.
     public init(configuration: ProxyConfiguration) throws {
+        try configuration.validate()
         self.configuration = configuration
         var cacheConfiguration = configuration.cache
         cacheConfiguration.memoryCapacity = configuration.memoryCapacity
@@ -69,6 +72,8 @@ public final class CachingProxy: Sendable {
         let server = ProxyServer(
             respond: { await handler.respond(to: $0) },
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
+            headTimeout: configuration.requestHeadTimeout,
+            keepAliveTimeout: configuration.keepAliveTimeout,
             logger: logger,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -95,6 +100,8 @@ public final class CachingProxy: Sendable {
                 ProxyServer(
                     respond: { await adminHandler.respond(to: $0) },
                     configuration: ServerConfiguration(address: .hostname(admin.host, port: admin.port)),
+                    headTimeout: configuration.requestHeadTimeout,
+                    keepAliveTimeout: configuration.keepAliveTimeout,
                     logger: logger,
                     onServerRunning: { channel in
                         let port = channel.localAddress?.port ?? 0

@@ -39,6 +39,14 @@ public struct ProxyConfiguration: Sendable {
     /// `408 Request Timeout` and the connection closes (nginx's `client_body_timeout`).
     /// Default 60 s.
     public var requestBodyIdleTimeout: Duration
+    /// The longest a client may take to send a request's head, from the moment the connection
+    /// opens (or, on a kept-alive connection, from its first byte); then the connection closes
+    /// (nginx's `client_header_timeout`, whose default this is). Bounds what a slowloris
+    /// client that never finishes its head can hold. Default 60 s.
+    public var requestHeadTimeout: Duration
+    /// How long a kept-alive connection may stay idle between requests before the proxy closes
+    /// it (nginx's `keepalive_timeout`, whose default this is). Default 75 s.
+    public var keepAliveTimeout: Duration
     /// A cache level shared with other proxies (e.g. `RedisSharedTier`): proxies configured with
     /// the same one serve each other's stored responses. Default `nil` (this proxy's cache only).
     public var sharedTier: (any SharedCacheTier)?
@@ -106,10 +114,34 @@ public struct ProxyConfiguration: Sendable {
         sendsTrace = false
         maximumRequestBodySize = ByteCount(16_000_000)
         requestBodyIdleTimeout = .seconds(60)
+        requestHeadTimeout = .seconds(60)
+        keepAliveTimeout = .seconds(75)
         sharedTier = nil
         cache = Self.defaultCache
         admin = nil
         metricsRegistry = nil
+    }
+
+    /// The longest timeout the proxy takes: one day. Longer ones overflowed the event loop's
+    /// 64-bit nanosecond timers.
+    public static let maximumTimeout = Duration.seconds(86_400)
+
+    /// Checks the timeouts and the request body limit (`StowageError` `.invalidArgument` naming
+    /// the property and the range it takes); ``CachingProxy/init(configuration:)`` calls it.
+    public func validate() throws {
+        for (name, timeout) in [
+            ("upstreamTimeout", upstreamTimeout), ("requestBodyIdleTimeout", requestBodyIdleTimeout),
+            ("requestHeadTimeout", requestHeadTimeout), ("keepAliveTimeout", keepAliveTimeout),
+        ] where !(timeout > .zero && timeout <= Self.maximumTimeout) {
+            throw StowageError.invalidArgument(
+                "the proxy's \(name) is \(timeout); give a duration above 0 and at most one day (86400 s)"
+            )
+        }
+        guard maximumRequestBodySize.rawValue >= 0 else {
+            throw StowageError.invalidArgument(
+                "the proxy's maximumRequestBodySize is \(maximumRequestBodySize.rawValue) bytes; give 0 or more"
+            )
+        }
     }
 
     /// The origin server: scheme, host and port, and a path prefix.

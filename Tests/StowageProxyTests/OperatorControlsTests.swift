@@ -99,6 +99,21 @@ import Testing
         }
     }
 
+    @Test("ignored query parameters never reach the origin, so an origin that reflects them cannot poison the entry")
+    func ignoredParametersDoNotPoison() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.cache.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"]) },
+            // The origin echoes its whole request target into the body, as a reflecting page does.
+            script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: r.head.path ?? "") }
+        ) { h in
+            let first = try await h.get("/page?id=1&utm_source=%3Cscript%3E")
+            #expect(first.text == "/page?id=1", "the origin saw no utm_ parameter")
+            let hit = try await h.get("/page?id=1&utm_source=clean")
+            #expect(hit.text == "/page?id=1" && hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
+            #expect(h.origin.requests.allSatisfy { $0.path?.contains("utm_") == false })
+        }
+    }
+
     @Test("proxy_cache_min_uses: a response is stored from the Nth request on")
     func minimumUses() async throws {
         try await ProxyHarness.run(configure: { $0.cache.minimumUses = 2 }, script: versioned(maxAge: 60)) { h in

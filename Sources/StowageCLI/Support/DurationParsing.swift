@@ -1,10 +1,18 @@
 import ArgumentParser
 import Foundation
 import StowageCore
+import StowageHTTPCache
+
+/// The longest cache lifetime or grace an option takes: RFC 9111 §1.2.2's largest
+/// delta-seconds, 2^31 s (about 68 years). Longer ones used to crash the proxy at start.
+let maximumCacheDuration = Duration.seconds(CacheControl.maximumDeltaSeconds)
+
+/// The longest timeout an option takes, in seconds: one day.
+let maximumTimeoutSeconds = 86_400
 
 /// A duration from `30`, `30s`, `10m`, `2h` or `7d` (decimals allowed: `1.5h`), as nginx writes
-/// times in `proxy_cache_valid`.
-func parseDuration(_ text: String, option: String) throws -> Duration {
+/// times in `proxy_cache_valid`, from 0 up to `maximum`.
+func parseDuration(_ text: String, option: String, maximum: Duration = maximumCacheDuration) throws -> Duration {
     let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
     let trimmed = text.trimmingCharacters(in: .whitespaces)
     var number = Substring(trimmed)
@@ -18,7 +26,24 @@ func parseDuration(_ text: String, option: String) throws -> Duration {
             "\(option) \(text.debugDescription) is not a duration; write seconds or a number with s, m, h or d (10m, 1h)"
         )
     }
-    return .timeInterval(value * scale)
+    let seconds = value * scale
+    guard seconds <= maximum.timeInterval else {
+        let limit = Int64(maximum.timeInterval)
+        throw ValidationError(
+            "\(option) \(text.debugDescription) is too long: at most \(limit)s (\(limit / 86_400)d)"
+                + (maximum == maximumCacheDuration ? ", RFC 9111's largest delta-seconds" : "")
+        )
+    }
+    return .timeInterval(seconds)
+}
+
+/// Checks a timeout given in whole seconds: more than 0 and at most a day.
+func checkTimeout(_ seconds: Int, option: String) throws {
+    guard seconds > 0, seconds <= maximumTimeoutSeconds else {
+        throw ValidationError(
+            "\(option) \(seconds) is out of range: give a number of seconds from 1 to \(maximumTimeoutSeconds) (one day)"
+        )
+    }
 }
 
 /// `200,301=10m` → `[200: 10 min, 301: 10 min]`: the statuses of one `--cache-valid` and their

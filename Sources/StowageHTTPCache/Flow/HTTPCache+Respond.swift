@@ -12,6 +12,9 @@ extension HTTPCache {
     /// - Storable responses are stored as their body streams through to the caller; concurrent
     ///   requests for one uncached URL wait for that single fetch (``Configuration/collapsesRequests``).
     /// - Unsafe methods go to the origin and invalidate what their success touches (§4.4).
+    /// - Query parameters that ``CacheKeyRules/ignoredQueryParameters`` leaves out of the key
+    ///   are removed before the request goes to the origin, so what is stored under a key
+    ///   cannot depend on them (``CacheKeyRules/removingIgnoredParameters(from:)``).
     ///
     /// - Parameters:
     ///   - request: The request, with scheme and authority set (they form the cache key).
@@ -29,6 +32,7 @@ extension HTTPCache {
         fetch: @escaping HTTPFetch
     ) async throws -> CachedResponse {
         var trace: [String] = []
+        let request = rules.keyRules.removingIgnoredParameters(from: request)
         var served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
         served.trace = trace + served.trace
         // Tags are for the operator's bans, not for clients (as CDNs strip Surrogate-Key).

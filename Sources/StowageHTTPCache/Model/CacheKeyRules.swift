@@ -19,8 +19,9 @@ import HTTPTypes
 public struct CacheKeyRules: Sendable, Hashable {
     /// Query parameters left out of the key: exact names, or prefixes ending in `*` (`utm_*`).
     public var ignoredQueryParameters: [String]
-    /// Whether query parameters are sorted (by name, then value), so their order does not
-    /// split entries.
+    /// Whether query parameters are sorted by name, so their order does not split entries.
+    /// The sort is stable: parameters that share a name keep their order (`?a=2&a=1` and
+    /// `?a=1&a=2` are different resources to most origins, so they stay different keys).
     public var sortsQueryParameters: Bool
     /// Request header fields whose values are part of the key (nginx's `$http_NAME` in
     /// `proxy_cache_key`), compared as `Vary` compares them: absent matches only absent.
@@ -48,17 +49,43 @@ public struct CacheKeyRules: Sendable, Hashable {
         }
     }
 
+    /// `request` without the query parameters the key leaves out, as it goes to the origin.
+    ///
+    /// The origin must not see what the key ignores: an origin that reflects a parameter
+    /// (`?utm_source=<script>…` echoed into the page) would otherwise put one client's value into
+    /// the entry every client shares — cache poisoning. Varnish's URL normalisation in
+    /// `vcl_recv` strips tracking parameters from `req.url` for the same reason. Order is left
+    /// as the client sent it.
+    public func removingIgnoredParameters(from request: HTTPRequest) -> HTTPRequest {
+        guard !ignoredQueryParameters.isEmpty, let path = request.path, let mark = path.firstIndex(of: "?") else {
+            return request
+        }
+        let query = path[path.index(after: mark)...]
+        let parameters = query.split(separator: "&", omittingEmptySubsequences: true)
+        let kept = parameters.filter { parameter in
+            !ignores(parameter.split(separator: "=", maxSplits: 1).first ?? parameter)
+        }
+        guard kept.count != parameters.count else { return request }
+        var stripped = request
+        stripped.path = String(path[..<mark]) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
+        return stripped
+    }
+
     /// `key` with its query shaped by the rules.
     func apply(to key: CacheKey) -> CacheKey {
         guard !isIdentity, let mark = key.uri.firstIndex(of: "?") else { return key }
         var parameters = key.uri[key.uri.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: true)
         parameters.removeAll { parameter in ignores(parameter.split(separator: "=", maxSplits: 1).first ?? parameter) }
         if sortsQueryParameters {
-            parameters.sort { lhs, rhs in
-                let left = lhs.split(separator: "=", maxSplits: 1).first ?? lhs
-                let right = rhs.split(separator: "=", maxSplits: 1).first ?? rhs
-                return left == right ? lhs < rhs : left < right
+            // By name only, ties kept in the order given (the index breaks them: `sort` is not
+            // documented as stable).
+            var named: [(name: Substring, offset: Int, parameter: Substring)] = []
+            named.reserveCapacity(parameters.count)
+            for (offset, parameter) in parameters.enumerated() {
+                named.append((parameter.split(separator: "=", maxSplits: 1).first ?? parameter, offset, parameter))
             }
+            named.sort { lhs, rhs in lhs.name == rhs.name ? lhs.offset < rhs.offset : lhs.name < rhs.name }
+            parameters = named.map(\.parameter)
         }
         let base = String(key.uri[..<mark])
         return CacheKey(uri: parameters.isEmpty ? base : base + "?" + parameters.joined(separator: "&"))

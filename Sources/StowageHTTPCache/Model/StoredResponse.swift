@@ -40,6 +40,9 @@ public struct StoredResponse: Sendable, Hashable {
     }
 
     /// Creates a stored response.
+    ///
+    /// `requestTime` and `responseTime` are seconds since 1970; a value outside 1970 to the year
+    /// 5000 (NaN, infinite, negative) is clamped into that range, so no later arithmetic traps.
     public init(
         response: HTTPResponse,
         requestTime: Double,
@@ -49,6 +52,8 @@ public struct StoredResponse: Sendable, Hashable {
         bodyLength: Int64? = nil
     ) {
         var response = response
+        let requestTime = Self.clampedTime(requestTime)
+        let responseTime = Self.clampedTime(responseTime)
         // RFC 9110 §6.6.1: a recipient with a clock that caches a response without Date appends
         // the time it received it (the freshness rules already count from it), so every copy
         // served later carries that time, not the time it is served.
@@ -62,6 +67,14 @@ public struct StoredResponse: Sendable, Hashable {
         self.varyingFields = varyingFields
         self.forcedExpiry = forcedExpiry
         self.bodyLength = bodyLength
+    }
+
+    /// The latest time the rules take: the year 5000, in seconds since 1970.
+    static let latestTime = 95_617_584_000.0
+
+    /// `seconds` within 0…``latestTime``; NaN is 0.
+    static func clampedTime(_ seconds: Double) -> Double {
+        seconds.isNaN ? 0 : min(max(seconds, 0), latestTime)
     }
 
     /// The response's entity tag, if it has a valid one.

@@ -50,6 +50,20 @@ extension CacheRules {
         if isShared, responseCC.isUnqualifiedPrivate {
             return .notStorable("§5.2.2.7 private responses are not stored by a shared cache")
         }
+        // A session cookie replayed to the next user is a leak: nginx and Varnish do not store
+        // such responses by default (``SetCookieHandling``). A qualified `private="Set-Cookie"`
+        // already keeps the field out of what is stored.
+        if isShared, setCookie == .doNotStore, SetCookieHandling.setsCookie(response.headerFields) {
+            let privateFields = Set(responseCC.privateFields ?? [])
+            if response.headerFields.contains(where: {
+                SetCookieHandling.fieldNames.contains($0.name.canonicalName)
+                    && !privateFields.contains($0.name.canonicalName)
+            }) {
+                return .notStorable(
+                    "a shared cache does not store a response that sets a cookie (setCookie: doNotStore)"
+                )
+            }
+        }
         // §3.5: a shared cache stores responses to requests with Authorization only when the
         // response explicitly allows it.
         if isShared, request.headerFields[.authorization] != nil,
@@ -90,6 +104,9 @@ extension CacheRules {
         {
             excluded.formUnion(privateFields)
         }
+        // Unless the operator chose to replay cookies, none is stored, so none reaches another
+        // user; this also keeps a 304's `Set-Cookie` out of the response it freshens.
+        if isShared, setCookie != .store { excluded.formUnion(SetCookieHandling.fieldNames) }
         var stored = HTTPFields()
         stored.reserveCapacity(fields.count + 1)
         for field in fields where !excluded.contains(field.name.canonicalName) { stored.append(field) }

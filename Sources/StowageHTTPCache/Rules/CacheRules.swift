@@ -48,6 +48,9 @@ public struct CacheRules: Sendable {
     /// How keys are shaped beyond RFC 9111's normalization (query parameters left out or
     /// sorted). Default: none.
     public var keyRules: CacheKeyRules
+    /// What a shared cache does with a response that sets a cookie; ignored by a private cache.
+    /// Default ``SetCookieHandling/doNotStore`` (nginx's and Varnish's default).
+    public var setCookie: SetCookieHandling
 
     /// `CDN-Cache-Control` (RFC 9213 §3), the field targeted at CDNs and other shared caches
     /// operated for the origin.
@@ -69,7 +72,8 @@ public struct CacheRules: Sendable {
         defaultLifetimes: [Int: Double] = [:],
         staleIfErrorGrace: Double? = nil,
         staleWhileUpdatingGrace: Double? = nil,
-        keyRules: CacheKeyRules = CacheKeyRules()
+        keyRules: CacheKeyRules = CacheKeyRules(),
+        setCookie: SetCookieHandling = .doNotStore
     ) {
         self.kind = kind
         self.heuristicFraction = heuristicFraction
@@ -80,6 +84,7 @@ public struct CacheRules: Sendable {
         self.staleIfErrorGrace = staleIfErrorGrace
         self.staleWhileUpdatingGrace = staleWhileUpdatingGrace
         self.keyRules = keyRules
+        self.setCookie = setCookie
     }
 
     /// The key `request`'s responses are stored under: its normalized target URI, shaped by

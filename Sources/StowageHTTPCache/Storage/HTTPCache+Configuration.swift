@@ -45,6 +45,9 @@ extension HTTPCache {
         /// How keys are shaped beyond RFC 9111's normalization; see ``CacheKeyRules``. Default
         /// none.
         public var keyRules: CacheKeyRules
+        /// What a shared cache does with a response that sets a cookie; see
+        /// ``SetCookieHandling``. Default ``SetCookieHandling/doNotStore``.
+        public var setCookie: SetCookieHandling
         /// Requests that skip the lookup and go to the origin (nginx's `proxy_cache_bypass`);
         /// their responses are still stored when storable. Default none.
         public var bypass: [CacheBypassRule]
@@ -99,6 +102,7 @@ extension HTTPCache {
             maximumHeuristicLifetime = .seconds(86_400)
             targetedFields = []
             keyRules = CacheKeyRules()
+            setCookie = .doNotStore
             maximumBodySize = nil
             tagFields = []
             minimumUses = 1
@@ -128,7 +132,8 @@ extension HTTPCache {
                 defaultLifetimes: defaultLifetimes.mapValues(\.timeInterval),
                 staleIfErrorGrace: staleIfErrorGrace?.timeInterval,
                 staleWhileUpdatingGrace: staleWhileUpdatingGrace?.timeInterval,
-                keyRules: keyRules
+                keyRules: keyRules,
+                setCookie: setCookie
             )
         }
 
@@ -146,10 +151,31 @@ extension HTTPCache {
                     message: "maximumEntryFraction is \(maximumEntryFraction); it must be in (0, 1]"
                 )
             }
-            guard heuristicFraction >= 0, maximumHeuristicLifetime >= .zero, streamingThreshold > 0 else {
+            guard heuristicFraction >= 0, heuristicFraction.isFinite, streamingThreshold > 0 else {
                 throw HTTPCacheError(
                     code: .invalidConfiguration,
-                    message: "heuristicFraction, maximumHeuristicLifetime must be ≥ 0 and streamingThreshold > 0"
+                    message: "heuristicFraction (\(heuristicFraction)) must be finite and ≥ 0, and streamingThreshold "
+                        + "(\(streamingThreshold)) > 0"
+                )
+            }
+            let longest = Duration.seconds(CacheControl.maximumDeltaSeconds)
+            var lifetimes = [
+                ("maximumHeuristicLifetime", maximumHeuristicLifetime), ("sharedTimeToLive", sharedTimeToLive),
+            ]
+            for (status, lifetime) in defaultLifetimes { lifetimes.append(("defaultLifetimes[\(status)]", lifetime)) }
+            if let staleIfErrorGrace { lifetimes.append(("staleIfErrorGrace", staleIfErrorGrace)) }
+            if let staleWhileUpdatingGrace { lifetimes.append(("staleWhileUpdatingGrace", staleWhileUpdatingGrace)) }
+            for (name, lifetime) in lifetimes where !(lifetime >= .zero && lifetime <= longest) {
+                throw HTTPCacheError(
+                    code: .invalidConfiguration,
+                    message: "\(name) is \(lifetime); give a duration from 0 to \(CacheControl.maximumDeltaSeconds) s "
+                        + "(RFC 9111's largest delta-seconds, about 68 years)"
+                )
+            }
+            guard collapseTimeout > .zero, collapseTimeout <= .seconds(86_400) else {
+                throw HTTPCacheError(
+                    code: .invalidConfiguration,
+                    message: "collapseTimeout is \(collapseTimeout); give a duration above 0 and at most one day"
                 )
             }
             if let maximumBodySize, maximumBodySize.rawValue <= 0 {
@@ -164,22 +190,11 @@ extension HTTPCache {
                     message: "minimumUses is \(minimumUses); it must be 1 or more"
                 )
             }
-            for (status, lifetime) in defaultLifetimes where !(200...599).contains(status) || !(lifetime >= .zero) {
+            for status in defaultLifetimes.keys where !(200...599).contains(status) {
                 throw HTTPCacheError(
                     code: .invalidConfiguration,
-                    message:
-                        "defaultLifetimes[\(status)] = \(lifetime): give a final status (200–599) and a lifetime ≥ 0"
+                    message: "defaultLifetimes has the status \(status); give final statuses (200–599)"
                 )
-            }
-            for (name, grace) in [
-                ("staleIfErrorGrace", staleIfErrorGrace), ("staleWhileUpdatingGrace", staleWhileUpdatingGrace),
-            ] {
-                if let grace, !(grace >= .zero) {
-                    throw HTTPCacheError(
-                        code: .invalidConfiguration,
-                        message: "\(name) is \(grace); give a duration ≥ 0 or nil"
-                    )
-                }
             }
         }
     }

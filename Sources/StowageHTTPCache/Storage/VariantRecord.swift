@@ -80,6 +80,14 @@ struct VariantRecord: Sendable, Hashable {
                     varying.append(.init(name: name, value: present ? value : nil))
                 }
                 guard (100...999).contains(code) else { throw BinaryReader.Malformed(reason: "status \(code)") }
+                // A record from the shared level or a damaged file may carry any bits: times the
+                // rules' arithmetic (`Int64(responseTime)`, ages) cannot take are a miss, not a trap.
+                guard Self.isPlausibleTime(requestTime), Self.isPlausibleTime(responseTime) else {
+                    throw BinaryReader.Malformed(reason: "request or response time out of range")
+                }
+                guard forced.isNaN || (forced >= 0 && forced <= Double(CacheControl.maximumDeltaSeconds)) else {
+                    throw BinaryReader.Malformed(reason: "forced expiry \(forced)")
+                }
                 let response = HTTPResponse(status: .init(code: code, reasonPhrase: reason), headerFields: fields)
                 let stored = StoredResponse(
                     response: response,
@@ -93,6 +101,13 @@ struct VariantRecord: Sendable, Hashable {
             }
             return records
         }
+    }
+}
+
+extension VariantRecord {
+    /// Seconds since 1970 the rules can do arithmetic on: from 1970 to the year 5000.
+    static func isPlausibleTime(_ seconds: Double) -> Bool {
+        seconds >= 0 && seconds <= StoredResponse.latestTime
     }
 }
 

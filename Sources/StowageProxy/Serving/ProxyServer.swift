@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import StowageCore
 import StowageHTTPCache
 
 /// The proxy's HTTP/1 server: HummingbirdCore's server with a responder that leaves the
@@ -15,15 +16,27 @@ import StowageHTTPCache
 /// `Age`, RFC 9111 §4.2.3), so the proxy runs the server itself and adds `Date` only where a
 /// response has none: its own answers (errors) and an origin that sent none (§6.6.1: a
 /// recipient with a clock appends the time it received the response).
+///
+/// Connections go through ``ProxyHTTP1Channel``: head and idle deadlines, and HTTP/1.0's one
+/// request per connection.
 struct ProxyServer: Service {
     let respond: @Sendable (Request) async -> Response
     let configuration: ServerConfiguration
+    /// The longest a request's head may take (nginx's `client_header_timeout`).
+    let headTimeout: Duration
+    /// The longest a kept-alive connection may stay idle (nginx's `keepalive_timeout`).
+    let keepAliveTimeout: Duration
     let logger: Logger
     let onServerRunning: @Sendable (any Channel) async -> Void
 
     func run() async throws {
         let respond = self.respond
-        let server = try HTTPServerBuilder.http1().buildServer(
+        let headTimeout = TimeAmount.nanoseconds(headTimeout.saturatingNanoseconds)
+        let keepAliveTimeout = TimeAmount.nanoseconds(keepAliveTimeout.saturatingNanoseconds)
+        let builder = HTTPServerBuilder { responder in
+            ProxyHTTP1Channel(responder: responder, headTimeout: headTimeout, keepAliveTimeout: keepAliveTimeout)
+        }
+        let server = try builder.buildServer(
             configuration: configuration,
             eventLoopGroup: NIOSingletons.posixEventLoopGroup,
             logger: logger,

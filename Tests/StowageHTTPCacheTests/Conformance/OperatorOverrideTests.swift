@@ -60,6 +60,27 @@ import Testing
         )
     }
 
+    @Test("sorting is by name only and stable: repeated names keep their order, so ?a=2&a=1 is not ?a=1&a=2")
+    func sortsStablyByName() {
+        #expect(rules.key(for: request(.get, "/a?a=2&a=1")) != rules.key(for: request(.get, "/a?a=1&a=2")))
+        #expect(rules.key(for: request(.get, "/a?b=1&a=2&a=1")).uri == "http://origin.test/a?a=2&a=1&b=1")
+        #expect(rules.key(for: request(.get, "/a?a=x&b=1&a")).uri == "http://origin.test/a?a=x&a&b=1")
+    }
+
+    @Test("ignored parameters are removed from what goes to the origin; the others keep their order")
+    func ignoredParametersDoNotReachTheOrigin() {
+        let keyRules = rules.keyRules
+        #expect(
+            keyRules.removingIgnoredParameters(from: request(.get, "/a?utm_source=<x>&b=2&fbclid=9&a=1")).path
+                == "/a?b=2&a=1"
+        )
+        #expect(keyRules.removingIgnoredParameters(from: request(.get, "/a?utm_source=x")).path == "/a")
+        #expect(keyRules.removingIgnoredParameters(from: request(.get, "/a?b=2")).path == "/a?b=2")
+        #expect(
+            CacheKeyRules().removingIgnoredParameters(from: request(.get, "/a?utm_source=x")).path == "/a?utm_source=x"
+        )
+    }
+
     @Test("§4.4 invalidation uses the same keys")
     func invalidationUsesTheRules() {
         let post = request(.post, "/a?utm_source=x&b=2&a=1")

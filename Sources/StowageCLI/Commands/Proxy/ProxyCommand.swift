@@ -76,6 +76,15 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "Seconds a client may pause while sending a request body before it gets 408.")
     var requestBodyTimeout = 60
 
+    @Option(
+        help:
+            "Seconds a client may take to send a request's head before the connection closes (nginx's client_header_timeout)."
+    )
+    var clientHeaderTimeout = 60
+
+    @Option(help: "Seconds an idle keep-alive connection stays open (nginx's keepalive_timeout).")
+    var keepaliveTimeout = 75
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -133,6 +142,16 @@ struct ProxyCommand: AsyncParsableCommand {
         transform: { try parseSize($0) }
     )
     var cacheMaxBody: ByteCount?
+
+    @Option(
+        help: ArgumentHelp(
+            "What to do with a response that sets a cookie: no-store (default), strip (store it without Set-Cookie) or store.",
+            discussion:
+                "no-store is nginx's and Varnish's default; store replays the cookie to every client (RFC 9111 allows it).",
+            valueName: "MODE"
+        )
+    )
+    var cacheSetCookie = "no-store"
 
     @Flag(help: "Sort query parameters in cache keys, so their order does not split entries.")
     var cacheKeySortQuery = false
@@ -193,12 +212,10 @@ struct ProxyCommand: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
-        guard upstreamTimeout > 0 else {
-            throw ValidationError("--upstream-timeout must be a positive number of seconds")
-        }
-        guard requestBodyTimeout > 0 else {
-            throw ValidationError("--request-body-timeout must be a positive number of seconds")
-        }
+        try checkTimeout(upstreamTimeout, option: "--upstream-timeout")
+        try checkTimeout(requestBodyTimeout, option: "--request-body-timeout")
+        try checkTimeout(clientHeaderTimeout, option: "--client-header-timeout")
+        try checkTimeout(keepaliveTimeout, option: "--keepalive-timeout")
         if let cacheDir { try GlobalOptions.checkPath(cacheDir, "--cache-dir") }
         guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
         _ = try targetedFields()
@@ -208,6 +225,7 @@ struct ProxyCommand: AsyncParsableCommand {
         if let listener = try adminListener() {
             do { try listener.validate() } catch let error as StowageError { throw ValidationError(error.message) }
         }
+        _ = try setCookieHandling()
         guard cacheMinUses >= 1 else { throw ValidationError("--cache-min-uses must be 1 or more") }
         if let cacheMaxBody, cacheMaxBody.rawValue <= 0 {
             throw ValidationError("--cache-max-body must be more than 0 bytes")
@@ -237,6 +255,19 @@ struct ProxyCommand: AsyncParsableCommand {
         }
         let token = adminToken ?? ProcessInfo.processInfo.environment["STOWAGE_ADMIN_TOKEN"]
         return ProxyConfiguration.AdminListener(host: host, port: port, token: token)
+    }
+
+    /// `--cache-set-cookie`, checked.
+    func setCookieHandling() throws -> SetCookieHandling {
+        switch cacheSetCookie {
+        case "no-store": return .doNotStore
+        case "strip": return .storeWithoutCookie
+        case "store": return .store
+        default:
+            throw ValidationError(
+                "--cache-set-cookie \(cacheSetCookie.debugDescription) is not a mode; give no-store, strip or store"
+            )
+        }
     }
 
     /// The fields of every `--cache-key-header`, checked.
@@ -336,6 +367,7 @@ struct ProxyCommand: AsyncParsableCommand {
                 headers: try keyHeaders()
             )
             configuration.cache.bypass = try bypassRules()
+            configuration.cache.setCookie = try setCookieHandling()
             configuration.cache.minimumUses = cacheMinUses
             configuration.admin = try adminListener()
             if configuration.admin != nil {
@@ -353,6 +385,8 @@ struct ProxyCommand: AsyncParsableCommand {
             }
             configuration.maximumRequestBodySize = maxRequestBody
             configuration.requestBodyIdleTimeout = .seconds(requestBodyTimeout)
+            configuration.requestHeadTimeout = .seconds(clientHeaderTimeout)
+            configuration.keepAliveTimeout = .seconds(keepaliveTimeout)
             var logger = Logger(label: "org.stowage.proxy")
             logger.logLevel = level
             configuration.logger = logger

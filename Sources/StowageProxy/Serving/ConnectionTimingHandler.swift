@@ -1,0 +1,154 @@
+import NIOCore
+import NIOHTTP1
+
+/// Bounds how long a client connection may hold the proxy without a request, and closes
+/// connections the client asked to close, between NIO's HTTP/1 codec and the server.
+///
+/// - **Head deadline** (nginx's `client_header_timeout`): from the moment a connection opens,
+///   or the first bytes of a later request arrive, the whole head must arrive within
+///   `headTimeout`; otherwise the connection closes. A slowloris client that sends a header
+///   byte at a time can hold a connection for that long, not forever.
+/// - **Idle deadline** (nginx's `keepalive_timeout`): a kept-alive connection with no request in
+///   progress closes after `keepAliveTimeout`.
+/// - **Persistence** (RFC 9112 §9.3): a request that is not keep-alive (HTTP/1.0 without
+///   `Connection: keep-alive`, or `Connection: close` in any spelling) gets its response, then
+///   the connection closes. An HTTP/1.0 client gets an HTTP/1.0 response, so a body of unknown
+///   length is delimited by the close (1.0 has no chunked coding).
+///
+/// A request body has its own deadline (`RequestBodyReader`); the origin's time is bounded by
+/// the upstream timeout. Event-loop bound: every method runs on the channel's event loop.
+final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// A request whose response has not ended yet.
+    private struct PendingRequest {
+        var version: HTTPVersion
+        var isKeepAlive: Bool
+        var isHead: Bool
+    }
+
+    private let headTimeout: TimeAmount
+    private let keepAliveTimeout: TimeAmount
+    /// Requests read whose responses have not ended, oldest first (pipelining).
+    private var pending: [PendingRequest] = []
+    /// Whether the response being written must close the connection when it ends.
+    private var closesAfterResponse = false
+    /// Whether a request part arrived in the current read (so the read was not a partial head).
+    private var readDeliveredPart = false
+    /// Whether bytes of a next request arrived while a response was still being written.
+    private var nextRequestStarted = false
+    private var deadline: Scheduled<Void>?
+
+    init(headTimeout: TimeAmount, keepAliveTimeout: TimeAmount) {
+        self.headTimeout = headTimeout
+        self.keepAliveTimeout = keepAliveTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { arm(headTimeout, context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        arm(headTimeout, context: context)
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        disarm()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        readDeliveredPart = true
+        if case .head(var head) = unwrapInboundIn(data) {
+            disarm()
+            nextRequestStarted = false
+            let isKeepAlive = head.isKeepAlive
+            pending.append(
+                PendingRequest(version: head.version, isKeepAlive: isKeepAlive, isHead: head.method == .HEAD)
+            )
+            if !isKeepAlive, !head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" })
+            {
+                // The server after this handler ends the connection after the response only on
+                // `Connection: close`; an HTTP/1.0 request means the same without saying it.
+                head.headers.add(name: "Connection", value: "close")
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+                return
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // A read that produced no request part carried part of a head.
+        if !readDeliveredPart {
+            if pending.isEmpty {
+                if deadlineIsIdle { arm(headTimeout, context: context) }
+            } else {
+                nextRequestStarted = true
+            }
+        }
+        readDeliveredPart = false
+        context.fireChannelReadComplete()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where head.status.code >= 200:  // a 1xx is interim: the response goes on
+            guard let request = pending.first else { break }
+            closesAfterResponse = !request.isKeepAlive
+            if request.version.minor == 0 {
+                head.version = request.version
+                let bodiless =
+                    request.isHead || head.status == .noContent || head.status == .notModified
+                    || head.headers.contains(name: "content-length")
+                // HTTP/1.0 has no chunked coding: a body of unknown length ends with the connection.
+                if !bodiless { closesAfterResponse = true }
+                head.headers.remove(name: "connection")
+                head.headers.add(name: "Connection", value: closesAfterResponse ? "close" : "keep-alive")
+            } else if closesAfterResponse, !head.headers.contains(name: "connection") {
+                head.headers.add(name: "Connection", value: "close")
+            }
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+            return
+        case .end:
+            if !pending.isEmpty { pending.removeFirst() }
+            if closesAfterResponse {
+                context.writeAndFlush(data, promise: promise)
+                context.close(promise: nil)
+                return
+            }
+            if pending.isEmpty {
+                arm(nextRequestStarted ? headTimeout : keepAliveTimeout, context: context, isIdle: !nextRequestStarted)
+                nextRequestStarted = false
+            }
+        default:
+            break
+        }
+        context.write(data, promise: promise)
+    }
+
+    /// Whether the armed deadline is the idle one (or none is armed).
+    private var deadlineIsIdle = true
+
+    private func arm(_ timeout: TimeAmount, context: ChannelHandlerContext, isIdle: Bool = false) {
+        disarm()
+        deadlineIsIdle = isIdle
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+            context.close(promise: nil)
+        }
+    }
+
+    private func disarm() {
+        deadline?.cancel()
+        deadline = nil
+        deadlineIsIdle = true
+    }
+}

@@ -1,0 +1,49 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+
+/// The proxy's HTTP/1 connection: HummingbirdCore's `HTTP1Channel` pipeline with the proxy's
+/// ``ConnectionTimingHandler`` between NIO's HTTP/1 codec and the conversion to swift-http-types,
+/// where it still sees the protocol version.
+///
+/// It adds what `HTTP1Channel` does not do: a deadline for a request's head (nginx's
+/// `client_header_timeout`), an idle deadline between kept-alive requests (nginx's
+/// `keepalive_timeout`), and HTTP/1.0's default of one request per connection (RFC 9112 §9.3).
+struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
+    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    let responder: HTTPChannelHandler.Responder
+    /// The longest a request's head may take to arrive.
+    let headTimeout: TimeAmount
+    /// The longest a kept-alive connection may stay idle between requests.
+    let keepAliveTimeout: TimeAmount
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                withPipeliningAssistance: false,  // NIOAsyncChannel reads one request at a time
+                withErrorHandling: false,  // HummingbirdCore answers parse errors with 400
+                withOutboundHeaderValidation: false,  // swift-http-types validated the fields
+                withEncoderConfiguration: .init(),
+                withDecoderLimitConfiguration: .init()
+            )
+            try channel.pipeline.syncOperations.addHandler(
+                ConnectionTimingHandler(headTimeout: headTimeout, keepAliveTimeout: keepAliveTimeout)
+            )
+            try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            // Graceful shutdown: closes idle connections, lets requests in flight finish.
+            try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+            return try NIOAsyncChannel(
+                wrappingChannelSynchronously: channel,
+                configuration: .init(isOutboundHalfClosureEnabled: true)
+            )
+        }
+    }
+
+    func handle(value asyncChannel: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import HTTPTypes
+import StowageCore
+import StowageHTTPCache
+import StowageTestSupport
+import Testing
+
+/// One user's `Set-Cookie` must never be replayed to everyone by a shared cache (nginx's and
+/// Varnish's default); a private cache stores cookies as sent; the operator can choose.
+@Suite struct SetCookieTests {
+    static let sessionCookie: [(String, String)] = [("Cache-Control", "max-age=600"), ("Set-Cookie", "sid=alice")]
+
+    @Test("a shared cache does not store a response that sets a cookie: the next client gets its own from the origin")
+    func sharedCacheDoesNotReplayCookies() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let cache = try makeCache(root, clock: clock, kind: .shared)
+            let origin = TestOrigin { _, n in
+                ok("v\(n)", n == 1 ? Self.sessionCookie : [("Cache-Control", "max-age=600")], clock: clock)
+            }
+            let alice = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(alice.response.headerFields[.setCookie] == "sid=alice", "the client of the miss gets its cookie")
+            #expect(try await text(alice) == "v1")
+            let bob = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(bob.outcome != .hit, "\(bob.trace)")
+            #expect(bob.response.headerFields[.setCookie] == nil)
+            #expect(origin.count == 2)
+        }
+    }
+
+    @Test("a 304 that sets a cookie does not put it into the shared entry")
+    func notModifiedCookieIsNotStored() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let cache = try makeCache(root, clock: clock, kind: .shared)
+            let origin = TestOrigin { request, n in
+                if request.headerFields[.ifNoneMatch] != nil {
+                    return (
+                        response(
+                            304,
+                            [("ETag", "\"1\""), ("Cache-Control", "max-age=600"), ("Set-Cookie", "sid=alice")],
+                            date: clock.secondsSince1970
+                        ), []
+                    )
+                }
+                return ok("v\(n)", [("ETag", "\"1\""), ("Cache-Control", "max-age=1")], clock: clock)
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            clock.advance(by: .seconds(5))
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            let hit = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(hit.outcome == .hit, "\(hit.trace)")
+            #expect(hit.response.headerFields[.setCookie] == nil)
+        }
+    }
+
+    @Test("storeWithoutCookie stores the body and drops the cookie; store replays it; a private cache keeps it")
+    func operatorChoices() async throws {
+        for (kind, handling, expected) in [
+            (CacheKind.shared, SetCookieHandling.storeWithoutCookie, nil as String?),
+            (.shared, .store, "sid=alice"), (.private, .doNotStore, "sid=alice"),
+        ] {
+            try await withTemporaryDirectory { root in
+                let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+                let cache = try makeCache(root, clock: clock, kind: kind) { $0.setCookie = handling }
+                let origin = TestOrigin { _, n in ok("v\(n)", Self.sessionCookie, clock: clock) }
+                let first = try await cache.respond(to: request(), fetch: origin.fetch)
+                #expect(first.response.headerFields[.setCookie] == "sid=alice")
+                _ = try await text(first)
+                let hit = try await cache.respond(to: request(), fetch: origin.fetch)
+                #expect(hit.outcome == .hit, "\(kind) \(handling): \(hit.trace)")
+                #expect(hit.response.headerFields[.setCookie] == expected, "\(kind) \(handling)")
+                #expect(try await text(hit) == "v1")
+            }
+        }
+    }
+
+    @Test("a qualified private=\"Set-Cookie\" is stored without the field, as the origin asked")
+    func qualifiedPrivateCookie() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let cache = try makeCache(root, clock: clock, kind: .shared)
+            let origin = TestOrigin { _, n in
+                ok(
+                    "v\(n)",
+                    [("Cache-Control", "max-age=600, private=\"Set-Cookie\""), ("Set-Cookie", "sid=alice")],
+                    clock: clock
+                )
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            let hit = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(hit.outcome == .hit, "\(hit.trace)")
+            #expect(hit.response.headerFields[.setCookie] == nil)
+        }
+    }
+}

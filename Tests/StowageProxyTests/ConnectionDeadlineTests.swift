@@ -1,0 +1,143 @@
+import Foundation
+import StowageCore
+import StowageHTTPTestSupport
+import StowageTestSupport
+import Testing
+
+@testable import StowageProxy
+
+/// What a client connection may hold: nginx's `client_header_timeout` and `keepalive_timeout`,
+/// and RFC 9112 §9.3's persistence rules, through the real proxy on loopback.
+@Suite struct ConnectionDeadlineTests {
+    /// Seconds `read` took; the socket's own receive timeout (5 s) bounds it.
+    static func timed<T>(_ read: () -> T) -> (T, Double) {
+        let start = ContinuousClock.now
+        let value = read()
+        return (value, (ContinuousClock.now - start).timeInterval)
+    }
+
+    static let versioned: TestOriginServer.Script = { r in
+        .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+    }
+
+    @Test("a slowloris head, one byte at a time, is cut at the head deadline however often bytes arrive")
+    func slowlorisHeadIsCut() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.requestHeadTimeout = .seconds(1) },
+            script: { _ in .init(body: "never") }
+        ) { h in
+            let port = h.proxyPort
+            let (head, closedAfter, total) = try await onOwnThread { () -> (String?, Double, Double) in
+                let socket = try RawSocket(port: port, receiveTimeout: 5)
+                let start = ContinuousClock.now
+                // 2.4 s of a header byte every 200 ms: a deadline that restarted on each byte
+                // would leave the connection open for a second after the last one.
+                for byte in "GET /slow HTTP/1.1\r\nX-A: b".utf8.prefix(12) {
+                    socket.send(String(UnicodeScalar(byte)))
+                    usleep(200_000)
+                }
+                let (head, waited) = Self.timed { socket.readHead() }
+                return (head, waited, (ContinuousClock.now - start).timeInterval)
+            }
+            #expect(head == nil, "closed without an answer")
+            #expect(
+                closedAfter < 0.5,
+                "already closed when the client stopped: \(closedAfter) s after, \(total) s in all"
+            )
+            #expect(h.origin.requestCount == 0)
+        }
+    }
+
+    @Test("a kept-alive connection is closed after the idle deadline, and serves requests before it")
+    func idleKeepAliveIsClosed() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.keepAliveTimeout = .seconds(1) },
+            script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)") }
+        ) { h in
+            let port = h.proxyPort
+            let (second, head, closedAfter) = try await onOwnThread { () -> (String?, String?, Double) in
+                let socket = try RawSocket(port: port, receiveTimeout: 5)
+                socket.send("GET /a HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                _ = socket.readResponse()
+                usleep(300_000)
+                socket.send("GET /a HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                let second = socket.readResponse()?.body
+                let (head, waited) = Self.timed { socket.readHead() }
+                return (second, head, waited)
+            }
+            #expect(head == nil)
+            #expect(second == "v1", "the second request on the connection was served")
+            #expect(closedAfter > 0.5 && closedAfter < 3, "closed by the idle deadline: \(closedAfter) s")
+        }
+    }
+
+    @Test(
+        "RFC 9112 §9.3: HTTP/1.0 without keep-alive, and Connection: Close in any case, get one response, then the close",
+        arguments: [
+            "GET /a HTTP/1.0\r\nHost: proxy\r\n\r\n",
+            "GET /a HTTP/1.1\r\nHost: proxy\r\nConnection: Close\r\n\r\n",
+        ]
+    )
+    func oneRequestConnections(request: String) async throws {
+        try await ProxyHarness.run(script: Self.versioned) { h in
+            let port = h.proxyPort
+            let (response, next, closedAfter) = try await onOwnThread {
+                () -> ((head: String, body: String)?, String?, Double) in
+                let socket = try RawSocket(port: port, receiveTimeout: 5)
+                socket.send(request)
+                let response = socket.readResponse()
+                let (head, waited) = Self.timed { socket.readHead() }
+                return (response, head, waited)
+            }
+            #expect(next == nil)
+            #expect(response?.body == "v1")
+            #expect(
+                response?.head.lowercased().contains("connection: close") == true,
+                "\(response?.head ?? "closed")"
+            )
+            if request.contains("HTTP/1.0") { #expect(response?.head.hasPrefix("HTTP/1.0 200") == true) }
+            #expect(closedAfter < 1, "closed after the response, not left open: \(closedAfter) s")
+        }
+    }
+
+    @Test("HTTP/1.0 with Connection: keep-alive keeps the connection for the next request")
+    func http10KeepAlive() async throws {
+        try await ProxyHarness.run(script: Self.versioned) { h in
+            let port = h.proxyPort
+            let responses = try await onOwnThread { () -> [(head: String, body: String)?] in
+                let socket = try RawSocket(port: port, receiveTimeout: 5)
+                var responses: [(head: String, body: String)?] = []
+                for _ in 0..<2 {
+                    socket.send("GET /k HTTP/1.0\r\nHost: proxy\r\nConnection: keep-alive\r\n\r\n")
+                    responses.append(socket.readResponse())
+                }
+                return responses
+            }
+            #expect(responses.map { $0?.body } == ["v1", "v1"])
+            #expect(responses.allSatisfy { $0?.head.lowercased().contains("connection: keep-alive") == true })
+        }
+    }
+
+    @Test("timeouts out of range are refused when the proxy is made, with the property named")
+    func timeoutsOutOfRange() throws {
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        for (name, change) in [
+            ("upstreamTimeout", { (c: inout ProxyConfiguration) in c.upstreamTimeout = .seconds(9_999_999_999_999) }),
+            ("requestHeadTimeout", { (c: inout ProxyConfiguration) in c.requestHeadTimeout = .zero }),
+            ("keepAliveTimeout", { (c: inout ProxyConfiguration) in c.keepAliveTimeout = .seconds(-1) }),
+        ] as [(String, (inout ProxyConfiguration) -> Void)] {
+            var configuration = ProxyConfiguration(
+                upstream: try .init(parsing: "http://127.0.0.1:9"),
+                cacheDirectory: scratch.url,
+                port: 0
+            )
+            change(&configuration)
+            #expect {
+                _ = try CachingProxy(configuration: configuration)
+            } throws: { error in
+                (error as? StowageError)?.code == .invalidArgument && "\(error)".contains(name)
+            }
+        }
+    }
+}
