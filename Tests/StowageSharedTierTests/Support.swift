@@ -15,11 +15,16 @@ func makeNode(
     name: String,
     options: SharedTierOptions = SharedTierOptions(),
     invalidations: RedisSharedTier.InvalidationTransport = .automatic,
+    tierOptions: RedisSharedTier.Options = RedisSharedTier.Options(),
     running: Bool = true,
     configure: (inout RedisConfiguration) -> Void = { _ in }
 ) async throws -> (HybridCache<String>, RedisSharedTier) {
-    let tier = try await RedisSharedTier.connect(url: url, namespace: namespace, invalidations: invalidations) {
-        configuration in
+    let tier = try await RedisSharedTier.connect(
+        url: url,
+        namespace: namespace,
+        invalidations: invalidations,
+        options: tierOptions
+    ) { configuration in
         // Generous: the suites run in parallel on a small, shared machine.
         configuration.connectTimeout = .seconds(30)
         configuration.commandTimeout = .seconds(30)
@@ -68,6 +73,7 @@ final class Fleet: Sendable {
         name: String,
         options: SharedTierOptions = SharedTierOptions(),
         invalidations: RedisSharedTier.InvalidationTransport = .automatic,
+        tierOptions: RedisSharedTier.Options = RedisSharedTier.Options(),
         running: Bool = true,
         configure: (inout RedisConfiguration) -> Void = { _ in }
     ) async throws -> (HybridCache<String>, RedisSharedTier) {
@@ -78,6 +84,7 @@ final class Fleet: Sendable {
             name: name,
             options: options,
             invalidations: invalidations,
+            tierOptions: tierOptions,
             running: running,
             configure: configure
         )
