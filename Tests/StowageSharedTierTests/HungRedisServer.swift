@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 import Synchronization
 
 #if canImport(Glibc)
