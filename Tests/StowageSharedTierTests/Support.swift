@@ -15,7 +15,7 @@ func makeNode(
     name: String,
     options: SharedTierOptions = SharedTierOptions(),
     invalidations: RedisSharedTier.InvalidationTransport = .automatic,
-    tierOptions: RedisSharedTier.Options = RedisSharedTier.Options(),
+    tierOptions: RedisSharedTier.Options = .generous,
     running: Bool = true,
     configure: (inout RedisConfiguration) -> Void = { _ in }
 ) async throws -> (HybridCache<String>, RedisSharedTier) {
@@ -73,7 +73,7 @@ final class Fleet: Sendable {
         name: String,
         options: SharedTierOptions = SharedTierOptions(),
         invalidations: RedisSharedTier.InvalidationTransport = .automatic,
-        tierOptions: RedisSharedTier.Options = RedisSharedTier.Options(),
+        tierOptions: RedisSharedTier.Options = .generous,
         running: Bool = true,
         configure: (inout RedisConfiguration) -> Void = { _ in }
     ) async throws -> (HybridCache<String>, RedisSharedTier) {
@@ -185,5 +185,15 @@ func firstInvalidation(
         }
         defer { group.cancelAll() }
         return try await group.next()!
+    }
+}
+
+extension RedisSharedTier.Options {
+    /// A 30 s request budget, like the 30 s command timeouts above: the suites run in parallel
+    /// on a small, shared machine, where a healthy Redis can take more than the default 500 ms.
+    static var generous: RedisSharedTier.Options {
+        var options = RedisSharedTier.Options()
+        options.requestBudget = .seconds(30)
+        return options
     }
 }
