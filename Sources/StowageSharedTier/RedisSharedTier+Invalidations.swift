@@ -23,6 +23,8 @@ extension RedisSharedTier {
         var down: Set<Source>
         var hadGap = false
         var knownEpoch: String?
+        /// The newest entry of `NS:purges` this node has read (see `RedisSharedTier+Purges`).
+        var lastPurgeID: String?
         var hasLoggedTransport = false
     }
 
@@ -68,7 +70,14 @@ extension RedisSharedTier {
                 return
             }
             if sender == nodeID { return }
-            for key in keys { broadcast(name == banChannel ? .prefix(key) : .key(key)) }
+            for key in keys {
+                if name == banChannel {
+                    broadcast(.prefix(key))
+                } else {
+                    outbox.settle(key: key)
+                    broadcast(.key(key))
+                }
+            }
         case .tracker(.tracking):
             if !state.hasLoggedTransport {
                 state.hasLoggedTransport = true
@@ -95,7 +104,10 @@ extension RedisSharedTier {
             echoes.removeAll()
             markGap(.tracker, state: &state)
         case .tracker(.keys(let keys)):
-            for key in keys where await !isEchoOfOwnWrite(key) { broadcast(.key(key)) }
+            for key in keys where await !isEchoOfOwnWrite(key) {
+                outbox.settle(key: key)
+                broadcast(.key(key))
+            }
         case .tracker(.flushed):
             // The epoch went with the values; a later gap must compare against the new one.
             logger.notice("the shared level was flushed (FLUSHALL/FLUSHDB); keeping local copies")
@@ -135,9 +147,27 @@ extension RedisSharedTier {
                 logger.notice("invalidations flow again; dropping memory copies, confirming disk copies")
             }
             broadcast(invalidation)
+            // Purges sent while this node was not listening: all of the stream when Redis lost its
+            // values (the stream went with them and holds only purges made since).
+            if let caughtUp = try? await purges(after: invalidation == .emptied ? nil : state.lastPurgeID) {
+                for purge in caughtUp.purges {
+                    switch purge {
+                    case .key(let key):
+                        outbox.settle(key: key)
+                        broadcast(.key(key))
+                    case .prefix(let prefix): broadcast(.prefix(prefix))
+                    }
+                }
+                state.lastPurgeID = caughtUp.newest
+                // Redis answers: calls need not wait for the next probe, and purges kept while it
+                // did not can go now.
+                breaker.close()
+                Task { await self.deliverWaitingPurges() }
+            }
             state.hadGap = false
         } else if state.knownEpoch == nil {
             state.knownEpoch = try? await currentEpoch()
+            state.lastPurgeID = try? await latestPurgeID()
         }
         ready.store(true, ordering: .releasing)
     }

@@ -83,6 +83,12 @@ public final class RedisSharedTier: SharedCacheTier {
     let signals: AsyncStream<InvalidationSignal>
     let logger: Logger
     private let publisher: InvalidationPublisher
+    /// Bounds each call by ``Options/requestBudget`` and fails calls at once while Redis does not
+    /// answer.
+    let breaker: CircuitBreaker
+    /// Purges that could not be sent yet.
+    let outbox = PurgeOutbox()
+    let isDeliveringPurges = Atomic<Bool>(false)
 
     /// A tier over `client`; it subscribes to invalidations, and opens its tracking connection,
     /// at once.
@@ -93,14 +99,18 @@ public final class RedisSharedTier: SharedCacheTier {
     ///     the cluster hash tag).
     ///   - invalidations: ``InvalidationTransport/automatic`` (the default) tracks where the
     ///     server can; ``InvalidationTransport/publish`` always publishes.
+    ///   - options: The request budget and the circuit breaker's probes; see ``Options``.
     ///   - logger: Where the tier logs; silent when `nil`.
-    /// - Throws: `RedisError` `.invalidURL` for a bad namespace.
+    /// - Throws: `RedisError` `.invalidURL` for a bad namespace; `StowageError`
+    ///   `.invalidArgument` for options out of range (``Options/validate()``).
     public init(
         client: any RedisCommandExecuting,
         namespace: String = "stowage",
         invalidations: InvalidationTransport = .automatic,
+        options: Options = Options(),
         logger: Logger? = nil
     ) throws {
+        try options.validate()
         guard !namespace.isEmpty,
             namespace.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || ".-_:".contains($0)) })
         else {
@@ -116,6 +126,9 @@ public final class RedisSharedTier: SharedCacheTier {
         banChannel = "\(namespace):bans"
         self.logger = logger ?? Logger(label: "org.stowage.shared-tier", factory: SwiftLogNoOpLogHandler.init)
         publisher = InvalidationPublisher(client: client, channel: channel, nodeID: nodeID, logger: self.logger)
+        breaker = CircuitBreaker(options: options, logger: self.logger) {
+            _ = try await client.send(RedisCommand("PING"))
+        }
         let (signals, signal) = AsyncStream.makeStream(of: InvalidationSignal.self)
         self.signals = signals
         if invalidations == .automatic, let single = client as? RedisClient {
@@ -128,6 +141,10 @@ public final class RedisSharedTier: SharedCacheTier {
         subscription = client.subscribe(to: [channel, banChannel])
         startPump(subscription: subscription, signal: signal, transport: invalidations)
         tracker?.start()
+        breaker.whenClosed { [weak self] in
+            guard let self else { return }
+            Task { await self.deliverWaitingPurges() }
+        }
     }
 
     /// Connects to `url` (`redis://` or `rediss://`): a Redis Cluster node (`cluster_enabled:1`
@@ -136,8 +153,9 @@ public final class RedisSharedTier: SharedCacheTier {
     ///
     /// - Parameters:
     ///   - url: The server's URL: `redis://[[user]:password@]host[:port][/db][?protocol=2|3]`.
-    ///   - namespace: Key prefix; see ``init(client:namespace:invalidations:logger:)``.
-    ///   - invalidations: See ``init(client:namespace:invalidations:logger:)``.
+    ///   - namespace: Key prefix; see ``init(client:namespace:invalidations:options:logger:)``.
+    ///   - invalidations: See ``init(client:namespace:invalidations:options:logger:)``.
+    ///   - options: The request budget and the circuit breaker's probes; see ``Options``.
     ///   - configure: Adjusts the configuration before connecting (trust roots, pool size,
     ///     timeouts, the logger — which the tier logs to as well); what it throws is rethrown.
     /// - Throws: `RedisError` when the URL is bad or the server cannot be asked.
@@ -145,8 +163,10 @@ public final class RedisSharedTier: SharedCacheTier {
         url: String,
         namespace: String = "stowage",
         invalidations: InvalidationTransport = .automatic,
+        options: Options = Options(),
         configure: (inout RedisConfiguration) throws -> Void = { _ in }
     ) async throws -> RedisSharedTier {
+        try options.validate()
         var configuration = try RedisConfiguration(url: url)
         try configure(&configuration)
         // Asking what the server is belongs to connecting: a short command timeout (one chosen to
@@ -167,6 +187,7 @@ public final class RedisSharedTier: SharedCacheTier {
                 client: RedisClusterClient(seeds: [configuration]),
                 namespace: namespace,
                 invalidations: invalidations,
+                options: options,
                 logger: configuration.logger
             )
         }
@@ -174,6 +195,7 @@ public final class RedisSharedTier: SharedCacheTier {
             client: RedisClient(configuration: configuration),
             namespace: namespace,
             invalidations: invalidations,
+            options: options,
             logger: configuration.logger
         )
     }
@@ -200,6 +222,7 @@ public final class RedisSharedTier: SharedCacheTier {
     public func shutdown() async {
         subscription.cancel()
         tracker?.cancel()
+        breaker.cancel()
         for task in pump.withLock({ $0 }) { task.cancel() }
         let continuations = listeners.withLock { listeners in
             defer { listeners.removeAll() }
@@ -211,7 +234,15 @@ public final class RedisSharedTier: SharedCacheTier {
 
     // A tier dropped without shutdown() must not keep reconnecting its tracking connection (the
     // subscription stops itself the same way).
-    deinit { tracker?.cancel() }
+    deinit {
+        tracker?.cancel()
+        breaker.cancel()
+    }
+
+    /// Whether the circuit breaker is open: Redis did not answer a recent call within
+    /// ``Options/requestBudget`` (or could not be reached), so calls fail at once until a
+    /// background probe gets an answer.
+    public var isCircuitOpen: Bool { breaker.isOpen }
 
     // MARK: - Keys
 
@@ -223,7 +254,7 @@ public final class RedisSharedTier: SharedCacheTier {
 
     /// The entry stored for `key`, or `nil` when Redis has none (or bytes of another format).
     public func entry(forKey key: String) async throws -> SharedCacheEntry? {
-        let reply = try await client.send(.get(valueKey(key)))
+        let reply = try await breaker.run("GET") { try await self.client.send(.get(self.valueKey(key))) }
         guard let bytes = reply.bytes, let decoded = SharedEntryFormat.decode(bytes) else { return nil }
         return SharedCacheEntry(data: decoded.data, timeToLive: decoded.timeToLive.map(Duration.timeInterval))
     }
@@ -232,16 +263,34 @@ public final class RedisSharedTier: SharedCacheTier {
     /// (tracked by the server, or published).
     public func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws {
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval)
-        try await write(
-            .set(valueKey(key), value: RedisArgument(entry), expiry: timeToLive),
-            key: key,
-            leaving: entry
-        )
+        try await breaker.run("SET") {
+            let (_, isTracked) = try await self.write(
+                .set(self.valueKey(key), value: RedisArgument(entry), expiry: timeToLive),
+                key: key,
+                leaving: entry
+            )
+            if !isTracked { self.publisher.publish(key) }
+        }
+        // A removal still waiting to be sent would delete this newer value.
+        outbox.settle(key: key)
     }
 
-    /// Removes `key` from Redis; the other nodes hear of it.
+    /// Removes `key` from Redis; the other nodes hear of it whatever Redis held: besides the
+    /// `DEL`, the key is published when the server did not track the write (or the `DEL`
+    /// removed nothing, so tracking reports nothing) and logged in `NS:purges` for nodes that
+    /// were not listening. A removal Redis did not take is sent when it answers again.
     public func removeData(forKey key: String) async throws {
-        try await write(.del(valueKey(key)), key: key, leaving: nil)
+        do {
+            try await breaker.run("DEL") {
+                let (reply, isTracked) = try await self.write(.del(self.valueKey(key)), key: key, leaving: nil)
+                if !isTracked || reply.integer == 0 { self.publisher.publish(key) }
+                try await self.logPurge(.key(key))
+            }
+        } catch {
+            keepForLater(.key(key), error: error)
+            throw error
+        }
+        outbox.settle(key: key)
     }
 
     /// A new stream of the invalidations the other nodes cause (never this node's own writes);
@@ -263,25 +312,42 @@ public final class RedisSharedTier: SharedCacheTier {
     /// when another node holds it or a value is already there.
     public func lockForLoading(key: String, lease: Duration) async throws -> SharedCacheLoadLock? {
         // Lock and fence keys are no values: their invalidations are ignored, so the pool will do.
-        let reply = try await client.send(
-            .eval(
-                RedisLockScripts.acquire,
-                keys: [lockKey(key), fenceKey(key), valueKey(key)],
-                arguments: [RedisArgument(max(1, Self.milliseconds(lease)))]
+        let reply = try await breaker.run("lock") {
+            try await self.client.send(
+                .eval(
+                    RedisLockScripts.acquire,
+                    keys: [self.lockKey(key), self.fenceKey(key), self.valueKey(key)],
+                    arguments: [RedisArgument(max(1, Self.milliseconds(lease)))]
+                )
             )
-        )
+        }
         guard let token = reply.integer, token > 0 else { return nil }
         return SharedCacheLoadLock(key: key, fencingToken: token)
     }
 
     /// Whether a node holds `key`'s load lock now.
     public func isLockedForLoading(key: String) async throws -> Bool {
-        try await client.send(RedisCommand("EXISTS", RedisArgument(lockKey(key)), keyIndex: 1)).integer == 1
+        try await breaker.run("EXISTS") {
+            try await self.client.send(RedisCommand("EXISTS", RedisArgument(self.lockKey(key)), keyIndex: 1))
+        }.integer == 1
     }
 
     /// Stores `data` for `key` only while `lock` is still the latest granted for it (a fenced
     /// set), and releases the lock; `false` when a newer holder has taken over.
     public func setData(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: Duration?,
+        releasing lock: SharedCacheLoadLock
+    ) async throws -> Bool {
+        let stored = try await breaker.run("fenced set") {
+            try await self.fencedSet(data, forKey: key, timeToLive: timeToLive, releasing: lock)
+        }
+        if stored { outbox.settle(key: key) }
+        return stored
+    }
+
+    private func fencedSet(
         _ data: Data,
         forKey key: String,
         timeToLive: Duration?,
@@ -318,36 +384,50 @@ public final class RedisSharedTier: SharedCacheTier {
 
     /// Publishes the ban on `NS:bans` (node id and prefix, in `InvalidationPublisher`'s
     /// format); every other node hears it as `SharedCacheInvalidation/prefix(_:)`, in both
-    /// invalidation modes. Nothing in Redis is removed by it.
+    /// invalidation modes, and a node that was not listening reads it from `NS:purges`. Nothing
+    /// in Redis is removed by it. A ban Redis did not take is sent when it answers again.
     public func invalidate(keysWithPrefix prefix: String) async throws {
         let message = InvalidationPublisher.encode(nodeID: nodeID, keys: [prefix])
-        try await client.send(.publish(banChannel, message: RedisArgument(message)))
+        do {
+            try await breaker.run("ban") {
+                try await self.client.send(.publish(self.banChannel, message: RedisArgument(message)))
+                try await self.logPurge(.prefix(prefix))
+            }
+        } catch {
+            keepForLater(.prefix(prefix), error: error)
+            throw error
+        }
     }
 
     /// Releases `lock` unless a newer holder has taken `key`'s lock since.
     public func unlock(_ lock: SharedCacheLoadLock) async throws {
-        try await client.send(
-            .eval(
-                RedisLockScripts.release,
-                keys: [lockKey(lock.key)],
-                arguments: [RedisArgument(String(lock.fencingToken))]
+        try await breaker.run("unlock") {
+            try await self.client.send(
+                .eval(
+                    RedisLockScripts.release,
+                    keys: [self.lockKey(lock.key)],
+                    arguments: [RedisArgument(String(lock.fencingToken))]
+                )
             )
-        )
+        }
     }
 
     // MARK: - Writes
 
     /// Sends a write of `key` that leaves `entry` in Redis (`nil`: removes it) on the tracking
     /// connection when it is open (the server then tells the other nodes), otherwise through the
-    /// pool; `key`'s invalidation is published unless the write was tracked.
-    private func write(_ command: RedisCommand, key: String, leaving entry: ByteBuffer?) async throws {
-        let (_, isTracked) = try await trackedWrite(command) {
+    /// pool. Returns the reply and whether the write was tracked (the caller publishes otherwise).
+    private func write(
+        _ command: RedisCommand,
+        key: String,
+        leaving entry: ByteBuffer?
+    ) async throws -> (RESPValue, isTracked: Bool) {
+        try await trackedWrite(command) {
             // The server may already track for a tracking connection still being set up.
             guard self.tracker != nil else { return nil }
             self.echoes.expect(entry, forKey: key)
             return { self.echoes.withdraw(entry, forKey: key) }
         }
-        if !isTracked { publisher.publish(key) }
     }
 
     /// The reply, and whether the write went through the tracking connection. A write that the

@@ -345,4 +345,58 @@ import Glibc
         #expect(outcome.status == 64)
         #expect(outcome.standardError.contains("rediss://"))
     }
+
+    // MARK: - --shared at start
+
+    @Test(
+        "stowage proxy --shared with a malformed Redis URL is a usage error (exit 64) naming the expected form",
+        arguments: ["redis://127.0.0.1:1:2", "redis://", "http://127.0.0.1:6379"]
+    )
+    func malformedSharedURL(url: String) async throws {
+        let outcome = try await StowageExecutable.run(["proxy", "--upstream", "http://127.0.0.1:9", "--shared", url])
+        #expect(outcome.status == 64, "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("is not a Redis URL"), "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]"))
+    }
+
+    @Test("stowage proxy --shared-budget out of range is a usage error (exit 64)", arguments: ["0", "-1", "nan", "2h"])
+    func sharedBudgetOutOfRange(budget: String) async throws {
+        let outcome = try await StowageExecutable.run([
+            "proxy", "--upstream", "http://127.0.0.1:9", "--shared", "redis://127.0.0.1:6379", "--shared-budget",
+            budget,
+        ])
+        #expect(outcome.status == 64, "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("--shared-budget"))
+    }
+
+    @Test("stowage proxy --shared with Redis unreachable at start serves from its own cache; --shared-required exits 2")
+    func sharedUnreachableAtStart() async throws {
+        let redisPort = try RedisServerProcess.freePort()
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-noredis-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let origin = try await TestOriginServer.start { r in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }
+        let (process, port, errors) = try await Self.startProxy([
+            "--upstream", origin.baseURL, "--cache-dir", root.appending(path: "cache").path,
+            "--shared", "redis://127.0.0.1:\(redisPort)",
+        ])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)/doc"))
+        for _ in 0..<3 {
+            let (data, _) = try await URLSession.shared.data(from: url)
+            #expect(String(decoding: data, as: UTF8.self) == "v1")
+        }
+        #expect(await Self.stop(process) == 0)
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("connecting in the background"), "\(log)")
+
+        let required = try await StowageExecutable.run([
+            "proxy", "--listen", "127.0.0.1:0", "--upstream", origin.baseURL, "--cache-dir",
+            root.appending(path: "cache2").path, "--shared", "redis://127.0.0.1:\(redisPort)", "--shared-required",
+        ])
+        #expect(required.status == 2, "\(required.standardError)")
+        #expect(required.standardError.contains("cannot reach the --shared Redis"), "\(required.standardError)")
+        await origin.stop()
+    }
 }

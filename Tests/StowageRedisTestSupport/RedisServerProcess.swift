@@ -105,6 +105,17 @@ public final class RedisServerProcess: Sendable {
         process.waitUntilExit()
     }
 
+    /// Stops the server process where it is (SIGSTOP), as a hung server: its connections stay
+    /// open and nothing is answered. Call ``resume()`` in the test's cleanup.
+    public func suspend() {
+        if let pid = process.withLock({ $0?.processIdentifier }) { Foundation.kill(pid, SIGSTOP) }
+    }
+
+    /// Lets a ``suspend()``ed server run on (SIGCONT).
+    public func resume() {
+        if let pid = process.withLock({ $0?.processIdentifier }) { Foundation.kill(pid, SIGCONT) }
+    }
+
     /// Kills the server (SIGKILL), as a crash or an OOM kill would.
     public func kill() {
         guard

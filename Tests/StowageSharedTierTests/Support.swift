@@ -15,11 +15,16 @@ func makeNode(
     name: String,
     options: SharedTierOptions = SharedTierOptions(),
     invalidations: RedisSharedTier.InvalidationTransport = .automatic,
+    tierOptions: RedisSharedTier.Options = .generous,
     running: Bool = true,
     configure: (inout RedisConfiguration) -> Void = { _ in }
 ) async throws -> (HybridCache<String>, RedisSharedTier) {
-    let tier = try await RedisSharedTier.connect(url: url, namespace: namespace, invalidations: invalidations) {
-        configuration in
+    let tier = try await RedisSharedTier.connect(
+        url: url,
+        namespace: namespace,
+        invalidations: invalidations,
+        options: tierOptions
+    ) { configuration in
         // Generous: the suites run in parallel on a small, shared machine.
         configuration.connectTimeout = .seconds(30)
         configuration.commandTimeout = .seconds(30)
@@ -68,6 +73,7 @@ final class Fleet: Sendable {
         name: String,
         options: SharedTierOptions = SharedTierOptions(),
         invalidations: RedisSharedTier.InvalidationTransport = .automatic,
+        tierOptions: RedisSharedTier.Options = .generous,
         running: Bool = true,
         configure: (inout RedisConfiguration) -> Void = { _ in }
     ) async throws -> (HybridCache<String>, RedisSharedTier) {
@@ -78,6 +84,7 @@ final class Fleet: Sendable {
             name: name,
             options: options,
             invalidations: invalidations,
+            tierOptions: tierOptions,
             running: running,
             configure: configure
         )
@@ -178,5 +185,15 @@ func firstInvalidation(
         }
         defer { group.cancelAll() }
         return try await group.next()!
+    }
+}
+
+extension RedisSharedTier.Options {
+    /// A 30 s request budget, like the 30 s command timeouts above: the suites run in parallel
+    /// on a small, shared machine, where a healthy Redis can take more than the default 500 ms.
+    static var generous: RedisSharedTier.Options {
+        var options = RedisSharedTier.Options()
+        options.requestBudget = .seconds(30)
+        return options
     }
 }

@@ -194,6 +194,23 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "PEM file of the CAs to trust for a rediss:// --shared server (default: the system's).")
     var sharedCaFile: String?
 
+    @Flag(
+        help: """
+            Exit (status 2) when the --shared Redis cannot be reached at start, instead of starting with the \
+            proxy's own cache and connecting in the background.
+            """
+    )
+    var sharedRequired = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Longest the proxy waits for the --shared Redis per call (default 0.5s); a Redis that does not answer "
+                + "in time is skipped until a background probe gets an answer.",
+            valueName: "DURATION"
+        )
+    )
+    var sharedBudget: String?
+
     /// Checks every option before the proxy starts (exit 64 with a message). Not `validate()`:
     /// ArgumentParser validates a parent command for its subcommands too, and `stowage proxy
     /// purge` needs no `--upstream`.
@@ -242,6 +259,33 @@ struct ProxyCommand: AsyncParsableCommand {
         if sharedCaFile != nil, shared?.lowercased().hasPrefix("rediss://") != true {
             throw ValidationError("--shared-ca-file is for a TLS server: give --shared rediss://HOST:PORT as well")
         }
+        if let shared {
+            do {
+                _ = try RedisConfiguration(url: shared)
+            } catch let error as RedisError {
+                throw ValidationError(
+                    "--shared \(shared.debugDescription) is not a Redis URL (\(error.message)); give "
+                        + "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], or rediss://… for TLS"
+                )
+            }
+        } else if sharedRequired || sharedBudget != nil {
+            throw ValidationError("--shared-required and --shared-budget need --shared redis://HOST:PORT")
+        }
+        _ = try sharedTierOptions()
+    }
+
+    /// The shared tier's options from `--shared-budget`, checked.
+    func sharedTierOptions() throws -> RedisSharedTier.Options {
+        var options = RedisSharedTier.Options()
+        if let sharedBudget {
+            options.requestBudget = try parseDuration(sharedBudget, option: "--shared-budget")
+            do {
+                try options.validate()
+            } catch let error as StowageError {
+                throw ValidationError("--shared-budget \(sharedBudget.debugDescription): \(error.message)")
+            }
+        }
+        return options
     }
 
     /// `--admin-listen` and its token (the option, else `$STOWAGE_ADMIN_TOKEN`).
@@ -392,12 +436,7 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.logger = logger
             var tier: RedisSharedTier?
             if let shared {
-                let connected = try await RedisSharedTier.connect(url: shared, namespace: "stowage-http") {
-                    $0.logger = logger
-                    if let sharedCaFile { try $0.trustCertificateAuthorities(pemFile: sharedCaFile) }
-                }
-                // Invalidations from the other proxies must not be missed from the start.
-                _ = await connected.waitUntilSubscribed()
+                let connected = try await connectShared(url: shared, logger: logger)
                 configuration.sharedTier = connected
                 tier = connected
             }
@@ -419,6 +458,50 @@ struct ProxyCommand: AsyncParsableCommand {
                 throw error
             }
             await tier?.shutdown()
+        }
+    }
+}
+
+extension ProxyCommand {
+    /// The shared tier on `url`. A Redis that cannot be reached at start is a failure (exit 2)
+    /// with `--shared-required`; otherwise the proxy starts with its own cache and the tier
+    /// connects in the background (its circuit breaker skips Redis until a probe gets an answer).
+    func connectShared(url: String, logger: Logger) async throws -> RedisSharedTier {
+        let options = try sharedTierOptions()
+        var configuration = try RedisConfiguration(url: url)
+        configuration.logger = logger
+        if let sharedCaFile { try configuration.trustCertificateAuthorities(pemFile: sharedCaFile) }
+        let base = configuration
+        do {
+            let connected = try await RedisSharedTier.connect(url: url, namespace: "stowage-http", options: options) {
+                $0 = base
+            }
+            // Invalidations from the other proxies must not be missed from the start.
+            _ = await connected.waitUntilSubscribed()
+            return connected
+        } catch let error as RedisError
+            where error.code == .connectionFailed || error.code == .timeout || error.code == .connectionClosed
+        {
+            if sharedRequired {
+                throw StowageError(
+                    code: .unreachable,
+                    message: "cannot reach the --shared Redis at \(configuration.address) (\(error.message)); start "
+                        + "it, or leave out --shared-required to start with the proxy's own cache and connect "
+                        + "in the background",
+                    cause: error
+                )
+            }
+            logger.warning(
+                "the shared Redis cannot be reached; serving from this proxy's own cache and connecting in the background",
+                metadata: ["redis": "\(configuration.address)", "error": "\(error)"]
+            )
+            // Not knowing whether it is a cluster, the proxy treats it as one server.
+            return try RedisSharedTier(
+                client: RedisClient(configuration: configuration),
+                namespace: "stowage-http",
+                options: options,
+                logger: logger
+            )
         }
     }
 }

@@ -1,0 +1,187 @@
+import Logging
+import StowageRedis
+import Synchronization
+
+/// The tier's circuit breaker (Nygard, "Release It!"): bounds each call to Redis by the
+/// request budget, opens on the first call that runs out of it or cannot reach Redis, fails
+/// calls at once while open, and probes Redis in the background with backoff until it answers
+/// (see ``RedisSharedTier/Options``).
+///
+/// A stopped Redis keeps its TCP connections open, so the client's own pool never notices: each
+/// command waits for its full command timeout (5 s by default), and a cache miss makes four or
+/// five of them in a row.
+final class CircuitBreaker: Sendable {
+    private struct State {
+        var probe: Task<Void, Never>?
+        var isCancelled = false
+    }
+
+    private let isOpenFlag = Atomic<Bool>(false)
+    private let state = Mutex(State())
+    private let options: RedisSharedTier.Options
+    private let probe: @Sendable () async throws -> Void
+    private let onClose = Mutex<(@Sendable () -> Void)?>(nil)
+    private let logger: Logger
+
+    /// - Parameter probe: Asks Redis something cheap; bounded by the request budget here.
+    init(options: RedisSharedTier.Options, logger: Logger, probe: @escaping @Sendable () async throws -> Void) {
+        self.options = options
+        self.logger = logger
+        self.probe = probe
+    }
+
+    /// Runs `handler` each time the breaker closes after being open.
+    func whenClosed(_ handler: @escaping @Sendable () -> Void) {
+        onClose.withLock { $0 = handler }
+    }
+
+    /// Whether calls fail at once now.
+    var isOpen: Bool { isOpenFlag.load(ordering: .acquiring) }
+
+    /// Runs `body` within the request budget, or throws at once while the breaker is open. A
+    /// failure to reach Redis, or the budget running out, opens it.
+    @discardableResult
+    func run<T: Sendable>(_ operation: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        if isOpen {
+            var error = RedisError(
+                code: .connectionFailed,
+                message: "Redis did not answer recently, so the shared tier fails \(operation) at once until a "
+                    + "background probe gets an answer; the caches go on with memory and disk"
+            )
+            error.wasNotSent = true
+            throw error
+        }
+        do {
+            return try await Self.within(options.requestBudget, operation: operation, body)
+        } catch {
+            if Self.opens(on: error) { open(after: error, operation: operation) }
+            throw error
+        }
+    }
+
+    /// Closes the breaker: Redis answered on another path (the invalidation channel came back).
+    func close() {
+        guard isOpenFlag.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        state.withLock { $0.probe?.cancel() }
+        logger.notice("shared tier: Redis answers again; circuit breaker closed")
+        onClose.withLock { $0 }?()
+    }
+
+    /// Stops probing for good (the tier shuts down).
+    func cancel() {
+        state.withLock { state in
+            state.isCancelled = true
+            state.probe?.cancel()
+        }
+    }
+
+    private func open(after error: any Error, operation: String) {
+        guard !isOpenFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        logger.warning(
+            "shared tier: Redis did not answer; circuit breaker open, calls fail at once until a probe succeeds",
+            metadata: ["operation": "\(operation)", "error": "\(error)"]
+        )
+        state.withLock { state in
+            guard !state.isCancelled else { return }
+            state.probe?.cancel()
+            state.probe = Task { [weak self] in await self?.probeUntilClosed() }
+        }
+    }
+
+    private func probeUntilClosed() async {
+        var pause = options.firstProbeDelay
+        let clock = options.probeClock
+        while isOpen, !Task.isCancelled {
+            do { try await clock.sleep(for: pause) } catch { return }
+            guard isOpen else { return }
+            do {
+                try await Self.within(options.requestBudget, operation: "probe", probe)
+                close()
+                return
+            } catch {
+                pause = min(pause * 2, options.maximumProbeDelay)
+            }
+        }
+    }
+
+    /// Failures that say Redis cannot be reached or does not answer; an error reply (a wrong
+    /// type, a script error) is an answer and leaves the breaker closed.
+    static func opens(on error: any Error) -> Bool {
+        guard let error = error as? RedisError else { return false }
+        return error.code == .timeout || error.code == .connectionFailed || error.code == .connectionClosed
+            || error.code == .poolExhausted || error.code == .clusterUnavailable
+    }
+
+    /// `body`'s result, or a `.timeout` error once `budget` has passed; `body` then goes on in
+    /// the background until its own command timeout ends it (a NIO send does not stop on task
+    /// cancellation), its result dropped.
+    static func within<T: Sendable>(
+        _ budget: Duration,
+        operation: String,
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let race = Race<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            race.begin(continuation)
+            Task {
+                do {
+                    race.finish(.success(try await body()))
+                } catch {
+                    race.finish(.failure(error))
+                }
+            }
+            race.setTimer(
+                Task {
+                    guard (try? await Task.sleep(for: budget)) != nil else { return }
+                    race.finish(
+                        .failure(
+                            RedisError(
+                                code: .timeout,
+                                message: "Redis did not answer \(operation) within the shared tier's request budget "
+                                    + "(\(budget)); raise RedisSharedTier.Options.requestBudget if Redis is slow "
+                                    + "rather than hung"
+                            )
+                        )
+                    )
+                }
+            )
+        }
+    }
+}
+
+/// The first of a call and its budget's timer to finish resumes the caller.
+private final class Race<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var timer: Task<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func begin(_ continuation: CheckedContinuation<T, any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    /// Keeps `timer` to cancel when the call finishes first; cancels it if it already has.
+    func setTimer(_ timer: Task<Void, Never>) {
+        let isFinished = state.withLock { state in
+            if state.continuation == nil { return true }
+            state.timer = timer
+            return false
+        }
+        if isFinished { timer.cancel() }
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let (continuation, timer) = state.withLock { state in
+            defer {
+                state.continuation = nil
+                state.timer = nil
+            }
+            return (state.continuation, state.timer)
+        }
+        guard let continuation else { return }
+        timer?.cancel()
+        continuation.resume(with: result)
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import StowageTestSupport
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A TCP listener on 127.0.0.1 that accepts connections and the client's handshake (it refuses
+/// `HELLO`, so the client settles on RESP2 with nothing more to ask) but never answers a data
+/// command: the fault a Redis behind a broken proxy or a wedged event loop shows.
+final class HungRedisServer: Sendable {
+    /// The port it listens on.
+    let port: Int
+    private let listener: Int32
+    private let connections = Mutex<[Int32]>([])
+
+    init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw TestFailure("socket() failed: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) }
+        }
+        guard bound == 0, listen(socketFD, 16) == 0 else {
+            close(socketFD)
+            throw TestFailure("bind/listen on 127.0.0.1 failed: errno \(errno)")
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
+        }
+        listener = socketFD
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    var url: String { "redis://127.0.0.1:\(port)" }
+
+    /// Stops listening and closes every connection (their threads end with them).
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for connection in connections.withLock({ $0 }) { shutdown(connection, Int32(SHUT_RDWR)) }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            if connection < 0 { return }
+            connections.withLock { $0.append(connection) }
+            let thread = Thread { Self.serve(connection) }
+            thread.start()
+        }
+    }
+
+    /// Refuses `HELLO` (as Redis 5 does) and leaves everything else unanswered.
+    private static func serve(_ connection: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(connection, &buffer, buffer.count)
+            if count <= 0 { break }
+            let text = String(decoding: buffer[0..<count], as: UTF8.self).uppercased()
+            let hellos = text.components(separatedBy: "HELLO").count - 1
+            for _ in 0..<hellos {
+                let reply = Array("-ERR unknown command 'HELLO'\r\n".utf8)
+                _ = reply.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+            }
+        }
+        close(connection)
+    }
+}
