@@ -316,6 +316,7 @@ import Glibc
         let (process, port, errors) = try await Self.startProxy([
             "--upstream", origin.baseURL, "--cache-dir", root.appending(path: "cache").path,
             "--shared", "rediss://localhost:\(tlsPort)", "--shared-ca-file", authority.certificate.path,
+            "--shared-budget", "30s",
         ])
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/doc"))

@@ -195,7 +195,9 @@ private final class SharedProxyFleet: Sendable {
     /// Starts `stowage proxy --shared` on a free port with its cache in `root/directory`.
     func startProxy(directory: String) async throws -> Proxy {
         // The test support's generous timeouts: the whole suite runs in parallel on two cores.
-        let tier = try await RedisSharedTier.connect(url: redis.url, namespace: "stowage-http") {
+        var options = RedisSharedTier.Options()
+        options.requestBudget = .seconds(30)
+        let tier = try await RedisSharedTier.connect(url: redis.url, namespace: "stowage-http", options: options) {
             $0.connectTimeout = .seconds(30)
             $0.commandTimeout = .seconds(30)
         }

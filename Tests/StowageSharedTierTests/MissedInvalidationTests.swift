@@ -59,7 +59,11 @@ struct MissedInvalidationTests {
         fleet.server.stop()
         var configuration = fleet.server.configuration
         configuration.connectTimeout = .seconds(1)
-        let tier = try RedisSharedTier(client: RedisClient(configuration: configuration), namespace: "m2")
+        let tier = try RedisSharedTier(
+            client: RedisClient(configuration: configuration),
+            namespace: "m2",
+            options: .generous
+        )
         let b = HybridCache(
             memory: try MemoryCache<String, String>(),
             disk: try DiskCache(directory: fleet.scratch.url.appending(path: "b"), configuration: .init(name: "b")),

@@ -195,7 +195,7 @@ struct SharedTierTests {
     func lockRefusedWhenValueStored() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t7") {
+        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t7", options: .generous) {
             $0.connectTimeout = .seconds(30)
         }
         defer { Task { await tier.shutdown() } }
@@ -242,7 +242,7 @@ struct SharedTierTests {
     func fencing() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
-        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t6") {
+        let tier = try await RedisSharedTier.connect(url: server.url, namespace: "t6", options: .generous) {
             $0.connectTimeout = .seconds(30)
         }
         defer { Task { await tier.shutdown() } }
@@ -378,6 +378,9 @@ struct SharedTierTests {
         try await tierB.setData(Data("theirs".utf8), forKey: "k", timeToLive: nil)
         try await eventually { try await a.disk.data(forKey: "k") == nil }
         #expect(a.pendingSharedWrites == 0)
+        // a's timed-out write opened its circuit breaker; its background probe closes it once
+        // the server answers again.
+        try await eventually { !tierA.isCircuitOpen }
         // A recovery replays what is pending: nothing, so b's value stands (replaying a's change
         // would have deleted it, a's local copy being gone).
         await a.apply(.all)
