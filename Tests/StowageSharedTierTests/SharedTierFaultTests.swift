@@ -175,10 +175,11 @@ struct SharedTierFaultTests {
             slowest = max(slowest, start.duration(to: clock.now))
         }
         // Before the breaker: 4–5 sequential commands × the 5 s command timeout, every request
-        // (about 100 s for five); now one budget, then nothing. The bound is loose for a loaded
-        // machine, and still far below one request's old cost.
+        // (100–125 s for five); now one budget, then nothing (0.5 s for the five on an idle
+        // machine). The bound is loose because the full suite starves the timers of a 2-core
+        // machine (27 s seen once), and still well below the old cost.
         let total = begin.duration(to: clock.now)
-        #expect(total < .seconds(15), "five requests to a hung server took \(total), the slowest \(slowest)")
+        #expect(total < .seconds(60), "five requests to a hung server took \(total), the slowest \(slowest)")
         #expect(tier.isCircuitOpen)
     }
 
