@@ -394,6 +394,7 @@ let package = Package(
             name: "StowageCLITests",
             dependencies: [
                 "StowageCore", "StowageCLI", "StowageHTTPTestSupport", "StowageRedisTestSupport", "StowageTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: swiftSettings
         ),

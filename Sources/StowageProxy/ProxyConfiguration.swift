@@ -80,15 +80,64 @@ public struct ProxyConfiguration: Sendable {
             self.token = token
         }
 
-        /// Refuses an admin listener reachable from other machines without a token (`StowageError`).
+        /// Refuses an admin listener reachable from other machines without a token, and a token
+        /// no client can send (see ``checkToken(_:)``).
+        ///
+        /// - Throws: `StowageError` `.invalidArgument` saying what is wrong and what to do.
         public func validate() throws {
+            if let token { try Self.checkToken(token) }
             let loopback = host == "127.0.0.1" || host == "::1" || host == "localhost"
-            if !loopback, (token ?? "").isEmpty {
+            if !loopback, token == nil {
                 throw StowageError(
                     code: .invalidArgument,
                     message:
                         "the admin listener on \(host) is reachable from other machines: give it a token, or bind 127.0.0.1"
                 )
+            }
+        }
+
+        /// Refuses a token a client cannot send as `Authorization: Bearer TOKEN`: it must follow
+        /// RFC 6750 §2.1's b64token syntax, one or more of `A-Z a-z 0-9 - . _ ~ + /` then any
+        /// number of `=`, and be at most ``maximumTokenLength`` characters. An empty or blank
+        /// token, or one with a space, a control byte (CR, LF) or a non-ASCII character would
+        /// make the listener answer every request 401.
+        ///
+        /// - Throws: `StowageError` `.invalidArgument` saying what a token may contain.
+        public static func checkToken(_ token: String) throws {
+            let bytes = Array(token.utf8)
+            let body = bytes.prefix { $0 != UInt8(ascii: "=") }
+            let isB64Token =
+                !body.isEmpty && body.allSatisfy(isB64TokenByte)
+                && bytes[body.count...].allSatisfy { $0 == UInt8(ascii: "=") }
+            guard isB64Token, bytes.count <= maximumTokenLength else {
+                let what =
+                    bytes.isEmpty
+                    ? "is empty"
+                    : bytes.count > maximumTokenLength
+                        ? "has \(bytes.count) characters" : "has characters a client cannot send after 'Bearer '"
+                throw StowageError(
+                    code: .invalidArgument,
+                    message: """
+                        the admin token \(what): a token is 1 to \(maximumTokenLength) of A-Z a-z 0-9 - . _ ~ + / \
+                        optionally followed by '=' (RFC 6750 §2.1 b64token), e.g. the output of 'openssl rand -hex 32'
+                        """
+                )
+            }
+        }
+
+        /// The longest token accepted: well under the header size HTTP servers take (8 KiB).
+        public static let maximumTokenLength = 4096
+
+        private static func isB64TokenByte(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "+"),
+                UInt8(ascii: "/"):
+                true
+            default:
+                false
             }
         }
     }

@@ -84,6 +84,23 @@ struct PathSafetyCommandTests {
         }
     }
 
+    @Test("purgeable add --policy 7 (no unit) is refused naming the units, exit 64, nothing registered")
+    func policyWithoutUnit() async throws {
+        try await withTemporaryDirectory { root in
+            let outcome = try await StowageExecutable.run(
+                ["purgeable", "add", "Library/Caches/x", "--policy", "7", "--root", root.path]
+            )
+            #expect(outcome.status == 64)
+            #expect(
+                outcome.standardError.contains("has no unit") && outcome.standardError.contains("'7d'")
+                    && outcome.standardError.contains("'manual'"),
+                "\(outcome.standardError)"
+            )
+            let list = try await StowageExecutable.run(["purgeable", "list", "--root", root.path])
+            #expect(list.standardOutput.contains("No purgeable directories are registered."), "\(list.standardOutput)")
+        }
+    }
+
     @Test("a huge path is not echoed whole to standard error")
     func hugePathCut() async throws {
         let huge = "/nonexistent/" + String(repeating: "x", count: 120_000)

@@ -82,7 +82,7 @@ struct PurgeableDirectoriesTests {
     }
 
     @Test(arguments: [
-        ("manual", PurgePolicy.manual), ("0", .manual), ("7d", .oneWeek), ("3", .threeDays),
+        ("manual", PurgePolicy.manual), ("0d", .manual), ("7d", .oneWeek), ("3d", .threeDays),
         ("45d", .olderThan(days: 45)),
     ])
     func policyParsing(text: String, policy: PurgePolicy) throws {
@@ -91,6 +91,15 @@ struct PurgeableDirectoriesTests {
 
     @Test func badPolicyIsATypedError() {
         #expect(throws: StowageError.self) { try PurgePolicy(parsing: "weekly") }
+    }
+
+    @Test("a policy without its unit ('7') is refused, naming the units; a registry's '7' still reads as 7 days")
+    func policyWithoutUnitIsRefused() throws {
+        let error = #expect(throws: StowageError.self) { try PurgePolicy(parsing: "7") }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("'7d'") == true && error?.message.contains("no unit") == true)
+        let stored = try JSONDecoder().decode([PurgePolicy].self, from: Data(#"["7", "7d", "manual"]"#.utf8))
+        #expect(stored == [.oneWeek, .oneWeek, .manual])
     }
 
     // MARK: - Policies

@@ -84,4 +84,69 @@ struct PreferencesPropertyListTests {
         }
         #expect(preferences.dictionaryRepresentation().isEmpty)
     }
+
+    // MARK: - Numbers JSON and property lists cannot carry
+
+    @Test(
+        "importing NaN or an infinity is a typed error naming the key, and imports nothing from the file",
+        arguments: ["<real>nan</real>", "<real>inf</real>", "<real>-inf</real>", "<array><real>nan</real></array>"]
+    )
+    func nonFiniteImportRefused(value: String) throws {
+        let scratch = try PreferencesTestDirectory()
+        let source = scratch.file("nan.plist")
+        try Data(
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>
+                <key>aFirst</key><string>applied before the bad one, were it applied in order</string>
+                <key>ratio</key>\(value)
+            </dict></plist>
+            """.utf8
+        ).write(to: source)
+        let preferences = try Preferences.open(at: scratch.file())
+        let error = #expect(throws: StowageError.self) { try preferences.importPropertyList(from: source) }
+        #expect(error?.code == .corrupt)
+        #expect(error?.message.contains("\"ratio") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("must be finite") == true, "\(String(describing: error))")
+        #expect(preferences.dictionaryRepresentation().isEmpty, "all or nothing")
+    }
+
+    @Test("a binary property list holding NaN is refused too")
+    func nonFiniteBinaryImportRefused() throws {
+        let scratch = try PreferencesTestDirectory()
+        let source = scratch.file("nan.bplist")
+        try PropertyListSerialization.data(
+            fromPropertyList: ["a": 1, "ratio": Double.nan],
+            format: .binary,
+            options: 0
+        )
+        .write(to: source)
+        let preferences = try Preferences.open(at: scratch.file())
+        let error = #expect(throws: StowageError.self) { try preferences.importPropertyList(from: source) }
+        #expect(error?.message.contains("\"ratio\" is nan") == true, "\(String(describing: error))")
+        #expect(preferences.dictionaryRepresentation().isEmpty)
+    }
+
+    @Test(
+        "the setters refuse NaN and infinities with a typed error, so every stored value exports",
+        arguments: [
+            PreferenceValue.double(.nan), .double(.infinity), .double(-.infinity),
+            .date(Date(timeIntervalSince1970: .nan)), .array([.int(1), .double(.nan)]),
+            .dictionary(["zoom": .double(.infinity)]),
+        ]
+    )
+    func nonFiniteSetRefused(value: PreferenceValue) throws {
+        let scratch = try PreferencesTestDirectory()
+        let preferences = try Preferences.open(at: scratch.file())
+        let error = #expect(throws: StowageError.self) { try preferences.set(value, forName: "ratio") }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("\"ratio") == true, "\(String(describing: error))")
+        let typed = #expect(throws: StowageError.self) {
+            try preferences.set(Double.nan, for: PreferenceKey("zoom", default: 1.0))
+        }
+        #expect(typed?.code == .invalidArgument)
+        #expect(preferences.dictionaryRepresentation().isEmpty)
+        try preferences.set(.double(1.5), forName: "ratio")
+        #expect(preferences.value(forName: "ratio") == .double(1.5))
+    }
 }

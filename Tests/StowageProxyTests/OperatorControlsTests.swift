@@ -257,6 +257,55 @@ import Testing
     }
 
     @Test(
+        "AdminListener.validate refuses a token no client can send with a typed error saying what a token may contain",
+        arguments: [
+            "", " ", "a b", "tok\r\nX: 1", "tok\n", "t\u{0}k", "tök", "=abc", String(repeating: "a", count: 4097),
+        ]
+    )
+    func unsendableTokenIsATypedError(token: String) {
+        let listener = ProxyConfiguration.AdminListener(port: 0, token: token)
+        let error = #expect(throws: StowageError.self) { try listener.validate() }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("RFC 6750 §2.1 b64token") == true, "\(String(describing: error))")
+    }
+
+    @Test(
+        "AdminListener.validate takes every RFC 6750 b64token",
+        arguments: ["t", "s3cret", "Ab0-._~+/", "abc==", "x="]
+    )
+    func b64TokensAccepted(token: String) {
+        #expect(throws: Never.self) {
+            try ProxyConfiguration.AdminListener(host: "0.0.0.0", port: 0, token: token).validate()
+        }
+    }
+
+    @Test("the admin token comparison matches exactly the right field, whatever the lengths")
+    func tokenComparison() {
+        #expect(AdminHandler.isToken("Bearer s3cret", equalTo: "s3cret"))
+        for field in [
+            "", "Bearer ", "Bearer s3cre", "Bearer s3crett", "Bearer s3creT", "bearer s3cret", "s3cret",
+            "Bearer s3cretBearer s3cret", "Bearer s3cret ",
+        ] {
+            #expect(!AdminHandler.isToken(field, equalTo: "s3cret"), "\(field.debugDescription)")
+        }
+    }
+
+    @Test("the admin listener marks every answer and challenges a request without the token (RFC 6750 §3)")
+    func adminAnswersAreMarked() async throws {
+        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0, token: "s3cret") }, script: Self.tagged) {
+            h in
+            let missing = try await h.admin(.POST, "/ban?tag=news")
+            #expect(missing.status == 401)
+            #expect(missing.headers["Stowage-Admin"] == ["1"])
+            #expect(missing.headers["WWW-Authenticate"] == [#"Bearer realm="stowage-admin""#])
+            let wrong = try await h.admin(.POST, "/ban?tag=news", token: "wrong")
+            #expect(wrong.headers["WWW-Authenticate"].first?.contains(#"error="invalid_token""#) == true)
+            #expect(try await h.admin(.POST, "/ban?tag=news", token: "s3cret").headers["Stowage-Admin"] == ["1"])
+            #expect(try await h.admin(.POST, "/elsewhere", token: "s3cret").headers["Stowage-Admin"] == ["1"])
+        }
+    }
+
+    @Test(
         "ProxyAdminClient purges, bans by tag and prefix with counts, and gives typed errors for a wrong token or no listener"
     )
     func adminClient() async throws {

@@ -22,21 +22,33 @@ public enum PurgePolicy: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Files older than thirty days are deleted (`APPurgeableTypeOneMonth`).
     public static let oneMonth = PurgePolicy.olderThan(days: 30)
 
-    /// Parses `manual`, `Nd` or `N` (days, as the seed's enum values are); `0` is manual, as
-    /// `APPurgeableTypeManual = 0`.
+    /// Parses `manual` or a number of days with its unit, `Nd` (`3d`, `7d`, `14d`, `30d`); `0d`
+    /// is manual, as `APPurgeableTypeManual = 0`. A bare number is refused: `7` could as well
+    /// mean hours or weeks.
     ///
     /// - Throws: `StowageError` `.invalidArgument` naming the text and the accepted forms.
     public init(parsing text: String) throws {
+        try self.init(parsing: text, unitRequired: true)
+    }
+
+    private init(parsing text: String, unitRequired: Bool) throws {
         let trimmed = text.trimmingWhitespace().lowercased()
         if trimmed == "manual" {
             self = .manual
             return
         }
-        let digits = trimmed.hasSuffix("d") ? String(trimmed.dropLast()) : trimmed
+        let hasUnit = trimmed.hasSuffix("d")
+        let digits = hasUnit ? String(trimmed.dropLast()) : trimmed
         guard let days = Int(digits), days >= 0, days <= 36_500 else {
             throw StowageError.invalidArgument(
                 "cannot read '\(text)' as a purge policy: write 'manual' or a number of days such as '3d', '7d', "
-                    + "'14d', '30d' (0 to 36500)"
+                    + "'14d', '30d' (0d to 36500d)"
+            )
+        }
+        guard hasUnit || !unitRequired else {
+            throw StowageError.invalidArgument(
+                "the purge policy '\(text)' has no unit: write '\(days)d' for \(days) days (units: d, as in '3d', "
+                    + "'7d', '14d', '30d'), or 'manual'"
             )
         }
         self = days == 0 ? .manual : .olderThan(days: days)
@@ -61,7 +73,8 @@ public enum PurgePolicy: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Decodes the value from the form ``encode(to:)`` writes.
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
-        self = try PurgePolicy(parsing: text)
+        // A registry written by hand may say `7` for seven days; ``description`` writes `7d`.
+        self = try PurgePolicy(parsing: text, unitRequired: false)
     }
 
     /// Encodes the value for JSON reports.

@@ -15,7 +15,8 @@ extension Preferences {
     ///
     /// - Returns: The number of values imported.
     /// - Throws: `StowageError` `.corrupt` naming the key whose value has no preferences
-    ///   equivalent, or saying why the file is not a property list; nothing is imported then.
+    ///   equivalent (a type preferences do not hold, NaN or an infinity, a value over the log's
+    ///   size limit), or saying why the file is not a property list; nothing is imported then.
     @discardableResult
     public func importPropertyList(from url: URL) async throws -> Int {
         try await BlockingWork.run { try self.importPropertyList(from: url) }
@@ -49,10 +50,23 @@ extension Preferences {
                 path: url.path
             )
         }
-        // Convert everything first: an unsupported value aborts before anything is written.
+        // Convert and check everything first: a value `set` would refuse aborts the import
+        // before anything is written, so a bad file changes nothing.
         var values: [(String, PreferenceValue)] = []
         for key in dictionary.keys.sorted() {
-            values.append((key, try PreferenceValue(propertyList: dictionary[key]!, path: key, file: url.path)))
+            let value = try PreferenceValue(propertyList: dictionary[key]!, path: key, file: url.path)
+            do {
+                try value.checkRepresentable(path: key)
+                _ = try Self.checkedEncoding(of: .set(key: key, value: value))
+            } catch let error as StowageError {
+                throw StowageError(
+                    code: .corrupt,
+                    message: "cannot import \(url.path): \(error.message); nothing was imported",
+                    path: url.path,
+                    cause: error
+                )
+            }
+            values.append((key, value))
         }
         for (key, value) in values { try set(value, forName: key) }
         return values.count

@@ -183,7 +183,12 @@ public final class Preferences: Sendable {
     }
 
     /// Stores an untyped value named `name`.
+    ///
+    /// - Throws: `StowageError` `.invalidArgument` for NaN or an infinity (as a double or a
+    ///   date) anywhere in `value`: JSON and property lists cannot carry them, so an export
+    ///   would not round-trip; errors of the log as for ``set(_:for:)``.
     public func set(_ value: PreferenceValue, forName name: String) throws {
+        try value.checkRepresentable(path: name)
         try write(.set(key: name, value: value))
     }
 
@@ -203,6 +208,13 @@ public final class Preferences: Sendable {
     }
 
     private func write(_ record: PreferencesLogRecord) throws {
+        let encoded = try Self.checkedEncoding(of: record)
+        let changes = try state.withLock { try $0.write(record, encoded: encoded, configuration: configuration) }
+        if !changes.isEmpty { observers.notify(changes) }
+    }
+
+    /// The record's bytes; refuses one over the log's payload limit.
+    static func checkedEncoding(of record: PreferencesLogRecord) throws -> [UInt8] {
         let encoded = record.encoded()
         guard encoded.count - PreferencesLogRecord.prefixSize <= PreferencesLogRecord.maximumPayloadSize else {
             throw StowageError(
@@ -213,8 +225,7 @@ public final class Preferences: Sendable {
                     """
             )
         }
-        let changes = try state.withLock { try $0.write(record, encoded: encoded, configuration: configuration) }
-        if !changes.isEmpty { observers.notify(changes) }
+        return encoded
     }
 
     // MARK: - Maintenance

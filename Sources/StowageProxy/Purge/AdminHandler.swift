@@ -16,19 +16,41 @@ import StowageHTTPCache
 /// ```
 ///
 /// With ``ProxyConfiguration/AdminListener/token`` set, every request needs
-/// `Authorization: Bearer TOKEN` (401 otherwise); without one the listener must be on a
-/// loopback address (checked when the proxy starts).
+/// `Authorization: Bearer TOKEN` (401 with an RFC 6750 §3 `WWW-Authenticate: Bearer
+/// realm="stowage-admin"` challenge otherwise); without one the listener must be on a loopback
+/// address (checked when the proxy starts).
+///
+/// Every answer carries `Stowage-Admin: 1`, which the main listener never passes on from an
+/// origin: ``ProxyAdminClient`` sends its token only to a server that answered with both.
 struct AdminHandler: Sendable {
     let cache: HTTPCache
     let token: String?
     let registry: PrometheusCollectorRegistry?
     let metrics: ProxyMetrics
 
+    /// The field that marks the admin listener's answers.
+    static let markerField = HTTPField.Name("Stowage-Admin")!
+    /// The realm of the listener's `Bearer` challenge (RFC 6750 §3).
+    static let realm = "stowage-admin"
+
     func respond(to request: Request) async -> Response {
+        var response = await answer(request)
+        response.headers[Self.markerField] = "1"
+        return response
+    }
+
+    private func answer(_ request: Request) async -> Response {
         if let token {
             let given = request.headers[.authorization]
-            guard given == "Bearer " + token else {
-                return ProxyHandler.plainResponse(.unauthorized, "give the admin token: Authorization: Bearer TOKEN")
+            guard let given, Self.isToken(given, equalTo: token) else {
+                var refusal = ProxyHandler.plainResponse(
+                    .unauthorized,
+                    "give the admin token: Authorization: Bearer TOKEN"
+                )
+                // RFC 6750 §3.1: a request that carried a token is told it was not the right one.
+                refusal.headers[.wwwAuthenticate] =
+                    "Bearer realm=\"\(Self.realm)\"" + (given == nil ? "" : ", error=\"invalid_token\"")
+                return refusal
             }
         }
         let path = request.uri.path
@@ -82,6 +104,20 @@ struct AdminHandler: Sendable {
         } catch {
             return ProxyHandler.plainResponse(.internalServerError, "\(error)")
         }
+    }
+
+    /// Whether `field` is `Bearer TOKEN` for `token`, in time that depends only on the length of
+    /// `field`: every byte is compared, with no exit at the first difference, so the time an
+    /// answer takes tells an attacker nothing about the token (as OpenSSL's `CRYPTO_memcmp`).
+    static func isToken(_ field: String, equalTo token: String) -> Bool {
+        let given = Array(field.utf8)
+        let expected = Array(("Bearer " + token).utf8)
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for (index, byte) in given.enumerated() {
+            // Past its end, `expected` is read from its start: the same work for every length.
+            difference |= byte ^ expected[index % expected.count]
+        }
+        return difference == 0
     }
 
     /// `a=1&b=x%20y` → `["a": "1", "b": "x y"]`; a name given twice keeps its first value.

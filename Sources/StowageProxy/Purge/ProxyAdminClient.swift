@@ -12,9 +12,20 @@ import StowageCore
 /// let admin = try ProxyAdminClient(address: "127.0.0.1:9000", token: ProcessInfo.processInfo.environment["STOWAGE_ADMIN_TOKEN"])
 /// let removed = try await admin.ban(tag: "product-42")
 /// ```
+///
+/// The token goes to the admin listener and nowhere else. Every request is sent first without
+/// it; the client adds `Authorization: Bearer TOKEN` and sends it again only when the answer is
+/// the listener's own 401: `Stowage-Admin: 1` and `WWW-Authenticate: Bearer
+/// realm="stowage-admin"` (RFC 6750 §3). The proxy's main listener drops `Stowage-Admin` from
+/// what an origin answers, so an address that is the main listener by mistake never sees the
+/// token pass through it to the origin. Any answer without `Stowage-Admin` is a
+/// `StowageError` `.refused` saying the address is not an admin listener: a main listener's
+/// 404 is never read as "not stored". A listener without a token answers the first request;
+/// one with a token costs one more round trip per request.
 public final class ProxyAdminClient: Sendable {
     /// `http://HOST:PORT` of the admin listener.
     public let baseURL: String
+    private let address: String
     private let token: String?
     private let timeout: TimeAmount
 
@@ -24,12 +35,15 @@ public final class ProxyAdminClient: Sendable {
     ///   - address: The admin listener's `HOST:PORT` (the proxy's `--admin-listen`).
     ///   - token: The listener's token, sent as `Authorization: Bearer TOKEN`.
     ///   - timeout: How long one request may take.
-    /// - Throws: `StowageError` `.invalidArgument` when `address` is not `HOST:PORT`.
+    /// - Throws: `StowageError` `.invalidArgument` when `address` is not `HOST:PORT` or `token`
+    ///   is not one a listener can take (``ProxyConfiguration/AdminListener/checkToken(_:)``).
     public init(address: String, token: String? = nil, timeout: Duration = .seconds(10)) throws {
         let (host, port) = try ProxyConfiguration.parseListenAddress(address)
         guard port > 0 else {
             throw StowageError.invalidArgument("the admin address \(address.debugDescription) needs a port above 0")
         }
+        if let token { try ProxyConfiguration.AdminListener.checkToken(token) }
+        self.address = address
         baseURL = "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
         self.token = token
         self.timeout = .nanoseconds(
@@ -40,7 +54,8 @@ public final class ProxyAdminClient: Sendable {
     /// Removes the stored responses of `url` (every variant). Returns whether any was stored.
     ///
     /// - Throws: `StowageError`: `.unreachable` when the listener does not answer, `.refused`
-    ///   when it answers with an error (a wrong token, a relative URL).
+    ///   when it answers with an error (a wrong token, a relative URL) or the address is not an
+    ///   admin listener.
     public func purge(url: String) async throws -> Bool {
         let (status, _) = try await post("/purge", ["url": url])
         return status == .ok
@@ -76,20 +91,57 @@ public final class ProxyAdminClient: Sendable {
         let query = parameters.sorted { $0.key < $1.key }.map { name, value in
             name + "=" + (value.addingPercentEncoding(withAllowedCharacters: Self.queryValueCharacters) ?? "")
         }
-        var request = HTTPClientRequest(url: baseURL + path + (query.isEmpty ? "" : "?" + query.joined(separator: "&")))
+        let url = baseURL + path + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+        var reply = try await exchange(method, url, token: nil)
+        if reply.status == .unauthorized, let token, Self.isChallenge(reply.headers) {
+            reply = try await exchange(method, url, token: token)
+        }
+        let text = String(buffer: reply.body).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard reply.headers.first(name: Self.markerField) == "1" else {
+            throw StowageError(
+                code: .refused,
+                message: """
+                    \(address) is not a stowage admin listener (it answered \(reply.status.code) without \
+                    '\(Self.markerField): 1'; is it the proxy's main listener?); give the address of the proxy's \
+                    --admin-listen
+                    """
+            )
+        }
+        if reply.status == .unauthorized {
+            let hint =
+                token == nil
+                ? "it needs a token: give --admin-token TOKEN or set STOWAGE_ADMIN_TOKEN"
+                : "the token is not the listener's --admin-token"
+            throw StowageError(code: .refused, message: "the admin listener answered 401: \(hint)")
+        }
+        // 404 from /purge means "nothing stored", an answer, not a failure.
+        guard reply.status == .ok || (reply.status == .notFound && path == "/purge") else {
+            throw StowageError(code: .refused, message: "the admin listener answered \(reply.status.code): \(text)")
+        }
+        return (reply.status, text)
+    }
+
+    /// One request, with `Authorization: Bearer token` when `token` is given.
+    private func exchange(
+        _ method: HTTPMethod,
+        _ url: String,
+        token: String?
+    ) async throws -> (status: HTTPResponseStatus, headers: HTTPHeaders, body: ByteBuffer) {
+        var request = HTTPClientRequest(url: url)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer " + token) }
         // A client per request (admin requests are rare): one that fails at once when nothing
         // listens, instead of retrying the connection until the timeout.
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.retryConnectionEstablishment = false
+        // A redirect would carry the token to wherever it points.
+        configuration.redirectConfiguration = .disallow
         let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        let response: HTTPClientResponse
-        let body: ByteBuffer
         do {
-            response = try await client.execute(request, timeout: timeout)
-            body = try await response.body.collect(upTo: 16 << 20)
+            let response = try await client.execute(request, timeout: timeout)
+            let body = try await response.body.collect(upTo: 16 << 20)
             try? await client.shutdown()
+            return (response.status, response.headers, body)
         } catch {
             try? await client.shutdown()
             throw StowageError(
@@ -98,13 +150,18 @@ public final class ProxyAdminClient: Sendable {
                     "the admin listener at \(baseURL) did not answer (\(error)); check that the proxy runs with --admin-listen at that address"
             )
         }
-        let text = String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines)
-        // 404 from /purge means "nothing stored", an answer, not a failure.
-        guard response.status == .ok || (response.status == .notFound && path == "/purge") else {
-            throw StowageError(code: .refused, message: "the admin listener answered \(response.status.code): \(text)")
-        }
-        return (response.status, text)
     }
+
+    /// The admin listener's own 401: its marker and its `Bearer` challenge (RFC 6750 §3).
+    private static func isChallenge(_ headers: HTTPHeaders) -> Bool {
+        headers.first(name: markerField) == "1"
+            && headers["WWW-Authenticate"].contains {
+                $0.lowercased().hasPrefix("bearer ") && $0.contains("realm=\"stowage-admin\"")
+            }
+    }
+
+    /// `AdminHandler.markerField`'s name.
+    private static let markerField = "Stowage-Admin"
 
     /// `banned 3` → 3.
     private static func count(of reply: (HTTPResponseStatus, String)) throws -> Int {

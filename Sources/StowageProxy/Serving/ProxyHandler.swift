@@ -169,6 +169,9 @@ struct ProxyHandler: Sendable {
             }
         }
         for name in hopByHop { fields[values: name] = [] }
+        // Only the admin listener may say it is one: an origin cannot pose as it to the admin
+        // client through this listener and be sent the admin token.
+        fields[values: AdminHandler.markerField] = []
         fields[.cacheStatus] = served.status.description
         if trace {
             // Field values are visible ASCII (RFC 9110 §5.5): "§" becomes "section ".

@@ -1,4 +1,5 @@
 import Foundation
+import StowageCore
 import StowagePreferences
 
 extension PreferenceValue {
@@ -23,6 +24,24 @@ extension PreferenceValue {
         case .data(let value): value.base64EncodedString()
         default: description
         }
+    }
+
+    /// ``jsonObject``, checked: a value stored before NaN and infinities were refused is a
+    /// `StowageError` naming it and saying how to replace it, never a Foundation exception.
+    func jsonObject(name: String) throws -> Any {
+        do {
+            try checkRepresentable(path: name)
+        } catch let error as StowageError {
+            throw StowageError(
+                code: .corrupt,
+                message: """
+                    cannot write the preferences as JSON: \(error.message); replace it with \
+                    'stowage prefs set \(name) VALUE --type double' or 'stowage prefs remove \(name)'
+                    """,
+                cause: error
+            )
+        }
+        return jsonObject
     }
 
     /// The value as a JSON object (data as base64, dates in ISO 8601).

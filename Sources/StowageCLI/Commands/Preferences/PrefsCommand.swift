@@ -56,7 +56,9 @@ struct PrefsListCommand: AsyncParsableCommand {
         try await Output.run {
             let values = try await options.open().dictionaryRepresentation()
             if options.global.json {
-                try Output.printJSONObject(values.mapValues(\.jsonObject))
+                try Output.printJSONObject(
+                    values.reduce(into: [String: Any]()) { $0[$1.key] = try $1.value.jsonObject(name: $1.key) }
+                )
                 return
             }
             var table = TextTable(header: ["NAME", "TYPE", "VALUE"])
@@ -90,7 +92,7 @@ struct PrefsGetCommand: AsyncParsableCommand {
                 )
             }
             if options.global.json {
-                try Output.printJSONObject(value.jsonObject)
+                try Output.printJSONObject(value.jsonObject(name: name))
             } else {
                 print(value.plainText)
             }

@@ -8,6 +8,8 @@ struct AdminAddressOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The proxy's admin listener (its --admin-listen).", valueName: "HOST:PORT"))
     var admin = "127.0.0.1:9000"
 
+    // Declared for the help screen only: `proxy` declares `--admin-token` too, and ArgumentParser
+    // gives an option both declare to the parent, so the value arrives through `@ParentCommand`.
     @Option(help: ArgumentHelp("The admin token. Default: $STOWAGE_ADMIN_TOKEN.", valueName: "TOKEN"))
     var adminToken: String?
 
@@ -17,13 +19,21 @@ struct AdminAddressOptions: ParsableArguments {
         }
     }
 
-    /// Runs `body` with a client for the listener; a listener that cannot be reached or refuses
-    /// is a message on standard error and exit 2.
-    func withClient(_ body: (ProxyAdminClient) async throws -> Void) async throws {
-        let client = try ProxyAdminClient(
-            address: admin,
-            token: adminToken ?? ProcessInfo.processInfo.environment["STOWAGE_ADMIN_TOKEN"]
-        )
+    /// The token to give: `--admin-token` (parsed into `proxy`), else `$STOWAGE_ADMIN_TOKEN`.
+    func token(parent: ProxyCommand) -> String? {
+        adminToken ?? parent.adminToken ?? ProcessInfo.processInfo.environment["STOWAGE_ADMIN_TOKEN"]
+    }
+
+    /// Runs `body` with a client for the listener; a token no listener can take is a usage
+    /// error (exit 64), a listener that cannot be reached or refuses is a message on standard
+    /// error and exit 2.
+    func withClient(parent: ProxyCommand, _ body: (ProxyAdminClient) async throws -> Void) async throws {
+        let client: ProxyAdminClient
+        do {
+            client = try ProxyAdminClient(address: admin, token: token(parent: parent))
+        } catch let error as StowageError {
+            throw ValidationError("--admin-token: \(error.message)")
+        }
         do {
             try await body(client)
         } catch let error as StowageError {
@@ -48,11 +58,13 @@ struct ProxyPurgeCommand: AsyncParsableCommand {
 
     @OptionGroup var address: AdminAddressOptions
 
+    @ParentCommand var proxy: ProxyCommand
+
     @Argument(help: "Absolute URLs to purge.")
     var urls: [String]
 
     func run() async throws {
-        try await address.withClient { client in
+        try await address.withClient(parent: proxy) { client in
             for url in urls {
                 print(try await client.purge(url: url) ? "purged \(url)" : "not stored \(url)")
             }
@@ -76,6 +88,8 @@ struct ProxyBanCommand: AsyncParsableCommand {
 
     @OptionGroup var address: AdminAddressOptions
 
+    @ParentCommand var proxy: ProxyCommand
+
     @Option(help: ArgumentHelp("Remove every URL that starts with this.", valueName: "URL_PREFIX"))
     var prefix: String?
 
@@ -90,7 +104,7 @@ struct ProxyBanCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await address.withClient { client in
+        try await address.withClient(parent: proxy) { client in
             let count: Int
             if let prefix {
                 count = try await client.ban(prefix: prefix)
