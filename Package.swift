@@ -257,7 +257,7 @@ let package = Package(
             name: "StowageTestWorker",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageStores", "StowageSharedTier",
-                "StowageRedis",
+                "StowageRedis", "StowageTestSupport",
             ],
             path: "Tests/StowageTestWorker",
             swiftSettings: swiftSettings

@@ -55,6 +55,74 @@ struct DiskCacheIndexRepairTests {
         }
     }
 
+    // MARK: - A damaged schema
+
+    /// Damage that leaves every page sound (quick_check passes) but not the format's schema.
+    static let schemaDamage = [
+        "DROP TABLE entry",
+        "DROP TABLE totals",
+        "DROP TRIGGER entry_inserted",
+        "PRAGMA user_version = 0",
+        "PRAGMA user_version = -3",
+        "ALTER TABLE entry DROP COLUMN checksum",
+    ]
+
+    /// A cache of 30 values (every third in a file) whose index then takes `damage`.
+    private func damagedCache(_ damage: String) throws -> TemporaryDirectory {
+        let scratch = try TemporaryDirectory("damagedSchema")
+        do {
+            let cache = try open(scratch)
+            for number in 0..<30 {
+                try cache.setData(
+                    Data(repeating: UInt8(number), count: number % 3 == 0 ? 40_000 : 100),
+                    forKey: "k\(number)"
+                )
+            }
+        }
+        try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").writeWithoutTransaction { db in
+            try db.execute(sql: damage)
+        }
+        return scratch
+    }
+
+    @Test(
+        "issue 29: .rebuild rebuilds an index whose schema is damaged (dropped table, user_version reset)",
+        arguments: schemaDamage
+    )
+    func rebuildsDamagedSchema(damage: String) throws {
+        let scratch = try damagedCache(damage)
+        let cache = try open(scratch)
+        // Rebuilt empty: the files' keys live only in the index (file names hash them one way).
+        #expect(try cache.usage().count == 0, "\(damage)")
+        #expect(try cache.data(forKey: "k1") == nil)
+        #expect(scratch.dataFiles().isEmpty, "the old values' files are gone: \(scratch.dataFiles().count) left")
+        #expect(scratch.exists("cache/index.sqlite.damaged"), "the damaged index is kept aside")
+        try cache.setData(Data("fresh".utf8), forKey: "fresh")
+        try cache.setData(Data(repeating: 9, count: 40_000), forKey: "large")
+        #expect(try cache.data(forKey: "fresh") == Data("fresh".utf8))
+        #expect(try cache.data(forKey: "large") == Data(repeating: 9, count: 40_000))
+        #expect(try cache.usage().count == 2)
+        #expect(try cache.removeData(forKey: "fresh"))
+        #expect(try cache.usage().count == 1, "the totals triggers are back")
+    }
+
+    @Test(
+        "issue 29: .fail reports a damaged schema as .corrupt, naming the index and the way out",
+        arguments: schemaDamage
+    )
+    func reportsDamagedSchema(damage: String) throws {
+        let scratch = try damagedCache(damage)
+        var configuration = DiskCache.Configuration(name: "repair")
+        configuration.corruptIndexPolicy = .fail
+        let error = try #require(throws: StowageError.self) {
+            try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
+        }
+        #expect(error.code == .corrupt, "\(damage): \(error)")
+        #expect(error.message.contains(scratch.path + "/cache/index.sqlite"))
+        #expect(error.message.contains("rebuild"))
+        #expect(!scratch.exists("cache/index.sqlite.damaged"), "left in place for inspection")
+    }
+
     @Test("a wrong totals row (1 TB under a 10 MB limit) is repaired at open: a new write stays")
     func wrongTotals() throws {
         let scratch = try TemporaryDirectory()

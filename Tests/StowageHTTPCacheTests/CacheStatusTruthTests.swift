@@ -46,4 +46,42 @@ import Testing
             #expect(try await cache.respond(to: request(.get, "/large"), fetch: origin.fetch).outcome == .hit)
         }
     }
+
+    @Test(
+        "issue 29: RFC 9211 §2.7 on a full volume a streamed response says not-stored-no-space, never storing",
+        .enabled(if: SmallVolume.canMount, "needs to mount a tmpfs (root)"),
+        arguments: [true, false]
+    )
+    func fullVolumeIsNotStoring(lengthKnown: Bool) async throws {
+        let volume = try #require(SmallVolume(bytes: 8 << 20))
+        let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+        let cache = try makeCache(URL(filePath: volume.path), clock: clock) { $0.memoryCapacity = .zero }
+        // Over the 256 KiB read whole before answering: the body streams after the head.
+        let payload = [UInt8](repeating: UInt8(ascii: "s"), count: 1_000_000)
+        let origin = TestOrigin { _, _ in
+            ok(String(decoding: payload, as: UTF8.self), [("Cache-Control", "max-age=60")], clock: clock)
+        }
+        let fetch: HTTPFetch = { request, body in
+            let (response, whole) = try await origin.fetch(request, body)
+            let bytes = whole.bytesInMemory ?? []
+            let chunks = stride(from: 0, to: bytes.count, by: 65_536).map {
+                Array(bytes[$0..<min($0 + 65_536, bytes.count)])
+            }
+            return (response, HTTPBody(ChunkSequence(chunks: chunks), length: lengthKnown ? Int64(bytes.count) : nil))
+        }
+        volume.fill()
+        let full = try await cache.respond(to: request(), fetch: fetch)
+        #expect(full.status.detail == "not-stored-no-space", "\(full.status)")
+        #expect(!full.status.stored)
+        #expect(!full.status.description.contains("storing"), "\(full.status)")
+        #expect(try await text(full).utf8.count == payload.count, "the client still gets the response")
+        #expect(try await cache.respond(to: request(), fetch: fetch).outcome == .miss, "nothing was stored")
+        // With room again, the same response streams into the cache and says so.
+        volume.free()
+        let roomy = try await cache.respond(to: request(), fetch: fetch)
+        #expect(roomy.status.detail == "storing", "\(roomy.status)")
+        _ = try await text(roomy)
+        #expect(try await cache.respond(to: request(), fetch: fetch).outcome == .hit)
+        #expect(origin.count == 3)
+    }
 }

@@ -10,12 +10,20 @@
 //                                                with a hard 16 MB limit (trimmed to 12 MB),
 //                                                printing "committed N T" after each, T being the
 //                                                time (seconds since 1970) taken before the set
+//   StowageTestWorker cache overwrite DIR DELAY_MS LOG KEYS FIRST_VERSION
+//                                                overwrites key-0 … key-(KEYS-1) at random with
+//                                                deferred durability (DELAY_MS), values from
+//                                                `VersionedValue`, versions from FIRST_VERSION up,
+//                                                until killed (or 120 s); appends "set K V" to LOG
+//                                                before each set and "done K V T" after it (T: seconds
+//                                                since 1970 when the set returned)
 //
 // Values depend only on the key's number; every seventh is larger than the inline threshold,
 // so both the index and the files are exercised.
 import Foundation
 import StowageCache
 import StowageCore
+import StowageTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -39,6 +47,7 @@ func value(for number: Int) -> Data {
 /// `StowageTestWorker cache …`: `arguments[0]` names the command, as `CommandLine.arguments` would.
 enum CacheWorkerCommand {
     static func run(_ arguments: [String]) {
+        if arguments.count > 1, arguments[1] == "overwrite" { overwrite(arguments) }
         guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(arguments[4]) else {
             fail("usage: StowageTestWorker cache write|write-deferred|write-hard|verify|clear DIR FIRST COUNT")
         }
@@ -91,6 +100,56 @@ enum CacheWorkerCommand {
             default:
                 fail("unknown command \(arguments[1])")
             }
+        } catch {
+            fail("\(error)")
+        }
+    }
+}
+
+extension CacheWorkerCommand {
+    /// `overwrite DIR DELAY_MS LOG KEYS FIRST_VERSION`: the writer of the deferred-durability crash
+    /// tests, which kill it at a random moment and check the cache against LOG.
+    ///
+    /// LOG is appended with one `write(2)` per line on an `O_APPEND` descriptor: a SIGKILL loses
+    /// nothing the kernel has accepted, and an `fsync` per line (which only a power loss needs)
+    /// would slow the writer a hundredfold, so that a flush would rarely meet a write of a key it
+    /// is committing — the moment the tests are about.
+    static func overwrite(_ arguments: [String]) -> Never {
+        guard arguments.count == 7, let delay = Int(arguments[3]), let keys = Int(arguments[5]), keys > 0,
+            let firstVersion = Int(arguments[6])
+        else {
+            fail("usage: StowageTestWorker cache overwrite DIR DELAY_MS LOG KEYS FIRST_VERSION")
+        }
+        let log = open(arguments[4], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard log >= 0 else { fail("cannot open \(arguments[4]): errno \(errno)") }
+        func append(_ line: String) {
+            let bytes = Array((line + "\n").utf8)
+            guard bytes.withUnsafeBytes({ write(log, $0.baseAddress, $0.count) }) == bytes.count else {
+                fail("cannot append to \(arguments[4]): errno \(errno)")
+            }
+        }
+        var configuration = DiskCache.Configuration(name: "overwrite")
+        configuration.sizeLimit = nil
+        configuration.durability = .deferred(maximumDelay: .milliseconds(delay))
+        do {
+            let cache = try DiskCache(
+                directory: URL(filePath: arguments[2], directoryHint: .isDirectory),
+                configuration: configuration
+            )
+            var versions = [Int](repeating: firstVersion, count: keys)
+            let end = Date().addingTimeInterval(120)
+            say("open")
+            while Date() < end {
+                let key = Int.random(in: 0..<keys)
+                versions[key] += 1
+                let version = versions[key]
+                append("set \(key) \(version)")
+                try cache.setData(VersionedValue.make(key: key, version: version), forKey: "key-\(key)")
+                append("done \(key) \(version) \(Date().timeIntervalSince1970)")
+            }
+            try cache.flush()
+            say("done")
+            exit(0)
         } catch {
             fail("\(error)")
         }

@@ -50,6 +50,19 @@ extension DiskCache {
         }
     }
 
+    /// Refuses a value of `length` bytes that the cache already knows it has no room for, for a
+    /// caller that must say whether it will store before it writes (the HTTP cache's
+    /// `Cache-Status` goes out before a streamed body is read): the checks of a write of that
+    /// length, one `statvfs` at most.
+    ///
+    /// - Parameter length: The value's length; `nil` when not known yet, checked as the smallest
+    ///   value kept in a file (``Configuration/inlineThreshold`` + 1 bytes).
+    /// - Throws: `StowageError` `.noSpace` when the value cannot fit the hard size limit, or the
+    ///   volume (``Configuration/checksVolumeCapacity``); the message says which.
+    package func checkRoom(forValueOfLength length: Int64?) throws {
+        try checkRoom(for: Int(clamping: length ?? Int64(configuration.inlineThreshold + 1)))
+    }
+
     /// Runs a commit, turning the commit queue's ``DiskCacheCommitQueue/OverBudget`` into a typed
     /// error and SQLite's errors into `StowageError`.
     func committing<T>(_ body: () throws -> T) throws -> T {

@@ -171,10 +171,13 @@ extension DiskCache {
         case created
     }
 
-    /// What opening a cache does when its index is damaged.
+    /// What opening a cache does when its index is damaged: a page that does not read back
+    /// (`PRAGMA quick_check`), or a schema that lacks a table, column or trigger of its format
+    /// (a dropped table, a `user_version` reset to 0).
     public enum CorruptIndexPolicy: Sendable, Hashable {
         /// Log a warning, empty the cache and start a fresh index: a cache can always be
-        /// refilled. Only done when no other process has the cache open.
+        /// refilled. Only done when no other process has the cache open. The value files go
+        /// too: their names hash the keys one way, so only the index can tell whose they are.
         case rebuild
         /// Throw `StowageError` with code `.corrupt` and leave the files for inspection.
         case fail

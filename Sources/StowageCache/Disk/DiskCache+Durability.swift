@@ -10,7 +10,10 @@ extension DiskCache {
     /// | ``powerLoss`` | the WAL and the value's file are `fsync`ed | nothing | nothing the device acknowledged | one `fsync` (ms on most disks) |
     ///
     /// Whatever is lost is lost whole: a key reads as its previous value or as a miss, never as
-    /// torn or wrong bytes (each value is checked against its CRC-32C on read). Figures from one
+    /// torn or wrong bytes (each value is checked against its CRC-32C on read). With
+    /// ``deferred(maximumDelay:)``, a key reads after a crash as the last value written before
+    /// the last `maximumDelay`, or a newer one; as a miss only when every write of it falls in
+    /// that window. Figures from one
     /// 2-core Linux machine with an SSD: `stowage-bench --filter disk-cache.set`. A deferred write
     /// that finds 4,096 writes or 16 MiB of inline values staged commits them itself, so a writer
     /// faster than the commits runs at their pace ("sustained") and memory stays bounded.

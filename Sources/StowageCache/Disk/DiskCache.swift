@@ -398,10 +398,10 @@ public final class DiskCache: Sendable {
                     try commits.commit(snapshot.map { .init(key: $0.key, entry: $0.staged.entry) })
                 }
             } catch {
-                files.remove(staging.settle(snapshot).compactMap(\.file))
+                files.remove(staging.settle(snapshot, committed: false))
                 throw error
             }
-            staging.settle(snapshot)
+            staging.settle(snapshot, committed: true)
             for outcome in outcomes { settleEvictions(outcome.evicted) }
             files.remove(outcomes.compactMap(\.replacedFile))
             if let last = outcomes.last, isOverLimit(count: last.count, size: last.size) { scheduleTrim() }

@@ -198,12 +198,25 @@ struct DiskCacheIndex: Sendable {
     private static func prepare(_ writer: some DatabaseWriter, path: String, logger: Logger) throws {
         let version = try writer.read { db in try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 }
         if version != formatVersion {
-            try writer.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
-                    try Self.prepareFormat(db, path: path, logger: logger)
-                    return .commit
+            do {
+                try writer.writeWithoutTransaction { db in
+                    try db.inTransaction(.immediate) {
+                        try Self.prepareFormat(db, path: path, logger: logger)
+                        return .commit
+                    }
                 }
+            } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_ERROR {
+                // A migration that does not fit the tables (a `user_version` reset to 0 under
+                // tables of a later format: "duplicate column name") is damage, not a bug.
+                throw DatabaseError(
+                    resultCode: .SQLITE_CORRUPT,
+                    message: "format \(version) does not match the tables: \(error.message ?? "\(error)")"
+                )
             }
+        }
+        // A dropped table, column or trigger passes quick_check but fails every query after.
+        if let damage = try writer.read(Self.schemaDamage) {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: damage)
         }
         // Damage anywhere in the file, not only in the pages open reads: quick_check reads every
         // page (its cost: `stowage-bench --filter disk-cache.open`). A damaged page found later
@@ -212,6 +225,37 @@ struct DiskCacheIndex: Sendable {
         guard verdict == ["ok"] else {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(verdict.first ?? "no answer")")
         }
+    }
+
+    /// Columns of each table of the current format.
+    static let requiredColumns: [(table: String, columns: Set<String>)] = [
+        (
+            "entry",
+            [
+                "key", "file", "inline", "size", "created", "modified", "accessed", "expires", "tag", "compute",
+                "checksum",
+            ]
+        ),
+        ("totals", ["id", "count", "size", "file_allocated", "file_size"]),
+    ]
+
+    /// Triggers that keep `totals`.
+    static let requiredTriggers: Set<String> = ["entry_inserted", "entry_deleted", "entry_changed"]
+
+    /// What the schema lacks against the current format (a table, a column, a trigger or the
+    /// `totals` row), or `nil` when it is whole.
+    static func schemaDamage(_ db: Database) throws -> String? {
+        for (table, columns) in requiredColumns {
+            guard try db.tableExists(table) else { return "no table \(table)" }
+            let present = Set(try db.columns(in: table).map(\.name))
+            if let missing = columns.subtracting(present).sorted().first {
+                return "table \(table) has no column \(missing)"
+            }
+        }
+        let triggers = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger'"))
+        if let missing = requiredTriggers.subtracting(triggers).sorted().first { return "no trigger \(missing)" }
+        if try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM totals WHERE id = 0") != 1 { return "no totals row" }
+        return nil
     }
 
     /// Whether the index must keep its WAL index in private memory: the volume has no room for

@@ -6,6 +6,13 @@ import Synchronization
 /// Readers of the cache look here before the index, so a staged value is visible at once in
 /// this process. A flush takes a snapshot, commits it in one transaction, then drops each key
 /// whose staged write is still the one it committed (a newer write of the key stays staged).
+///
+/// The file of a write a flush has taken stays until that flush ends, even when a newer write
+/// of the key replaces it: the commit under way may still make the index point at it, and a
+/// crash before the newer write commits would otherwise leave a row whose file is gone — the
+/// key's previous value, long committed, already removed by that commit. After a successful
+/// flush the newer write's own commit returns the file as the one it replaced; after a failed
+/// one the flush removes it.
 final class DiskCacheStaging: Sendable {
     /// A staged write and its place in the order of writes.
     struct Staged: Sendable {
@@ -19,6 +26,8 @@ final class DiskCacheStaging: Sendable {
         var staged: [String: Staged] = [:]
         var nextGeneration: UInt64 = 0
         var isFlushScheduled = false
+        /// The writes a running flush has taken, by key: their generations.
+        var committing: [String: UInt64] = [:]
         /// Bytes of the inline values staged, which the staging holds in memory.
         var inlineBytes = 0
     }
@@ -40,9 +49,10 @@ final class DiskCacheStaging: Sendable {
 
     /// Stages `entry` for `key`.
     ///
-    /// - Returns: The file of a staged write it replaced (never committed, so nobody else
-    ///   points at it), whether the caller must schedule a flush, and whether the staging is
-    ///   full (``writeLimit``, ``inlineByteLimit``), so the caller must flush now.
+    /// - Returns: The file of a staged write it replaced, to remove (never committed and not
+    ///   being committed, so nobody else points at it), whether the caller must schedule a
+    ///   flush, and whether the staging is full (``writeLimit``, ``inlineByteLimit``), so the
+    ///   caller must flush now.
     func stage(
         _ entry: DiskCacheIndex.Entry,
         forKey key: String,
@@ -57,7 +67,8 @@ final class DiskCacheStaging: Sendable {
             let schedulesFlush = !state.isFlushScheduled
             state.isFlushScheduled = true
             let isFull = state.staged.count >= Self.writeLimit || state.inlineBytes >= Self.inlineByteLimit
-            return (replaced?.entry.file, schedulesFlush, isFull)
+            let isCommitting = replaced.map { state.committing[key] == $0.generation } ?? false
+            return (isCommitting ? nil : replaced?.entry.file, schedulesFlush, isFull)
         }
     }
 
@@ -69,26 +80,39 @@ final class DiskCacheStaging: Sendable {
     var isEmpty: Bool { state.withLock { $0.staged.isEmpty } }
 
     /// Every staged write, to commit; a flush that runs now covers them, so a new write schedules
-    /// another.
+    /// another. Their files stay until ``settle(_:committed:)``, whatever replaces them meanwhile.
+    /// One flush at a time (the caller holds the cache's flush lock).
     func snapshot() -> [(key: String, staged: Staged)] {
         state.withLock { state in
             state.isFlushScheduled = false
+            state.committing = state.staged.mapValues(\.generation)
             return state.staged.map { ($0.key, $0.value) }
         }
     }
 
-    /// Drops the writes of `snapshot` that are still staged unchanged (committed, or given up)
-    /// and returns them.
+    /// Ends the flush of `snapshot`: drops its writes that are still staged unchanged.
+    ///
+    /// - Parameter committed: Whether the flush committed `snapshot`.
+    /// - Returns: The files to remove: none after a commit (the index points at them, and the
+    ///   writes that replace them will return them when they commit); after a failure, every
+    ///   file of `snapshot`, since none of them was committed.
     @discardableResult
-    func settle(_ snapshot: [(key: String, staged: Staged)]) -> [DiskCacheIndex.Entry] {
+    func settle(_ snapshot: [(key: String, staged: Staged)], committed: Bool) -> [String] {
         state.withLock { state in
-            snapshot.compactMap { key, staged in
-                guard state.staged[key]?.generation == staged.generation else { return nil }
+            state.committing = [:]
+            var files: [String] = []
+            for (key, staged) in snapshot {
+                if !committed, let file = staged.entry.file { files.append(file) }
+                guard state.staged[key]?.generation == staged.generation else { continue }
                 state.inlineBytes -= staged.entry.inline?.count ?? 0
-                return state.staged.removeValue(forKey: key)?.entry
+                state.staged.removeValue(forKey: key)
             }
+            return files
         }
     }
+
+    /// How many writes the running flush has taken; 0 between flushes.
+    var committingCount: Int { state.withLock { $0.committing.count } }
 
     /// Drops the writes made before the cache was cleared (at another store generation than
     /// `storeGeneration`); returns their files.
@@ -105,13 +129,14 @@ final class DiskCacheStaging: Sendable {
         }
     }
 
-    /// Drops `key`'s staged write if it is the one stored at `modified`; returns its file.
+    /// Drops `key`'s staged write if it is the one stored at `modified`; returns its file to
+    /// remove (none while a flush is committing it: that flush settles it).
     func discard(key: String, modified: Double) -> String?? {
         state.withLock { state in
             guard let staged = state.staged[key], staged.entry.modified == modified else { return nil }
             state.inlineBytes -= staged.entry.inline?.count ?? 0
             state.staged.removeValue(forKey: key)
-            return .some(staged.entry.file)
+            return .some(state.committing[key] == staged.generation ? nil : staged.entry.file)
         }
     }
 }

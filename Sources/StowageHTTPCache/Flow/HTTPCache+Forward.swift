@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import StowageCache
 import StowageCore
 
 extension HTTPCache {
@@ -132,10 +133,19 @@ extension HTTPCache {
         var isCommitted: Bool
         /// Why, for traces.
         var note: String
+        /// RFC 9211 `detail` for a response not stored for a reason the client may care about.
+        var detail: String? = nil
 
-        /// RFC 9211 `detail` for a store still under way: the field goes out before the body is read.
-        var cacheStatusDetail: String? { isUnderWay && !isCommitted ? "storing" : nil }
+        /// RFC 9211 `detail`: `storing` for a store still under way — the field goes out with the
+        /// head, before the body is read, so it says what is true then: the store has started
+        /// (a volume that fills while the body streams fails it later, logged). A store the
+        /// cache knew could not fit never starts and says why instead.
+        var cacheStatusDetail: String? { detail ?? (isUnderWay && !isCommitted ? "storing" : nil) }
     }
+
+    /// RFC 9211 `detail` of a response not stored because the disk cache has no room for it
+    /// (a full volume, or a hard size limit), with no `stored` parameter.
+    static let noSpaceDetail = "not-stored-no-space"
 
     /// Stores the origin's response if the rules, the forced-expiry rules and the will-cache
     /// hook allow it.
@@ -196,6 +206,26 @@ extension HTTPCache {
                 note:
                     "not stored: the body (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
             )
+        }
+        if !memoryOnly {
+            let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) })
+            do {
+                // One statvfs: bounded, run inline. Known before the head goes out, unlike a
+                // failure while a streamed body is written.
+                try disk.checkRoom(forValueOfLength: length)
+            } catch let error as StowageError where error.code == .noSpace {
+                configuration.logger.notice(
+                    "not storing a response: \(error.message)",
+                    metadata: ["uri": "\(key.uri)"]
+                )
+                return StoreOutcome(
+                    body: body,
+                    isUnderWay: false,
+                    isCommitted: false,
+                    note: "not stored: \(error.message)",
+                    detail: Self.noSpaceDetail
+                )
+            }
         }
         let record = VariantRecord(
             stored: StoredResponse(
