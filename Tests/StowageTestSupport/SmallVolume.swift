@@ -29,7 +29,7 @@ public final class SmallVolume: Sendable {
 
     /// Fills the volume with one file until the kernel says ENOSPC.
     public func fill() {
-        let descriptor = open(path + "/filler", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let descriptor = open(path + "/filler", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         let chunk = [UInt8](repeating: 0xAB, count: 4_096)
         while chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) > 0 {}
         close(descriptor)
