@@ -10,9 +10,14 @@ let swiftSettings: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
 ]
 
+// Linux: built and tested. Apple platforms: written against the platform APIs but not compiled
+// here (see the README's "Platforms"). watchOS is left out: the StowageProxy product needs
+// Hummingbird, whose Package.swift declares no watchOS platform, and a server's listening socket
+// is low-level networking, which watchOS allows only to audio-streaming apps (Apple's TN3135).
+// macOS 15 / iOS 18 / tvOS 18 / visionOS 2: `Mutex` from Synchronization.
 let package = Package(
     name: "Stowage",
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .visionOS(.v2)],
     products: [
         .library(name: "Stowage", targets: ["Stowage"]),
         .library(name: "StowageCore", targets: ["StowageCore"]),

@@ -47,9 +47,7 @@ enum KeyFile {
             try bytes.withUnsafeBytes {
                 try FileDescriptorIO.writeAll($0, to: descriptor, action: "write the key file", path: url.path)
             }
-            guard fsync(descriptor) == 0 else {
-                throw StowageError.syscall(.current, "flush the key file", path: url.path)
-            }
+            try FileDescriptorIO.synchronize(descriptor, action: "flush the key file", path: url.path)
         } catch {
             // A partial key file would lock the store for good: remove it so the next open retries.
             unlink(url.path)

@@ -9,6 +9,8 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Four processes write one cache with a hard limit for 30 s while the test kills them with
@@ -55,7 +57,7 @@ struct DiskCacheBudgetProcessTests {
 
         /// Kills the worker with SIGKILL and waits until its output is read to the end.
         func kill() {
-            Glibc.kill(process.processIdentifier, SIGKILL)
+            sendSignal(SIGKILL, to: process.processIdentifier)
             process.waitUntilExit()
             finished.wait()
         }
@@ -164,4 +166,9 @@ struct DiskCacheBudgetProcessTests {
                 + "\(present) present at the end, \(wrong) wrong, \(outcome.lost.count) lost"
         )
     }
+}
+
+/// `kill(2)`, under a name the workers' `kill()` method does not shadow.
+private func sendSignal(_ signal: Int32, to process: Int32) {
+    kill(process, signal)
 }

@@ -6,6 +6,8 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 @Suite("StoreGeneration")
@@ -35,7 +37,7 @@ struct StoreGenerationTests {
         let scratch = try TemporaryDirectory()
         let open = try StoreGeneration(directory: scratch.path)
         let watch = GenerationWatch(open)
-        let directory = Glibc.open(scratch.path, O_RDONLY | O_DIRECTORY)
+        let directory = openDirectory(scratch.path)
         defer { close(directory) }
         #expect(StoreGeneration.retireStores(named: [StoreGeneration.fileName], in: directory) == 1)
         #expect(open.isRetired)
@@ -55,7 +57,7 @@ struct StoreGenerationTests {
         let notes = try scratch.write("notes.stowprefs", bytes: 4096, byte: 0x42)
         try scratch.makeDirectory("dir.stowprefs")
         let before = try [Data(contentsOf: impostor), Data(contentsOf: notes)]
-        let directory = Glibc.open(scratch.path, O_RDONLY | O_DIRECTORY)
+        let directory = openDirectory(scratch.path)
         defer { close(directory) }
         let names = [StoreGeneration.fileName, "notes.stowprefs", "dir.stowprefs", "missing.stowprefs"]
         #expect(StoreGeneration.retireStores(named: names, in: directory) == 0)
@@ -72,4 +74,9 @@ struct StoreGenerationTests {
         #expect(report.isComplete)
         #expect(generation.isRetired)
     }
+}
+
+/// `open(2)` of a directory for reading, under a name the tests' `open` variables do not shadow.
+private func openDirectory(_ path: String) -> Int32 {
+    open(path, O_RDONLY | O_DIRECTORY)
 }

@@ -5,6 +5,7 @@ import Testing
 
 @Suite("VolumeCapacity")
 struct VolumeCapacityTests {
+    #if os(Linux)  // Apple platforms report the resource values' figures, not statvfs's
     @Test("statvfs figures match Python's os.statvfs")
     func matchesStatvfs() async throws {
         let scratch = try TemporaryDirectory()
@@ -29,6 +30,7 @@ struct VolumeCapacityTests {
         #expect(capacity.availableForImportantUsage <= capacity.available)
         #expect(capacity.availableForOpportunisticUsage <= capacity.availableForImportantUsage)
     }
+    #endif
 
     @Test("the reserves are 1% (≤ 1 GB) for important and 10% (≤ 10 GB) for opportunistic usage")
     func reserves() {

@@ -16,7 +16,7 @@ final class HungRedisServer: Sendable {
     private let connections = Mutex<[Int32]>([])
 
     init() throws {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socketFD = makeTCPSocket()
         guard socketFD >= 0 else { throw TestFailure("socket() failed: errno \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

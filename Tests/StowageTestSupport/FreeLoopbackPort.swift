@@ -23,7 +23,7 @@ public func freeLoopbackPort() throws -> Int {
 }
 
 private func isFreeLoopbackPort(_ port: Int) -> Bool {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let descriptor = makeTCPSocket()
     guard descriptor >= 0 else { return false }
     defer { close(descriptor) }
     var address = sockaddr_in()

@@ -7,7 +7,7 @@ extension DiskCache {
     /// |---|---|---|---|---|
     /// | ``deferred(maximumDelay:)`` | it is staged in memory, visible to this cache's readers in this process | the last `maximumDelay` of writes | the same, plus what the OS had not written | ~1 µs; ~6 µs sustained |
     /// | ``processCrash`` (default) | it is in SQLite's WAL (and its file renamed into place) | nothing | the last writes before the loss | ~33 µs |
-    /// | ``powerLoss`` | the WAL and the value's file are `fsync`ed | nothing | nothing the device acknowledged | one `fsync` (ms on most disks) |
+    /// | ``powerLoss`` | the WAL and the value's file are `fsync`ed (`F_FULLFSYNC` on Apple platforms) | nothing | nothing the device acknowledged | one `fsync` (ms on most disks) |
     ///
     /// Whatever is lost is lost whole: a key reads as its previous value or as a miss, never as
     /// torn or wrong bytes (each value is checked against its CRC-32C on read). With
@@ -27,7 +27,8 @@ extension DiskCache {
         /// Each write is in SQLite's write-ahead log before it returns (`synchronous = NORMAL`).
         case processCrash
         /// Each write is flushed to stable storage before it returns (`fsync` of the value's
-        /// file, `synchronous = FULL`).
+        /// file, `synchronous = FULL`; on Apple platforms `F_FULLFSYNC` and SQLite's
+        /// `fullfsync`, since Apple's `fsync` leaves the data in the drive's cache).
         case powerLoss
     }
 }

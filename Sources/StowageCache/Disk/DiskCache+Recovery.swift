@@ -83,7 +83,11 @@ extension DiskCache {
         func isOldEnough(_ path: String) -> Bool {
             var status = stat()
             guard lstat(path, &status) == 0 else { return false }
+            #if canImport(Darwin)
+            return Double(status.st_mtimespec.tv_sec) < cutoff
+            #else
             return Double(status.st_mtim.tv_sec) < cutoff
+            #endif
         }
         for name in Self.names(in: files.temporaryDirectory) {
             let path = files.temporaryDirectory + "/" + name

@@ -61,9 +61,13 @@ extension DiskCache {
                 }
                 state.finished = true
                 defer { close(state.descriptor) }
-                if cache.configuration.synchronousWrites, fsync(state.descriptor) != 0 {
-                    unlink(temporary)
-                    throw StowageError.syscall(.current, "flush cache file", path: temporary)
+                if cache.configuration.synchronousWrites {
+                    do {
+                        try FileDescriptorIO.synchronize(state.descriptor, action: "flush cache file", path: temporary)
+                    } catch {
+                        unlink(temporary)
+                        throw error
+                    }
                 }
                 return (state.size, state.checksum)
             }

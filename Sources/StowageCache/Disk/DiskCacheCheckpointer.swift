@@ -86,7 +86,7 @@ final class DiskCacheCheckpointer: Sendable {
             return nil
         }
         sqlite3_busy_timeout(connection, 1_000)
-        let pragmas = synchronous ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"
+        let pragmas = DiskCacheIndex.synchronousPragmas(synchronous)
         guard sqlite3_exec(connection, pragmas, nil, nil, nil) == SQLITE_OK else {
             sqlite3_close_v2(connection)
             return nil

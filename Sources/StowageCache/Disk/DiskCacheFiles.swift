@@ -42,8 +42,8 @@ struct DiskCacheFiles: Sendable {
             try data.withUnsafeBytes {
                 try FileDescriptorIO.writeAll($0, to: descriptor, action: "write cache file", path: temporary)
             }
-            if synchronous && fsync(descriptor) != 0 {
-                throw StowageError.syscall(.current, "flush cache file", path: temporary)
+            if synchronous {
+                try FileDescriptorIO.synchronize(descriptor, action: "flush cache file", path: temporary)
             }
         }
         try moveIntoPlace(temporary, as: name)

@@ -128,6 +128,21 @@ struct DiskCacheIndex: Sendable {
         DROP INDEX IF EXISTS entry_expires;
         """
 
+    /// The pragmas every connection to the index runs first: `synchronous = FULL` for
+    /// ``DiskCache/Durability/powerLoss``, `NORMAL` otherwise.
+    ///
+    /// On Apple platforms SQLite's `fsync` leaves the WAL in the drive's cache unless `fullfsync`
+    /// (and `checkpoint_fullfsync` for checkpoints) makes it use `F_FULLFSYNC`, as the value files'
+    /// flush does; SQLite ignores both pragmas elsewhere, so Linux runs only the first.
+    static func synchronousPragmas(_ synchronous: Bool) -> String {
+        guard synchronous else { return "PRAGMA synchronous = NORMAL" }
+        #if canImport(Darwin)
+        return "PRAGMA synchronous = FULL; PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON"
+        #else
+        return "PRAGMA synchronous = FULL"
+        #endif
+    }
+
     /// Brings format 2 to format 3: the values' checksums (NULL for the rows already there).
     static let migrationFrom2 = "ALTER TABLE entry ADD COLUMN checksum INTEGER;"
 
@@ -150,7 +165,7 @@ struct DiskCacheIndex: Sendable {
         configuration.busyMode = .timeout(30)
         configuration.label = "stowage.disk-cache"
         configuration.prepareDatabase { db in
-            try db.execute(sql: synchronous ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: Self.synchronousPragmas(synchronous))
             // The checkpointer's thread does the work; this only bounds the WAL if it falls behind.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(DiskCacheCheckpointer.fallbackPages)")
         }
@@ -168,7 +183,7 @@ struct DiskCacheIndex: Sendable {
             exclusive.label = "stowage.disk-cache"
             exclusive.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
-                try db.execute(sql: synchronous ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+                try db.execute(sql: Self.synchronousPragmas(synchronous))
             }
             let queue = try DatabaseQueue(path: path, configuration: exclusive)
             try Self.prepare(queue, path: path, logger: logger)

@@ -14,7 +14,11 @@ import Darwin
 /// if document.size < capacity.availableForImportantUsage { … }       // must-save data
 /// ```
 ///
-/// iOS computes the last two from private heuristics. Stowage computes them from `statvfs` and
+/// On macOS, iOS and visionOS the last two are the system's own figures, Apple's
+/// `URLResourceValues.volumeAvailableCapacityForImportantUsage` and
+/// `…ForOpportunisticUsage` (private heuristics that count purgeable space), and the total and
+/// available space are `volumeTotalCapacity` and `volumeAvailableCapacity`. On Linux (and tvOS,
+/// which has no such keys) Stowage computes them from `statvfs` (tvOS: the resource values) and
 /// two documented, configurable ``Reserves``: important data may use all but a small reserve;
 /// opportunistic data (caches, prefetching) should leave a larger one, so that caches stop
 /// growing well before the user's own files run out of room.
@@ -80,6 +84,10 @@ public struct VolumeCapacity: Sendable, Hashable, Codable {
 
     /// Reads the capacity of the volume holding `url` without blocking Swift's cooperative threads.
     ///
+    /// - Parameters:
+    ///   - url: A file or directory on the volume.
+    ///   - reserves: What to keep free from important and opportunistic data; unused on macOS,
+    ///     iOS and visionOS, where the system reports both budgets itself.
     /// - Throws: ``StowageError`` (`.notFound`, `.permissionDenied`) when `url` cannot be examined.
     public static func forVolume(containing url: URL, reserves: Reserves = Reserves()) async throws -> VolumeCapacity {
         try await BlockingWork.run { try forVolume(containing: url, reserves: reserves) }
@@ -92,6 +100,14 @@ public struct VolumeCapacity: Sendable, Hashable, Codable {
         guard statvfs(path, &info) == 0 else {
             throw StowageError.syscall(.current, "read the capacity of", path: path)
         }
+        #if canImport(Darwin)
+        return try systemCapacity(
+            of: url,
+            path: path,
+            reserves: reserves,
+            volumeID: UInt64(truncatingIfNeeded: info.f_fsid)
+        )
+        #else
         let fragment = Int64(info.f_frsize)
         return VolumeCapacity(
             total: ByteCount(Int64(info.f_blocks) * fragment),
@@ -99,5 +115,54 @@ public struct VolumeCapacity: Sendable, Hashable, Codable {
             reserves: reserves,
             volumeID: UInt64(truncatingIfNeeded: info.f_fsid)
         )
+        #endif
     }
+
+    #if canImport(Darwin)
+    /// Apple's figures for the volume holding `url`, from `URLResourceValues`.
+    ///
+    /// Darwin's `statvfs` counts blocks in 32 bits and knows nothing of purgeable space, so only
+    /// its `f_fsid` is used here.
+    private static func systemCapacity(
+        of url: URL,
+        path: String,
+        reserves: Reserves,
+        volumeID: UInt64
+    ) throws -> VolumeCapacity {
+        var keys: Set<URLResourceKey> = [.volumeTotalCapacityKey, .volumeAvailableCapacityKey]
+        #if os(macOS) || os(iOS) || os(visionOS)
+        keys.formUnion([.volumeAvailableCapacityForImportantUsageKey, .volumeAvailableCapacityForOpportunisticUsageKey])
+        #endif
+        let values: URLResourceValues
+        do {
+            values = try url.resourceValues(forKeys: keys)
+        } catch {
+            throw StowageError.foundation(error, "read the capacity of", path: path)
+        }
+        guard let total = values.volumeTotalCapacity, let available = values.volumeAvailableCapacity else {
+            throw StowageError(
+                code: .unsupported,
+                message: "cannot read the capacity of \(PathInput.quoted(path, limit: 1_024)): the volume reports "
+                    + "no total or available capacity",
+                path: path
+            )
+        }
+        var capacity = VolumeCapacity(
+            total: ByteCount(Int64(total)),
+            available: ByteCount(Int64(available)),
+            reserves: reserves,
+            volumeID: volumeID
+        )
+        #if os(macOS) || os(iOS) || os(visionOS)
+        // The system's own budgets replace the reserves where it has them.
+        if let important = values.volumeAvailableCapacityForImportantUsage {
+            capacity.availableForImportantUsage = ByteCount(important)
+        }
+        if let opportunistic = values.volumeAvailableCapacityForOpportunisticUsage {
+            capacity.availableForOpportunisticUsage = ByteCount(opportunistic)
+        }
+        #endif
+        return capacity
+    }
+    #endif
 }

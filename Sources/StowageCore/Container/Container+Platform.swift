@@ -59,7 +59,8 @@ extension Container {
     }
 
     #if canImport(Darwin)
-    /// FileManager's search paths; shared directories get the identifier appended.
+    /// FileManager's search paths; shared directories (a non-sandboxed Mac app's) get the
+    /// identifier appended.
     static func appleURLs(identifier: String) throws -> [Location: URL] {
         let manager = FileManager.default
         func directory(_ kind: FileManager.SearchPathDirectory) throws -> URL {
@@ -68,7 +69,16 @@ extension Container {
             }
             return url
         }
+        #if os(macOS)
+        // A sandboxed Mac app's search paths are already inside its own container
+        // (~/Library/Containers/<id>/Data/…, and the sandbox sets APP_SANDBOX_CONTAINER_ID);
+        // a non-sandboxed one shares ~/Library with every other app, so it gets its own folder.
         let isSandboxed = ProcessInfo.processInfo.environment["APP_SANDBOX_CONTAINER_ID"] != nil
+        #else
+        // iOS, tvOS, watchOS and visionOS: every app runs in its own sandbox container, so its
+        // Documents, Library/Application Support, Library/Caches and tmp are its own already.
+        let isSandboxed = true
+        #endif
         func own(_ url: URL) -> URL { isSandboxed ? url : url.appending(path: identifier, directoryHint: .isDirectory) }
         let library = try directory(.libraryDirectory)
         return [

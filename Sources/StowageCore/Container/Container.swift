@@ -42,8 +42,10 @@ public struct Container: Sendable, Hashable {
     ///
     /// `$XDG_STATE_HOME` has no counterpart among the five locations (it is for logs and
     /// history that are neither backed up like data nor regenerable like caches), so it is not
-    /// used. On Apple platforms the locations are FileManager's search-path directories, with
-    /// `ID` appended where the directory is shared between apps outside a sandbox.
+    /// used. On Apple platforms the locations are FileManager's search-path directories: an
+    /// iOS, tvOS, watchOS or visionOS app, or a sandboxed Mac app, uses its own container's
+    /// directories as they are; a non-sandboxed Mac app gets `ID` appended, since it shares
+    /// `~/Library` with every other app.
     ///
     /// - Parameters:
     ///   - identifier: A reverse-DNS style name: letters, digits, `.`, `-`, `_`; not `.` or `..`.

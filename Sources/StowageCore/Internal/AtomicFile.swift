@@ -25,7 +25,7 @@ package enum AtomicFile {
             try bytes.withUnsafeBytes {
                 try FileDescriptorIO.writeAll($0, to: descriptor, action: "write", path: temporary)
             }
-            guard fsync(descriptor) == 0 else { throw StowageError.syscall(.current, "flush", path: temporary) }
+            try FileDescriptorIO.synchronize(descriptor, action: "flush", path: temporary)
         }
         guard rename(temporary, path) == 0 else { throw StowageError.syscall(.current, "replace", path: path) }
         succeeded = true

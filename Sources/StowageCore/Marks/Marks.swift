@@ -9,40 +9,67 @@ import Darwin
 
 /// Marks that tell backup tools and Stowage's purging what a file or directory is.
 ///
-/// - Excluded from backup: the freedesktop.org extended attribute `user.xdg.robots.backup`
-///   set to `false` (Common Extended Attributes), which backup tools on Linux read; the role
-///   of `URLResourceValues.isExcludedFromBackup` in seed 003.
-/// - Purgeable: Stowage's own extended attribute `user.stowage.purgeable` = `true`, the role of
-///   `URLResourceValues.isPurgeable`: Stowage's purging may delete it under storage pressure.
+/// - Excluded from backup: on Linux, the freedesktop.org extended attribute
+///   `user.xdg.robots.backup` set to `false` (Common Extended Attributes), which backup tools
+///   on Linux read. On Apple platforms, Apple's `URLResourceValues.isExcludedFromBackup`, which
+///   Time Machine and iCloud/device backups honour.
+/// - Purgeable: Stowage's own extended attribute `user.stowage.purgeable` = `true` on every
+///   platform (APFS keeps any attribute name): Stowage's purging may delete the item under
+///   storage pressure. The system's own purging does not read it.
 /// - Cache directories additionally get a `CACHEDIR.TAG` file (see ``CacheDirectoryTag``),
 ///   which tar, borg, restic and rsync-based tools honour without reading xattrs.
 ///
-/// Marks never follow a final symbolic link: marking a link marks the link. Where the file
-/// system has no user extended attributes (some network and pseudo file systems), each call
-/// throws ``StowageError`` with code `.unsupported`; it never pretends to have set a mark.
+/// Extended-attribute marks never follow a final symbolic link: marking a link marks the link.
+/// Where the file system has no user extended attributes (some network and pseudo file
+/// systems), each call throws ``StowageError`` with code `.unsupported`; it never pretends to
+/// have set a mark.
 public enum Marks {
-    /// `user.xdg.robots.backup`, from freedesktop.org's Common Extended Attributes.
+    /// `user.xdg.robots.backup`, from freedesktop.org's Common Extended Attributes: the backup
+    /// exclusion on Linux (Apple platforms use `URLResourceValues.isExcludedFromBackup`).
     public static let backupAttribute = "user.xdg.robots.backup"
     /// `user.stowage.purgeable`, Stowage's purgeable mark.
     public static let purgeableAttribute = "user.stowage.purgeable"
 
-    /// Whether the item is excluded from backup (`user.xdg.robots.backup` is `false`).
+    /// Whether the item is excluded from backup: `user.xdg.robots.backup` is `false` on Linux,
+    /// `URLResourceValues.isExcludedFromBackup` on Apple platforms.
     ///
     /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs,
     ///   `.notFound` when the item does not exist.
     public static func isExcludedFromBackup(_ url: URL) throws -> Bool {
+        #if canImport(Darwin)
+        let path = try url.checkedFileSystemPath(subject: "cannot read the backup exclusion")
+        do {
+            return try url.resourceValues(forKeys: [.isExcludedFromBackupKey]).isExcludedFromBackup ?? false
+        } catch {
+            throw StowageError.foundation(error, "read the backup exclusion of", path: path)
+        }
+        #else
         try attribute(backupAttribute, of: url) == "false"
+        #endif
     }
 
     /// Excludes the item from backup, or clears the exclusion.
     ///
     /// - Parameters:
-    ///   - excluded: `true` sets `user.xdg.robots.backup` to `false`; `false` removes the
-    ///     attribute (backup tools then use their default, which is to back up).
+    ///   - excluded: On Linux, `true` sets `user.xdg.robots.backup` to `false`; `false` removes
+    ///     the attribute (backup tools then use their default, which is to back up). On Apple
+    ///     platforms, the value of `URLResourceValues.isExcludedFromBackup`.
     ///   - url: The file or directory.
     /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs.
     public static func setExcludedFromBackup(_ excluded: Bool, at url: URL) throws {
+        #if canImport(Darwin)
+        let path = try url.checkedFileSystemPath(subject: "cannot set the backup exclusion")
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = excluded
+        var target = url
+        do {
+            try target.setResourceValues(values)
+        } catch {
+            throw StowageError.foundation(error, excluded ? "exclude from backup" : "include in backup", path: path)
+        }
+        #else
         try setFlag(backupAttribute, value: "false", present: excluded, at: url)
+        #endif
     }
 
     /// Whether the item carries Stowage's purgeable mark.

@@ -230,7 +230,7 @@ public final class Preferences: Sendable {
 
     // MARK: - Maintenance
 
-    /// Waits until every write so far is on the device (`fdatasync`): a power loss after this
+    /// Waits until every write so far is on the device (`fdatasync`; `F_FULLFSYNC` on Apple): a power loss after this
     /// returns loses none of them.
     public func synchronize() throws {
         try state.withLock { try $0.log.flush() }

@@ -19,7 +19,7 @@ import Darwin
 /// - A writer takes the `flock` exclusively, appends a record after the committed end with one
 ///   `pwrite`, then advances the committed end with an atomic store. A set is durable against
 ///   the process being killed once `pwrite` returns (the bytes are in the kernel's page cache);
-///   ``Preferences/Durability/powerLoss`` adds an `fdatasync`.
+///   ``Preferences/Durability/powerLoss`` adds an `fdatasync` (`F_FULLFSYNC` on Apple platforms).
 /// - Readers need no lock: every byte before the committed end is already written, and the only
 ///   rewrite is compaction, which writes a new file and renames it over this one after setting
 ///   the superseded flag here (so holders of this file reopen the path).
@@ -236,7 +236,7 @@ final class PreferencesLog {
         try bytes[0..<filled].withUnsafeBytes {
             try FileDescriptorIO.writeAll($0, to: output, action: "keep a copy of the damaged file", path: copy)
         }
-        guard fsync(output) == 0 else { throw StowageError.syscall(.current, "flush the damaged copy", path: copy) }
+        try FileDescriptorIO.synchronize(output, action: "flush the damaged copy", path: copy)
         return copy
     }
 
@@ -264,14 +264,10 @@ final class PreferencesLog {
         return end + record.count
     }
 
-    /// Writes the file's data and header to the device (`fdatasync`).
+    /// Writes the file's data and header to the device (`fdatasync` on Linux, `F_FULLFSYNC` on
+    /// Apple platforms).
     func flush() throws {
-        #if canImport(Darwin)
-        let result = fcntl(descriptor, F_FULLFSYNC)
-        #else
-        let result = fdatasync(descriptor)
-        #endif
-        guard result == 0 else { throw StowageError.syscall(.current, "flush the preferences file", path: path) }
+        try FileDescriptorIO.synchronize(descriptor, dataOnly: true, action: "flush the preferences file", path: path)
     }
 
     /// Makes `end` the committed end and cuts the file there: used at open to drop a damaged
@@ -415,9 +411,7 @@ final class PreferencesLog {
                     path: temporary
                 )
             }
-            guard fsync(descriptor) == 0 else {
-                throw StowageError.syscall(.current, "flush a temporary preferences file", path: temporary)
-            }
+            try FileDescriptorIO.synchronize(descriptor, action: "flush a temporary preferences file", path: temporary)
         }
         try install(temporary)
     }

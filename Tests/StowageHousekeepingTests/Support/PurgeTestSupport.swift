@@ -5,6 +5,8 @@ import StowageTestSupport
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A rooted container in a fresh temporary directory, with helpers to lay out files.
@@ -56,7 +58,7 @@ final class TestContainer: Sendable {
             at: url(relative).deletingLastPathComponent(),
             withIntermediateDirectories: true
         )
-        guard Glibc.symlink(destination, url(relative).path) == 0 else {
+        guard createSymbolicLink(destination, at: url(relative).path) == 0 else {
             throw TestFailure("symlink \(relative) failed: errno \(errno)")
         }
     }
@@ -102,3 +104,8 @@ func hasBirthTime(_ url: URL) -> Bool {
 
 /// One day in seconds.
 let day: Double = 86_400
+
+/// `symlink(2)`, under a name the container's `symlink(_:to:)` method does not shadow.
+private func createSymbolicLink(_ destination: String, at path: String) -> Int32 {
+    symlink(destination, path)
+}

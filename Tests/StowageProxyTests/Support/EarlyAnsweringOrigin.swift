@@ -30,7 +30,7 @@ final class EarlyAnsweringOrigin: Sendable {
     var requestCount: Int { requests.load(ordering: .relaxed) }
 
     init(_ behaviour: Behaviour) throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let listener = makeTCPSocket()
         var yes: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
@@ -86,7 +86,7 @@ final class EarlyAnsweringOrigin: Sendable {
                         + body
                 }
                 let bytes = Array(reply.utf8)
-                _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                _ = bytes.withUnsafeBytes { sendWithoutSIGPIPE(connection, $0) }
             }
             let count = recv(connection, &buffer, buffer.count, 0)
             guard count > 0 else { return }

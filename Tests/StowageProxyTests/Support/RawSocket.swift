@@ -11,7 +11,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
     private let descriptor: Int32
 
     init(port: Int, receiveTimeout seconds: Int = 30) throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        descriptor = makeTCPSocket()
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -30,7 +30,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
 
     func send(_ text: String) {
         let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = bytes.withUnsafeBytes { sendWithoutSIGPIPE(descriptor, $0) }
     }
 
     /// Reads a response's head only. `nil` when the peer closed first.
