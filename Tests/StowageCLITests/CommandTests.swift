@@ -1,4 +1,5 @@
 import Foundation
+import StowageCore
 import StowageTestSupport
 import Testing
 
@@ -120,6 +121,110 @@ struct CommandTests {
             let plain = try await StowageExecutable.run(["usage", "--bytes", root.path])
             #expect(plain.standardOutput.contains("\(try await StowageExecutable.du(root.path))"))
         }
+    }
+
+    @Test("usage --exclude skips matching names and their subtrees, equal to du --exclude -s -B1")
+    func usageExcludeMatchesDu() async throws {
+        try await withTemporaryDirectory { root in
+            let files = [
+                ".DS_Store": 6_148, "photos/.DS_Store": 10_244, "photos/a.jpg": 90_000, ".DS_dir/x.bin": 20_000,
+                "node_modules/pkg/index.js": 30_000, "logs/app.log": 50_000, "logs/keep.txt": 5_000, "kept/doc": 40_000,
+            ]
+            for (path, size) in files {
+                let url = root.appending(path: path)
+                try FileManager.default.createDirectory(
+                    at: url.deletingLastPathComponent(),
+                    withIntermediateDirectories: true
+                )
+                try Data(repeating: 7, count: size).write(to: url)
+            }
+            link(root.appending(path: "logs/app.log").path, root.appending(path: "kept/app-link").path)
+            link(root.appending(path: "kept/doc").path, root.appending(path: "kept/doc.log").path)
+            symlink(root.appending(path: "logs").path, root.appending(path: "kept/logs-link").path)
+            for patterns in [[".DS*"], ["*.log"], [".DS*", "*.log", "node_modules"]] {
+                let excludes = patterns.flatMap { ["--exclude", $0] }
+                let outcome = try await StowageExecutable.run(["usage", "--bytes"] + excludes + [root.path])
+                #expect(outcome.status == 0, "\(outcome.standardError)")
+                let du = try await StowageExecutable.runProcess(
+                    ["du", "-s", "-B1"] + patterns.map { "--exclude=\($0)" } + [root.path]
+                )
+                let expected = try #require(du.standardOutput.split(separator: "\t").first)
+                let measured = outcome.standardOutput.split(separator: "\n").last?.split(separator: " ").first
+                #expect(measured.map(String.init) == String(expected), "\(patterns)")
+            }
+        }
+    }
+
+    @Test("usage --exclude refuses an empty pattern and one with '/' (exit 64)", arguments: ["", "logs/app.log"])
+    func usageExcludeRefused(pattern: String) async throws {
+        let outcome = try await StowageExecutable.run(["usage", "--exclude", pattern, "/tmp"])
+        #expect(outcome.status == 64)
+        #expect(outcome.standardError.contains("--exclude"))
+        #expect(outcome.standardError.contains("exclusion pattern"))
+    }
+
+    // MARK: - report: backup audit
+
+    @Test("report audits backups: large files not excluded are listed, the total warns, text and JSON")
+    func reportBackupAudit() async throws {
+        try await withTemporaryDirectory { root in
+            let first = try await StowageExecutable.run(["report", "--root", root.path, "--json"])
+            #expect(first.status == 0, "\(first.standardError)")
+            let big = Data(repeating: 1, count: 12_000_000)
+            try big.write(to: root.appending(path: "Documents/big.bin"))
+            try big.write(to: root.appending(path: "Library/Caches/cached.bin"))
+            let podcast = root.appending(path: "Documents/podcast.mp3")
+            try big.write(to: podcast)
+            try Marks.setExcludedFromBackup(true, at: podcast)
+
+            let text = try await StowageExecutable.run(["report", "--root", root.path, "--backup-warning", "10MB"])
+            #expect(text.status == 0, "\(text.standardError)")
+            // The audit section runs from its heading to the stores table (which lists cache files).
+            let start = try #require(text.standardOutput.range(of: "Backup audit:"))
+            let section = text.standardOutput[start.lowerBound...].components(separatedBy: "\nStores\n")[0]
+            #expect(section.contains("Backup audit: 12.0"))
+            #expect(section.contains("1 file over 10.00M backed up"))
+            #expect(section.contains("Documents/big.bin"))
+            #expect(!section.contains("podcast.mp3") && !section.contains("cached.bin"))
+            #expect(section.contains("warning: a backup of this container would copy 12.0"))
+
+            let json = try await StowageExecutable.run([
+                "report", "--root", root.path, "--json", "--backup-warning=10MB",
+            ])
+            #expect(json.status == 0, "\(json.standardError)")
+            let object = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+            let audit = try #require(object?["backupAudit"] as? [String: Any])
+            let files = try #require(audit["largeFiles"] as? [[String: Any]])
+            #expect(files.compactMap { $0["path"] as? String } == ["Documents/big.bin"])
+            #expect(audit["isOverWarningThreshold"] as? Bool == true)
+            #expect(audit["warning"] is String)
+            let locations = try #require(audit["locations"] as? [[String: Any]])
+            let documents = try #require(locations.first { $0["location"] as? String == "documents" })
+            let excluded = try #require(documents["excluded"] as? [String: Any])
+            #expect((excluded["allocatedBytes"] as? Int64 ?? 0) >= 12_000_000)
+            #expect(excluded["fileCount"] as? Int == 1)
+            let caches = try #require(locations.first { $0["location"] as? String == "caches" })
+            #expect(caches["isExcluded"] as? Bool == true)
+            #expect((audit["excludedBytes"] as? Int64 ?? 0) >= 24_000_000)
+            let backedUp = try #require(audit["backedUpBytes"] as? Int64)
+            #expect(backedUp >= 12_000_000 && backedUp < 12_100_000)
+
+            let quiet = try await StowageExecutable.run(["report", "--root", root.path])
+            #expect(!quiet.standardOutput.contains("warning:"))  // 12 MB is under the default 100 MB
+        }
+    }
+
+    @Test(
+        "report refuses bad audit thresholds with a usage error (exit 64)",
+        arguments: [
+            ["--large-file-threshold=-5MB"], ["--backup-warning", "lots"], ["--large-file-threshold", "12 parsecs"],
+        ]
+    )
+    func reportBadThresholds(arguments: [String]) async throws {
+        let outcome = try await StowageExecutable.run(["report", "--root", "/tmp/stowage-never-created"] + arguments)
+        #expect(outcome.status == 64)
+        #expect(outcome.standardError.contains("as a size"))
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/stowage-never-created"))
     }
 
     @Test("usage of a missing path exits 2 and names the path")

@@ -14,15 +14,43 @@ struct ReportCommand: AsyncParsableCommand {
             table lists each disk cache (from its index), loose cache files, purgeable directory, \
             preference suite, the secret store, each user database and temporary files, with their \
             category (durable, regenerable, temporary). --json adds them under "account".
+
+            The backup audit (after Apple's storage guide) shows, per location, the bytes a backup             would copy and those it would skip: caches and temporary are never backed up, and a file             or directory marked user.xdg.robots.backup=false, or a directory with a CACHEDIR.TAG, is             skipped with everything under it. It lists the largest files over --large-file-threshold             (default 10MB) that are not excluded, at most 20, and warns when the backed-up total is             over --backup-warning (default 100MB). Sizes are allocated bytes, as du -s -B1 counts them.             --json carries it under "backupAudit": "backedUpBytes", "excludedBytes",             "isOverWarningThreshold", "warning" (only when over), "largeFileCount", "largeFiles"             ([{"location", "path" (relative to --root, absolute otherwise), "allocatedBytes",             "logicalBytes"}]), "locations" ([{"location", "isExcluded", "backedUp", "excluded" (totals             as in "usage"), "issues"}]) and "configuration" ({"largeFileThreshold", "warningThreshold",             "maximumListedFiles"}).
             """
     )
 
     @OptionGroup var options: GlobalOptions
 
+    @Option(help: ArgumentHelp("List files above this size that backups would copy (default 10MB).", valueName: "SIZE"))
+    var largeFileThreshold: String?
+
+    @Option(help: ArgumentHelp("Warn when backups would copy more than this (default 100MB).", valueName: "SIZE"))
+    var backupWarning: String?
+
+    func validate() throws {
+        _ = try auditConfiguration()
+    }
+
+    /// The audit's thresholds from the options, read with the library's size parser.
+    private func auditConfiguration() throws -> BackupAudit.Configuration {
+        var configuration = BackupAudit.Configuration()
+        do {
+            if let largeFileThreshold { configuration.largeFileThreshold = try ByteCount(parsing: largeFileThreshold) }
+        } catch let error as StowageError {
+            throw ValidationError("--large-file-threshold: " + error.message)
+        }
+        do {
+            if let backupWarning { configuration.warningThreshold = try ByteCount(parsing: backupWarning) }
+        } catch let error as StowageError {
+            throw ValidationError("--backup-warning: " + error.message)
+        }
+        return configuration
+    }
+
     func run() async throws {
         try await Output.run {
             let container = try options.container()
-            let report = try await container.report()
+            let report = try await container.report(backupAudit: try auditConfiguration())
             let account = try await StorageAccountant(container: container).account()
             if options.json {
                 try Output.printJSON(ReportDocument(report: report, account: account))
@@ -32,10 +60,9 @@ struct ReportCommand: AsyncParsableCommand {
             print("")
             print(Self.render(account))
             for issue in account.issues { Output.warn(issue) }
-            for location in report.locations {
-                for issue in location.issues { Output.warn(issue.description) }
-            }
-            if report.locations.contains(where: { !$0.issues.isEmpty }) { throw Output.partialFailure }
+            let issues = report.locations.flatMap(\.issues) + report.backupAudit.locations.flatMap(\.issues)
+            for issue in issues { Output.warn(issue.description) }
+            if !issues.isEmpty { throw Output.partialFailure }
         }
     }
 
@@ -69,6 +96,42 @@ struct ReportCommand: AsyncParsableCommand {
                     + "for opportunistic usage \(capacity.availableForOpportunisticUsage.formatted(.compact))"
             )
         }
+        lines.append("")
+        lines.append(render(report.backupAudit))
+        return lines.joined(separator: "\n")
+    }
+
+    static func render(_ audit: BackupAudit) -> String {
+        var table = TextTable(header: ["LOCATION", "BACKED UP", "EXCLUDED", "WHOLE LOCATION"])
+        for entry in audit.locations {
+            table.append([
+                entry.location.description,
+                entry.backedUp.allocatedBytes.formatted(.compact),
+                entry.excluded.allocatedBytes.formatted(.compact),
+                entry.isExcluded ? "excluded" : "backed up",
+            ])
+        }
+        var lines = [
+            "Backup audit: \(audit.backedUpBytes.formatted(.compact)) backed up, "
+                + "\(audit.excludedBytes.formatted(.compact)) excluded",
+            table.rendered,
+        ]
+        let threshold = audit.configuration.largeFileThreshold.formatted(.compact)
+        if audit.largeFileCount == 0 {
+            lines.append("No file over \(threshold) is backed up.")
+        } else {
+            let shown =
+                audit.largeFiles.count < audit.largeFileCount ? " (largest \(audit.largeFiles.count) shown)" : ""
+            lines.append(
+                "\(audit.largeFileCount) file\(audit.largeFileCount == 1 ? "" : "s") over \(threshold) backed up\(shown):"
+            )
+            var files = TextTable(header: ["SIZE", "LOCATION", "PATH"])
+            for file in audit.largeFiles {
+                files.append([file.allocatedBytes.formatted(.compact), file.location.description, file.path])
+            }
+            lines.append(files.rendered)
+        }
+        if let warning = audit.warning { lines.append("warning: " + warning) }
         return lines.joined(separator: "\n")
     }
 

@@ -10,6 +10,13 @@ struct UsageCommand: AsyncParsableCommand {
         discussion: """
             Hard links are counted once per PATH, symbolic links are never followed. Entries that
             cannot be read are reported on standard error and the exit status is 1, as with du.
+
+            --exclude GLOB (repeatable) skips every file or directory below PATH whose name matches
+            the shell pattern (*, ?, [...] as in fnmatch), with everything under it, like du's
+            --exclude: `stowage usage --exclude '.DS*' --exclude '*.log' DIR`. The pattern is matched
+            against names only, so it may not contain '/'; du also matches it against whole paths,
+            which only differs when a * or ? would have to match a '/'. An empty pattern or one with
+            '/' is a usage error (exit 64).
             """
     )
 
@@ -22,6 +29,15 @@ struct UsageCommand: AsyncParsableCommand {
     @Flag(name: [.customShort("x"), .long], help: "Skip directories on other file systems, like du -x.")
     var oneFileSystem = false
 
+    @Option(
+        name: .customLong("exclude"),
+        help: ArgumentHelp(
+            "Skip files and directories whose name matches this shell pattern (repeatable).",
+            valueName: "GLOB"
+        )
+    )
+    var exclude: [String] = []
+
     @Flag(help: "Also show each immediate child of a directory.")
     var children = false
 
@@ -30,11 +46,25 @@ struct UsageCommand: AsyncParsableCommand {
 
     func validate() throws {
         for path in paths { try GlobalOptions.checkPath(path, "usage") }
+        _ = try patterns()
+    }
+
+    /// The --exclude patterns, read by the library so the CLI and library refuse the same ones.
+    private func patterns() throws -> [NamePattern] {
+        do {
+            return try exclude.map { try NamePattern($0) }
+        } catch let error as StowageError {
+            throw ValidationError("--exclude: " + error.message)
+        }
     }
 
     func run() async throws {
         try await Output.run {
-            let options = DiskUsage.Options(staysOnFileSystem: oneFileSystem, includesChildren: children)
+            let options = DiskUsage.Options(
+                staysOnFileSystem: oneFileSystem,
+                includesChildren: children,
+                excluding: try patterns()
+            )
             var results: [DiskUsage] = []
             for path in paths {
                 results.append(try await DiskUsage.measure(URL(filePath: path), options: options))

@@ -9,6 +9,8 @@ public struct ContainerReport: Sendable, Hashable, Codable {
     public var root: String?
     /// One entry per location, in `Location/allCases` order.
     public var locations: [LocationReport]
+    /// What a backup would copy and skip, and the large files it would copy.
+    public var backupAudit: BackupAudit
 
     /// One location of the report.
     public struct LocationReport: Sendable, Hashable, Codable {
@@ -46,11 +48,20 @@ public struct ContainerReport: Sendable, Hashable, Codable {
 }
 
 extension Container {
-    /// Measures every location, creating the missing ones with their marks first (first use).
+    /// Measures every location, creating the missing ones with their marks first (first use),
+    /// and audits what a backup would copy (see ``BackupAudit``).
     ///
-    /// - Parameter reserves: The reserves behind the important and opportunistic capacities.
-    /// - Throws: ``StowageError`` when a location cannot be created or examined.
-    public func report(reserves: VolumeCapacity.Reserves = VolumeCapacity.Reserves()) async throws -> ContainerReport {
+    /// - Parameters:
+    ///   - reserves: The reserves behind the important and opportunistic capacities.
+    ///   - backupAudit: The backup audit's thresholds; Apple's storage guide's 10 MB for large
+    ///     files and 100 MB for the warning by default.
+    /// - Throws: ``StowageError`` when a location cannot be created or examined, or with code
+    ///   `.invalidArgument` for a negative audit threshold.
+    public func report(
+        reserves: VolumeCapacity.Reserves = VolumeCapacity.Reserves(),
+        backupAudit: BackupAudit.Configuration = BackupAudit.Configuration()
+    ) async throws -> ContainerReport {
+        try backupAudit.validate()
         var locations: [ContainerReport.LocationReport] = []
         for location in Location.allCases {
             let url = try await directory(for: location)
@@ -70,7 +81,12 @@ extension Container {
                 )
             )
         }
-        return ContainerReport(identifier: identifier, root: root?.fileSystemPath, locations: locations)
+        return ContainerReport(
+            identifier: identifier,
+            root: root?.fileSystemPath,
+            locations: locations,
+            backupAudit: try await auditBackups(configuration: backupAudit)
+        )
     }
 
     private static func status(_ read: () throws -> Bool) throws -> ContainerReport.MarkStatus {

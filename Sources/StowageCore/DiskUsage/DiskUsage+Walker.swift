@@ -76,6 +76,9 @@ struct TreeWalker {
         to totals: inout DiskUsage.Totals,
         recordingChildren children: inout [DiskUsage.Child]?
     ) throws {
+        // Checked before fstatat, as du checks --exclude before it looks at the entry: an
+        // excluded name costs no system call, and with no patterns this is one emptiness test.
+        if !options.excluding.isEmpty && isExcluded(name) { return }
         var status = stat()
         guard fstatat(descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
             // An entry deleted between readdir and fstatat simply no longer takes space.
@@ -107,6 +110,11 @@ struct TreeWalker {
             )
         }
         totals.add(entryTotals)
+    }
+
+    private func isExcluded(_ name: UnsafePointer<CChar>) -> Bool {
+        for pattern in options.excluding where pattern.matches(name) { return true }
+        return false
     }
 
     private func count(_ status: stat, into totals: inout DiskUsage.Totals) {

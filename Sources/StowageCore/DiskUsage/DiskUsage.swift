@@ -81,12 +81,18 @@ public struct DiskUsage: Sendable, Hashable, Codable {
         public var staysOnFileSystem: Bool
         /// Fill ``DiskUsage/children`` with a breakdown per immediate child. Default `false`.
         public var includesChildren: Bool
+        /// Skip every file or directory below the measured path whose name matches one of these
+        /// patterns, with everything under it, like `du --exclude` (see ``NamePattern``). A
+        /// skipped entry is neither counted nor examined, so a hard link to it found elsewhere
+        /// still counts. The measured path itself is always measured. Default: none.
+        public var excluding: [NamePattern]
 
         /// Creates options; the defaults measure the whole tree, crossing mount points, with no
-        /// per-child breakdown.
-        public init(staysOnFileSystem: Bool = false, includesChildren: Bool = false) {
+        /// per-child breakdown and nothing excluded.
+        public init(staysOnFileSystem: Bool = false, includesChildren: Bool = false, excluding: [NamePattern] = []) {
             self.staysOnFileSystem = staysOnFileSystem
             self.includesChildren = includesChildren
+            self.excluding = excluding
         }
     }
 

@@ -30,9 +30,23 @@ public enum CacheDirectoryTag {
     /// Whether `directory` holds a valid tag (a regular file starting with the signature).
     public static func isPresent(in directory: URL) -> Bool {
         let path = directory.appending(path: fileName).fileSystemPath
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        return hasSignature(open(path, tagOpenFlags))
+    }
+
+    /// Whether the directory open at `descriptor` holds a valid tag.
+    package static func isPresent(inDirectory descriptor: Int32) -> Bool {
+        hasSignature(openat(descriptor, fileName, tagOpenFlags))
+    }
+
+    // Non-blocking, so a FIFO named CACHEDIR.TAG cannot hang a report; never through a link.
+    private static let tagOpenFlags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
+
+    /// Whether the file open at `descriptor` (closed here) is regular and starts with the signature.
+    private static func hasSignature(_ descriptor: Int32) -> Bool {
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, FileType(status) == .regular else { return false }
         let expected = Array(signature.utf8)
         var buffer = [UInt8](repeating: 0, count: expected.count)
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }

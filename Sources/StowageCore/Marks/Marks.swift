@@ -99,7 +99,20 @@ public enum Marks {
 
     /// The attribute's value as UTF-8 text, or `nil` when the item does not have it.
     package static func attribute(_ name: String, of url: URL) throws -> String? {
-        let path = try url.checkedFileSystemPath(subject: "cannot use extended attributes")
+        try attribute(name, atPath: url.checkedFileSystemPath(subject: "cannot use extended attributes"))
+    }
+
+    /// Whether the item at `path` (a final symbolic link not followed) is excluded from backup;
+    /// `false` where the file system has no extended attributes, since no mark can be there.
+    package static func isExcludedFromBackup(atPath path: String) throws -> Bool {
+        do {
+            return try attribute(backupAttribute, atPath: path) == "false"
+        } catch StowageError.Code.unsupported {
+            return false
+        }
+    }
+
+    package static func attribute(_ name: String, atPath path: String) throws -> String? {
         var buffer = [UInt8](repeating: 0, count: 256)
         let length = buffer.withUnsafeMutableBytes { stowage_getxattr(path, name, $0.baseAddress, $0.count) }
         if length >= 0 { return String(decoding: buffer.prefix(length), as: UTF8.self) }

@@ -1,0 +1,248 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Container {
+    /// Audits what a backup of the container would copy (see ``BackupAudit``), creating missing
+    /// locations with their marks first, as ``report(reserves:backupAudit:)`` does.
+    ///
+    /// - Parameter configuration: The thresholds; Apple's storage guide's 10 MB and 100 MB by default.
+    /// - Returns: The audit; entries that could not be read are in each location's `issues`.
+    /// - Throws: ``StowageError`` with code `.invalidArgument` for a negative threshold or limit,
+    ///   or when a location cannot be created or examined; `CancellationError` when the task is
+    ///   cancelled (checked per directory).
+    public func auditBackups(
+        configuration: BackupAudit.Configuration = BackupAudit.Configuration()
+    ) async throws -> BackupAudit {
+        try configuration.validate()
+        var directories: [(Location, String)] = []
+        for location in Location.allCases {
+            directories.append((location, try await directory(for: location).fileSystemPath))
+        }
+        let rootPath = root?.fileSystemPath
+        let cancellation = CancellationFlag()
+        return try await withTaskCancellationHandler { [directories] in
+            try await BlockingWork.run {
+                var walker = BackupAuditWalker(configuration: configuration, cancellation: cancellation)
+                var locations: [BackupAudit.LocationAudit] = []
+                for (location, path) in directories {
+                    locations.append(
+                        try walker.audit(location, at: path, shownAs: Self.shownPath(path, root: rootPath))
+                    )
+                }
+                return BackupAudit(
+                    configuration: configuration,
+                    locations: locations,
+                    largeFiles: walker.largeFiles,
+                    largeFileCount: walker.largeFileCount
+                )
+            }
+        } onCancel: {
+            cancellation.cancel()
+        }
+    }
+
+    /// A location's directory as large files name it: below the root when rooted, else absolute.
+    private static func shownPath(_ path: String, root: String?) -> String {
+        guard let root else { return path }
+        let prefix = root.hasSuffix("/") ? root : root + "/"
+        return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
+    }
+}
+
+/// The walk behind ``BackupAudit``, one location after the other.
+///
+/// Like ``DiskUsage``'s walk it reads each directory through a descriptor opened relative to its
+/// parent's with `O_NOFOLLOW` and examines entries with `fstatat(…, AT_SYMLINK_NOFOLLOW)`.
+/// Deciding whether an entry is excluded costs one `lgetxattr` per regular file or directory
+/// that is not already inside an excluded subtree (Linux has no descriptor-relative form), and
+/// one `openat` of `CACHEDIR.TAG` per such directory. Nothing else is opened: FIFOs, sockets and
+/// devices are counted from their status alone.
+struct BackupAuditWalker {
+    private let configuration: BackupAudit.Configuration
+    private let cancellation: CancellationFlag?
+    /// Files with more than one link seen in the current location, so each is counted once.
+    private var seenLinks = Set<FileIdentity>()
+    private var issues: [DiskUsage.Issue] = []
+    private(set) var largeFiles: [BackupAudit.LargeFile] = []
+    private(set) var largeFileCount = 0
+
+    init(configuration: BackupAudit.Configuration, cancellation: CancellationFlag?) {
+        self.configuration = configuration
+        self.cancellation = cancellation
+    }
+
+    /// The figures of `location`, whose directory is `path`; large files are named
+    /// `shownAs/relative/path`.
+    mutating func audit(
+        _ location: Location,
+        at path: String,
+        shownAs shown: String
+    ) throws -> BackupAudit.LocationAudit {
+        seenLinks.removeAll()
+        issues.removeAll()
+        var status = stat()
+        guard lstat(path, &status) == 0 else { throw StowageError.syscall(.current, "audit", path: path) }
+        var backedUp = DiskUsage.Totals()
+        var excluded = DiskUsage.Totals()
+        var isExcluded = !location.isBackedUp || markedExcluded(path)
+        if FileType(status) == .directory {
+            let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if descriptor < 0 {
+                report(path, "cannot read directory", .current)
+            } else {
+                isExcluded = isExcluded || CacheDirectoryTag.isPresent(inDirectory: descriptor)
+                Self.tally(status, isExcluded, &backedUp, &excluded)
+                let directory = Directory(location: location, path: path, shown: shown, isExcluded: isExcluded)
+                try walk(descriptor, directory, backedUp: &backedUp, excluded: &excluded)
+            }
+        } else {
+            Self.tally(status, isExcluded, &backedUp, &excluded)
+        }
+        return BackupAudit.LocationAudit(
+            location: location,
+            isExcluded: isExcluded,
+            backedUp: backedUp,
+            excluded: excluded,
+            issues: issues
+        )
+    }
+
+    /// The directory being read: where it is, how large files below it are named, and whether
+    /// it is inside an excluded subtree.
+    private struct Directory {
+        var location: Location
+        var path: String
+        var shown: String
+        var isExcluded: Bool
+
+        func child(_ name: String, isExcluded: Bool) -> Directory {
+            Directory(location: location, path: path + "/" + name, shown: shown + "/" + name, isExcluded: isExcluded)
+        }
+    }
+
+    /// Reads the directory open at `descriptor` (closed here) and adds every entry below it.
+    private mutating func walk(
+        _ descriptor: Int32,
+        _ directory: Directory,
+        backedUp: inout DiskUsage.Totals,
+        excluded: inout DiskUsage.Totals
+    ) throws {
+        defer { close(descriptor) }
+        try cancellation?.check()
+        do {
+            try OpenDirectory.forEachEntry(in: descriptor, path: directory.path) { name, _ in
+                try add(name, in: descriptor, directory, backedUp: &backedUp, excluded: &excluded)
+            }
+        } catch let error as StowageError {
+            report(directory.path, "cannot read directory", (error.cause as? Errno) ?? .current)
+        }
+    }
+
+    private mutating func add(
+        _ cName: UnsafePointer<CChar>,
+        in descriptor: Int32,
+        _ directory: Directory,
+        backedUp: inout DiskUsage.Totals,
+        excluded: inout DiskUsage.Totals
+    ) throws {
+        var status = stat()
+        guard fstatat(descriptor, cName, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+            if errno != ENOENT { report(directory.path + "/" + String(cString: cName), "cannot examine", .current) }
+            return
+        }
+        let type = FileType(status)
+        if type != .directory && status.st_nlink > 1 {
+            guard seenLinks.insert(FileIdentity(status)).inserted else { return }
+        }
+        // Inside an excluded subtree nothing needs a name: the whole subtree is skipped by backups.
+        let name = directory.isExcluded && type != .directory ? "" : String(cString: cName)
+        var isExcluded = directory.isExcluded
+        if !isExcluded && type != .other {
+            isExcluded = markedExcluded(directory.path + "/" + name)
+        }
+        if type == .directory {
+            let child = openat(descriptor, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if child < 0 {
+                if errno != ENOENT { report(directory.path + "/" + name, "cannot read directory", .current) }
+                Self.tally(status, isExcluded, &backedUp, &excluded)
+                return
+            }
+            isExcluded = isExcluded || CacheDirectoryTag.isPresent(inDirectory: child)
+            Self.tally(status, isExcluded, &backedUp, &excluded)
+            try walk(child, directory.child(name, isExcluded: isExcluded), backedUp: &backedUp, excluded: &excluded)
+            return
+        }
+        Self.tally(status, isExcluded, &backedUp, &excluded)
+        let allocated = ByteCount(Int64(status.st_blocks) * 512)
+        if type == .regular && !isExcluded && allocated > configuration.largeFileThreshold {
+            consider(
+                BackupAudit.LargeFile(
+                    location: directory.location,
+                    path: directory.shown + "/" + name,
+                    allocatedBytes: allocated,
+                    logicalBytes: ByteCount(Int64(status.st_size))
+                )
+            )
+        }
+    }
+
+    /// Whether the item at `path` carries `user.xdg.robots.backup` = `false`; an unreadable
+    /// attribute is an issue and counts as not excluded, as a backup tool would copy the item.
+    private mutating func markedExcluded(_ path: String) -> Bool {
+        do {
+            return try Marks.isExcludedFromBackup(atPath: path)
+        } catch let error as StowageError {
+            report(path, "cannot read the backup mark", (error.cause as? Errno) ?? .current)
+            return false
+        } catch {
+            return false
+        }
+    }
+
+    /// Keeps the largest files, largest first, without sorting every candidate.
+    private mutating func consider(_ file: BackupAudit.LargeFile) {
+        largeFileCount += 1
+        let limit = configuration.maximumListedFiles
+        guard limit > 0 else { return }
+        if largeFiles.count == limit, let last = largeFiles.last, !Self.precedes(file, last) { return }
+        let index = largeFiles.firstIndex { Self.precedes(file, $0) } ?? largeFiles.endIndex
+        largeFiles.insert(file, at: index)
+        if largeFiles.count > limit { largeFiles.removeLast() }
+    }
+
+    private static func precedes(_ lhs: BackupAudit.LargeFile, _ rhs: BackupAudit.LargeFile) -> Bool {
+        lhs.allocatedBytes != rhs.allocatedBytes ? lhs.allocatedBytes > rhs.allocatedBytes : lhs.path < rhs.path
+    }
+
+    /// Counts the entry into `excluded` or `backedUp`.
+    private static func tally(
+        _ status: stat,
+        _ isExcluded: Bool,
+        _ backedUp: inout DiskUsage.Totals,
+        _ excluded: inout DiskUsage.Totals
+    ) {
+        if isExcluded { count(status, into: &excluded) } else { count(status, into: &backedUp) }
+    }
+
+    private static func count(_ status: stat, into totals: inout DiskUsage.Totals) {
+        totals.allocatedBytes.rawValue += Int64(status.st_blocks) * 512
+        switch FileType(status) {
+        case .directory:
+            totals.directoryCount += 1
+        case .regular:
+            totals.fileCount += 1
+            totals.logicalBytes.rawValue += Int64(status.st_size)
+        case .other:
+            totals.otherCount += 1
+        }
+    }
+
+    private mutating func report(_ path: String, _ what: String, _ errno: Errno) {
+        issues.append(DiskUsage.Issue(path: path, message: "\(what): \(errno)"))
+    }
+}
