@@ -74,6 +74,7 @@ public final class CachingProxy: Sendable {
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             headTimeout: configuration.requestHeadTimeout,
             keepAliveTimeout: configuration.keepAliveTimeout,
+            sendTimeout: configuration.sendTimeout,
             logger: logger,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -102,6 +103,7 @@ public final class CachingProxy: Sendable {
                     configuration: ServerConfiguration(address: .hostname(admin.host, port: admin.port)),
                     headTimeout: configuration.requestHeadTimeout,
                     keepAliveTimeout: configuration.keepAliveTimeout,
+                    sendTimeout: configuration.sendTimeout,
                     logger: logger,
                     onServerRunning: { channel in
                         let port = channel.localAddress?.port ?? 0

@@ -47,6 +47,10 @@ public struct ProxyConfiguration: Sendable {
     /// How long a kept-alive connection may stay idle between requests before the proxy closes
     /// it (nginx's `keepalive_timeout`, whose default this is). Default 75 s.
     public var keepAliveTimeout: Duration
+    /// The longest a client may leave its response unread while the proxy has bytes waiting for
+    /// it; then the connection closes (nginx's `send_timeout`, whose default this is). Bounds the
+    /// connections and memory that clients who stop reading can hold. Default 60 s.
+    public var sendTimeout: Duration
     /// A cache level shared with other proxies (e.g. `RedisSharedTier`): proxies configured with
     /// the same one serve each other's stored responses. Default `nil` (this proxy's cache only).
     public var sharedTier: (any SharedCacheTier)?
@@ -165,6 +169,7 @@ public struct ProxyConfiguration: Sendable {
         requestBodyIdleTimeout = .seconds(60)
         requestHeadTimeout = .seconds(60)
         keepAliveTimeout = .seconds(75)
+        sendTimeout = .seconds(60)
         sharedTier = nil
         cache = Self.defaultCache
         admin = nil
@@ -181,6 +186,7 @@ public struct ProxyConfiguration: Sendable {
         for (name, timeout) in [
             ("upstreamTimeout", upstreamTimeout), ("requestBodyIdleTimeout", requestBodyIdleTimeout),
             ("requestHeadTimeout", requestHeadTimeout), ("keepAliveTimeout", keepAliveTimeout),
+            ("sendTimeout", sendTimeout),
         ] where !(timeout > .zero && timeout <= Self.maximumTimeout) {
             throw StowageError.invalidArgument(
                 "the proxy's \(name) is \(timeout); give a duration above 0 and at most one day (86400 s)"

@@ -51,8 +51,11 @@ final class InvalidationPublisher: Sendable {
         while true {
             let keys: [String] = state.withLock { state in
                 if state.keys.isEmpty { state.isFlushing = false }
-                defer { state.keys.removeAll(keepingCapacity: true) }
-                return state.keys
+                // At most `maximumKeysPerMessage` a message: a receiver takes a larger one for
+                // a gap (`.all`), as it does a flood from a hostile client of the server.
+                let batch = Array(state.keys.prefix(Self.maximumKeysPerMessage))
+                state.keys.removeFirst(batch.count)
+                return batch
             }
             if keys.isEmpty { return }
             do {
@@ -68,6 +71,11 @@ final class InvalidationPublisher: Sendable {
         }
     }
 
+    /// The most keys one message carries.
+    static let maximumKeysPerMessage = 1_000
+    /// The largest message a receiver decodes: 1,000 keys of up to 1 KiB each, and room to spare.
+    static let maximumMessageBytes = 1 << 20
+
     static func encode(nodeID: String, keys: [String]) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.writeString(nodeID)
@@ -80,8 +88,34 @@ final class InvalidationPublisher: Sendable {
         return buffer
     }
 
-    /// The sender and keys of a message; `nil` for a malformed one.
-    static func decode(_ message: ByteBuffer) -> (nodeID: String, keys: [String])? {
+    /// What a received message says.
+    enum Decoded {
+        /// The sender and the keys it changed.
+        case keys(nodeID: String, keys: [String])
+        /// Too large to read key by key (more bytes than ``maximumMessageBytes`` or more keys than
+        /// four messages of ``maximumKeysPerMessage``): no node sends one.
+        case oversized
+        /// Not a message of this format.
+        case malformed
+    }
+
+    /// What `message` says.
+    static func decode(_ message: ByteBuffer) -> Decoded {
+        guard message.readableBytes <= maximumMessageBytes else { return .oversized }
+        guard let (nodeID, keys) = decode(message, maximumKeys: 4 * maximumKeysPerMessage) else {
+            return message.readableBytes > 0 && keyCountExceeded(message) ? .oversized : .malformed
+        }
+        return .keys(nodeID: nodeID, keys: keys)
+    }
+
+    /// Whether `message` parses as far as more than the key limit (so `decode` gave up for its size).
+    private static func keyCountExceeded(_ message: ByteBuffer) -> Bool {
+        decode(message, maximumKeys: .max).map { $0.keys.count > 4 * maximumKeysPerMessage } ?? false
+    }
+
+    /// The sender and keys of a message, or `nil` when it is malformed or carries more than
+    /// `maximumKeys` keys.
+    private static func decode(_ message: ByteBuffer, maximumKeys: Int) -> (nodeID: String, keys: [String])? {
         var buffer = message
         guard let newline = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")),
             let nodeID = buffer.readString(length: newline - buffer.readerIndex)
@@ -94,7 +128,7 @@ final class InvalidationPublisher: Sendable {
                 length >= 0
             else { return nil }
             buffer.moveReaderIndex(forwardBy: 1)
-            guard let key = buffer.readString(length: length) else { return nil }
+            guard let key = buffer.readString(length: length), keys.count < maximumKeys else { return nil }
             keys.append(key)
         }
         return (nodeID, keys)

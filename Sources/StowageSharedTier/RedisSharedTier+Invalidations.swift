@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import StowageCache
 import StowageRedis
 import Synchronization
@@ -65,7 +66,22 @@ extension RedisSharedTier {
         case .subscription(.disconnected):
             markGap(.subscription, state: &state)
         case .subscription(.message(let name, let payload)):
-            guard let (sender, keys) = InvalidationPublisher.decode(payload) else {
+            let sender: String
+            let keys: [String]
+            switch InvalidationPublisher.decode(payload) {
+            case .keys(let nodeID, let decodedKeys):
+                (sender, keys) = (nodeID, decodedKeys)
+            case .oversized:
+                // Larger than any node sends (anyone who may PUBLISH on the server can send
+                // one): reading it key by key held other invalidations up for seconds. It
+                // stands for "something changed", which `.all` answers safely.
+                logger.warning(
+                    "an invalidation message too large to read key by key; treating it as a change to everything",
+                    metadata: ["channel": "\(name)", "bytes": "\(payload.readableBytes)"]
+                )
+                broadcast(.all)
+                return
+            case .malformed:
                 logger.warning("ignoring a malformed invalidation message", metadata: ["channel": "\(name)"])
                 return
             }

@@ -14,7 +14,7 @@ import Glibc
 /// `stowage proxy` as a shell user runs it: a real process, a real origin, SIGTERM to stop.
 @Suite struct ProxyCommandTests {
     /// Starts `stowage proxy --listen 127.0.0.1:0 arguments…` and reads the port it prints.
-    private static func startProxy(_ arguments: [String]) async throws -> (Process, port: Int, errors: Pipe) {
+    static func startProxy(_ arguments: [String]) async throws -> (Process, port: Int, errors: Pipe) {
         let process = Process()
         process.executableURL = StowageExecutable.url
         process.arguments = ["proxy", "--listen", "127.0.0.1:0"] + arguments
@@ -47,7 +47,7 @@ import Glibc
     }
 
     /// Sends SIGTERM and returns the exit status (waited for off Swift's cooperative threads).
-    private static func stop(_ process: Process) async -> Int32 {
+    static func stop(_ process: Process) async -> Int32 {
         kill(process.processIdentifier, SIGTERM)
         return await Task.detached { () -> Int32 in
             process.waitUntilExit()
@@ -398,6 +398,73 @@ import Glibc
         ])
         #expect(required.status == 2, "\(required.standardError)")
         #expect(required.standardError.contains("cannot reach the --shared Redis"), "\(required.standardError)")
+        await origin.stop()
+    }
+}
+
+/// How `stowage proxy` ends when it cannot start: a listener that cannot bind, a Redis that
+/// refuses it (exit 2, and no "listening on" line), or a busy Redis (started on its own cache).
+@Suite struct ProxyStartFailureTests {
+    @Test("an admin address that is taken: exit 2 with a message, and 'listening on' never printed")
+    func takenAdminAddressFails() async throws {
+        let port = try RedisServerProcess.freePort()
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-taken-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let outcome = try await StowageExecutable.run([
+            "proxy", "--upstream", "http://127.0.0.1:9", "--cache-dir", root.path,
+            "--listen", "127.0.0.1:\(port)", "--admin-listen", "127.0.0.1:\(port)",
+        ])
+        #expect(outcome.status == 2, "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("could not serve"), "\(outcome.standardError)")
+        #expect(!outcome.standardOutput.contains("listening on"), "\(outcome.standardOutput)")
+    }
+
+    @Test("a Redis that refuses the password: exit 2 naming the credentials, with or without --shared-required")
+    func wrongPasswordFails() async throws {
+        let redis = try await RedisServerProcess.start(extraArguments: ["--requirepass", "right"])
+        defer { redis.remove() }
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-auth-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let address = redis.url.replacingOccurrences(of: "redis://", with: "redis://:wrong@")
+        let outcome = try await StowageExecutable.run([
+            "proxy", "--upstream", "http://127.0.0.1:9", "--cache-dir", root.path, "--listen", "127.0.0.1:0",
+            "--shared", address,
+        ])
+        #expect(outcome.status == 2, "\(outcome.standardError)")
+        #expect(outcome.standardError.contains("refused the proxy"), "\(outcome.standardError)")
+    }
+
+    @Test("a Redis at its client limit: the proxy starts on its own cache; --shared-required exits 2")
+    func busyRedisStartsDegraded() async throws {
+        let redis = try await RedisServerProcess.start(extraArguments: ["--maxclients", "1"])
+        defer { redis.remove() }
+        // One client takes the only slot and keeps it.
+        let holder = Process()
+        holder.executableURL = URL(filePath: "/usr/bin/env")
+        holder.arguments = ["redis-cli", "-u", redis.url, "BLPOP", "stowage-test-never", "0"]
+        holder.standardOutput = FileHandle.nullDevice
+        try holder.run()
+        defer { if holder.isRunning { holder.terminate() } }
+        try await Task.sleep(for: .milliseconds(300))
+        let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-busy-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let origin = try await TestOriginServer.start { r in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }
+        let (process, port, _) = try await ProxyCommandTests.startProxy([
+            "--upstream", origin.baseURL, "--cache-dir", root.appending(path: "a").path, "--shared", redis.url,
+        ])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)/doc"))
+        let (data, _) = try await URLSession.shared.data(from: url)
+        #expect(String(decoding: data, as: UTF8.self) == "v1")
+        #expect(await ProxyCommandTests.stop(process) == 0)
+
+        let required = try await StowageExecutable.run([
+            "proxy", "--listen", "127.0.0.1:0", "--upstream", origin.baseURL, "--cache-dir",
+            root.appending(path: "b").path, "--shared", redis.url, "--shared-required",
+        ])
+        #expect(required.status == 2, "\(required.standardError)")
         await origin.stop()
     }
 }

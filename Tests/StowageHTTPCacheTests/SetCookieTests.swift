@@ -75,6 +75,25 @@ import Testing
         }
     }
 
+    @Test(
+        "a record with a cookie from elsewhere (another node set to store, an earlier setting) is served without it"
+    )
+    func foreignCookieRecordIsServedWithout() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let origin = TestOrigin { _, n in ok("v\(n)", Self.sessionCookie, clock: clock) }
+            do {
+                let storing = try makeCache(root, clock: clock, kind: .shared) { $0.setCookie = .store }
+                _ = try await text(try await storing.respond(to: request(), fetch: origin.fetch))
+            }
+            let cache = try makeCache(root, clock: clock, kind: .shared)
+            let hit = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(hit.outcome == .hit, "\(hit.trace)")
+            #expect(hit.response.headerFields[.setCookie] == nil, "alice's cookie is not replayed")
+            #expect(try await text(hit) == "v1")
+        }
+    }
+
     @Test("a qualified private=\"Set-Cookie\" is stored without the field, as the origin asked")
     func qualifiedPrivateCookie() async throws {
         try await withTemporaryDirectory { root in

@@ -118,6 +118,43 @@ import Testing
         }
     }
 
+    @Test("send_timeout: a client that stops reading a large response is cut off; it cannot hold the body forever")
+    func clientThatStopsReadingIsCut() async throws {
+        let size = 16 << 20
+        try await ProxyHarness.run(
+            configure: { $0.sendTimeout = .seconds(1) },
+            script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: "x", count: size)) }
+        ) { h in
+            let port = h.proxyPort
+            let (read, closed) = try await onOwnThread { () -> (Int, Bool) in
+                let socket = try RawSocket(port: port, receiveTimeout: 30, receiveBuffer: 4_096)
+                socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                sleep(4)  // reads nothing for four send timeouts
+                return socket.readUntilClosed()
+            }
+            #expect(closed, "the proxy closed the connection")
+            #expect(read < size, "cut off before the whole body: \(read) of \(size) bytes")
+        }
+    }
+
+    @Test("a client that reads slowly but steadily gets the whole response past the send timeout")
+    func slowSteadyReaderIsServed() async throws {
+        let size = 2 << 20
+        try await ProxyHarness.run(
+            configure: { $0.sendTimeout = .seconds(1) },
+            script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: "y", count: size)) }
+        ) { h in
+            let port = h.proxyPort
+            let response = try await onOwnThread { () -> (head: String, body: String)? in
+                let socket = try RawSocket(port: port, receiveTimeout: 30, receiveBuffer: 4_096)
+                socket.send("GET /steady HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                usleep(500_000)  // a pause shorter than the send timeout
+                return socket.readResponse()
+            }
+            #expect(response?.body.count == size)
+        }
+    }
+
     @Test("timeouts out of range are refused when the proxy is made, with the property named")
     func timeoutsOutOfRange() throws {
         let scratch = try TemporaryDirectory()
@@ -126,6 +163,7 @@ import Testing
             ("upstreamTimeout", { (c: inout ProxyConfiguration) in c.upstreamTimeout = .seconds(9_999_999_999_999) }),
             ("requestHeadTimeout", { (c: inout ProxyConfiguration) in c.requestHeadTimeout = .zero }),
             ("keepAliveTimeout", { (c: inout ProxyConfiguration) in c.keepAliveTimeout = .seconds(-1) }),
+            ("sendTimeout", { (c: inout ProxyConfiguration) in c.sendTimeout = .seconds(86_401) }),
         ] as [(String, (inout ProxyConfiguration) -> Void)] {
             var configuration = ProxyConfiguration(
                 upstream: try .init(parsing: "http://127.0.0.1:9"),

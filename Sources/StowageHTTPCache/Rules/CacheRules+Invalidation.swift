@@ -25,11 +25,20 @@ extension CacheRules {
 
     /// §5.2.2.4: the response to serve from `stored` without validation: the fields named by a
     /// qualified `no-cache` removed (they must not be reused unvalidated).
+    ///
+    /// A shared cache that does not replay cookies (``setCookie`` other than
+    /// ``SetCookieHandling/store``) also removes `Set-Cookie` here, whatever the stored response
+    /// holds: a record can come from another node of the shared level configured to store
+    /// cookies, from Redis written by anyone, or from this cache before its operator changed the
+    /// setting.
     public func responseForReuse(_ stored: StoredResponse) -> HTTPResponse {
-        guard let fields = directives(of: stored).cacheControl.noCacheFields, !fields.isEmpty else {
-            return stored.response
-        }
         var response = stored.response
+        if isShared, setCookie != .store, SetCookieHandling.setsCookie(response.headerFields) {
+            response.headerFields.removeAll { SetCookieHandling.fieldNames.contains($0.name.canonicalName) }
+        }
+        guard let fields = directives(of: stored).cacheControl.noCacheFields, !fields.isEmpty else {
+            return response
+        }
         for name in fields { if let name = HTTPField.Name(name) { response.headerFields[values: name] = [] } }
         return response
     }

@@ -10,6 +10,10 @@ import NIOHTTP1
 ///   byte at a time can hold a connection for that long, not forever.
 /// - **Idle deadline** (nginx's `keepalive_timeout`): a kept-alive connection with no request in
 ///   progress closes after `keepAliveTimeout`.
+/// - **Send deadline** (nginx's `send_timeout`): while the connection's outbound buffer is full
+///   (the channel is not writable), the client must take bytes within `sendTimeout`; a client
+///   that stops reading is cut off, so it cannot pin its connection and the response it was
+///   sent forever. A slow but steady reader is not: the deadline restarts whenever it drains.
 /// - **Persistence** (RFC 9112 §9.3): a request that is not keep-alive (HTTP/1.0 without
 ///   `Connection: keep-alive`, or `Connection: close` in any spelling) gets its response, then
 ///   the connection closes. An HTTP/1.0 client gets an HTTP/1.0 response, so a body of unknown
@@ -32,6 +36,9 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private let headTimeout: TimeAmount
     private let keepAliveTimeout: TimeAmount
+    private let sendTimeout: TimeAmount
+    /// Armed while the channel is not writable: the client is not taking bytes.
+    private var sendDeadline: Scheduled<Void>?
     /// Requests read whose responses have not ended, oldest first (pipelining).
     private var pending: [PendingRequest] = []
     /// Whether the response being written must close the connection when it ends.
@@ -42,9 +49,10 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var nextRequestStarted = false
     private var deadline: Scheduled<Void>?
 
-    init(headTimeout: TimeAmount, keepAliveTimeout: TimeAmount) {
+    init(headTimeout: TimeAmount, keepAliveTimeout: TimeAmount, sendTimeout: TimeAmount) {
         self.headTimeout = headTimeout
         self.keepAliveTimeout = keepAliveTimeout
+        self.sendTimeout = sendTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -58,11 +66,24 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func handlerRemoved(context: ChannelHandlerContext) {
         disarm()
+        disarmSend()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         disarm()
+        disarmSend()
         context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            disarmSend()
+        } else if sendDeadline == nil {
+            sendDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) {
+                context.close(promise: nil)
+            }
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -144,6 +165,11 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
         deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
             context.close(promise: nil)
         }
+    }
+
+    private func disarmSend() {
+        sendDeadline?.cancel()
+        sendDeadline = nil
     }
 
     private func disarm() {

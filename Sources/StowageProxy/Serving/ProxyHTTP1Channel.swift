@@ -11,7 +11,8 @@ import NIOHTTPTypesHTTP1
 ///
 /// It adds what `HTTP1Channel` does not do: a deadline for a request's head (nginx's
 /// `client_header_timeout`), an idle deadline between kept-alive requests (nginx's
-/// `keepalive_timeout`), and HTTP/1.0's default of one request per connection (RFC 9112 §9.3).
+/// `keepalive_timeout`), a deadline for a client that stops reading (nginx's `send_timeout`),
+/// and HTTP/1.0's default of one request per connection (RFC 9112 §9.3).
 struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
@@ -20,6 +21,8 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     let headTimeout: TimeAmount
     /// The longest a kept-alive connection may stay idle between requests.
     let keepAliveTimeout: TimeAmount
+    /// The longest a client may leave a full outbound buffer unread.
+    let sendTimeout: TimeAmount
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -31,7 +34,11 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 withDecoderLimitConfiguration: .init()
             )
             try channel.pipeline.syncOperations.addHandler(
-                ConnectionTimingHandler(headTimeout: headTimeout, keepAliveTimeout: keepAliveTimeout)
+                ConnectionTimingHandler(
+                    headTimeout: headTimeout,
+                    keepAliveTimeout: keepAliveTimeout,
+                    sendTimeout: sendTimeout
+                )
             )
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             // Graceful shutdown: closes idle connections, lets requests in flight finish.

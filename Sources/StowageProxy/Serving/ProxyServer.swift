@@ -26,6 +26,8 @@ struct ProxyServer: Service {
     let headTimeout: Duration
     /// The longest a kept-alive connection may stay idle (nginx's `keepalive_timeout`).
     let keepAliveTimeout: Duration
+    /// The longest a client may leave its response unread (nginx's `send_timeout`).
+    let sendTimeout: Duration
     let logger: Logger
     let onServerRunning: @Sendable (any Channel) async -> Void
 
@@ -33,8 +35,14 @@ struct ProxyServer: Service {
         let respond = self.respond
         let headTimeout = TimeAmount.nanoseconds(headTimeout.saturatingNanoseconds)
         let keepAliveTimeout = TimeAmount.nanoseconds(keepAliveTimeout.saturatingNanoseconds)
+        let sendTimeout = TimeAmount.nanoseconds(sendTimeout.saturatingNanoseconds)
         let builder = HTTPServerBuilder { responder in
-            ProxyHTTP1Channel(responder: responder, headTimeout: headTimeout, keepAliveTimeout: keepAliveTimeout)
+            ProxyHTTP1Channel(
+                responder: responder,
+                headTimeout: headTimeout,
+                keepAliveTimeout: keepAliveTimeout,
+                sendTimeout: sendTimeout
+            )
         }
         let server = try builder.buildServer(
             configuration: configuration,

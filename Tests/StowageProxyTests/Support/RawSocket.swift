@@ -10,8 +10,14 @@ import Glibc
 final class RawSocket: @unchecked Sendable {  // used by one test at a time
     private let descriptor: Int32
 
-    init(port: Int, receiveTimeout seconds: Int = 30) throws {
+    /// - Parameters:
+    ///   - receiveBuffer: A small `SO_RCVBUF` (set before connecting, so the window stays small)
+    ///     for a client that reads slowly or not at all; `nil` for the system's.
+    init(port: Int, receiveTimeout seconds: Int = 30, receiveBuffer: Int32? = nil) throws {
         descriptor = makeTCPSocket()
+        if var size = receiveBuffer {
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -31,6 +37,19 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
     func send(_ text: String) {
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { sendWithoutSIGPIPE(descriptor, $0) }
+    }
+
+    /// Reads whatever comes until the peer closes or the receive timeout passes: the bytes read,
+    /// and whether the peer closed.
+    func readUntilClosed() -> (bytes: Int, closed: Bool) {
+        var total = 0
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count == 0 { return (total, true) }
+            if count < 0 { return (total, false) }
+            total += count
+        }
     }
 
     /// Reads a response's head only. `nil` when the peer closed first.

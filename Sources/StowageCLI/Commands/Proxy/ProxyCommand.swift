@@ -85,6 +85,9 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "Seconds an idle keep-alive connection stays open (nginx's keepalive_timeout).")
     var keepaliveTimeout = 75
 
+    @Option(help: "Seconds a client may leave its response unread before the connection closes (nginx's send_timeout).")
+    var sendTimeout = 60
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel = "info"
 
@@ -129,6 +132,8 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             "The token admin requests must give (Authorization: Bearer TOKEN); required off loopback. Default: $STOWAGE_ADMIN_TOKEN.",
+            discussion:
+                "The admin listener speaks plain HTTP: keep it on loopback or a private network, or put TLS in front.",
             valueName: "TOKEN"
         )
     )
@@ -233,6 +238,7 @@ struct ProxyCommand: AsyncParsableCommand {
         try checkTimeout(requestBodyTimeout, option: "--request-body-timeout")
         try checkTimeout(clientHeaderTimeout, option: "--client-header-timeout")
         try checkTimeout(keepaliveTimeout, option: "--keepalive-timeout")
+        try checkTimeout(sendTimeout, option: "--send-timeout")
         if let cacheDir { try GlobalOptions.checkPath(cacheDir, "--cache-dir") }
         guard diskCapacity.rawValue > 0 else { throw ValidationError("--disk-capacity must be more than 0 bytes") }
         _ = try targetedFields()
@@ -431,6 +437,7 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.requestBodyIdleTimeout = .seconds(requestBodyTimeout)
             configuration.requestHeadTimeout = .seconds(clientHeaderTimeout)
             configuration.keepAliveTimeout = .seconds(keepaliveTimeout)
+            configuration.sendTimeout = .seconds(sendTimeout)
             var logger = Logger(label: "org.stowage.proxy")
             logger.logLevel = level
             configuration.logger = logger
@@ -441,21 +448,31 @@ struct ProxyCommand: AsyncParsableCommand {
                 tier = connected
             }
             let proxy = try CachingProxy(configuration: configuration)
+            // Scripts wait for "listening on": it is printed once every listener is bound, so
+            // a proxy whose admin address is taken never claims to have started.
+            let announcement = ListeningAnnouncement(
+                host: host,
+                adminHost: configuration.admin?.host
+            )
             do {
-                let adminHost = configuration.admin?.host ?? ""
                 try await proxy.run(
                     handlingSignals: true,
-                    onListening: { port in
-                        // One line on stdout for scripts that started the proxy on port 0.
-                        FileHandle.standardOutput.write(Data("listening on \(host):\(port)\n".utf8))
-                    },
-                    onAdminListening: { port in
-                        FileHandle.standardOutput.write(Data("admin listening on \(adminHost):\(port)\n".utf8))
-                    }
+                    onListening: { port in announcement.bound(main: port) },
+                    onAdminListening: { port in announcement.bound(admin: port) }
                 )
-            } catch {
+            } catch let error as StowageError {
                 await tier?.shutdown()
                 throw error
+            } catch {
+                await tier?.shutdown()
+                // A listener that cannot bind (the address is in use, not this machine's) or
+                // another failure to serve: the operation failed (exit 2), not "done with errors".
+                throw StowageError(
+                    code: .unreachable,
+                    message: "the proxy could not serve on \(listen)\(adminListen.map { " and \($0)" } ?? ""): "
+                        + "\(error); free the address or choose another with --listen/--admin-listen",
+                    cause: error
+                )
             }
             await tier?.shutdown()
         }
@@ -463,9 +480,20 @@ struct ProxyCommand: AsyncParsableCommand {
 }
 
 extension ProxyCommand {
-    /// The shared tier on `url`. A Redis that cannot be reached at start is a failure (exit 2)
-    /// with `--shared-required`; otherwise the proxy starts with its own cache and the tier
-    /// connects in the background (its circuit breaker skips Redis until a probe gets an answer).
+    /// Whether Redis refused the connection for a reason that waiting will not change: wrong
+    /// credentials, a certificate it or we reject, a database that does not exist.
+    static func isConfigurationError(_ error: RedisError) -> Bool {
+        if error.code == .authentication || error.code == .tls || error.code == .invalidURL { return true }
+        let message = error.message.uppercased()
+        return error.code == .server
+            && (message.contains("NOAUTH") || message.contains("WRONGPASS") || message.contains("DB INDEX"))
+    }
+
+    /// The shared tier on `url`. A Redis that refuses the proxy's credentials, certificate or
+    /// database is a failure (exit 2). One that cannot be reached, does not answer, is busy or
+    /// answers nonsense is a failure with `--shared-required`; otherwise the proxy starts with
+    /// its own cache and the tier connects in the background (its circuit breaker skips Redis
+    /// until a probe gets an answer).
     func connectShared(url: String, logger: Logger) async throws -> RedisSharedTier {
         let options = try sharedTierOptions()
         var configuration = try RedisConfiguration(url: url)
@@ -479,9 +507,17 @@ extension ProxyCommand {
             // Invalidations from the other proxies must not be missed from the start.
             _ = await connected.waitUntilSubscribed()
             return connected
-        } catch let error as RedisError
-            where error.code == .connectionFailed || error.code == .timeout || error.code == .connectionClosed
-        {
+        } catch let error as RedisError where Self.isConfigurationError(error) {
+            // Wrong credentials, certificates or database: waiting will not help.
+            throw StowageError(
+                code: .refused,
+                message: "the --shared Redis at \(configuration.address) refused the proxy (\(error.message)); check "
+                    + "the URL's user, password and database, and --shared-ca-file",
+                cause: error
+            )
+        } catch let error as RedisError {
+            // Unreachable, silent, busy (maxclients, LOADING) or answering nonsense: Redis may
+            // come back, so the proxy starts on its own cache unless told to require it.
             if sharedRequired {
                 throw StowageError(
                     code: .unreachable,
