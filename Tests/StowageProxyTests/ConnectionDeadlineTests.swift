@@ -125,11 +125,14 @@ import Testing
             configure: { $0.sendTimeout = .seconds(1) },
             script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: "x", count: size)) }
         ) { h in
+            // Stored first, so the stalled client's response comes from the cache at once, not
+            // at the pace of an origin on a loaded machine.
+            #expect(try await h.get("/big").text.count == size)
             let port = h.proxyPort
             let (read, closed) = try await onOwnThread { () -> (Int, Bool) in
                 let socket = try RawSocket(port: port, receiveTimeout: 30, receiveBuffer: 4_096)
                 socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
-                sleep(4)  // reads nothing for four send timeouts
+                sleep(8)  // reads nothing for eight send timeouts
                 return socket.readUntilClosed()
             }
             #expect(closed, "the proxy closed the connection")

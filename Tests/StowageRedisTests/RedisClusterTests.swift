@@ -171,7 +171,9 @@ struct RedisClusterReplicaTests {
         defer { cluster.stop() }
         var configuration = cluster.seeds[0]
         configuration.readsFromReplicas = true
-        configuration.connectTimeout = .seconds(2)
+        // Killed replicas refuse at once; the timeout is for handshakes on a loaded machine
+        // (2 s was once too short in the full parallel suite).
+        configuration.connectTimeout = .seconds(15)
         let client = try RedisClusterClient(seeds: [configuration])
         defer { Task { await client.shutdown() } }
         for index in 0..<30 { try await client.send(.set("key:\(index)", value: RedisArgument(index))) }
