@@ -226,20 +226,7 @@ struct BackupAuditWalker {
         _ backedUp: inout DiskUsage.Totals,
         _ excluded: inout DiskUsage.Totals
     ) {
-        if isExcluded { count(status, into: &excluded) } else { count(status, into: &backedUp) }
-    }
-
-    private static func count(_ status: stat, into totals: inout DiskUsage.Totals) {
-        totals.allocatedBytes.rawValue += Int64(status.st_blocks) * 512
-        switch FileType(status) {
-        case .directory:
-            totals.directoryCount += 1
-        case .regular:
-            totals.fileCount += 1
-            totals.logicalBytes.rawValue += Int64(status.st_size)
-        case .other:
-            totals.otherCount += 1
-        }
+        if isExcluded { excluded.count(status) } else { backedUp.count(status) }
     }
 
     private mutating func report(_ path: String, _ what: String, _ errno: Errno) {

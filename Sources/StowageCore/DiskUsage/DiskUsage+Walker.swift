@@ -38,7 +38,7 @@ struct TreeWalker {
         }
         rootDevice = FileIdentity.device(of: status)
         var totals = DiskUsage.Totals()
-        count(status, into: &totals)
+        totals.count(status)
         var children: [DiskUsage.Child]? = options.includesChildren ? [] : nil
         if FileType(status) == .directory {
             let descriptor = open(rootPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -92,7 +92,7 @@ struct TreeWalker {
         }
 
         var entryTotals = DiskUsage.Totals()
-        count(status, into: &entryTotals)
+        entryTotals.count(status)
         if type == .directory {
             let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if child < 0 {
@@ -115,19 +115,6 @@ struct TreeWalker {
     private func isExcluded(_ name: UnsafePointer<CChar>) -> Bool {
         for pattern in options.excluding where pattern.matches(name) { return true }
         return false
-    }
-
-    private func count(_ status: stat, into totals: inout DiskUsage.Totals) {
-        totals.allocatedBytes.rawValue += Int64(status.st_blocks) * 512
-        switch FileType(status) {
-        case .directory:
-            totals.directoryCount += 1
-        case .regular:
-            totals.fileCount += 1
-            totals.logicalBytes.rawValue += Int64(status.st_size)
-        case .other:
-            totals.otherCount += 1
-        }
     }
 
     private var currentPath: String {
@@ -178,5 +165,22 @@ package struct FileIdentity: Hashable {
 
     package static func device(of status: stat) -> UInt64 {
         UInt64(truncatingIfNeeded: status.st_dev)
+    }
+}
+
+extension DiskUsage.Totals {
+    /// Adds one entry as `du` counts it: its allocated blocks, its size if a regular file, and
+    /// one to its kind's count.
+    mutating func count(_ status: stat) {
+        allocatedBytes.rawValue += Int64(status.st_blocks) * 512
+        switch FileType(status) {
+        case .directory:
+            directoryCount += 1
+        case .regular:
+            fileCount += 1
+            logicalBytes.rawValue += Int64(status.st_size)
+        case .other:
+            otherCount += 1
+        }
     }
 }
