@@ -11,7 +11,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 29, item 1: with ``DiskCache/Durability/deferred(maximumDelay:)``, a crash loses at most
+/// With ``DiskCache/Durability/deferred(maximumDelay:)``, a crash loses at most
 /// the last `maximumDelay` of writes — never a value committed earlier, and the index never keeps
 /// a row whose value file is gone.
 @Suite("DiskCache deferred durability under kill -9")

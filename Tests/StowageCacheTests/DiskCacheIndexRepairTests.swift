@@ -86,7 +86,7 @@ struct DiskCacheIndexRepairTests {
     }
 
     @Test(
-        "issue 29: .rebuild rebuilds an index whose schema is damaged (dropped table, user_version reset)",
+        ".rebuild rebuilds an index whose schema is damaged (dropped table, user_version reset)",
         arguments: schemaDamage
     )
     func rebuildsDamagedSchema(damage: String) throws {
@@ -107,7 +107,7 @@ struct DiskCacheIndexRepairTests {
     }
 
     @Test(
-        "issue 29: .fail reports a damaged schema as .corrupt, naming the index and the way out",
+        ".fail reports a damaged schema as .corrupt, naming the index and the way out",
         arguments: schemaDamage
     )
     func reportsDamagedSchema(damage: String) throws {

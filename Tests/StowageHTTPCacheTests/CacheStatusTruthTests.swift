@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test(
-        "issue 29: RFC 9211 §2.7 on a full volume a streamed response says not-stored-no-space, never storing",
+        "RFC 9211 §2.7 on a full volume a streamed response says not-stored-no-space, never storing",
         .enabled(if: SmallVolume.canMount, "needs to mount a tmpfs (root)"),
         arguments: [true, false]
     )
