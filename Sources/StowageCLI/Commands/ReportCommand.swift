@@ -15,7 +15,18 @@ struct ReportCommand: AsyncParsableCommand {
             preference suite, the secret store, each user database and temporary files, with their \
             category (durable, regenerable, temporary). --json adds them under "account".
 
-            The backup audit (after Apple's storage guide) shows, per location, the bytes a backup             would copy and those it would skip: caches and temporary are never backed up, and a file             or directory marked user.xdg.robots.backup=false, or a directory with a CACHEDIR.TAG, is             skipped with everything under it. It lists the largest files over --large-file-threshold             (default 10MB) that are not excluded, at most 20, and warns when the backed-up total is             over --backup-warning (default 100MB). Sizes are allocated bytes, as du -s -B1 counts them.             --json carries it under "backupAudit": "backedUpBytes", "excludedBytes",             "isOverWarningThreshold", "warning" (only when over), "largeFileCount", "largeFiles"             ([{"location", "path" (relative to --root, absolute otherwise), "allocatedBytes",             "logicalBytes"}]), "locations" ([{"location", "isExcluded", "backedUp", "excluded" (totals             as in "usage"), "issues"}]) and "configuration" ({"largeFileThreshold", "warningThreshold",             "maximumListedFiles"}).
+            The backup audit (after Apple's storage guide) shows, per location, the bytes a backup would \
+            copy and those it would skip: caches and temporary are never backed up, and a file or \
+            directory marked user.xdg.robots.backup=false, or a directory with a CACHEDIR.TAG, is \
+            skipped with everything under it. It lists the largest files over --large-file-threshold \
+            (default 10MB) that are not excluded, at most 20, and warns when the backed-up total is over \
+            --backup-warning (default 100MB). Sizes are allocated bytes, as du -s -B1 counts them. \
+            --json carries it under "backupAudit": "backedUpBytes", "excludedBytes", \
+            "isOverWarningThreshold", "warning" (only when over), "largeFileCount", "largeFiles" \
+            ([{"location", "path" (relative to --root, absolute otherwise), "allocatedBytes", \
+            "logicalBytes"}]), "locations" ([{"location", "isExcluded", "backedUp", "excluded" (totals \
+            as in "usage"), "issues"}]) and "configuration" ({"largeFileThreshold", "warningThreshold", \
+            "maximumListedFiles"}).
             """
     )
 

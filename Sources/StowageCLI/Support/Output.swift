@@ -28,9 +28,33 @@ enum Output {
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    /// Writes a line to standard error, prefixed with the tool's name.
+    /// Writes a line to standard error, prefixed with the tool's name. Control characters in
+    /// the message (a file name may hold a newline or an escape sequence) are shown escaped, so
+    /// a name cannot forge another line.
     static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("stowage: \(shortened(message))\n".utf8))
+        FileHandle.standardError.write(Data("stowage: \(visible(shortened(message)))\n".utf8))
+    }
+
+    /// `text` with control characters (C0, DEL, C1) written as `\n`, `\t`, `\r` or `\u{XX}`,
+    /// as du quotes the names it prints: what a name holds cannot start a line or drive the
+    /// terminal.
+    static func visible(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\t": result += "\\t"
+            case "\r": result += "\\r"
+            case _ where isControl(scalar): result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// The longest message written whole; a message quoting a huge path or value is cut.
@@ -59,7 +83,9 @@ struct TextTable {
 
     init(header: [String]) { rows = [header] }
 
-    mutating func append(_ row: [String]) { rows.append(row) }
+    /// Adds a row; control characters in its cells are shown escaped (``Output/visible(_:)``), so
+    /// a file name cannot add rows of its own.
+    mutating func append(_ row: [String]) { rows.append(row.map(Output.visible)) }
 
     var rendered: String {
         let widths = rows.reduce(into: [Int](repeating: 0, count: rows[0].count)) { widths, row in
