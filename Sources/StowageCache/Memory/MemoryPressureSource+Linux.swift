@@ -16,7 +16,10 @@ final class PressureWatcher: Sendable {
     /// The PSI file the trigger is registered on.
     let path: String
     private let thread: pthread_t
-    private let wakeWriter: Int32
+    /// The write end of the pipe ``stop()`` writes to and closes.
+    let wakeWriter: Int32
+    /// The pipe's read end, which the thread polls beside the trigger and closes as it ends.
+    let wakeReader: Int32
 
     /// Registers `configuration`'s trigger on the first PSI file that accepts it and starts the
     /// thread.
@@ -74,10 +77,23 @@ final class PressureWatcher: Sendable {
         throw PressureStallFiles.unsupported(failures, trigger: trigger)
     }
 
-    private init(
+    /// Starts the thread polling `descriptor`, already armed, for `POLLPRI`; the watcher owns it
+    /// from here on, and closes it even when this throws.
+    ///
+    /// - Parameters:
+    ///   - path: The file `descriptor` is open on, for errors.
+    ///   - descriptor: A PSI file with a trigger registered, or (with a
+    ///     ``MemoryPressureSource/Configuration/pollInterval``) one merely open for reading.
+    ///   - configuration: The thresholds and the poll interval.
+    ///   - readAverages: Reads the averages from `descriptor` when the trigger fires or the
+    ///     interval passes. Default: the PSI file's contents (``PressureStallFiles/averages(of:)``).
+    ///   - onPressure: Called on the watcher's thread with each level worth notifying.
+    /// - Throws: `StowageError` when the pipe or the thread cannot be created.
+    init(
         path: String,
         descriptor: Int32,
         configuration: MemoryPressureSource.Configuration,
+        readAverages: @escaping @Sendable (Int32) -> PressureStallFiles.Averages? = PressureStallFiles.averages(of:),
         onPressure: @escaping @Sendable (MemoryPressureLevel) -> Void
     ) throws {
         var ends: [Int32] = [-1, -1]
@@ -93,6 +109,7 @@ final class PressureWatcher: Sendable {
             trigger: descriptor,
             wakeReader: ends[0],
             configuration: configuration,
+            readAverages: readAverages,
             onPressure: onPressure
         )
         let context = Unmanaged.passRetained(loop).toOpaque()
@@ -120,6 +137,7 @@ final class PressureWatcher: Sendable {
         self.path = path
         self.thread = thread
         self.wakeWriter = ends[1]
+        self.wakeReader = ends[0]
     }
 
     /// Ends the thread and waits for it (unless called from that thread, e.g. by a handler,
@@ -141,26 +159,26 @@ private final class PollLoop: Sendable {
     let trigger: Int32
     let wakeReader: Int32
     let configuration: MemoryPressureSource.Configuration
+    let readAverages: @Sendable (Int32) -> PressureStallFiles.Averages?
     let onPressure: @Sendable (MemoryPressureLevel) -> Void
 
     init(
         trigger: Int32,
         wakeReader: Int32,
         configuration: MemoryPressureSource.Configuration,
+        readAverages: @escaping @Sendable (Int32) -> PressureStallFiles.Averages?,
         onPressure: @escaping @Sendable (MemoryPressureLevel) -> Void
     ) {
         self.trigger = trigger
         self.wakeReader = wakeReader
         self.configuration = configuration
+        self.readAverages = readAverages
         self.onPressure = onPressure
     }
 
     /// The file's averages now; `nil` when it cannot be read or parsed.
     func averages() -> PressureStallFiles.Averages? {
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let count = pread(trigger, &buffer, buffer.count, 0)
-        guard count > 0 else { return nil }
-        return PressureStallFiles.Averages(parsing: String(decoding: buffer[0..<count], as: UTF8.self))
+        readAverages(trigger)
     }
 
     /// A fired trigger's level: critical when `full avg10` has reached the threshold.

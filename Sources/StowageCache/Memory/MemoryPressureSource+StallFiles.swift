@@ -68,6 +68,15 @@ enum PressureStallFiles {
         return .success(descriptor)
     }
 
+    /// The averages of the PSI file open on `descriptor`, read from its start; `nil` when it
+    /// cannot be read or parsed.
+    static func averages(of descriptor: Int32) -> Averages? {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = pread(descriptor, &buffer, buffer.count, 0)
+        guard count > 0 else { return nil }
+        return Averages(parsing: String(decoding: buffer[0..<count], as: UTF8.self))
+    }
+
     /// The error when no candidate accepted the trigger: every file tried, why it failed, and
     /// what to do.
     static func unsupported(_ failures: [(path: String, errno: Errno)], trigger: String) -> StowageError {

@@ -98,11 +98,36 @@ public final class MemoryPressureSource: Sendable {
 
     private let state = Mutex(State())
 
+    /// Starts the watcher: the platform's (``PressureWatcher/start(configuration:onPressure:)``),
+    /// or one polling a descriptor the creator armed.
+    private let startWatcher: WatcherStart
+
+    /// How ``run()`` starts watching: given the configuration and the callback that notifies
+    /// the handlers, a running watcher, or a `StowageError` saying why there is none.
+    typealias WatcherStart =
+        @Sendable (
+            Configuration,
+            @escaping @Sendable (MemoryPressureLevel) -> Void
+        ) throws -> PressureWatcher
+
     /// A source that watches nothing until it runs (``run()``).
     ///
     /// - Parameter configuration: The Linux PSI trigger. Default: 150 ms stalled within 2 s.
-    public init(configuration: Configuration = Configuration()) {
+    public convenience init(configuration: Configuration = Configuration()) {
+        self.init(configuration: configuration) { configuration, onPressure in
+            try PressureWatcher.start(configuration: configuration, onPressure: onPressure)
+        }
+    }
+
+    /// A source whose ``run()`` starts the watcher `startWatcher` returns, e.g. one polling a
+    /// descriptor the caller armed.
+    ///
+    /// - Parameters:
+    ///   - configuration: Passed to `startWatcher`.
+    ///   - startWatcher: Starts watching; called by each ``run()``.
+    init(configuration: Configuration = Configuration(), startWatcher: @escaping WatcherStart) {
         self.configuration = configuration
+        self.startWatcher = startWatcher
     }
 
     deinit {
@@ -159,7 +184,7 @@ public final class MemoryPressureSource: Sendable {
         // Registering the trigger touches files, so it happens outside the lock; if another
         // caller won the race meanwhile, the extra watcher is stopped again.
         guard !isRunning else { throw Self.alreadyRunning() }
-        let watcher = try PressureWatcher.start(configuration: configuration) { [weak self] level in
+        let watcher = try startWatcher(configuration) { [weak self] level in
             self?.notify(level)
         }
         let extra = state.withLock { state -> PressureWatcher? in
