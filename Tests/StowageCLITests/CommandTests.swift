@@ -165,6 +165,21 @@ struct CommandTests {
 
     // MARK: - report: backup audit
 
+    @Test("a file name with newlines cannot forge rows or warnings in the text report: control characters are escaped")
+    func reportEscapesControlCharacters() async throws {
+        try await withTemporaryDirectory { root in
+            _ = try await StowageExecutable.run(["report", "--root", root.path, "--json"])
+            let name = "a\n999.00G  documents  Documents∕passwords.kdbx\nwarning: nothing to worry about\u{1B}[2J"
+            try Data(repeating: 1, count: 12_000_000).write(to: root.appending(path: "Documents/\(name)"))
+            let text = try await StowageExecutable.run(["report", "--root", root.path])
+            let lines = text.standardOutput.split(separator: "\n")
+            #expect(!lines.contains { $0.hasPrefix("warning: nothing") }, "\(text.standardOutput)")
+            #expect(!lines.contains { $0.hasPrefix("999.00G") })
+            #expect(!text.standardOutput.contains("\u{1B}"), "no raw escape sequence reaches the terminal")
+            #expect(text.standardOutput.contains("a\\n999.00G"), "the name is shown, escaped")
+        }
+    }
+
     @Test("report audits backups: large files not excluded are listed, the total warns, text and JSON")
     func reportBackupAudit() async throws {
         try await withTemporaryDirectory { root in
