@@ -34,10 +34,11 @@ public final class ProxyAdminClient: Sendable {
     /// - Parameters:
     ///   - address: The admin listener's `HOST:PORT` (the proxy's `--admin-listen`).
     ///   - token: The listener's token, sent as `Authorization: Bearer TOKEN`.
-    ///   - timeout: How long one request may take.
+    ///   - timeout: How long one request may take. Default 30 s: a proxy starting up on a loaded machine
+    ///     can take seconds to answer its first request (curl has no default at all).
     /// - Throws: `StowageError` `.invalidArgument` when `address` is not `HOST:PORT` or `token`
     ///   is not one a listener can take (``ProxyConfiguration/AdminListener/checkToken(_:)``).
-    public init(address: String, token: String? = nil, timeout: Duration = .seconds(10)) throws {
+    public init(address: String, token: String? = nil, timeout: Duration = .seconds(30)) throws {
         let (host, port) = try ProxyConfiguration.parseListenAddress(address)
         guard port > 0 else {
             throw StowageError.invalidArgument("the admin address \(address.debugDescription) needs a port above 0")
