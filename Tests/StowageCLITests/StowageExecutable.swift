@@ -57,9 +57,9 @@ enum StowageExecutable {
         // Read both pipes concurrently so a chatty child cannot fill one and block.
         let errorData = ErrorCollector(error.fileHandleForReading)
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let exit = process.waitForExitReliably()
         return Outcome(
-            status: process.terminationStatus,
+            status: exit.status,
             standardOutput: String(decoding: outputData, as: UTF8.self),
             standardError: String(decoding: errorData.wait(), as: UTF8.self)
         )

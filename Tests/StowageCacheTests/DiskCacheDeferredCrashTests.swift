@@ -158,15 +158,15 @@ struct DiskCacheDeferredCrashTests {
                 seen += String(decoding: chunk, as: UTF8.self)
             }
             guard seen.contains("open") else {
-                process.waitUntilExit()
-                throw TestFailure("the writer exited (\(process.terminationStatus)) before opening the cache")
+                let exit = process.waitForExitReliably()
+                throw TestFailure("the writer exited (\(exit.status)) before opening the cache")
             }
             usleep(UInt32(Double.random(in: lane.killAfter) * 1_000_000))
             let killedAt = Date().timeIntervalSince1970
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            guard process.terminationReason == .uncaughtSignal else {
-                throw TestFailure("the writer exited (\(process.terminationStatus)) before it was killed")
+            let exit = process.waitForExitReliably()
+            guard exit.wasSignaled else {
+                throw TestFailure("the writer exited (\(exit.status)) before it was killed")
             }
             findings.writes += try ledger.read(log, killedAt: killedAt, allowance: allowance)
             findings.problems += try rowsWithoutFile(directory).map { "round \(round): \($0)" }

@@ -102,7 +102,7 @@ public final class RedisServerProcess: Sendable {
         let deadline = Date().addingTimeInterval(5)
         while process.isRunning, Date() < deadline { usleep(5_000) }
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        _ = process.waitForExitReliably()
     }
 
     /// Stops the server process where it is (SIGSTOP), as a hung server: its connections stay
@@ -125,7 +125,7 @@ public final class RedisServerProcess: Sendable {
             })
         else { return }
         Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        _ = process.waitForExitReliably()
     }
 
     /// Stops the server and deletes its directory.
@@ -209,12 +209,12 @@ public final class RedisServerProcess: Sendable {
         process.standardError = output
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
+        let exit = process.waitForExitReliably()
         try output.close()
         let text = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
-        guard process.terminationStatus == 0 else {
+        guard exit == ChildExit(status: 0, wasSignaled: false) else {
             throw TestFailure(
-                "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)"
+                "\(tool) \(arguments.joined(separator: " ")) exited \(exit.status): \(text)"
             )
         }
         return text

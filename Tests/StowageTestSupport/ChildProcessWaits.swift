@@ -12,7 +12,7 @@ import Glibc
 public func waitForExit(_ process: Process, readingToEnd output: FileHandle) async throws -> Data {
     try await onOwnThread {
         let data = output.readDataToEndOfFile()
-        process.waitUntilExit()
+        _ = process.waitForExitReliably()
         return data
     }
 }
@@ -31,7 +31,7 @@ public func kill(_ process: Process, once output: FileHandle, contains marker: S
             seen += String(decoding: chunk, as: UTF8.self)
         }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        _ = process.waitForExitReliably()
         return seen
     }
 }

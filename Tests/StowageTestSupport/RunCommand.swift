@@ -11,9 +11,9 @@ public func runCommand(_ arguments: [String]) throws -> String {
     process.standardError = FileHandle.nullDevice
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw TestFailure("\(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+    let exit = process.waitForExitReliably()
+    guard exit == ChildExit(status: 0, wasSignaled: false) else {
+        throw TestFailure("\(arguments.joined(separator: " ")) exited \(exit.status)")
     }
     return String(decoding: data, as: UTF8.self)
 }
