@@ -50,8 +50,7 @@ import Glibc
     static func stop(_ process: Process) async -> Int32 {
         kill(process.processIdentifier, SIGTERM)
         return await Task.detached { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
+            process.waitForExitReliably().status
         }.value
     }
 

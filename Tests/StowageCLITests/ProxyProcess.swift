@@ -96,8 +96,7 @@ final class ProxyProcess: Sendable {
         kill(process.processIdentifier, SIGTERM)
         let process = process
         return try await onOwnThread { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
+            process.waitForExitReliably().status
         }
     }
 }

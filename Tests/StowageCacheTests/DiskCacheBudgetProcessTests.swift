@@ -58,7 +58,7 @@ struct DiskCacheBudgetProcessTests {
         /// Kills the worker with SIGKILL and waits until its output is read to the end.
         func kill() {
             sendSignal(SIGKILL, to: process.processIdentifier)
-            process.waitUntilExit()
+            _ = process.waitForExitReliably()
             finished.wait()
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import StowagePreferences
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -53,8 +54,7 @@ struct PreferencesObservationTests {
         let stream = preferences.changes(for: key)
         let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "remote", count: 1, keys: 1)
         _ = output.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(process.waitForExitReliably() == ChildExit(status: 0, wasSignaled: false))
         // The polling timer applies the other process's record and notifies.
         var iterator = stream.makeAsyncIterator()
         let value = await iterator.next()

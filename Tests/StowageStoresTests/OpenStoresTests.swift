@@ -26,8 +26,7 @@ struct OpenStoresTests {
     private static func wipeInAnotherProcess(root: URL, user: String) throws {
         let process = TestWorker.process("stores", ["wipe", root.path, user])
         try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(process.waitForExitReliably() == ChildExit(status: 0, wasSignaled: false))
     }
 
     @Test(

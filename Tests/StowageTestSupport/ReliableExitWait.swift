@@ -24,27 +24,40 @@ extension Process {
     /// Waits for the child to exit and says how it ended, without trusting Foundation to notice.
     ///
     /// swift-corelibs-foundation's `waitUntilExit()` spins for ever when it misses a child's exit
-    /// (a child that exits before Foundation watches it is never reaped): seen as a `<defunct>`
-    /// child and a wait burning a core for an hour under the full suite, which spawns hundreds
-    /// of short-lived children. This reaps the child itself with `waitpid` when Foundation has
-    /// not; `terminationStatus` must not be read afterwards (use the result).
+    /// (the child stays a `<defunct>` zombie nobody reaps): seen as a wait burning a core for an
+    /// hour under the full suite, which spawns hundreds of short-lived children. This waits for
+    /// Foundation as usual, and reaps the child itself with `waitpid` only once it has been a
+    /// zombie for two seconds; in that case only the result is valid (`terminationStatus` is not).
     public func waitForExitReliably() -> ChildExit {
+        #if os(Linux)
         let pid = processIdentifier
-        var status: Int32 = 0
-        while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid { return Self.decode(status) }
-            if result == -1, errno == EINTR { continue }
-            if result == -1 {
-                // Foundation reaped it (ECHILD): its status is published once it stops running.
-                let deadline = ContinuousClock.now + .seconds(5)
-                while isRunning, ContinuousClock.now < deadline { usleep(1_000) }
-                guard !isRunning else { return ChildExit(status: -1, wasSignaled: false) }
-                return ChildExit(status: terminationStatus, wasSignaled: terminationReason == .uncaughtSignal)
+        var zombieSince: ContinuousClock.Instant?
+        while isRunning {
+            if Self.isZombie(pid) {
+                let since = zombieSince ?? ContinuousClock.now
+                zombieSince = since
+                var status: Int32 = 0
+                if ContinuousClock.now - since > .seconds(2), waitpid(pid, &status, WNOHANG) == pid {
+                    return Self.decode(status)
+                }
             }
-            usleep(2_000)
+            usleep(1_000)
         }
+        #else
+        waitUntilExit()
+        #endif
+        return ChildExit(status: terminationStatus, wasSignaled: terminationReason == .uncaughtSignal)
     }
+
+    #if os(Linux)
+    /// Whether `pid` has exited and waits to be reaped (state `Z` in `/proc/PID/stat`).
+    private static func isZombie(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return stat[stat.index(after: close)...].trimmingPrefix(" ").first == "Z"
+    }
+    #endif
 
     /// A `waitpid` status: exited with a code, or ended by a signal (POSIX's `WIFEXITED` and
     /// `WTERMSIG` layout, which Swift cannot import as macros).
