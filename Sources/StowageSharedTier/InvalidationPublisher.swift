@@ -99,38 +99,27 @@ final class InvalidationPublisher: Sendable {
         case malformed
     }
 
-    /// What `message` says.
+    /// What `message` says, read once: a message over ``maximumMessageBytes``, or one that
+    /// reaches more keys than four messages of ``maximumKeysPerMessage``, stops being read.
     static func decode(_ message: ByteBuffer) -> Decoded {
         guard message.readableBytes <= maximumMessageBytes else { return .oversized }
-        guard let (nodeID, keys) = decode(message, maximumKeys: 4 * maximumKeysPerMessage) else {
-            return message.readableBytes > 0 && keyCountExceeded(message) ? .oversized : .malformed
-        }
-        return .keys(nodeID: nodeID, keys: keys)
-    }
-
-    /// Whether `message` parses as far as more than the key limit (so `decode` gave up for its size).
-    private static func keyCountExceeded(_ message: ByteBuffer) -> Bool {
-        decode(message, maximumKeys: .max).map { $0.keys.count > 4 * maximumKeysPerMessage } ?? false
-    }
-
-    /// The sender and keys of a message, or `nil` when it is malformed or carries more than
-    /// `maximumKeys` keys.
-    private static func decode(_ message: ByteBuffer, maximumKeys: Int) -> (nodeID: String, keys: [String])? {
+        let maximumKeys = 4 * maximumKeysPerMessage
         var buffer = message
         guard let newline = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")),
             let nodeID = buffer.readString(length: newline - buffer.readerIndex)
-        else { return nil }
+        else { return .malformed }
         buffer.moveReaderIndex(forwardBy: 1)
         var keys: [String] = []
         while buffer.readableBytes > 0 {
             guard let colon = buffer.readableBytesView.firstIndex(of: UInt8(ascii: ":")),
                 let lengthText = buffer.readString(length: colon - buffer.readerIndex), let length = Int(lengthText),
                 length >= 0
-            else { return nil }
+            else { return .malformed }
             buffer.moveReaderIndex(forwardBy: 1)
-            guard let key = buffer.readString(length: length), keys.count < maximumKeys else { return nil }
+            guard let key = buffer.readString(length: length) else { return .malformed }
+            guard keys.count < maximumKeys else { return .oversized }
             keys.append(key)
         }
-        return (nodeID, keys)
+        return .keys(nodeID: nodeID, keys: keys)
     }
 }
