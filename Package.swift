@@ -240,6 +240,8 @@ let package = Package(
                 "StowageSharedTier",
                 // The tests' redis-server launcher: one way to start a server, tests and bench alike.
                 "StowageRedisTestSupport",
+                // ChildProcess: du and redis-benchmark start as the tests' children do.
+                "StowageTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -252,10 +254,13 @@ let package = Package(
         // commands, the tests' own failure type. On StowageCore only, so the core's tests stay light.
         .target(
             name: "StowageTestSupport",
-            dependencies: ["StowageCore"],
+            dependencies: ["StowageCore", "CStowageSpawn"],
             path: "Tests/StowageTestSupport",
             swiftSettings: swiftSettings
         ),
+        // posix_spawn's close-from and chdir actions, which Glibc's module map hides from Swift:
+        // ChildProcess, the tests' replacement for Foundation's Process, needs them.
+        .target(name: "CStowageSpawn", path: "Tests/CStowageSpawn"),
         // The one child process of the test suites, with a subcommand per suite that needs
         // another process: killed mid-write, sharing a directory, a second shared-tier node.
         .executableTarget(

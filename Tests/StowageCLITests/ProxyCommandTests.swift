@@ -14,8 +14,8 @@ import Glibc
 /// `stowage proxy` as a shell user runs it: a real process, a real origin, SIGTERM to stop.
 @Suite struct ProxyCommandTests {
     /// Starts `stowage proxy --listen 127.0.0.1:0 arguments…` and reads the port it prints.
-    static func startProxy(_ arguments: [String]) async throws -> (Process, port: Int, errors: Pipe) {
-        let process = Process()
+    static func startProxy(_ arguments: [String]) async throws -> (ChildProcess, port: Int, errors: Pipe) {
+        let process = ChildProcess()
         process.executableURL = StowageExecutable.url
         process.arguments = ["proxy", "--listen", "127.0.0.1:0"] + arguments
         let output = childPipe()
@@ -47,7 +47,7 @@ import Glibc
     }
 
     /// Sends SIGTERM and returns the exit status (waited for off Swift's cooperative threads).
-    static func stop(_ process: Process) async -> Int32 {
+    static func stop(_ process: ChildProcess) async -> Int32 {
         kill(process.processIdentifier, SIGTERM)
         return await Task.detached { () -> Int32 in
             process.waitForExitReliably().status
@@ -127,7 +127,7 @@ import Glibc
              "cache-valid": ["200=10m"], "trace": true}
             """.utf8
         ).write(to: config)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = StowageExecutable.url
         process.arguments = ["proxy", "--config", config.path, "--root", root.path]
         let output = childPipe()
@@ -438,7 +438,7 @@ import Glibc
         let redis = try await RedisServerProcess.start(extraArguments: ["--maxclients", "1"])
         defer { redis.remove() }
         // One client takes the only slot and keeps it.
-        let holder = Process()
+        let holder = ChildProcess()
         holder.executableURL = URL(filePath: "/usr/bin/env")
         holder.arguments = ["redis-cli", "-u", redis.url, "BLPOP", "stowage-test-never", "0"]
         holder.standardOutput = FileHandle.nullDevice

@@ -19,13 +19,13 @@ final class ProxyProcess: Sendable {
         case exited(StowageExecutable.Outcome)
     }
 
-    let process: Process
+    let process: ChildProcess
     /// The main listener's port.
     let port: Int
     /// The admin listener's port, with `--admin-listen`.
     let adminPort: Int?
 
-    private init(process: Process, port: Int, adminPort: Int?) {
+    private init(process: ChildProcess, port: Int, adminPort: Int?) {
         self.process = process
         self.port = port
         self.adminPort = adminPort
@@ -39,7 +39,7 @@ final class ProxyProcess: Sendable {
         environment: [String: String]? = nil,
         deadline: Duration = .seconds(60)
     ) async throws -> Start {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = StowageExecutable.url
         process.arguments = ["proxy"] + arguments
         if let environment { process.environment = environment }

@@ -45,7 +45,7 @@ enum StowageExecutable {
     }
 
     private static func runAndWait(_ command: [String], environment: [String: String]?) throws -> Outcome {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(filePath: "/usr/bin/env")
         process.arguments = command
         if let environment { process.environment = environment }

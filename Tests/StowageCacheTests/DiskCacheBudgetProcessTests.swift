@@ -26,7 +26,7 @@ struct DiskCacheBudgetProcessTests {
     final class Run: @unchecked Sendable {
         // `ledger` is written by the reader thread and read after `finished` is signalled.
         let first: Int
-        let process: Process
+        let process: ChildProcess
         private(set) var ledger: [Int: Double] = [:]
         let finished = DispatchSemaphore(value: 0)
 

@@ -58,7 +58,7 @@ struct PreferencesPropertyListTests {
             try await other.importPropertyList(from: exported)
             #expect(other.dictionaryRepresentation() == preferences.dictionaryRepresentation())
         }
-        let python = Process()
+        let python = ChildProcess()
         python.executableURL = URL(filePath: "/usr/bin/env")
         python.arguments = [
             "python3", "-c",

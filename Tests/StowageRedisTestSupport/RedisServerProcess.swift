@@ -21,7 +21,7 @@ public final class RedisServerProcess: Sendable {
     /// The server's working directory (its configuration and files).
     public let directory: URL
     private let extraArguments: [String]
-    private let process = Mutex<Process?>(nil)
+    private let process = Mutex<ChildProcess?>(nil)
 
     private init(port: Int, directory: URL, extraArguments: [String]) {
         self.port = port
@@ -72,7 +72,7 @@ public final class RedisServerProcess: Sendable {
 
     /// (Re)starts the server on the same port and directory and waits until it answers.
     public func start() async throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = Self.executable("redis-server")
         process.arguments =
             [
@@ -93,7 +93,7 @@ public final class RedisServerProcess: Sendable {
     /// redis-server then never sees the SIGTERM.
     public func stop() {
         guard
-            let process = process.withLock({ state -> Process? in
+            let process = process.withLock({ state -> ChildProcess? in
                 defer { state = nil }
                 return state
             })
@@ -119,7 +119,7 @@ public final class RedisServerProcess: Sendable {
     /// Kills the server (SIGKILL), as a crash or an OOM kill would.
     public func kill() {
         guard
-            let process = process.withLock({ state -> Process? in
+            let process = process.withLock({ state -> ChildProcess? in
                 defer { state = nil }
                 return state
             })
@@ -202,7 +202,7 @@ public final class RedisServerProcess: Sendable {
         }
         defer { try? FileManager.default.removeItem(at: outputURL) }
         let output = try FileHandle(forWritingTo: outputURL)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = url
         process.arguments = arguments
         process.standardOutput = output

@@ -102,7 +102,7 @@ final class Fleet: Sendable {
 
 /// A `StowageTestWorker shared-tier` child process driven line by line.
 final class WorkerNode: Sendable {
-    private let process: Process
+    private let process: ChildProcess
     private let input: FileHandle
     private let lines: AsyncStream<String>
 

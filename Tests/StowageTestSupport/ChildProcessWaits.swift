@@ -9,7 +9,7 @@ import Glibc
 ///
 /// - Returns: What the process wrote to `output`.
 @discardableResult
-public func waitForExit(_ process: Process, readingToEnd output: FileHandle) async throws -> Data {
+public func waitForExit(_ process: ChildProcess, readingToEnd output: FileHandle) async throws -> Data {
     try await onOwnThread {
         let data = output.readDataToEndOfFile()
         _ = process.waitForExitReliably()
@@ -22,7 +22,7 @@ public func waitForExit(_ process: Process, readingToEnd output: FileHandle) asy
 /// to a busy cooperative thread lets the process run on between the marker and the kill.
 ///
 /// - Returns: Everything read before the kill, as text.
-public func kill(_ process: Process, once output: FileHandle, contains marker: String) async throws -> String {
+public func kill(_ process: ChildProcess, once output: FileHandle, contains marker: String) async throws -> String {
     try await onOwnThread {
         var seen = ""
         while !seen.contains(marker) {

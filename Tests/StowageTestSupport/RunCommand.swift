@@ -3,7 +3,7 @@ import Foundation
 /// Runs `arguments` (the first is looked up on `PATH`) and returns its standard output (standard
 /// error is discarded); throws ``TestFailure`` when it exits with another status than 0.
 public func runCommand(_ arguments: [String]) throws -> String {
-    let process = Process()
+    let process = ChildProcess()
     process.executableURL = URL(filePath: "/usr/bin/env")
     process.arguments = arguments
     let output = childPipe()

@@ -47,7 +47,7 @@ public final class SmallVolume: Sendable {
 
     /// Runs a command and returns its exit status.
     private static func command(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(filePath: "/usr/bin/env")
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice

@@ -15,8 +15,8 @@ public enum TestWorker {
     }
 
     /// A process, not yet started, that runs `StowageTestWorker subcommand arguments…`.
-    public static func process(_ subcommand: String, _ arguments: [String]) -> Process {
-        let process = Process()
+    public static func process(_ subcommand: String, _ arguments: [String]) -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = url
         process.arguments = [subcommand] + arguments
         return process

@@ -18,7 +18,7 @@ struct DiskUsageTreeScenario: Scenario {
         )
 
         // Warm the dentry and inode caches so that every contender reads from memory.
-        _ = try du(tree)
+        _ = try Subprocess.du(tree)
         _ = try await DiskUsage.measure(tree)
 
         var stowageTimes: [Double] = []
@@ -30,7 +30,7 @@ struct DiskUsageTreeScenario: Scenario {
             let stowage = try BenchContext.median(1) { try DiskUsage.measure(tree) }
             stowageTimes.append(stowage.seconds)
             stowageBytes = stowage.result.allocatedBytes
-            let reference = try BenchContext.median(1) { try du(tree) }
+            let reference = try BenchContext.median(1) { try Subprocess.du(tree) }
             duTimes.append(reference.seconds)
             duBytes = reference.result
         }
@@ -46,24 +46,6 @@ struct DiskUsageTreeScenario: Scenario {
             notes: "allocated bytes: stowage \(stowageBytes.rawValue), du \(duBytes), FileManager \(foundation.result)"
                 + (foundation.result == duBytes ? "" : " (FileManager disagrees with du)")
         )
-    }
-
-    /// Runs `du -s -B1 PATH` and returns its byte count.
-    private func du(_ url: URL) throws -> Int64 {
-        let process = Process()
-        process.executableURL = URL(filePath: "/usr/bin/env")
-        process.arguments = ["du", "-s", "-B1", url.fileSystemPath]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0,
-            let bytes = String(decoding: output, as: UTF8.self).split(separator: "\t").first.flatMap({ Int64($0) })
-        else {
-            throw BenchFailure("du -s -B1 \(url.fileSystemPath) failed with status \(process.terminationStatus)")
-        }
-        return bytes
     }
 
     /// What most Swift code does: enumerate with FileManager and sum `totalFileAllocatedSize`.

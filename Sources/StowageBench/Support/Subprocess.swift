@@ -1,16 +1,19 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 
-/// Runs external tools for baselines and fixtures.
+/// Runs external tools for baselines and fixtures, through the tests' `ChildProcess` (Foundation's
+/// `Process.run()` can crash on Linux: see ChildProcess).
 enum Subprocess {
     /// Runs `arguments` through `/usr/bin/env` and returns its standard output; throws on failure.
     @discardableResult
     static func run(_ arguments: [String]) throws -> String {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(filePath: "/usr/bin/env")
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
+        process.standardError = FileHandle.standardError
         try process.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

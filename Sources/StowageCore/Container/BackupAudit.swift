@@ -25,7 +25,7 @@
 public struct BackupAudit: Sendable, Hashable, Codable {
     /// The thresholds the audit was made with.
     public var configuration: Configuration
-    /// One entry per location, in ``Location/allCases`` order.
+    /// One entry per location, in `Location.allCases` order.
     public var locations: [LocationAudit]
     /// The files over ``Configuration/largeFileThreshold`` that are not excluded from backup,
     /// largest first (then by path), at most ``Configuration/maximumListedFiles`` of them.

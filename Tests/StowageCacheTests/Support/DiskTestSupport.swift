@@ -23,7 +23,7 @@ extension TemporaryDirectory {
 /// `StowageTestWorker cache …` (see Tests/StowageTestWorker/CacheWorkerCommand.swift).
 enum CacheWorker {
 
-    static func start(_ arguments: [String]) throws -> (Process, FileHandle) {
+    static func start(_ arguments: [String]) throws -> (ChildProcess, FileHandle) {
         let process = TestWorker.process("cache", arguments)
         let output = childPipe()
         process.standardOutput = output

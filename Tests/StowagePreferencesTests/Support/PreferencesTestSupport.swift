@@ -28,7 +28,7 @@ enum PreferencesWorker {
         count: Int,
         keys: Int,
         compactionThreshold: Int = 256 * 1024
-    ) throws -> (Process, FileHandle) {
+    ) throws -> (ChildProcess, FileHandle) {
         let process = TestWorker.process(
             "preferences",
             ["write", file.path, prefix, "\(count)", "\(keys)", "\(compactionThreshold)"]
