@@ -19,6 +19,14 @@ ssize_t stowage_getxattr(const char *path, const char *name, void *value, size_t
 #endif
 }
 
+ssize_t stowage_fgetxattr(int descriptor, const char *name, void *value, size_t size) {
+#if defined(__APPLE__)
+    return fgetxattr(descriptor, name, value, size, 0, 0);
+#else
+    return fgetxattr(descriptor, name, value, size);
+#endif
+}
+
 int stowage_removexattr(const char *path, const char *name) {
 #if defined(__APPLE__)
     return removexattr(path, name, XATTR_NOFOLLOW);

@@ -1,4 +1,5 @@
 import Foundation
+import StowageCore
 import StowageTestSupport
 import Testing
 
@@ -156,6 +157,59 @@ struct CleanCommandTests {
                 "purgeable", "add", "tmp/x", "--policy", "weekly", "--root", root.path,
             ])
             #expect(badPolicy.status == 64)
+        }
+    }
+
+    @Test("purge --marked removes marked items oldest first: --free SIZE, --free all, --dry-run, and no pressure")
+    func purgeMarked() async throws {
+        try await withTemporaryDirectory { root in
+            let old = try await file(root, "Documents/exports/old.zip", bytes: 40_960, daysOld: 30)
+            let new = try await file(root, "Documents/exports/new.zip", bytes: 40_960, daysOld: 2)
+            _ = try await file(root, "Documents/keep.txt", daysOld: 400)
+            do {
+                try Marks.setPurgeable(true, at: old)
+                try Marks.setPurgeable(true, at: new)
+            } catch StowageError.Code.unsupported {
+                return  // No user xattrs on this file system: nothing can be marked.
+            }
+
+            let dry = try await StowageExecutable.run([
+                "purge", "--marked", "--free", "1KB", "--dry-run", "--root", root.path,
+            ])
+            #expect(dry.status == 0, "\(dry.standardError)")
+            #expect(dry.standardOutput.contains("old.zip") && !dry.standardOutput.contains("new.zip"))
+            #expect(exists(root, "Documents/exports/old.zip"), "a dry run removes nothing")
+
+            // The test volume is rarely short of space: without --free, nothing goes, and it says why.
+            let calm = try await StowageExecutable.run(["purge", "--marked", "--root", root.path])
+            if calm.standardOutput.contains("no storage pressure") {
+                #expect(calm.status == 0 && exists(root, "Documents/exports/old.zip"))
+            }
+
+            let some = try await StowageExecutable.run([
+                "purge", "--marked", "--free", "1KB", "--json", "--root", root.path,
+            ])
+            #expect(some.status == 0, "\(some.standardError)")
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(some.standardOutput.utf8)) as? [String: Any]
+            )
+            let removed = try #require(report["removed"] as? [[String: Any]])
+            #expect(removed.map { ($0["path"] as? String)?.hasSuffix("/old.zip") } == [true])
+            #expect(report["remaining"] as? Int == 1)
+            #expect(!exists(root, "Documents/exports/old.zip") && exists(root, "Documents/exports/new.zip"))
+
+            let all = try await StowageExecutable.run(["purge", "--marked", "--free", "all", "--root", root.path])
+            #expect(all.status == 0 && all.standardOutput.contains("0 marked items left"), "\(all.standardOutput)")
+            #expect(!exists(root, "Documents/exports/new.zip") && exists(root, "Documents/keep.txt"))
+
+            let refused: [[String]] = [
+                ["--marked", "--free", "-5MB"], ["--marked", "--free", "lots"], ["--marked", "--free", "nan"],
+                ["--marked", "--reset-all"], ["--dry-run"], ["--free", "1MB"],
+            ]
+            for arguments in refused {
+                let outcome = try await StowageExecutable.run(["purge"] + arguments + ["--root", root.path])
+                #expect(outcome.status == 64, "\(arguments): \(outcome.standardError)")
+            }
         }
     }
 }

@@ -36,6 +36,8 @@ static inline uint64_t stowage_atomic_fetch_or_u64(uint64_t *address, uint64_t b
 int stowage_setxattr(const char *path, const char *name, const void *value, size_t size);
 /// Reads an extended attribute of `path` without following a final symbolic link.
 ssize_t stowage_getxattr(const char *path, const char *name, void *value, size_t size);
+/// Reads an extended attribute of the file open at `descriptor`.
+ssize_t stowage_fgetxattr(int descriptor, const char *name, void *value, size_t size);
 /// Removes an extended attribute of `path` without following a final symbolic link.
 int stowage_removexattr(const char *path, const char *name);
 

@@ -48,16 +48,17 @@ struct CapacityCommand: AsyncParsableCommand {
         }
     }
 
-    /// The nearest existing directory at or above `url`, so capacity works before first use.
-    private func existingAncestor(of url: URL) -> URL {
-        var current = url
-        while !FileManager.default.fileExists(atPath: current.fileSystemPath),
-            current.fileSystemPath != "/"
-        {
-            current = current.deletingLastPathComponent()
-        }
-        return current
+}
+
+/// The nearest existing directory at or above `url`, so capacity works before first use.
+func existingAncestor(of url: URL) -> URL {
+    var current = url
+    while !FileManager.default.fileExists(atPath: current.fileSystemPath),
+        current.fileSystemPath != "/"
+    {
+        current = current.deletingLastPathComponent()
     }
+    return current
 }
 
 /// Parses a size option, turning a library error into a usage error.

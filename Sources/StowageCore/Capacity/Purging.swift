@@ -1,7 +1,8 @@
 /// The order in which a storage monitor (`StorageMonitor`, in StowageHousekeeping) frees space,
 /// cheapest loss first: scratch files, then caches whose content the network gives back on
-/// demand (an HTTP cache's responses), then other caches, then purgeable directories (data the
-/// app chose to keep until a policy says otherwise).
+/// demand (an HTTP cache's responses), then other caches, then files the app marked purgeable
+/// (`Marks.setPurgeable`), then purgeable directories (data the app chose to keep until a policy
+/// says otherwise).
 public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
     /// Scratch files nobody reads again, such as old entries of the temporary directory.
     case temporary
@@ -9,6 +10,9 @@ public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, Cust
     case refetchable
     /// Other caches: values the app can compute or fetch again, at a cost.
     case cache
+    /// Files and directories the app marked purgeable (`Marks.setPurgeable`), oldest first: Apple's
+    /// storage guide's "purgeable" data, which the app can do without but did not put in a cache.
+    case markedItems
     /// Directories the app registered to keep until their policy says otherwise.
     case purgeableDirectories
 
@@ -21,6 +25,7 @@ public enum PurgingTier: Int, Sendable, Hashable, Comparable, CaseIterable, Cust
         case .temporary: "temporary"
         case .refetchable: "refetchable caches"
         case .cache: "caches"
+        case .markedItems: "marked items"
         case .purgeableDirectories: "purgeable directories"
         }
     }

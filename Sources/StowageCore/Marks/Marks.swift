@@ -121,6 +121,28 @@ public enum Marks {
         throw failure(error, "read extended attribute '\(name)' of", path: path)
     }
 
+    /// The attribute's value of the file open at `descriptor`, or `nil` when it has none; `path`
+    /// is for messages only. Reading through a descriptor reads the very file a walk opened
+    /// (`O_NOFOLLOW`), whatever its name's bytes, never a twin a path might resolve to.
+    package static func attribute(_ name: String, ofDescriptor descriptor: Int32, path: String) throws -> String? {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let length = buffer.withUnsafeMutableBytes { stowage_fgetxattr(descriptor, name, $0.baseAddress, $0.count) }
+        if length >= 0 { return String(decoding: buffer.prefix(length), as: UTF8.self) }
+        let error = Errno.current
+        if error.rawValue == noAttributeErrno { return nil }
+        throw failure(error, "read extended attribute '\(name)' of", path: path)
+    }
+
+    /// Whether the file open at `descriptor` carries the purgeable mark; `false` where the file
+    /// system has no extended attributes, since no mark can be there.
+    package static func isPurgeable(descriptor: Int32, path: String) throws -> Bool {
+        do {
+            return try attribute(purgeableAttribute, ofDescriptor: descriptor, path: path) == "true"
+        } catch StowageError.Code.unsupported {
+            return false
+        }
+    }
+
     package static func setAttribute(_ name: String, to value: String, of url: URL) throws {
         let path = try url.checkedFileSystemPath(subject: "cannot use extended attributes")
         let bytes = Array(value.utf8)

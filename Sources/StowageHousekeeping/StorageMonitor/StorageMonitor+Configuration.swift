@@ -19,6 +19,9 @@ extension StorageMonitor {
         /// What ``interval`` is measured by. Default `ContinuousClock()`; tests pass a clock
         /// they advance.
         public var waitClock: any Clock<Duration> = ContinuousClock()
+        /// Whether, with a container (through the purgeable directories), files and directories
+        /// marked purgeable inside it are removed after the caches (``MarkedItems``). Default `true`.
+        public var purgesMarkedItems = true
 
         /// Creates a configuration; the defaults are documented on each property.
         public init(
@@ -61,14 +64,16 @@ extension StorageMonitor {
         public var capacityAfter: VolumeCapacity
         /// The purge sweep's report, `nil` without purgeable directories.
         public var sweep: PurgeReport?
+        /// The marked items removed, by path and bytes; `nil` when their tier was not reached.
+        public var markedItems: MarkedItems.Report?
         /// Bytes each registered cache freed, by `Purging/purgingName`.
         public var caches: [(name: String, bytesFreed: ByteCount)]
         /// What failed (the sweep, a cache), with the others still run.
         public var errors: [any Error]
 
-        /// Bytes freed by the sweep and the caches together.
+        /// Bytes freed by the sweep, the marked items and the caches together.
         public var bytesFreed: ByteCount {
-            caches.reduce(sweep?.bytesFreed ?? .zero) { $0 + $1.bytesFreed }
+            caches.reduce((sweep?.bytesFreed ?? .zero) + (markedItems?.bytesFreed ?? .zero)) { $0 + $1.bytesFreed }
         }
         /// Whether the volume is still under pressure afterwards.
         public var isStillUnderPressure: Bool

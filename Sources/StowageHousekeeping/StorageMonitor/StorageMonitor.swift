@@ -4,8 +4,9 @@ import StowageCore
 import Synchronization
 
 /// Watches the volume's opportunistic capacity and, when it runs low, purges tier by tier until
-/// the pressure is gone (seed 003's `StorageMonitor`): temporary files, then HTTP caches, then
-/// other caches, then the purgeable directories' sweep (`PurgingTier`).
+/// the pressure is gone (Apple's storage-management guide's `StorageMonitor`): temporary files,
+/// then HTTP caches, then other caches, then the container's items marked purgeable
+/// (``MarkedItems``), then the purgeable directories' sweep (`PurgingTier`).
 ///
 /// ```swift
 /// let monitor = StorageMonitor(
@@ -28,6 +29,7 @@ public final class StorageMonitor: Sendable {
     public let configuration: Configuration
 
     private let purgeable: PurgeableDirectories?
+    private let markedItems: MarkedItems?
     private let capacity: @Sendable () throws -> VolumeCapacity
     private let onReport: (@Sendable (Report) -> Void)?
     private let state = Mutex(State())
@@ -55,6 +57,8 @@ public final class StorageMonitor: Sendable {
         onReport: (@Sendable (Report) -> Void)? = nil
     ) {
         self.purgeable = purgeable
+        self.markedItems =
+            configuration.purgesMarkedItems ? purgeable.map { MarkedItems(container: $0.container) } : nil
         self.configuration = configuration
         self.onReport = onReport
         let reserves = configuration.reserves
@@ -104,6 +108,7 @@ public final class StorageMonitor: Sendable {
         )
         var errors: [any Error] = []
         var sweep: PurgeReport?
+        var marked: MarkedItems.Report?
         var freed: [(name: String, bytesFreed: ByteCount)] = []
         let purgers = state.withLock { $0.caches }
         var missing = configuration.bytesToRelieve(before)
@@ -122,8 +127,24 @@ public final class StorageMonitor: Sendable {
                     errors.append(error)
                 }
             }
+            if tier == .markedItems, let markedItems, missing > .zero {
+                do {
+                    let removed = try await markedItems.purge(atLeast: missing)
+                    marked = removed
+                    missing = max(.zero, missing - removed.bytesFreed)
+                    for failure in removed.failures {
+                        logger.error("removing a marked item failed", metadata: ["failure": "\(failure)"])
+                    }
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    errors.append(error)
+                }
+            }
             let members = purgers.filter { $0.purgingTier == tier }
-            guard !members.isEmpty || (tier == .purgeableDirectories && purgeable != nil) else { continue }
+            let hasOwnWork =
+                (tier == .purgeableDirectories && purgeable != nil) || (tier == .markedItems && markedItems != nil)
+            guard !members.isEmpty || hasOwnWork else { continue }
             var relieved = false
             // Members count the bytes of their values; the volume also sees allocation rounding,
             // index pages and other writers. What the volume says wins: a tier whose pass made the
@@ -169,6 +190,7 @@ public final class StorageMonitor: Sendable {
             capacityBefore: before,
             capacityAfter: after,
             sweep: sweep,
+            markedItems: marked,
             caches: freed,
             errors: errors,
             isStillUnderPressure: configuration.isUnderPressure(after)

@@ -1,0 +1,272 @@
+import Foundation
+import StowageCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The work behind ``MarkedItems``: finds marked entries through descriptors, then removes them
+/// oldest first, each reached again from its location without following a link.
+///
+/// The walk keeps its own stack instead of recursing, and opens a directory only when its turn
+/// comes: open descriptors grow with the tree's depth, not with its width, and a tree too deep
+/// for the descriptor limit is reported (`EMFILE`), never a crash.
+struct MarkedItemsWalk {
+    let container: Container
+    let cancellation: CancellationFlag?
+
+    /// A marked item and the way back to it.
+    private struct Found {
+        var item: MarkedItems.Item
+        /// Names from the location's directory to the item's parent.
+        var parentComponents: [String]
+        var name: String
+        var identity: FileIdentity
+    }
+
+    /// A directory waiting for its turn: opened from `parent` when it comes.
+    private struct Pending {
+        var parent: OpenDirectory
+        var name: String
+        var components: [String]
+    }
+
+    func scan() throws -> MarkedItems.Scan {
+        let (found, skipped) = try find()
+        return MarkedItems.Scan(items: found.map(\.item), skipped: skipped)
+    }
+
+    /// - Parameter beforeRemoving: Runs between the finding and the first removal (tests swap
+    ///   entries there).
+    func purge(atLeast goal: ByteCount?, beforeRemoving: () -> Void = {}) throws -> MarkedItems.Report {
+        var (found, failures) = try find()
+        beforeRemoving()
+        var removed: [MarkedItems.Item] = []
+        var freed = ByteCount.zero
+        var next = 0
+        while next < found.count {
+            if let goal, freed >= goal { break }
+            try cancellation?.check()
+            let candidate = found[next]
+            next += 1
+            switch try remove(candidate) {
+            case nil:
+                removed.append(candidate.item)
+                freed += candidate.item.bytes
+            case let failure?:
+                failures.append(failure)
+            }
+        }
+        found.removeFirst(next)
+        return MarkedItems.Report(removed: removed, bytesFreed: freed, remaining: found.count, failures: failures)
+    }
+
+    // MARK: - Finding
+
+    /// Every marked item, oldest first, and what was skipped.
+    private func find() throws -> (found: [Found], skipped: [String]) {
+        var found: [Found] = []
+        var skipped: [String] = []
+        var seen = Set<FileIdentity>()
+        var roots: [(Location, OpenDirectory)] = []
+        for location in Location.allCases {
+            guard let descriptor = try container.openLocationDirectory(location, creating: false) else { continue }
+            let directory = OpenDirectory(descriptor: descriptor, path: container.url(for: location).fileSystemPath)
+            guard let identity = Self.identity(of: descriptor) else { continue }
+            // A location inside another (a temporary directory under caches) is walked once, as
+            // itself, and never taken for a marked item of the other.
+            if seen.insert(identity).inserted { roots.append((location, directory)) }
+        }
+        for (location, root) in roots {
+            var stack: [Pending] = []
+            var first: OpenDirectory? = root
+            while true {
+                try cancellation?.check()
+                let directory: OpenDirectory
+                let components: [String]
+                if let root = first {
+                    (directory, components, first) = (root, [], nil)
+                } else if let pending = stack.popLast() {
+                    guard let opened = pending.parent.openChild(pending.name) else {
+                        if errno != ENOENT {
+                            skipped.append("\(pending.parent.pathOf(pending.name)): cannot open: \(Errno.current)")
+                        }
+                        continue
+                    }
+                    (directory, components) = (opened, pending.components)
+                } else {
+                    break
+                }
+                var names: [String] = []
+                do {
+                    try OpenDirectory.forEachEntry(in: directory.descriptor, path: directory.path) { raw, type in
+                        guard type != UInt8(DT_LNK) else { return }  // Never followed; Linux marks no links.
+                        guard let name = String(validatingCString: raw) else {
+                            skipped.append(
+                                "\(directory.path)/\(String(cString: raw).visibleEscapes): name is not UTF-8"
+                            )
+                            return
+                        }
+                        names.append(name)
+                    }
+                } catch let error as StowageError {
+                    skipped.append("\(directory.path): \(error.message)")
+                    continue
+                }
+                for name in names {
+                    switch examine(name, in: directory, location: location, seen: &seen) {
+                    case .skip(let reason?):
+                        skipped.append("\(directory.pathOf(name)): \(reason)")
+                    case .skip(nil):
+                        break
+                    case .descend:
+                        stack.append(Pending(parent: directory, name: name, components: components + [name]))
+                    case .marked(let item, let identity):
+                        found.append(Found(item: item, parentComponents: components, name: name, identity: identity))
+                    }
+                }
+            }
+        }
+        found.sort { ($0.item.modified, $0.item.path) < ($1.item.modified, $1.item.path) }
+        return (found, skipped)
+    }
+
+    private enum Verdict {
+        case skip(String?)
+        case descend
+        case marked(MarkedItems.Item, FileIdentity)
+    }
+
+    /// Opens `name` without following a link, reads its mark through that descriptor, and says
+    /// what to do with it.
+    private func examine(
+        _ name: String,
+        in directory: OpenDirectory,
+        location: Location,
+        seen: inout Set<FileIdentity>
+    ) -> Verdict {
+        guard let status = FileStatus.at(directory.descriptor, name) else {
+            return .skip(errno == ENOENT ? nil : "cannot examine: \(Errno.current)")
+        }
+        // FIFOs, sockets and devices are never opened: opening some has effects.
+        guard status.type != .other else { return .skip(nil) }
+        guard seen.insert(status.identity).inserted else { return .skip(nil) }
+        let flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY
+        let descriptor = openat(directory.descriptor, name, flags | (status.type == .directory ? O_DIRECTORY : 0))
+        guard descriptor >= 0 else {
+            return .skip(errno == ENOENT ? nil : "cannot open to read its mark: \(Errno.current)")
+        }
+        defer { close(descriptor) }
+        // The name may have been replaced between the examination and the open.
+        guard Self.identity(of: descriptor) == status.identity else { return .skip("changed while it was examined") }
+        let path = directory.pathOf(name)
+        let isMarked: Bool
+        do {
+            isMarked = try Marks.isPurgeable(descriptor: descriptor, path: path)
+        } catch let error as StowageError {
+            return .skip(error.message)
+        } catch {
+            return .skip("\(error)")
+        }
+        guard isMarked else { return status.type == .directory ? .descend : .skip(nil) }
+        var bytes = status.allocatedBytes
+        var modified = status.modificationTime
+        if status.type == .directory {
+            let child = OpenDirectory(descriptor: dup(descriptor), path: path)
+            guard child.descriptor >= 0 else { return .skip("cannot measure: \(Errno.current)") }
+            var newestFile: Double?
+            measure(child, bytes: &bytes, newestFile: &newestFile, seen: &seen)
+            // A directory is as recent as its newest file; its own time only says an entry came or went.
+            modified = newestFile ?? modified
+        }
+        let item = MarkedItems.Item(
+            path: path,
+            location: location,
+            bytes: ByteCount(bytes),
+            modified: Date(timeIntervalSince1970: modified),
+            isDirectory: status.type == .directory
+        )
+        return .marked(item, status.identity)
+    }
+
+    /// Adds up a marked directory's tree and finds its newest file's modification, with its own
+    /// stack.
+    private func measure(
+        _ root: OpenDirectory,
+        bytes: inout Int64,
+        newestFile: inout Double?,
+        seen: inout Set<FileIdentity>
+    ) {
+        var stack = [root]
+        while let directory = stack.popLast() {
+            try? OpenDirectory.forEachEntry(in: directory.descriptor, path: directory.path) { name, _ in
+                guard let status = FileStatus.at(directory.descriptor, name), seen.insert(status.identity).inserted
+                else { return }
+                bytes += status.allocatedBytes
+                guard status.type == .directory else {
+                    newestFile = max(newestFile ?? status.modificationTime, status.modificationTime)
+                    return
+                }
+                let child = openat(directory.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if child >= 0 { stack.append(OpenDirectory(descriptor: child, path: directory.path)) }
+            }
+        }
+    }
+
+    // MARK: - Removing
+
+    /// Removes one found item after checking it is still the entry that was found; the failure's
+    /// text, or `nil` when it is gone.
+    private func remove(_ found: Found) throws -> String? {
+        guard let locationDescriptor = try container.openLocationDirectory(found.item.location, creating: false) else {
+            return "\(found.item.path): its location no longer exists"
+        }
+        var parent = OpenDirectory(
+            descriptor: locationDescriptor,
+            path: container.url(for: found.item.location).fileSystemPath
+        )
+        for component in found.parentComponents {
+            guard let child = parent.openChild(component) else {
+                return "\(found.item.path): cannot reach it again (\(Errno.current)); left in place"
+            }
+            parent = child
+        }
+        // The mark is read again through a fresh descriptor: a file put in its place since the
+        // scan may even have its inode number (file systems reuse them at once).
+        let flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY
+        let descriptor = openat(parent.descriptor, found.name, flags | (found.item.isDirectory ? O_DIRECTORY : 0))
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return nil }
+            return
+                "\(found.item.path): replaced or unreadable since its mark was read (\(Errno.current)); left in place"
+        }
+        defer { close(descriptor) }
+        guard Self.identity(of: descriptor) == found.identity,
+            (try? Marks.isPurgeable(descriptor: descriptor, path: found.item.path)) == true
+        else {
+            return "\(found.item.path): replaced or unmarked since its mark was read; left in place"
+        }
+        var removal = TreeRemoval(cancellation: cancellation)
+        try removal.remove(found.name, type: UInt8(found.item.isDirectory ? DT_DIR : DT_REG), in: parent)
+        guard removal.failures.isEmpty else {
+            return removal.failures.map(\.description).joined(separator: "; ")
+        }
+        return nil
+    }
+
+    private static func identity(of descriptor: Int32) -> FileIdentity? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        return FileIdentity(status)
+    }
+}
+
+extension String {
+    /// The text with control characters and U+FFFD (an undecodable byte) shown as escapes.
+    fileprivate var visibleEscapes: String {
+        unicodeScalars.map { $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0) }
+            .joined()
+    }
+}
