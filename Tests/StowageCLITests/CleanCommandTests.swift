@@ -212,4 +212,48 @@ struct CleanCommandTests {
             }
         }
     }
+
+    @Test("--time-limit: a spent limit stops purge and clean with exit 0 and says so; bad limits are usage errors")
+    func timeLimitOption() async throws {
+        try await withTemporaryDirectory { root in
+            _ = try await StowageExecutable.run([
+                "purgeable", "add", "Library/Caches/feeds", "--policy", "7d", "--root", root.path,
+            ])
+            for index in 0..<20 { _ = try await file(root, "Library/Caches/feeds/\(index)", daysOld: 30) }
+            // A microsecond is spent before the first file is examined.
+            let cut = try await StowageExecutable.run(["purge", "--time-limit", "0.000001", "--root", root.path])
+            #expect(cut.status == 0, "\(cut.standardError)")
+            #expect(cut.standardOutput.contains("stopped at the time limit"), "\(cut.standardOutput)")
+            #expect(cut.standardOutput.contains("(time limit)"))
+
+            let json = try await StowageExecutable.run([
+                "purge", "--time-limit", "0.000001", "--json", "--root", root.path,
+            ])
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+            )
+            let directories = try #require(report["directories"] as? [[String: Any]])
+            #expect(directories.first?["reachedTimeLimit"] as? Bool == true)
+
+            let full = try await StowageExecutable.run(["purge", "--time-limit", "1h", "--root", root.path])
+            #expect(full.status == 0 && !full.standardOutput.contains("time limit"), "\(full.standardOutput)")
+            #expect(!exists(root, "Library/Caches/feeds/0"))
+
+            for bad in ["0", "-1s", "nan", "inf", "1e300", "99999999999", "soon", ""] {
+                for command in [["purge"], ["purge", "--marked", "--free", "all"]] {
+                    let outcome = try await StowageExecutable.run(command + ["--time-limit", bad, "--root", root.path])
+                    #expect(
+                        outcome.status == 64,
+                        "\(command) --time-limit \(bad.debugDescription): \(outcome.standardError)"
+                    )
+                }
+            }
+            let manifest = root.appending(path: "manifest.json")
+            try Data(#"[{"Path": "Library/Caches/feeds"}]"#.utf8).write(to: manifest)
+            let clean = try await StowageExecutable.run([
+                "clean", "--manifest", manifest.path, "--time-limit", "0", "--root", root.path,
+            ])
+            #expect(clean.status == 64, "\(clean.standardError)")
+        }
+    }
 }

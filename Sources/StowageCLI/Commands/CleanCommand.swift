@@ -15,7 +15,9 @@ struct CleanCommand: AsyncParsableCommand {
             Absolute paths, '..' and symbolic links leading out of the container are refused; links
             are removed as links, never followed. Class + Selectors tasks need handlers registered in
             the app's code, so they fail here. Progress goes to standard error (a bar on a terminal),
-            the summary to standard output. Exit status 1 when a task failed.
+            the summary to standard output. --time-limit bounds the deleting (not the measuring):
+            at the limit the clean stops between two files and reports the tasks it did not finish.
+            Exit status 1 when a task failed (not for reaching the time limit).
             """
     )
 
@@ -27,8 +29,16 @@ struct CleanCommand: AsyncParsableCommand {
     @Flag(help: "Measure and report what would be freed; delete nothing.")
     var dryRun = false
 
+    @Option(help: "Stop deleting after this long, e.g. 30s or 5m; the report says what was left.")
+    var timeLimit: String?
+
     func validate() throws {
         try GlobalOptions.checkPath(manifest, "--manifest")
+        _ = try parsedTimeLimit()
+    }
+
+    private func parsedTimeLimit() throws -> Duration? {
+        try timeLimit.map { try parseTimeLimit($0) }
     }
 
     func run() async throws {
@@ -38,7 +48,10 @@ struct CleanCommand: AsyncParsableCommand {
             var logger = Logger(label: "org.stowage.cleaner")
             logger.logLevel = .error
             let cleaner = CacheCleaner(container: try options.container(), logger: logger)
-            try await CleanReportPresenter.present(cleaner.run(manifest, dryRun: dryRun), json: options.json)
+            try await CleanReportPresenter.present(
+                cleaner.run(manifest, dryRun: dryRun, timeLimit: try parsedTimeLimit()),
+                json: options.json
+            )
         }
     }
 }

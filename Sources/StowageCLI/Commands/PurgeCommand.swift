@@ -23,7 +23,10 @@ struct PurgeCommand: AsyncParsableCommand {
             (opportunistic space under 10% or 200 MB), or at least --free SIZE, or every one with
             --free all. --dry-run lists what would go.
 
-            Exit status 1 when some entries could not be removed.
+            --time-limit stops any of these between two files when the time is spent; the report
+            says what was done and which directories were not reached.
+
+            Exit status 1 when some entries could not be removed (not for reaching the time limit).
             """
     )
 
@@ -41,10 +44,18 @@ struct PurgeCommand: AsyncParsableCommand {
     @Flag(help: "With --marked: list what would be removed and remove nothing.")
     var dryRun = false
 
+    @Option(help: "Stop after this long, e.g. 30s or 5m; the report says what was left.")
+    var timeLimit: String?
+
     func validate() throws {
         if resetAll && marked { throw ValidationError("--reset-all and --marked are different purges: use one") }
         if !marked && (free != nil || dryRun) { throw ValidationError("--free and --dry-run go with --marked") }
         _ = try markedGoal()
+        _ = try parsedTimeLimit()
+    }
+
+    private func parsedTimeLimit() throws -> Duration? {
+        try timeLimit.map { try parseTimeLimit($0) }
     }
 
     func run() async throws {
@@ -59,19 +70,22 @@ struct PurgeCommand: AsyncParsableCommand {
 
     private func sweep() async throws {
         let purgeable = PurgeableDirectories(container: try options.container(), configuration: .quiet)
-        let report = resetAll ? try await purgeable.resetAll() : try await purgeable.sweep()
+        let limit = try parsedTimeLimit()
+        let report =
+            resetAll ? try await purgeable.resetAll(timeLimit: limit) : try await purgeable.sweep(timeLimit: limit)
         if options.json {
             try Output.printJSON(report)
         } else {
             var table = TextTable(header: ["PATH", "POLICY", "REMOVED", "FREED", "LEFT"])
             for directory in report.directories {
                 table.append([
-                    directory.path, directory.policy.description, String(directory.removedCount),
+                    directory.path + (directory.reachedTimeLimit ? " (time limit)" : ""),
+                    directory.policy.description, String(directory.removedCount),
                     directory.bytesFreed.formatted(.compact), directory.remainingBytes.formatted(.compact),
                 ])
             }
             if !report.directories.isEmpty { print(table.rendered) }
-            print("freed \(report.bytesFreed.formatted(.compact))")
+            print("freed \(report.bytesFreed.formatted(.compact))" + Self.limitNote(report))
         }
         for directory in report.directories {
             if let error = directory.error { Output.warn(error) }
@@ -113,13 +127,16 @@ struct PurgeCommand: AsyncParsableCommand {
             try await listMarked(items, goal: goal, note: note)
             return
         }
-        let report = try await items.purge(atLeast: goal)
+        let report = try await items.purge(atLeast: goal, timeLimit: try parsedTimeLimit())
         if options.json {
             try Output.printJSON(report)
         } else {
             if !report.removed.isEmpty { print(Self.table(report.removed).rendered) }
             if let note { print(note) }
-            print("freed \(report.bytesFreed.formatted(.compact)); \(report.remaining) marked items left")
+            print(
+                "freed \(report.bytesFreed.formatted(.compact)); \(report.remaining) marked items left"
+                    + (report.reachedTimeLimit ? "; stopped at the time limit" : "")
+            )
         }
         for failure in report.failures { Output.warn(failure) }
         if !report.isComplete { throw Output.partialFailure }
@@ -143,6 +160,13 @@ struct PurgeCommand: AsyncParsableCommand {
             print("would free \(bytes.formatted(.compact)) of \(scan.bytes.formatted(.compact)) marked")
         }
         for skipped in scan.skipped { Output.warn(skipped) }
+    }
+
+    /// "; stopped at the time limit: N directories not finished", or nothing.
+    private static func limitNote(_ report: PurgeReport) -> String {
+        guard report.reachedTimeLimit else { return "" }
+        let unfinished = report.directories.filter(\.reachedTimeLimit).count
+        return "; stopped at the time limit: \(unfinished) directories not finished"
     }
 
     private static func table(_ items: [MarkedItems.Item]) -> TextTable {

@@ -30,7 +30,11 @@ enum CleanReportPresenter {
     static func render(_ report: CleanReport) -> String {
         var table = TextTable(header: ["TASK", report.isDryRun ? "WOULD FREE" : "FREED", "ENTRIES", "STATUS"])
         for task in report.tasks {
-            let status = task.error != nil ? "failed" : task.failures.isEmpty ? "ok" : "\(task.failures.count) failures"
+            let status =
+                task.error != nil
+                ? "failed"
+                : !task.failures.isEmpty
+                    ? "\(task.failures.count) failures" : task.reachedTimeLimit ? "time limit" : "ok"
             table.append([
                 "\(task.index) \(task.task)", task.bytesFreed.formatted(.compact),
                 report.isDryRun ? String(task.entriesBefore) : String(task.entriesRemoved), status,
@@ -40,6 +44,9 @@ enum CleanReportPresenter {
             report.isDryRun
             ? "would free \(report.bytesFreed.formatted(.compact)) (dry run: nothing was deleted)"
             : "freed \(report.bytesFreed.formatted(.compact))"
-        return table.rendered + "\n" + summary
+        let limit =
+            report.reachedTimeLimit
+            ? "; stopped at the time limit with \(report.tasks.filter(\.reachedTimeLimit).count) tasks unfinished" : ""
+        return table.rendered + "\n" + summary + limit
     }
 }

@@ -36,15 +36,23 @@ public final class CacheCleaner: Sendable {
     /// Where runs are logged (label `org.stowage.cleaner`, silent by default).
     public let logger: Logger
 
+    /// What a run's `timeLimit` is measured by.
+    public let timeLimitClock: any Clock<Duration>
+
     /// A cleaner for `container`.
+    ///
+    /// - Parameter timeLimitClock: What `run(_:dryRun:timeLimit:)`'s limit is measured by;
+    ///   default `ContinuousClock()`, tests pass a clock they move.
     public init(
         container: Container,
         handlers: CleanHandlers = CleanHandlers(),
-        logger: Logger = Logger(label: "org.stowage.cleaner", factory: SwiftLogNoOpLogHandler.init)
+        logger: Logger = Logger(label: "org.stowage.cleaner", factory: SwiftLogNoOpLogHandler.init),
+        timeLimitClock: any Clock<Duration> = ContinuousClock()
     ) {
         self.container = container
         self.handlers = handlers
         self.logger = logger
+        self.timeLimitClock = timeLimitClock
     }
 
     /// Starts cleaning and returns its progress; see ``CleanProgress``.
@@ -52,9 +60,15 @@ public final class CacheCleaner: Sendable {
     /// - Parameters:
     ///   - manifest: The tasks.
     ///   - dryRun: Measure and report what would be freed, delete nothing.
+    ///   - timeLimit: A time budget for the cleaning phase, counted from the call on
+    ///     ``timeLimitClock`` (Apple's storage guide: background cleanup stops when its time runs
+    ///     out): deletion stops between two files when it is spent, the tasks not reached are
+    ///     reported (``CleanReport/TaskResult/reachedTimeLimit``) and the bytes are measured
+    ///     after as usual. `nil`: no limit. A limit that is not positive fails the run with a
+    ///     `StowageError` `.invalidArgument`.
     /// - Returns: The events, ending with ``CleanEvent/done(_:)``. Cancelling the iterating task
     ///   stops the clean between two files.
-    public func run(_ manifest: CleanManifest, dryRun: Bool = false) -> CleanProgress {
+    public func run(_ manifest: CleanManifest, dryRun: Bool = false, timeLimit: Duration? = nil) -> CleanProgress {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: CleanEvent.self, throwing: (any Error).self)
         let cancellation = CancellationFlag()
         let job = CleanJob(
@@ -63,10 +77,15 @@ public final class CacheCleaner: Sendable {
             logger: logger,
             isDryRun: dryRun,
             cancellation: cancellation,
+            // An invalid limit sets no deadline (adding it to the clock could overflow); the run
+            // then fails at its first step below.
+            deadline: timeLimit.flatMap { (try? TimeLimitCheck.validate($0)) == nil ? nil : $0 }
+                .map { Deadline(after: $0, on: timeLimitClock) },
             gate: ProgressGate { continuation.yield($0) }
         )
         let task = Task {
             do {
+                if let timeLimit { try TimeLimitCheck.validate(timeLimit) }
                 let report = try await withTaskCancellationHandler {
                     try await job.run(manifest)
                 } onCancel: {
@@ -92,7 +111,13 @@ public final class CacheCleaner: Sendable {
     ///
     /// - Throws: `CancellationError` when the calling task is cancelled (between two files; what
     ///   was removed stays removed). Task failures are in the report, not thrown.
-    public func clean(_ manifest: CleanManifest, dryRun: Bool = false) async throws -> CleanReport {
-        try await run(manifest, dryRun: dryRun).report()
+    public func clean(
+        _ manifest: CleanManifest,
+        dryRun: Bool = false,
+        timeLimit: Duration? = nil
+    ) async throws
+        -> CleanReport
+    {
+        try await run(manifest, dryRun: dryRun, timeLimit: timeLimit).report()
     }
 }

@@ -13,6 +13,9 @@ struct CleanJob: Sendable {
     let logger: Logger
     let isDryRun: Bool
     let cancellation: CancellationFlag
+    /// The cleaning phase's time limit; measuring before and after is not bounded, so that the
+    /// report is exact.
+    let deadline: Deadline?
     let gate: ProgressGate
 
     func run(_ manifest: CleanManifest) async throws -> CleanReport {
@@ -69,26 +72,45 @@ struct CleanJob: Sendable {
         }
         let total = max(1, pathEntries + tasks.filter(\.isRunnable).reduce(0) { $0 + $1.handlers.count })
         var done = 0
+        let limited = CancellationFlag(parent: cancellation, deadline: deadline)
+        var reachedTimeLimit = false
         for index in tasks.indices where tasks[index].isRunnable {
             try cancellation.check()
             try Task.checkCancellation()
+            if reachedTimeLimit || limited.isPastTimeLimit {
+                // Tasks the time limit came before: reported, not run.
+                reachedTimeLimit = true
+                tasks[index].result.reachedTimeLimit = true
+                continue
+            }
             let name = tasks[index].result.task
             gate.emit(.cleaning(fraction: Double(done) / Double(total), task: name), force: true)
             if tasks[index].handlers.isEmpty {
                 let task = tasks[index]
                 let base = done
-                let (removed, failures) = try await BlockingWork.run {
-                    var removal = TreeRemoval(cancellation: cancellation) { count in
+                let (removed, failures, stopped) = try await BlockingWork.run {
+                    var removal = TreeRemoval(cancellation: limited) { count in
                         gate.emit(.cleaning(fraction: Double(min(base + count, total)) / Double(total), task: name))
                     }
-                    for unit in task.units { try removal.remove(unit.name, type: unit.type, in: unit.directory) }
-                    return (removal.removedCount, removal.failures)
+                    do {
+                        for unit in task.units { try removal.remove(unit.name, type: unit.type, in: unit.directory) }
+                    } catch is TimeLimitReached {
+                        return (removal.removedCount, removal.failures, true)
+                    }
+                    return (removal.removedCount, removal.failures, false)
                 }
                 tasks[index].result.entriesRemoved = removed
                 tasks[index].result.failures = failures
+                tasks[index].result.reachedTimeLimit = stopped
+                reachedTimeLimit = stopped
                 done += tasks[index].result.entriesBefore
             } else {
                 for handler in tasks[index].handlers {
+                    if limited.isPastTimeLimit {
+                        tasks[index].result.reachedTimeLimit = true
+                        reachedTimeLimit = true
+                        break
+                    }
                     do {
                         try await handler.body()
                     } catch is CancellationError {

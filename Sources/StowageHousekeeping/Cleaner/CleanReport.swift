@@ -25,13 +25,16 @@ public struct CleanReport: Sendable, Encodable {
         /// Why the task did not run (a refused path, an unregistered handler, a handler's
         /// error), or `nil`.
         public var error: StowageError?
+        /// Whether the run's time limit stopped this task, or came before it began: what it
+        /// removed is in ``entriesRemoved`` and the bytes measured after.
+        public var reachedTimeLimit = false
 
         /// Whether the task ran and removed everything it named.
         public var isSuccess: Bool { error == nil && failures.isEmpty }
 
         private enum CodingKeys: String, CodingKey {
             case index, task, bytesBefore, bytesAfter, bytesFreed, entriesBefore, entriesRemoved, targets, failures
-            case error
+            case error, reachedTimeLimit
         }
 
         /// Encodes the value for JSON reports.
@@ -47,6 +50,7 @@ public struct CleanReport: Sendable, Encodable {
             try container.encode(targets, forKey: .targets)
             try container.encode(failures, forKey: .failures)
             try container.encode(error.map { ["code": "\($0.code)", "message": $0.message] }, forKey: .error)
+            try container.encode(reachedTimeLimit, forKey: .reachedTimeLimit)
         }
     }
 
@@ -58,6 +62,8 @@ public struct CleanReport: Sendable, Encodable {
     /// Bytes freed by all tasks (in a dry run: what would be freed). Overlapping tasks are
     /// counted once: every file is measured for the first task that names it.
     public var bytesFreed: ByteCount { tasks.reduce(.zero) { $0 + $1.bytesFreed } }
+    /// Whether the time limit stopped the run before every task was done.
+    public var reachedTimeLimit: Bool { tasks.contains(where: \.reachedTimeLimit) }
     /// The errors of the tasks that failed.
     public var errors: [StowageError] { tasks.compactMap(\.error) }
     /// Whether every task succeeded.

@@ -34,10 +34,16 @@ import StowageCore
 public struct MarkedItems: Purging {
     /// The container whose locations are searched.
     public let container: Container
+    /// What a purge's `timeLimit` is measured by.
+    public let timeLimitClock: any Clock<Duration>
 
     /// The marked items of `container`'s locations.
-    public init(container: Container) {
+    ///
+    /// - Parameter timeLimitClock: What `purge(atLeast:timeLimit:)`'s limit is measured by;
+    ///   default `ContinuousClock()`, tests pass a clock they move.
+    public init(container: Container, timeLimitClock: any Clock<Duration> = ContinuousClock()) {
         self.container = container
+        self.timeLimitClock = timeLimitClock
     }
 
     /// `"marked items"`.
@@ -70,11 +76,14 @@ public struct MarkedItems: Purging {
     /// Removes marked items, oldest first, until at least `bytes` are freed, or every one when
     /// `bytes` is `nil`.
     ///
-    /// - Throws: `StowageError` when a location exists but cannot be opened; `CancellationError`
-    ///   (what was removed stays removed). An item that cannot be removed is reported in
-    ///   ``Report/failures`` and the next one is tried.
-    public func purge(atLeast bytes: ByteCount?) async throws -> Report {
-        try await walk { try $0.purge(atLeast: bytes) }
+    /// - Parameter timeLimit: A time budget from the call, on ``timeLimitClock``: the work stops
+    ///   between two entries when it is spent (``Report/reachedTimeLimit``). `nil`: no limit.
+    /// - Throws: `StowageError` when a location exists but cannot be opened, or for a time limit
+    ///   that is not positive; `CancellationError` (what was removed stays removed). An item
+    ///   that cannot be removed is reported in ``Report/failures`` and the next one is tried.
+    public func purge(atLeast bytes: ByteCount?, timeLimit: Duration? = nil) async throws -> Report {
+        if let timeLimit { try TimeLimitCheck.validate(timeLimit) }
+        return try await walk(timeLimit: timeLimit) { try $0.purge(atLeast: bytes) }
     }
 
     /// Frees at least `request.bytesToFree`, oldest items first. A request for zero frees
@@ -87,8 +96,11 @@ public struct MarkedItems: Purging {
 
 extension MarkedItems {
     /// Runs `work` off the cooperative threads; cancelling the task stops the walk between entries.
-    private func walk<T: Sendable>(_ work: @escaping @Sendable (MarkedItemsWalk) throws -> T) async throws -> T {
-        let cancellation = CancellationFlag()
+    private func walk<T: Sendable>(
+        timeLimit: Duration? = nil,
+        _ work: @escaping @Sendable (MarkedItemsWalk) throws -> T
+    ) async throws -> T {
+        let cancellation = CancellationFlag(timeLimit: timeLimit, clock: timeLimitClock)
         let walk = MarkedItemsWalk(container: container, cancellation: cancellation)
         return try await withTaskCancellationHandler {
             try await BlockingWork.run { try work(walk) }
@@ -120,6 +132,9 @@ extension MarkedItems {
         public var remaining: Int
         /// Items that could not be removed or examined, with the reason.
         public var failures: [String]
+        /// Whether the time limit stopped the work: ``remaining`` then counts the marked items
+        /// found before it.
+        public var reachedTimeLimit = false
 
         /// Whether nothing failed.
         public var isComplete: Bool { failures.isEmpty }

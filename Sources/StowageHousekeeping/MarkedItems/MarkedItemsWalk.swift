@@ -34,41 +34,63 @@ struct MarkedItemsWalk {
     }
 
     func scan() throws -> MarkedItems.Scan {
-        let (found, skipped) = try find()
+        let (found, skipped, _) = try find()
         return MarkedItems.Scan(items: found.map(\.item), skipped: skipped)
     }
 
     /// - Parameter beforeRemoving: Runs between the finding and the first removal (tests swap
     ///   entries there).
     func purge(atLeast goal: ByteCount?, beforeRemoving: () -> Void = {}) throws -> MarkedItems.Report {
-        var (found, failures) = try find()
+        var (found, failures, reachedTimeLimit) = try find()
         beforeRemoving()
         var removed: [MarkedItems.Item] = []
         var freed = ByteCount.zero
         var next = 0
-        while next < found.count {
+        while next < found.count, !reachedTimeLimit {
             if let goal, freed >= goal { break }
-            try cancellation?.check()
-            let candidate = found[next]
-            next += 1
-            switch try remove(candidate) {
-            case nil:
-                removed.append(candidate.item)
-                freed += candidate.item.bytes
-            case let failure?:
-                failures.append(failure)
+            do {
+                try cancellation?.check()
+                let candidate = found[next]
+                switch try remove(candidate) {
+                case nil:
+                    removed.append(candidate.item)
+                    freed += candidate.item.bytes
+                case let failure?:
+                    failures.append(failure)
+                }
+                next += 1
+            } catch is TimeLimitReached {
+                reachedTimeLimit = true
             }
         }
         found.removeFirst(next)
-        return MarkedItems.Report(removed: removed, bytesFreed: freed, remaining: found.count, failures: failures)
+        return MarkedItems.Report(
+            removed: removed,
+            bytesFreed: freed,
+            remaining: found.count,
+            failures: failures,
+            reachedTimeLimit: reachedTimeLimit
+        )
     }
 
     // MARK: - Finding
 
-    /// Every marked item, oldest first, and what was skipped.
-    private func find() throws -> (found: [Found], skipped: [String]) {
+    /// Every marked item, oldest first, and what was skipped; at the time limit, those found so
+    /// far.
+    private func find() throws -> (found: [Found], skipped: [String], reachedTimeLimit: Bool) {
         var found: [Found] = []
         var skipped: [String] = []
+        var reachedTimeLimit = false
+        do {
+            try find(into: &found, skipped: &skipped)
+        } catch is TimeLimitReached {
+            reachedTimeLimit = true
+        }
+        found.sort { ($0.item.modified, $0.item.path) < ($1.item.modified, $1.item.path) }
+        return (found, skipped, reachedTimeLimit)
+    }
+
+    private func find(into found: inout [Found], skipped: inout [String]) throws {
         var seen = Set<FileIdentity>()
         var roots: [(Location, OpenDirectory)] = []
         for location in Location.allCases {
@@ -129,8 +151,6 @@ struct MarkedItemsWalk {
                 }
             }
         }
-        found.sort { ($0.item.modified, $0.item.path) < ($1.item.modified, $1.item.path) }
-        return (found, skipped)
     }
 
     private enum Verdict {

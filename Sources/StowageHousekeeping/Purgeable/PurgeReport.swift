@@ -27,6 +27,9 @@ public struct PurgeReport: Sendable, Hashable, Codable {
         /// Why the directory could not be processed at all (a refused path, a file in the
         /// way), or `nil`.
         public var error: String?
+        /// Whether the time limit stopped the work in this directory, or came before it began:
+        /// the counts are what was done, and `remainingBytes` counts only what was examined.
+        public var reachedTimeLimit = false
 
         /// Every entry removed for any reason.
         public var removedCount: Int { removedForAge + removedForCap + removedByReset }
@@ -38,6 +41,8 @@ public struct PurgeReport: Sendable, Hashable, Codable {
     public var bytesFreed: ByteCount { directories.reduce(.zero) { $0 + $1.bytesFreed } }
     /// Entries removed in all directories.
     public var removedCount: Int { directories.reduce(0) { $0 + $1.removedCount } }
+    /// Whether the time limit stopped the work before every directory was done.
+    public var reachedTimeLimit: Bool { directories.contains { $0.reachedTimeLimit } }
     /// Whether every directory was processed without a failure.
     public var isComplete: Bool { directories.allSatisfy { $0.error == nil && $0.failures.isEmpty } }
 }

@@ -23,6 +23,9 @@ struct PurgeSweep {
     let cancellation: CancellationFlag?
 
     /// Sweeps one directory. Throws `CancellationError` only; other problems are in the report.
+    /// At the time limit the walk stops between two files and the report says what was done
+    /// (``PurgeReport/Directory/reachedTimeLimit``; `remainingBytes` then counts only what was
+    /// examined).
     func sweep(_ registration: PurgeableDirectory) throws -> PurgeReport.Directory {
         var report = PurgeReport.Directory(starting: registration)
         guard let root = open(registration, into: &report) else { return report }
@@ -33,9 +36,13 @@ struct PurgeSweep {
             capOrder: capOrder,
             cancellation: cancellation
         )
-        try walk.walk(root, index: 0)
-        if let cap = registration.sizeCap, walk.remainingBytes > cap.rawValue {
-            try walk.trim(toBytes: cap.rawValue / 2, root: root)
+        do {
+            try walk.walk(root, index: 0)
+            if let cap = registration.sizeCap, walk.remainingBytes > cap.rawValue {
+                try walk.trim(toBytes: cap.rawValue / 2, root: root)
+            }
+        } catch is TimeLimitReached {
+            report.reachedTimeLimit = true
         }
         report.removedForAge = walk.removedForAge
         report.removedForCap = walk.removedForCap
@@ -57,8 +64,13 @@ struct PurgeSweep {
             $0 + (try before.measure($1.name, in: root)).bytes
         }
         var removal = TreeRemoval(cancellation: cancellation)
-        try removal.removeContents(of: root, keeping: keeping)
-        var after = TreeMeasure(cancellation: cancellation)
+        do {
+            try removal.removeContents(of: root, keeping: keeping)
+        } catch is TimeLimitReached {
+            report.reachedTimeLimit = true
+        }
+        // Measured after the limit too (without it): what is left is part of the answer.
+        var after = TreeMeasure(cancellation: report.reachedTimeLimit ? nil : cancellation)
         let bytesAfter = try ((try? root.entries()) ?? []).filter { !keeping.contains($0.name) }.reduce(Int64(0)) {
             $0 + (try after.measure($1.name, in: root)).bytes
         }

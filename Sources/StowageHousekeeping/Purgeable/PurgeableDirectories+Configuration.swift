@@ -15,6 +15,9 @@ extension PurgeableDirectories {
         public var capOrder: FileTimestamp
         /// Where registrations, sweeps and resets are logged. Default: `org.stowage.purgeable`, silent.
         public var logger: Logger
+        /// What a sweep's or a reset's `timeLimit` is measured by. Default `ContinuousClock()`;
+        /// tests pass a clock they move.
+        public var timeLimitClock: any Clock<Duration> = ContinuousClock()
 
         /// Creates a configuration; the defaults are documented on each property.
         public init(

@@ -159,16 +159,23 @@ public final class PurgeableDirectories: Sendable {
     /// A directory that is missing is skipped; one that cannot be processed (a refused path, a
     /// file in the way) gets an ``PurgeReport/Directory/error`` and the others are still swept.
     ///
+    /// - Parameter timeLimit: A time budget, counted from the call on
+    ///   ``Configuration/timeLimitClock`` (Apple's storage guide's background cleanup "stops
+    ///   when its time runs out"). The sweep stops between two files when it is spent and reports
+    ///   what it did: ``PurgeReport/reachedTimeLimit``, and the directories it did not reach.
+    ///   `nil` (the default): no limit.
     /// - Returns: Per directory: files removed for age and for the cap, bytes freed, failures.
     /// - Throws: `StowageError` when the registry cannot be read; `CancellationError` when the
     ///   task is cancelled (checked before every file; what was removed stays removed).
-    public func sweep() async throws -> PurgeReport {
-        try await onQueue { try self.sweep(cancellation: $0) }
+    public func sweep(timeLimit: Duration? = nil) async throws -> PurgeReport {
+        let flag = try limitFlag(timeLimit)
+        return try await onQueue(flag) { try self.sweep(cancellation: $0) }
     }
 
-    /// The synchronous overload of `sweep()`: the same work on the calling thread.
-    public func sweep() throws -> PurgeReport {
-        try queue.sync { try sweep(cancellation: nil) }
+    /// The synchronous overload of `sweep(timeLimit:)`: the same work on the calling thread.
+    public func sweep(timeLimit: Duration? = nil) throws -> PurgeReport {
+        let flag = try limitFlag(timeLimit)
+        return try queue.sync { try sweep(cancellation: flag) }
     }
 
     /// Starts a sweep in the background and returns at once: the call an app makes at launch.
@@ -192,14 +199,17 @@ public final class PurgeableDirectories: Sendable {
     /// Empties every registered directory, whatever its policy (`ResetAllPurgeablePaths`). The
     /// directories and their registrations stay.
     ///
-    /// - Throws: As `sweep()`.
-    public func resetAll() async throws -> PurgeReport {
-        try await onQueue { try self.resetAll(cancellation: $0) }
+    /// - Parameter timeLimit: As `sweep(timeLimit:)`'s.
+    /// - Throws: As `sweep(timeLimit:)`.
+    public func resetAll(timeLimit: Duration? = nil) async throws -> PurgeReport {
+        let flag = try limitFlag(timeLimit)
+        return try await onQueue(flag) { try self.resetAll(cancellation: $0) }
     }
 
-    /// The synchronous overload of `resetAll()`: the same work on the calling thread.
-    public func resetAll() throws -> PurgeReport {
-        try queue.sync { try resetAll(cancellation: nil) }
+    /// The synchronous overload of `resetAll(timeLimit:)`: the same work on the calling thread.
+    public func resetAll(timeLimit: Duration? = nil) throws -> PurgeReport {
+        let flag = try limitFlag(timeLimit)
+        return try queue.sync { try resetAll(cancellation: flag) }
     }
 
     /// Empties one registered directory — how a ``PurgePolicy/manual`` directory is cleared.
@@ -216,8 +226,20 @@ public final class PurgeableDirectories: Sendable {
 
     // MARK: - Work on the queue
 
-    private func onQueue<T: Sendable>(_ work: @escaping @Sendable (CancellationFlag) throws -> T) async throws -> T {
-        let cancellation = CancellationFlag()
+    /// A flag that also enforces `timeLimit` (from now), or `nil` without one.
+    ///
+    /// - Throws: `StowageError` `.invalidArgument` for a limit that is not positive.
+    private func limitFlag(_ timeLimit: Duration?) throws -> CancellationFlag? {
+        guard let timeLimit else { return nil }
+        try TimeLimitCheck.validate(timeLimit)
+        return CancellationFlag(timeLimit: timeLimit, clock: configuration.timeLimitClock)
+    }
+
+    private func onQueue<T: Sendable>(
+        _ flag: CancellationFlag? = nil,
+        _ work: @escaping @Sendable (CancellationFlag) throws -> T
+    ) async throws -> T {
+        let cancellation = flag ?? CancellationFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 queue.async { continuation.resume(with: Result { try work(cancellation) }) }
@@ -258,6 +280,13 @@ public final class PurgeableDirectories: Sendable {
         let engine = engine(cancellation)
         var report = PurgeReport()
         for registration in try registry.read() {
+            // Past the time limit, the directories left are reported as not reached.
+            if report.reachedTimeLimit || cancellation?.isPastTimeLimit == true {
+                var skipped = PurgeReport.Directory(starting: registration)
+                skipped.reachedTimeLimit = true
+                report.directories.append(skipped)
+                continue
+            }
             report.directories.append(try body(engine, registration))
         }
         record(report, action: action)

@@ -16,9 +16,13 @@ extension StorageMonitor {
         /// Where checks that found pressure, and what was freed, are logged. Default label
         /// `org.stowage.storage-monitor`, silent.
         public var logger: Logger
-        /// What ``interval`` is measured by. Default `ContinuousClock()`; tests pass a clock
-        /// they advance.
+        /// What ``interval`` and ``timeLimit`` are measured by. Default `ContinuousClock()`;
+        /// tests pass a clock they advance.
         public var waitClock: any Clock<Duration> = ContinuousClock()
+        /// How long one check may spend relieving pressure before it stops and reports (Apple's
+        /// storage guide: background cleanup stops when its time runs out). Default `nil`: no
+        /// limit.
+        public var timeLimit: Duration?
         /// Whether, with a container (through the purgeable directories), files and directories
         /// marked purgeable inside it are removed after the caches (``MarkedItems``). Default `true`.
         public var purgesMarkedItems = true
@@ -77,5 +81,7 @@ extension StorageMonitor {
         }
         /// Whether the volume is still under pressure afterwards.
         public var isStillUnderPressure: Bool
+        /// Whether the time limit stopped the check before the pressure was relieved.
+        public var reachedTimeLimit = false
     }
 }

@@ -92,9 +92,17 @@ public final class StorageMonitor: Sendable {
     /// Reads the capacity now and purges if it is under pressure.
     ///
     /// - Returns: What was done, or `nil` when there was enough space.
-    /// - Throws: `StowageError` when the capacity cannot be read; `CancellationError`.
+    /// - Parameter timeLimit: A time budget for the relief, on ``Configuration/waitClock``;
+    ///   `nil` uses ``Configuration/timeLimit``. It is checked between tiers and between
+    ///   members, and what is left of it bounds the marked items' removal and the purgeable
+    ///   directories' sweep; when it is spent the check stops and ``Report/reachedTimeLimit`` says so.
+    /// - Throws: `StowageError` when the capacity cannot be read, or for a time limit that is not
+    ///   positive; `CancellationError`.
     @discardableResult
-    public func check() async throws -> Report? {
+    public func check(timeLimit: Duration? = nil) async throws -> Report? {
+        let limit = timeLimit ?? configuration.timeLimit
+        if let limit { try TimeLimitCheck.validate(limit) }
+        let deadline = limit.map { Deadline(after: $0, on: configuration.waitClock) }
         let capacity = self.capacity
         let before = try await BlockingWork.run { try capacity() }
         guard configuration.isUnderPressure(before) else { return nil }
@@ -113,12 +121,20 @@ public final class StorageMonitor: Sendable {
         let purgers = state.withLock { $0.caches }
         var missing = configuration.bytesToRelieve(before)
         var lastSeen = before
+        var reachedTimeLimit = false
+        /// What is left of the time limit; `nil` without one.
+        func timeLeft() -> Duration? { deadline.map { max($0.remaining(), .nanoseconds(1)) } }
         // Tier by tier, cheapest loss first; stop as soon as the pressure is gone.
-        for tier in PurgingTier.allCases {
+        tiers: for tier in PurgingTier.allCases {
             try Task.checkCancellation()
+            if deadline?.isPast == true {
+                reachedTimeLimit = true
+                break
+            }
             if tier == .purgeableDirectories, let purgeable {
                 do {
-                    let swept = try await purgeable.sweep()
+                    let swept = try await purgeable.sweep(timeLimit: timeLeft())
+                    reachedTimeLimit = reachedTimeLimit || swept.reachedTimeLimit
                     sweep = swept
                     missing = max(.zero, missing - swept.bytesFreed)
                 } catch is CancellationError {
@@ -129,7 +145,8 @@ public final class StorageMonitor: Sendable {
             }
             if tier == .markedItems, let markedItems, missing > .zero {
                 do {
-                    let removed = try await markedItems.purge(atLeast: missing)
+                    let removed = try await markedItems.purge(atLeast: missing, timeLimit: timeLeft())
+                    reachedTimeLimit = reachedTimeLimit || removed.reachedTimeLimit
                     marked = removed
                     missing = max(.zero, missing - removed.bytesFreed)
                     for failure in removed.failures {
@@ -153,6 +170,10 @@ public final class StorageMonitor: Sendable {
                 var freedThisPass = ByteCount.zero
                 for cache in members {
                     try Task.checkCancellation()
+                    if deadline?.isPast == true {
+                        reachedTimeLimit = true
+                        break tiers
+                    }
                     do {
                         let bytes = try await cache.purge(PurgeRequest(bytesToFree: missing))
                         if let index = freed.firstIndex(where: { $0.name == cache.purgingName }) {
@@ -193,7 +214,8 @@ public final class StorageMonitor: Sendable {
             markedItems: marked,
             caches: freed,
             errors: errors,
-            isStillUnderPressure: configuration.isUnderPressure(after)
+            isStillUnderPressure: configuration.isUnderPressure(after),
+            reachedTimeLimit: reachedTimeLimit
         )
         logger.notice(
             "storage pressure: purged",
@@ -201,6 +223,7 @@ public final class StorageMonitor: Sendable {
                 "freed": "\(report.bytesFreed.formatted(.compact))",
                 "opportunistic": "\(after.availableForOpportunisticUsage.formatted(.compact))",
                 "stillUnderPressure": "\(report.isStillUnderPressure)", "errors": "\(errors.count)",
+                "reachedTimeLimit": "\(reachedTimeLimit)",
             ]
         )
         for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.yield(report) }

@@ -1,0 +1,145 @@
+import Foundation
+import StowageCore
+import StowageTestSupport
+import Synchronization
+import Testing
+
+@testable import StowageHousekeeping
+
+/// Time budgets (Apple's storage guide: background cleanup stops when its time runs out): each
+/// job stops between two entries when its limit is spent and reports what it did and what is
+/// left. A ``TickingClock`` moves one second per read, so a limit of n seconds is n checks.
+@Suite("time limits")
+struct TimeLimitTests {
+    private let longAgo = Date().timeIntervalSince1970 - 60 * 86_400
+
+    @Test("a sweep stops at its time limit, says so, reports the directories it did not reach; a second sweep finishes")
+    func sweepStops() async throws {
+        let fixture = try TestContainer()
+        var configuration = PurgeableDirectories.Configuration()
+        configuration.timeLimitClock = TickingClock(step: .seconds(1))
+        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        try await purgeable.register("Library/Caches/feeds", policy: .oneWeek)
+        try await purgeable.register("Library/Caches/thumbs", policy: .oneWeek)
+        for index in 0..<40 { try fixture.file("Library/Caches/feeds/\(index)", bytes: 10, modified: longAgo) }
+        try fixture.file("Library/Caches/thumbs/old", modified: longAgo)
+
+        let first = try await purgeable.sweep(timeLimit: .seconds(10))
+        #expect(first.reachedTimeLimit)
+        #expect(first.directories.map(\.reachedTimeLimit) == [true, true])
+        #expect(first.directories[0].removedForAge > 0 && first.directories[0].removedForAge < 40)
+        #expect(first.directories[1].removedCount == 0, "not reached")
+        #expect(fixture.exists("Library/Caches/thumbs/old"))
+
+        let second = try await purgeable.sweep()
+        #expect(!second.reachedTimeLimit)
+        #expect(first.directories[0].removedForAge + second.directories[0].removedForAge == 40)
+        #expect(!fixture.exists("Library/Caches/thumbs/old"))
+    }
+
+    @Test("a reset stops at its time limit; the bytes left are measured all the same")
+    func resetStops() async throws {
+        let fixture = try TestContainer()
+        var configuration = PurgeableDirectories.Configuration()
+        configuration.timeLimitClock = TickingClock(step: .seconds(1))
+        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        try await purgeable.register("Documents/drafts", policy: .manual)
+        for index in 0..<30 { try fixture.file("Documents/drafts/\(index)", bytes: 4_096) }
+        let report = try await purgeable.resetAll(timeLimit: .seconds(8))
+        let drafts = try #require(report.directories.first)
+        #expect(drafts.reachedTimeLimit && drafts.removedByReset > 0 && drafts.removedByReset < 30)
+        let left = fixture.files(under: "Documents/drafts").count
+        #expect(left == 30 - drafts.removedByReset)
+        #expect(drafts.remainingBytes > .zero)
+    }
+
+    @Test("marked items: the removal stops at its time limit and counts what is left")
+    func markedItemsStop() async throws {
+        let fixture = try TestContainer()
+        for index in 0..<20 { try fixture.file("Documents/exports/\(index).zip", modified: longAgo + Double(index)) }
+        do {
+            for index in 0..<20 { try Marks.setPurgeable(true, at: fixture.url("Documents/exports/\(index).zip")) }
+        } catch StowageError.Code.unsupported {
+            return
+        }
+        let marked = MarkedItems(container: fixture.container, timeLimitClock: TickingClock(step: .seconds(1)))
+        // The scan reads the clock once per entry too: a limit past the scan, short of the end.
+        let report = try await marked.purge(atLeast: nil, timeLimit: .seconds(30))
+        #expect(report.reachedTimeLimit)
+        #expect(report.removed.count > 0 && report.removed.count < 20, "\(report.removed.count)")
+        #expect(report.remaining == 20 - report.removed.count)
+        let order = report.removed.map { Int(($0.path as NSString).lastPathComponent.dropLast(4)) ?? -1 }
+        #expect(order == Array(0..<report.removed.count), "oldest first")
+    }
+
+    @Test("a clean stops deleting at its time limit, reports the unfinished tasks, and measures what it freed")
+    func cleanStops() async throws {
+        let fixture = try TestContainer()
+        for index in 0..<30 { try fixture.file("Library/Caches/a/\(index)", bytes: 4_096) }
+        try fixture.file("Library/Caches/b/file", bytes: 4_096)
+        let cleaner = CacheCleaner(container: fixture.container, timeLimitClock: TickingClock(step: .seconds(1)))
+        let manifest = CleanManifest(tasks: [
+            .path("Library/Caches/a", entries: []), .path("Library/Caches/b", entries: []),
+        ])
+        let report = try await cleaner.clean(manifest, timeLimit: .seconds(10))
+        #expect(report.reachedTimeLimit)
+        #expect(report.tasks.map(\.reachedTimeLimit) == [true, true])
+        #expect(report.tasks[0].entriesRemoved > 0 && report.tasks[0].entriesRemoved < 30)
+        #expect(report.tasks[1].entriesRemoved == 0 && fixture.exists("Library/Caches/b/file"))
+        let removedBytes = Int64(4_096 * report.tasks[0].entriesRemoved)
+        #expect(report.tasks[0].bytesFreed.rawValue >= removedBytes, "measured after, as without a limit")
+        #expect(report.isComplete, "reaching the limit is not a failure")
+    }
+
+    @Test("the storage monitor stops between members at its time limit and says so")
+    func monitorStops() async throws {
+        let fixture = try TestContainer()
+        let volume = StorageMonitorTests.FakeVolume()
+        volume.available.withLock { $0 = 50 * .megabyte }
+        let caches = (0..<10).map { _ in StorageMonitorTests.CountingCache() }
+        var configuration = StorageMonitor.Configuration()
+        configuration.waitClock = TickingClock(step: .seconds(1))
+        configuration.timeLimit = .seconds(8)
+        let monitor = StorageMonitor(
+            purgeable: PurgeableDirectories(container: fixture.container),
+            caches: caches,
+            configuration: configuration,
+            capacity: { volume.read() }
+        )
+        let report = try #require(try await monitor.check())
+        #expect(report.reachedTimeLimit)
+        let asked = caches.map { $0.purges.load(ordering: .relaxed) }.reduce(0, +)
+        #expect(asked > 0 && asked < 10, "\(asked) members asked")
+
+        let unlimited = StorageMonitor(purgeable: nil, caches: caches, capacity: { volume.read() })
+        #expect(try await unlimited.check()?.reachedTimeLimit == false)
+    }
+
+    @Test(
+        "a time limit that is zero, negative or beyond 2^31 s is refused with a clear error",
+        arguments: [Duration.zero, .seconds(-1), .seconds(Int64(Int32.max) + 1), .seconds(Int64.max)]
+    )
+    func invalidLimits(limit: Duration) async throws {
+        let fixture = try TestContainer()
+        func expectRefused(_ body: () async throws -> Void) async {
+            await #expect {
+                try await body()
+            } throws: { error in
+                (error as? StowageError)?.code == .invalidArgument
+                    && (error as? StowageError)?.message.contains("time limit") == true
+            }
+        }
+        let purgeable = PurgeableDirectories(container: fixture.container)
+        await expectRefused { _ = try await purgeable.sweep(timeLimit: limit) }
+        await expectRefused { _ = try await purgeable.resetAll(timeLimit: limit) }
+        await expectRefused {
+            _ = try await MarkedItems(container: fixture.container).purge(atLeast: nil, timeLimit: limit)
+        }
+        await expectRefused {
+            _ = try await CacheCleaner(container: fixture.container).clean(CleanManifest(tasks: []), timeLimit: limit)
+        }
+        let volume = StorageMonitorTests.FakeVolume()
+        let monitor = StorageMonitor(purgeable: nil, capacity: { volume.read() })
+        await expectRefused { _ = try await monitor.check(timeLimit: limit) }
+    }
+}
