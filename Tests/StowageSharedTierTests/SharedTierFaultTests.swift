@@ -120,9 +120,9 @@ struct SharedTierFaultTests {
         // (120 s); now one budget (1 s), loosely bounded for the timers of a loaded machine.
         #expect(first < .seconds(30), "first request with Redis stopped took \(first)")
         #expect(tier.isCircuitOpen)
-        // With the breaker open no request waits for Redis: twenty of them take less than five
-        // budgets together (a closed breaker would cost at least twenty), however loaded the
-        // machine is.
+        // With the breaker open no request waits for Redis: twenty of them take less than fifteen
+        // budgets together (a closed breaker would cost at least twenty); fifteen, not five,
+        // because a 2-core machine building while the suite runs stretched five to 5.4 s.
         var slowest = Duration.zero
         start = clock.now
         for index in 1...20 {
@@ -131,7 +131,7 @@ struct SharedTierFaultTests {
             slowest = max(slowest, begin.duration(to: clock.now))
         }
         let twenty = start.duration(to: clock.now)
-        #expect(twenty < .seconds(5), "twenty requests with the breaker open took \(twenty), the slowest \(slowest)")
+        #expect(twenty < .seconds(15), "twenty requests with the breaker open took \(twenty), the slowest \(slowest)")
         #expect(tier.isCircuitOpen)
 
         // Once Redis runs again, a probe (at the injected clock's pace) closes the breaker.
@@ -178,9 +178,10 @@ struct SharedTierFaultTests {
         // Before the breaker: 4–5 sequential commands × the 5 s command timeout, every request
         // (100–125 s for five); now one budget, then nothing (0.5 s for the five on an idle
         // machine). The bound is loose because the full suite starves the timers of a 2-core
-        // machine (27 s seen once), and still well below the old cost.
+        // machine (27 s seen once, 70 s with builds running beside it), and still below the old
+        // cost's floor of 100 s.
         let total = begin.duration(to: clock.now)
-        #expect(total < .seconds(60), "five requests to a hung server took \(total), the slowest \(slowest)")
+        #expect(total < .seconds(95), "five requests to a hung server took \(total), the slowest \(slowest)")
         #expect(tier.isCircuitOpen)
     }
 

@@ -35,6 +35,24 @@ public final class SmallVolume: Sendable {
         close(descriptor)
     }
 
+    /// Fills the volume with one file until about `bytes` bytes are left free (`statvfs`'s
+    /// available blocks), for tests of what a cache does when space is short but not gone.
+    public func fill(leaving bytes: Int) {
+        var status = statvfs()
+        guard statvfs(path, &status) == 0 else { return }
+        let available = Int(status.f_bavail) * Int(status.f_frsize)
+        var remaining = max(0, available - bytes)
+        let descriptor = open(path + "/filler", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        let chunk = [UInt8](repeating: 0xAB, count: 65_536)
+        while remaining > 0 {
+            let count = min(remaining, chunk.count)
+            let written = chunk.withUnsafeBytes { write(descriptor, $0.baseAddress, count) }
+            guard written > 0 else { break }
+            remaining -= written
+        }
+        close(descriptor)
+    }
+
     /// Frees what ``fill()`` took.
     public func free() { unlink(path + "/filler") }
 

@@ -26,6 +26,11 @@ extension DiskCache {
         /// before any byte is written (one `statvfs`, only for values over
         /// ``inlineThreshold``). Default `true`.
         public var checksVolumeCapacity: Bool
+        /// Apple's storage guide's "clean old entries before adding": before an important write,
+        /// when the volume's space for important data would fall under this, the cache first
+        /// removes its own least recently used entries until it would not (or it is empty). One
+        /// `statvfs` per write while set. Default `nil`: no floor.
+        public var freeSpaceFloor: ByteCount?
         /// The most entries the cache keeps; `nil` (the default) for no limit.
         public var countLimit: Int?
         /// Entries older than this, by ``ageBasis``, are removed; `nil` (the default) for no
@@ -77,6 +82,7 @@ extension DiskCache {
             self.sizeAccounting = .logical
             self.sizeLimitEnforcement = .trimAfterWrite
             self.checksVolumeCapacity = true
+            self.freeSpaceFloor = nil
             self.countLimit = nil
             self.maximumAge = nil
             self.ageBasis = .accessed
@@ -100,6 +106,11 @@ extension DiskCache {
             if let sizeLimit, sizeLimit.rawValue <= 0 {
                 throw StowageError.invalidArgument(
                     "the disk cache's sizeLimit must be positive or nil, not \(sizeLimit)"
+                )
+            }
+            if let freeSpaceFloor, freeSpaceFloor.rawValue < 0 {
+                throw StowageError.invalidArgument(
+                    "the disk cache's freeSpaceFloor must be zero or more, or nil, not \(freeSpaceFloor)"
                 )
             }
             if let countLimit, countLimit <= 0 {

@@ -293,36 +293,65 @@ public final class DiskCache: Sendable {
     ///     ``Configuration/defaultTimeToLive``.
     ///   - tag: A label shared by entries that go together (a user, a feed, a screen);
     ///     `removeAll(tagged:)` removes them in one indexed statement.
+    ///   - priority: ``WritePriority/important`` (the default), or
+    ///     ``WritePriority/opportunistic`` for nice-to-have data, skipped when the volume is short
+    ///     of space (Apple's storage guide's opportunistic capacity).
+    /// - Returns: ``WriteOutcome/stored``, or ``WriteOutcome/skippedForLowSpace(available:)`` for
+    ///   an opportunistic value that did not fit.
     /// - Throws: `StowageError` when the file or the index cannot be written (`.noSpace` when
     ///   the volume is full); the previous value then stays.
+    @discardableResult
     public func setData(
         _ data: Data,
         forKey key: String,
         timeToLive: Duration? = nil,
-        tag: String? = nil
-    ) async throws {
-        try await BlockingWork.run { try self.setData(data, forKey: key, timeToLive: timeToLive, tag: tag) }
+        tag: String? = nil,
+        priority: WritePriority = .important
+    ) async throws -> WriteOutcome {
+        try await BlockingWork.run {
+            try self.setData(data, forKey: key, timeToLive: timeToLive, tag: tag, priority: priority)
+        }
     }
 
-    /// The synchronous overload of `setData(_:forKey:timeToLive:tag:)`: the same work on the calling thread.
+    /// The synchronous overload of `setData(_:forKey:timeToLive:tag:priority:)`: the same work on
+    /// the calling thread.
+    @discardableResult
     public func setData(
         _ data: Data,
         forKey key: String,
         timeToLive: Duration? = nil,
-        tag: String? = nil
-    ) throws {
-        try store(data, forKey: key, timeToLive: timeToLive?.timeInterval, tag: tag, computeSeconds: nil)
+        tag: String? = nil,
+        priority: WritePriority = .important
+    ) throws -> WriteOutcome {
+        try store(
+            data,
+            forKey: key,
+            timeToLive: timeToLive?.timeInterval,
+            tag: tag,
+            computeSeconds: nil,
+            priority: priority
+        )
     }
 
     /// Stores `data`, recording how long it took to compute (for memoize's early refresh).
+    @discardableResult
     func store(
         _ data: Data,
         forKey key: String,
         timeToLive: TimeInterval?,
         tag: String?,
-        computeSeconds: Double?
-    ) throws {
+        computeSeconds: Double?,
+        priority: WritePriority = .important
+    ) throws -> WriteOutcome {
         try Self.checkStorable(key: key, tag: tag)
+        switch priority {
+        case .opportunistic:
+            if let available = try opportunisticShortfall(for: data.count) {
+                return .skippedForLowSpace(available: available)
+            }
+        case .important:
+            try makeRoom(for: data.count)
+        }
         try checkRoom(for: data.count)
         let generation = storeGeneration.value
         if StoreGeneration.isRetired(generation) { throw removedError() }
@@ -347,7 +376,10 @@ public final class DiskCache: Sendable {
         } else {
             entry.inline = data
         }
-        guard let staging else { return try commit(entry, forKey: key) }
+        guard let staging else {
+            try commit(entry, forKey: key)
+            return .stored
+        }
         let (replacedFile, schedulesFlush, isFull) = staging.stage(entry, forKey: key, storeGeneration: generation)
         if let replacedFile { files.remove([replacedFile]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
@@ -367,6 +399,7 @@ public final class DiskCache: Sendable {
                 }
             }
         }
+        return .stored
     }
 
     /// Commits the writes staged by ``Durability/deferred(maximumDelay:)`` now; without it, does

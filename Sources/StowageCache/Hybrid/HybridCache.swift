@@ -179,34 +179,44 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   - timeToLive: How long until the value expires in every tier; `nil` for the local tiers'
     ///     defaults and no expiry in the shared level.
     ///   - tag: A label for ``removeAll(tagged:)`` (memory and disk; the shared level has no tags).
+    ///   - priority: `DiskCache.WritePriority.important` (the default), or `.opportunistic` for
+    ///     nice-to-have data: when the volume's opportunistic capacity cannot take it, the value
+    ///     is kept in memory (and the shared level) only, and the disk's older copy is removed
+    ///     so that it cannot come back once memory lets the new one go.
+    /// - Returns: What the disk tier did: `.stored`, or `.skippedForLowSpace(available:)`.
     /// - Throws: The serializer's error (nothing is stored), or `StowageError` when the disk
     ///   write fails (the memory tier then does not keep the value either). A failed shared
     ///   write is not thrown: it is logged and counted, and the value stays local.
+    @discardableResult
     public func setValue(
         _ value: Value,
         forKey key: String,
         timeToLive: Duration? = nil,
-        tag: String? = nil
-    ) async throws {
-        try await store(value, forKey: key, timeToLive: timeToLive, tag: tag, computeSeconds: nil)
+        tag: String? = nil,
+        priority: DiskCache.WritePriority = .important
+    ) async throws -> DiskCache.WriteOutcome {
+        try await store(value, forKey: key, timeToLive: timeToLive, tag: tag, computeSeconds: nil, priority: priority)
     }
 
     /// Stores `value` in every tier, with the disk tier's tag and compute time.
+    @discardableResult
     func store(
         _ value: Value,
         forKey key: String,
         timeToLive: Duration?,
         tag: String?,
-        computeSeconds: Double?
-    ) async throws {
+        computeSeconds: Double?,
+        priority: DiskCache.WritePriority = .important
+    ) async throws -> DiskCache.WriteOutcome {
         let data = try serializer.encode(value)
-        try await storeLocally(
+        let outcome = try await storeLocally(
             value,
             data: data,
             forKey: key,
             timeToLive: timeToLive,
             tag: tag,
-            computeSeconds: computeSeconds
+            computeSeconds: computeSeconds,
+            priority: priority
         )
         if let shared {
             let taken: Void? = await health.call("set") {
@@ -214,29 +224,38 @@ public final class HybridCache<Value: Sendable>: Sendable {
             }
             settleOrKeep(.set, forKey: key, taken: taken != nil)
         }
+        return outcome
     }
 
     /// Stores `value` in memory and on disk only (a fill from the shared level, or the local
     /// half of a write).
+    @discardableResult
     func storeLocally(
         _ value: Value,
         data: Data,
         forKey key: String,
         timeToLive: Duration?,
         tag: String? = nil,
-        computeSeconds: Double? = nil
-    ) async throws {
+        computeSeconds: Double? = nil,
+        priority: DiskCache.WritePriority = .important
+    ) async throws -> DiskCache.WriteOutcome {
+        var outcome = DiskCache.WriteOutcome.stored
         try await levels.write(value, forKey: key, cost: data.count, timeToLive: timeToLive) {
-            try await BlockingWork.run {
-                try self.disk.store(
+            outcome = try await BlockingWork.run {
+                let outcome = try self.disk.store(
                     data,
                     forKey: key,
                     timeToLive: timeToLive?.timeInterval,
                     tag: tag,
-                    computeSeconds: computeSeconds
+                    computeSeconds: computeSeconds,
+                    priority: priority
                 )
+                // The older disk copy must not outlive the newer value memory now holds.
+                if case .skippedForLowSpace = outcome { _ = try self.disk.removeData(forKey: key) }
+                return outcome
             }
         }
+        return outcome
     }
 
     /// Removes `key` from every tier; other nodes drop their copies.

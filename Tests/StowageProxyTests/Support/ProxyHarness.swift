@@ -44,6 +44,12 @@ struct ProxyHarness {
         configuration.memoryCapacity = ByteCount(32_000_000)
         configuration.diskCapacity = ByteCount(400_000_000)
         configuration.logger.logLevel = .critical
+        // The connection deadlines (60 s for a head, 75 s idle) are nginx's; a suite running on
+        // two starved cores beside builds once stretched a test past them, and the proxy then
+        // closed a connection a request was about to use. Tests of the deadlines set their own.
+        configuration.requestHeadTimeout = .seconds(600)
+        configuration.keepAliveTimeout = .seconds(600)
+        configuration.sendTimeout = .seconds(600)
         configure(&configuration)
         let proxy = try CachingProxy(configuration: configuration)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
