@@ -117,6 +117,26 @@ struct MarkedItemsTests {
         #expect(try String(contentsOf: fixture.url("Documents/b.bin"), encoding: .utf8) == "new")
     }
 
+    @Test("an entry another purge removed first is neither reported removed nor counted as freed")
+    func vanishedEntryIsNotCounted() async throws {
+        let fixture = try TestContainer()
+        try fixture.file("Documents/a.bin", bytes: 40_960, modified: now - 10 * day)
+        try fixture.file("Documents/b.bin", bytes: 40_960, modified: now - 5 * day)
+        guard try mark(fixture, "Documents/a.bin") else { return }
+        #expect(try mark(fixture, "Documents/b.bin"))
+        let walk = MarkedItemsWalk(container: fixture.container, cancellation: nil)
+        let bBytes = try #require(try walk.scan().items.last?.bytes)
+        // A.bin goes before this walk reaches it (another process purging the same container):
+        // the goal is not met by it, so b.bin goes too.
+        let report = try walk.purge(atLeast: ByteCount(1)) {
+            try? FileManager.default.removeItem(at: fixture.url("Documents/a.bin"))
+        }
+        #expect(report.removed.map(\.path.lastPathComponent) == ["b.bin"])
+        #expect(report.bytesFreed == bBytes)
+        #expect(report.isComplete, "\(report.failures)")
+        #expect(!fixture.exists("Documents/b.bin"))
+    }
+
     #if os(Linux)
     // Linux file systems take any bytes for a name; APFS refuses invalid UTF-8.
     @Test("a name that is not UTF-8 is skipped and reported, never removed as its look-alike")

@@ -52,10 +52,12 @@ struct MarkedItemsWalk {
             let candidate = found[next]
             next += 1
             switch try remove(candidate) {
-            case nil:
+            case .removed:
                 removed.append(candidate.item)
                 freed += candidate.item.bytes
-            case let failure?:
+            case .gone:
+                break
+            case .failed(let failure):
                 failures.append(failure)
             }
         }
@@ -217,11 +219,18 @@ struct MarkedItemsWalk {
 
     // MARK: - Removing
 
-    /// Removes one found item after checking it is still the entry that was found; the failure's
-    /// text, or `nil` when it is gone.
-    private func remove(_ found: Found) throws -> String? {
+    private enum Removal {
+        case removed
+        /// Gone before this walk reached it (another purge got there first): it frees nothing
+        /// here, and the next item is tried.
+        case gone
+        case failed(String)
+    }
+
+    /// Removes one found item after checking it is still the entry that was found.
+    private func remove(_ found: Found) throws -> Removal {
         guard let locationDescriptor = try container.openLocationDirectory(found.item.location, creating: false) else {
-            return "\(found.item.path): its location no longer exists"
+            return .failed("\(found.item.path): its location no longer exists")
         }
         var parent = OpenDirectory(
             descriptor: locationDescriptor,
@@ -229,7 +238,8 @@ struct MarkedItemsWalk {
         )
         for component in found.parentComponents {
             guard let child = parent.openChild(component) else {
-                return "\(found.item.path): cannot reach it again (\(Errno.current)); left in place"
+                if errno == ENOENT { return .gone }
+                return .failed("\(found.item.path): cannot reach it again (\(Errno.current)); left in place")
             }
             parent = child
         }
@@ -238,22 +248,23 @@ struct MarkedItemsWalk {
         let flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY
         let descriptor = openat(parent.descriptor, found.name, flags | (found.item.isDirectory ? O_DIRECTORY : 0))
         guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
-            return
+            if errno == ENOENT { return .gone }
+            return .failed(
                 "\(found.item.path): replaced or unreadable since its mark was read (\(Errno.current)); left in place"
+            )
         }
         defer { close(descriptor) }
         guard Self.identity(of: descriptor) == found.identity,
             (try? Marks.isPurgeable(descriptor: descriptor, path: found.item.path)) == true
         else {
-            return "\(found.item.path): replaced or unmarked since its mark was read; left in place"
+            return .failed("\(found.item.path): replaced or unmarked since its mark was read; left in place")
         }
         var removal = TreeRemoval(cancellation: cancellation)
         try removal.remove(found.name, type: UInt8(found.item.isDirectory ? DT_DIR : DT_REG), in: parent)
         guard removal.failures.isEmpty else {
-            return removal.failures.map(\.description).joined(separator: "; ")
+            return .failed(removal.failures.map(\.description).joined(separator: "; "))
         }
-        return nil
+        return .removed
     }
 
     private static func identity(of descriptor: Int32) -> FileIdentity? {
