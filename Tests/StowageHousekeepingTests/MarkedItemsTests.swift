@@ -137,6 +137,26 @@ struct MarkedItemsTests {
         #expect(!fixture.exists("Documents/b.bin"))
     }
 
+    @Test("a marked file with another hard link frees nothing, and the purge goes on to the next item")
+    func hardLinkFreesNothing() async throws {
+        let fixture = try TestContainer()
+        let outside = try TemporaryDirectory("marked-hard-link")
+        let kept = try outside.write("kept.bin", bytes: 409_600)
+        try fixture.directory("Documents")
+        #expect(link(kept.path, fixture.url("Documents/linked.bin").path) == 0)
+        try setModificationTime(fixture.url("Documents/linked.bin"), now - 10 * day)
+        try fixture.file("Documents/own.bin", bytes: 40_960, modified: now - 5 * day)
+        guard try mark(fixture, "Documents/linked.bin") else { return }
+        #expect(try mark(fixture, "Documents/own.bin"))
+        let marked = MarkedItems(container: fixture.container)
+        #expect(try await marked.scan().items.first?.bytes == .zero, "the blocks stay with the other link")
+
+        let report = try await marked.purge(atLeast: ByteCount(1))
+        #expect(report.removed.map(\.path.lastPathComponent) == ["linked.bin", "own.bin"])
+        #expect(report.bytesFreed < ByteCount(409_600), "only own.bin's blocks came back")
+        #expect(FileManager.default.fileExists(atPath: kept.path))
+    }
+
     #if os(Linux)
     // Linux file systems take any bytes for a name; APFS refuses invalid UTF-8.
     @Test("a name that is not UTF-8 is skipped and reported, never removed as its look-alike")

@@ -52,7 +52,8 @@ public struct MarkedItems: Purging {
         public var path: String
         /// The location it is in.
         public var location: Location
-        /// The space it takes (`st_blocks × 512`, a directory's whole tree).
+        /// The space removing it gives back (`st_blocks × 512`, a directory's whole tree); nothing
+        /// for a file with another hard link, whose blocks stay with that link.
         public var bytes: ByteCount
         /// Its last modification (a directory's: the newest inside it), which orders removal.
         public var modified: Date

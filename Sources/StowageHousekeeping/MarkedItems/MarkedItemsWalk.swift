@@ -173,7 +173,7 @@ struct MarkedItemsWalk {
             return .skip("\(error)")
         }
         guard isMarked else { return status.type == .directory ? .descend : .skip(nil) }
-        var bytes = status.allocatedBytes
+        var bytes = Self.freeableBytes(status)
         var modified = status.modificationTime
         if status.type == .directory {
             let child = OpenDirectory(descriptor: dup(descriptor), path: path)
@@ -206,7 +206,7 @@ struct MarkedItemsWalk {
             try? OpenDirectory.forEachEntry(in: directory.descriptor, path: directory.path) { name, _ in
                 guard let status = FileStatus.at(directory.descriptor, name), seen.insert(status.identity).inserted
                 else { return }
-                bytes += status.allocatedBytes
+                bytes += Self.freeableBytes(status)
                 guard status.type == .directory else {
                     newestFile = max(newestFile ?? status.modificationTime, status.modificationTime)
                     return
@@ -215,6 +215,12 @@ struct MarkedItemsWalk {
                 if child >= 0 { stack.append(OpenDirectory(descriptor: child, path: directory.path)) }
             }
         }
+    }
+
+    /// The space removing this entry gives back: a file with other links (a hard link from
+    /// outside the container, say) keeps its blocks, so it counts for nothing.
+    private static func freeableBytes(_ status: FileStatus) -> Int64 {
+        status.type == .directory || status.linkCount <= 1 ? status.allocatedBytes : 0
     }
 
     // MARK: - Removing
