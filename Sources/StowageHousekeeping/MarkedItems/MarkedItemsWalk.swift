@@ -194,15 +194,28 @@ struct MarkedItemsWalk {
     }
 
     /// Adds up a marked directory's tree and finds its newest file's modification, with its own
-    /// stack.
+    /// stack of names: a directory is opened when its turn comes, so open descriptors grow with
+    /// the tree's depth, never with its width.
     private func measure(
         _ root: OpenDirectory,
         bytes: inout Int64,
         newestFile: inout Double?,
         seen: inout Set<FileIdentity>
     ) {
-        var stack = [root]
-        while let directory = stack.popLast() {
+        // A name is kept as its bytes: one that is not UTF-8 is measured too.
+        var stack: [(parent: OpenDirectory, name: [CChar])] = []
+        var first: OpenDirectory? = root
+        while true {
+            let directory: OpenDirectory
+            if let root = first {
+                (directory, first) = (root, nil)
+            } else if let (parent, name) = stack.popLast() {
+                let child = openat(parent.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard child >= 0 else { continue }
+                directory = OpenDirectory(descriptor: child, path: parent.path)
+            } else {
+                return
+            }
             try? OpenDirectory.forEachEntry(in: directory.descriptor, path: directory.path) { name, _ in
                 guard let status = FileStatus.at(directory.descriptor, name), seen.insert(status.identity).inserted
                 else { return }
@@ -211,8 +224,7 @@ struct MarkedItemsWalk {
                     newestFile = max(newestFile ?? status.modificationTime, status.modificationTime)
                     return
                 }
-                let child = openat(directory.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if child >= 0 { stack.append(OpenDirectory(descriptor: child, path: directory.path)) }
+                stack.append((directory, Array(UnsafeBufferPointer(start: name, count: strlen(name) + 1))))
             }
         }
     }
