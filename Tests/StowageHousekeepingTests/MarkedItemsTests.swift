@@ -157,6 +157,20 @@ struct MarkedItemsTests {
         #expect(FileManager.default.fileExists(atPath: kept.path))
     }
 
+    @Test("a marked directory that holds a location's directory (through a link inside the root) stays")
+    func markedDirectoryHoldingALocationStays() async throws {
+        let fixture = try TestContainer()
+        try fixture.file("Documents/box/scratch/work.txt")
+        try fixture.symlink("tmp", to: fixture.url("Documents/box/scratch").path)
+        guard try mark(fixture, "Documents/box") else { return }
+        let marked = MarkedItems(container: fixture.container)
+        let scan = try await marked.scan()
+        #expect(scan.items.isEmpty)
+        #expect(scan.skipped.contains { $0.contains("location") }, "\(scan.skipped)")
+        _ = try await marked.purge(atLeast: nil)
+        #expect(fixture.exists("Documents/box/scratch/work.txt"), "the temporary location stays")
+    }
+
     #if os(Linux)
     // Linux file systems take any bytes for a name; APFS refuses invalid UTF-8.
     @Test("a name that is not UTF-8 is skipped and reported, never removed as its look-alike")

@@ -26,7 +26,8 @@ import StowageCore
 ///   (device and inode) it had when its mark was read: a file swapped in since is left alone.
 /// - **Locations themselves stay.** The caches and temporary directories carry the mark as a
 ///   statement about their contents (`Container`); they are never removed, and what they hold
-///   is removed only where it is marked itself.
+///   is removed only where it is marked itself. A marked directory that holds a location's
+///   directory (a location linked into it from inside the root) is skipped and reported.
 /// - **A marked directory goes whole**, aged by the newest modification inside it; nothing
 ///   below a marked directory is considered on its own.
 /// - Names that are not UTF-8 are skipped and reported: Stowage never removes what it cannot

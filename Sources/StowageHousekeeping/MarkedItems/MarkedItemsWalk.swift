@@ -73,6 +73,7 @@ struct MarkedItemsWalk {
         var skipped: [String] = []
         var seen = Set<FileIdentity>()
         var roots: [(Location, OpenDirectory)] = []
+        var rootIdentities = Set<FileIdentity>()
         for location in Location.allCases {
             guard let descriptor = try container.openLocationDirectory(location, creating: false) else { continue }
             let directory = OpenDirectory(descriptor: descriptor, path: container.url(for: location).fileSystemPath)
@@ -80,6 +81,7 @@ struct MarkedItemsWalk {
             // A location inside another (a temporary directory under caches) is walked once, as
             // itself, and never taken for a marked item of the other.
             if seen.insert(identity).inserted { roots.append((location, directory)) }
+            rootIdentities.insert(identity)
         }
         for (location, root) in roots {
             var stack: [Pending] = []
@@ -118,7 +120,7 @@ struct MarkedItemsWalk {
                     continue
                 }
                 for name in names {
-                    switch examine(name, in: directory, location: location, seen: &seen) {
+                    switch examine(name, in: directory, location: location, roots: rootIdentities, seen: &seen) {
                     case .skip(let reason?):
                         skipped.append("\(directory.pathOf(name)): \(reason)")
                     case .skip(nil):
@@ -142,11 +144,12 @@ struct MarkedItemsWalk {
     }
 
     /// Opens `name` without following a link, reads its mark through that descriptor, and says
-    /// what to do with it.
+    /// what to do with it. `roots` are the locations' directories, which no removal may take.
     private func examine(
         _ name: String,
         in directory: OpenDirectory,
         location: Location,
+        roots: Set<FileIdentity>,
         seen: inout Set<FileIdentity>
     ) -> Verdict {
         guard let status = FileStatus.at(directory.descriptor, name) else {
@@ -179,7 +182,17 @@ struct MarkedItemsWalk {
             let child = OpenDirectory(descriptor: dup(descriptor), path: path)
             guard child.descriptor >= 0 else { return .skip("cannot measure: \(Errno.current)") }
             var newestFile: Double?
-            measure(child, bytes: &bytes, newestFile: &newestFile, seen: &seen)
+            var holdsLocation = false
+            measure(
+                child,
+                bytes: &bytes,
+                newestFile: &newestFile,
+                holdsLocation: &holdsLocation,
+                roots: roots,
+                seen: &seen
+            )
+            // Removing it would remove a location (one reached through a link inside the root).
+            if holdsLocation { return .skip("holds a location's directory, which is never removed; left in place") }
             // A directory is as recent as its newest file; its own time only says an entry came or went.
             modified = newestFile ?? modified
         }
@@ -195,11 +208,14 @@ struct MarkedItemsWalk {
 
     /// Adds up a marked directory's tree and finds its newest file's modification, with its own
     /// stack of names: a directory is opened when its turn comes, so open descriptors grow with
-    /// the tree's depth, never with its width.
+    /// the tree's depth, never with its width. `holdsLocation` tells whether one of `roots` is in
+    /// the tree.
     private func measure(
         _ root: OpenDirectory,
         bytes: inout Int64,
         newestFile: inout Double?,
+        holdsLocation: inout Bool,
+        roots: Set<FileIdentity>,
         seen: inout Set<FileIdentity>
     ) {
         // A name is kept as its bytes: one that is not UTF-8 is measured too.
@@ -217,8 +233,9 @@ struct MarkedItemsWalk {
                 return
             }
             try? OpenDirectory.forEachEntry(in: directory.descriptor, path: directory.path) { name, _ in
-                guard let status = FileStatus.at(directory.descriptor, name), seen.insert(status.identity).inserted
-                else { return }
+                guard let status = FileStatus.at(directory.descriptor, name) else { return }
+                if roots.contains(status.identity) { holdsLocation = true }
+                guard seen.insert(status.identity).inserted else { return }
                 bytes += Self.freeableBytes(status)
                 guard status.type == .directory else {
                     newestFile = max(newestFile ?? status.modificationTime, status.modificationTime)
