@@ -171,6 +171,22 @@ struct MarkedItemsTests {
         #expect(fixture.exists("Documents/box/scratch/work.txt"), "the temporary location stays")
     }
 
+    @Test("a mark value longer than any Stowage writes is not the mark: the walk goes on inside")
+    func oversizedMarkValueIsUnmarked() async throws {
+        let fixture = try TestContainer()
+        try fixture.file("Documents/folder/inner/marked.bin")
+        guard try mark(fixture, "Documents/folder/inner/marked.bin") else { return }
+        try Marks.setAttribute(
+            Marks.purgeableAttribute,
+            to: String(repeating: "x", count: 300),
+            of: fixture.url("Documents/folder")
+        )
+        #expect(try Marks.isPurgeable(fixture.url("Documents/folder")) == false)
+        let scan = try await MarkedItems(container: fixture.container).scan()
+        #expect(scan.items.map(\.path.lastPathComponent) == ["marked.bin"])
+        #expect(scan.skipped.isEmpty, "\(scan.skipped)")
+    }
+
     #if os(Linux)
     // Linux file systems take any bytes for a name; APFS refuses invalid UTF-8.
     @Test("a name that is not UTF-8 is skipped and reported, never removed as its look-alike")
