@@ -256,4 +256,28 @@ struct CleanCommandTests {
             #expect(clean.status == 64, "\(clean.standardError)")
         }
     }
+
+    @Test("purge --marked measures a wide marked directory whole under a small descriptor limit")
+    func purgeMarkedWideDirectory() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }
+        try await withTemporaryDirectory { root in
+            for index in 0..<300 { _ = try await file(root, "Documents/wide/d\(index)/f", bytes: 4_096) }
+            do {
+                try Marks.setPurgeable(true, at: root.appending(path: "Documents/wide"))
+            } catch StowageError.Code.unsupported {
+                return
+            }
+            // Measuring opened every subdirectory it listed before descending into any: with 64
+            // descriptors most failed, silently, and the directory looked a fraction of its size.
+            let outcome = try await StowageExecutable.run(
+                ["purge", "--marked", "--free", "all", "--dry-run", "--json", "--root", root.path],
+                wrapper: ["prlimit", "--nofile=64", "--"]
+            )
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any]
+            )
+            #expect((report["bytes"] as? Int ?? 0) >= 300 * 8_192, "\(outcome.standardOutput)")
+        }
+    }
 }

@@ -70,6 +70,24 @@ struct DirectoryClearingTests {
             try DirectoryClearing.clearContents(of: file)
         } throws: { ($0 as? StowageError)?.code == .notADirectory }
     }
+
+    @Test("a tree hundreds of levels deep is removed on a thread with a small stack")
+    func deepTreeOnSmallStack() async throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.write(Array(repeating: "d", count: 500).joined(separator: "/") + "/leaf")
+        // Removal that recursed once per level overflowed this stack (and, deeper, a dispatch
+        // thread's 8 MiB: a marked directory 5,000 levels deep crashed `stowage purge --marked`).
+        let url = scratch.url
+        let report = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<ClearReport, any Error>) in
+            let thread = Thread { continuation.resume(with: Result { try DirectoryClearing.clearContents(of: url) }) }
+            thread.stackSize = 256 * 1024
+            thread.start()
+        }
+        #expect(report.isComplete, "\(report.failures)")
+        #expect(report.removedCount == 501)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
+    }
 }
 
 /// Issue 17, item 3: the refusal to clear through a symbolic link, judged on what is opened.

@@ -117,6 +117,76 @@ struct MarkedItemsTests {
         #expect(try String(contentsOf: fixture.url("Documents/b.bin"), encoding: .utf8) == "new")
     }
 
+    @Test("an entry another purge removed first is neither reported removed nor counted as freed")
+    func vanishedEntryIsNotCounted() async throws {
+        let fixture = try TestContainer()
+        try fixture.file("Documents/a.bin", bytes: 40_960, modified: now - 10 * day)
+        try fixture.file("Documents/b.bin", bytes: 40_960, modified: now - 5 * day)
+        guard try mark(fixture, "Documents/a.bin") else { return }
+        #expect(try mark(fixture, "Documents/b.bin"))
+        let walk = MarkedItemsWalk(container: fixture.container, cancellation: nil)
+        let bBytes = try #require(try walk.scan().items.last?.bytes)
+        // A.bin goes before this walk reaches it (another process purging the same container):
+        // the goal is not met by it, so b.bin goes too.
+        let report = try walk.purge(atLeast: ByteCount(1)) {
+            try? FileManager.default.removeItem(at: fixture.url("Documents/a.bin"))
+        }
+        #expect(report.removed.map(\.path.lastPathComponent) == ["b.bin"])
+        #expect(report.bytesFreed == bBytes)
+        #expect(report.isComplete, "\(report.failures)")
+        #expect(!fixture.exists("Documents/b.bin"))
+    }
+
+    @Test("a marked file with another hard link frees nothing, and the purge goes on to the next item")
+    func hardLinkFreesNothing() async throws {
+        let fixture = try TestContainer()
+        let outside = try TemporaryDirectory("marked-hard-link")
+        let kept = try outside.write("kept.bin", bytes: 409_600)
+        try fixture.directory("Documents")
+        #expect(link(kept.path, fixture.url("Documents/linked.bin").path) == 0)
+        try setModificationTime(fixture.url("Documents/linked.bin"), now - 10 * day)
+        try fixture.file("Documents/own.bin", bytes: 40_960, modified: now - 5 * day)
+        guard try mark(fixture, "Documents/linked.bin") else { return }
+        #expect(try mark(fixture, "Documents/own.bin"))
+        let marked = MarkedItems(container: fixture.container)
+        #expect(try await marked.scan().items.first?.bytes == .zero, "the blocks stay with the other link")
+
+        let report = try await marked.purge(atLeast: ByteCount(1))
+        #expect(report.removed.map(\.path.lastPathComponent) == ["linked.bin", "own.bin"])
+        #expect(report.bytesFreed < ByteCount(409_600), "only own.bin's blocks came back")
+        #expect(FileManager.default.fileExists(atPath: kept.path))
+    }
+
+    @Test("a marked directory that holds a location's directory (through a link inside the root) stays")
+    func markedDirectoryHoldingALocationStays() async throws {
+        let fixture = try TestContainer()
+        try fixture.file("Documents/box/scratch/work.txt")
+        try fixture.symlink("tmp", to: fixture.url("Documents/box/scratch").path)
+        guard try mark(fixture, "Documents/box") else { return }
+        let marked = MarkedItems(container: fixture.container)
+        let scan = try await marked.scan()
+        #expect(scan.items.isEmpty)
+        #expect(scan.skipped.contains { $0.contains("location") }, "\(scan.skipped)")
+        _ = try await marked.purge(atLeast: nil)
+        #expect(fixture.exists("Documents/box/scratch/work.txt"), "the temporary location stays")
+    }
+
+    @Test("a mark value longer than any Stowage writes is not the mark: the walk goes on inside")
+    func oversizedMarkValueIsUnmarked() async throws {
+        let fixture = try TestContainer()
+        try fixture.file("Documents/folder/inner/marked.bin")
+        guard try mark(fixture, "Documents/folder/inner/marked.bin") else { return }
+        try Marks.setAttribute(
+            Marks.purgeableAttribute,
+            to: String(repeating: "x", count: 300),
+            of: fixture.url("Documents/folder")
+        )
+        #expect(try Marks.isPurgeable(fixture.url("Documents/folder")) == false)
+        let scan = try await MarkedItems(container: fixture.container).scan()
+        #expect(scan.items.map(\.path.lastPathComponent) == ["marked.bin"])
+        #expect(scan.skipped.isEmpty, "\(scan.skipped)")
+    }
+
     #if os(Linux)
     // Linux file systems take any bytes for a name; APFS refuses invalid UTF-8.
     @Test("a name that is not UTF-8 is skipped and reported, never removed as its look-alike")

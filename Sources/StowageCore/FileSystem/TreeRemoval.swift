@@ -46,16 +46,61 @@ package struct TreeRemoval {
 
     /// Removes `name` from `parent`, and everything below it if it is a directory.
     ///
+    /// The directories being emptied wait on a stack of this walk's own, not on the thread's: a
+    /// tree thousands of levels deep costs a descriptor per level (`EMFILE`, reported, where
+    /// they run out), never a stack overflow.
+    ///
     /// - Parameter type: `d_type` from the listing, or `DT_UNKNOWN`.
     /// - Throws: `CancellationError` only; failures are collected in ``failures``.
     package mutating func remove(_ name: String, type: UInt8 = UInt8(DT_UNKNOWN), in parent: OpenDirectory) throws {
+        var levels: [Level] = []
+        if let level = try removeOrOpen(name, type: type, in: parent) { levels.append(level) }
+        while let top = levels.indices.last {
+            if levels[top].next < levels[top].entries.count {
+                let entry = levels[top].entries[levels[top].next]
+                levels[top].next += 1
+                if let level = try removeOrOpen(entry.name, type: entry.type, in: levels[top].directory) {
+                    levels.append(level)
+                }
+                continue
+            }
+            let emptied = levels.removeLast()
+            if unlinkat(emptied.parent.descriptor, emptied.name, AT_REMOVEDIR) == 0 || errno == ENOENT {
+                removed(freeing: emptied.freed)
+            } else if errno != ENOTEMPTY || failures.isEmpty {
+                // ENOTEMPTY after a failure inside is already reported by that failure.
+                fail(emptied.parent.pathOf(emptied.name), "cannot remove directory")
+            }
+        }
+    }
+
+    /// Removes everything inside `directory`, keeping the entries named in `keeping`.
+    package mutating func removeContents(of directory: OpenDirectory, keeping: Set<String> = []) throws {
+        for entry in try entriesToRemove(in: directory, keeping: keeping) {
+            try remove(entry.name, type: entry.type, in: directory)
+        }
+    }
+
+    /// A directory being emptied: its entries go one by one, then the directory itself.
+    private struct Level {
+        var parent: OpenDirectory
+        var name: String
+        var directory: OpenDirectory
+        var entries: [OpenDirectory.Entry]
+        var next = 0
+        var freed: ByteCount
+    }
+
+    /// Removes `name` when it is not a directory; opens and lists it when it is, for the caller
+    /// to empty and then remove. `nil` when nothing is left to do.
+    private mutating func removeOrOpen(_ name: String, type: UInt8, in parent: OpenDirectory) throws -> Level? {
         try cancellation?.check()
         var isDirectory = type == UInt8(DT_DIR)
         var freed = ByteCount.zero
         if type == UInt8(DT_UNKNOWN) || measuresFreedBytes {
             guard let status = FileStatus.at(parent.descriptor, name) else {
                 if errno != ENOENT { fail(parent.pathOf(name), "cannot examine") }
-                return
+                return nil
             }
             isDirectory = status.type == .directory
             if measuresFreedBytes && (isDirectory || status.linkCount <= 1) {
@@ -66,49 +111,43 @@ package struct TreeRemoval {
             StoreGeneration.retireStores(named: [name], in: parent.descriptor)
             if unlinkat(parent.descriptor, name, 0) == 0 {
                 removed(freeing: freed)
-                return
+                return nil
             }
             // Linux says EISDIR, POSIX allows EPERM, for a directory.
             guard errno == EISDIR || errno == EPERM, FileStatus.at(parent.descriptor, name)?.type == .directory else {
                 if errno != ENOENT { fail(parent.pathOf(name), "cannot remove") } else { removed() }
-                return
+                return nil
             }
         }
         guard let directory = parent.openChild(name) else {
             if errno == ELOOP || errno == ENOTDIR {
                 // Replaced by a link or a file since it was listed: remove that, never follow it.
-                try remove(name, type: UInt8(DT_REG), in: parent)
+                return try removeOrOpen(name, type: UInt8(DT_REG), in: parent)
             } else if errno != ENOENT {
                 fail(parent.pathOf(name), "cannot open directory")
             }
-            return
+            return nil
         }
-        try removeContents(of: directory)
-        if unlinkat(parent.descriptor, name, AT_REMOVEDIR) == 0 || errno == ENOENT {
-            removed(freeing: freed)
-        } else if errno != ENOTEMPTY || failures.isEmpty {
-            // ENOTEMPTY after a failure inside is already reported by that failure.
-            fail(parent.pathOf(name), "cannot remove directory")
-        }
+        let entries = try entriesToRemove(in: directory)
+        return Level(parent: parent, name: name, directory: directory, entries: entries, freed: freed)
     }
 
-    /// Removes everything inside `directory`, keeping the entries named in `keeping`.
-    package mutating func removeContents(of directory: OpenDirectory, keeping: Set<String> = []) throws {
+    /// The entries of `directory` not named in `keeping`, their stores retired first so that no
+    /// open handle serves what is about to go (see StoreGeneration); none, with a failure, when
+    /// the directory cannot be read.
+    private mutating func entriesToRemove(
+        in directory: OpenDirectory,
+        keeping: Set<String> = []
+    ) throws -> [OpenDirectory.Entry] {
         let entries: [OpenDirectory.Entry]
         do {
-            entries = try directory.entries()
+            entries = try directory.entries().filter { !keeping.contains($0.name) }
         } catch let error as StowageError {
             failures.append(.init(path: directory.path, message: error.message))
-            return
+            return []
         }
-        // Stores first, so that no open handle serves what is about to go (see StoreGeneration).
-        StoreGeneration.retireStores(
-            named: entries.map(\.name).filter { !keeping.contains($0) },
-            in: directory.descriptor
-        )
-        for entry in entries where !keeping.contains(entry.name) {
-            try remove(entry.name, type: entry.type, in: directory)
-        }
+        StoreGeneration.retireStores(named: entries.map(\.name), in: directory.descriptor)
+        return entries
     }
 
     private mutating func removed(freeing freed: ByteCount = .zero) {

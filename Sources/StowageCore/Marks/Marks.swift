@@ -76,7 +76,11 @@ public enum Marks {
     ///
     /// - Throws: ``StowageError`` with code `.unsupported` where the file system has no xattrs.
     public static func isPurgeable(_ url: URL) throws -> Bool {
-        try attribute(purgeableAttribute, of: url) == "true"
+        do {
+            return try attribute(purgeableAttribute, of: url) == "true"
+        } catch let error as StowageError where isOversizedValue(error) {
+            return false
+        }
     }
 
     /// Sets or clears Stowage's purgeable mark.
@@ -140,7 +144,15 @@ public enum Marks {
             return try attribute(purgeableAttribute, ofDescriptor: descriptor, path: path) == "true"
         } catch StowageError.Code.unsupported {
             return false
+        } catch let error as StowageError where isOversizedValue(error) {
+            return false
         }
+    }
+
+    /// Whether reading a value failed only because it is longer than the buffer (`ERANGE`): such
+    /// a value is not `true`, so the item is not marked, and a walk goes on into it.
+    private static func isOversizedValue(_ error: StowageError) -> Bool {
+        (error.cause as? Errno)?.rawValue == ERANGE
     }
 
     package static func setAttribute(_ name: String, to value: String, of url: URL) throws {

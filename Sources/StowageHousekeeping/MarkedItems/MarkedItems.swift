@@ -26,7 +26,8 @@ import StowageCore
 ///   (device and inode) it had when its mark was read: a file swapped in since is left alone.
 /// - **Locations themselves stay.** The caches and temporary directories carry the mark as a
 ///   statement about their contents (`Container`); they are never removed, and what they hold
-///   is removed only where it is marked itself.
+///   is removed only where it is marked itself. A marked directory that holds a location's
+///   directory (a location linked into it from inside the root) is skipped and reported.
 /// - **A marked directory goes whole**, aged by the newest modification inside it; nothing
 ///   below a marked directory is considered on its own.
 /// - Names that are not UTF-8 are skipped and reported: Stowage never removes what it cannot
@@ -58,7 +59,8 @@ public struct MarkedItems: Purging {
         public var path: String
         /// The location it is in.
         public var location: Location
-        /// The space it takes (`st_blocks × 512`, a directory's whole tree).
+        /// The space removing it gives back (`st_blocks × 512`, a directory's whole tree); nothing
+        /// for a file with another hard link, whose blocks stay with that link.
         public var bytes: ByteCount
         /// Its last modification (a directory's: the newest inside it), which orders removal.
         public var modified: Date

@@ -52,10 +52,12 @@ struct MarkedItemsWalk {
                 try cancellation?.check()
                 let candidate = found[next]
                 switch try remove(candidate) {
-                case nil:
+                case .removed:
                     removed.append(candidate.item)
                     freed += candidate.item.bytes
-                case let failure?:
+                case .gone:
+                    break
+                case .failed(let failure):
                     failures.append(failure)
                 }
                 next += 1
@@ -93,6 +95,7 @@ struct MarkedItemsWalk {
     private func find(into found: inout [Found], skipped: inout [String]) throws {
         var seen = Set<FileIdentity>()
         var roots: [(Location, OpenDirectory)] = []
+        var rootIdentities = Set<FileIdentity>()
         for location in Location.allCases {
             guard let descriptor = try container.openLocationDirectory(location, creating: false) else { continue }
             let directory = OpenDirectory(descriptor: descriptor, path: container.url(for: location).fileSystemPath)
@@ -100,6 +103,7 @@ struct MarkedItemsWalk {
             // A location inside another (a temporary directory under caches) is walked once, as
             // itself, and never taken for a marked item of the other.
             if seen.insert(identity).inserted { roots.append((location, directory)) }
+            rootIdentities.insert(identity)
         }
         for (location, root) in roots {
             var stack: [Pending] = []
@@ -138,7 +142,7 @@ struct MarkedItemsWalk {
                     continue
                 }
                 for name in names {
-                    switch examine(name, in: directory, location: location, seen: &seen) {
+                    switch examine(name, in: directory, location: location, roots: rootIdentities, seen: &seen) {
                     case .skip(let reason?):
                         skipped.append("\(directory.pathOf(name)): \(reason)")
                     case .skip(nil):
@@ -160,11 +164,12 @@ struct MarkedItemsWalk {
     }
 
     /// Opens `name` without following a link, reads its mark through that descriptor, and says
-    /// what to do with it.
+    /// what to do with it. `roots` are the locations' directories, which no removal may take.
     private func examine(
         _ name: String,
         in directory: OpenDirectory,
         location: Location,
+        roots: Set<FileIdentity>,
         seen: inout Set<FileIdentity>
     ) -> Verdict {
         guard let status = FileStatus.at(directory.descriptor, name) else {
@@ -191,13 +196,23 @@ struct MarkedItemsWalk {
             return .skip("\(error)")
         }
         guard isMarked else { return status.type == .directory ? .descend : .skip(nil) }
-        var bytes = status.allocatedBytes
+        var bytes = Self.freeableBytes(status)
         var modified = status.modificationTime
         if status.type == .directory {
             let child = OpenDirectory(descriptor: dup(descriptor), path: path)
             guard child.descriptor >= 0 else { return .skip("cannot measure: \(Errno.current)") }
             var newestFile: Double?
-            measure(child, bytes: &bytes, newestFile: &newestFile, seen: &seen)
+            var holdsLocation = false
+            measure(
+                child,
+                bytes: &bytes,
+                newestFile: &newestFile,
+                holdsLocation: &holdsLocation,
+                roots: roots,
+                seen: &seen
+            )
+            // Removing it would remove a location (one reached through a link inside the root).
+            if holdsLocation { return .skip("holds a location's directory, which is never removed; left in place") }
             // A directory is as recent as its newest file; its own time only says an entry came or went.
             modified = newestFile ?? modified
         }
@@ -212,36 +227,65 @@ struct MarkedItemsWalk {
     }
 
     /// Adds up a marked directory's tree and finds its newest file's modification, with its own
-    /// stack.
+    /// stack of names: a directory is opened when its turn comes, so open descriptors grow with
+    /// the tree's depth, never with its width. `holdsLocation` tells whether one of `roots` is in
+    /// the tree.
     private func measure(
         _ root: OpenDirectory,
         bytes: inout Int64,
         newestFile: inout Double?,
+        holdsLocation: inout Bool,
+        roots: Set<FileIdentity>,
         seen: inout Set<FileIdentity>
     ) {
-        var stack = [root]
-        while let directory = stack.popLast() {
+        // A name is kept as its bytes: one that is not UTF-8 is measured too.
+        var stack: [(parent: OpenDirectory, name: [CChar])] = []
+        var first: OpenDirectory? = root
+        while true {
+            let directory: OpenDirectory
+            if let root = first {
+                (directory, first) = (root, nil)
+            } else if let (parent, name) = stack.popLast() {
+                let child = openat(parent.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard child >= 0 else { continue }
+                directory = OpenDirectory(descriptor: child, path: parent.path)
+            } else {
+                return
+            }
             try? OpenDirectory.forEachEntry(in: directory.descriptor, path: directory.path) { name, _ in
-                guard let status = FileStatus.at(directory.descriptor, name), seen.insert(status.identity).inserted
-                else { return }
-                bytes += status.allocatedBytes
+                guard let status = FileStatus.at(directory.descriptor, name) else { return }
+                if roots.contains(status.identity) { holdsLocation = true }
+                guard seen.insert(status.identity).inserted else { return }
+                bytes += Self.freeableBytes(status)
                 guard status.type == .directory else {
                     newestFile = max(newestFile ?? status.modificationTime, status.modificationTime)
                     return
                 }
-                let child = openat(directory.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if child >= 0 { stack.append(OpenDirectory(descriptor: child, path: directory.path)) }
+                stack.append((directory, Array(UnsafeBufferPointer(start: name, count: strlen(name) + 1))))
             }
         }
     }
 
+    /// The space removing this entry gives back: a file with other links (a hard link from
+    /// outside the container, say) keeps its blocks, so it counts for nothing.
+    private static func freeableBytes(_ status: FileStatus) -> Int64 {
+        status.type == .directory || status.linkCount <= 1 ? status.allocatedBytes : 0
+    }
+
     // MARK: - Removing
 
-    /// Removes one found item after checking it is still the entry that was found; the failure's
-    /// text, or `nil` when it is gone.
-    private func remove(_ found: Found) throws -> String? {
+    private enum Removal {
+        case removed
+        /// Gone before this walk reached it (another purge got there first): it frees nothing
+        /// here, and the next item is tried.
+        case gone
+        case failed(String)
+    }
+
+    /// Removes one found item after checking it is still the entry that was found.
+    private func remove(_ found: Found) throws -> Removal {
         guard let locationDescriptor = try container.openLocationDirectory(found.item.location, creating: false) else {
-            return "\(found.item.path): its location no longer exists"
+            return .failed("\(found.item.path): its location no longer exists")
         }
         var parent = OpenDirectory(
             descriptor: locationDescriptor,
@@ -249,7 +293,8 @@ struct MarkedItemsWalk {
         )
         for component in found.parentComponents {
             guard let child = parent.openChild(component) else {
-                return "\(found.item.path): cannot reach it again (\(Errno.current)); left in place"
+                if errno == ENOENT { return .gone }
+                return .failed("\(found.item.path): cannot reach it again (\(Errno.current)); left in place")
             }
             parent = child
         }
@@ -258,22 +303,23 @@ struct MarkedItemsWalk {
         let flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY
         let descriptor = openat(parent.descriptor, found.name, flags | (found.item.isDirectory ? O_DIRECTORY : 0))
         guard descriptor >= 0 else {
-            if errno == ENOENT { return nil }
-            return
+            if errno == ENOENT { return .gone }
+            return .failed(
                 "\(found.item.path): replaced or unreadable since its mark was read (\(Errno.current)); left in place"
+            )
         }
         defer { close(descriptor) }
         guard Self.identity(of: descriptor) == found.identity,
             (try? Marks.isPurgeable(descriptor: descriptor, path: found.item.path)) == true
         else {
-            return "\(found.item.path): replaced or unmarked since its mark was read; left in place"
+            return .failed("\(found.item.path): replaced or unmarked since its mark was read; left in place")
         }
         var removal = TreeRemoval(cancellation: cancellation)
         try removal.remove(found.name, type: UInt8(found.item.isDirectory ? DT_DIR : DT_REG), in: parent)
         guard removal.failures.isEmpty else {
-            return removal.failures.map(\.description).joined(separator: "; ")
+            return .failed(removal.failures.map(\.description).joined(separator: "; "))
         }
-        return nil
+        return .removed
     }
 
     private static func identity(of descriptor: Int32) -> FileIdentity? {
