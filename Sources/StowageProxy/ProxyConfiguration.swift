@@ -61,7 +61,8 @@ public struct ProxyConfiguration: Sendable {
     /// status, stale graces, key rules, bypass, minimum uses, the largest body stored (see
     /// `HTTPCache/Configuration`). Defaults: a shared cache named `stowage` that follows
     /// `CDN-Cache-Control` and takes bans by `Surrogate-Key` and `Cache-Tag`. The capacities,
-    /// logger and shared tier above are applied over it.
+    /// logger and shared tier above are applied over it. Its `clock` also gives the `Date` of
+    /// the proxy's own answers and of responses that came without one.
     public var cache: HTTPCache.Configuration
     /// Where purge and ban requests are taken (``AdminListener``); `nil` (the default) for none.
     public var admin: AdminListener?
