@@ -383,7 +383,7 @@ let package = Package(
         .testTarget(
             name: "StowageRedisTests",
             dependencies: [
-                "StowageRedis", "StowageRedisTestSupport",
+                "StowageRedis", "StowageRedisTestSupport", "StowageTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

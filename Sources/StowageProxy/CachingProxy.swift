@@ -75,6 +75,7 @@ public final class CachingProxy: Sendable {
             headTimeout: configuration.requestHeadTimeout,
             keepAliveTimeout: configuration.keepAliveTimeout,
             sendTimeout: configuration.sendTimeout,
+            dateClock: configuration.cache.clock,
             logger: logger,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
@@ -104,6 +105,7 @@ public final class CachingProxy: Sendable {
                     headTimeout: configuration.requestHeadTimeout,
                     keepAliveTimeout: configuration.keepAliveTimeout,
                     sendTimeout: configuration.sendTimeout,
+                    dateClock: configuration.cache.clock,
                     logger: logger,
                     onServerRunning: { channel in
                         let port = channel.localAddress?.port ?? 0

@@ -39,6 +39,9 @@ public struct ProxyConfiguration: Sendable {
     /// `408 Request Timeout` and the connection closes (nginx's `client_body_timeout`).
     /// Default 60 s.
     public var requestBodyIdleTimeout: Duration
+    /// What ``requestBodyIdleTimeout`` is measured by. Default `ContinuousClock()`; tests pass a
+    /// clock they advance.
+    public var requestBodyIdleClock: any Clock<Duration>
     /// The longest a client may take to send a request's head, from the moment the connection
     /// opens (or, on a kept-alive connection, from its first byte); then the connection closes
     /// (nginx's `client_header_timeout`, whose default this is). Bounds what a slowloris
@@ -58,7 +61,8 @@ public struct ProxyConfiguration: Sendable {
     /// status, stale graces, key rules, bypass, minimum uses, the largest body stored (see
     /// `HTTPCache/Configuration`). Defaults: a shared cache named `stowage` that follows
     /// `CDN-Cache-Control` and takes bans by `Surrogate-Key` and `Cache-Tag`. The capacities,
-    /// logger and shared tier above are applied over it.
+    /// logger and shared tier above are applied over it. Its `clock` also gives the `Date` of
+    /// the proxy's own answers and of responses that came without one.
     public var cache: HTTPCache.Configuration
     /// Where purge and ban requests are taken (``AdminListener``); `nil` (the default) for none.
     public var admin: AdminListener?
@@ -167,6 +171,7 @@ public struct ProxyConfiguration: Sendable {
         sendsTrace = false
         maximumRequestBodySize = ByteCount(16_000_000)
         requestBodyIdleTimeout = .seconds(60)
+        requestBodyIdleClock = ContinuousClock()
         requestHeadTimeout = .seconds(60)
         keepAliveTimeout = .seconds(75)
         sendTimeout = .seconds(60)

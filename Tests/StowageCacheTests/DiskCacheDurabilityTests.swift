@@ -177,6 +177,24 @@ struct DiskCacheDurabilityTests {
         #expect(committed == 100)
     }
 
+    @Test("a deferred batch commits when its delay has passed on the deferred-commit clock")
+    func deferredCommitFollowsItsClock() async throws {
+        let scratch = try TemporaryDirectory()
+        let clock = SteppedClock()
+        let cache = try open(scratch) {
+            $0.durability = .deferred(maximumDelay: .seconds(60))
+            $0.deferredCommitClock = clock
+        }
+        try await cache.setData(Data("staged".utf8), forKey: "k")
+        // The timer waits on the stepped clock: a real 60 s timer never shows up here.
+        try await eventually(timeout: .seconds(10)) { clock.sleeperCount == 1 }
+        clock.advance(by: .seconds(59))
+        #expect(clock.sleeperCount == 1)
+        #expect(try committedRows(scratch, key: "k") == 0)
+        clock.advance(by: .seconds(1))
+        try await eventually(timeout: .seconds(10)) { try committedRows(scratch, key: "k") == 1 }
+    }
+
     @Test("a removal after a deferred write is not undone when the batch commits")
     func removalAfterDeferredWrite() throws {
         let scratch = try TemporaryDirectory()

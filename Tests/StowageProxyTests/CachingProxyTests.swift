@@ -211,6 +211,20 @@ import Testing
         }
     }
 
+    @Test("RFC 9110 §6.6.1: the Date the proxy adds to its own answers comes from the cache's clock")
+    func ownAnswersDatedByCacheClock() async throws {
+        let clock = ManualClock()
+        try await ProxyHarness.run(
+            originDown: true,
+            configure: { $0.cache.clock = clock.cacheClock },
+            script: { _ in .init() }
+        ) { h in
+            let reply = try await h.get("/down")
+            #expect(reply.status == 502)
+            #expect(reply.headers["Date"] == [HTTPDate.format(Int64(clock.secondsSince1970))])
+        }
+    }
+
     @Test("An upstream slower than the timeout is a 504")
     func gatewayTimeout() async throws {
         try await ProxyHarness.run(

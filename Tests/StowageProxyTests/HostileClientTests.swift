@@ -81,6 +81,30 @@ import Glibc
         }
     }
 
+    @Test("A stalled body is answered 408 once the idle timeout has passed on the request-body clock")
+    func stalledBodyFollowsItsClock() async throws {
+        let clock = SteppedClock()
+        try await ProxyHarness.run(
+            configure: {
+                $0.requestBodyIdleTimeout = .seconds(60)
+                $0.requestBodyIdleClock = clock
+            },
+            script: { _ in .init(body: "should not be asked") }
+        ) { h in
+            let socket = try RawSocket(port: h.proxyPort)
+            socket.send("POST /stalled HTTP/1.1\r\nHost: proxy\r\nContent-Length: 10\r\n\r\n")
+            // The watchdog wakes every quarter of the timeout and gives up once the silence is
+            // longer than it: at the fifth wake, 75 s. No byte of the body ever comes.
+            for _ in 0..<5 {
+                try await eventually(timeout: .seconds(30)) { clock.sleeperCount == 1 }
+                clock.advance(by: .seconds(15))
+            }
+            let head = try await onOwnThread { socket.readHead() }
+            #expect(head?.hasPrefix("HTTP/1.1 408") == true, "\(head ?? "closed")")
+            #expect(h.origin.requestCount == 0)
+        }
+    }
+
     @Test("A body longer than the limit is answered 413 before anything goes upstream")
     func tooLarge() async throws {
         try await ProxyHarness.run(

@@ -74,6 +74,15 @@ final class PopulatedContainer: Sendable {
 
 @Suite("StorageAccount")
 struct StorageAccountTests {
+    @Test("the account is dated by the accountant's clock")
+    func datedByClock() async throws {
+        let fixture = try PopulatedContainer()
+        let accountant = StorageAccountant(container: fixture.container, now: fixture.clock.cacheClock)
+        #expect(try await accountant.account().date == fixture.clock.now)
+        fixture.clock.advance(by: .seconds(3_600))
+        #expect(try await accountant.account().date == fixture.clock.now)
+    }
+
     @Test("every store of a populated container is listed with its category, size, entries and expired bytes")
     func everyStore() async throws {
         let fixture = try PopulatedContainer()

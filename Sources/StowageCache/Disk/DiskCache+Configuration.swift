@@ -70,6 +70,10 @@ extension DiskCache {
         public var accessTimeResolution: Duration
         /// The clock behind dates, expiry and age. Tests pass a clock they advance by hand.
         public var clock: CacheClock
+        /// What ``Durability/deferred(maximumDelay:)``'s delay between a write and the commit
+        /// of its batch is measured by. Default `ContinuousClock()`; tests pass a clock they
+        /// advance.
+        public var deferredCommitClock: any Clock<Duration>
         /// Where the cache logs recoveries and failed background work.
         public var logger: Logger
 
@@ -93,6 +97,7 @@ extension DiskCache {
             self.corruptIndexPolicy = .rebuild
             self.accessTimeResolution = .seconds(60)
             self.clock = .system
+            self.deferredCommitClock = ContinuousClock()
             self.logger = Logger(label: "org.stowage.disk-cache", factory: SwiftLogNoOpLogHandler.init)
         }
 

@@ -117,7 +117,7 @@ public final class DiskCache: Sendable {
             accounting: configuration.sizeAccounting
         )
         if case .deferred(let maximumDelay) = configuration.durability {
-            staging = DiskCacheStaging(maximumDelay: maximumDelay.timeInterval)
+            staging = DiskCacheStaging(maximumDelay: maximumDelay)
         } else {
             staging = nil
         }
@@ -386,8 +386,18 @@ public final class DiskCache: Sendable {
         counters.recordWrite(bytes: entry.size)
         // The write is staged either way; a failed commit drops it as the scheduled flush would.
         if isFull { try flushStagedWrites() }
-        if schedulesFlush {
-            stagedFlushQueue.asyncAfter(deadline: .now() + staging.maximumDelay) { [weak self] in
+        if schedulesFlush { scheduleStagedFlush(after: staging.maximumDelay) }
+    }
+
+    /// Commits the staged writes on ``stagedFlushQueue`` once `delay` has passed on
+    /// ``Configuration/deferredCommitClock``. The timer holds the cache weakly: it does not keep
+    /// a released cache alive.
+    private func scheduleStagedFlush(after delay: Duration) {
+        let clock = configuration.deferredCommitClock
+        Task { [weak self] in
+            // Never cancelled: the sleep ends only when the delay has passed.
+            try? await clock.sleep(for: delay)
+            self?.stagedFlushQueue.async { [weak self] in
                 guard let self else { return }
                 do {
                     try self.flushStagedWrites()

@@ -40,10 +40,10 @@ final class DiskCacheStaging: Sendable {
     static let inlineByteLimit = 16 << 20
 
     private let state = Mutex(State())
-    /// Seconds at most between a write and the commit of its batch.
-    let maximumDelay: Double
+    /// The longest time between a write and the commit of its batch.
+    let maximumDelay: Duration
 
-    init(maximumDelay: Double) {
+    init(maximumDelay: Duration) {
         self.maximumDelay = maximumDelay
     }
 

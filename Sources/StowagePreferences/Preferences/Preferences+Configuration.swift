@@ -23,6 +23,9 @@ extension Preferences {
         public var compactionThreshold = 256 * 1024
         /// How often a store with observers checks for other processes' changes. Default 250 ms.
         public var observationInterval: Duration = .milliseconds(250)
+        /// What ``observationInterval`` is measured by. Default `ContinuousClock()`; tests pass a
+        /// clock they advance.
+        public var observationClock: any Clock<Duration> = ContinuousClock()
         /// Where the store logs repairs and compactions.
         public var logger = Logger(label: "org.stowage.preferences", factory: SwiftLogNoOpLogHandler.init)
 

@@ -35,7 +35,10 @@ extension Preferences {
     }
 
     private func startWatchingIfNeeded() {
-        observers.startTimerIfNeeded(interval: configuration.observationInterval) { [weak self] in self?.refresh() }
+        observers.startTimerIfNeeded(
+            interval: configuration.observationInterval,
+            clock: configuration.observationClock
+        ) { [weak self] in self?.refresh() }
     }
 
     private func stopWatching() {
@@ -72,7 +75,8 @@ final class PreferencesObservers: Sendable {
         var byName: [String: [UInt64: Callback]] = [:]
         var names: [UInt64: String] = [:]
         var nextIdentifier: UInt64 = 0
-        var timer: (any DispatchSourceTimer)?
+        /// Polls while there are observers; cancelled when the last one goes.
+        var timer: Task<Void, Never>?
     }
 
     private let state = Mutex(State())
@@ -113,17 +117,32 @@ final class PreferencesObservers: Sendable {
         for (callback, value) in calls { callback(value) }
     }
 
-    func startTimerIfNeeded(interval: Duration, tick: @escaping @Sendable () -> Void) {
+    /// Calls `tick` on the observation queue every `interval` on `clock` while there are
+    /// observers.
+    func startTimerIfNeeded(interval: Duration, clock: any Clock<Duration>, tick: @escaping @Sendable () -> Void) {
         state.withLock { state in
             guard state.timer == nil, !state.names.isEmpty else { return }
-            let timer = DispatchSource.makeTimerSource(queue: Self.queue)
-            let nanoseconds =
-                Int(interval.components.seconds) * 1_000_000_000
-                + Int(interval.components.attoseconds / 1_000_000_000)
-            timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds))
-            timer.setEventHandler(handler: tick)
-            timer.resume()
-            state.timer = timer
+            state.timer = Task { await Self.poll(every: interval, on: clock, tick: tick) }
+        }
+    }
+
+    /// Ticks at fixed times, `interval` apart from the start, until cancelled; a tick that
+    /// overran skips the times it missed, as a repeating dispatch timer coalesces them.
+    private static func poll<C: Clock<Duration>>(
+        every interval: Duration,
+        on clock: C,
+        tick: @escaping @Sendable () -> Void
+    ) async {
+        var deadline = clock.now.advanced(by: interval)
+        while (try? await clock.sleep(until: deadline, tolerance: nil)) != nil {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                queue.async {
+                    tick()
+                    done.resume()
+                }
+            }
+            let now = clock.now
+            repeat { deadline = deadline.advanced(by: interval) } while deadline <= now && interval > .zero
         }
     }
 

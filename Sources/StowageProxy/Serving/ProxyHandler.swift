@@ -45,7 +45,8 @@ struct ProxyHandler: Sendable {
         if hasBody {
             let reader = RequestBodyReader(
                 limit: Int(configuration.maximumRequestBodySize.rawValue),
-                idleTimeout: configuration.requestBodyIdleTimeout
+                idleTimeout: configuration.requestBodyIdleTimeout,
+                idleClock: configuration.requestBodyIdleClock
             )
             do {
                 let declared = request.head.headerFields[.contentLength].flatMap { Int($0) }

@@ -28,11 +28,15 @@ struct ProxyServer: Service {
     let keepAliveTimeout: Duration
     /// The longest a client may leave its response unread (nginx's `send_timeout`).
     let sendTimeout: Duration
+    /// The time a `Date` field the server adds gives: the proxy cache's clock
+    /// (`HTTPCache.Configuration.clock`), the one its ages are computed by.
+    let dateClock: CacheClock
     let logger: Logger
     let onServerRunning: @Sendable (any Channel) async -> Void
 
     func run() async throws {
         let respond = self.respond
+        let dateClock = self.dateClock
         let headTimeout = TimeAmount.nanoseconds(headTimeout.saturatingNanoseconds)
         let keepAliveTimeout = TimeAmount.nanoseconds(keepAliveTimeout.saturatingNanoseconds)
         let sendTimeout = TimeAmount.nanoseconds(sendTimeout.saturatingNanoseconds)
@@ -51,7 +55,7 @@ struct ProxyServer: Service {
             responder: { request, responseWriter, _ in
                 var response = await respond(request)
                 if response.headers[.date] == nil {
-                    response.headers[.date] = HTTPDate.format(Int64(Date().timeIntervalSince1970))
+                    response.headers[.date] = HTTPDate.format(Int64(dateClock.now().timeIntervalSince1970))
                 }
                 try await responseWriter.write(response: response.head, body: response.body)
             },

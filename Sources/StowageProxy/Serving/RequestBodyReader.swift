@@ -26,6 +26,8 @@ struct RequestBodyReader: Sendable {
 
     let limit: Int
     let idleTimeout: Duration
+    /// What ``idleTimeout`` is measured by (`ProxyConfiguration.requestBodyIdleClock`).
+    let idleClock: any Clock<Duration>
 
     /// All of `body`'s bytes.
     ///
@@ -34,9 +36,14 @@ struct RequestBodyReader: Sendable {
     /// - Throws: ``Failure``.
     func read(_ body: RequestBody, declaredLength: Int?) async throws(Failure) -> [UInt8] {
         if let declaredLength, declaredLength > limit { throw .tooLarge(limit: limit) }
+        return try await read(body, on: idleClock)
+    }
+
+    /// ``read(_:declaredLength:)`` with the watchdog on `clock`.
+    private func read<C: Clock<Duration>>(_ body: RequestBody, on clock: C) async throws(Failure) -> [UInt8] {
         let limit = self.limit
         let idleTimeout = self.idleTimeout
-        let lastProgress = LastProgress()
+        let lastProgress = LastProgress(clock: clock)
         do {
             return try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
                 group.addTask {
@@ -51,7 +58,7 @@ struct RequestBodyReader: Sendable {
                 group.addTask {
                     // The watchdog: wakes a few times per timeout and gives up on a silent client.
                     while true {
-                        try await Task.sleep(for: idleTimeout / 4)
+                        try await clock.sleep(for: idleTimeout / 4)
                         if lastProgress.silence > idleTimeout {
                             throw Failure.stalled(idleTimeout)
                         }
@@ -73,14 +80,21 @@ struct RequestBodyReader: Sendable {
     }
 }
 
-/// When the body last made progress, shared by the reader and its watchdog.
-private final class LastProgress: Sendable {
-    private let instant = Mutex(ContinuousClock.now)
+/// When the body last made progress, on the watchdog's clock, shared by the reader and its
+/// watchdog.
+private final class LastProgress<C: Clock<Duration>>: Sendable {
+    private let clock: C
+    private let instant: Mutex<C.Instant>
 
-    func mark() { instant.withLock { $0 = .now } }
+    init(clock: C) {
+        self.clock = clock
+        instant = Mutex(clock.now)
+    }
+
+    func mark() { instant.withLock { $0 = clock.now } }
 
     /// How long since the last ``mark()``.
-    var silence: Duration { instant.withLock { $0 }.duration(to: .now) }
+    var silence: Duration { instant.withLock { $0 }.duration(to: clock.now) }
 }
 
 extension RequestBodyReader.Failure {

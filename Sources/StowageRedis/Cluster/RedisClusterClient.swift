@@ -139,7 +139,7 @@ public final class RedisClusterClient: RedisCommandExecuting {
             let word = message.prefix { $0 != " " }
             if word == "TRYAGAIN" || word == "CLUSTERDOWN" {
                 lastError = RedisError.serverError(message, command: command, server: target.address)
-                try await Task.sleep(for: .milliseconds(25 * (attempt + 1)))
+                try await seeds[0].backoffClock.sleep(for: .milliseconds(25 * (attempt + 1)))
                 if word == "CLUSTERDOWN" { try? await refreshTopology() }
                 target = try await node(forSlot: slot)
                 asking = false

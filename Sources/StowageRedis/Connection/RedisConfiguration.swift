@@ -83,6 +83,11 @@ public struct RedisConfiguration: Sendable {
     /// Delays between reconnect attempts after a failed connect; while one runs, commands fail
     /// at once with `.connectionFailed` instead of each waiting for its own connect timeout.
     public var reconnectBackoff: Backoff
+    /// What the waits between attempts are measured by: the ``reconnectBackoff`` delays (a
+    /// pool's fast failures, a subscription's reconnects) and a cluster client's pause before
+    /// retrying a command answered `TRYAGAIN` or `CLUSTERDOWN`. Default `ContinuousClock()`;
+    /// tests pass a clock they advance.
+    public var backoffClock: any Clock<Duration>
     /// In a Redis Cluster, whether ``RedisClusterClient/send(_:)`` sends read-only commands
     /// (`GET`, `EXISTS`, `MGET`, `TTL`, … — ``RedisCommand/isReadOnly``) to a replica of the
     /// slot's master, chosen at random, instead of to the master; `false` by default. Cluster
@@ -117,6 +122,7 @@ public struct RedisConfiguration: Sendable {
         poolWaitTimeout = .seconds(2)
         multiplexedConnections = 2
         reconnectBackoff = Backoff()
+        backoffClock = ContinuousClock()
         readsFromReplicas = false
         logger = Logger(label: "org.stowage.redis", factory: SwiftLogNoOpLogHandler.init)
         eventLoopGroup = MultiThreadedEventLoopGroup.singleton

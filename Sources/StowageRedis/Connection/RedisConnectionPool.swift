@@ -26,7 +26,8 @@ final class RedisConnectionPool: Sendable {
         var waiters: [Waiter] = []
         var nextWaiterID = 0
         var consecutiveFailures = 0
-        var retryAfter: ContinuousClock.Instant?
+        /// When connects may be tried again, in ``elapsed`` time.
+        var retryAfter: Duration?
         var lastFailure: RedisError?
         var isShutdown = false
     }
@@ -40,9 +41,12 @@ final class RedisConnectionPool: Sendable {
 
     private let state = Mutex(State())
     private let shared: RedisSharedConnections
+    /// The time since the pool was made, on ``RedisConfiguration/backoffClock``.
+    private let elapsed: @Sendable () -> Duration
 
     init(configuration: RedisConfiguration) {
         self.configuration = configuration
+        elapsed = Self.stopwatch(configuration.backoffClock)
         shared = RedisSharedConnections(
             count: max(0, min(configuration.multiplexedConnections, configuration.maximumConnections))
         )
@@ -81,7 +85,7 @@ final class RedisConnectionPool: Sendable {
     }
 
     func lease() async throws -> RedisConnection {
-        let now = ContinuousClock.now
+        let now = elapsed()
         let decision: Decision = state.withLock { state in
             if state.isShutdown { return .fail(Self.shutdownError(configuration)) }
             while let connection = state.idle.popLast() {
@@ -172,7 +176,7 @@ final class RedisConnectionPool: Sendable {
                 state.consecutiveFailures += 1
                 state.lastFailure = redisError
                 state.retryAfter =
-                    ContinuousClock.now + configuration.reconnectBackoff.delay(afterFailures: state.consecutiveFailures)
+                    elapsed() + configuration.reconnectBackoff.delay(afterFailures: state.consecutiveFailures)
                 // Nobody is connected; the waiters would only wait for a timeout.
                 guard state.count == 0 else { return [] }
                 defer { state.waiters.removeAll() }
@@ -238,6 +242,12 @@ final class RedisConnectionPool: Sendable {
         }
         for waiter in waiters { waiter.continuation.resume(throwing: Self.shutdownError(configuration)) }
         for connection in idle + sharedConnections { await connection.close() }
+    }
+
+    /// Reads the time since now on `clock`.
+    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let start = clock.now
+        return { start.duration(to: clock.now) }
     }
 
     /// Open connections (idle and leased), for tests and diagnostics.

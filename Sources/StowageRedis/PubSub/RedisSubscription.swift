@@ -115,7 +115,9 @@ public final class RedisSubscription: Sendable {
                         cause: error
                     )
                 continuation.yield(.disconnected(redisError))
-                try? await Task.sleep(for: configuration.reconnectBackoff.delay(afterFailures: failures))
+                try? await configuration.backoffClock.sleep(
+                    for: configuration.reconnectBackoff.delay(afterFailures: failures)
+                )
             }
         }
     }

@@ -33,7 +33,8 @@ public final class StorageAccountant: Sendable {
     ///
     /// - Parameters:
     ///   - container: The container whose locations and stores are accounted for.
-    ///   - now: The clock that decides which cached entries have expired.
+    ///   - now: The clock that decides which cached entries have expired and gives
+    ///     ``StorageAccount/date``.
     ///   - logger: Where stores that cannot be read are logged; silent by default.
     public init(
         container: Container,
@@ -109,7 +110,7 @@ public final class StorageAccountant: Sendable {
         }
         for issue in issues { logger.warning("store not accounted", metadata: ["issue": "\(issue)"]) }
         Self.recordGauges(stores)
-        return StorageAccount(container: container.identifier, date: Date(), stores: stores, issues: issues)
+        return StorageAccount(container: container.identifier, date: clock.now(), stores: stores, issues: issues)
     }
 
     private static func recordGauges(_ stores: [StorageAccount.Store]) {

@@ -7,7 +7,8 @@ import StowagePreferences
 /// Finds and measures the stores a container holds on disk, each the cheapest way it allows.
 struct StoreDiscovery {
     let container: Container
-    var now = Date()
+    /// The time expiry is judged at: the accountant's clock.
+    let now: Date
 
     struct Found {
         var stores: [StorageAccount.Store] = []
