@@ -387,6 +387,7 @@ public final class DiskCache: Sendable {
         // The write is staged either way; a failed commit drops it as the scheduled flush would.
         if isFull { try flushStagedWrites() }
         if schedulesFlush { scheduleStagedFlush(after: staging.maximumDelay) }
+        return .stored
     }
 
     /// Commits the staged writes on ``stagedFlushQueue`` once `delay` has passed on
@@ -409,7 +410,6 @@ public final class DiskCache: Sendable {
                 }
             }
         }
-        return .stored
     }
 
     /// Commits the writes staged by ``Durability/deferred(maximumDelay:)`` now; without it, does
