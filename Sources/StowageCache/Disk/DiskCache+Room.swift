@@ -46,7 +46,10 @@ extension DiskCache {
         let capacity = try VolumeCapacity.forVolume(containing: directory)
         let after = capacity.availableForImportantUsage.rawValue - Int64(count)
         guard after < floor.rawValue else { return }
-        let needed = ByteCount(floor.rawValue - after)
+        // Saturating: with a value larger than the space left (`after` negative) a floor near
+        // Int64.max overflowed and trapped; trimming everything is what such a floor asks for.
+        let (difference, overflow) = floor.rawValue.subtractingReportingOverflow(after)
+        let needed = ByteCount(overflow ? .max : difference)
         let report = try trim(freeing: needed)
         configuration.logger.notice(
             "made room before a write",
