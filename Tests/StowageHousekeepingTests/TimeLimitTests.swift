@@ -53,6 +53,44 @@ struct TimeLimitTests {
         #expect(drafts.remainingBytes > .zero)
     }
 
+    @Test("a reset of many subdirectories stops at its time limit with a report, never a thrown TimeLimitReached")
+    func resetLimitBeforeRemoving() async throws {
+        let fixture = try TestContainer()
+        var configuration = PurgeableDirectories.Configuration()
+        configuration.timeLimitClock = TickingClock(step: .seconds(1))
+        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        try await purgeable.register("Documents/drafts", policy: .manual)
+        try await purgeable.register("Documents/later", policy: .manual)
+        // Subdirectories: measuring the tree before removing checked the limit at each one, and
+        // the TimeLimitReached it threw escaped resetAll (a package type, not a report).
+        for index in 0..<30 { try fixture.file("Documents/drafts/\(index)/file", bytes: 4_096) }
+        try fixture.file("Documents/later/file")
+        let report = try await purgeable.resetAll(timeLimit: .seconds(4))
+        #expect(report.directories.map(\.reachedTimeLimit) == [true, true])
+        let drafts = try #require(report.directories.first)
+        let left = fixture.files(under: "Documents/drafts").count
+        #expect(left > 0 && left < 30, "\(left) files left")
+        #expect(drafts.removedByReset > 0, "the removals done are counted")
+        #expect(drafts.bytesFreed.rawValue >= Int64(4_096 * (30 - left)), "what went is counted freed")
+        #expect(drafts.remainingBytes.rawValue >= Int64(4_096 * left), "what is left is measured")
+        #expect(fixture.exists("Documents/later/file"))
+    }
+
+    @Test("a reset frees nothing for a file whose other hard link is outside the directory")
+    func resetHardLinkOutside() async throws {
+        let fixture = try TestContainer()
+        let purgeable = PurgeableDirectories(container: fixture.container)
+        try await purgeable.register("Documents/drafts", policy: .manual)
+        let kept = try fixture.file("Documents/kept", bytes: 1 << 20)
+        try FileManager.default.createDirectory(at: fixture.url("Documents/drafts"), withIntermediateDirectories: true)
+        #expect(link(kept.path, fixture.url("Documents/drafts/linked").path) == 0)
+        // Measured before and after, the link's blocks looked freed, yet they stay with Documents/kept.
+        let report = try await purgeable.resetAll()
+        let drafts = try #require(report.directories.first)
+        #expect(drafts.removedByReset == 1 && !fixture.exists("Documents/drafts/linked"))
+        #expect(drafts.bytesFreed == .zero, "\(drafts.bytesFreed) reported freed")
+    }
+
     @Test("marked items: the removal stops at its time limit and counts what is left")
     func markedItemsStop() async throws {
         let fixture = try TestContainer()
