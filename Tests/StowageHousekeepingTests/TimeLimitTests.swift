@@ -153,6 +153,33 @@ struct TimeLimitTests {
         #expect(try await unlimited.check()?.reachedTimeLimit == false)
     }
 
+    @Test("the storage monitor's time limit bounds the marked items' removal on its own waitClock")
+    func monitorLimitsMarkedItems() async throws {
+        let fixture = try TestContainer()
+        for index in 0..<20 { try fixture.file("Documents/exports/\(index).zip", modified: longAgo + Double(index)) }
+        do {
+            for index in 0..<20 { try Marks.setPurgeable(true, at: fixture.url("Documents/exports/\(index).zip")) }
+        } catch StowageError.Code.unsupported {
+            return
+        }
+        let volume = StorageMonitorTests.FakeVolume()
+        volume.available.withLock { $0 = 50 * .megabyte }
+        var configuration = StorageMonitor.Configuration()
+        configuration.waitClock = TickingClock(step: .seconds(1))
+        configuration.timeLimit = .seconds(40)
+        let monitor = StorageMonitor(
+            purgeable: PurgeableDirectories(container: fixture.container),
+            configuration: configuration,
+            capacity: { volume.read() }
+        )
+        // The monitor made its marked items with the default ContinuousClock: what was left of
+        // 40 ticks became 40 real seconds, and every item went.
+        let report = try #require(try await monitor.check())
+        let marked = try #require(report.markedItems)
+        #expect(marked.reachedTimeLimit && report.reachedTimeLimit)
+        #expect(marked.removed.count < 20, "\(marked.removed.count) removed")
+    }
+
     @Test(
         "a time limit that is zero, negative or beyond 2^31 s is refused with a clear error",
         arguments: [Duration.zero, .seconds(-1), .seconds(Int64(Int32.max) + 1), .seconds(Int64.max)]
