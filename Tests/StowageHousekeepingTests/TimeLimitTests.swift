@@ -180,6 +180,15 @@ struct TimeLimitTests {
         #expect(marked.removed.count < 20, "\(marked.removed.count) removed")
     }
 
+    @Test("a clean report's JSON says whether the time limit stopped it, as its tasks do")
+    func cleanReportJSON() throws {
+        var task = CleanReport.TaskResult(index: 1, task: "Path 'Library/Caches/a'")
+        task.reachedTimeLimit = true
+        let data = try JSONEncoder().encode(CleanReport(tasks: [task], isDryRun: false))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["reachedTimeLimit"] as? Bool == true, "\(object.keys.sorted())")
+    }
+
     @Test(
         "a time limit that is zero, negative or beyond 2^31 s is refused with a clear error",
         arguments: [Duration.zero, .seconds(-1), .seconds(Int64(Int32.max) + 1), .seconds(Int64.max)]
