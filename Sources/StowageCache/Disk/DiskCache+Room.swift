@@ -43,6 +43,13 @@ extension DiskCache {
     /// least recently used entries until it would not (or the cache is empty).
     func makeRoom(for count: Int) throws {
         guard let floor = configuration.freeSpaceFloor else { return }
+        // A value over the hard limit is refused next (checkRoom) whatever the volume has:
+        // trimming for it emptied the cache for a write that never happened.
+        if let budget = configuration.budget {
+            let isFile = count > configuration.inlineThreshold
+            let cost = DiskCacheIndex.accountedSize(Int64(count), isFile: isFile, accounting: budget.accounting)
+            if cost > budget.limit { return }
+        }
         let capacity = try VolumeCapacity.forVolume(containing: directory)
         let after = capacity.availableForImportantUsage.rawValue - Int64(count)
         guard after < floor.rawValue else { return }
