@@ -91,6 +91,27 @@ struct TimeLimitTests {
         #expect(drafts.bytesFreed == .zero, "\(drafts.bytesFreed) reported freed")
     }
 
+    @Test("files that vanish between a sweep's walk and its trim are not counted removed or freed")
+    func sweepTrimVanished() async throws {
+        let fixture = try TestContainer()
+        let paths = (0..<4).map { fixture.url("Library/Caches/feeds/\($0)").path }
+        // Read 1 makes the deadline, 2 is the check before the directory, 3–6 the walk's four
+        // files, 7 the trim's check before the directory: another process empties it then.
+        let clock = ActingClock(at: 7) { for path in paths { unlink(path) } }
+        var configuration = PurgeableDirectories.Configuration()
+        configuration.timeLimitClock = clock
+        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        try await purgeable.register("Library/Caches/feeds", policy: .manual, sizeCap: ByteCount(8_192))
+        for index in 0..<4 { try fixture.file("Library/Caches/feeds/\(index)", bytes: 4_096) }
+        let report = try await purgeable.sweep(timeLimit: .seconds(1_000))
+        let feeds = try #require(report.directories.first)
+        #expect(clock.reads > 7, "the trim ran")
+        #expect(fixture.files(under: "Library/Caches/feeds").isEmpty)
+        // ENOENT at the trim's unlinkat was taken for a removal, as the marked items once did.
+        #expect(feeds.removedForCap == 0, "\(feeds.removedForCap) counted removed")
+        #expect(feeds.bytesFreed == .zero, "\(feeds.bytesFreed) counted freed")
+    }
+
     @Test("marked items: the removal stops at its time limit and counts what is left")
     func markedItemsStop() async throws {
         let fixture = try TestContainer()
@@ -215,5 +236,38 @@ struct TimeLimitTests {
         let volume = StorageMonitorTests.FakeVolume()
         let monitor = StorageMonitor(purgeable: nil, capacity: { volume.read() })
         await expectRefused { _ = try await monitor.check(timeLimit: limit) }
+    }
+}
+
+/// A clock that moves a second per read, as ``TickingClock``, and runs `action` at read `at`: for
+/// something to happen at a chosen check of a time limit.
+private final class ActingClock: Clock, Sendable {
+    typealias Instant = SteppedClock.Instant
+
+    private let origin = SteppedClock().now
+    private let count = Mutex(0)
+    private let at: Int
+    private let action: @Sendable () -> Void
+
+    init(at: Int, _ action: @escaping @Sendable () -> Void) {
+        self.at = at
+        self.action = action
+    }
+
+    var reads: Int { count.withLock { $0 } }
+
+    var now: Instant {
+        let read = count.withLock {
+            $0 += 1
+            return $0
+        }
+        if read == at { action() }
+        return origin.advanced(by: .seconds(read))
+    }
+
+    var minimumResolution: Duration { .seconds(1) }
+
+    func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        try Task.checkCancellation()
     }
 }

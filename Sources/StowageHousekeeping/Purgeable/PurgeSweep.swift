@@ -200,10 +200,14 @@ private struct SweepWalk {
             for index in byDirectory[directoryIndex]! {
                 try cancellation?.check()
                 let survivor = survivors[index]
-                if unlinkat(directory.descriptor, survivor.name, 0) == 0 || errno == ENOENT {
+                if unlinkat(directory.descriptor, survivor.name, 0) == 0 {
                     removedForCap += 1
                     remainingBytes -= survivor.bytes
                     if survivor.isLastLink { bytesFreed += survivor.bytes }
+                } else if errno == ENOENT {
+                    // Removed by someone else since the walk: no longer here, but neither removed
+                    // nor freed by this sweep (the marked items' rule, MarkedItemsWalk's .gone).
+                    remainingBytes -= survivor.bytes
                 } else {
                     fail(directory.pathOf(survivor.name), "cannot remove")
                 }
