@@ -68,7 +68,7 @@ func parseStatusLifetimes(_ text: String) throws -> [Int: Duration] {
     return lifetimes
 }
 
-/// Parses `--time-limit`: a positive duration of at most 2³¹ seconds (the library's bound).
+/// Parses `--time-limit`: a positive duration of at most 2³¹ − 1 seconds (the library's bound).
 func parseTimeLimit(_ text: String) throws -> Duration {
     let limit = try parseDuration(text, option: "--time-limit", maximum: .seconds(Int64(Int32.max)))
     guard limit > .zero else {
