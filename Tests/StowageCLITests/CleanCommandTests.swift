@@ -257,6 +257,17 @@ struct CleanCommandTests {
         }
     }
 
+    @Test("--time-limit shorter than a nanosecond is a usage error that says so, not 'must be more than zero'")
+    func timeLimitBelowNanosecond() async throws {
+        try await withTemporaryDirectory { root in
+            for limit in ["1e-10", "0.0000000001", "1e-300"] {
+                let outcome = try await StowageExecutable.run(["purge", "--time-limit", limit, "--root", root.path])
+                #expect(outcome.status == 64)
+                #expect(outcome.standardError.contains("at least a nanosecond"), "\(limit): \(outcome.standardError)")
+            }
+        }
+    }
+
     @Test("purge --marked measures a wide marked directory whole under a small descriptor limit")
     func purgeMarkedWideDirectory() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }

@@ -79,6 +79,48 @@ struct DiskCacheRoomTests {
         }
     }
 
+    @Test("a floor as large as ByteCount can hold, before a value larger than the free space, is a typed error")
+    func hugeFloor() throws {
+        let volume = try #require(SmallVolume(bytes: 16 << 20))
+        var configuration = DiskCache.Configuration(name: "huge-floor")
+        configuration.freeSpaceFloor = ByteCount(Int64.max)
+        let cache = try DiskCache(
+            directory: URL(filePath: volume.path + "/cache", directoryHint: .isDirectory),
+            configuration: configuration
+        )
+        let small = Data(repeating: 1, count: 64 << 10)
+        #expect(try cache.setData(small, forKey: "small") == .stored)
+        volume.fill(leaving: 1 << 20)
+        // floor − (available − count) overflowed Int64 once the value was larger than the space
+        // left for important data, and the write trapped instead of failing.
+        #expect(throws: StowageError.self) {
+            try cache.setData(Data(repeating: 2, count: 2 << 20), forKey: "big")
+        }
+        #expect(try cache.data(forKey: "big") == nil)
+    }
+
+    @Test("a value the hard size limit refuses trims nothing for the free-space floor on its way to the error")
+    func refusedValueTrimsNothing() throws {
+        let volume = try #require(SmallVolume(bytes: Self.volumeBytes))
+        var configuration = DiskCache.Configuration(name: "refused")
+        configuration.sizeLimit = ByteCount(4 << 20)
+        configuration.sizeLimitEnforcement = .hard
+        configuration.accessTimeResolution = .zero
+        configuration.freeSpaceFloor = ByteCount(8 << 20)
+        let cache = try DiskCache(
+            directory: URL(filePath: volume.path + "/cache", directoryHint: .isDirectory),
+            configuration: configuration
+        )
+        let chunk = Data(repeating: 3, count: 1 << 20)
+        for index in 0..<3 { try cache.setData(chunk, forKey: "kept-\(index)") }
+        volume.fill(leaving: 6 << 20)  // Under the floor for a 5 MiB write.
+        #expect(throws: StowageError.self) {
+            try cache.setData(Data(repeating: 4, count: 5 << 20), forKey: "too-big")
+        }
+        // The floor emptied the cache first, then the hard limit refused the value all the same.
+        #expect(try cache.usage().count == 3, "entries lost to a write that was refused")
+    }
+
     @Test("a hybrid cache keeps a skipped opportunistic value in memory and drops the disk's older copy")
     func hybridSkipsDiskOnly() async throws {
         let volume = try #require(SmallVolume(bytes: Self.volumeBytes))

@@ -53,6 +53,65 @@ struct TimeLimitTests {
         #expect(drafts.remainingBytes > .zero)
     }
 
+    @Test("a reset of many subdirectories stops at its time limit with a report, never a thrown TimeLimitReached")
+    func resetLimitBeforeRemoving() async throws {
+        let fixture = try TestContainer()
+        var configuration = PurgeableDirectories.Configuration()
+        configuration.timeLimitClock = TickingClock(step: .seconds(1))
+        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        try await purgeable.register("Documents/drafts", policy: .manual)
+        try await purgeable.register("Documents/later", policy: .manual)
+        // Subdirectories: measuring the tree before removing checked the limit at each one, and
+        // the TimeLimitReached it threw escaped resetAll (a package type, not a report).
+        for index in 0..<30 { try fixture.file("Documents/drafts/\(index)/file", bytes: 4_096) }
+        try fixture.file("Documents/later/file")
+        let report = try await purgeable.resetAll(timeLimit: .seconds(4))
+        #expect(report.directories.map(\.reachedTimeLimit) == [true, true])
+        let drafts = try #require(report.directories.first)
+        let left = fixture.files(under: "Documents/drafts").count
+        #expect(left > 0 && left < 30, "\(left) files left")
+        #expect(drafts.removedByReset > 0, "the removals done are counted")
+        #expect(drafts.bytesFreed.rawValue >= Int64(4_096 * (30 - left)), "what went is counted freed")
+        #expect(drafts.remainingBytes.rawValue >= Int64(4_096 * left), "what is left is measured")
+        #expect(fixture.exists("Documents/later/file"))
+    }
+
+    @Test("a reset frees nothing for a file whose other hard link is outside the directory")
+    func resetHardLinkOutside() async throws {
+        let fixture = try TestContainer()
+        let purgeable = PurgeableDirectories(container: fixture.container)
+        try await purgeable.register("Documents/drafts", policy: .manual)
+        let kept = try fixture.file("Documents/kept", bytes: 1 << 20)
+        try FileManager.default.createDirectory(at: fixture.url("Documents/drafts"), withIntermediateDirectories: true)
+        #expect(link(kept.path, fixture.url("Documents/drafts/linked").path) == 0)
+        // Measured before and after, the link's blocks looked freed, yet they stay with Documents/kept.
+        let report = try await purgeable.resetAll()
+        let drafts = try #require(report.directories.first)
+        #expect(drafts.removedByReset == 1 && !fixture.exists("Documents/drafts/linked"))
+        #expect(drafts.bytesFreed == .zero, "\(drafts.bytesFreed) reported freed")
+    }
+
+    @Test("files that vanish between a sweep's walk and its trim are not counted removed or freed")
+    func sweepTrimVanished() async throws {
+        let fixture = try TestContainer()
+        let paths = (0..<4).map { fixture.url("Library/Caches/feeds/\($0)").path }
+        // Read 1 makes the deadline, 2 is the check before the directory, 3–6 the walk's four
+        // files, 7 the trim's check before the directory: another process empties it then.
+        let clock = ActingClock(at: 7) { for path in paths { unlink(path) } }
+        var configuration = PurgeableDirectories.Configuration()
+        configuration.timeLimitClock = clock
+        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        try await purgeable.register("Library/Caches/feeds", policy: .manual, sizeCap: ByteCount(8_192))
+        for index in 0..<4 { try fixture.file("Library/Caches/feeds/\(index)", bytes: 4_096) }
+        let report = try await purgeable.sweep(timeLimit: .seconds(1_000))
+        let feeds = try #require(report.directories.first)
+        #expect(clock.reads > 7, "the trim ran")
+        #expect(fixture.files(under: "Library/Caches/feeds").isEmpty)
+        // ENOENT at the trim's unlinkat was taken for a removal, as the marked items once did.
+        #expect(feeds.removedForCap == 0, "\(feeds.removedForCap) counted removed")
+        #expect(feeds.bytesFreed == .zero, "\(feeds.bytesFreed) counted freed")
+    }
+
     @Test("marked items: the removal stops at its time limit and counts what is left")
     func markedItemsStop() async throws {
         let fixture = try TestContainer()
@@ -115,6 +174,42 @@ struct TimeLimitTests {
         #expect(try await unlimited.check()?.reachedTimeLimit == false)
     }
 
+    @Test("the storage monitor's time limit bounds the marked items' removal on its own waitClock")
+    func monitorLimitsMarkedItems() async throws {
+        let fixture = try TestContainer()
+        for index in 0..<20 { try fixture.file("Documents/exports/\(index).zip", modified: longAgo + Double(index)) }
+        do {
+            for index in 0..<20 { try Marks.setPurgeable(true, at: fixture.url("Documents/exports/\(index).zip")) }
+        } catch StowageError.Code.unsupported {
+            return
+        }
+        let volume = StorageMonitorTests.FakeVolume()
+        volume.available.withLock { $0 = 50 * .megabyte }
+        var configuration = StorageMonitor.Configuration()
+        configuration.waitClock = TickingClock(step: .seconds(1))
+        configuration.timeLimit = .seconds(40)
+        let monitor = StorageMonitor(
+            purgeable: PurgeableDirectories(container: fixture.container),
+            configuration: configuration,
+            capacity: { volume.read() }
+        )
+        // The monitor made its marked items with the default ContinuousClock: what was left of
+        // 40 ticks became 40 real seconds, and every item went.
+        let report = try #require(try await monitor.check())
+        let marked = try #require(report.markedItems)
+        #expect(marked.reachedTimeLimit && report.reachedTimeLimit)
+        #expect(marked.removed.count < 20, "\(marked.removed.count) removed")
+    }
+
+    @Test("a clean report's JSON says whether the time limit stopped it, as its tasks do")
+    func cleanReportJSON() throws {
+        var task = CleanReport.TaskResult(index: 1, task: "Path 'Library/Caches/a'")
+        task.reachedTimeLimit = true
+        let data = try JSONEncoder().encode(CleanReport(tasks: [task], isDryRun: false))
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["reachedTimeLimit"] as? Bool == true, "\(object.keys.sorted())")
+    }
+
     @Test(
         "a time limit that is zero, negative or beyond 2^31 s is refused with a clear error",
         arguments: [Duration.zero, .seconds(-1), .seconds(Int64(Int32.max) + 1), .seconds(Int64.max)]
@@ -141,5 +236,38 @@ struct TimeLimitTests {
         let volume = StorageMonitorTests.FakeVolume()
         let monitor = StorageMonitor(purgeable: nil, capacity: { volume.read() })
         await expectRefused { _ = try await monitor.check(timeLimit: limit) }
+    }
+}
+
+/// A clock that moves a second per read, as ``TickingClock``, and runs `action` at read `at`: for
+/// something to happen at a chosen check of a time limit.
+private final class ActingClock: Clock, Sendable {
+    typealias Instant = SteppedClock.Instant
+
+    private let origin = SteppedClock().now
+    private let count = Mutex(0)
+    private let at: Int
+    private let action: @Sendable () -> Void
+
+    init(at: Int, _ action: @escaping @Sendable () -> Void) {
+        self.at = at
+        self.action = action
+    }
+
+    var reads: Int { count.withLock { $0 } }
+
+    var now: Instant {
+        let read = count.withLock {
+            $0 += 1
+            return $0
+        }
+        if read == at { action() }
+        return origin.advanced(by: .seconds(read))
+    }
+
+    var minimumResolution: Duration { .seconds(1) }
+
+    func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        try Task.checkCancellation()
     }
 }

@@ -68,11 +68,14 @@ func parseStatusLifetimes(_ text: String) throws -> [Int: Duration] {
     return lifetimes
 }
 
-/// Parses `--time-limit`: a positive duration of at most 2³¹ seconds (the library's bound).
+/// Parses `--time-limit`: a positive duration of at most 2³¹ − 1 seconds (the library's bound).
 func parseTimeLimit(_ text: String) throws -> Duration {
     let limit = try parseDuration(text, option: "--time-limit", maximum: .seconds(Int64(Int32.max)))
     guard limit > .zero else {
-        throw ValidationError("--time-limit \(text.debugDescription) must be more than zero; leave it out for no limit")
+        // "1e-10" is more than zero, yet rounds to no time at all: "must be more than zero" was no help.
+        throw ValidationError(
+            "--time-limit \(text.debugDescription) must be at least a nanosecond (1e-9); leave it out for no limit"
+        )
     }
     return limit
 }

@@ -43,10 +43,20 @@ extension DiskCache {
     /// least recently used entries until it would not (or the cache is empty).
     func makeRoom(for count: Int) throws {
         guard let floor = configuration.freeSpaceFloor else { return }
+        // A value over the hard limit is refused next (checkRoom) whatever the volume has:
+        // trimming for it emptied the cache for a write that never happened.
+        if let budget = configuration.budget {
+            let isFile = count > configuration.inlineThreshold
+            let cost = DiskCacheIndex.accountedSize(Int64(count), isFile: isFile, accounting: budget.accounting)
+            if cost > budget.limit { return }
+        }
         let capacity = try VolumeCapacity.forVolume(containing: directory)
         let after = capacity.availableForImportantUsage.rawValue - Int64(count)
         guard after < floor.rawValue else { return }
-        let needed = ByteCount(floor.rawValue - after)
+        // Saturating: with a value larger than the space left (`after` negative) a floor near
+        // Int64.max overflowed and trapped; trimming everything is what such a floor asks for.
+        let (difference, overflow) = floor.rawValue.subtractingReportingOverflow(after)
+        let needed = ByteCount(overflow ? .max : difference)
         let report = try trim(freeing: needed)
         configuration.logger.notice(
             "made room before a write",

@@ -1,8 +1,8 @@
 /// The one rule for the time budgets housekeeping work takes (`sweep(timeLimit:)`, a clean's,
-/// a storage monitor's): positive and at most 2³¹ seconds, so that adding it to a clock's now
+/// a storage monitor's): positive and at most 2³¹ − 1 seconds (`Int32.max`), so that adding it to a clock's now
 /// cannot overflow.
 package enum TimeLimitCheck {
-    /// The longest time limit: 2³¹ seconds, about 68 years.
+    /// The longest time limit: 2³¹ − 1 seconds, about 68 years.
     package static let maximum = Duration.seconds(Int64(Int32.max))
 
     /// - Throws: `StowageError` `.invalidArgument` for a limit that is zero, negative or longer

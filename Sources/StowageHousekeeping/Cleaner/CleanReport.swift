@@ -70,7 +70,7 @@ public struct CleanReport: Sendable, Encodable {
     public var isComplete: Bool { tasks.allSatisfy(\.isSuccess) }
 
     private enum CodingKeys: String, CodingKey {
-        case tasks, isDryRun, bytesFreed, isComplete
+        case tasks, isDryRun, bytesFreed, isComplete, reachedTimeLimit
     }
 
     /// Encodes the value for JSON reports.
@@ -80,5 +80,8 @@ public struct CleanReport: Sendable, Encodable {
         try container.encode(isDryRun, forKey: .isDryRun)
         try container.encode(bytesFreed, forKey: .bytesFreed)
         try container.encode(isComplete, forKey: .isComplete)
+        // A summary as bytesFreed and isComplete are: `stowage clean --json` readers need not
+        // look through every task to learn that the run stopped short.
+        try container.encode(reachedTimeLimit, forKey: .reachedTimeLimit)
     }
 }

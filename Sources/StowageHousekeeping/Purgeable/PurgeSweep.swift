@@ -56,26 +56,26 @@ struct PurgeSweep {
     func empty(_ registration: PurgeableDirectory) throws -> PurgeReport.Directory {
         var report = PurgeReport.Directory(starting: registration)
         guard let root = open(registration, into: &report) else { return report }
-        let entries = (try? root.entries()) ?? []
         // The caches location's own tag stays, as Container.clear keeps it.
         let keeping: Set<String> = root.path == container.url(for: .caches).fileSystemPath ? ["CACHEDIR.TAG"] : []
-        var before = TreeMeasure(cancellation: cancellation)
-        let bytesBefore = try entries.filter { !keeping.contains($0.name) }.reduce(Int64(0)) {
-            $0 + (try before.measure($1.name, in: root)).bytes
-        }
-        var removal = TreeRemoval(cancellation: cancellation)
+        // The removal measures each entry as it goes, under the time limit's checks: a measure of
+        // the whole tree first spent the limit without removing anything and let its
+        // TimeLimitReached escape the report, and it counted a file whose other link is outside
+        // the directory as freed, though its blocks stay with that link.
+        var removal = TreeRemoval(cancellation: cancellation, measuresFreedBytes: true)
         do {
             try removal.removeContents(of: root, keeping: keeping)
         } catch is TimeLimitReached {
             report.reachedTimeLimit = true
         }
-        // Measured after the limit too (without it): what is left is part of the answer.
-        var after = TreeMeasure(cancellation: report.reachedTimeLimit ? nil : cancellation)
+        // Measured without the limit (cancellation still stops it): what is left is part of the
+        // answer, and a limit passing now must not throw away the report of what was removed.
+        var after = TreeMeasure(cancellation: cancellation.map { CancellationFlag(parent: $0, deadline: nil) })
         let bytesAfter = try ((try? root.entries()) ?? []).filter { !keeping.contains($0.name) }.reduce(Int64(0)) {
             $0 + (try after.measure($1.name, in: root)).bytes
         }
         report.removedByReset = removal.removedCount
-        report.bytesFreed = ByteCount(max(0, bytesBefore - bytesAfter))
+        report.bytesFreed = removal.bytesFreed
         report.remainingBytes = ByteCount(bytesAfter)
         report.failures = removal.failures
         return report
@@ -200,10 +200,14 @@ private struct SweepWalk {
             for index in byDirectory[directoryIndex]! {
                 try cancellation?.check()
                 let survivor = survivors[index]
-                if unlinkat(directory.descriptor, survivor.name, 0) == 0 || errno == ENOENT {
+                if unlinkat(directory.descriptor, survivor.name, 0) == 0 {
                     removedForCap += 1
                     remainingBytes -= survivor.bytes
                     if survivor.isLastLink { bytesFreed += survivor.bytes }
+                } else if errno == ENOENT {
+                    // Removed by someone else since the walk: no longer here, but neither removed
+                    // nor freed by this sweep (the marked items' rule, MarkedItemsWalk's .gone).
+                    remainingBytes -= survivor.bytes
                 } else {
                     fail(directory.pathOf(survivor.name), "cannot remove")
                 }

@@ -57,8 +57,11 @@ public final class StorageMonitor: Sendable {
         onReport: (@Sendable (Report) -> Void)? = nil
     ) {
         self.purgeable = purgeable
+        // On the monitor's clock: the time left of its limit, handed to the removal, is counted
+        // on ``Configuration/waitClock`` (with the default clock it was real time instead).
         self.markedItems =
-            configuration.purgesMarkedItems ? purgeable.map { MarkedItems(container: $0.container) } : nil
+            configuration.purgesMarkedItems
+            ? purgeable.map { MarkedItems(container: $0.container, timeLimitClock: configuration.waitClock) } : nil
         self.configuration = configuration
         self.onReport = onReport
         let reserves = configuration.reserves
