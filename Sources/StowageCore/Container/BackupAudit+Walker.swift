@@ -58,10 +58,13 @@ extension Container {
 ///
 /// Like ``DiskUsage``'s walk it reads each directory through a descriptor opened relative to its
 /// parent's with `O_NOFOLLOW` and examines entries with `fstatat(…, AT_SYMLINK_NOFOLLOW)`.
-/// Deciding whether an entry is excluded costs one `lgetxattr` per regular file or directory
-/// that is not already inside an excluded subtree (Linux has no descriptor-relative form), and
-/// one `openat` of `CACHEDIR.TAG` per such directory. Nothing else is opened: FIFOs, sockets and
-/// devices are counted from their status alone.
+///
+/// Deciding whether an entry is excluded reads its mark through a descriptor of the entry itself
+/// (`fgetxattr`), so the mark read is the entry's own whatever its name's bytes and however long
+/// its path: the directory's descriptor the walk opens anyway, and for a regular file not already
+/// inside an excluded subtree one `openat(…, O_NOFOLLOW | O_NONBLOCK)` checked against the
+/// examined identity. A directory not yet excluded costs one `openat` of `CACHEDIR.TAG` too.
+/// FIFOs, sockets, devices and links are never opened: they are counted from their status alone.
 struct BackupAuditWalker {
     private let configuration: BackupAudit.Configuration
     private let cancellation: CancellationFlag?
@@ -89,18 +92,19 @@ struct BackupAuditWalker {
         guard lstat(path, &status) == 0 else { throw StowageError.syscall(.current, "audit", path: path) }
         var backedUp = DiskUsage.Totals()
         var excluded = DiskUsage.Totals()
-        var isExcluded = !location.isBackedUp || markedExcluded(path)
-        if FileType(status) == .directory {
-            let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if descriptor < 0 {
-                report(path, "cannot read directory", .current)
-            } else {
-                isExcluded = isExcluded || CacheDirectoryTag.isPresent(inDirectory: descriptor)
-                Self.tally(status, isExcluded, &backedUp, &excluded)
-                let directory = Directory(location: location, path: path, shown: shown, isExcluded: isExcluded)
-                try walk(descriptor, directory, backedUp: &backedUp, excluded: &excluded)
-            }
+        var isExcluded = !location.isBackedUp
+        let descriptor =
+            FileType(status) == .directory ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1
+        if descriptor >= 0 {
+            isExcluded =
+                isExcluded || excludes(Self.mark(of: descriptor), path)
+                || CacheDirectoryTag.isPresent(inDirectory: descriptor)
+            Self.tally(status, isExcluded, &backedUp, &excluded)
+            let directory = Directory(location: location, path: path, shown: shown, isExcluded: isExcluded)
+            try walk(descriptor, directory, backedUp: &backedUp, excluded: &excluded)
         } else {
+            if FileType(status) == .directory { report(path, "cannot read directory", .current) }
+            isExcluded = isExcluded || markedExcluded(atPath: path)
             Self.tally(status, isExcluded, &backedUp, &excluded)
         }
         return BackupAudit.LocationAudit(
@@ -162,20 +166,26 @@ struct BackupAuditWalker {
         // Inside an excluded subtree nothing needs a name: the whole subtree is skipped by backups.
         let name = directory.isExcluded && type != .directory ? "" : String(cString: cName)
         var isExcluded = directory.isExcluded
-        if !isExcluded && type != .other {
-            isExcluded = markedExcluded(directory.path + "/" + name)
-        }
         if type == .directory {
             let child = openat(descriptor, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if child < 0 {
+                // Its mark cannot be read either: counted as a backup tool would copy it.
                 if errno != ENOENT { report(directory.path + "/" + name, "cannot read directory", .current) }
                 Self.tally(status, isExcluded, &backedUp, &excluded)
                 return
             }
-            isExcluded = isExcluded || CacheDirectoryTag.isPresent(inDirectory: child)
+            isExcluded =
+                isExcluded || excludes(Self.mark(of: child), directory.path + "/" + name)
+                || CacheDirectoryTag.isPresent(inDirectory: child)
             Self.tally(status, isExcluded, &backedUp, &excluded)
             try walk(child, directory.child(name, isExcluded: isExcluded), backedUp: &backedUp, excluded: &excluded)
             return
+        }
+        if type == .regular && !isExcluded {
+            isExcluded = excludes(
+                Self.mark(ofFile: cName, in: descriptor, examined: status),
+                directory.path + "/" + name
+            )
         }
         Self.tally(status, isExcluded, &backedUp, &excluded)
         let allocated = ByteCount(Int64(status.st_blocks) * 512)
@@ -191,9 +201,57 @@ struct BackupAuditWalker {
         }
     }
 
-    /// Whether the item at `path` carries `user.xdg.robots.backup` = `false`; an unreadable
-    /// attribute is an issue and counts as not excluded, as a backup tool would copy the item.
-    private mutating func markedExcluded(_ path: String) -> Bool {
+    /// An item's backup mark: whether it is `false` (the item is excluded), or why it could not
+    /// be read.
+    private enum Mark {
+        case read(isExcluded: Bool)
+        case unreadable(String)
+    }
+
+    /// The mark of the item open at `descriptor`.
+    private static func mark(of descriptor: Int32) -> Mark {
+        do {
+            // The message is the walk's own, with the path it knows; only the cause is kept.
+            return .read(isExcluded: try Marks.isExcludedFromBackup(descriptor: descriptor, path: ""))
+        } catch let error as StowageError {
+            return .unreadable("cannot read the backup mark: \((error.cause as? Errno) ?? .current)")
+        } catch {
+            return .unreadable("cannot read the backup mark: \(error)")
+        }
+    }
+
+    /// The mark of the regular file `name` of the directory open at `directory`, read through a
+    /// descriptor of the file, opened without following a link nor blocking, and only when it is
+    /// still the file that was examined (`examined`).
+    private static func mark(ofFile name: UnsafePointer<CChar>, in directory: Int32, examined: stat) -> Mark {
+        let descriptor = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else {
+            // Gone since it was examined: nothing is left to back up, nor a mark to read.
+            return errno == ENOENT
+                ? .read(isExcluded: false) : .unreadable("cannot read the backup mark: \(Errno.current)")
+        }
+        defer { close(descriptor) }
+        var opened = stat()
+        guard fstat(descriptor, &opened) == 0, FileIdentity(opened) == FileIdentity(examined) else {
+            return .unreadable("cannot read the backup mark: replaced while it was examined")
+        }
+        return mark(of: descriptor)
+    }
+
+    /// Whether `mark` excludes the item at `path`; an unreadable mark is an issue and counts as
+    /// not excluded, as a backup tool would copy the item.
+    private mutating func excludes(_ mark: Mark, _ path: String) -> Bool {
+        switch mark {
+        case .read(let isExcluded):
+            return isExcluded
+        case .unreadable(let message):
+            issues.append(DiskUsage.Issue(path: path, message: message))
+            return false
+        }
+    }
+
+    /// The location's directory's mark, read by its path when it cannot be opened.
+    private mutating func markedExcluded(atPath path: String) -> Bool {
         do {
             return try Marks.isExcludedFromBackup(atPath: path)
         } catch let error as StowageError {
