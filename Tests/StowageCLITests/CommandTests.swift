@@ -279,6 +279,38 @@ struct CommandTests {
         }
     }
 
+    @Test("usage holds one descriptor per level of depth, and reports EMFILE where they run out")
+    func usageDescriptorsPerLevel() async throws {
+        // 64 descriptors: the runtime takes under ten, so 45 levels fit at one per level, not at
+        // two (a directory's descriptor and its listing's, which a walk that recursed held).
+        let wrapper = ["prlimit", "--nofile=64:64"]
+        try await withTemporaryDirectory { root in
+            let shallow = root.appending(path: "shallow")
+            let deep = root.appending(path: "deep")
+            try FileManager.default.createDirectory(
+                at: shallow.appending(path: Array(repeating: "d", count: 45).joined(separator: "/")),
+                withIntermediateDirectories: true
+            )
+            try FileManager.default.createDirectory(
+                at: deep.appending(path: Array(repeating: "d", count: 300).joined(separator: "/")),
+                withIntermediateDirectories: true
+            )
+            let fits = try await StowageExecutable.run(["usage", "--bytes", "--json", shallow.path], wrapper: wrapper)
+            #expect(fits.status == 0, "\(fits.standardError)")
+            let results = try #require(
+                try JSONSerialization.jsonObject(with: Data(fits.standardOutput.utf8)) as? [[String: Any]]
+            )
+            let totals = try #require(results.first?["totals"] as? [String: Any])
+            #expect(totals["directoryCount"] as? Int == 46)
+            #expect(totals["allocatedBytes"] as? Int64 == (try await StowageExecutable.du(shallow.path)))
+
+            let tooDeep = try await StowageExecutable.run(["usage", "--bytes", deep.path], wrapper: wrapper)
+            #expect(tooDeep.status == 1, "\(tooDeep.standardError)")
+            #expect(tooDeep.standardError.contains("EMFILE"))
+            #expect(tooDeep.standardOutput.contains(deep.path))
+        }
+    }
+
     // MARK: - clear
 
     @Test("clear removes contents, keeps the directory, and never follows a link outside")

@@ -57,7 +57,10 @@ extension Container {
 /// The walk behind ``BackupAudit``, one location after the other.
 ///
 /// Like ``DiskUsage``'s walk it reads each directory through a descriptor opened relative to its
-/// parent's with `O_NOFOLLOW` and examines entries with `fstatat(…, AT_SYMLINK_NOFOLLOW)`.
+/// parent's with `O_NOFOLLOW`, examines entries with `fstatat(…, AT_SYMLINK_NOFOLLOW)`, and keeps
+/// the directories being read on a stack of its own, each listed in full when it is opened
+/// (``ListedNames``): a tree thousands of levels deep costs one descriptor per level, never the
+/// thread's stack, and where descriptors run out (`EMFILE`) the directory is an issue.
 ///
 /// Deciding whether an entry is excluded reads its mark through a descriptor of the entry itself
 /// (`fgetxattr`), so the mark read is the entry's own whatever its name's bytes and however long
@@ -73,6 +76,23 @@ struct BackupAuditWalker {
     private var issues: [DiskUsage.Issue] = []
     private(set) var largeFiles: [BackupAudit.LargeFile] = []
     private(set) var largeFileCount = 0
+    /// The location being audited, its directory's path, and how large files below it are named.
+    private var location = Location.documents
+    private var rootPath = ""
+    private var rootShown = ""
+    /// The directories from the location's down to the one being read.
+    private var levels: [Level] = []
+
+    /// A directory being read: its names, the next one to examine, and whether it is inside an
+    /// excluded subtree.
+    private struct Level {
+        /// Its name in its parent, for paths; unused at the top.
+        var name: String
+        var descriptor: Int32
+        var isExcluded: Bool
+        var names = ListedNames()
+        var next = 0
+    }
 
     init(configuration: BackupAudit.Configuration, cancellation: CancellationFlag?) {
         self.configuration = configuration
@@ -88,6 +108,7 @@ struct BackupAuditWalker {
     ) throws -> BackupAudit.LocationAudit {
         seenLinks.removeAll()
         issues.removeAll()
+        (self.location, rootPath, rootShown) = (location, path, shown)
         var status = stat()
         guard lstat(path, &status) == 0 else { throw StowageError.syscall(.current, "audit", path: path) }
         var backedUp = DiskUsage.Totals()
@@ -96,12 +117,16 @@ struct BackupAuditWalker {
         let descriptor =
             FileType(status) == .directory ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1
         if descriptor >= 0 {
+            defer {  // when cancelled
+                levels.forEach { close($0.descriptor) }
+                levels.removeAll()
+            }
             isExcluded =
-                isExcluded || excludes(Self.mark(of: descriptor), path)
+                isExcluded || excludes(Self.mark(of: descriptor), nil)
                 || CacheDirectoryTag.isPresent(inDirectory: descriptor)
             Self.tally(status, isExcluded, &backedUp, &excluded)
-            let directory = Directory(location: location, path: path, shown: shown, isExcluded: isExcluded)
-            try walk(descriptor, directory, backedUp: &backedUp, excluded: &excluded)
+            try push("", descriptor, isExcluded: isExcluded)
+            try walk(backedUp: &backedUp, excluded: &excluded)
         } else {
             if FileType(status) == .directory { report(path, "cannot read directory", .current) }
             isExcluded = isExcluded || markedExcluded(atPath: path)
@@ -116,84 +141,78 @@ struct BackupAuditWalker {
         )
     }
 
-    /// The directory being read: where it is, how large files below it are named, and whether
-    /// it is inside an excluded subtree.
-    private struct Directory {
-        var location: Location
-        var path: String
-        var shown: String
-        var isExcluded: Bool
-
-        func child(_ name: String, isExcluded: Bool) -> Directory {
-            Directory(location: location, path: path + "/" + name, shown: shown + "/" + name, isExcluded: isExcluded)
-        }
-    }
-
-    /// Reads the directory open at `descriptor` (closed here) and adds every entry below it.
-    private mutating func walk(
-        _ descriptor: Int32,
-        _ directory: Directory,
-        backedUp: inout DiskUsage.Totals,
-        excluded: inout DiskUsage.Totals
-    ) throws {
-        defer { close(descriptor) }
-        try cancellation?.check()
-        do {
-            try OpenDirectory.forEachEntry(in: descriptor, path: directory.path) { name, _ in
-                try add(name, in: descriptor, directory, backedUp: &backedUp, excluded: &excluded)
+    /// Reads the directories on ``levels`` to the end, deepest first.
+    private mutating func walk(backedUp: inout DiskUsage.Totals, excluded: inout DiskUsage.Totals) throws {
+        while let top = levels.indices.last {
+            let level = levels[top]
+            guard level.next < level.names.count else {
+                close(level.descriptor)
+                levels.removeLast()
+                continue
             }
-        } catch let error as StowageError {
-            report(directory.path, "cannot read directory", (error.cause as? Errno) ?? .current)
+            levels[top].next += 1
+            try level.names.withName(at: level.next) {
+                try add($0, in: level, backedUp: &backedUp, excluded: &excluded)
+            }
         }
     }
 
+    /// Pushes the directory open at `descriptor` with its names; with none, and an issue, when
+    /// it cannot be listed.
+    private mutating func push(_ name: String, _ descriptor: Int32, isExcluded: Bool) throws {
+        levels.append(Level(name: name, descriptor: descriptor, isExcluded: isExcluded))
+        let path = currentPath
+        do {
+            try cancellation?.check()
+            try ListedNames.read(descriptor, path: path, into: &levels[levels.count - 1].names)
+        } catch let error as StowageError {
+            report(path, "cannot read directory", (error.cause as? Errno) ?? .current)
+        }
+    }
+
+    /// Counts the entry `name` of `directory` (the top of ``levels``), or pushes it when it is a
+    /// directory to read.
     private mutating func add(
-        _ cName: UnsafePointer<CChar>,
-        in descriptor: Int32,
-        _ directory: Directory,
+        _ name: UnsafePointer<CChar>,
+        in directory: Level,
         backedUp: inout DiskUsage.Totals,
         excluded: inout DiskUsage.Totals
     ) throws {
         var status = stat()
-        guard fstatat(descriptor, cName, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
-            if errno != ENOENT { report(directory.path + "/" + String(cString: cName), "cannot examine", .current) }
+        guard fstatat(directory.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+            if errno != ENOENT { report(path(of: name), "cannot examine", .current) }
             return
         }
         let type = FileType(status)
         if type != .directory && status.st_nlink > 1 {
             guard seenLinks.insert(FileIdentity(status)).inserted else { return }
         }
-        // Inside an excluded subtree nothing needs a name: the whole subtree is skipped by backups.
-        let name = directory.isExcluded && type != .directory ? "" : String(cString: cName)
         var isExcluded = directory.isExcluded
         if type == .directory {
-            let child = openat(descriptor, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let child = openat(directory.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if child < 0 {
                 // Its mark cannot be read either: counted as a backup tool would copy it.
-                if errno != ENOENT { report(directory.path + "/" + name, "cannot read directory", .current) }
+                if errno != ENOENT { report(path(of: name), "cannot read directory", .current) }
                 Self.tally(status, isExcluded, &backedUp, &excluded)
                 return
             }
             isExcluded =
-                isExcluded || excludes(Self.mark(of: child), directory.path + "/" + name)
+                isExcluded || excludes(Self.mark(of: child), name)
                 || CacheDirectoryTag.isPresent(inDirectory: child)
             Self.tally(status, isExcluded, &backedUp, &excluded)
-            try walk(child, directory.child(name, isExcluded: isExcluded), backedUp: &backedUp, excluded: &excluded)
+            try push(String(cString: name), child, isExcluded: isExcluded)
             return
         }
         if type == .regular && !isExcluded {
-            isExcluded = excludes(
-                Self.mark(ofFile: cName, in: descriptor, examined: status),
-                directory.path + "/" + name
-            )
+            isExcluded = excludes(Self.mark(ofFile: name, in: directory.descriptor, examined: status), name)
         }
         Self.tally(status, isExcluded, &backedUp, &excluded)
         let allocated = ByteCount(Int64(status.st_blocks) * 512)
         if type == .regular && !isExcluded && allocated > configuration.largeFileThreshold {
             consider(
                 BackupAudit.LargeFile(
-                    location: directory.location,
-                    path: directory.shown + "/" + name,
+                    location: location,
+                    path: shownPath(of: name),
                     allocatedBytes: allocated,
                     logicalBytes: ByteCount(Int64(status.st_size))
                 )
@@ -238,14 +257,15 @@ struct BackupAuditWalker {
         return mark(of: descriptor)
     }
 
-    /// Whether `mark` excludes the item at `path`; an unreadable mark is an issue and counts as
-    /// not excluded, as a backup tool would copy the item.
-    private mutating func excludes(_ mark: Mark, _ path: String) -> Bool {
+    /// Whether `mark` excludes the entry `name` of the directory being read (the location's
+    /// directory itself for `nil`); an unreadable mark is an issue and counts as not excluded,
+    /// as a backup tool would copy the item.
+    private mutating func excludes(_ mark: Mark, _ name: UnsafePointer<CChar>?) -> Bool {
         switch mark {
         case .read(let isExcluded):
             return isExcluded
         case .unreadable(let message):
-            issues.append(DiskUsage.Issue(path: path, message: message))
+            issues.append(DiskUsage.Issue(path: name.map { path(of: $0) } ?? rootPath, message: message))
             return false
         }
     }
@@ -260,6 +280,20 @@ struct BackupAuditWalker {
         } catch {
             return false
         }
+    }
+
+    /// The names of the directories below the location's, down to the one being read.
+    private var components: some Sequence<String> { levels.dropFirst().lazy.map(\.name) }
+
+    /// The path of the directory at the top of ``levels``.
+    private var currentPath: String { ([rootPath] + components).joined(separator: "/") }
+
+    private func path(of name: UnsafePointer<CChar>) -> String {
+        ([rootPath] + components + [String(cString: name)]).joined(separator: "/")
+    }
+
+    private func shownPath(of name: UnsafePointer<CChar>) -> String {
+        ([rootShown] + components + [String(cString: name)]).joined(separator: "/")
     }
 
     /// Keeps the largest files, largest first, without sorting every candidate.
