@@ -33,6 +33,33 @@ struct CommandTests {
         }
     }
 
+    @Test("report exits 1 when entries cannot be read, with --json as without")
+    func reportIssuesExitStatus() async throws {
+        // Root reads everything, so drop to 'nobody' with setpriv and give it the container.
+        let asNobody = geteuid() == 0
+        let wrapper = asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        try await withTemporaryDirectory { root in
+            let first = try await StowageExecutable.run(["report", "--root", root.path, "--json"])
+            #expect(first.status == 0, "\(first.standardError)")
+            let locked = root.appending(path: "Documents/locked")
+            try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: true)
+            if asNobody {
+                chmod(root.path, 0o755)
+                _ = try await StowageExecutable.runProcess(["chown", "-R", "65534:65534", root.path])
+            }
+            chmod(locked.path, 0o000)
+            defer { chmod(locked.path, 0o755) }
+
+            let json = try await StowageExecutable.run(["report", "--root", root.path, "--json"], wrapper: wrapper)
+            #expect(json.status == 1, "\(json.standardError)")
+            #expect(json.standardError.contains(locked.path) && json.standardError.contains("EACCES"))
+            #expect(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) is [String: Any])
+            let text = try await StowageExecutable.run(["report", "--root", root.path], wrapper: wrapper)
+            #expect(text.status == 1, "\(text.standardError)")
+            #expect(text.standardError.contains(locked.path))
+        }
+    }
+
     @Test("report lists the container's stores: a table, and under \"account\" in --json")
     func reportStores() async throws {
         try await withTemporaryDirectory { root in
