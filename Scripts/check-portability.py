@@ -6,18 +6,26 @@ catches the one mistake the Linux build cannot: a Glibc-only spelling (`st_mtim`
 `"/proc/..."`, `SOCK_CLOEXEC`) written where Darwin would compile it too.
 
 Usage: check-portability.py [PATH ...]   (default: Sources Tests, relative to the package root)
-Prints `file:line: NAME outside a platform #if` for each hit and exits 1 if there was any.
+Prints `file:line: NAME outside a platform #if` for each hit and exits 1 if there was any; exits 2
+when a PATH does not exist, so a mistyped path never passes for a clean tree.
 
-What counts as guarded: any branch (#if, #elseif, #else) of an #if chain once a condition in that
-chain mentions a platform: canImport(Glibc|Musl|Darwin|Android|Bionic|WinSDK) or
-os(Linux|macOS|iOS|tvOS|watchOS|visionOS|Android|Windows|FreeBSD|OpenBSD|WASI). Branches of the
-same chain before the first platform condition (`#if DEBUG … #elseif os(Linux)`) are not guarded.
-Nesting is tracked: code inside a non-platform #if inside a platform #if is guarded.
+What counts as guarded: a line no Apple platform compiles, judged as the compiler would on each of
+macOS, iOS, tvOS, watchOS and visionOS. There canImport(Darwin) and os(<that platform>) are true,
+canImport(Glibc|SwiftGlibc|Musl|Android|Bionic|WinSDK) and any other os(...) are false, and
+`true`/`false` are themselves; any other condition (DEBUG, swift(>=6), arch(...)) may go either
+way. `!`, `&&`, `||` and parentheses combine them. A branch (#if, #elseif, #else) is taken when
+its condition may be true and no earlier branch of its chain is surely true, so `#if
+canImport(Darwin) ... #else` guards the #else, while `#if !os(Linux)`, `#if os(Linux) || true` and
+the #else of `#if os(Linux)` guard nothing. Nesting is tracked: a line is guarded when, on every
+Apple platform, some enclosing branch is not taken.
 
 Comments (`//`, `///`, nested `/* */`) are ignored: they are prose, not code, and name Linux
 mechanisms on purpose. String literals (single-line, multi-line and raw, including
 interpolations) are checked: a path such as "/proc/self/fd" compiles everywhere but only means
-something on Linux, so it needs a guard as much as a Glibc symbol does.
+something on Linux, so it needs a guard as much as a Glibc symbol does. Extended regex literals
+(`#/.../#`) are text too, so a `/*` or a quote inside one opens no comment or string. A module
+name and its member may be split over lines (`Glibc` then `.open` on the next): that counts as
+`Glibc.` on the first.
 """
 
 from __future__ import annotations
@@ -30,9 +38,9 @@ from typing import Iterator, NamedTuple
 # (pattern, name reported). Names that exist on Darwin with the same meaning (statvfs, fsync,
 # flock, dirent's d_type, fts) are not here: they compile on both.
 LINUX_ONLY: list[tuple[str, str]] = [
-    (r"\bGlibc\.", "Glibc."),
-    (r"\bMusl\.", "Musl."),
-    (r"\bimport\s+(Glibc|Musl)\b", "import Glibc"),
+    (r"\b(Swift)?Glibc\s*\.", "Glibc."),
+    (r"\bMusl\s*\.", "Musl."),
+    (r"\bimport\s+(Swift)?Glibc\b|\bimport\s+Musl\b", "import Glibc"),
     (r"\bst_[amcb]tim\b", "st_*tim (Darwin: st_*timespec)"),
     (r"\bepoll\w*|\bEPOLL\w+", "epoll"),
     (r"\binotify\w*|\bIN_(CREATE|DELETE|MODIFY|MOVED_\w+|CLOSE_WRITE|NONBLOCK|CLOEXEC)\b", "inotify"),
@@ -71,10 +79,12 @@ LINUX_ONLY: list[tuple[str, str]] = [
 ]
 PATTERNS = [(re.compile(pattern), name) for pattern, name in LINUX_ONLY]
 
-PLATFORM_CONDITION = re.compile(
-    r"canImport\(\s*(Glibc|Musl|Darwin|Android|Bionic|WinSDK)\s*\)"
-    r"|os\(\s*(Linux|macOS|iOS|tvOS|watchOS|visionOS|Android|Windows|FreeBSD|OpenBSD|WASI)\s*\)"
-)
+# How #if conditions come out on Apple platforms (see the module's docstring).
+APPLE_PLATFORMS = ("macOS", "iOS", "tvOS", "watchOS", "visionOS")
+NOT_ON_APPLE = {"Glibc", "SwiftGlibc", "Musl", "Android", "Bionic", "WinSDK"}
+CONDITION_TOKEN = re.compile(r"\|\||&&|!|\(|\)|\w+\s*\([^()]*\)|\w+")
+# A module name ending a line, whose member may follow on the next line (`Glibc` / `.open`).
+MODULE_AT_END = re.compile(r"\b((?:Swift)?Glibc|Musl)\s*$")
 DIRECTIVE = re.compile(r"^\s*#(if|elseif|else|endif)\b(.*)$")
 
 
@@ -125,6 +135,13 @@ def code_lines(source: str) -> Iterator[tuple[int, str, bool]]:
                     out.append("  ")
                     i += 2
                     continue
+                match = re.match(r"(#+)/", line[i:])
+                if match:  # an extended regex literal; multi-line when the line ends after `#/`
+                    multiline = i + len(match.group(0)) == len(line)
+                    stack.append({"mode": "regex", "hashes": len(match.group(1)), "multiline": multiline})
+                    out.append(match.group(0))
+                    i += len(match.group(0))
+                    continue
                 match = re.match(r'(#*)("""|")', line[i:])
                 if match:
                     hashes, quote = len(match.group(1)), match.group(2)
@@ -143,6 +160,19 @@ def code_lines(source: str) -> Iterator[tuple[int, str, bool]]:
                     top["parens"] -= 1
                 out.append(line[i])
                 i += 1
+                continue
+            if mode == "regex":
+                closing = "/" + "#" * top["hashes"]
+                if line[i] == "\\":
+                    out.append(line[i : i + 2])
+                    i += 2
+                elif line.startswith(closing, i):
+                    stack.pop()
+                    out.append(closing)
+                    i += len(closing)
+                else:
+                    out.append(line[i])
+                    i += 1
                 continue
             # In a string literal.
             hashes = "#" * top["hashes"]
@@ -164,35 +194,105 @@ def code_lines(source: str) -> Iterator[tuple[int, str, bool]]:
                 continue
             out.append(line[i])
             i += 1
-        if stack[-1]["mode"] == "string" and stack[-1]["quote"] == '"':
-            stack.pop()  # a single-line string cannot span lines; recover rather than drift
+        top = stack[-1]
+        if (top["mode"] == "string" and top["quote"] == '"') or (top["mode"] == "regex" and not top["multiline"]):
+            stack.pop()  # a single-line literal cannot span lines; recover rather than drift
         yield number, "".join(out), starts_in_code
+
+
+def condition_value(condition: str, platform: str) -> bool | None:
+    """The #if condition's value on the Apple `platform`: True, False, or None when it may go either way."""
+    tokens = CONDITION_TOKEN.findall(condition)
+    position = 0
+
+    def atom(token: str) -> bool | None:
+        call = re.fullmatch(r"(\w+)\s*\(\s*(\w*)[^()]*\)", token)
+        if token in ("true", "false"):
+            return token == "true"
+        if call and call.group(1) == "canImport" and call.group(2) == "Darwin":
+            return True
+        if call and call.group(1) == "canImport" and call.group(2) in NOT_ON_APPLE:
+            return False
+        if call and call.group(1) == "os":
+            return {"OSX": "macOS"}.get(call.group(2), call.group(2)) == platform
+        return None
+
+    def unary() -> bool | None:
+        nonlocal position
+        token = tokens[position] if position < len(tokens) else ""
+        position += 1
+        if token == "!":
+            value = unary()
+            return None if value is None else not value
+        if token == "(":
+            value = either()
+            position += 1  # the closing parenthesis
+            return value
+        return atom(token)
+
+    def both() -> bool | None:  # a && b: false if either is, true if both are
+        nonlocal position
+        value = unary()
+        while position < len(tokens) and tokens[position] == "&&":
+            position += 1
+            right = unary()
+            value = False if False in (value, right) else (True if value and right else None)
+        return value
+
+    def either() -> bool | None:  # a || b: true if either is, false if both are
+        nonlocal position
+        value = both()
+        while position < len(tokens) and tokens[position] == "||":
+            position += 1
+            right = both()
+            value = True if True in (value, right) else (False if value is False and right is False else None)
+        return value
+
+    return either()
+
+
+def is_guarded(levels: list[tuple[list[str], str | None]]) -> bool:
+    """Whether no Apple platform compiles a line inside `levels`: one (earlier conditions, this
+    branch's condition or None for #else) per open #if, outermost first."""
+
+    def taken(earlier: list[str], current: str | None, platform: str) -> bool:
+        if any(condition_value(condition, platform) is True for condition in earlier):
+            return False
+        return current is None or condition_value(current, platform) is not False
+
+    return not any(all(taken(*level, platform) for level in levels) for platform in APPLE_PLATFORMS)
 
 
 def check_source(path: str, source: str) -> list[Finding]:
     findings: list[Finding] = []
-    # One entry per open #if: [this chain has seen a platform condition, the current branch is guarded].
-    levels: list[list[bool]] = []
+    levels: list[tuple[list[str], str | None]] = []
+    guarded = False
+    pending: Finding | None = None  # a module name ending a line, waiting for `.member`
     for number, text, starts_in_code in code_lines(source):
+        if pending and text.strip():
+            if text.lstrip().startswith("."):
+                findings.append(pending)
+            pending = None
         directive = DIRECTIVE.match(text) if starts_in_code else None
         if directive:
             keyword, condition = directive.group(1), directive.group(2)
             if keyword == "if":
-                platform = bool(PLATFORM_CONDITION.search(condition))
-                levels.append([platform, platform])
-            elif keyword == "elseif" and levels:
-                levels[-1][0] = levels[-1][0] or bool(PLATFORM_CONDITION.search(condition))
-                levels[-1][1] = levels[-1][0]
-            elif keyword == "else" and levels:
-                levels[-1][1] = levels[-1][0]
+                levels.append(([], condition))
+            elif keyword in ("elseif", "else") and levels:
+                earlier, current = levels[-1]
+                levels[-1] = (earlier + [current or "true"], condition if keyword == "elseif" else None)
             elif keyword == "endif" and levels:
                 levels.pop()
+            guarded = is_guarded(levels)
             continue
-        if any(guarded for _, guarded in levels):
+        if guarded:
             continue
         for pattern, name in PATTERNS:
             if pattern.search(text):
                 findings.append(Finding(path, number, name))
+        module = MODULE_AT_END.search(text)
+        if module:
+            pending = Finding(path, number, "Musl." if module.group(1) == "Musl" else "Glibc.")
     return findings
 
 
@@ -210,6 +310,11 @@ def swift_files(roots: list[str]) -> Iterator[str]:
 
 def main(arguments: list[str]) -> int:
     roots = arguments or ["Sources", "Tests"]
+    missing = [root for root in roots if not os.path.exists(root)]
+    for root in missing:
+        print(f"check-portability.py: {root}: no such file or directory", file=sys.stderr)
+    if missing:
+        return 2
     findings: list[Finding] = []
     for path in swift_files(roots):
         with open(path, encoding="utf-8") as file:

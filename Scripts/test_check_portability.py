@@ -52,8 +52,41 @@ class CheckPortabilityTests(unittest.TestCase):
         self.assertEqual(names(source), [(2, MTIM), (4, MTIM)])
 
     def test_branch_before_the_first_platform_condition_is_unguarded(self):
+        # Without DEBUG, Darwin compiles the #else: only the os(Linux) branch is guarded.
         source = "#if DEBUG\nlet t = s.st_atim\n#elseif os(Linux)\nlet t = s.st_atim\n#else\nlet u = s.st_atim\n#endif\n"
+        self.assertEqual(names(source), [(2, MTIM), (6, MTIM)])
+
+    def test_negated_linux_condition_does_not_guard(self):
+        source = "#if !os(Linux)\nlet t = s.st_mtim\n#else\nlet u = s.st_mtim\n#endif\n"
         self.assertEqual(names(source), [(2, MTIM)])
+
+    def test_linux_condition_or_true_does_not_guard(self):
+        source = "#if os(Linux) || true\nlet t = s.st_mtim\n#endif\n#if canImport(Glibc) && DEBUG\nlet u = s.st_mtim\n#endif\n"
+        self.assertEqual(names(source), [(2, MTIM)])
+
+    def test_else_of_a_linux_condition_is_darwins_and_checked(self):
+        source = "#if os(Linux)\nlet t = s.st_mtim\n#else\nlet u = s.st_mtim\n#endif\n"
+        self.assertEqual(names(source), [(4, MTIM)])
+
+    def test_one_apple_platform_does_not_guard_the_others(self):
+        source = "#if os(macOS)\nlet t = 1\n#else\nlet u = s.st_mtim\n#endif\n#if !(os(Linux) || os(Android))\nepoll_wait(a, b, c, d)\n#endif\n"
+        self.assertEqual(names(source), [(4, MTIM), (7, "epoll")])
+
+    def test_regex_literal_opens_no_comment(self):
+        source = "let r = #/a/*b/#\nlet t = s.st_mtim\nlet q = ##/\"/##\nlet u = s.st_mtim\n"
+        self.assertEqual(names(source), [(2, MTIM), (4, MTIM)])
+
+    def test_multi_line_regex_literal_is_text(self):
+        source = "let r = #/\n  a/* # \"\n  /#\nlet t = s.st_mtim\n"
+        self.assertEqual(names(source), [(4, MTIM)])
+
+    def test_module_and_member_split_over_lines(self):
+        source = "let fd = Glibc\n    .open(p, 0)\nlet g = Musl  // a comment\n\n    .close(fd)\nlet h = Glibc .kill(1, 9)\n"
+        self.assertEqual(names(source), [(1, "Glibc."), (3, "Musl."), (6, "Glibc.")])
+
+    def test_swift_glibc_module(self):
+        source = "import SwiftGlibc\nlet x = SwiftGlibc.open(p, 0)\n"
+        self.assertEqual(names(source), [(1, "import Glibc"), (2, "Glibc.")])
 
     def test_nested_non_platform_if_inside_platform_if_passes(self):
         source = "#if os(Linux)\n#if DEBUG\nepoll_wait(a, b, c, d)\n#endif\nlet t = s.st_mtim\n#endif\n"
@@ -113,6 +146,13 @@ class CheckPortabilityTests(unittest.TestCase):
                 )
             result = subprocess.run([sys.executable, SCRIPT, directory], capture_output=True, text=True)
             self.assertEqual((result.returncode, result.stdout), (0, ""))
+
+    def test_command_line_fails_on_a_missing_path(self):
+        with tempfile.TemporaryDirectory() as directory:
+            missing = os.path.join(directory, "Sourcse")
+            result = subprocess.run([sys.executable, SCRIPT, directory, missing], capture_output=True, text=True)
+            self.assertEqual((result.returncode, result.stdout), (2, ""))
+            self.assertIn(missing, result.stderr)
 
 
 if __name__ == "__main__":

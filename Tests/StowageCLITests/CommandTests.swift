@@ -33,6 +33,33 @@ struct CommandTests {
         }
     }
 
+    @Test("report exits 1 when entries cannot be read, with --json as without")
+    func reportIssuesExitStatus() async throws {
+        // Root reads everything, so drop to 'nobody' with setpriv and give it the container.
+        let asNobody = geteuid() == 0
+        let wrapper = asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        try await withTemporaryDirectory { root in
+            let first = try await StowageExecutable.run(["report", "--root", root.path, "--json"])
+            #expect(first.status == 0, "\(first.standardError)")
+            let locked = root.appending(path: "Documents/locked")
+            try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: true)
+            if asNobody {
+                chmod(root.path, 0o755)
+                _ = try await StowageExecutable.runProcess(["chown", "-R", "65534:65534", root.path])
+            }
+            chmod(locked.path, 0o000)
+            defer { chmod(locked.path, 0o755) }
+
+            let json = try await StowageExecutable.run(["report", "--root", root.path, "--json"], wrapper: wrapper)
+            #expect(json.status == 1, "\(json.standardError)")
+            #expect(json.standardError.contains(locked.path) && json.standardError.contains("EACCES"))
+            #expect(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) is [String: Any])
+            let text = try await StowageExecutable.run(["report", "--root", root.path], wrapper: wrapper)
+            #expect(text.status == 1, "\(text.standardError)")
+            #expect(text.standardError.contains(locked.path))
+        }
+    }
+
     @Test("report lists the container's stores: a table, and under \"account\" in --json")
     func reportStores() async throws {
         try await withTemporaryDirectory { root in
@@ -276,6 +303,38 @@ struct CommandTests {
             )
             let totals = try #require(results.first?["totals"] as? [String: Any])
             #expect(totals["allocatedBytes"] as? Int64 == (try await StowageExecutable.du(root.path, wrapper: wrapper)))
+        }
+    }
+
+    @Test("usage holds one descriptor per level of depth, and reports EMFILE where they run out")
+    func usageDescriptorsPerLevel() async throws {
+        // 64 descriptors: the runtime takes under ten, so 45 levels fit at one per level, not at
+        // two (a directory's descriptor and its listing's, which a walk that recursed held).
+        let wrapper = ["prlimit", "--nofile=64:64"]
+        try await withTemporaryDirectory { root in
+            let shallow = root.appending(path: "shallow")
+            let deep = root.appending(path: "deep")
+            try FileManager.default.createDirectory(
+                at: shallow.appending(path: Array(repeating: "d", count: 45).joined(separator: "/")),
+                withIntermediateDirectories: true
+            )
+            try FileManager.default.createDirectory(
+                at: deep.appending(path: Array(repeating: "d", count: 300).joined(separator: "/")),
+                withIntermediateDirectories: true
+            )
+            let fits = try await StowageExecutable.run(["usage", "--bytes", "--json", shallow.path], wrapper: wrapper)
+            #expect(fits.status == 0, "\(fits.standardError)")
+            let results = try #require(
+                try JSONSerialization.jsonObject(with: Data(fits.standardOutput.utf8)) as? [[String: Any]]
+            )
+            let totals = try #require(results.first?["totals"] as? [String: Any])
+            #expect(totals["directoryCount"] as? Int == 46)
+            #expect(totals["allocatedBytes"] as? Int64 == (try await StowageExecutable.du(shallow.path)))
+
+            let tooDeep = try await StowageExecutable.run(["usage", "--bytes", deep.path], wrapper: wrapper)
+            #expect(tooDeep.status == 1, "\(tooDeep.standardError)")
+            #expect(tooDeep.standardError.contains("EMFILE"))
+            #expect(tooDeep.standardOutput.contains(deep.path))
         }
     }
 

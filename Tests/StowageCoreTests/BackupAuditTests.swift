@@ -118,4 +118,60 @@ struct BackupAuditTests {
         let decoded = try JSONDecoder().decode(BackupAudit.self, from: try JSONEncoder().encode(report.backupAudit))
         #expect(decoded == report.backupAudit)
     }
+
+    @Test("a name that is not valid UTF-8 is judged by its own mark, never its look-alike's")
+    func lookAlikeNamesReadTheirOwnMarks() async throws {
+        let scratch = try TemporaryDirectory()
+        let container = Container(root: scratch.url)
+        _ = try await container.report()  // creates the locations with their marks
+        let documents = scratch.path + "/Documents"
+        // "a\u{FFFD}" is what String(cString:) makes of the bytes "a\xFF": a path built from it
+        // names the other file. Each pair has one marked file; sizes tell the files apart.
+        let files: [(name: [UInt8], bytes: Int, marked: Bool)] = [
+            (Array("a".utf8) + [0xFF], 1_000, false), (Array("a\u{FFFD}".utf8), 2_000, true),
+            (Array("b".utf8) + [0xFF], 3_000, true), (Array("b\u{FFFD}".utf8), 4_000, false),
+        ]
+        let directory = open(documents, O_RDONLY | O_DIRECTORY)
+        try #require(directory >= 0)
+        defer { close(directory) }
+        for file in files {
+            let descriptor = (file.name.map { CChar(bitPattern: $0) } + [0]).withUnsafeBufferPointer {
+                openat(directory, $0.baseAddress!, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            }
+            try #require(descriptor >= 0)
+            defer { close(descriptor) }
+            let data = [UInt8](repeating: 0x61, count: file.bytes)
+            #expect(data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) } == file.bytes)
+            if file.marked { try pythonSetXattr(under: documents, [file.name], Marks.backupAttribute, "false") }
+        }
+        defer { removeDeepContents(of: scratch) }  // FileManager cannot remove a name that is not UTF-8
+        let audit = try await container.auditBackups(
+            configuration: BackupAudit.Configuration(largeFileThreshold: .zero)
+        )
+        #expect(audit.locations.allSatisfy { $0.issues.isEmpty })
+        #expect(Set(audit.largeFiles.map(\.logicalBytes.rawValue)) == [1_000, 4_000])
+        let entry = try #require(audit.locations.first { $0.location == .documents })
+        #expect(entry.excluded.logicalBytes.rawValue == 5_000)
+    }
+
+    @Test("a marked file whose path is longer than PATH_MAX is excluded, with no ENAMETOOLONG issue")
+    func markBeyondPathMax() async throws {
+        let scratch = try TemporaryDirectory()
+        let container = Container(root: scratch.url)
+        _ = try await container.report()  // creates the locations with their marks
+        // 25 directories of 200 bytes: a path of over 5,000 bytes, which lgetxattr refuses.
+        let names = (0..<25).map { String(repeating: Character(String($0 % 10)), count: 200) }
+        close(try makeChain(under: scratch.path + "/Documents", names, file: "marked", bytes: 20_000))
+        defer { removeDeepContents(of: scratch) }
+        let components = (names + ["marked"]).map { Array($0.utf8) }
+        try pythonSetXattr(under: scratch.path + "/Documents", components, Marks.backupAttribute, "false")
+        let audit = try await container.auditBackups(
+            configuration: BackupAudit.Configuration(largeFileThreshold: .zero)
+        )
+        let entry = try #require(audit.locations.first { $0.location == .documents })
+        #expect(entry.issues.isEmpty, "\(entry.issues.map(\.message))")
+        #expect(entry.excluded.fileCount == 1)
+        #expect(entry.excluded.logicalBytes.rawValue == 20_000)
+        #expect(audit.largeFiles.isEmpty)
+    }
 }

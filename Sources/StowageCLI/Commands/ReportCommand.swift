@@ -27,6 +27,11 @@ struct ReportCommand: AsyncParsableCommand {
             "logicalBytes"}]), "locations" ([{"location", "isExcluded", "backedUp", "excluded" (totals \
             as in "usage"), "issues"}]) and "configuration" ({"largeFileThreshold", "warningThreshold", \
             "maximumListedFiles"}).
+
+            Entries that cannot be read (for a location's size or the backup audit) and stores that \
+            cannot be read are reported on standard error, the rest is counted, and the exit status is \
+            1, with --json as without. The JSON also carries them, in the "issues" of each location, of \
+            each "backupAudit" location and of "account".
             """
     )
 
@@ -65,14 +70,15 @@ struct ReportCommand: AsyncParsableCommand {
             let account = try await StorageAccountant(container: container).account()
             if options.json {
                 try Output.printJSON(ReportDocument(report: report, account: account))
-                return
+            } else {
+                print(Self.render(report))
+                print("")
+                print(Self.render(account))
             }
-            print(Self.render(report))
-            print("")
-            print(Self.render(account))
-            for issue in account.issues { Output.warn(issue) }
-            let issues = report.locations.flatMap(\.issues) + report.backupAudit.locations.flatMap(\.issues)
-            for issue in issues { Output.warn(issue.description) }
+            // The same in both forms, as `usage` does: a partial report is never a success.
+            let unread = report.locations.flatMap(\.issues) + report.backupAudit.locations.flatMap(\.issues)
+            let issues = account.issues + unread.map(\.description)
+            for issue in issues { Output.warn(issue) }
             if !issues.isEmpty { throw Output.partialFailure }
         }
     }

@@ -57,11 +57,17 @@ extension Container {
 /// The walk behind ``BackupAudit``, one location after the other.
 ///
 /// Like ``DiskUsage``'s walk it reads each directory through a descriptor opened relative to its
-/// parent's with `O_NOFOLLOW` and examines entries with `fstatat(…, AT_SYMLINK_NOFOLLOW)`.
-/// Deciding whether an entry is excluded costs one `lgetxattr` per regular file or directory
-/// that is not already inside an excluded subtree (Linux has no descriptor-relative form), and
-/// one `openat` of `CACHEDIR.TAG` per such directory. Nothing else is opened: FIFOs, sockets and
-/// devices are counted from their status alone.
+/// parent's with `O_NOFOLLOW`, examines entries with `fstatat(…, AT_SYMLINK_NOFOLLOW)`, and keeps
+/// the directories being read on a stack of its own, each listed in full when it is opened
+/// (``ListedNames``): a tree thousands of levels deep costs one descriptor per level, never the
+/// thread's stack, and where descriptors run out (`EMFILE`) the directory is an issue.
+///
+/// Deciding whether an entry is excluded reads its mark through a descriptor of the entry itself
+/// (`fgetxattr`), so the mark read is the entry's own whatever its name's bytes and however long
+/// its path: the directory's descriptor the walk opens anyway, and for a regular file not already
+/// inside an excluded subtree one `openat(…, O_NOFOLLOW | O_NONBLOCK)` checked against the
+/// examined identity. A directory not yet excluded costs one `openat` of `CACHEDIR.TAG` too.
+/// FIFOs, sockets, devices and links are never opened: they are counted from their status alone.
 struct BackupAuditWalker {
     private let configuration: BackupAudit.Configuration
     private let cancellation: CancellationFlag?
@@ -70,6 +76,23 @@ struct BackupAuditWalker {
     private var issues: [DiskUsage.Issue] = []
     private(set) var largeFiles: [BackupAudit.LargeFile] = []
     private(set) var largeFileCount = 0
+    /// The location being audited, its directory's path, and how large files below it are named.
+    private var location = Location.documents
+    private var rootPath = ""
+    private var rootShown = ""
+    /// The directories from the location's down to the one being read.
+    private var levels: [Level] = []
+
+    /// A directory being read: its names, the next one to examine, and whether it is inside an
+    /// excluded subtree.
+    private struct Level {
+        /// Its name in its parent, for paths; unused at the top.
+        var name: String
+        var descriptor: Int32
+        var isExcluded: Bool
+        var names = ListedNames()
+        var next = 0
+    }
 
     init(configuration: BackupAudit.Configuration, cancellation: CancellationFlag?) {
         self.configuration = configuration
@@ -85,22 +108,28 @@ struct BackupAuditWalker {
     ) throws -> BackupAudit.LocationAudit {
         seenLinks.removeAll()
         issues.removeAll()
+        (self.location, rootPath, rootShown) = (location, path, shown)
         var status = stat()
         guard lstat(path, &status) == 0 else { throw StowageError.syscall(.current, "audit", path: path) }
         var backedUp = DiskUsage.Totals()
         var excluded = DiskUsage.Totals()
-        var isExcluded = !location.isBackedUp || markedExcluded(path)
-        if FileType(status) == .directory {
-            let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if descriptor < 0 {
-                report(path, "cannot read directory", .current)
-            } else {
-                isExcluded = isExcluded || CacheDirectoryTag.isPresent(inDirectory: descriptor)
-                Self.tally(status, isExcluded, &backedUp, &excluded)
-                let directory = Directory(location: location, path: path, shown: shown, isExcluded: isExcluded)
-                try walk(descriptor, directory, backedUp: &backedUp, excluded: &excluded)
+        var isExcluded = !location.isBackedUp
+        let descriptor =
+            FileType(status) == .directory ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1
+        if descriptor >= 0 {
+            defer {  // when cancelled
+                levels.forEach { close($0.descriptor) }
+                levels.removeAll()
             }
+            isExcluded =
+                isExcluded || excludes(Self.mark(of: descriptor), nil)
+                || CacheDirectoryTag.isPresent(inDirectory: descriptor)
+            Self.tally(status, isExcluded, &backedUp, &excluded)
+            try push("", descriptor, isExcluded: isExcluded)
+            try walk(backedUp: &backedUp, excluded: &excluded)
         } else {
+            if FileType(status) == .directory { report(path, "cannot read directory", .current) }
+            isExcluded = isExcluded || markedExcluded(atPath: path)
             Self.tally(status, isExcluded, &backedUp, &excluded)
         }
         return BackupAudit.LocationAudit(
@@ -112,78 +141,78 @@ struct BackupAuditWalker {
         )
     }
 
-    /// The directory being read: where it is, how large files below it are named, and whether
-    /// it is inside an excluded subtree.
-    private struct Directory {
-        var location: Location
-        var path: String
-        var shown: String
-        var isExcluded: Bool
-
-        func child(_ name: String, isExcluded: Bool) -> Directory {
-            Directory(location: location, path: path + "/" + name, shown: shown + "/" + name, isExcluded: isExcluded)
-        }
-    }
-
-    /// Reads the directory open at `descriptor` (closed here) and adds every entry below it.
-    private mutating func walk(
-        _ descriptor: Int32,
-        _ directory: Directory,
-        backedUp: inout DiskUsage.Totals,
-        excluded: inout DiskUsage.Totals
-    ) throws {
-        defer { close(descriptor) }
-        try cancellation?.check()
-        do {
-            try OpenDirectory.forEachEntry(in: descriptor, path: directory.path) { name, _ in
-                try add(name, in: descriptor, directory, backedUp: &backedUp, excluded: &excluded)
+    /// Reads the directories on ``levels`` to the end, deepest first.
+    private mutating func walk(backedUp: inout DiskUsage.Totals, excluded: inout DiskUsage.Totals) throws {
+        while let top = levels.indices.last {
+            let level = levels[top]
+            guard level.next < level.names.count else {
+                close(level.descriptor)
+                levels.removeLast()
+                continue
             }
-        } catch let error as StowageError {
-            report(directory.path, "cannot read directory", (error.cause as? Errno) ?? .current)
+            levels[top].next += 1
+            try level.names.withName(at: level.next) {
+                try add($0, in: level, backedUp: &backedUp, excluded: &excluded)
+            }
         }
     }
 
+    /// Pushes the directory open at `descriptor` with its names; with none, and an issue, when
+    /// it cannot be listed.
+    private mutating func push(_ name: String, _ descriptor: Int32, isExcluded: Bool) throws {
+        levels.append(Level(name: name, descriptor: descriptor, isExcluded: isExcluded))
+        let path = currentPath
+        do {
+            try cancellation?.check()
+            try ListedNames.read(descriptor, path: path, into: &levels[levels.count - 1].names)
+        } catch let error as StowageError {
+            report(path, "cannot read directory", (error.cause as? Errno) ?? .current)
+        }
+    }
+
+    /// Counts the entry `name` of `directory` (the top of ``levels``), or pushes it when it is a
+    /// directory to read.
     private mutating func add(
-        _ cName: UnsafePointer<CChar>,
-        in descriptor: Int32,
-        _ directory: Directory,
+        _ name: UnsafePointer<CChar>,
+        in directory: Level,
         backedUp: inout DiskUsage.Totals,
         excluded: inout DiskUsage.Totals
     ) throws {
         var status = stat()
-        guard fstatat(descriptor, cName, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
-            if errno != ENOENT { report(directory.path + "/" + String(cString: cName), "cannot examine", .current) }
+        guard fstatat(directory.descriptor, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
+            if errno != ENOENT { report(path(of: name), "cannot examine", .current) }
             return
         }
         let type = FileType(status)
         if type != .directory && status.st_nlink > 1 {
             guard seenLinks.insert(FileIdentity(status)).inserted else { return }
         }
-        // Inside an excluded subtree nothing needs a name: the whole subtree is skipped by backups.
-        let name = directory.isExcluded && type != .directory ? "" : String(cString: cName)
         var isExcluded = directory.isExcluded
-        if !isExcluded && type != .other {
-            isExcluded = markedExcluded(directory.path + "/" + name)
-        }
         if type == .directory {
-            let child = openat(descriptor, cName, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let child = openat(directory.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if child < 0 {
-                if errno != ENOENT { report(directory.path + "/" + name, "cannot read directory", .current) }
+                // Its mark cannot be read either: counted as a backup tool would copy it.
+                if errno != ENOENT { report(path(of: name), "cannot read directory", .current) }
                 Self.tally(status, isExcluded, &backedUp, &excluded)
                 return
             }
-            isExcluded = isExcluded || CacheDirectoryTag.isPresent(inDirectory: child)
+            isExcluded =
+                isExcluded || excludes(Self.mark(of: child), name)
+                || CacheDirectoryTag.isPresent(inDirectory: child)
             Self.tally(status, isExcluded, &backedUp, &excluded)
-            try walk(child, directory.child(name, isExcluded: isExcluded), backedUp: &backedUp, excluded: &excluded)
+            try push(String(cString: name), child, isExcluded: isExcluded)
             return
+        }
+        if type == .regular && !isExcluded {
+            isExcluded = excludes(Self.mark(ofFile: name, in: directory.descriptor, examined: status), name)
         }
         Self.tally(status, isExcluded, &backedUp, &excluded)
         let allocated = ByteCount(Int64(status.st_blocks) * 512)
         if type == .regular && !isExcluded && allocated > configuration.largeFileThreshold {
             consider(
                 BackupAudit.LargeFile(
-                    location: directory.location,
-                    path: directory.shown + "/" + name,
+                    location: location,
+                    path: shownPath(of: name),
                     allocatedBytes: allocated,
                     logicalBytes: ByteCount(Int64(status.st_size))
                 )
@@ -191,9 +220,58 @@ struct BackupAuditWalker {
         }
     }
 
-    /// Whether the item at `path` carries `user.xdg.robots.backup` = `false`; an unreadable
-    /// attribute is an issue and counts as not excluded, as a backup tool would copy the item.
-    private mutating func markedExcluded(_ path: String) -> Bool {
+    /// An item's backup mark: whether it is `false` (the item is excluded), or why it could not
+    /// be read.
+    private enum Mark {
+        case read(isExcluded: Bool)
+        case unreadable(String)
+    }
+
+    /// The mark of the item open at `descriptor`.
+    private static func mark(of descriptor: Int32) -> Mark {
+        do {
+            // The message is the walk's own, with the path it knows; only the cause is kept.
+            return .read(isExcluded: try Marks.isExcludedFromBackup(descriptor: descriptor, path: ""))
+        } catch let error as StowageError {
+            return .unreadable("cannot read the backup mark: \((error.cause as? Errno) ?? .current)")
+        } catch {
+            return .unreadable("cannot read the backup mark: \(error)")
+        }
+    }
+
+    /// The mark of the regular file `name` of the directory open at `directory`, read through a
+    /// descriptor of the file, opened without following a link nor blocking, and only when it is
+    /// still the file that was examined (`examined`).
+    private static func mark(ofFile name: UnsafePointer<CChar>, in directory: Int32, examined: stat) -> Mark {
+        let descriptor = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else {
+            // Gone since it was examined: nothing is left to back up, nor a mark to read.
+            return errno == ENOENT
+                ? .read(isExcluded: false) : .unreadable("cannot read the backup mark: \(Errno.current)")
+        }
+        defer { close(descriptor) }
+        var opened = stat()
+        guard fstat(descriptor, &opened) == 0, FileIdentity(opened) == FileIdentity(examined) else {
+            return .unreadable("cannot read the backup mark: replaced while it was examined")
+        }
+        return mark(of: descriptor)
+    }
+
+    /// Whether `mark` excludes the entry `name` of the directory being read (the location's
+    /// directory itself for `nil`); an unreadable mark is an issue and counts as not excluded,
+    /// as a backup tool would copy the item.
+    private mutating func excludes(_ mark: Mark, _ name: UnsafePointer<CChar>?) -> Bool {
+        switch mark {
+        case .read(let isExcluded):
+            return isExcluded
+        case .unreadable(let message):
+            issues.append(DiskUsage.Issue(path: name.map { path(of: $0) } ?? rootPath, message: message))
+            return false
+        }
+    }
+
+    /// The location's directory's mark, read by its path when it cannot be opened.
+    private mutating func markedExcluded(atPath path: String) -> Bool {
         do {
             return try Marks.isExcludedFromBackup(atPath: path)
         } catch let error as StowageError {
@@ -202,6 +280,20 @@ struct BackupAuditWalker {
         } catch {
             return false
         }
+    }
+
+    /// The names of the directories below the location's, down to the one being read.
+    private var components: some Sequence<String> { levels.dropFirst().lazy.map(\.name) }
+
+    /// The path of the directory at the top of ``levels``.
+    private var currentPath: String { ([rootPath] + components).joined(separator: "/") }
+
+    private func path(of name: UnsafePointer<CChar>) -> String {
+        ([rootPath] + components + [String(cString: name)]).joined(separator: "/")
+    }
+
+    private func shownPath(of name: UnsafePointer<CChar>) -> String {
+        ([rootShown] + components + [String(cString: name)]).joined(separator: "/")
     }
 
     /// Keeps the largest files, largest first, without sorting every candidate.

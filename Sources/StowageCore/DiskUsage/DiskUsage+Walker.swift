@@ -11,6 +11,12 @@ import Darwin
 /// built or resolved per file, which is where FileManager's enumerator loses its time, and no
 /// symbolic link is ever followed. Only directories that are descended into get a `String`
 /// name, kept so that an issue can say which path it is about.
+///
+/// The directories being read wait on a stack of this walk's own, not on the thread's, as
+/// ``TreeRemoval``'s do: each is listed in full when it is opened (``ListedNames``), so a tree
+/// thousands of levels deep costs one descriptor per level and never overflows a thread's stack.
+/// Where descriptors run out (`EMFILE`), the directory that could not be opened is an issue and
+/// the walk goes on, as `du` warns and goes on.
 struct TreeWalker {
     private let rootPath: String
     private let options: DiskUsage.Options
@@ -19,8 +25,20 @@ struct TreeWalker {
     /// Files with more than one link seen so far, so each is counted once (like `du`).
     private var seenLinks = Set<FileIdentity>()
     private var issues: [DiskUsage.Issue] = []
-    /// Names from the root down to the directory being read, for issue paths.
-    private var components: [String] = []
+    /// The directories from the measured one down to the one being read.
+    private var levels: [Level] = []
+    private var children: [DiskUsage.Child] = []
+
+    /// A directory being read: its names, the next one to examine, and the totals so far of
+    /// the directory and what was read below it.
+    private struct Level {
+        /// Its name in its parent, for issue paths and the per-child breakdown; unused at the top.
+        var name: String
+        var descriptor: Int32
+        var names = ListedNames()
+        var next = 0
+        var totals: DiskUsage.Totals
+    }
 
     init(rootPath: String, options: DiskUsage.Options, cancellation: CancellationFlag?) throws {
         guard !rootPath.isEmpty else {
@@ -39,43 +57,53 @@ struct TreeWalker {
         rootDevice = FileIdentity.device(of: status)
         var totals = DiskUsage.Totals()
         totals.count(status)
-        var children: [DiskUsage.Child]? = options.includesChildren ? [] : nil
         if FileType(status) == .directory {
             let descriptor = open(rootPath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if descriptor < 0 {
                 report(rootPath, "cannot read directory", .current)
             } else {
-                try walk(descriptor, into: &totals, recordingChildren: &children)
+                defer { levels.forEach { close($0.descriptor) } }  // when cancelled
+                try push("", descriptor, totals: totals)
+                totals = try walk()
             }
         }
-        return DiskUsage(path: rootPath, totals: totals, children: children ?? [], issues: issues)
+        return DiskUsage(path: rootPath, totals: totals, children: children, issues: issues)
     }
 
-    /// Reads the directory open at `descriptor` (which this call closes) and adds every entry
-    /// below it to `totals`.
-    private mutating func walk(
-        _ descriptor: Int32,
-        into totals: inout DiskUsage.Totals,
-        recordingChildren children: inout [DiskUsage.Child]?
-    ) throws {
-        defer { close(descriptor) }
-        try cancellation?.check()
+    /// Reads the directories on ``levels`` to the end, deepest first, and returns the totals of
+    /// the measured one.
+    private mutating func walk() throws -> DiskUsage.Totals {
+        while let top = levels.indices.last {
+            let level = levels[top]
+            if level.next < level.names.count {
+                levels[top].next += 1
+                try level.names.withName(at: level.next) { try add($0, in: level.descriptor) }
+                continue
+            }
+            close(level.descriptor)
+            levels.removeLast()
+            guard let parent = levels.indices.last else { return level.totals }
+            finished(level.name, isDirectory: true, level.totals, parent: parent)
+        }
+        return DiskUsage.Totals()
+    }
+
+    /// Pushes the directory open at `descriptor` with its names; with none, and an issue, when
+    /// it cannot be listed.
+    private mutating func push(_ name: String, _ descriptor: Int32, totals: DiskUsage.Totals) throws {
+        levels.append(Level(name: name, descriptor: descriptor, totals: totals))
+        let path = currentPath
         do {
-            try OpenDirectory.forEachEntry(in: descriptor, path: currentPath) { name, _ in
-                try add(name, in: descriptor, to: &totals, recordingChildren: &children)
-            }
+            try cancellation?.check()
+            try ListedNames.read(descriptor, path: path, into: &levels[levels.count - 1].names)
         } catch let error as StowageError {
-            report(currentPath, "cannot read directory", (error.cause as? Errno) ?? .current)
+            report(path, "cannot read directory", (error.cause as? Errno) ?? .current)
         }
     }
 
-    /// Adds the entry `name` of the directory open at `descriptor`, and what is below it.
-    private mutating func add(
-        _ name: UnsafePointer<CChar>,
-        in descriptor: Int32,
-        to totals: inout DiskUsage.Totals,
-        recordingChildren children: inout [DiskUsage.Child]?
-    ) throws {
+    /// Adds the entry `name` of the directory open at `descriptor` (the top of ``levels``), or
+    /// pushes it when it is a directory to read.
+    private mutating func add(_ name: UnsafePointer<CChar>, in descriptor: Int32) throws {
         // Checked before fstatat, as du checks --exclude before it looks at the entry: an
         // excluded name costs no system call, and with no patterns this is one emptiness test.
         if !options.excluding.isEmpty && isExcluded(name) { return }
@@ -91,25 +119,32 @@ struct TreeWalker {
             guard seenLinks.insert(FileIdentity(status)).inserted else { return }
         }
 
-        var entryTotals = DiskUsage.Totals()
-        entryTotals.count(status)
+        var totals = DiskUsage.Totals()
+        totals.count(status)
         if type == .directory {
             let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            if child < 0 {
-                if errno != ENOENT { report(path(of: name), "cannot read directory", .current) }
-            } else {
-                var noChildren: [DiskUsage.Child]? = nil
-                components.append(String(cString: name))
-                defer { components.removeLast() }
-                try walk(child, into: &entryTotals, recordingChildren: &noChildren)
+            if child >= 0 {
+                try push(String(cString: name), child, totals: totals)
+                return
             }
+            if errno != ENOENT { report(path(of: name), "cannot read directory", .current) }
         }
-        if children != nil {
-            children?.append(
-                DiskUsage.Child(name: String(cString: name), isDirectory: type == .directory, totals: entryTotals)
-            )
+        let isChild = levels.count == 1 && options.includesChildren
+        finished(isChild ? String(cString: name) : "", isDirectory: type == .directory, totals)
+    }
+
+    /// Adds the totals of an entry of the directory at `levels[parent]`, the top one unless given.
+    private mutating func finished(
+        _ name: String,
+        isDirectory: Bool,
+        _ totals: DiskUsage.Totals,
+        parent: Int? = nil
+    ) {
+        let parent = parent ?? levels.count - 1
+        levels[parent].totals.add(totals)
+        if parent == 0 && options.includesChildren {
+            children.append(DiskUsage.Child(name: name, isDirectory: isDirectory, totals: totals))
         }
-        totals.add(entryTotals)
     }
 
     private func isExcluded(_ name: UnsafePointer<CChar>) -> Bool {
@@ -117,8 +152,9 @@ struct TreeWalker {
         return false
     }
 
+    /// The path of the directory at the top of ``levels``.
     private var currentPath: String {
-        components.isEmpty ? rootPath : joined(rootPath, components.joined(separator: "/"))
+        levels.count <= 1 ? rootPath : joined(rootPath, levels.dropFirst().map(\.name).joined(separator: "/"))
     }
 
     private func path(of name: UnsafePointer<CChar>) -> String {

@@ -137,6 +137,17 @@ public enum Marks {
         throw failure(error, "read extended attribute '\(name)' of", path: path)
     }
 
+    /// Whether the file open at `descriptor` carries `user.xdg.robots.backup` = `false`; `false`
+    /// where the file system has no extended attributes, since no mark can be there. `path` is
+    /// for messages only.
+    package static func isExcludedFromBackup(descriptor: Int32, path: String) throws -> Bool {
+        do {
+            return try attribute(backupAttribute, ofDescriptor: descriptor, path: path) == "false"
+        } catch StowageError.Code.unsupported {
+            return false
+        }
+    }
+
     /// Whether the file open at `descriptor` carries the purgeable mark; `false` where the file
     /// system has no extended attributes, since no mark can be there.
     package static func isPurgeable(descriptor: Int32, path: String) throws -> Bool {

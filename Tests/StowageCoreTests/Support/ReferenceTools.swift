@@ -26,3 +26,18 @@ func pythonGetXattr(_ path: String, _ name: String) throws -> String? {
     let value = try runCommand(["python3", "-c", script, path, name]).trimmingCharacters(in: .newlines)
     return value == "<none>" ? nil : value
 }
+
+/// Sets an extended attribute with Python's `os.setxattr` on a descriptor of the item reached
+/// from `base` through `components` (raw name bytes, opened one by one relative to the previous
+/// descriptor), so any name bytes and any path length can be marked.
+func pythonSetXattr(under base: String, _ components: [[UInt8]], _ name: String, _ value: String) throws {
+    let script = """
+        import os, sys
+        fd = os.open(sys.argv[1], os.O_RDONLY)
+        for component in sys.argv[4:]:
+            fd = os.open(bytes.fromhex(component), os.O_RDONLY, dir_fd=fd)
+        os.setxattr(fd, sys.argv[2], sys.argv[3].encode())
+        """
+    let hex = components.map { $0.map { String(format: "%02x", $0) }.joined() }
+    _ = try runCommand(["python3", "-c", script, base, name, value] + hex)
+}
