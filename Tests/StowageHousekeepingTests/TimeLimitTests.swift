@@ -13,12 +13,17 @@ import Testing
 struct TimeLimitTests {
     private let longAgo = Date().timeIntervalSince1970 - 60 * 86_400
 
-    @Test("a sweep stops at its time limit, says so, reports the directories it did not reach; a second sweep finishes")
-    func sweepStops() async throws {
-        let fixture = try TestContainer()
+    /// A container and its purgeable directories, whose time limits run on a ``TickingClock``.
+    private func ticking(_ name: String = #function) throws -> (TestContainer, PurgeableDirectories) {
+        let fixture = try TestContainer(name)
         var configuration = PurgeableDirectories.Configuration()
         configuration.timeLimitClock = TickingClock(step: .seconds(1))
-        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        return (fixture, PurgeableDirectories(container: fixture.container, configuration: configuration))
+    }
+
+    @Test("a sweep stops at its time limit, says so, reports the directories it did not reach; a second sweep finishes")
+    func sweepStops() async throws {
+        let (fixture, purgeable) = try ticking()
         try await purgeable.register("Library/Caches/feeds", policy: .oneWeek)
         try await purgeable.register("Library/Caches/thumbs", policy: .oneWeek)
         for index in 0..<40 { try fixture.file("Library/Caches/feeds/\(index)", bytes: 10, modified: longAgo) }
@@ -39,10 +44,7 @@ struct TimeLimitTests {
 
     @Test("a reset stops at its time limit; the bytes left are measured all the same")
     func resetStops() async throws {
-        let fixture = try TestContainer()
-        var configuration = PurgeableDirectories.Configuration()
-        configuration.timeLimitClock = TickingClock(step: .seconds(1))
-        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        let (fixture, purgeable) = try ticking()
         try await purgeable.register("Documents/drafts", policy: .manual)
         for index in 0..<30 { try fixture.file("Documents/drafts/\(index)", bytes: 4_096) }
         let report = try await purgeable.resetAll(timeLimit: .seconds(8))
@@ -55,10 +57,7 @@ struct TimeLimitTests {
 
     @Test("a reset of many subdirectories stops at its time limit with a report, never a thrown TimeLimitReached")
     func resetLimitBeforeRemoving() async throws {
-        let fixture = try TestContainer()
-        var configuration = PurgeableDirectories.Configuration()
-        configuration.timeLimitClock = TickingClock(step: .seconds(1))
-        let purgeable = PurgeableDirectories(container: fixture.container, configuration: configuration)
+        let (fixture, purgeable) = try ticking()
         try await purgeable.register("Documents/drafts", policy: .manual)
         try await purgeable.register("Documents/later", policy: .manual)
         // Subdirectories: measuring the tree before removing checked the limit at each one, and

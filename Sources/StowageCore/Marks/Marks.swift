@@ -117,20 +117,25 @@ public enum Marks {
     }
 
     package static func attribute(_ name: String, atPath path: String) throws -> String? {
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let length = buffer.withUnsafeMutableBytes { stowage_getxattr(path, name, $0.baseAddress, $0.count) }
-        if length >= 0 { return String(decoding: buffer.prefix(length), as: UTF8.self) }
-        let error = Errno.current
-        if error.rawValue == noAttributeErrno { return nil }
-        throw failure(error, "read extended attribute '\(name)' of", path: path)
+        try readAttribute(name, path: path) { stowage_getxattr(path, name, $0, $1) }
     }
 
     /// The attribute's value of the file open at `descriptor`, or `nil` when it has none; `path`
     /// is for messages only. Reading through a descriptor reads the very file a walk opened
     /// (`O_NOFOLLOW`), whatever its name's bytes, never a twin a path might resolve to.
     package static func attribute(_ name: String, ofDescriptor descriptor: Int32, path: String) throws -> String? {
+        try readAttribute(name, path: path) { stowage_fgetxattr(descriptor, name, $0, $1) }
+    }
+
+    /// Reads a value of at most 256 bytes with `read` (`getxattr`'s or `fgetxattr`'s shape):
+    /// UTF-8 text, `nil` when the attribute is absent, a ``StowageError`` otherwise.
+    private static func readAttribute(
+        _ name: String,
+        path: String,
+        _ read: (UnsafeMutableRawPointer?, Int) -> Int
+    ) throws -> String? {
         var buffer = [UInt8](repeating: 0, count: 256)
-        let length = buffer.withUnsafeMutableBytes { stowage_fgetxattr(descriptor, name, $0.baseAddress, $0.count) }
+        let length = buffer.withUnsafeMutableBytes { read($0.baseAddress, $0.count) }
         if length >= 0 { return String(decoding: buffer.prefix(length), as: UTF8.self) }
         let error = Errno.current
         if error.rawValue == noAttributeErrno { return nil }
