@@ -39,6 +39,28 @@ struct DirectoryClearingTests {
         #expect(outside.exists("precious"))
     }
 
+    #if os(Linux)
+    // Linux file systems take any bytes for a name; APFS refuses invalid UTF-8.
+    @Test("names that are not UTF-8 are removed as themselves, files and directories alike, never as a look-alike")
+    func undecodableNames() throws {
+        let scratch = try TemporaryDirectory()
+        // "a\xFF" and a directory "d\xFE" holding "x\xFD": a String holds only their look-alikes
+        // ("a\u{FFFD}", …), which name other files or none. Python makes them.
+        let script = """
+            import os, sys
+            base = os.fsencode(sys.argv[1])
+            open(base + b"/a\\xff", "wb").write(b"1" * 5000)
+            os.mkdir(base + b"/d\\xfe")
+            open(base + b"/d\\xfe/x\\xfd", "wb").write(b"2" * 5000)
+            """
+        _ = try runCommand(["python3", "-c", script, scratch.path])
+        let report = try DirectoryClearing.clearContents(of: scratch.url)
+        #expect(report.isComplete, "\(report.failures)")
+        #expect(report.removedCount == 3)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
+    }
+    #endif
+
     @Test("names in keeping stay")
     func keeping() throws {
         let scratch = try TemporaryDirectory()

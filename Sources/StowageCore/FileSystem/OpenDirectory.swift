@@ -63,10 +63,13 @@ package final class OpenDirectory: Sendable {
 
     /// One entry of a directory listing.
     package struct Entry {
-        /// The entry's name, never `.` or `..`.
+        /// The entry's name, never `.` or `..`; for a name that is not valid UTF-8, its
+        /// look-alike (U+FFFD for each bad byte), good for messages only.
         package var name: String
         /// `d_type`: `DT_DIR`, `DT_REG`, `DT_LNK`, … or `DT_UNKNOWN` where the file system does not say.
         package var type: UInt8
+        /// The name's bytes as `readdir` gave them, NUL-terminated: what system calls get.
+        package var rawName: [CChar]
     }
 
     /// Reads every entry except `.` and `..`.
@@ -74,11 +77,20 @@ package final class OpenDirectory: Sendable {
     /// Names are read in full before the caller removes any: removing entries while `readdir`
     /// walks the same directory may skip some.
     ///
+    /// - Parameter includingUndecodable: Whether to list names that are not valid UTF-8. By
+    ///   default they are left out: their `String` is a look-alike ("a\u{FFFD}" for the bytes
+    ///   "a\xFF"), and a caller that opened, judged or removed by it would act on another file.
+    ///   A caller that acts through ``Entry/rawName`` may ask for them.
     /// - Throws: `StowageError` when the directory cannot be read.
-    package func entries() throws -> [Entry] {
+    package func entries(includingUndecodable: Bool = false) throws -> [Entry] {
         var result: [Entry] = []
         try Self.forEachEntry(in: descriptor, path: path) { name, type in
-            result.append(Entry(name: String(cString: name), type: type))
+            let raw = Array(UnsafeBufferPointer(start: name, count: strlen(name) + 1))
+            if let text = String(validatingCString: name) {
+                result.append(Entry(name: text, type: type, rawName: raw))
+            } else if includingUndecodable {
+                result.append(Entry(name: String(cString: name), type: type, rawName: raw))
+            }
         }
         return result
     }

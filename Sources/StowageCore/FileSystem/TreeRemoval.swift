@@ -53,13 +53,19 @@ package struct TreeRemoval {
     /// - Parameter type: `d_type` from the listing, or `DT_UNKNOWN`.
     /// - Throws: `CancellationError` only; failures are collected in ``failures``.
     package mutating func remove(_ name: String, type: UInt8 = UInt8(DT_UNKNOWN), in parent: OpenDirectory) throws {
+        try remove(Array(name.utf8CString), shownAs: name, type: type, in: parent)
+    }
+
+    /// Removes the entry named by the NUL-terminated bytes `name`, as `remove(_:type:in:)` does.
+    private mutating func remove(_ name: [CChar], shownAs shown: String, type: UInt8, in parent: OpenDirectory) throws {
         var levels: [Level] = []
-        if let level = try removeOrOpen(name, type: type, in: parent) { levels.append(level) }
+        if let level = try removeOrOpen(name, shownAs: shown, type: type, in: parent) { levels.append(level) }
         while let top = levels.indices.last {
             if levels[top].next < levels[top].entries.count {
                 let entry = levels[top].entries[levels[top].next]
                 levels[top].next += 1
-                if let level = try removeOrOpen(entry.name, type: entry.type, in: levels[top].directory) {
+                let directory = levels[top].directory
+                if let level = try removeOrOpen(entry.rawName, shownAs: entry.name, type: entry.type, in: directory) {
                     levels.append(level)
                 }
                 continue
@@ -69,7 +75,7 @@ package struct TreeRemoval {
                 removed(freeing: emptied.freed)
             } else if errno != ENOTEMPTY || failures.isEmpty {
                 // ENOTEMPTY after a failure inside is already reported by that failure.
-                fail(emptied.parent.pathOf(emptied.name), "cannot remove directory")
+                fail(emptied.parent.pathOf(emptied.shownName), "cannot remove directory")
             }
         }
     }
@@ -77,14 +83,16 @@ package struct TreeRemoval {
     /// Removes everything inside `directory`, keeping the entries named in `keeping`.
     package mutating func removeContents(of directory: OpenDirectory, keeping: Set<String> = []) throws {
         for entry in try entriesToRemove(in: directory, keeping: keeping) {
-            try remove(entry.name, type: entry.type, in: directory)
+            try remove(entry.rawName, shownAs: entry.name, type: entry.type, in: directory)
         }
     }
 
     /// A directory being emptied: its entries go one by one, then the directory itself.
     private struct Level {
         var parent: OpenDirectory
-        var name: String
+        /// The NUL-terminated name's bytes, as listed.
+        var name: [CChar]
+        var shownName: String
         var directory: OpenDirectory
         var entries: [OpenDirectory.Entry]
         var next = 0
@@ -93,13 +101,21 @@ package struct TreeRemoval {
 
     /// Removes `name` when it is not a directory; opens and lists it when it is, for the caller
     /// to empty and then remove. `nil` when nothing is left to do.
-    private mutating func removeOrOpen(_ name: String, type: UInt8, in parent: OpenDirectory) throws -> Level? {
+    ///
+    /// Every system call gets the name's bytes as listed: a name that is not valid UTF-8 is
+    /// removed as itself, never as its look-alike (another file, or none).
+    private mutating func removeOrOpen(
+        _ name: [CChar],
+        shownAs shown: String,
+        type: UInt8,
+        in parent: OpenDirectory
+    ) throws -> Level? {
         try cancellation?.check()
         var isDirectory = type == UInt8(DT_DIR)
         var freed = ByteCount.zero
         if type == UInt8(DT_UNKNOWN) || measuresFreedBytes {
             guard let status = FileStatus.at(parent.descriptor, name) else {
-                if errno != ENOENT { fail(parent.pathOf(name), "cannot examine") }
+                if errno != ENOENT { fail(parent.pathOf(shown), "cannot examine") }
                 return nil
             }
             isDirectory = status.type == .directory
@@ -108,28 +124,30 @@ package struct TreeRemoval {
             }
         }
         if !isDirectory {
-            StoreGeneration.retireStores(named: [name], in: parent.descriptor)
+            StoreGeneration.retireStores(named: [shown], in: parent.descriptor)
             if unlinkat(parent.descriptor, name, 0) == 0 {
                 removed(freeing: freed)
                 return nil
             }
             // Linux says EISDIR, POSIX allows EPERM, for a directory.
             guard errno == EISDIR || errno == EPERM, FileStatus.at(parent.descriptor, name)?.type == .directory else {
-                if errno != ENOENT { fail(parent.pathOf(name), "cannot remove") } else { removed() }
+                if errno != ENOENT { fail(parent.pathOf(shown), "cannot remove") } else { removed() }
                 return nil
             }
         }
-        guard let directory = parent.openChild(name) else {
+        let child = openat(parent.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard child >= 0 else {
             if errno == ELOOP || errno == ENOTDIR {
                 // Replaced by a link or a file since it was listed: remove that, never follow it.
-                return try removeOrOpen(name, type: UInt8(DT_REG), in: parent)
+                return try removeOrOpen(name, shownAs: shown, type: UInt8(DT_REG), in: parent)
             } else if errno != ENOENT {
-                fail(parent.pathOf(name), "cannot open directory")
+                fail(parent.pathOf(shown), "cannot open directory")
             }
             return nil
         }
+        let directory = OpenDirectory(descriptor: child, path: parent.pathOf(shown))
         let entries = try entriesToRemove(in: directory)
-        return Level(parent: parent, name: name, directory: directory, entries: entries, freed: freed)
+        return Level(parent: parent, name: name, shownName: shown, directory: directory, entries: entries, freed: freed)
     }
 
     /// The entries of `directory` not named in `keeping`, their stores retired first so that no
@@ -141,7 +159,8 @@ package struct TreeRemoval {
     ) throws -> [OpenDirectory.Entry] {
         let entries: [OpenDirectory.Entry]
         do {
-            entries = try directory.entries().filter { !keeping.contains($0.name) }
+            // Every name, decodable or not: removal acts through each entry's own bytes.
+            entries = try directory.entries(includingUndecodable: true).filter { !keeping.contains($0.name) }
         } catch let error as StowageError {
             failures.append(.init(path: directory.path, message: error.message))
             return []
