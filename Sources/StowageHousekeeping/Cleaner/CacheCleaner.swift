@@ -41,8 +41,12 @@ public final class CacheCleaner: Sendable {
 
     /// A cleaner for `container`.
     ///
-    /// - Parameter timeLimitClock: What `run(_:dryRun:timeLimit:)`'s limit is measured by;
-    ///   default `ContinuousClock()`, tests pass a clock they move.
+    /// - Parameters:
+    ///   - container: The container the manifest's paths are relative to.
+    ///   - handlers: The handlers `Class` + `Selectors` tasks call.
+    ///   - logger: Where runs are logged; silent by default.
+    ///   - timeLimitClock: What `run(_:dryRun:timeLimit:)`'s limit is measured by; default
+    ///     `ContinuousClock()`, tests pass a clock they move.
     public init(
         container: Container,
         handlers: CleanHandlers = CleanHandlers(),

@@ -20,7 +20,7 @@ public enum CleanPhase: String, Sendable, Hashable, Codable, CustomStringConvert
     }
 }
 
-/// One progress event of ``CacheCleaner/run(_:dryRun:)``.
+/// One progress event of ``CacheCleaner/run(_:dryRun:timeLimit:)``.
 ///
 /// Fractions are real: entries measured or removed out of those counted, in `0...1`, never going
 /// back within a phase. Events come at most about once per percent.

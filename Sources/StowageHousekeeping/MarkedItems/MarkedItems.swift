@@ -40,8 +40,10 @@ public struct MarkedItems: Purging {
 
     /// The marked items of `container`'s locations.
     ///
-    /// - Parameter timeLimitClock: What `purge(atLeast:timeLimit:)`'s limit is measured by;
-    ///   default `ContinuousClock()`, tests pass a clock they move.
+    /// - Parameters:
+    ///   - container: The container whose locations are searched.
+    ///   - timeLimitClock: What `purge(atLeast:timeLimit:)`'s limit is measured by; default
+    ///     `ContinuousClock()`, tests pass a clock they move.
     public init(container: Container, timeLimitClock: any Clock<Duration> = ContinuousClock()) {
         self.container = container
         self.timeLimitClock = timeLimitClock
@@ -50,7 +52,7 @@ public struct MarkedItems: Purging {
     /// `"marked items"`.
     public var purgingName: String { "marked items" }
 
-    /// ``PurgingTier/markedItems``: after every cache, before the purgeable directories.
+    /// `PurgingTier.markedItems`: after every cache, before the purgeable directories.
     public var purgingTier: PurgingTier { .markedItems }
 
     /// One marked file or directory.
@@ -78,8 +80,10 @@ public struct MarkedItems: Purging {
     /// Removes marked items, oldest first, until at least `bytes` are freed, or every one when
     /// `bytes` is `nil`.
     ///
-    /// - Parameter timeLimit: A time budget from the call, on ``timeLimitClock``: the work stops
-    ///   between two entries when it is spent (``Report/reachedTimeLimit``). `nil`: no limit.
+    /// - Parameters:
+    ///   - bytes: The space to free; `nil` removes every marked item.
+    ///   - timeLimit: A time budget from the call, on ``timeLimitClock``: the work stops between
+    ///     two entries when it is spent (``Report/reachedTimeLimit``). `nil`: no limit.
     /// - Throws: `StowageError` when a location exists but cannot be opened, or for a time limit
     ///   that is not positive; `CancellationError` (what was removed stays removed). An item
     ///   that cannot be removed is reported in ``Report/failures`` and the next one is tried.
@@ -124,7 +128,7 @@ extension MarkedItems {
         public var bytes: ByteCount { items.reduce(.zero) { $0 + $1.bytes } }
     }
 
-    /// What ``MarkedItems/purge(atLeast:)`` removed.
+    /// What ``MarkedItems/purge(atLeast:timeLimit:)`` removed.
     public struct Report: Sendable, Codable {
         /// The items removed, oldest first.
         public var removed: [Item]
