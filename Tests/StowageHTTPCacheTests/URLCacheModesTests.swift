@@ -156,6 +156,64 @@ import Testing
     }
 }
 
+/// What the modes do at their edges: huge capacities, huge bodies.
+@Suite struct URLCacheModeEdgeTests {
+    @Test("URLCache accepts any capacity up to Int.max: a memory-only cache that large stores and serves")
+    func hugeCapacities() async throws {
+        let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+        var configuration = HTTPCache.Configuration(kind: .private)
+        configuration.clock = clock.cacheClock
+        configuration.memoryCapacity = ByteCount(Int64.max)
+        configuration.diskCapacity = ByteCount(Int64.max)
+        configuration.maximumEntryFraction = 1
+        let cache = try HTTPCache(directory: nil, configuration: configuration)
+        let origin = TestOrigin { _, _ in ok("v", [("Cache-Control", "max-age=60")], clock: clock) }
+        #expect(try await cache.respond(to: request(), fetch: origin.fetch).status.stored)
+        #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .hit)
+    }
+
+    @Test(
+        "URLCache(memoryCapacity: 0, diskCapacity: 0) fed a 1 GB response: it streams through, nothing is buffered",
+        .timeLimit(.minutes(2))
+    )
+    func disabledPassesAGigabyteThrough() async throws {
+        var configuration = HTTPCache.Configuration(kind: .private)
+        configuration.memoryCapacity = ByteCount(0)
+        configuration.diskCapacity = ByteCount(0)
+        let cache = try HTTPCache(directory: nil, configuration: configuration)
+        let size: Int64 = 1 << 30
+        let fetch: HTTPFetch = { _, _ in
+            var response = HTTPResponse(status: .ok)
+            response.headerFields[.cacheControl] = "max-age=600"
+            response.headerFields[.contentLength] = String(size)
+            return (response, HTTPBody(GeneratedChunks(total: size, chunk: 1 << 20), length: size))
+        }
+        let served = try await cache.respond(to: request(), fetch: fetch)
+        var received: Int64 = 0
+        for try await chunk in served.body { received += Int64(chunk.count) }
+        #expect(received == size)
+        #expect(!served.status.stored)
+        #expect(cache.memoryUsage.rawValue == 0)
+    }
+}
+
+/// `total` bytes in `chunk`-byte pieces, made as they are read (a 1 GB body never in memory).
+struct GeneratedChunks: AsyncSequence, Sendable {
+    let total: Int64
+    let chunk: Int
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var left: Int64
+        let chunk: Int
+        mutating func next() async throws -> [UInt8]? {
+            guard left > 0 else { return nil }
+            let count = Int(Swift.min(Int64(chunk), left))
+            left -= Int64(count)
+            return [UInt8](repeating: 0x61, count: count)
+        }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(left: total, chunk: chunk) }
+}
+
 /// `HTTPCache.shared`: one test at a time, as they replace it (and put the original back).
 @Suite(.serialized) struct SharedHTTPCacheTests {
     @Test("URLCache.shared's default: one process-wide cache, in memory only, made on first use")

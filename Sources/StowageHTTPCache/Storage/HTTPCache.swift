@@ -144,13 +144,18 @@ public final class HTTPCache: Sendable {
     var now: Double { configuration.clock.now().timeIntervalSince1970 }
 
     /// The largest body kept in memory.
-    var memoryBodyLimit: Int64 {
-        Int64(Double(configuration.memoryCapacity.rawValue) * configuration.maximumEntryFraction)
-    }
+    var memoryBodyLimit: Int64 { entryLimit(configuration.memoryCapacity) }
     /// The largest body stored at all.
     var diskBodyLimit: Int64 {
-        let byFraction = Int64(Double(configuration.diskCapacity.rawValue) * configuration.maximumEntryFraction)
+        let byFraction = entryLimit(configuration.diskCapacity)
         return configuration.maximumBodySize.map { min($0.rawValue, byFraction) } ?? byFraction
+    }
+
+    /// `capacity × maximumEntryFraction` in bytes. A capacity near `Int64.max` rounds up past it
+    /// as a `Double` (2^63), which `Int64(_:)` would trap on: such limits are `Int64.max`.
+    private func entryLimit(_ capacity: ByteCount) -> Int64 {
+        let bytes = Double(capacity.rawValue) * configuration.maximumEntryFraction
+        return bytes < Double(Int64.max) ? Int64(bytes) : .max
     }
 
     /// Removes every stored response.
