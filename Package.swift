@@ -267,7 +267,8 @@ let package = Package(
             name: "StowageTestWorker",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageStores", "StowageSharedTier",
-                "StowageRedis", "StowageTestSupport",
+                "StowageRedis", "StowageHTTPCache", "StowageTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Tests/StowageTestWorker",
             swiftSettings: swiftSettings
@@ -332,6 +333,7 @@ let package = Package(
         .testTarget(
             name: "StowageHTTPCacheTests",
             dependencies: [
+                "StowageTestWorker",
                 "StowageHTTPCache", "StowageCache", "StowageCore", "StowageTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import HTTPTypes
+import StowageCore
 import StowageHTTPCache
 
 /// An HTTP client with a private RFC 9111 cache: AsyncHTTPClient underneath, `HTTPCache`
@@ -18,9 +19,21 @@ import StowageHTTPCache
 /// Conditional requests are built by the cache; a 304 reaches the caller only if the caller's
 /// request was conditional itself. `CachedResponse/status` carries the same facts the proxy
 /// sends as `Cache-Status`.
+///
+/// Which cache, as a `URLSession` picks its `urlCache`:
+/// - no `cache` argument: `HTTPCache.shared` as it is when the client is created (memory only
+///   unless the app set another at launch), as sessions use `URLCache.shared` by default;
+/// - `cache: nil`: no cache at all, as a session configuration whose `urlCache` is `nil`: every
+///   request goes to the origin and nothing is stored (the outcome is `miss`, or `bypass`
+///   for unsafe methods; `returnCacheDataDontLoad` throws `.notCached`);
+/// - a cache of your own, including a disabled one (both capacities 0), which behaves as `nil`.
 public final class CachingHTTPClient: Sendable {
-    /// The cache (configure it as `CacheKind/private` for a client).
-    public let cache: HTTPCache
+    /// The cache (configure it as `CacheKind/private` for a client); `nil` when the client
+    /// passes every request through.
+    public let cache: HTTPCache?
+    /// What requests go through: ``cache``, or without one a disabled cache (nothing stored,
+    /// every request to the origin), so the request policies mean the same either way.
+    private let route: HTTPCache
     /// The transport to origins.
     public let transport: UpstreamTransport
     private let ownsClient: Bool
@@ -28,12 +41,18 @@ public final class CachingHTTPClient: Sendable {
     /// A client over `cache`.
     ///
     /// - Parameters:
-    ///   - cache: Where responses are stored.
+    ///   - cache: Where responses are stored. Default `HTTPCache.shared` (read now, kept for the
+    ///     client's life); `nil` for none: every request goes to the origin.
     ///   - httpClient: The AsyncHTTPClient to use; `nil` creates one (redirects off, so 3xx
     ///     responses are cached as such) that ``shutdown()`` closes.
     ///   - timeout: The longest one origin exchange may take, body included. Default 60 s.
-    public init(cache: HTTPCache, httpClient: HTTPClient? = nil, timeout: Duration = .seconds(60)) {
+    public init(
+        cache: HTTPCache? = HTTPCache.shared,
+        httpClient: HTTPClient? = nil,
+        timeout: Duration = .seconds(60)
+    ) {
         self.cache = cache
+        route = cache ?? Self.passThrough
         ownsClient = httpClient == nil
         transport = UpstreamTransport(
             client: httpClient ?? UpstreamTransport.makeClient(readTimeout: timeout),
@@ -57,8 +76,20 @@ public final class CachingHTTPClient: Sendable {
         body: HTTPBody? = nil,
         policy: RequestCachePolicy = .useProtocolCachePolicy
     ) async throws -> CachedResponse {
-        try await cache.respond(to: request, body: body, policy: policy, fetch: transport.asFetch)
+        try await route.respond(to: request, body: body, policy: policy, fetch: transport.asFetch)
     }
+
+    /// The disabled cache of clients without one: `URLCache(memoryCapacity: 0, diskCapacity: 0)`.
+    private static let passThrough: HTTPCache = {
+        var configuration = HTTPCache.Configuration(kind: .private)
+        configuration.memoryCapacity = ByteCount(0)
+        configuration.diskCapacity = ByteCount(0)
+        do {
+            return try HTTPCache(directory: nil, configuration: configuration)
+        } catch {
+            preconditionFailure("a disabled HTTP cache could not be made: \(error)")
+        }
+    }()
 
     /// Shuts down the AsyncHTTPClient if this client created it.
     public func shutdown() async throws {

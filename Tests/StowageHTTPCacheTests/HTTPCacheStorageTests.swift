@@ -239,7 +239,7 @@ import Testing
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
-            try await cache.disk.setData(Data([9, 9, 9]), forKey: "m http://origin.test/resource")
+            try await #require(cache.disk).setData(Data([9, 9, 9]), forKey: "m http://origin.test/resource")
             let origin = TestOrigin { _, _ in ok("x", [("Cache-Control", "max-age=60")], clock: clock) }
             #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .miss)
         }

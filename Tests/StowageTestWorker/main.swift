@@ -5,6 +5,7 @@
 //   StowageTestWorker preferences …    the preferences' process tests (PreferencesWorkerCommand)
 //   StowageTestWorker stores …         user wipes killed mid-way (StoresWorkerCommand)
 //   StowageTestWorker shared-tier …    a second shared-tier node (SharedTierWorkerCommand)
+//   StowageTestWorker http-cache …     an HTTP cache with no directory (HTTPCacheWorkerCommand)
 import Foundation
 
 #if canImport(Glibc)
@@ -27,7 +28,8 @@ case "stores":
         fail("\(error)")
     }
 case "shared-tier": await SharedTierWorkerCommand.run(arguments)
-default: fail("usage: StowageTestWorker cache|preferences|stores|shared-tier ARGUMENTS…")
+case "http-cache": await HTTPCacheWorkerCommand.run(arguments)
+default: fail("usage: StowageTestWorker cache|preferences|stores|shared-tier|http-cache ARGUMENTS…")
 }
 
 /// Unbuffered, so the parent sees each line as soon as it is written.

@@ -27,24 +27,28 @@ import Synchronization
 /// handle in any process, advances its store generation; the levels empty memory before the
 /// next read that sees it moved (``followStoreGeneration()``), and a read or write that began
 /// before the clear keeps nothing in memory.
+///
+/// **Memory alone.** Without a disk level (an HTTP cache in memory only, as
+/// `URLCache(memoryCapacity:diskCapacity: 0, directory: nil)` keeps responses), the same calls
+/// work on memory alone: nothing is written anywhere, and there is no store generation to follow.
 package final class CacheLevels<Value: Sendable>: Sendable {
     /// The memory level, in front.
     package let memory: MemoryCache<String, Value>
-    /// The disk level, behind memory.
-    package let disk: DiskCache
+    /// The disk level, behind memory; `nil` for memory alone.
+    package let disk: DiskCache?
     /// Where failures that cannot be thrown are told.
     package let logger: Logger
     private let changes = Atomic<UInt64>(0)
     private let removals = Atomic<UInt64>(0)
-    /// The disk cache's store generation as memory last followed it.
-    private let generationWatch: GenerationWatch
+    /// The disk cache's store generation as memory last followed it; `nil` without a disk level.
+    private let generationWatch: GenerationWatch?
 
-    /// The levels `memory` in front of `disk`.
-    package init(memory: MemoryCache<String, Value>, disk: DiskCache, logger: Logger) {
+    /// The levels `memory` in front of `disk` (`nil`: memory alone).
+    package init(memory: MemoryCache<String, Value>, disk: DiskCache?, logger: Logger) {
         self.memory = memory
         self.disk = disk
         self.logger = logger
-        generationWatch = GenerationWatch(disk.storeGeneration)
+        generationWatch = disk.map { GenerationWatch($0.storeGeneration) }
     }
 
     /// Where a read below memory began: the disk cache's store generation and ``changeCount``.
@@ -58,7 +62,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     @inline(__always)
     @discardableResult
     package func followStoreGeneration() -> UInt64 {
-        generationWatch.check { memory.removeAll() }
+        generationWatch?.check { memory.removeAll() } ?? 0
+    }
+
+    /// Whether the disk cache is still at `generation` (always, without a disk level).
+    @inline(__always)
+    private func isCurrent(_ generation: UInt64) -> Bool {
+        generationWatch?.isCurrent(generation) ?? true
     }
 
     /// Marks the start of a read: follows the store generation, then notes ``changeCount``.
@@ -81,7 +91,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         memory.setValue(value, forKey: key, cost: cost)
         // A change that began between the check and the insertion may have dropped the memory
         // copy before it was there, and a clear may have emptied memory: drop it again.
-        guard changeCount == mark.change, generationWatch.isCurrent(mark.store) else {
+        guard changeCount == mark.change, isCurrent(mark.store) else {
             _ = memory.removeValue(forKey: key)
             return false
         }
@@ -116,7 +126,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         // Reads that found the older disk copy give way before the newer value goes in.
         noteDiskChanged()
         memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
-        if !generationWatch.isCurrent(storeGeneration) { _ = memory.removeValue(forKey: key) }
+        if !isCurrent(storeGeneration) { _ = memory.removeValue(forKey: key) }
     }
 
     /// Removals, invalidations and writes begun so far (``beginRead()`` notes it).
@@ -157,14 +167,14 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             noteDiskChanged()
             _ = memory.removeValue(forKey: key)
         }
-        try await disk.removeData(forKey: key)
+        try await disk?.removeData(forKey: key)
     }
 
     /// Drops the local copies of `key` another node made stale: disk (when `includingDisk`),
     /// then memory. A disk failure is logged with `reason` (what was being dropped).
     package func drop(_ key: String, includingDisk: Bool = true, reason: String) async {
         noteRemoval()
-        if includingDisk {
+        if includingDisk, let disk {
             do {
                 try await disk.removeData(forKey: key)
             } catch {
@@ -179,7 +189,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// `includingDisk`), then memory. A disk failure is logged with `reason`.
     package func drop(keysWithPrefix prefix: String, includingDisk: Bool = true, reason: String) async {
         noteRemoval()
-        if includingDisk {
+        if includingDisk, let disk {
             do {
                 for key in try await disk.keys(withPrefix: prefix) {
                     try await disk.removeData(forKey: key)
@@ -197,7 +207,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// - Returns: The keys removed.
     package func removeAll(tagged tag: String) async throws -> [String] {
         noteRemoval()
-        let keys = try await disk.removeAll(tagged: tag)
+        let keys = try await disk?.removeAll(tagged: tag) ?? []
         noteDiskChanged()
         for key in keys { _ = memory.removeValue(forKey: key) }
         return keys
@@ -211,6 +221,6 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             noteDiskChanged()
             memory.removeAll()
         }
-        try await disk.removeAll()
+        try await disk?.removeAll()
     }
 }

@@ -16,7 +16,10 @@ extension HTTPCache {
     ) async throws -> CachedResponse {
         let collapseKey = key.uri
         let leads: Bool
-        if collapse, configuration.collapsesRequests, request.method == .get, !CacheRules.isConditional(request) {
+        // A disabled cache stores nothing a waiting request could be served: each one fetches.
+        if collapse, mode != .disabled, configuration.collapsesRequests, request.method == .get,
+            !CacheRules.isConditional(request)
+        {
             leads = collapser.tryLead(collapseKey)
             if !leads {
                 let stored = await collapser.wait(for: collapseKey, timeout: configuration.collapseTimeout)
@@ -161,6 +164,14 @@ extension HTTPCache {
     ) async throws -> StoreOutcome {
         let (response, body) = (exchanged.response, exchanged.body)
         let (requestTime, responseTime) = (exchanged.requestTime, exchanged.responseTime)
+        if mode == .disabled {
+            return StoreOutcome(
+                body: body,
+                isUnderWay: false,
+                isCommitted: false,
+                note: "not stored: the cache is disabled (memoryCapacity and diskCapacity 0, as URLCache's)"
+            )
+        }
         let forcedRule = configuration.forcedExpiry.first { $0.applies(to: request) }
         if case .notStorable(let reason) = rules.storability(of: response, for: request, forced: forcedRule != nil) {
             return StoreOutcome(body: body, isUnderWay: false, isCommitted: false, note: "not stored: \(reason)")
@@ -183,7 +194,8 @@ extension HTTPCache {
         let tags = tags(in: response.headerFields)
         for name in configuration.tagFields { stored.headerFields[values: name] = [] }
         try await recordTags(tags, uri: key.uri)
-        var memoryOnly = false
+        // Without a disk tier every response is kept as the will-cache hook's memory-only ones are.
+        var memoryOnly = disk == nil
         if let hook = configuration.willCache {
             guard let proposal = hook(CacheProposal(request: request, response: stored)) else {
                 configuration.logger.debug("will-cache hook refused a response", metadata: ["uri": "\(key.uri)"])
@@ -195,7 +207,7 @@ extension HTTPCache {
                 )
             }
             stored = proposal.response
-            memoryOnly = proposal.storage == .memoryOnly
+            memoryOnly = memoryOnly || proposal.storage == .memoryOnly
         }
         let limit = memoryOnly ? memoryBodyLimit : diskBodyLimit
         if let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) }), length > limit {
@@ -207,7 +219,7 @@ extension HTTPCache {
                     "not stored: the body (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
             )
         }
-        if !memoryOnly {
+        if !memoryOnly, let disk {
             let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) })
             do {
                 // One statvfs: bounded, run inline. Known before the head goes out, unlike a
@@ -238,7 +250,8 @@ extension HTTPCache {
             bodyKey: Self.makeBodyKey(),
             isMemoryOnly: memoryOnly
         )
-        var note = "§3 stored" + (memoryOnly ? " in memory only (will-cache hook)" : "")
+        var note = "§3 stored"
+        if memoryOnly { note += disk == nil ? " in memory (a memory-only cache)" : " in memory only (will-cache hook)" }
         if let forcedRule {
             note += "; a forced expiry of \(Int(forcedRule.interval.timeInterval)) s overrides its freshness"
         }

@@ -57,7 +57,8 @@ final class BodyRecorder: Sendable {
             }
             // Crossed the threshold: open a file and move the buffer to it.
             let bodyKey = record.bodyKey
-            let write = try await BlockingWork.run { try self.cache.disk.beginStreamingWrite(forKey: bodyKey) }
+            let disk = try cache.requireDisk()
+            let write = try await BlockingWork.run { try disk.beginStreamingWrite(forKey: bodyKey) }
             let buffered = state.withLock { state -> [UInt8] in
                 state.write = write
                 defer { state.buffer = [] }
@@ -96,7 +97,7 @@ final class BodyRecorder: Sendable {
                 try await BlockingWork.run { try write.commit() }
                 // Streamed to disk: share it from there if it is small enough for the shared level.
                 if cache.configuration.sharedTier != nil, cache.isShareable(record),
-                    let data = try await cache.disk.data(forKey: record.bodyKey)
+                    let data = try await cache.requireDisk().data(forKey: record.bodyKey)
                 {
                     await cache.shareBody([UInt8](data), bodyKey: record.bodyKey)
                 }
@@ -170,12 +171,12 @@ extension HTTPCache {
         let bodyKey = record.bodyKey
         if Int64(bytes.count) <= memoryBodyLimit {
             try await levels.write(.body(bytes), forKey: bodyKey, cost: bytes.count) {
-                if !record.isMemoryOnly { try await disk.setData(Data(bytes), forKey: bodyKey) }
+                if !record.isMemoryOnly { try await requireDisk().setData(Data(bytes), forKey: bodyKey) }
             }
         } else if record.isMemoryOnly {
             throw HTTPCacheError.bodyTooLarge(limit: Int(memoryBodyLimit))
         } else {
-            try await disk.setData(Data(bytes), forKey: bodyKey)
+            try await requireDisk().setData(Data(bytes), forKey: bodyKey)
         }
         if !record.isMemoryOnly { await shareBody(bytes, bodyKey: bodyKey) }
     }

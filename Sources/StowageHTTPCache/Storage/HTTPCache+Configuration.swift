@@ -12,10 +12,13 @@ extension HTTPCache {
         /// Private (a client's) or shared (a proxy's). Default ``CacheKind/private``.
         public var kind: CacheKind
         /// Bytes of responses kept in memory, in front of the disk. Default 2 MB (seed 004's
-        /// `initWithMemoryCapacity:2 * 1024 * 1024`).
+        /// `initWithMemoryCapacity:2 * 1024 * 1024`). 0 with no disk tier disables the cache
+        /// (``HTTPCache/Mode/disabled``), as `URLCache(memoryCapacity: 0, diskCapacity: 0)`.
         public var memoryCapacity: ByteCount
         /// Bytes of responses kept on disk; least-recently-used responses go first when it is
-        /// exceeded. Default 100 MB (seed 004's `diskCapacity:100 * 1024 * 1024`).
+        /// exceeded. Default 100 MB (seed 004's `diskCapacity:100 * 1024 * 1024`). 0: no disk
+        /// tier, memory only (``HTTPCache/Mode/memoryOnly``), as `URLCache`'s `diskCapacity: 0`;
+        /// not used by a cache opened without a directory.
         public var diskCapacity: ByteCount
         /// The largest body stored, as a fraction of each tier's capacity: a body above
         /// `memoryCapacity × fraction` skips memory, one above `diskCapacity × fraction` is not
@@ -138,11 +141,12 @@ extension HTTPCache {
         }
 
         func validate() throws {
-            guard memoryCapacity.rawValue >= 0, diskCapacity.rawValue > 0 else {
+            for (name, capacity) in [("memoryCapacity", memoryCapacity), ("diskCapacity", diskCapacity)]
+            where capacity.rawValue < 0 {
                 throw HTTPCacheError(
                     code: .invalidConfiguration,
-                    message: "memoryCapacity (\(memoryCapacity.rawValue)) must be ≥ 0 and diskCapacity "
-                        + "(\(diskCapacity.rawValue)) > 0 bytes"
+                    message: "\(name) is \(capacity.rawValue) bytes; give 0 or more (0 turns that tier off, "
+                        + "and both 0 disable the cache, as URLCache(memoryCapacity: 0, diskCapacity: 0))"
                 )
             }
             guard maximumEntryFraction > 0, maximumEntryFraction <= 1 else {

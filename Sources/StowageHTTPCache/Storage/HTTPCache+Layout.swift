@@ -49,8 +49,12 @@ extension HTTPCache: Purging {
 
     /// Trims the disk tier now (expired entries, then least recently used down to its target,
     /// and below it until `request.bytesToFree` bytes are gone) and empties the memory tier.
+    ///
+    /// - Returns: The bytes freed on disk; without a disk tier, the bytes the memory tier held.
     public func purge(_ request: PurgeRequest) async throws -> ByteCount {
+        let inMemory = memory.totalCost
         memory.removeAll()
+        guard let disk else { return ByteCount(inMemory) }
         return try await disk.purge(request)
     }
 }

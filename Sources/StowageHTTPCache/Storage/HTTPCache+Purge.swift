@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import StowageCache
 import StowageCore
+import Synchronization
 
 // Purges and bans: what an operator removes by URL, by URL prefix, or by surrogate key. Tags are
 // kept as index entries `k <tag> <uri>` beside the records (`m <uri>`), so a ban by tag is one
@@ -25,8 +26,10 @@ extension HTTPCache {
         return tags
     }
 
-    /// Records that `uri`'s stored response carries `tags`.
+    /// Records that `uri`'s stored response carries `tags` (in the disk cache's index: a cache
+    /// without a disk tier keeps no tags, and ``ban(tag:)`` finds nothing in it).
     func recordTags(_ tags: [String], uri: String) async throws {
+        guard let disk else { return }
         for tag in tags { try await disk.setData(Data(), forKey: Self.tagKey(tag, uri: uri)) }
     }
 
@@ -60,7 +63,7 @@ extension HTTPCache {
 
     /// ``ban(urlPrefix:)`` on this node only.
     func banLocally(urlPrefix prefix: String) async throws -> Int {
-        let recordKeys = try await disk.keys(withPrefix: "m " + prefix)
+        let recordKeys = try await recordKeys(withPrefix: "m " + prefix)
         for recordKey in recordKeys { try await remove(CacheKey(uri: String(recordKey.dropFirst(2)))) }
         return recordKeys.count
     }
@@ -80,6 +83,7 @@ extension HTTPCache {
     /// ``ban(tag:)`` on this node only.
     func banLocally(tag: String) async throws -> Int {
         let prefix = Self.tagKey(tag, uri: "")
+        guard let disk else { return 0 }
         let tagKeys = try await disk.keys(withPrefix: prefix)
         var removed = 0
         for tagKey in tagKeys {
@@ -89,5 +93,17 @@ extension HTTPCache {
             try await disk.removeData(forKey: tagKey)
         }
         return removed
+    }
+
+    /// The record keys starting with `prefix`: from the disk cache's index, or, without a disk
+    /// tier, from the memory tier.
+    private func recordKeys(withPrefix prefix: String) async throws -> [String] {
+        if let disk { return try await disk.keys(withPrefix: prefix) }
+        let found = Mutex<[String]>([])
+        memory.removeValues { key in
+            if key.hasPrefix(prefix) { found.withLock { $0.append(key) } }
+            return false
+        }
+        return found.withLock { $0 }
     }
 }

@@ -73,7 +73,7 @@ extension HTTPCache {
             try await levels.remove(recordKey)
             return nil
         case .found(let entry):
-            try await disk.setData(entry.data, forKey: recordKey)
+            try await requireDisk().setData(entry.data, forKey: recordKey)
             return entry.data
         }
     }

@@ -11,11 +11,24 @@ import StowageCore
 extension HTTPCache {
     static func recordKey(_ key: CacheKey) -> String { "m " + key.uri }
 
+    /// The disk tier, for code that runs only for responses stored on disk.
+    ///
+    /// - Throws: ``HTTPCacheError`` `.invalidConfiguration` without one (a memory-only or disabled
+    ///   cache keeps every record in memory only, so this is not reached).
+    func requireDisk() throws -> DiskCache {
+        guard let disk else {
+            throw HTTPCacheError(code: .invalidConfiguration, message: "this HTTP cache has no disk tier (\(mode))")
+        }
+        return disk
+    }
+
     /// The stored variants of `key`, memory first.
     func variants(for key: CacheKey) async throws -> [VariantRecord] {
+        if mode == .disabled { return [] }
         let recordKey = Self.recordKey(key)
         let read = levels.beginRead()
         if case .variants(let records) = memory.value(forKey: recordKey) { return records }
+        guard let disk else { return [] }
         var data: Data?
         if let stored = try await disk.storedData(forKey: recordKey) {
             data = try await confirmedRecord(stored, recordKey: recordKey)
@@ -55,9 +68,9 @@ extension HTTPCache {
         let durable = records.filter { !$0.isMemoryOnly }
         try await levels.write(.variants(records), forKey: recordKey, cost: bytes.count) {
             if durable.isEmpty {
-                try await disk.removeData(forKey: recordKey)
+                try await disk?.removeData(forKey: recordKey)
             } else {
-                try await disk.setData(Data(VariantRecord.encode(durable)), forKey: recordKey)
+                try await requireDisk().setData(Data(VariantRecord.encode(durable)), forKey: recordKey)
             }
         }
         await shareVariants(records, recordKey: recordKey)
@@ -100,7 +113,7 @@ extension HTTPCache {
     func body(of record: VariantRecord) async throws -> HTTPBody? {
         let read = levels.beginRead()
         if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
-        if record.isMemoryOnly { return nil }
+        guard !record.isMemoryOnly, let disk else { return nil }
         let bodyKey = record.bodyKey
         guard let opened = try await disk.openValue(forKey: bodyKey, readingWholeUpTo: Int64(Self.storedBodyReadLimit))
         else {

@@ -8,6 +8,12 @@ import Synchronization
 /// An HTTP response cache that follows RFC 9111, with the request policies and hooks of
 /// `URLCache` (seeds 001 and 004), on a `DiskCache` with a `MemoryCache` in front.
 ///
+/// Like `URLCache`, it has three modes, chosen by its directory and capacities (``mode``):
+/// memory and disk; memory only (no directory, or `diskCapacity` 0, as
+/// `URLCache(memoryCapacity:diskCapacity: 0, directory: nil)`); and disabled (both capacities 0,
+/// as `URLCache(memoryCapacity: 0, diskCapacity: 0)`, where every request goes to the origin).
+/// ``shared`` is a process-wide memory-only cache that clients use when given none.
+///
 /// ```swift
 /// let cache = try await HTTPCache.open(directory: caches.appending(path: "http"))
 /// let served = try await cache.respond(to: request, policy: .useProtocolCachePolicy) { request, body in
@@ -25,8 +31,11 @@ public final class HTTPCache: Sendable {
     public let configuration: Configuration
     /// The RFC 9111 rules in force.
     public let rules: CacheRules
-    /// The disk tier.
-    public let disk: DiskCache
+    /// The disk tier; `nil` when the cache keeps responses in memory only or is disabled
+    /// (``mode``): no `DiskCache` is created then, and nothing is written to the file system.
+    public let disk: DiskCache?
+    /// Where responses are kept: memory and disk, memory only, or nowhere.
+    public let mode: Mode
     let memory: MemoryCache<String, MemoryEntry>
     let collapser: RequestCollapser
     /// Reachability of the shared level (logged once per outage, failures counted).
@@ -48,21 +57,69 @@ public final class HTTPCache: Sendable {
         case body([UInt8])
     }
 
-    /// Opens (or creates) the cache in `directory`.
+    /// Where an ``HTTPCache`` keeps responses, as `URLCache`'s capacities and directory decide it.
+    public enum Mode: String, Sendable, Hashable, CustomStringConvertible {
+        /// Memory in front of a disk cache in the directory.
+        case memoryAndDisk
+        /// Memory only: no directory, or a `diskCapacity` of 0 (`URLCache(memoryCapacity:
+        /// diskCapacity: 0, directory: nil)`, and ``HTTPCache/shared``). Responses last while the
+        /// process runs and the memory tier keeps them; no file is created.
+        case memoryOnly
+        /// Nothing is stored: `memoryCapacity` 0 and no disk tier, as `URLCache(memoryCapacity: 0,
+        /// diskCapacity: 0)` turns `URLCache` off. Every request goes to the origin (no
+        /// request collapsing either); no file is created.
+        case disabled
+
+        /// The mode `configuration`'s capacities and `directory` give.
+        public init(directory: URL?, configuration: Configuration) {
+            let hasDisk = directory != nil && configuration.diskCapacity.rawValue > 0
+            if hasDisk {
+                self = .memoryAndDisk
+            } else {
+                self = configuration.memoryCapacity.rawValue > 0 ? .memoryOnly : .disabled
+            }
+        }
+
+        /// The text logs and messages show.
+        public var description: String { rawValue }
+    }
+
+    /// Opens (or creates) the cache in `directory`, or one in memory only.
     ///
-    /// - Throws: ``HTTPCacheError`` `.invalidConfiguration`, or `StowageError` when the
-    ///   directory or its index cannot be opened.
-    public init(directory: URL, configuration: Configuration = Configuration()) throws {
-        _ = try directory.checkedFileSystemPath(subject: "the HTTP cache directory")
+    /// The ``mode`` follows `URLCache(memoryCapacity:diskCapacity:directory:)`:
+    /// - a directory and a `diskCapacity` above 0: memory and disk (the directory is created);
+    /// - no directory (`nil`), or a `diskCapacity` of 0: memory only; the directory, if given,
+    ///   is not touched and `diskCapacity` is not used;
+    /// - and a `memoryCapacity` of 0 as well: disabled, every request goes to the origin.
+    ///
+    /// - Throws: ``HTTPCacheError`` `.invalidConfiguration` (a negative capacity, a shared level
+    ///   without a disk tier, …), or `StowageError` when the directory or its index cannot be
+    ///   opened.
+    public init(directory: URL?, configuration: Configuration = Configuration()) throws {
+        _ = try directory?.checkedFileSystemPath(subject: "the HTTP cache directory")
         try configuration.validate()
+        let mode = Mode(directory: directory, configuration: configuration)
+        if mode != .memoryAndDisk, configuration.sharedTier != nil {
+            throw HTTPCacheError(
+                code: .invalidConfiguration,
+                message: "a sharedTier needs a disk tier: give a directory and a diskCapacity above 0 "
+                    + "(this cache is \(mode == .disabled ? "disabled" : "in memory only"))"
+            )
+        }
+        self.mode = mode
         self.configuration = configuration
         rules = configuration.rules
-        var diskConfiguration = DiskCache.Configuration(name: configuration.name)
-        diskConfiguration.sizeLimit = configuration.diskCapacity
-        diskConfiguration.clock = configuration.clock
-        diskConfiguration.logger = configuration.logger
-        disk = try DiskCache(directory: directory, configuration: diskConfiguration)
-        try Self.checkLayout(in: directory)
+        if mode == .memoryAndDisk, let directory {
+            var diskConfiguration = DiskCache.Configuration(name: configuration.name)
+            diskConfiguration.sizeLimit = configuration.diskCapacity
+            diskConfiguration.clock = configuration.clock
+            diskConfiguration.logger = configuration.logger
+            let disk = try DiskCache(directory: directory, configuration: diskConfiguration)
+            try Self.checkLayout(in: directory)
+            self.disk = disk
+        } else {
+            disk = nil
+        }
         var memoryConfiguration = MemoryCache<String, MemoryEntry>.Configuration(
             name: configuration.name,
             costLimit: max(1, Int(configuration.memoryCapacity.rawValue))
@@ -79,7 +136,7 @@ public final class HTTPCache: Sendable {
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.
-    public static func open(directory: URL, configuration: Configuration = Configuration()) async throws -> HTTPCache {
+    public static func open(directory: URL?, configuration: Configuration = Configuration()) async throws -> HTTPCache {
         try await BlockingWork.run { try HTTPCache(directory: directory, configuration: configuration) }
     }
 
@@ -87,13 +144,18 @@ public final class HTTPCache: Sendable {
     var now: Double { configuration.clock.now().timeIntervalSince1970 }
 
     /// The largest body kept in memory.
-    var memoryBodyLimit: Int64 {
-        Int64(Double(configuration.memoryCapacity.rawValue) * configuration.maximumEntryFraction)
-    }
+    var memoryBodyLimit: Int64 { entryLimit(configuration.memoryCapacity) }
     /// The largest body stored at all.
     var diskBodyLimit: Int64 {
-        let byFraction = Int64(Double(configuration.diskCapacity.rawValue) * configuration.maximumEntryFraction)
+        let byFraction = entryLimit(configuration.diskCapacity)
         return configuration.maximumBodySize.map { min($0.rawValue, byFraction) } ?? byFraction
+    }
+
+    /// `capacity × maximumEntryFraction` in bytes. A capacity near `Int64.max` rounds up past it
+    /// as a `Double` (2^63), which `Int64(_:)` would trap on: such limits are `Int64.max`.
+    private func entryLimit(_ capacity: ByteCount) -> Int64 {
+        let bytes = Double(capacity.rawValue) * configuration.maximumEntryFraction
+        return bytes < Double(Int64.max) ? Int64(bytes) : .max
     }
 
     /// Removes every stored response.
@@ -109,8 +171,10 @@ public final class HTTPCache: Sendable {
         try await remove(rules.key(for: request))
     }
 
-    /// Bytes and entries on disk (bodies and records).
-    public func diskUsage() async throws -> (count: Int, size: ByteCount) { try await disk.usage() }
+    /// Bytes and entries on disk (bodies and records); none without a disk tier.
+    public func diskUsage() async throws -> (count: Int, size: ByteCount) {
+        try await disk?.usage() ?? (0, ByteCount(0))
+    }
 
     /// Bytes held by the memory tier.
     public var memoryUsage: ByteCount { ByteCount(memory.totalCost) }
@@ -119,7 +183,7 @@ public final class HTTPCache: Sendable {
     /// `URLCache` users read `currentMemoryUsage`); the same figures go to swift-metrics with
     /// the dimensions `cache` (``Configuration/name``) and `tier`.
     public var statistics: Statistics {
-        Statistics(memory: memory.statistics, disk: disk.statistics)
+        Statistics(memory: memory.statistics, disk: disk?.statistics ?? CacheStatistics())
     }
 
     /// The counters of the HTTP cache's tiers. Records (the variants of a URL) and bodies are
@@ -128,7 +192,7 @@ public final class HTTPCache: Sendable {
     public struct Statistics: Sendable, Hashable {
         /// The memory tier's counters.
         public var memory: CacheStatistics
-        /// The disk tier's counters.
+        /// The disk tier's counters (all 0 without a disk tier).
         public var disk: CacheStatistics
 
         /// Bytes of responses read from either tier.
