@@ -52,6 +52,22 @@ struct DeepTreeWalkTests {
         #expect(usage.allocatedBytes.rawValue == (try duAllocatedBytes(scratch.path)))
     }
 
+    @Test("the removal walks' measure (TreeMeasure) goes 2,500 levels deep on a thread with a 256 KiB stack")
+    func treeMeasureDeepTreeOnSmallStack() async throws {
+        let scratch = try makeDeepTree()
+        defer { removeDeepContents(of: scratch) }
+        let path = scratch.path
+        // The measure that recursed once per level overflowed this stack, as the walks above did.
+        let totals = try await onSmallStack {
+            var measure = TreeMeasure(cancellation: nil)
+            return try measure.measure("d", in: try OpenDirectory.open(path: path))
+        }
+        #expect(totals.entries == Self.depth + 1)
+        var status = stat()
+        #expect(lstat(path, &status) == 0)
+        #expect(totals.bytes == (try duAllocatedBytes(path)) - Int64(status.st_blocks) * 512)
+    }
+
     @Test("the backup audit walks a tree 2,500 levels deep on a thread with a 256 KiB stack")
     func backupAuditDeepTreeOnSmallStack() async throws {
         let scratch = try makeDeepTree()

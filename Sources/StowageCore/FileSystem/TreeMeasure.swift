@@ -31,16 +31,30 @@ package struct TreeMeasure {
         return totals
     }
 
+    /// Adds `name` and everything below it. The directories still to measure wait on a stack
+    /// of this walk's own, not the thread's: a tree thousands of levels deep never overflows
+    /// the stack (as the removal and disk-usage walks do). Each directory's names are listed in
+    /// full when it is opened and it is then held only while names of it are pending.
     private mutating func add(_ name: String, in parent: OpenDirectory, to totals: inout Totals) throws {
-        guard let status = FileStatus.at(parent.descriptor, name) else { return }
-        guard seen.insert(status.identity).inserted else { return }
-        totals.bytes += status.allocatedBytes
-        totals.entries += 1
-        guard status.type == .directory, let directory = parent.openChild(name) else { return }
-        try cancellation?.check()
-        // An unreadable directory measures what could be read; removal reports it.
-        for entry in (try? directory.entries()) ?? [] {
-            try add(entry.name, in: directory, to: &totals)
+        var pending: [(parent: OpenDirectory, name: [CChar], shown: String)] = [
+            (parent, Array(name.utf8CString), name)
+        ]
+        while let (directory, entry, shown) = pending.popLast() {
+            guard let status = FileStatus.at(directory.descriptor, entry),
+                seen.insert(status.identity).inserted
+            else { continue }
+            totals.bytes += status.allocatedBytes
+            totals.entries += 1
+            guard status.type == .directory else { continue }
+            let child = openat(directory.descriptor, entry, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard child >= 0 else { continue }
+            try cancellation?.check()
+            let opened = OpenDirectory(descriptor: child, path: directory.pathOf(shown))
+            // An unreadable directory measures what could be read; removal reports it. Names are
+            // the listed bytes, so one that is not UTF-8 is measured as itself.
+            for listed in (try? opened.entries(includingUndecodable: true)) ?? [] {
+                pending.append((opened, listed.rawName, listed.name))
+            }
         }
     }
 }
