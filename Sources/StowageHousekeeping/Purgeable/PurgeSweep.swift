@@ -130,14 +130,42 @@ private struct SweepWalk {
     var remainingBytes: Int64 = 0
     var failures: [ClearReport.Failure] = []
 
-    mutating func walk(_ directory: OpenDirectory, index: Int) throws {
+    /// Walks the tree below `root` (directory `rootIndex`). Directories wait on a stack of the
+    /// walk's own, opened when their turn comes, not on the thread's: a tree thousands of levels
+    /// deep never overflows the stack (as the removal, measure and disk-usage walks do), and a
+    /// directory is held open only while names of it are pending.
+    mutating func walk(_ root: OpenDirectory, index rootIndex: Int) throws {
+        var pending: [(parent: OpenDirectory?, name: String, index: Int)] = [(nil, "", rootIndex)]
+        while let next = pending.popLast() {
+            let directory: OpenDirectory
+            if let parent = next.parent {
+                guard let child = parent.openChild(next.name) else {
+                    if errno != ENOENT { fail(parent.pathOf(next.name), "cannot open directory") }
+                    continue
+                }
+                directory = child
+            } else {
+                directory = root
+            }
+            for name in try walkEntries(of: directory, index: next.index) {
+                directories.append((next.index, name))
+                pending.append((directory, name, directories.count - 1))
+            }
+        }
+    }
+
+    /// Examines the entries of one directory, files by age and for the cap.
+    ///
+    /// - Returns: The names of its subdirectories, for the walk to visit.
+    private mutating func walkEntries(of directory: OpenDirectory, index: Int) throws -> [String] {
         let entries: [OpenDirectory.Entry]
         do {
             entries = try directory.entries()
         } catch {
             failures.append(.init(path: directory.path, message: (error as? StowageError)?.message ?? "\(error)"))
-            return
+            return []
         }
+        var subdirectories: [String] = []
         for entry in entries {
             try cancellation?.check()
             guard let status = FileStatus.at(directory.descriptor, entry.name) else {
@@ -145,12 +173,7 @@ private struct SweepWalk {
                 continue
             }
             if status.type == .directory {
-                guard let child = directory.openChild(entry.name) else {
-                    if errno != ENOENT { fail(directory.pathOf(entry.name), "cannot open directory") }
-                    continue
-                }
-                directories.append((index, entry.name))
-                try walk(child, index: directories.count - 1)
+                subdirectories.append(entry.name)
                 continue
             }
             let isLastLink = status.linkCount <= 1
@@ -178,6 +201,7 @@ private struct SweepWalk {
                 )
             }
         }
+        return subdirectories
     }
 
     /// Removes the oldest survivors until at most `target` bytes remain.
@@ -215,11 +239,21 @@ private struct SweepWalk {
         }
     }
 
-    /// Opens a directory seen by the walk again, from the root, never following a link.
+    /// Opens a directory seen by the walk again, from the root, never following a link: one
+    /// `openat` per level, in a loop rather than a recursion (a deep tree's chain is long).
     private func reopen(_ index: Int, root: OpenDirectory) -> OpenDirectory? {
-        if index == 0 { return root }
-        let (parent, name) = directories[index]
-        return reopen(parent, root: root)?.openChild(name)
+        var names: [String] = []
+        var current = index
+        while current > 0 {
+            names.append(directories[current].name)
+            current = directories[current].parent
+        }
+        var directory = root
+        for name in names.reversed() {
+            guard let child = directory.openChild(name) else { return nil }
+            directory = child
+        }
+        return directory
     }
 
     private mutating func fail(_ path: String, _ what: String) {
