@@ -11,12 +11,12 @@ extension HTTPCache {
         public var name: String
         /// Private (a client's) or shared (a proxy's). Default ``CacheKind/private``.
         public var kind: CacheKind
-        /// Bytes of responses kept in memory, in front of the disk. Default 2 MB (seed 004's
-        /// `initWithMemoryCapacity:2 * 1024 * 1024`). 0 with no disk tier disables the cache
+        /// Bytes of responses kept in memory, in front of the disk. Default 2 MB (the usual `NSURLCache`
+        /// set-up's `initWithMemoryCapacity:2 * 1024 * 1024`). 0 with no disk tier disables the cache
         /// (``HTTPCache/Mode/disabled``), as `URLCache(memoryCapacity: 0, diskCapacity: 0)`.
         public var memoryCapacity: ByteCount
         /// Bytes of responses kept on disk; least-recently-used responses go first when it is
-        /// exceeded. Default 100 MB (seed 004's `diskCapacity:100 * 1024 * 1024`). 0: no disk
+        /// exceeded. Default 100 MB (`NSURLCache`'s `diskCapacity:100 * 1024 * 1024`). 0: no disk
         /// tier, memory only (``HTTPCache/Mode/memoryOnly``), as `URLCache`'s `diskCapacity: 0`;
         /// not used by a cache opened without a directory.
         public var diskCapacity: ByteCount
