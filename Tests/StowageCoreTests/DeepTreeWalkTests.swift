@@ -18,14 +18,7 @@ struct DeepTreeWalkTests {
     /// `depth` directories named `d`, one inside the other (a 5,000-byte path, longer than
     /// `PATH_MAX`), with a file at the bottom; descriptors enough for one per level.
     private func makeDeepTree(_ name: String = #function) throws -> TemporaryDirectory {
-        var limit = rlimit()
-        getrlimit(RLIMIT_NOFILE_VALUE, &limit)
-        let needed = rlim_t(Self.depth + 256)
-        if limit.rlim_cur < needed && limit.rlim_max >= needed {
-            // Raising the soft limit takes nothing from the suites running alongside.
-            limit.rlim_cur = needed
-            setrlimit(RLIMIT_NOFILE_VALUE, &limit)
-        }
+        raiseDescriptorLimit(toAtLeast: Self.depth + 256)
         let scratch = try TemporaryDirectory(name)
         close(
             try makeChain(
@@ -87,10 +80,3 @@ struct DeepTreeWalkTests {
         #expect(audit.backedUp.allocatedBytes.rawValue == (try duAllocatedBytes(path)))
     }
 }
-
-#if canImport(Glibc)
-// Glibc imports RLIMIT_NOFILE as an enum case of __rlimit_resource.
-private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-#else
-private let RLIMIT_NOFILE_VALUE = RLIMIT_NOFILE
-#endif

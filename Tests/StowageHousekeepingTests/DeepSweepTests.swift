@@ -17,14 +17,7 @@ struct DeepSweepTests {
 
     @Test("a sweep walks and trims a tree 2,500 levels deep on a thread with a 256 KiB stack")
     func deepTreeOnSmallStack() async throws {
-        var limit = rlimit()
-        getrlimit(RLIMIT_NOFILE_VALUE, &limit)
-        let needed = rlim_t(Self.depth + 256)
-        if limit.rlim_cur < needed && limit.rlim_max >= needed {
-            // Raising the soft limit takes nothing from the suites running alongside.
-            limit.rlim_cur = needed
-            setrlimit(RLIMIT_NOFILE_VALUE, &limit)
-        }
+        raiseDescriptorLimit(toAtLeast: Self.depth + 256)
         let fixture = try TestContainer()
         defer { _ = try? runCommand(["rm", "-rf", "--", fixture.root.path]) }
         let purgeable = PurgeableDirectories(container: fixture.container)
@@ -60,10 +53,3 @@ struct DeepSweepTests {
         #expect(deep.removedForCap == 1, "the new file, for the one-byte cap")
     }
 }
-
-#if canImport(Glibc)
-// Glibc imports RLIMIT_NOFILE as an enum case of __rlimit_resource.
-private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-#else
-private let RLIMIT_NOFILE_VALUE = RLIMIT_NOFILE
-#endif
