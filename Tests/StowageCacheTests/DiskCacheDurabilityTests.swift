@@ -187,12 +187,12 @@ struct DiskCacheDurabilityTests {
         }
         try await cache.setData(Data("staged".utf8), forKey: "k")
         // The timer waits on the stepped clock: a real 60 s timer never shows up here.
-        try await eventually(timeout: .seconds(10)) { clock.sleeperCount == 1 }
+        try await eventually { clock.sleeperCount == 1 }
         clock.advance(by: .seconds(59))
         #expect(clock.sleeperCount == 1)
         #expect(try committedRows(scratch, key: "k") == 0)
         clock.advance(by: .seconds(1))
-        try await eventually(timeout: .seconds(10)) { try committedRows(scratch, key: "k") == 1 }
+        try await eventually { try committedRows(scratch, key: "k") == 1 }
     }
 
     @Test("a removal after a deferred write is not undone when the batch commits")

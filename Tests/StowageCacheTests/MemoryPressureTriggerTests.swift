@@ -46,7 +46,7 @@ import Testing
         let recorder = LevelRecorder()
         source.register(recorder)
         let watching = Task { try await source.run() }
-        try await eventually(timeout: .seconds(10)) { source.isRunning }
+        try await eventually { source.isRunning }
         // What the watcher's descriptors refer to while it runs: the trigger, and the pipe
         // (both ends) stop() wakes it through.
         let watcher = try #require(started.withLock { $0 })
@@ -57,19 +57,19 @@ import Testing
 
         // No averages to read: a firing is a warning.
         try pair.raisePriority()
-        try await eventually(timeout: .seconds(10)) { recorder.levels == [.warning] }
+        try await eventually { recorder.levels == [.warning] }
 
         // `full avg10` at the critical threshold: critical, though within the window.
         averages.withLock {
             $0 = PressureStallFiles.Averages(parsing: "some avg10=40.00\nfull avg10=10.00")
         }
         try pair.raisePriority()
-        try await eventually(timeout: .seconds(10)) { recorder.levels == [.warning, .critical] }
+        try await eventually { recorder.levels == [.warning, .critical] }
 
         // A warning within the window after it is read but not notified.
         averages.withLock { $0 = PressureStallFiles.Averages(parsing: "some avg10=40.00\nfull avg10=0.00") }
         try pair.raisePriority()
-        try await eventually(timeout: .seconds(10)) { firings.withLock { $0 } == 3 }
+        try await eventually { firings.withLock { $0 } == 3 }
         #expect(recorder.levels == [.warning, .critical])
 
         watching.cancel()
@@ -107,9 +107,9 @@ import Testing
         let held = ["socket:[\(pair.receiverInode)]", OpenDescriptors.target(of: started.wakeReader)]
         watcher.withLock { $0 = started }
         try pair.raisePriority()
-        try await eventually(timeout: .seconds(10)) { stopped.withLock { $0 } }
+        try await eventually { stopped.withLock { $0 } }
         // The detached thread closes the trigger and the pipe as it ends.
-        try await eventually(timeout: .seconds(10)) {
+        try await eventually {
             try OpenDescriptors().targets.filter(held.contains).isEmpty
         }
     }

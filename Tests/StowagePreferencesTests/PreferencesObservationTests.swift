@@ -74,15 +74,15 @@ struct PreferencesObservationTests {
         let seen = Mutex<[String]>([])
         let observation = preferences.observe(key) { value in seen.withLock { $0.append(value) } }
         defer { observation.cancel() }
-        try await eventually(timeout: .seconds(30)) { clock.sleeperCount == 1 }
+        try await eventually { clock.sleeperCount == 1 }
         let (process, output) = try PreferencesWorker.startWriting(file: file, prefix: "remote", count: 1, keys: 1)
         _ = output.readDataToEndOfFile()
         #expect(process.waitForExitReliably() == ChildExit(status: 0, wasSignaled: false))
         // Nothing here touches the suite, so only a poll can bring the change.
         #expect(seen.withLock { $0 }.isEmpty)
         clock.advance(by: .seconds(60))
-        try await eventually(timeout: .seconds(30)) { seen.withLock { $0 } == [PreferencesWorker.value(0)] }
+        try await eventually { seen.withLock { $0 } == [PreferencesWorker.value(0)] }
         // The poll goes on at the next interval.
-        try await eventually(timeout: .seconds(30)) { clock.sleeperCount == 1 }
+        try await eventually { clock.sleeperCount == 1 }
     }
 }

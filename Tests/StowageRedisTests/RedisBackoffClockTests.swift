@@ -59,12 +59,12 @@ struct RedisBackoffClockTests {
             return
         }
         // The reconnect waits on the clock; a real 60 s wait never shows up here.
-        try await eventually(timeout: .seconds(30)) { clock.sleeperCount == 1 }
+        try await eventually { clock.sleeperCount == 1 }
         clock.advance(by: .seconds(72))
         guard case .disconnected? = await events.next() else {
             Issue.record("no second attempt after the backoff")
             return
         }
-        try await eventually(timeout: .seconds(30)) { clock.sleeperCount == 1 }
+        try await eventually { clock.sleeperCount == 1 }
     }
 }

@@ -37,7 +37,7 @@ struct SharedTierFaultTests {
 
         // Given a purge on a, when Redis no longer holds the key, then b still drops its copy.
         try await a.removeValue(forKey: "k")
-        try await eventually(timeout: .seconds(20)) { try await b.value(forKey: "k") == nil }
+        try await eventually { try await b.value(forKey: "k") == nil }
         #expect(try await b.disk.data(forKey: "k") == nil)
     }
 
@@ -85,7 +85,7 @@ struct SharedTierFaultTests {
         try await server.start()
 
         // b learns that Redis came back empty and keeps its copies — but not the purged ones.
-        try await eventually(timeout: .seconds(30)) {
+        try await eventually {
             let purged = try await b.value(forKey: "k")
             let banned = try await b.value(forKey: "img/1")
             return purged == nil && banned == nil
@@ -136,7 +136,7 @@ struct SharedTierFaultTests {
 
         // Once Redis runs again, a probe (at the injected clock's pace) closes the breaker.
         fleet.server.resume()
-        try await eventually(timeout: .seconds(30)) {
+        try await eventually {
             probeClock.advance(by: .seconds(2))
             return !tier.isCircuitOpen
         }
