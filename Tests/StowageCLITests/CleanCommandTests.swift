@@ -48,8 +48,8 @@ struct CleanCommandTests {
         }
     }
 
-    @Test("clean runs the seed's plist: path tasks clean, the unregistered Class fails, exit 1, summary 'freed'")
-    func seedPlist() async throws {
+    @Test("clean runs a PurgeableCache.plist: path tasks clean, the unregistered Class fails, exit 1, summary 'freed'")
+    func xcodeWrittenPlist() async throws {
         try await withTemporaryDirectory { root in
             try await file(root, "Documents/Caches/x.tmp", bytes: 12_000)
             try await file(root, "Documents/Caches/image_1.png", bytes: 12_000)

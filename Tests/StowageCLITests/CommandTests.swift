@@ -121,7 +121,7 @@ struct CommandTests {
             for name in ["documents", "application support", "caches", "preferences", "temporary", "CACHEDIR.TAG"] {
                 #expect(outcome.standardOutput.contains(name), "missing \(name) in \(outcome.standardOutput)")
             }
-            #expect(outcome.standardOutput.contains("3.40KB"), "the seed-style logical size of the note")
+            #expect(outcome.standardOutput.contains("3.40KB"), "the logical size of the note, as Finder shows it")
             #expect(outcome.standardOutput.contains("Volume of documents: total"))
         }
     }

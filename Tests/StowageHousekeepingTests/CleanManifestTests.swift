@@ -7,8 +7,8 @@ import Testing
 
 @Suite("clean manifest")
 struct CleanManifestTests {
-    @Test("the seed's property list is parsed as is")
-    func seedPlist() throws {
+    @Test("an Xcode-written PurgeableCache.plist is parsed as is")
+    func xcodeWrittenPlist() throws {
         let manifest = try CleanManifest(data: Data(purgeableCachePlist.utf8), source: "PurgeableCache.plist")
         #expect(
             manifest.tasks == [
@@ -21,16 +21,16 @@ struct CleanManifestTests {
 
     @Test("the binary form of the same plist and the JSON form give the same tasks")
     func binaryAndJSON() throws {
-        let seed = try CleanManifest(data: Data(purgeableCachePlist.utf8))
+        let xcodeWritten = try CleanManifest(data: Data(purgeableCachePlist.utf8))
         let object = try PropertyListSerialization.propertyList(from: Data(purgeableCachePlist.utf8), format: nil)
         let binary = try PropertyListSerialization.data(fromPropertyList: object, format: .binary, options: 0)
-        #expect(try CleanManifest(data: binary).tasks == seed.tasks)
+        #expect(try CleanManifest(data: binary).tasks == xcodeWritten.tasks)
         let json = """
             [{"Path": "Documents/Caches", "Entries": ["*.tmp", "image_*"]},
              {"Path": "Library/Caches/WebCache"},
              {"Class": "APCacheCleanHandler", "Selectors": ["cleanMemoryCache", "cleanDiskCache"]}]
             """
-        #expect(try CleanManifest(data: Data(json.utf8)).tasks == seed.tasks)
+        #expect(try CleanManifest(data: Data(json.utf8)).tasks == xcodeWritten.tasks)
     }
 
     @Test(

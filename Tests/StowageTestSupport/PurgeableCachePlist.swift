@@ -1,4 +1,4 @@
-/// The `PurgeableCache.plist` of seed 002's screenshot, as Xcode writes it: an array of
+/// An `APUserCacheCleaner` `PurgeableCache.plist`, as Xcode writes it: an array of
 /// dictionaries, `Path` + `Entries` with `*` wildcards, and `Class` + `Selectors`. The clean
 /// manifest's tests parse it; the CLI's tests clean with it.
 public let purgeableCachePlist = """

@@ -7,7 +7,7 @@ import StowageCore
 ///
 /// Baselines in the same run, on the same volume:
 /// - `files`: one file per key, `Data.write(to:options: .atomic)` and `Data(contentsOf:)` —
-///   what most Swift code and the seed's SDImageCache do.
+///   what most Swift code and SDImageCache do.
 /// - `sqlite`: a plain GRDB table in WAL mode with `synchronous = NORMAL` (as Stowage's index),
 ///   one `INSERT OR REPLACE` or `SELECT` per operation.
 /// - `sqlite-c`: the same table through SQLite's C API with its statements prepared once, the

@@ -4,8 +4,8 @@ import StowageCore
 /// `disk-usage.tree-100k`: measure 100,000 small files in 1,000 directories.
 ///
 /// Baselines: `du -s -B1` as a subprocess (the reference: Stowage's allocated bytes must equal
-/// its output) and FileManager's enumerator summing `totalFileAllocatedSize`, the way the seed's
-/// ClearCacheTool and most Swift code does it.
+/// its output) and FileManager's enumerator summing `totalFileAllocatedSize`, the way iOS
+/// cache-clearing tools and most Swift code do it.
 struct DiskUsageTreeScenario: Scenario {
     let name = "disk-usage.tree-100k"
 

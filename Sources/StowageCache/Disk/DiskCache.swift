@@ -20,7 +20,7 @@ import Synchronization
 /// - Size and count come from the index (kept by triggers), never from walking the directory.
 /// - When a write takes the cache over ``Configuration/sizeLimit`` or
 ///   ``Configuration/countLimit``, a background trim removes least-recently-used entries until
-///   both are at ``Configuration/trimRatio`` of their limits (the seeds' half). Readers are never
+///   both are at ``Configuration/trimRatio`` of their limits (SDImageCache's half). Readers are never
 ///   blocked by it (SQLite WAL).
 /// - Several processes may open one directory; SQLite serializes their writes.
 /// - `removeAll()` advances the cache's generation (`.stowage-generation`, a counter in shared

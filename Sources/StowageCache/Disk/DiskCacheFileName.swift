@@ -4,7 +4,7 @@
 /// FNV-1a hash of the key's UTF-8 bytes pick one of 256 subdirectories, the full hash follows,
 /// then 48 random bits that make every write's file new (a file is never rewritten in place,
 /// so a reader holding an old name reads the old value or nothing), then the key's extension
-/// where it has a short alphanumeric one, as SDWebImage keeps `.png` (seed 001).
+/// where it has a short alphanumeric one, as SDWebImage keeps `.png`.
 ///
 /// The hash only spreads files; correctness never rests on it: the index maps each key to its
 /// exact file name, so two keys with the same hash still get different files.

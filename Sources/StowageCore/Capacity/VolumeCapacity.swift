@@ -6,7 +6,8 @@ import Glibc
 import Darwin
 #endif
 
-/// How much space the volume holding a path has, in the four figures of seed 003.
+/// How much space the volume holding a path has, in the four figures of Apple's volume capacity keys (total, available, important and
+/// opportunistic usage).
 ///
 /// ```swift
 /// let capacity = try await VolumeCapacity.forVolume(containing: cachesURL)

@@ -6,21 +6,21 @@ import Glibc
 import Darwin
 #endif
 
-/// Empties directories: the seed's `clearCacheWithFilePath:`, made safe.
+/// Empties directories: the `clearCacheWithFilePath:` that iOS apps write by hand, made safe.
 ///
 /// ```swift
 /// let report = try await DirectoryClearing.clearContents(of: cachesURL)
 /// print("freed", report.bytesFreed.formatted(.compact))
 /// ```
 ///
-/// Differences from the seed, each on purpose:
+/// Differences from that hand-written loop, each on purpose:
 /// - The directory itself stays; only its contents go.
 /// - Symbolic links are removed as links and never followed, so a link to a directory outside
 ///   cannot make clearing delete anything outside. Subdirectories are opened relative to their
 ///   parent with `O_NOFOLLOW`, so a directory swapped for a link mid-way is not followed either.
 /// - An entry that is already gone counts as removed; an entry that cannot be removed is
-///   reported in ``ClearReport/failures`` and the rest are still removed (the seed stopped at
-///   the first error).
+///   reported in ``ClearReport/failures`` and the rest are still removed (the hand-written loop
+///   stopped at the first error).
 public enum DirectoryClearing {
     /// Removes everything inside `directory` without blocking Swift's cooperative threads.
     ///

@@ -1,4 +1,4 @@
-/// One of the five places an app keeps files, with the meaning the seeds give it.
+/// One of the five places an app keeps files, with the meaning Apple's File System Programming Guide gives it.
 ///
 /// | location | holds | backed up | purged |
 /// |---|---|---|---|

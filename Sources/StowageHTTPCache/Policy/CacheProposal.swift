@@ -1,7 +1,7 @@
 import HTTPTypes
 
 /// A response about to be stored, as the will-cache hook sees it — the
-/// `connection:willCacheResponse:` delegate of seed 004.
+/// `connection:willCacheResponse:` delegate of `NSURLConnection`.
 ///
 /// The hook may change the response's status or header fields, keep it in memory only, or
 /// refuse it by returning `nil`:

@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 
 /// A rule that keeps matching responses fresh for a fixed interval after they are stored,
-/// whatever their `Cache-Control` or `Expires` say — the `NSURLCache` subclass of seed 004
-/// (`CustomURLCacheExpirationInterval`) as configuration.
+/// whatever their `Cache-Control` or `Expires` say — the `NSURLCache` subclass iOS
+/// apps write for this (`CustomURLCacheExpirationInterval`) as configuration.
 ///
 /// The rule makes a response storable without freshness information and overrides `no-cache`,
 /// `must-revalidate`, `max-age` and `Expires`. It never overrides `no-store`, `private` in a

@@ -1,5 +1,5 @@
 /// How one request uses the cache: the six request cache policies of `URLCache`/`NSURLRequest`
-/// (seed 004), on top of the RFC 9111 rules.
+/// on top of the RFC 9111 rules.
 public enum RequestCachePolicy: String, Sendable, Hashable, Codable, CaseIterable {
     /// Follow RFC 9111: serve fresh responses, validate stale ones, honour the request's and the
     /// response's directives (`NSURLRequestUseProtocolCachePolicy`).

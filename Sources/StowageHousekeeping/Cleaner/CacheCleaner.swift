@@ -1,7 +1,7 @@
 import Logging
 import StowageCore
 
-/// The manifest-driven cache cleaner: the seed's `APUserCacheCleaner`, made safe and observable.
+/// The manifest-driven cache cleaner: `APUserCacheCleaner`'s design, made safe and observable.
 ///
 /// ```swift
 /// let manifest = try CleanManifest(contentsOf: Bundle.main.url(forResource: "PurgeableCache", withExtension: "plist")!)
@@ -14,7 +14,7 @@ import StowageCore
 /// }
 /// ```
 ///
-/// A run goes through the seed's four phases: pre-calculating (measuring what every task
+/// A run goes through `APUserCacheCleaner`'s four phases: pre-calculating (measuring what every task
 /// names), cleaning, post-calculating (measuring again), done (bytes freed = before − after, per
 /// task and in total, and the errors of the tasks that failed). One failing task never stops the
 /// others.

@@ -1,4 +1,4 @@
-/// The phases of a clean, as the seed's `APCacheCleanPhase`.
+/// The phases of a clean, as `APUserCacheCleaner`'s `APCacheCleanPhase`.
 public enum CleanPhase: String, Sendable, Hashable, Codable, CustomStringConvertible {
     /// Measuring what the tasks name, before anything is deleted.
     case preCalculating

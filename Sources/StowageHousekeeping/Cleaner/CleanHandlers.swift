@@ -1,5 +1,5 @@
-/// Handlers that manifest tasks name by `Class` and `Selectors`: Swift's counterpart of the
-/// seed calling class methods by name.
+/// Handlers that manifest tasks name by `Class` and `Selectors`: Swift's counterpart of
+/// `APUserCacheCleaner` calling class methods by name.
 ///
 /// ```swift
 /// var handlers = CleanHandlers()

@@ -1,7 +1,7 @@
 import Foundation
 import StowageCore
 
-/// The clean tasks the cleaner runs: the seed's `PurgeableCache.plist`, or the same in JSON.
+/// The clean tasks the cleaner runs: `APUserCacheCleaner`'s `PurgeableCache.plist`, or the same in JSON.
 ///
 /// The property list is an array of dictionaries, each either
 /// - `Path` (a string: a container path such as `Library/Caches/images`) with an optional

@@ -4,9 +4,9 @@ import StowageCore
 public enum CleanTask: Sendable, Hashable, CustomStringConvertible {
     /// Deletes `entries` of the container path `path` (sandbox-style, e.g. `Library/Caches/images`);
     /// entries are names or patterns with `*` and `?`. No entries means the whole contents of a
-    /// directory, or the file itself when `path` names a file (the seed's `Path` + `Entries`).
+    /// directory, or the file itself when `path` names a file (`PurgeableCache.plist`'s `Path` + `Entries`).
     case path(String, entries: [String])
-    /// Calls the handlers registered as `className.selector` for each selector, in order (the seed's
+    /// Calls the handlers registered as `className.selector` for each selector, in order (`PurgeableCache.plist`'s
     /// `Class` + `Selectors`; see ``CleanHandlers``).
     case handler(className: String, selectors: [String])
 

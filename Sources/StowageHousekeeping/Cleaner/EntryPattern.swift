@@ -1,7 +1,7 @@
 import StowageCore
 
 /// A manifest's entry pattern: names relative to the task's directory, with `*` (any run of
-/// characters, also none) and `?` (exactly one character) in each component, as the seed's
+/// characters, also none) and `?` (exactly one character) in each component, as `PurgeableCache.plist`'s
 /// `Entries`. `/` separates components and is never matched by a wildcard: `*/thumbs` matches
 /// `thumbs` in every immediate subdirectory. `*` matches names starting with a dot as well — a
 /// cleaner's `*` means everything. There are no character classes and no escapes.

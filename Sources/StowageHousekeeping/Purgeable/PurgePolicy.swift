@@ -1,6 +1,6 @@
 import StowageCore
 
-/// When a purgeable directory's files are deleted: the seed's `APPurgeableType`.
+/// When a purgeable directory's files are deleted: `APPurgeablePath`'s `APPurgeableType`.
 ///
 /// ```swift
 /// try await purgeable.register("Library/Caches/feeds", policy: .oneWeek, sizeCap: 200 * .megabyte)

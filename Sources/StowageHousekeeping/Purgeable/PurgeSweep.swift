@@ -12,7 +12,7 @@ import Darwin
 /// (``ConfinedResolver``), then walked through directory descriptors: each file is examined
 /// once with `statx`, removed at once with `unlinkat` when it is older than the policy, else
 /// kept in a list for the cap. Over the cap, that list is ordered by ``FileTimestamp`` and the
-/// oldest files are removed until the directory is at half of the cap (the seed's rule).
+/// oldest files are removed until the directory is at half of the cap (`APPurgeablePath`'s rule).
 /// Directories are never removed by a sweep: the app may expect them to exist.
 struct PurgeSweep {
     let container: Container

@@ -11,7 +11,7 @@ extension PurgeableDirectories {
         public var ageTimestamp: FileTimestamp
         /// The time that orders files for the size cap, oldest removed first. Default
         /// ``FileTimestamp/creation`` (the birth time where the file system has one, else the
-        /// modification time), as the seed removes "the files with the oldest creation time".
+        /// modification time), as `APPurgeablePath` removes "the files with the oldest creation time".
         public var capOrder: FileTimestamp
         /// Where registrations, sweeps and resets are logged. Default: `org.stowage.purgeable`, silent.
         public var logger: Logger

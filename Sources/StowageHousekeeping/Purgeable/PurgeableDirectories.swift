@@ -4,7 +4,7 @@ import Logging
 import Metrics
 import StowageCore
 
-/// Directories that purge themselves: the seed's `APPurgeablePath` and `ResetAllPurgeablePaths`.
+/// Directories that purge themselves: `APPurgeablePath` and `ResetAllPurgeablePaths` as Swift.
 ///
 /// Register a directory of the container with a ``PurgePolicy`` and an optional size cap; the
 /// registration is kept in a small file in the container, so every later run (and the
@@ -58,7 +58,7 @@ public final class PurgeableDirectories: Sendable {
     ///   - policy: When files are deleted by age. Default ``PurgePolicy/manual``, as
     ///     `APPurgeablePath(path)`.
     ///   - sizeCap: Over this many bytes a sweep trims the directory to half of it; `nil` or zero
-    ///     for no cap (the seed's `size = 0`). The seed counts in MB: `200 * .megabyte`.
+    ///     for no cap (`APPurgeablePath`'s `size = 0`). `APPurgeablePath` counts in MB: `200 * .megabyte`.
     /// - Returns: The directory's URL.
     /// - Throws: `StowageError`: `.pathEscapesRoot` or `.invalidArgument` for a bad path or cap,
     ///   `.notADirectory` when a file is in the way, I/O errors from creating it or writing the

@@ -9,7 +9,7 @@ public struct PurgeableDirectory: Sendable, Hashable, Codable {
     /// When files are deleted by age.
     public var policy: PurgePolicy
     /// Over this many allocated bytes, a sweep deletes the oldest files until the directory is at
-    /// half of it; `nil` for no cap (the seed's `size = 0`).
+    /// half of it; `nil` for no cap (`APPurgeablePath`'s `size = 0`).
     public var sizeCap: ByteCount?
 
     /// Creates a registration.

@@ -5,9 +5,9 @@ extension StorageMonitor {
     /// When the volume counts as short of space, and how often to look.
     public struct Configuration: Sendable {
         /// Under pressure when opportunistic capacity is below this fraction of the volume.
-        /// Default `0.10` (seed 003: "less than 10% free").
+        /// Default `0.10` (Apple's storage guidance: "less than 10% free").
         public var minimumFreeFraction: Double
-        /// Under pressure when opportunistic capacity is below this. Default 200 MB (seed 003).
+        /// Under pressure when opportunistic capacity is below this. Default 200 MB (Apple's storage guidance).
         public var minimumFreeBytes: ByteCount
         /// Time between checks while ``StorageMonitor/run()`` runs. Default 5 minutes.
         public var interval: Duration
