@@ -237,8 +237,10 @@ extension DiskCache {
 
 #if canImport(Glibc)
 private let readBytes = Glibc.read
-private func openFile(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Glibc.open(path, flags, mode) }
+/// `open(2)` with a mode, named so that `DiskCache`'s static `open` does not shadow it.
+func openFile(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Glibc.open(path, flags, mode) }
 #elseif canImport(Darwin)
 private let readBytes = Darwin.read
-private func openFile(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Darwin.open(path, flags, mode) }
+/// `open(2)` with a mode, named so that `DiskCache`'s static `open` does not shadow it.
+func openFile(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Darwin.open(path, flags, mode) }
 #endif
