@@ -100,7 +100,8 @@ import Testing
                 "\(response?.head ?? "closed")"
             )
             if request.contains("HTTP/1.0") { #expect(response?.head.hasPrefix("HTTP/1.0 200") == true) }
-            #expect(closedAfter < 5, "closed after the response, not left open: \(closedAfter) s")
+            // Left open, the read would wait for its 30 s receive timeout.
+            #expect(closedAfter < 20, "closed after the response, not left open: \(closedAfter) s")
         }
     }
 
