@@ -52,8 +52,9 @@ public struct Cookie: Sendable, Hashable, Codable, CustomStringConvertible {
     /// `name=value`, as it appears in a `Cookie` header field.
     public var description: String { "\(name)=\(value)" }
 
-    /// A cookie with every field given. ``CookieStore`` checks cookies it is given with
-    /// ``CookieStore/setCookie(_:)``; this initializer does not.
+    /// A cookie with every field given, e.g. to compare with what a store holds. Nothing is
+    /// checked here; ``CookieStore`` makes its cookies only from `Set-Cookie` fields, which it
+    /// checks.
     public init(
         name: String,
         value: String,

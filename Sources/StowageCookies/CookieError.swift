@@ -1,7 +1,7 @@
 /// Why a cookie was refused: the `Set-Cookie` was malformed, too large, or scoped to a domain
 /// the response may not set cookies for.
 ///
-/// ``CookieStore/setCookie(_:from:)`` throws it; ``CookieStore/setCookies(_:from:)`` ignores
+/// `CookieStore/setCookie(_:from:)` throws it; `CookieStore/setCookies(_:from:)` ignores
 /// such cookies as RFC 6265 §5.3 says a user agent does, and returns the errors.
 public struct CookieError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of refusal.

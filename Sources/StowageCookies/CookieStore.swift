@@ -29,7 +29,7 @@ import Synchronization
 ///   least recently used cookie evicted first.
 ///
 /// Persistence: every change to a persistent cookie rewrites the file atomically (see
-/// ``open(at:configuration:clock:)``); session cookies stay in memory unless
+/// `open(at:configuration:clock:)`); session cookies stay in memory unless
 /// ``Configuration/persistsSessionCookies``. Open one store per file and share it: two
 /// stores (or processes) on one file each overwrite the other's changes.
 public final class CookieStore: Sendable {
