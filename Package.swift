@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "StowagePreferences", targets: ["StowagePreferences"]),
         .library(name: "StowageDatabase", targets: ["StowageDatabase"]),
         .library(name: "StowageSecrets", targets: ["StowageSecrets"]),
+        .library(name: "StowageCookies", targets: ["StowageCookies"]),
         .library(name: "StowageStores", targets: ["StowageStores"]),
         .library(name: "StowageHTTPCache", targets: ["StowageHTTPCache"]),
         .library(name: "StowageHTTPClient", targets: ["StowageHTTPClient"]),
@@ -118,12 +119,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // §4: the RFC 6265 cookie store (Library/Cookies) for the client. Core only, so the client
+        // and the stores can both use it without pulling in each other's dependencies.
+        .target(
+            name: "StowageCookies",
+            dependencies: ["StowageCore"],
+            swiftSettings: swiftSettings
+        ),
         // Across every store: the storage account, clearing every cache, per-user spaces.
         .target(
             name: "StowageStores",
             dependencies: [
                 "StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences", "StowageDatabase",
-                "StowageSecrets", "StowageHTTPCache",
+                "StowageSecrets", "StowageHTTPCache", "StowageCookies",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -150,6 +158,7 @@ let package = Package(
             dependencies: [
                 "StowageCore",
                 "StowageHTTPCache",
+                "StowageCookies",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -208,7 +217,9 @@ let package = Package(
         // Umbrella: re-exports the light modules.
         .target(
             name: "Stowage",
-            dependencies: ["StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences"],
+            dependencies: [
+                "StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences", "StowageCookies",
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -267,7 +278,7 @@ let package = Package(
             name: "StowageTestWorker",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageStores", "StowageSharedTier",
-                "StowageRedis", "StowageHTTPCache", "StowageTestSupport",
+                "StowageRedis", "StowageHTTPCache", "StowageCookies", "StowageTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Tests/StowageTestWorker",
@@ -307,6 +318,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "StowageCookiesTests",
+            dependencies: ["StowageTestWorker", "StowageCookies", "StowageCore", "StowageTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "StowageDatabaseTests",
             dependencies: ["StowageDatabase", "StowageTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
@@ -324,6 +340,7 @@ let package = Package(
                 "StowageDatabase", "StowageTestSupport",
                 "StowageSecrets",
                 "StowageHTTPCache",
+                "StowageCookies",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -354,7 +371,7 @@ let package = Package(
             name: "StowageHTTPClientTests",
             dependencies: [
                 "StowageHTTPClient", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
-                "StowageTestSupport", .product(name: "HTTPTypes", package: "swift-http-types"),
+                "StowageCookies", "StowageTestSupport", .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: swiftSettings

@@ -1,5 +1,7 @@
 import AsyncHTTPClient
+import Foundation
 import HTTPTypes
+import StowageCookies
 import StowageCore
 import StowageHTTPCache
 
@@ -27,6 +29,15 @@ import StowageHTTPCache
 ///   request goes to the origin and nothing is stored (the outcome is `miss`, or `bypass`
 ///   for unsafe methods; `returnCacheDataDontLoad` throws `.notCached`);
 /// - a cache of your own, including a disabled one (both capacities 0), which behaves as `nil`.
+///
+/// Cookies, as a `URLSession` with an `httpCookieStorage`: with a `CookieStore` the client adds
+/// the matching cookies to each request's `Cookie` field (after any the caller set) before the
+/// cache sees it, so `Vary: Cookie` is judged on what is sent; and it stores the `Set-Cookie`
+/// fields of every response that comes from the origin, 304s of revalidations included. A
+/// response served from the cache never sets cookies again: a shared cache does not store
+/// `Set-Cookie` at all, and a private cache may keep it in the stored response (the caller
+/// still sees it) but replaying it would bring back cookies the server has since changed or
+/// deleted. Without a store (the default) no cookie is sent or kept, as before.
 public final class CachingHTTPClient: Sendable {
     /// The cache (configure it as `CacheKind/private` for a client); `nil` when the client
     /// passes every request through.
@@ -37,21 +48,27 @@ public final class CachingHTTPClient: Sendable {
     /// The transport to origins.
     public let transport: UpstreamTransport
     private let ownsClient: Bool
+    /// The cookie store requests and responses go through; `nil` for none.
+    public let cookies: CookieStore?
 
     /// A client over `cache`.
     ///
     /// - Parameters:
     ///   - cache: Where responses are stored. Default `HTTPCache.shared` (read now, kept for the
     ///     client's life); `nil` for none: every request goes to the origin.
+    ///   - cookies: The cookies to send and keep (e.g. `UserSpace/cookies(configuration:)`).
+    ///     Default `nil`: no cookies are sent or stored.
     ///   - httpClient: The AsyncHTTPClient to use; `nil` creates one (redirects off, so 3xx
     ///     responses are cached as such) that ``shutdown()`` closes.
     ///   - timeout: The longest one origin exchange may take, body included. Default 60 s.
     public init(
         cache: HTTPCache? = HTTPCache.shared,
+        cookies: CookieStore? = nil,
         httpClient: HTTPClient? = nil,
         timeout: Duration = .seconds(60)
     ) {
         self.cache = cache
+        self.cookies = cookies
         route = cache ?? Self.passThrough
         ownsClient = httpClient == nil
         transport = UpstreamTransport(
@@ -76,7 +93,27 @@ public final class CachingHTTPClient: Sendable {
         body: HTTPBody? = nil,
         policy: RequestCachePolicy = .useProtocolCachePolicy
     ) async throws -> CachedResponse {
-        try await route.respond(to: request, body: body, policy: policy, fetch: transport.asFetch)
+        guard let cookies, let url = URL(string: UpstreamTransport.url(of: request)) else {
+            return try await route.respond(to: request, body: body, policy: policy, fetch: transport.asFetch)
+        }
+        var request = request
+        if let header = cookies.cookieHeader(for: url) {
+            // RFC 6265 §5.4: one Cookie field; the caller's own cookies first.
+            let own = request.headerFields[values: .cookie]
+            request.headerFields[.cookie] = (own + [header]).joined(separator: "; ")
+        }
+        let transport = self.transport
+        return try await route.respond(to: request, body: body, policy: policy) { sent, body in
+            let (response, responseBody) = try await transport.fetch(sent, body: body)
+            let setCookies = response.headerFields[values: .setCookie]
+            if !setCookies.isEmpty {
+                // Refused cookies are ignored, as RFC 6265 §5.3 says. A file that cannot be
+                // written does not fail the exchange: the cookies are set in memory, and the
+                // store's next write carries them.
+                _ = try? await cookies.setCookies(setCookies, from: url)
+            }
+            return (response, responseBody)
+        }
     }
 
     /// The disabled cache of clients without one: `URLCache(memoryCapacity: 0, diskCapacity: 0)`.

@@ -6,6 +6,7 @@
 //   StowageTestWorker stores …         user wipes killed mid-way (StoresWorkerCommand)
 //   StowageTestWorker shared-tier …    a second shared-tier node (SharedTierWorkerCommand)
 //   StowageTestWorker http-cache …     an HTTP cache with no directory (HTTPCacheWorkerCommand)
+//   StowageTestWorker cookies …        a cookie store killed mid-write (CookiesWorkerCommand)
 import Foundation
 
 #if canImport(Glibc)
@@ -29,7 +30,8 @@ case "stores":
     }
 case "shared-tier": await SharedTierWorkerCommand.run(arguments)
 case "http-cache": await HTTPCacheWorkerCommand.run(arguments)
-default: fail("usage: StowageTestWorker cache|preferences|stores|shared-tier|http-cache ARGUMENTS…")
+case "cookies": CookiesWorkerCommand.run(arguments)
+default: fail("usage: StowageTestWorker cache|preferences|stores|shared-tier|http-cache|cookies ARGUMENTS…")
 }
 
 /// Unbuffered, so the parent sees each line as soon as it is written.

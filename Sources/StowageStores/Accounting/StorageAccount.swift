@@ -30,6 +30,7 @@ public struct StorageAccount: Sendable, Hashable, Codable {
         case purgeableDirectory = "purgeable directory"
         case preferences
         case secrets
+        case cookies
         case database
         case archive
         case temporary

@@ -22,6 +22,7 @@ struct StoreDiscovery {
         collect(into: &found) { try purgeableDirectories(inventory.purgeable) }
         collect(into: &found) { try preferenceSuites() }
         collect(into: &found) { try secrets() }
+        collect(into: &found) { try cookies() }
         collect(into: &found) { try databases() }
         collect(into: &found) { try temporary() }
         return found
@@ -106,6 +107,28 @@ struct StoreDiscovery {
                 source: .files
             )
         ]
+    }
+
+    /// Each user's cookie file (`UserSpace/cookies(configuration:)`): durable, since cookies
+    /// cannot be fetched again; entries are its records, one per persistent cookie.
+    private func cookies() throws -> [StorageAccount.Store] {
+        let users = container.url(for: .applicationSupport).appending(path: "users")
+        return try StoreFiles.names(in: users).filter { !$0.hasPrefix(".") }.compactMap { user in
+            let file = UserSpace.cookiesFile(of: user, in: container)
+            guard FileManager.default.fileExists(atPath: file.fileSystemPath) else { return nil }
+            let measured = try StoreFiles.measure([file.fileSystemPath])
+            let lines = try Data(contentsOf: file).reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            return StorageAccount.Store(
+                name: "cookies \(user)",
+                kind: .cookies,
+                category: .durable,
+                path: file.fileSystemPath,
+                logicalBytes: measured.logical,
+                allocatedBytes: measured.allocated,
+                entries: max(lines - 1, 0),
+                source: .files
+            )
+        }
     }
 
     /// Each user's database with its WAL and shared-memory files.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import StowageCache
+import StowageCookies
 import StowageCore
 import StowageDatabase
 import StowagePreferences
@@ -14,6 +15,7 @@ import StowageSecrets
 /// |---|---|
 /// | caches (``diskCache(_:configuration:)``, ``cachesDirectory``) | caches/users/USER/ |
 /// | files, preferences, secrets (``dataDirectory``) | application support/users/USER/ |
+/// | cookies (``cookies(configuration:)``) | application support/users/USER/Cookies/ |
 /// | scratch files (``temporaryDirectory``) | temporary/users/USER/ |
 /// | database (``database()``) | application support/databases/USER/ (`UserDatabases`) |
 public struct UserSpace: Sendable {
@@ -52,6 +54,21 @@ public struct UserSpace: Sendable {
             at: dataDirectory.appending(path: "preferences.stowprefs"),
             configuration: configuration
         )
+    }
+
+    /// The user's cookie store, `Cookies/cookies.stowcookies` in their data directory: the
+    /// role of an app's `Library/Cookies`. Durable (cookies cannot be downloaded again, so
+    /// "clear caches" leaves them), counted by the storage account, removed by
+    /// `UserSpaces/wipe(user:)`.
+    ///
+    /// Open it once per user and share it (for instance with `CachingHTTPClient`): two stores
+    /// on one file each overwrite the other's changes.
+    public func cookies(configuration: CookieStore.Configuration = CookieStore.Configuration()) throws -> CookieStore {
+        try CookieStore.open(at: Self.cookiesFile(of: user, in: container), configuration: configuration)
+    }
+
+    static func cookiesFile(of user: String, in container: Container) -> URL {
+        dataDirectory(of: user, in: container).appending(path: "Cookies/cookies.stowcookies")
     }
 
     /// The user's secret store, encrypted with `masterKey` (default: the container's key file).

@@ -1,0 +1,485 @@
+import Foundation
+import StowageCore
+import Synchronization
+
+/// An RFC 6265 cookie store: takes `Set-Cookie` fields from responses and gives the `Cookie`
+/// field for requests, in memory and, when opened on a file, on disk.
+///
+/// ```swift
+/// let cookies = try CookieStore.open(at: library.appending(path: "Cookies/cookies.stowcookies"))
+/// let url = URL(string: "https://example.com/account")!
+/// try cookies.setCookies(["id=42; Path=/; Max-Age=3600; Secure; HttpOnly"], from: url)
+/// cookies.cookieHeader(for: url)            // "id=42"
+/// ```
+///
+/// What it does, by RFC 6265:
+/// - Domain and path matching (§5.1.3, §5.1.4); host-only cookies when there is no `Domain`
+///   (§5.3 step 6); `Secure` cookies go only to `https`/`wss` and are accepted only from them
+///   (RFC 6265bis), as are `__Secure-` and `__Host-` names.
+/// - `Max-Age` wins over `Expires` (§5.3 step 3); `Max-Age` ≤ 0 or a past `Expires` deletes the
+///   cookie; lifetimes are capped at ``Configuration/maximumLifetime``.
+/// - A `Domain` that is a public suffix (`com`, `co.uk`, any single label) or that does not
+///   match the host (an IP-address host accepts only its own address) refuses the cookie.
+/// - A cookie with the same name, domain and path replaces the old one, keeping its creation
+///   date; the `Cookie` field lists longer paths first, then earlier creation (§5.4 step 2).
+/// - `HttpOnly` is stored and the cookie is sent (this is an HTTP client). `SameSite` is stored
+///   and changes nothing: a client outside a browser has no cross-site requests.
+/// - Limits as browsers: ``Configuration/maximumCookieSize``,
+///   ``Configuration/maximumCookiesPerDomain`` and ``Configuration/maximumCookieCount``, the
+///   least recently used cookie evicted first.
+///
+/// Persistence: every change to a persistent cookie rewrites the file atomically (see
+/// `open(at:configuration:clock:)`); session cookies stay in memory unless
+/// ``Configuration/persistsSessionCookies``. Open one store per file and share it: two
+/// stores (or processes) on one file each overwrite the other's changes.
+public final class CookieStore: Sendable {
+    /// The file the store keeps its persistent cookies in; `nil` for a store in memory only.
+    public let fileURL: URL?
+    /// The limits and rules.
+    public let configuration: Configuration
+    /// The records of the file that were damaged when it was opened and were left out.
+    public let damagedRecordCount: Int
+    private let clock: CacheClock
+    private let state: Mutex<State>
+    /// The generation last written to the file. Held only while the file is written, so that
+    /// an older snapshot never replaces a newer one; lookups never wait for it.
+    private let writer = Mutex<UInt64>(0)
+
+    private struct Entry {
+        var cookie: Cookie
+        /// Orders cookies created in the same instant by arrival.
+        var sequence: UInt64
+        /// The cookie's registrable domain, which the per-site limit counts by.
+        var site: String
+    }
+
+    private struct State {
+        private(set) var entries: [Cookie.Identity: Entry] = [:]
+        /// Cookies per site, so that the per-site limit costs no walk of every cookie.
+        private(set) var siteCounts: [String: Int] = [:]
+        var nextSequence: UInt64 = 0
+        /// Bumped by every change the file must show.
+        var generation: UInt64 = 0
+
+        mutating func insert(_ entry: Entry) {
+            if let previous = entries.updateValue(entry, forKey: entry.cookie.identity) {
+                siteCounts[previous.site, default: 1] -= 1
+            }
+            siteCounts[entry.site, default: 0] += 1
+        }
+
+        mutating func remove(_ identity: Cookie.Identity) {
+            guard let removed = entries.removeValue(forKey: identity) else { return }
+            siteCounts[removed.site, default: 1] -= 1
+            if siteCounts[removed.site] == 0 { siteCounts[removed.site] = nil }
+        }
+
+        mutating func removeAll() {
+            entries.removeAll()
+            siteCounts.removeAll()
+        }
+
+        mutating func markUsed(_ identity: Cookie.Identity, at date: Date) {
+            entries[identity]?.cookie.lastAccessDate = date
+        }
+    }
+
+    /// A store in memory only.
+    ///
+    /// - Parameters:
+    ///   - configuration: Limits and rules; see ``Configuration``.
+    ///   - clock: The time cookies expire by. Tests pass a clock they move.
+    public convenience init(configuration: Configuration = Configuration(), clock: CacheClock = .system) {
+        self.init(fileURL: nil, cookies: [], damaged: 0, configuration: configuration, clock: clock)
+    }
+
+    private init(fileURL: URL?, cookies: [Cookie], damaged: Int, configuration: Configuration, clock: CacheClock) {
+        self.fileURL = fileURL
+        self.configuration = configuration
+        self.clock = clock
+        damagedRecordCount = damaged
+        let now = clock.now()
+        var state = State()
+        for cookie in cookies.sorted(by: { $0.creationDate < $1.creationDate })
+        where cookie.expiresDate.map({ $0 > now }) ?? configuration.persistsSessionCookies {
+            let site = configuration.publicSuffixes.registrableDomain(of: cookie.domain)
+            state.insert(Entry(cookie: cookie, sequence: state.nextSequence, site: site))
+            state.nextSequence += 1
+        }
+        self.state = Mutex(state)
+    }
+
+    /// Opens the store kept in the file at `url`, creating the directory; an absent file is an
+    /// empty store.
+    ///
+    /// The file is replaced whole and atomically on each change (temporary file, fsync,
+    /// rename): a process killed mid-write leaves the previous file. Each cookie is a
+    /// checksummed line, so a damaged file loses only its damaged records
+    /// (``damagedRecordCount``). Expired cookies are not loaded.
+    ///
+    /// - Parameters:
+    ///   - url: The cookie file, e.g. `…/Cookies/cookies.stowcookies`.
+    ///   - configuration: Limits and rules; see ``Configuration``.
+    ///   - clock: The time cookies expire by.
+    /// - Throws: `StowageError` when the directory cannot be made or the file read, and
+    ///   `.unsupported` for a file written by a newer format.
+    public static func open(
+        at url: URL,
+        configuration: Configuration = Configuration(),
+        clock: CacheClock = .system
+    ) throws -> CookieStore {
+        try DirectoryCreation.createDirectory(at: url.deletingLastPathComponent())
+        CookieStoreFile.removeAbandonedTemporaries(beside: url)
+        let contents = try CookieStoreFile.read(url)
+        return CookieStore(
+            fileURL: url,
+            cookies: contents.cookies,
+            damaged: contents.damagedRecords,
+            configuration: configuration,
+            clock: clock
+        )
+    }
+
+    /// The asynchronous overload of `open(at:configuration:clock:)`: reads the file off the
+    /// cooperative pool.
+    public static func open(
+        at url: URL,
+        configuration: Configuration = Configuration(),
+        clock: CacheClock = .system
+    ) async throws -> CookieStore {
+        try await BlockingWork.run { try open(at: url, configuration: configuration, clock: clock) }
+    }
+
+    // MARK: Receiving cookies
+
+    /// Stores the cookie of one `Set-Cookie` field value received from `url`.
+    ///
+    /// - Parameters:
+    ///   - header: The field value, e.g. `id=42; Path=/; Max-Age=3600`.
+    ///   - url: The URL of the request the response answered.
+    /// - Returns: The cookie as stored; when it expired on arrival (`Max-Age=0`, a past
+    ///   `Expires`), the cookie that was removed by it, or it.
+    /// - Throws: ``CookieError`` when the cookie is refused (nothing stored changes);
+    ///   `StowageError` when the file cannot be written (the cookie is set in memory).
+    @discardableResult
+    public func setCookie(_ header: String, from url: URL) throws -> Cookie {
+        let cookie = try accept(header, from: url)
+        try persist()
+        return cookie
+    }
+
+    /// The asynchronous overload of `setCookie(_:from:)`: writes the file off the cooperative pool.
+    @discardableResult
+    public func setCookie(_ header: String, from url: URL) async throws -> Cookie {
+        let cookie = try accept(header, from: url)
+        try await BlockingWork.run { try self.persist() }
+        return cookie
+    }
+
+    /// Stores the cookies of a response's `Set-Cookie` field values, ignoring the ones RFC
+    /// 6265 says to ignore; the file is written once.
+    ///
+    /// - Returns: Why each ignored cookie was refused, in order.
+    /// - Throws: `StowageError` when the file cannot be written (the cookies are set in memory).
+    @discardableResult
+    public func setCookies(_ headers: [String], from url: URL) throws -> [CookieError] {
+        let refusals = acceptAll(headers, from: url)
+        try persist()
+        return refusals
+    }
+
+    /// The asynchronous overload of `setCookies(_:from:)`: writes the file off the cooperative pool.
+    @discardableResult
+    public func setCookies(_ headers: [String], from url: URL) async throws -> [CookieError] {
+        let refusals = acceptAll(headers, from: url)
+        if !headers.isEmpty { try await BlockingWork.run { try self.persist() } }
+        return refusals
+    }
+
+    private func acceptAll(_ headers: [String], from url: URL) -> [CookieError] {
+        var refusals: [CookieError] = []
+        for header in headers {
+            do {
+                try accept(header, from: url)
+            } catch let error as CookieError {
+                refusals.append(error)
+            } catch {
+                refusals.append(CookieError(code: .malformed, message: "\(error)"))
+            }
+        }
+        return refusals
+    }
+
+    /// RFC 6265 §5.3, with the limits of ``Configuration``.
+    @discardableResult
+    private func accept(_ header: String, from url: URL) throws -> Cookie {
+        guard let request = CookieMatching.Request(url) else {
+            throw CookieError(code: .invalidURL, message: "cannot scope a cookie to \(url): it has no scheme or host")
+        }
+        // A whole header far past the limit is refused before it is parsed.
+        let limit = Int(configuration.maximumCookieSize.rawValue)
+        guard header.utf8.count <= limit + 16 * SetCookie.maximumAttributeValueSize else {
+            throw tooLarge(header.utf8.count)
+        }
+        let parsed = try SetCookie.parse(header)
+        let size = parsed.name.utf8.count + parsed.value.utf8.count
+        guard size <= limit else { throw tooLarge(size) }
+        let now = clock.now()
+        var cookie = Cookie(name: parsed.name, value: parsed.value, domain: request.host, creationDate: now)
+
+        // §5.3 step 3: Max-Age wins over Expires; lifetimes are capped (RFC 6265bis §5.6).
+        let longest = TimeInterval(configuration.maximumLifetime.components.seconds)
+        if let maxAge = parsed.maxAge {
+            cookie.expiresDate =
+                maxAge <= 0 ? Date.distantPast : now.addingTimeInterval(min(TimeInterval(maxAge), longest))
+        } else if let expires = parsed.expires {
+            cookie.expiresDate = min(expires, now.addingTimeInterval(longest))
+        }
+
+        // §5.3 steps 4–6: the domain.
+        if let domain = parsed.domain {
+            if configuration.publicSuffixes.isPublicSuffix(domain) && domain != request.host {
+                throw CookieError(
+                    code: .publicSuffix,
+                    message: "refused cookie \(parsed.name.debugDescription) from \(request.host): Domain=\(domain) is "
+                        + "a public suffix, and one site may not set cookies for every site under it"
+                )
+            }
+            guard CookieMatching.domainMatches(host: request.host, domain: domain) else {
+                throw CookieError(
+                    code: .domainMismatch,
+                    message: "refused cookie \(parsed.name.debugDescription) from \(request.host): Domain=\(domain) "
+                        + (CookieMatching.isIPAddress(request.host)
+                            ? "is not the request's IP address" : "does not domain-match the request's host")
+                )
+            }
+            // §5.3 step 5: a suffix equal to the host makes a host-only cookie.
+            cookie.domain = domain
+            cookie.isHostOnly = configuration.publicSuffixes.isPublicSuffix(domain)
+        }
+
+        // §5.3 step 7.
+        cookie.path = parsed.path ?? CookieMatching.defaultPath(of: request.path)
+        cookie.isSecure = parsed.isSecure
+        cookie.isHTTPOnly = parsed.isHTTPOnly
+        cookie.sameSite = parsed.sameSite
+
+        // RFC 6265bis §5.6 step 14 and the cookie prefixes (§4.1.3): secure cookies come from
+        // secure origins only.
+        if cookie.isSecure && !request.isSecure {
+            throw notSecure(cookie, request, "has the Secure attribute")
+        }
+        if cookie.name.hasPrefix("__Secure-") && !(cookie.isSecure && request.isSecure) {
+            throw notSecure(cookie, request, "is a __Secure- cookie without Secure, or not from https")
+        }
+        if cookie.name.hasPrefix("__Host-")
+            && !(cookie.isSecure && request.isSecure && parsed.domain == nil && cookie.path == "/")
+        {
+            throw notSecure(
+                cookie,
+                request,
+                "is a __Host- cookie without Secure, with a Domain, or with a Path other than /"
+            )
+        }
+
+        let persistsSessions = configuration.persistsSessionCookies
+        let site = configuration.publicSuffixes.registrableDomain(of: cookie.domain)
+        state.withLock { state in
+            let identity = cookie.identity
+            let previous = state.entries[identity]
+            // §5.3 step 11: replace, keeping the old creation date (and so the old place in order).
+            if let previous { cookie.creationDate = previous.cookie.creationDate }
+            if previous.map({ $0.cookie.isPersistent || persistsSessions }) == true
+                || cookie.isPersistent || persistsSessions
+            {
+                state.generation += 1
+            }
+            if let expires = cookie.expiresDate, expires <= now {
+                state.remove(identity)  // §5.3 step 12: an expired cookie only deletes.
+                return
+            }
+            state.insert(Entry(cookie: cookie, sequence: previous?.sequence ?? state.nextSequence, site: site))
+            if previous == nil { state.nextSequence += 1 }
+            evict(&state, keeping: identity, site: site, now: now)
+        }
+        return cookie
+    }
+
+    /// RFC 6265 §5.3 step 12 and §6.1: drop expired cookies, then the least recently used of
+    /// a site over its limit, then the least recently used overall.
+    private func evict(_ state: inout State, keeping kept: Cookie.Identity, site: String, now: Date) {
+        let siteCount = state.siteCounts[site] ?? 0
+        if siteCount > configuration.maximumCookiesPerDomain {
+            removeLeastRecentlyUsed(
+                from: &state,
+                among: state.entries.values.filter { $0.site == site },
+                count: siteCount - configuration.maximumCookiesPerDomain,
+                keeping: kept,
+                now: now
+            )
+        }
+        if state.entries.count > configuration.maximumCookieCount {
+            removeLeastRecentlyUsed(
+                from: &state,
+                among: Array(state.entries.values),
+                count: state.entries.count - configuration.maximumCookieCount,
+                keeping: kept,
+                now: now
+            )
+        }
+    }
+
+    private func removeLeastRecentlyUsed(
+        from state: inout State,
+        among candidates: [Entry],
+        count: Int,
+        keeping kept: Cookie.Identity,
+        now: Date
+    ) {
+        // Expired first, then by last access, then by arrival.
+        let victims = candidates.filter { $0.cookie.identity != kept }.sorted { lhs, rhs in
+            let leftExpired = lhs.cookie.expiresDate.map { $0 <= now } ?? false
+            let rightExpired = rhs.cookie.expiresDate.map { $0 <= now } ?? false
+            if leftExpired != rightExpired { return leftExpired }
+            if lhs.cookie.lastAccessDate != rhs.cookie.lastAccessDate {
+                return lhs.cookie.lastAccessDate < rhs.cookie.lastAccessDate
+            }
+            return lhs.sequence < rhs.sequence
+        }
+        for victim in victims.prefix(count) {
+            state.remove(victim.cookie.identity)
+            if victim.cookie.isPersistent || configuration.persistsSessionCookies { state.generation += 1 }
+        }
+    }
+
+    private func tooLarge(_ size: Int) -> CookieError {
+        CookieError(
+            code: .tooLarge,
+            message: "refused a cookie of \(size) bytes: name and value may take at most "
+                + "\(configuration.maximumCookieSize.rawValue) bytes (Configuration.maximumCookieSize)"
+        )
+    }
+
+    private func notSecure(_ cookie: Cookie, _ request: CookieMatching.Request, _ reason: String) -> CookieError {
+        CookieError(
+            code: .notSecure,
+            message: "refused cookie \(cookie.name.debugDescription) from \(request.host): it \(reason); "
+                + "such cookies are accepted only from https"
+        )
+    }
+
+    // MARK: Sending cookies
+
+    /// The cookies to send with a request to `url`, in the order RFC 6265 §5.4 gives: longer
+    /// paths first, then earlier creation. Marks them used now (for eviction).
+    public func cookies(for url: URL) -> [Cookie] {
+        guard let request = CookieMatching.Request(url) else { return [] }
+        let now = clock.now()
+        return state.withLock { state in
+            var matched: [Entry] = []
+            for (identity, entry) in state.entries {
+                let cookie = entry.cookie
+                if let expires = cookie.expiresDate, expires <= now {
+                    state.remove(identity)
+                    continue
+                }
+                let domainMatches =
+                    cookie.isHostOnly
+                    ? request.host == cookie.domain
+                    : CookieMatching.domainMatches(host: request.host, domain: cookie.domain)
+                guard domainMatches, CookieMatching.pathMatches(requestPath: request.path, cookiePath: cookie.path),
+                    !cookie.isSecure || request.isSecure
+                else { continue }
+                state.markUsed(identity, at: now)
+                matched.append(entry)
+            }
+            matched.sort { lhs, rhs in
+                if lhs.cookie.path.utf8.count != rhs.cookie.path.utf8.count {
+                    return lhs.cookie.path.utf8.count > rhs.cookie.path.utf8.count
+                }
+                if lhs.cookie.creationDate != rhs.cookie.creationDate {
+                    return lhs.cookie.creationDate < rhs.cookie.creationDate
+                }
+                return lhs.sequence < rhs.sequence
+            }
+            return matched.map {
+                var cookie = $0.cookie
+                cookie.lastAccessDate = now
+                return cookie
+            }
+        }
+    }
+
+    /// The `Cookie` field value for a request to `url` (`a=1; b=2`), or `nil` when no cookie
+    /// matches (RFC 6265 §5.4).
+    public func cookieHeader(for url: URL) -> String? {
+        let cookies = cookies(for: url)
+        return cookies.isEmpty ? nil : cookies.map(\.description).joined(separator: "; ")
+    }
+
+    /// Every cookie that has not expired, oldest first.
+    public var allCookies: [Cookie] {
+        let now = clock.now()
+        return state.withLock { state in
+            state.entries.values.filter { $0.cookie.expiresDate.map { $0 > now } ?? true }
+                .sorted { $0.sequence < $1.sequence }.map(\.cookie)
+        }
+    }
+
+    // MARK: Removing and saving
+
+    /// Removes every cookie, from memory and from the file.
+    ///
+    /// - Throws: `StowageError` when the file cannot be written.
+    public func removeAll() throws {
+        state.withLock { state in
+            state.removeAll()
+            state.generation += 1
+        }
+        try persist()
+    }
+
+    /// The asynchronous overload of `removeAll()`.
+    public func removeAll() async throws {
+        state.withLock { state in
+            state.removeAll()
+            state.generation += 1
+        }
+        try await BlockingWork.run { try self.persist() }
+    }
+
+    /// Writes the file now, with the cookies' last-access dates (which alone do not cause a
+    /// write). Does nothing for a store in memory.
+    ///
+    /// - Throws: `StowageError` when the file cannot be written.
+    public func save() throws {
+        state.withLock { $0.generation += 1 }
+        try persist()
+    }
+
+    /// The asynchronous overload of `save()`.
+    public func save() async throws {
+        state.withLock { $0.generation += 1 }
+        try await BlockingWork.run { try self.persist() }
+    }
+
+    /// Writes the file when it is behind the state.
+    private func persist() throws {
+        guard let fileURL else { return }
+        let persistsSessions = configuration.persistsSessionCookies
+        try writer.withLock { written in
+            let now = clock.now()
+            let (generation, cookies) = state.withLock { state in
+                (
+                    state.generation,
+                    state.entries.values.sorted { $0.sequence < $1.sequence }.map(\.cookie).filter {
+                        $0.expiresDate.map { $0 > now } ?? persistsSessions
+                    }
+                )
+            }
+            guard generation > written else { return }
+            try AtomicFile.write(CookieStoreFile.encode(cookies), to: fileURL)
+            written = generation
+        }
+    }
+}
