@@ -23,6 +23,10 @@ import Synchronization
 /// - A write can keep a value in memory only or on disk only (``CachePlacement``), and
 ///   ``value(forKey:timeToLive:policy:orLoad:)`` can reload, stay offline or revalidate
 ///   (``ReadPolicy``), as `URLRequest.CachePolicy` does for `URLCache`.
+/// - Presets: ``Configuration/imageCache(decodedCost:)`` with
+///   ``MemoryCache/Configuration/imageCache(name:costLimit:)`` and
+///   ``DiskCache/Configuration/imageCache(name:sizeLimit:)`` reproduce `SDImageCache`'s and
+///   `AFImageCache`'s defaults.
 /// - Bytes on disk that no longer decode (a format change) are removed and read as a miss.
 ///
 /// ## Shared level
