@@ -54,7 +54,7 @@ import Synchronization
 ///   it started, or while its invalidation channel was down) are lost to it, so it drops its
 ///   memory copies when the channel comes back, and confirms each older disk copy against the
 ///   shared level on its next read (``SharedTierOptions/confirmsDiskCopies``).
-/// - ``value(forKey:timeToLive:orLoad:)`` coalesces across nodes: one node takes the key's
+/// - ``value(forKey:timeToLive:policy:orLoad:)`` coalesces across nodes: one node takes the key's
 ///   load lock and loads; the others poll the shared level until the value appears, and load
 ///   themselves if it has not after ``SharedTierOptions/loadWaitTimeout``.
 /// - Degradation: when the shared level fails (unreachable, timing out), the cache works on
@@ -412,7 +412,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         return try await loadOnce(key: key, timeToLive: timeToLive, load: load)
     }
 
-    /// The rest of ``value(forKey:timeToLive:orLoad:)`` after a memory miss: one load per key
+    /// The rest of ``value(forKey:timeToLive:policy:orLoad:)`` after a memory miss: one load per key
     /// at a time (across the fleet with a shared level).
     @usableFromInline
     func loadOnce(
