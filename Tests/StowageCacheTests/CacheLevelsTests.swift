@@ -117,6 +117,54 @@ struct CacheLevelsTests {
         #expect(try fixture.disk.data(forKey: "k") == Data("old".utf8), "disk copies stay, to be confirmed")
     }
 
+    @Test("a read that found the older disk copy before a memory-only write keeps nothing in memory")
+    func promotionLosesToMemoryOnlyWrite() async throws {
+        let fixture = try Fixture()
+        try await fixture.disk.setData(Data("old".utf8), forKey: "k")
+        let levels = fixture.levels
+        let read = levels.beginRead()  // the read finds the old disk copy…
+        try await levels.write("new", forKey: "k", cost: 3) {  // …then a memory-only write lands
+            _ = try await fixture.disk.removeData(forKey: "k")
+        }
+        #expect(!levels.keepInMemory("old", forKey: "k", cost: 3, readAt: read))
+        #expect(fixture.memory.value(forKey: "k") == "new")
+        #expect(try await fixture.disk.data(forKey: "k") == nil)
+    }
+
+    @Test("a read that found the older disk copy before a disk-only write keeps nothing in memory")
+    func promotionLosesToDiskOnlyWrite() async throws {
+        let fixture = try Fixture()
+        try fixture.fill(["k"])
+        let levels = fixture.levels
+        let read = levels.beginRead()
+        try await levels.write("new", forKey: "k", cost: 3, keepsInMemory: false) {
+            try await fixture.disk.setData(Data("new".utf8), forKey: "k")
+        }
+        #expect(fixture.memory.value(forKey: "k") == nil, "the older memory copy went")
+        #expect(fixture.witness.snapshot == ["k": true], "after the new disk copy landed")
+        #expect(!levels.keepInMemory("k", forKey: "k", cost: 1, readAt: read))
+        #expect(fixture.memory.value(forKey: "k") == nil)
+    }
+
+    @Test("removal from one level: memory only keeps disk, disk only keeps memory and beats a racing read")
+    func removalFromOneLevel() async throws {
+        let fixture = try Fixture()
+        try fixture.fill(["a", "b"])
+        let levels = fixture.levels
+        levels.removeFromMemory("a")
+        #expect(fixture.memory.value(forKey: "a") == nil)
+        #expect(try await fixture.disk.data(forKey: "a") != nil)
+
+        _ = fixture.memory.removeValue(forKey: "b")
+        let read = levels.beginRead()  // the read finds b's disk copy…
+        try await levels.removeFromDisk("b")  // …which then goes
+        #expect(try await fixture.disk.data(forKey: "b") == nil)
+        #expect(!levels.keepInMemory("b", forKey: "b", cost: 1, readAt: read))
+        try fixture.fill(["c"])
+        try await levels.removeFromDisk("c")
+        #expect(fixture.memory.value(forKey: "c") == "c")
+    }
+
     @Test("reads racing a removal never leave the removed value in memory, however slow their decoding")
     func racingSlowReads() async throws {
         let fixture = try Fixture()

@@ -282,6 +282,26 @@ import Testing
         expectSound(cache)
     }
 
+    @Test(
+        "each memory-pressure action does what it says",
+        arguments: [
+            (MemoryPressureAction.ignore, 10),
+            (.halve, 5),
+            (.empty, 0),
+        ]
+    )
+    func pressureActions(action: MemoryPressureAction, remaining: Int) throws {
+        var configuration = MemoryCache<Int, Int>.Configuration()
+        configuration.memoryPressureSource = nil
+        configuration.memoryPressureResponse = MemoryPressureResponse(warning: action, critical: action)
+        let cache = try MemoryCache(configuration: configuration)
+        for key in 0..<10 { cache.setValue(key, forKey: key, cost: 1) }
+        cache.handleMemoryPressure(.warning)
+        #expect(cache.count == remaining)
+        cache.handleMemoryPressure(.critical)
+        #expect(cache.count == (action == .ignore ? 10 : action == .halve ? 2 : 0))
+    }
+
     // MARK: - Statistics and configuration
 
     @Test("statistics count hits, misses, writes and evictions")

@@ -34,7 +34,7 @@ extension DiskCache {
         /// The most entries the cache keeps; `nil` (the default) for no limit.
         public var countLimit: Int?
         /// Entries older than this, by ``ageBasis``, are removed; `nil` (the default) for no
-        /// limit. SDWebImage's `maxCacheAge` is one week (see the image-cache preset).
+        /// limit. SDWebImage's `maxCacheAge` is one week (``imageCache(name:sizeLimit:)``).
         public var maximumAge: Duration?
         /// Which date ``maximumAge`` is measured from. Default: ``AgeBasis/accessed``.
         public var ageBasis: AgeBasis
@@ -42,8 +42,8 @@ extension DiskCache {
         /// live until a limit removes them.
         public var defaultTimeToLive: Duration?
         /// When a limit is exceeded, least-recently-used entries are removed until size and count
-        /// are at this fraction of their limits. Default `0.5`: SDImageCache's trim to half of `maxCacheSize`;
-        /// must be in `0...1`.
+        /// are at this fraction of their limits. Default `0.5`, as `SDImageCache` trims to half of
+        /// `maxDiskSize`; must be in `0...1`.
         public var trimRatio: Double
         /// Values of at most this many bytes live inside the index (one SQLite row, no file);
         /// larger ones are files. Default 16 KiB (see `Benchmarks/README.md`).
@@ -159,8 +159,8 @@ extension DiskCache {
         /// The values' lengths.
         case logical
         /// The space the values take: a file value counts its size rounded up to 4 KiB blocks
-        /// (the block of ext4, XFS and APFS; Foundation's `totalFileAllocatedSize`), an inline
-        /// value its length (it shares the index's pages).
+        /// (the block of ext4, XFS and APFS; what `SDImageCache` adds up from
+        /// `NSURLTotalFileAllocatedSizeKey`), an inline value its length (it shares the index's pages).
         case allocated
     }
 
@@ -168,7 +168,8 @@ extension DiskCache {
     public enum SizeLimitEnforcement: Sendable, Hashable {
         /// A write that takes the cache over the limit schedules a background trim (down to
         /// ``Configuration/trimRatio`` of it): writes never wait for evictions, and the cache can
-        /// be over its limit until the trim has run. SDImageCache's behaviour.
+        /// be over its limit until the trim has run. `SDImageCache` too trims in the background
+        /// (`deleteOldFilesWithCompletionBlock:`), never in a write.
         case trimAfterWrite
         /// The transaction that stores a value first evicts least-recently-used entries (down to
         /// ``Configuration/trimRatio`` of the limit), so the committed size never passes the

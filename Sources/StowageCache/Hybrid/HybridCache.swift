@@ -18,7 +18,15 @@ import Synchronization
 /// ```
 ///
 /// - A read that misses memory and hits disk decodes the value and promotes it into memory.
-/// - Memory costs are the encoded sizes in bytes, so a memory cost limit is a byte budget.
+/// - Memory costs are the encoded sizes in bytes, so a memory cost limit is a byte budget,
+///   unless ``Configuration/cost`` says otherwise (an image's decoded size, say).
+/// - A write can keep a value in memory only or on disk only (``CachePlacement``), and
+///   ``value(forKey:timeToLive:policy:orLoad:)`` can reload, stay offline or revalidate
+///   (``ReadPolicy``), as `URLRequest.CachePolicy` does for `URLCache`.
+/// - Presets: ``Configuration/imageCache(decodedCost:)`` with
+///   ``MemoryCache/Configuration/imageCache(name:costLimit:)`` and
+///   ``DiskCache/Configuration/imageCache(name:sizeLimit:)`` reproduce `SDImageCache`'s and
+///   `AFImageCache`'s defaults.
 /// - Bytes on disk that no longer decode (a format change) are removed and read as a miss.
 ///
 /// ## Shared level
@@ -46,7 +54,7 @@ import Synchronization
 ///   it started, or while its invalidation channel was down) are lost to it, so it drops its
 ///   memory copies when the channel comes back, and confirms each older disk copy against the
 ///   shared level on its next read (``SharedTierOptions/confirmsDiskCopies``).
-/// - ``value(forKey:timeToLive:orLoad:)`` coalesces across nodes: one node takes the key's
+/// - ``value(forKey:timeToLive:policy:orLoad:)`` coalesces across nodes: one node takes the key's
 ///   load lock and loads; the others poll the shared level until the value appears, and load
 ///   themselves if it has not after ``SharedTierOptions/loadWaitTimeout``.
 /// - Degradation: when the shared level fails (unreachable, timing out), the cache works on
@@ -68,6 +76,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public let shared: (any SharedCacheTier)?
     /// How the shared level is used.
     public let sharedOptions: SharedTierOptions
+    /// How values are costed in memory.
+    public let configuration: Configuration
     /// Loads and computations in flight, by key: concurrent callers share one.
     let loads = Mutex<[String: Task<Value, any Error>]>([:])
     let health: SharedTierHealth
@@ -94,13 +104,16 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   - serializer: How values are stored on disk (and in the shared level).
     ///   - shared: A level shared with other processes or machines; `nil` for a local cache.
     ///   - sharedOptions: Lock lease, load wait and polling for the shared level.
+    ///   - configuration: How values are costed in memory. Default: by their encoded size.
     public init(
         memory: MemoryCache<String, Value>,
         disk: DiskCache,
         serializer: some CacheSerializer<Value>,
         shared: (any SharedCacheTier)? = nil,
-        sharedOptions: SharedTierOptions = SharedTierOptions()
+        sharedOptions: SharedTierOptions = SharedTierOptions(),
+        configuration: Configuration = Configuration()
     ) {
+        self.configuration = configuration
         self.memory = memory
         self.disk = disk
         self.serializer = serializer
@@ -123,7 +136,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// shared level (then kept on disk and in memory), else `nil`.
     ///
     /// - Throws: `StowageError` when the disk tier cannot be read (never for a shared-level
-    ///   failure, which reads as a miss).
+    ///   failure, which reads as a miss), or with code `.invalidArgument` when
+    ///   ``Configuration/cost`` refuses a value read from below memory.
     @inlinable
     public func value(forKey key: String) async throws -> Value? {
         // Inlined into the caller, so a memory hit runs specialized for `Value`: one generation
@@ -155,11 +169,9 @@ public final class HybridCache<Value: Sendable>: Sendable {
             case .unreachable: break  // serve the copy unchecked, as in any outage
             }
         }
+        let value: Value
         do {
-            let value = try serializer.decode(stored.data)
-            // Unless a change begun since the disk read made this copy old or removed it.
-            levels.keepInMemory(value, forKey: key, cost: stored.data.count, readAt: read)
-            return value
+            value = try serializer.decode(stored.data)
         } catch {
             disk.configuration.logger.warning(
                 "cached bytes no longer decode; removing them",
@@ -168,10 +180,19 @@ public final class HybridCache<Value: Sendable>: Sendable {
             try await disk.removeData(forKey: key)
             return nil
         }
+        let cost = try configuration.memoryCost(of: value, encodedByteCount: stored.data.count, key: key)
+        // Unless a change begun since the disk read made this copy old or removed it.
+        levels.keepInMemory(value, forKey: key, cost: cost, readAt: read)
+        return value
     }
 
     /// Stores `value` in memory, on disk and in the shared level (which then invalidates the
-    /// other nodes' copies).
+    /// other nodes' copies), or in the levels `placement` names.
+    ///
+    /// ```swift
+    /// try await cache.setValue(thumbnail, forKey: url)                          // memory and disk
+    /// try await cache.setValue(preview, forKey: url, placement: .memoryOnly)   // not persisted
+    /// ```
     ///
     /// - Parameters:
     ///   - value: The value to store.
@@ -183,22 +204,40 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///     nice-to-have data: when the volume's opportunistic capacity cannot take it, the value
     ///     is kept in memory (and the shared level) only, and the disk's older copy is removed
     ///     so that it cannot come back once memory lets the new one go.
-    /// - Returns: What the disk tier did: `.stored`, or `.skippedForLowSpace(available:)`.
-    /// - Throws: The serializer's error (nothing is stored), or `StowageError` when the disk
-    ///   write fails (the memory tier then does not keep the value either). A failed shared
-    ///   write is not thrown: it is logged and counted, and the value stays local.
+    ///   - placement: Which levels keep the value (see ``CachePlacement``). Default ``CachePlacement/all``.
+    ///     ``CachePlacement/memoryOnly`` keeps it in memory and removes the key's older disk and
+    ///     shared copies, as SDImageCache's `storeImage:forKey:toDisk:NO` keeps an image out of
+    ///     the disk cache (and the older copy cannot be served after memory lets the new one go);
+    ///     ``CachePlacement/diskOnly`` stores it on disk and in the shared level and drops the
+    ///     older memory copy.
+    /// - Returns: What the disk tier did: `.stored`, or `.skippedForLowSpace(available:)`;
+    ///   `.stored` for a memory-only write.
+    /// - Throws: The serializer's error, or `StowageError` with code `.invalidArgument` when
+    ///   ``Configuration/cost`` returns a cost out of range (nothing is stored or removed then:
+    ///   an earlier value for the key stays readable), or `StowageError` when the disk write
+    ///   fails (the memory tier then does not keep the value either). A failed shared write is
+    ///   not thrown: it is logged and counted, and the value stays local.
     @discardableResult
     public func setValue(
         _ value: Value,
         forKey key: String,
         timeToLive: Duration? = nil,
         tag: String? = nil,
-        priority: DiskCache.WritePriority = .important
+        priority: DiskCache.WritePriority = .important,
+        placement: CachePlacement = .all
     ) async throws -> DiskCache.WriteOutcome {
-        try await store(value, forKey: key, timeToLive: timeToLive, tag: tag, computeSeconds: nil, priority: priority)
+        try await store(
+            value,
+            forKey: key,
+            timeToLive: timeToLive,
+            tag: tag,
+            computeSeconds: nil,
+            priority: priority,
+            placement: placement
+        )
     }
 
-    /// Stores `value` in every tier, with the disk tier's tag and compute time.
+    /// Stores `value` in the tiers `placement` names, with the disk tier's tag and compute time.
     @discardableResult
     func store(
         _ value: Value,
@@ -206,7 +245,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
         timeToLive: Duration?,
         tag: String?,
         computeSeconds: Double?,
-        priority: DiskCache.WritePriority = .important
+        priority: DiskCache.WritePriority = .important,
+        placement: CachePlacement = .all
     ) async throws -> DiskCache.WriteOutcome {
         let data = try serializer.encode(value)
         let outcome = try await storeLocally(
@@ -216,19 +256,30 @@ public final class HybridCache<Value: Sendable>: Sendable {
             timeToLive: timeToLive,
             tag: tag,
             computeSeconds: computeSeconds,
-            priority: priority
+            priority: priority,
+            placement: placement
         )
         if let shared {
-            let taken: Void? = await health.call("set") {
-                try await shared.setData(data, forKey: key, timeToLive: timeToLive)
+            if placement == .memoryOnly {
+                // The shared copy is older than the value memory now holds: were it left, this
+                // node would read it back once memory let the new value go.
+                let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
+                settleOrKeep(.remove, forKey: key, taken: taken != nil)
+            } else {
+                let taken: Void? = await health.call("set") {
+                    try await shared.setData(data, forKey: key, timeToLive: timeToLive)
+                }
+                settleOrKeep(.set, forKey: key, taken: taken != nil)
             }
-            settleOrKeep(.set, forKey: key, taken: taken != nil)
         }
         return outcome
     }
 
-    /// Stores `value` in memory and on disk only (a fill from the shared level, or the local
-    /// half of a write).
+    /// Stores `value` in memory and on disk only, or in the one `placement` names (a fill from
+    /// the shared level, or the local half of a write).
+    ///
+    /// - Throws: `StowageError` with code `.invalidArgument`, before anything changes, when
+    ///   ``Configuration/cost`` refuses the value; what the disk tier throws.
     @discardableResult
     func storeLocally(
         _ value: Value,
@@ -237,10 +288,26 @@ public final class HybridCache<Value: Sendable>: Sendable {
         timeToLive: Duration?,
         tag: String? = nil,
         computeSeconds: Double? = nil,
-        priority: DiskCache.WritePriority = .important
+        priority: DiskCache.WritePriority = .important,
+        placement: CachePlacement = .all
     ) async throws -> DiskCache.WriteOutcome {
+        let cost =
+            placement.keepsInMemory
+            ? try configuration.memoryCost(of: value, encodedByteCount: data.count, key: key) : 0
         var outcome = DiskCache.WriteOutcome.stored
-        try await levels.write(value, forKey: key, cost: data.count, timeToLive: timeToLive) {
+        try await levels.write(
+            value,
+            forKey: key,
+            cost: cost,
+            timeToLive: timeToLive,
+            keepsInMemory: placement.keepsInMemory
+        ) {
+            if placement == .memoryOnly {
+                // SDImageCache's `storeImage:forKey:toDisk:NO` leaves the disk alone; here the
+                // older disk copy goes, or it would be read back once memory evicts the new value.
+                _ = try await disk.removeData(forKey: key)
+                return
+            }
             outcome = try await BlockingWork.run {
                 let outcome = try self.disk.store(
                     data,
@@ -258,9 +325,29 @@ public final class HybridCache<Value: Sendable>: Sendable {
         return outcome
     }
 
-    /// Removes `key` from every tier; other nodes drop their copies.
-    public func removeValue(forKey key: String) async throws {
-        try await levels.remove(key)
+    /// Removes `key` from every tier (other nodes drop their copies), or from the one level
+    /// `placement` names.
+    ///
+    /// - Parameters:
+    ///   - key: The key to remove.
+    ///   - placement: ``CachePlacement/all`` (the default): memory, disk and the shared level.
+    ///     ``CachePlacement/memoryOnly``: the memory copy only, as SDImageCache's `clearMemory`
+    ///     does for every key; the next read promotes the disk copy again.
+    ///     ``CachePlacement/diskOnly``: the disk copy only; memory keeps its copy until it is
+    ///     evicted, and the shared level is left alone.
+    /// - Throws: `StowageError` when the disk tier cannot remove the copy (the memory copy is
+    ///   gone all the same for ``CachePlacement/all``).
+    public func removeValue(forKey key: String, from placement: CachePlacement = .all) async throws {
+        switch placement {
+        case .memoryOnly:
+            levels.removeFromMemory(key)
+            return
+        case .diskOnly:
+            try await levels.removeFromDisk(key)
+            return
+        case .all:
+            try await levels.remove(key)
+        }
         if let shared {
             let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
             settleOrKeep(.remove, forKey: key, taken: taken != nil)
@@ -290,30 +377,42 @@ public final class HybridCache<Value: Sendable>: Sendable {
         return keys
     }
 
-    /// The cached value for `key`, or the value `load` produces, which is then stored.
+    /// The cached value for `key`, or the value `load` produces, which is then stored; or as
+    /// `policy` says.
     ///
     /// Concurrent calls for the same key share one load: `load` runs once and every caller
     /// gets its value or its error. A failing load stores nothing, so the next call tries again.
     /// With a shared level, calls on different nodes coalesce too (see "Shared level" above).
     ///
+    /// ```swift
+    /// let feed = try await cache.value(forKey: url, policy: .reloadIgnoringCache) { try await download(url) }
+    /// ```
+    ///
     /// - Parameters:
     ///   - key: The key.
     ///   - timeToLive: How long the loaded value lives; `nil` for the tiers' defaults.
+    ///   - policy: When to use the cache and when to load; see ``ReadPolicy``. Default
+    ///     ``ReadPolicy/useCacheElseLoad``.
     ///   - load: Produces the value on a miss, e.g. a download.
-    /// - Throws: The load's error, or a `StowageError` from the disk tier.
+    /// - Throws: The load's error, or a `StowageError` from the disk tier; with
+    ///   ``ReadPolicy/returnCacheDontLoad``, `StowageError` with code `.notFound` on a miss.
     @inlinable
     public func value(
         forKey key: String,
         timeToLive: Duration? = nil,
+        policy: ReadPolicy = .useCacheElseLoad,
         orLoad load: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
+        guard case .useCacheElseLoad = policy else {
+            return try await value(forKey: key, timeToLive: timeToLive, following: policy, load: load)
+        }
         // Inlined, as `value(forKey:)`: a memory hit runs specialized for `Value`.
         followStoreGeneration()
         if let value = memory.value(forKey: key) { return value }
         return try await loadOnce(key: key, timeToLive: timeToLive, load: load)
     }
 
-    /// The rest of ``value(forKey:timeToLive:orLoad:)`` after a memory miss: one load per key
+    /// The rest of ``value(forKey:timeToLive:policy:orLoad:)`` after a memory miss: one load per key
     /// at a time (across the fleet with a shared level).
     @usableFromInline
     func loadOnce(

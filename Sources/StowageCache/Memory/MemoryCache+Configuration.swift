@@ -36,6 +36,9 @@ extension MemoryCache {
         /// ``MemoryPressureSource/notify(_:)``; `nil` to react only to
         /// ``MemoryCache/handleMemoryPressure(_:)``.
         public var memoryPressureSource: MemoryPressureSource?
+        /// What the cache drops at each memory-pressure level. Default
+        /// ``MemoryPressureResponse/default``: half on a warning, everything when critical.
+        public var memoryPressureResponse: MemoryPressureResponse
 
         /// A configuration with the defaults above: no limits, no time-to-live, the system clock.
         ///
@@ -57,6 +60,7 @@ extension MemoryCache {
             self.clock = .system
             self.onEviction = nil
             self.memoryPressureSource = .shared
+            self.memoryPressureResponse = .default
         }
 
         func validate() throws {

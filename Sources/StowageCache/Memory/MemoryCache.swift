@@ -201,19 +201,22 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     // MARK: - Memory pressure
 
-    /// Gives memory back: ``MemoryPressureLevel/warning`` trims the cache to half its current
-    /// count and half its current total cost, ``MemoryPressureLevel/critical`` removes every
-    /// entry. Removed entries are reported with ``EvictionReason/memoryPressure``.
+    /// Gives memory back as ``Configuration/memoryPressureResponse`` says for `level`: by
+    /// default ``MemoryPressureLevel/warning`` trims the cache to half its current count and
+    /// half its current total cost, ``MemoryPressureLevel/critical`` removes every entry.
+    /// Removed entries are reported with ``EvictionReason/memoryPressure``.
     ///
     /// Call it yourself where the platform's signal does not reach a ``MemoryPressureSource``.
     ///
     /// - Parameter level: How hard the system is pressed.
     public func handleMemoryPressure(_ level: MemoryPressureLevel) {
-        switch level {
-        case .warning:
+        switch configuration.memoryPressureResponse.action(for: level) {
+        case .ignore:
+            break
+        case .halve:
             let (count, cost) = storage.withLock { ($0.count, $0.totalCost) }
             trim(toCount: count / 2, cost: cost / 2, reason: .memoryPressure)
-        case .critical:
+        case .empty:
             removeAll(reason: .memoryPressure)
         }
     }

@@ -1,10 +1,10 @@
 /// How hard the system is pressed for memory, as a cache should understand it.
 public enum MemoryPressureLevel: String, Sendable, Hashable, Codable, CustomStringConvertible {
     /// Memory is short: drop what is cheap to recreate. A ``MemoryCache`` trims itself to half
-    /// its count and half its total cost.
+    /// its count and half its total cost, unless its ``MemoryPressureResponse`` says otherwise.
     case warning
     /// Memory is nearly exhausted: drop everything that can be dropped. A ``MemoryCache``
-    /// removes all its entries.
+    /// removes all its entries, unless its ``MemoryPressureResponse`` says otherwise.
     case critical
 
     /// The level's name: `warning` or `critical`.

@@ -19,7 +19,7 @@ import Synchronization
 /// ``changeCount`` when it begins and again once its disk half is done (a read marked in
 /// between may have found the disk copy just before it went), and ``keepInMemory(_:forKey:cost:readAt:)`` keeps a value only
 /// when the count did not move since the read (``beginRead()``), checking again after the
-/// insertion. A write (``write(_:forKey:cost:timeToLive:toDisk:)``) advances it between its disk
+/// insertion. A write (``write(_:forKey:cost:timeToLive:keepsInMemory:toDisk:)``) advances it between its disk
 /// write and its memory write, so a read of the older disk copy cannot land in memory after
 /// the newer value.
 ///
@@ -105,6 +105,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     ///   - value: What memory keeps for `key`.
     ///   - cost: Its cost in memory.
     ///   - timeToLive: Its lifetime in memory; `nil` for the memory level's default.
+    ///   - keepsInMemory: Whether memory keeps `value`; `false` for a value stored on disk only,
+    ///     whose older memory copy is then dropped instead (after the disk write, so that a read
+    ///     in between finds the old value at worst, never loses the new one).
     ///   - writeToDisk: Stores (or, for a value kept in memory only, removes) the disk copy.
     /// - Throws: What `writeToDisk` throws; the memory copy is then dropped too, so an older
     ///   value does not stay in front of the failed write.
@@ -113,6 +116,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         forKey key: String,
         cost: Int,
         timeToLive: Duration? = nil,
+        keepsInMemory: Bool = true,
         toDisk writeToDisk: () async throws -> Void
     ) async throws {
         let storeGeneration = followStoreGeneration()
@@ -125,6 +129,10 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         }
         // Reads that found the older disk copy give way before the newer value goes in.
         noteDiskChanged()
+        guard keepsInMemory else {
+            _ = memory.removeValue(forKey: key)
+            return
+        }
         memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
         if !isCurrent(storeGeneration) { _ = memory.removeValue(forKey: key) }
     }
@@ -167,6 +175,22 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             noteDiskChanged()
             _ = memory.removeValue(forKey: key)
         }
+        try await disk?.removeData(forKey: key)
+    }
+
+    /// Drops the memory copy of `key` and leaves its disk copy, which the next read promotes
+    /// again: memory given back, nothing made stale, so nothing is counted.
+    package func removeFromMemory(_ key: String) {
+        _ = memory.removeValue(forKey: key)
+    }
+
+    /// Removes the disk copy of `key` and leaves its memory copy. A read that found the disk
+    /// copy just before it went gives way rather than put it in memory after.
+    ///
+    /// - Throws: What the disk cache throws.
+    package func removeFromDisk(_ key: String) async throws {
+        noteDiskChanged()
+        defer { noteDiskChanged() }
         try await disk?.removeData(forKey: key)
     }
 

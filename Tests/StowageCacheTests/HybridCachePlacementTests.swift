@@ -1,0 +1,148 @@
+import Foundation
+import StowageCache
+import StowageCore
+import StowageTestSupport
+import Testing
+
+@Suite("HybridCache placement and memory cost")
+struct HybridCachePlacementTests {
+    /// A decoded image stand-in: small when encoded, `width × height × 4` bytes in memory.
+    struct Bitmap: Codable, Equatable, Sendable {
+        var width: Int
+        var height: Int
+        var decodedSize: Int { width * height * 4 }
+    }
+
+    private func makeCache<Value: Sendable>(
+        _ scratch: TemporaryDirectory,
+        serializer: some CacheSerializer<Value>,
+        configuration: HybridCache<Value>.Configuration = .init()
+    ) throws -> HybridCache<Value> {
+        var memory = MemoryCache<String, Value>.Configuration()
+        memory.memoryPressureSource = nil
+        return HybridCache(
+            memory: try MemoryCache(configuration: memory),
+            disk: try DiskCache(directory: scratch.url.appending(path: "cache")),
+            serializer: serializer,
+            configuration: configuration
+        )
+    }
+
+    // MARK: - Cost
+
+    @Test("memory cost of a value is its decoded size, not its encoded size")
+    func decodedCost() async throws {
+        let scratch = try TemporaryDirectory()
+        let image = Bitmap(width: 640, height: 480)
+        let configuration = HybridCache<Bitmap>.Configuration { image, _ in image.decodedSize }
+        let encoded = try JSONSerializer(Bitmap.self).encode(image).count
+        do {
+            let cache = try makeCache(scratch, serializer: JSONSerializer(Bitmap.self), configuration: configuration)
+            try await cache.setValue(image, forKey: "photo")
+            #expect(cache.memory.totalCost == image.decodedSize)
+            #expect(cache.memory.totalCost != encoded)
+        }
+        // A promotion from disk costs the same.
+        let reopened = try makeCache(scratch, serializer: JSONSerializer(Bitmap.self), configuration: configuration)
+        #expect(try await reopened.value(forKey: "photo") == image)
+        #expect(reopened.memory.totalCost == image.decodedSize)
+    }
+
+    @Test("by default a value costs its encoded size")
+    func encodedCostByDefault() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        try await cache.setValue("twelve bytes", forKey: "k")
+        #expect(cache.memory.totalCost == 12)
+    }
+
+    @Test(
+        "a cost function that returns a negative number is refused, the earlier value is kept",
+        arguments: [-1, Int.min, Int.max]
+    )
+    func refusedCost(badCost: Int) async throws {
+        let scratch = try TemporaryDirectory()
+        let configuration = HybridCache<String>.Configuration { value, size in value == "bad" ? badCost : size }
+        let cache = try makeCache(scratch, serializer: StringSerializer(), configuration: configuration)
+        try await cache.setValue("good", forKey: "k")
+
+        let error = try await #require(throws: StowageError.self) {
+            try await cache.setValue("bad", forKey: "k")
+        }
+        #expect(error.code == .invalidArgument)
+        #expect(error.message.contains("'k'"))
+        #expect(error.message.contains("\(badCost)"))
+        #expect(cache.memory.value(forKey: "k") == "good")
+        #expect(try await cache.disk.data(forKey: "k") == Data("good".utf8))
+        #expect(try await cache.value(forKey: "k") == "good")
+    }
+
+    // MARK: - Placement of writes
+
+    @Test("a memory-only write is never written to disk and an older disk copy is not served after")
+    func memoryOnlyWrite() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        try await cache.setValue("old", forKey: "k")
+
+        try await cache.setValue("new", forKey: "k", placement: .memoryOnly)
+        #expect(try await cache.value(forKey: "k") == "new")
+        #expect(try await cache.disk.data(forKey: "k") == nil)
+        try await cache.setValue("fresh", forKey: "other", placement: .memoryOnly)
+        #expect(try await !cache.disk.contains(key: "other"))
+
+        // Memory lets the new value go: the old disk copy must not come back.
+        cache.memory.removeAll()
+        #expect(try await cache.value(forKey: "k") == nil)
+    }
+
+    @Test("a disk-only write is not kept in memory and replaces the older memory copy")
+    func diskOnlyWrite() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        try await cache.setValue("old", forKey: "k")
+
+        try await cache.setValue("new", forKey: "k", placement: .diskOnly)
+        #expect(cache.memory.value(forKey: "k") == nil)
+        #expect(try await cache.disk.data(forKey: "k") == Data("new".utf8))
+        #expect(try await cache.value(forKey: "k") == "new")
+    }
+
+    // MARK: - Removal from one level
+
+    @Test("remove from memory only keeps the disk copy")
+    func removeFromMemoryOnly() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        try await cache.setValue("v", forKey: "k")
+
+        try await cache.removeValue(forKey: "k", from: .memoryOnly)
+        #expect(cache.memory.value(forKey: "k") == nil)
+        #expect(try await cache.disk.data(forKey: "k") == Data("v".utf8))
+        #expect(try await cache.value(forKey: "k") == "v")
+        #expect(cache.memory.value(forKey: "k") == "v")
+    }
+
+    @Test("remove from disk only keeps the memory copy")
+    func removeFromDiskOnly() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        try await cache.setValue("v", forKey: "k")
+
+        try await cache.removeValue(forKey: "k", from: .diskOnly)
+        #expect(try await !cache.disk.contains(key: "k"))
+        #expect(cache.memory.value(forKey: "k") == "v")
+        #expect(try await cache.value(forKey: "k") == "v")
+    }
+
+    @Test("remove from all levels empties memory and disk")
+    func removeFromAll() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        try await cache.setValue("v", forKey: "k")
+
+        try await cache.removeValue(forKey: "k", from: .all)
+        #expect(cache.memory.value(forKey: "k") == nil)
+        #expect(try await !cache.disk.contains(key: "k"))
+    }
+}
