@@ -63,6 +63,7 @@ extension DiskCache {
     /// file first, so every value can be handed over the same way (``ValueFile/isCopy``).
     ///
     /// - Parameters:
+    ///   - key: The value's key.
     ///   - verifyingChecksum: Whether the file is read once and its CRC-32C compared with the
     ///     one stored with it before `body` runs (default `true`). A damaged value is removed and
     ///     is a miss, as `data(forKey:)` treats it. Pass `false` to skip that pass when the
