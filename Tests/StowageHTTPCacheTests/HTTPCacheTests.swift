@@ -121,7 +121,9 @@ import Testing
         }
     }
 
-    @Test("Seed 004: the will-cache hook refuses a response (nothing stored) or changes it before it is stored")
+    @Test(
+        "NSURLConnection's willCacheResponse: the will-cache hook refuses a response (nothing stored) or changes it before it is stored"
+    )
     func willCache() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))

@@ -73,8 +73,9 @@ extension HTTPCache {
         /// Rules that force an expiry interval for chosen requests; the first match wins.
         /// Default none.
         public var forcedExpiry: [ForcedExpiry]
-        /// Called before a response is stored; may change it, keep it in memory only, or refuse
-        /// it. Default none.
+        /// Called before a response is stored; may change its fields, replace its body, attach
+        /// user info, keep it in memory only, or refuse it (NSURLSession's `willCacheResponse`);
+        /// see ``CacheProposal``. Default none.
         public var willCache: WillCacheHook?
         /// Whether concurrent requests for one uncached URL wait for a single origin fetch
         /// (request collapsing, nginx's `proxy_cache_lock`). Default `true`.

@@ -6,7 +6,7 @@ import StowageCore
 import Synchronization
 
 /// An HTTP response cache that follows RFC 9111, with the request policies and hooks of
-/// `URLCache` (seeds 001 and 004), on a `DiskCache` with a `MemoryCache` in front.
+/// `URLCache` (as the NSURLCache write-ups describe them), on a `DiskCache` with a `MemoryCache` in front.
 ///
 /// Like `URLCache`, it has three modes, chosen by its directory and capacities (``mode``):
 /// memory and disk; memory only (no directory, or `diskCapacity` 0, as
