@@ -8,6 +8,9 @@ public struct HTTPCacheError: Error, Sendable, Hashable, CustomStringConvertible
         case bodyTooLarge = "body too large"
         /// A configuration value is out of range.
         case invalidConfiguration = "invalid configuration"
+        /// User info returned by the will-cache hook is over ``CacheProposal/maximumUserInfoCount``
+        /// or ``CacheProposal/maximumUserInfoSize``; the response is not stored.
+        case invalidUserInfo = "invalid user info"
     }
 
     /// The kind of failure.

@@ -13,6 +13,11 @@ public struct CachedResponse: Sendable {
     /// settled reuse, and whether the response was stored (and if not, why: `no-store`,
     /// `private` in a shared cache, too large, refused by the will-cache hook, …).
     public var trace: [String] = []
+    /// The strings the will-cache hook stored with the response (``CacheProposal/userInfo``),
+    /// as `NSCachedURLResponse`'s `userInfo` comes back from `URLCache`: on hits, revalidated
+    /// and stale responses, and on the miss that stored it. Empty when nothing was attached or
+    /// the response was not stored.
+    public var userInfo: [String: String] = [:]
 
     /// How the response was served: hit, miss, revalidated, stale or bypass.
     public var outcome: CacheOutcome { status.outcome }

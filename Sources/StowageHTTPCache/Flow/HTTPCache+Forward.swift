@@ -78,6 +78,7 @@ extension HTTPCache {
             body: store.body,
             status: status(outcome, after: store, response)
         )
+        served.userInfo = store.userInfo
         served.trace = ["fetched from the origin: \(response.status.code)", store.note]
         return served
     }
@@ -138,6 +139,8 @@ extension HTTPCache {
         var note: String
         /// RFC 9211 `detail` for a response not stored for a reason the client may care about.
         var detail: String? = nil
+        /// The will-cache hook's user info stored with the response.
+        var userInfo: [String: String] = [:]
 
         /// RFC 9211 `detail`: `storing` for a store still under way — the field goes out with the
         /// head, before the body is read, so it says what is true then: the store has started
@@ -196,11 +199,43 @@ extension HTTPCache {
         try await recordTags(tags, uri: key.uri)
         // Without a disk tier every response is kept as the will-cache hook's memory-only ones are.
         var memoryOnly = disk == nil
+        let originLength = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) })
+        // The body handed to the caller: the origin's, or the same bytes once read whole.
+        var served = body
+        var whole = body.bytesInMemory
+        var userInfo: [String: String] = [:]
+        // Bytes the will-cache hook asked to store instead of the origin's body.
+        var replacement: [UInt8]?
         if let hook = configuration.willCache {
-            guard let proposal = hook(CacheProposal(request: request, response: stored)) else {
+            // NSURLSession's `willCacheResponse` sees the data: a body small enough is read
+            // whole first, so the hook can read or rewrite it.
+            if whole == nil, let originLength, originLength <= Self.wholeBodyReadLimit {
+                let bytes = try await body.collect(upTo: Int(Self.wholeBodyReadLimit))
+                whole = bytes
+                served = HTTPBody(bytes: bytes)
+            }
+            let proposal: CacheProposal?
+            do {
+                proposal = try await hook(CacheProposal(request: request, response: stored, body: whole))
+                if let proposal { try CacheProposal.validate(userInfo: proposal.userInfo) }
+            } catch {
+                // Nothing has been written for this response yet, so what was stored for the
+                // key before is left whole: the hook's failure costs this store only.
+                configuration.logger.warning(
+                    "the will-cache hook failed; the response is served but not stored: \(error)",
+                    metadata: ["uri": "\(key.uri)"]
+                )
+                return StoreOutcome(
+                    body: served,
+                    isUnderWay: false,
+                    isCommitted: false,
+                    note: "not stored: the will-cache hook threw (\(error)); what was stored before is kept"
+                )
+            }
+            guard let proposal else {
                 configuration.logger.debug("will-cache hook refused a response", metadata: ["uri": "\(key.uri)"])
                 return StoreOutcome(
-                    body: body,
+                    body: served,
                     isUnderWay: false,
                     isCommitted: false,
                     note: "not stored: the will-cache hook refused it"
@@ -208,19 +243,28 @@ extension HTTPCache {
             }
             stored = proposal.response
             memoryOnly = memoryOnly || proposal.storage == .memoryOnly
+            userInfo = proposal.userInfo
+            if let bytes = proposal.body, bytes != whole {
+                replacement = bytes
+                // Hits must not announce the origin's length for the hook's bytes.
+                if stored.headerFields[.contentLength] != nil {
+                    stored.headerFields[.contentLength] = String(bytes.count)
+                }
+            }
         }
         let limit = memoryOnly ? memoryBodyLimit : diskBodyLimit
-        if let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) }), length > limit {
+        let length = replacement.map { Int64($0.count) } ?? originLength
+        if let length, length > limit {
+            let what = replacement == nil ? "the body" : "the will-cache hook's body"
             return StoreOutcome(
-                body: body,
+                body: served,
                 isUnderWay: false,
                 isCommitted: false,
                 note:
-                    "not stored: the body (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
+                    "not stored: \(what) (\(length) bytes) is over the \(memoryOnly ? "memory" : "disk") limit of \(limit) bytes"
             )
         }
         if !memoryOnly, let disk {
-            let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) })
             do {
                 // One statvfs: bounded, run inline. Known before the head goes out, unlike a
                 // failure while a streamed body is written.
@@ -231,7 +275,7 @@ extension HTTPCache {
                     metadata: ["uri": "\(key.uri)"]
                 )
                 return StoreOutcome(
-                    body: body,
+                    body: served,
                     isUnderWay: false,
                     isCommitted: false,
                     note: "not stored: \(error.message)",
@@ -245,7 +289,8 @@ extension HTTPCache {
                 requestTime: requestTime,
                 responseTime: responseTime,
                 varyingFields: rules.varyingFields(of: stored, request: request),
-                forcedExpiry: forcedRule.map { responseTime + $0.interval.timeInterval }
+                forcedExpiry: forcedRule.map { responseTime + $0.interval.timeInterval },
+                userInfo: userInfo
             ),
             bodyKey: Self.makeBodyKey(),
             isMemoryOnly: memoryOnly
@@ -258,28 +303,33 @@ extension HTTPCache {
         if rules.usesHeuristicFreshness(record.stored), forcedRule == nil {
             note += "; §4.2.2 no explicit freshness: heuristic from Last-Modified"
         }
-        let recorder = BodyRecorder(cache: self, key: key, record: record, onDone: onDone)
-        var whole = body.bytesInMemory
-        if whole == nil, let length = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) }),
-            length <= Self.wholeBodyReadLimit
-        {
-            whole = try await body.collect(upTo: Int(Self.wholeBodyReadLimit))
+        if let replacement {
+            note += "; the will-cache hook's body (\(replacement.count) bytes) is stored, the origin's is served now"
         }
-        if let bytes = whole {
+        if !userInfo.isEmpty { note += "; with \(userInfo.count) user info entries" }
+        let recorder = BodyRecorder(cache: self, key: key, record: record, onDone: onDone)
+        if replacement == nil, whole == nil, let originLength, originLength <= Self.wholeBodyReadLimit {
+            let bytes = try await body.collect(upTo: Int(Self.wholeBodyReadLimit))
+            whole = bytes
+            served = HTTPBody(bytes: bytes)
+        }
+        if let bytes = replacement ?? whole {
             await recorder.append(bytes)
             let committed = await recorder.finish()
             return StoreOutcome(
-                body: HTTPBody(bytes: bytes),
+                body: served,
                 isUnderWay: true,
                 isCommitted: committed,
-                note: committed ? note : "not stored: writing it failed (see the log)"
+                note: committed ? note : "not stored: writing it failed (see the log)",
+                userInfo: committed ? userInfo : [:]
             )
         }
         return StoreOutcome(
             body: recorder.tee(body),
             isUnderWay: true,
             isCommitted: false,
-            note: note + " (as the body is read)"
+            note: note + " (as the body is read)",
+            userInfo: userInfo
         )
     }
 }

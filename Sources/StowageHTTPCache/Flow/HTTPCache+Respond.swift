@@ -192,16 +192,21 @@ extension HTTPCache {
         var response = rules.responseForReuse(stored)
         response.headerFields[.age] = String(Int(max(0, rules.currentAge(of: stored, now: now))))
         let cacheStatus = status(outcome, ttl: ttl)
+        var served: CachedResponse
         if CacheRules.isConditional(request), rules.conditionsMatch(request, stored: stored) {
-            return CachedResponse(response: Self.notModified(from: response), body: .empty, status: cacheStatus)
+            served = CachedResponse(response: Self.notModified(from: response), body: .empty, status: cacheStatus)
+        } else if request.method == .head {
+            served = CachedResponse(response: response, body: .empty, status: cacheStatus)
+        } else {
+            guard let body = try await body(of: record) else {
+                // The body was evicted apart from its record: drop the record, treat as a miss.
+                try await remove(rules.key(for: request))
+                return nil
+            }
+            served = CachedResponse(response: response, body: body, status: cacheStatus)
         }
-        if request.method == .head { return CachedResponse(response: response, body: .empty, status: cacheStatus) }
-        guard let body = try await body(of: record) else {
-            // The body was evicted apart from its record: drop the record, treat as a miss.
-            try await remove(rules.key(for: request))
-            return nil
-        }
-        return CachedResponse(response: response, body: body, status: cacheStatus)
+        served.userInfo = stored.userInfo
+        return served
     }
 
     /// A 304 made from a stored response: the fields RFC 9110 §15.4.5 lists, no content fields.

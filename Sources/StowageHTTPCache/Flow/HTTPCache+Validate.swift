@@ -62,6 +62,7 @@ extension HTTPCache {
         }
         let store = try await storeIfAllowed(exchanged, for: request, key: key, onDone: { _ in })
         var served = CachedResponse(response: response, body: store.body, status: status(.miss, after: store, response))
+        served.userInfo = store.userInfo
         served.trace = [
             "§4.3.3 validation answered \(response.status.code): the new response replaces the stored one", store.note,
         ]

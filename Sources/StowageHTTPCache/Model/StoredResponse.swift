@@ -24,6 +24,9 @@ public struct StoredResponse: Sendable, Hashable {
     public var forcedExpiry: Double?
     /// The body's length in bytes, when known.
     public var bodyLength: Int64?
+    /// Strings the will-cache hook attached (``CacheProposal/userInfo``), returned with every
+    /// hit as ``CachedResponse/userInfo``; `NSCachedURLResponse`'s `userInfo`. Empty by default.
+    public var userInfo: [String: String]
 
     /// One request field named by `Vary`, and the value the original request had.
     public struct VaryingField: Sendable, Hashable {
@@ -49,7 +52,8 @@ public struct StoredResponse: Sendable, Hashable {
         responseTime: Double,
         varyingFields: [VaryingField] = [],
         forcedExpiry: Double? = nil,
-        bodyLength: Int64? = nil
+        bodyLength: Int64? = nil,
+        userInfo: [String: String] = [:]
     ) {
         var response = response
         let requestTime = Self.clampedTime(requestTime)
@@ -67,6 +71,7 @@ public struct StoredResponse: Sendable, Hashable {
         self.varyingFields = varyingFields
         self.forcedExpiry = forcedExpiry
         self.bodyLength = bodyLength
+        self.userInfo = userInfo
     }
 
     /// The latest time the rules take: the year 5000, in seconds since 1970.

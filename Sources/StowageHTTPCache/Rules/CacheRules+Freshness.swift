@@ -25,8 +25,10 @@ extension CacheRules {
         return heuristicLifetime(of: stored, dateValue: dateValue)
     }
 
-    /// §4.2.2: a fraction of the time since `Last-Modified`, capped; 0 when not allowed.
+    /// §4.2.2: a fraction of the time since `Last-Modified`, capped; 0 when not allowed, and
+    /// always 0 without ``heuristicFreshness``.
     func heuristicLifetime(of stored: StoredResponse, dateValue: Int64) -> Double {
+        guard heuristicFreshness else { return 0 }
         let status = stored.response.status.code
         let cc = directives(of: stored).cacheControl
         guard Self.heuristicallyCacheableStatuses.contains(status) || cc.isPublic,

@@ -80,13 +80,21 @@ extension CacheRules {
             return .notStorable("§4.1 Vary: * never matches a later request")
         }
         if forced { return .storable }
-        // §3 "the response contains at least one of" the following.
-        if responseCC.isPublic { return .storable }
-        if !isShared, responseCC.isPrivate { return .storable }
+        // §3 "the response contains at least one of" the following; explicit freshness first.
         if directives.followsExpires, response.headerFields[.expires] != nil { return .storable }
         if responseCC.maxAge.isPresent { return .storable }
         if isShared, responseCC.sharedMaxAge.isPresent { return .storable }
         if defaultLifetimes[status] != nil { return .storable }
+        // NSURLCache's rule (the AFNetworking write-up's "Cache-Control HTTP Header"): without
+        // `max-age`, `s-maxage` or `Expires` nothing is stored, `public` alone included.
+        guard heuristicFreshness else {
+            return .notStorable(
+                "no explicit freshness (max-age, s-maxage or Expires) and heuristicFreshness is off "
+                    + "(NSURLCache's rule: Cache-Control or Expires must be present)"
+            )
+        }
+        if responseCC.isPublic { return .storable }
+        if !isShared, responseCC.isPrivate { return .storable }
         if Self.heuristicallyCacheableStatuses.contains(status) { return .storable }
         return .notStorable("§3 no explicit freshness and the status \(status) is not heuristically cacheable")
     }

@@ -18,6 +18,14 @@ public struct CacheRules: Sendable {
     /// The fraction of the time since `Last-Modified` used as a heuristic lifetime. Default 0.1,
     /// the figure RFC 9111 §4.2.2 mentions and browsers use.
     public var heuristicFraction: Double
+    /// Whether responses without explicit freshness get a heuristic lifetime (RFC 9111 §4.2.2)
+    /// and are stored for it. Default `true`. `false` follows NSURLCache's rule as the
+    /// AFNetworking caching write-up (the "Cache-Control HTTP Header" section) describes it:
+    /// a response is stored only when it carries `Cache-Control` `max-age` (or, in a shared
+    /// cache, `s-maxage`) or `Expires`; one with neither is not stored, and one stored earlier
+    /// without them is stale. Operator lifetimes (``defaultLifetimes``, ``ForcedExpiry``) still count
+    /// as explicit.
+    public var heuristicFreshness: Bool
     /// The longest heuristic lifetime, in seconds. Default one day (86 400 s), as Squid's and
     /// requests-cache's defaults bound it.
     public var maximumHeuristicLifetime: Double
@@ -67,6 +75,7 @@ public struct CacheRules: Sendable {
         kind: CacheKind,
         heuristicFraction: Double = 0.1,
         maximumHeuristicLifetime: Double = 86_400,
+        heuristicFreshness: Bool = true,
         understoodStatuses: Set<Int> = CacheRules.heuristicallyCacheableStatuses.union([302, 303, 307]),
         targetedFields: [HTTPField.Name] = [],
         defaultLifetimes: [Int: Double] = [:],
@@ -78,6 +87,7 @@ public struct CacheRules: Sendable {
         self.kind = kind
         self.heuristicFraction = heuristicFraction
         self.maximumHeuristicLifetime = maximumHeuristicLifetime
+        self.heuristicFreshness = heuristicFreshness
         self.understoodStatuses = understoodStatuses
         self.targetedFields = targetedFields
         self.defaultLifetimes = defaultLifetimes

@@ -27,6 +27,11 @@ extension HTTPCache {
         /// Bodies up to this size are buffered and written in one piece; larger ones stream to a
         /// file as they arrive. Default 64 KiB.
         public var streamingThreshold: Int
+        /// Whether responses without explicit freshness are stored with a heuristic lifetime
+        /// (RFC 9111 §4.2.2, from `Last-Modified`). Default `true`. `false` stores only responses
+        /// with `Cache-Control` `max-age` (or `s-maxage` in a shared cache) or `Expires`, NSURLCache's
+        /// rule; see ``CacheRules/heuristicFreshness``.
+        public var heuristicFreshness: Bool
         /// The fraction of the time since `Last-Modified` used as a heuristic lifetime. Default 0.1.
         public var heuristicFraction: Double
         /// The longest heuristic lifetime. Default one day.
@@ -68,8 +73,9 @@ extension HTTPCache {
         /// Rules that force an expiry interval for chosen requests; the first match wins.
         /// Default none.
         public var forcedExpiry: [ForcedExpiry]
-        /// Called before a response is stored; may change it, keep it in memory only, or refuse
-        /// it. Default none.
+        /// Called before a response is stored; may change its fields, replace its body, attach
+        /// user info, keep it in memory only, or refuse it (NSURLSession's `willCacheResponse`);
+        /// see ``CacheProposal``. Default none.
         public var willCache: WillCacheHook?
         /// Whether concurrent requests for one uncached URL wait for a single origin fetch
         /// (request collapsing, nginx's `proxy_cache_lock`). Default `true`.
@@ -101,6 +107,7 @@ extension HTTPCache {
             diskCapacity = ByteCount(100 * 1024 * 1024)
             maximumEntryFraction = 0.05
             streamingThreshold = 64 * 1024
+            heuristicFreshness = true
             heuristicFraction = 0.1
             maximumHeuristicLifetime = .seconds(86_400)
             targetedFields = []
@@ -131,6 +138,7 @@ extension HTTPCache {
                 kind: kind,
                 heuristicFraction: heuristicFraction,
                 maximumHeuristicLifetime: maximumHeuristicLifetime.timeInterval,
+                heuristicFreshness: heuristicFreshness,
                 targetedFields: targetedFields,
                 defaultLifetimes: defaultLifetimes.mapValues(\.timeInterval),
                 staleIfErrorGrace: staleIfErrorGrace?.timeInterval,

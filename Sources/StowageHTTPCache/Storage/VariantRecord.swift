@@ -5,8 +5,14 @@ import StowageCore
 /// One stored variant of a URL: the response's metadata and where its body is.
 ///
 /// All variants of a URL (several when the origin sends `Vary`) live in one record under the
-/// URL's key; each body under its own key. The record is a small binary frame (version 1),
-/// so it stays inline in the disk cache's index and decodes in microseconds.
+/// URL's key; each body under its own key. The record is a small binary frame, so it stays
+/// inline in the disk cache's index and decodes in microseconds.
+///
+/// Versions: 1 ends each variant after its varying fields; 2 (written since the will-cache hook
+/// could attach user info) adds the user info after them — a `UInt32` count, then each key and
+/// value length-prefixed, keys in ascending order. Version 1 records still read, with no user
+/// info; any other version, a truncated or garbled section, or user info over
+/// ``CacheProposal``'s limits is malformed, which the cache treats as a miss.
 struct VariantRecord: Sendable, Hashable {
     var stored: StoredResponse
     /// The disk cache key of the body.
@@ -14,10 +20,19 @@ struct VariantRecord: Sendable, Hashable {
     /// Kept in memory only (the will-cache hook asked for it).
     var isMemoryOnly: Bool
 
-    static let formatVersion: UInt8 = 1
+    /// The version written.
+    static let formatVersion: UInt8 = 2
+    /// The version before user info; read, never written.
+    static let formatVersionWithoutUserInfo: UInt8 = 1
 
     static func encode(_ records: [VariantRecord]) -> [UInt8] {
-        var bytes: [UInt8] = [formatVersion]
+        encode(records, version: formatVersion)
+    }
+
+    /// `records` in `version`'s layout; version 1 leaves the user info out (tests write it to
+    /// check that records stored before version 2 still read).
+    static func encode(_ records: [VariantRecord], version: UInt8) -> [UInt8] {
+        var bytes: [UInt8] = [version]
         bytes.appendLittleEndian(UInt32(records.count))
         for record in records {
             let stored = record.stored
@@ -39,6 +54,13 @@ struct VariantRecord: Sendable, Hashable {
                 bytes.append(varying.value == nil ? 0 : 1)
                 bytes.appendLengthPrefixed(varying.value ?? "")
             }
+            if version >= 2 {
+                bytes.appendLittleEndian(UInt32(stored.userInfo.count))
+                for (key, value) in stored.userInfo.sorted(by: { $0.key < $1.key }) {
+                    bytes.appendLengthPrefixed(key)
+                    bytes.appendLengthPrefixed(value)
+                }
+            }
         }
         return bytes
     }
@@ -47,8 +69,9 @@ struct VariantRecord: Sendable, Hashable {
     static func decode(_ data: Data) throws -> [VariantRecord] {
         try data.withUnsafeBytes { raw in
             var reader = BinaryReader(raw)
-            guard try reader.readByte() == formatVersion else {
-                throw BinaryReader.Malformed(reason: "unknown HTTP cache record version")
+            let version = try reader.readByte()
+            guard version == formatVersion || version == formatVersionWithoutUserInfo else {
+                throw BinaryReader.Malformed(reason: "unknown HTTP cache record version \(version)")
             }
             let count = Int(try reader.readUInt32())
             guard count <= 1024 else { throw BinaryReader.Malformed(reason: "\(count) variants") }
@@ -79,6 +102,7 @@ struct VariantRecord: Sendable, Hashable {
                     let value = try reader.readLengthPrefixedString()
                     varying.append(.init(name: name, value: present ? value : nil))
                 }
+                let userInfo = version >= 2 ? try reader.readUserInfo() : [:]
                 guard (100...999).contains(code) else { throw BinaryReader.Malformed(reason: "status \(code)") }
                 // A record from the shared level or a damaged file may carry any bits: times the
                 // rules' arithmetic (`Int64(responseTime)`, ages) cannot take are a miss, not a trap.
@@ -95,7 +119,8 @@ struct VariantRecord: Sendable, Hashable {
                     responseTime: responseTime,
                     varyingFields: varying,
                     forcedExpiry: forced.isNaN ? nil : forced,
-                    bodyLength: length < 0 ? nil : length
+                    bodyLength: length < 0 ? nil : length,
+                    userInfo: userInfo
                 )
                 records.append(VariantRecord(stored: stored, bodyKey: bodyKey, isMemoryOnly: false))
             }
@@ -112,6 +137,30 @@ extension VariantRecord {
 }
 
 extension BinaryReader {
+    /// A user-info section: a count, then length-prefixed keys and values. More entries or bytes
+    /// than ``CacheProposal`` allows, or a key twice, is malformed: a count read from damaged
+    /// bytes must not make the reader allocate or loop without bound.
+    mutating func readUserInfo() throws -> [String: String] {
+        let count = Int(try readUInt32())
+        guard count <= CacheProposal.maximumUserInfoCount else {
+            throw Malformed(reason: "\(count) user info entries")
+        }
+        var userInfo: [String: String] = [:]
+        var size = 0
+        for _ in 0..<count {
+            let key = try readLengthPrefixedString()
+            let value = try readLengthPrefixedString()
+            size += key.utf8.count + value.utf8.count
+            guard size <= CacheProposal.maximumUserInfoSize else {
+                throw Malformed(reason: "user info over \(CacheProposal.maximumUserInfoSize) bytes")
+            }
+            guard userInfo.updateValue(value, forKey: key) == nil else {
+                throw Malformed(reason: "user info key twice")
+            }
+        }
+        return userInfo
+    }
+
     mutating func readUInt16() throws -> UInt16 {
         let low = UInt16(try readByte())
         let high = UInt16(try readByte())
