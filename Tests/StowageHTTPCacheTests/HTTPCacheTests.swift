@@ -7,7 +7,7 @@ import StowageTestSupport
 import Testing
 
 /// The cache end to end over storage (real DiskCache in a temporary directory), with an
-/// in-process origin; the seed's scenarios (001, 004) and the URLCache policies.
+/// in-process origin; URLCache's scenarios and request policies.
 @Suite struct HTTPCacheTests {
     @Test("without a shared level, run() waits until cancelled and returns without an error")
     func runWithoutSharedLevel() async throws {
@@ -20,9 +20,9 @@ import Testing
         }
     }
 
-    // MARK: Seed scenarios
+    // MARK: URLCache scenarios
 
-    @Test("Seed 004: Cache-Control max-age is honoured — a second request within it never reaches the origin")
+    @Test("URLCache: Cache-Control max-age is honoured — a second request within it never reaches the origin")
     func maxAgeHonoured() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
@@ -45,7 +45,7 @@ import Testing
     }
 
     @Test(
-        "Seed 001: ETag round trip — the stale response is validated with If-None-Match and a 304 is served from cache"
+        "URLCache: ETag round trip — the stale response is validated with If-None-Match and a 304 is served from cache"
     )
     func etagRoundTrip() async throws {
         try await withTemporaryDirectory { root in
@@ -77,7 +77,7 @@ import Testing
         }
     }
 
-    @Test("Seed 001: Last-Modified round trip with If-Modified-Since")
+    @Test("URLCache: Last-Modified round trip with If-Modified-Since")
     func lastModifiedRoundTrip() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
@@ -97,7 +97,7 @@ import Testing
         }
     }
 
-    @Test("Seed 004: a forced expiry interval overrides no-cache headers for matching requests only")
+    @Test("URLCache: a forced expiry interval overrides no-cache headers for matching requests only")
     func forcedExpiry() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
