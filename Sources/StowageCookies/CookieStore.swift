@@ -60,6 +60,9 @@ public final class CookieStore: Sendable {
         /// The cookies of each site, so that the per-site limit walks that site's cookies only,
         /// not every cookie.
         private(set) var siteMembers: [String: Set<Cookie.Identity>] = [:]
+        /// How many Secure cookies bear each name, so that a cookie from `http` walks the
+        /// store for one it may not shadow only when such a name is there.
+        private(set) var secureNames: [String: Int] = [:]
         var nextSequence: UInt64 = 0
         /// Bumped by every change the file must show.
         var generation: UInt64 = 0
@@ -69,6 +72,7 @@ public final class CookieStore: Sendable {
                 leaveSite(previous)
             }
             siteMembers[entry.site, default: []].insert(entry.cookie.identity)
+            if entry.cookie.isSecure { secureNames[entry.cookie.name, default: 0] += 1 }
         }
 
         mutating func remove(_ identity: Cookie.Identity) {
@@ -79,11 +83,16 @@ public final class CookieStore: Sendable {
         private mutating func leaveSite(_ entry: Entry) {
             siteMembers[entry.site]?.remove(entry.cookie.identity)
             if siteMembers[entry.site]?.isEmpty == true { siteMembers[entry.site] = nil }
+            if entry.cookie.isSecure {
+                secureNames[entry.cookie.name, default: 1] -= 1
+                if secureNames[entry.cookie.name] == 0 { secureNames[entry.cookie.name] = nil }
+            }
         }
 
         mutating func removeAll() {
             entries.removeAll()
             siteMembers.removeAll()
+            secureNames.removeAll()
         }
 
         mutating func markUsed(_ identity: Cookie.Identity, at date: Date) {
@@ -128,8 +137,10 @@ public final class CookieStore: Sendable {
     ///   - url: The cookie file, e.g. `…/Cookies/cookies.stowcookies`.
     ///   - configuration: Limits and rules; see ``Configuration``.
     ///   - clock: The time cookies expire by.
-    /// - Throws: `StowageError` when the directory cannot be made or the file read, and
-    ///   `.unsupported` for a file written by a newer format.
+    /// - Throws: `StowageError` when the directory cannot be made or the file read;
+    ///   `.invalidArgument` when the path is not a regular file (a FIFO, a directory, a
+    ///   device) or is over 64 MiB, far beyond what the store's limits write (the file is left
+    ///   as it is); `.unsupported` for a file written by a newer format.
     public static func open(
         at url: URL,
         configuration: Configuration = Configuration(),
@@ -298,7 +309,7 @@ public final class CookieStore: Sendable {
             // replace, delete or shadow a Secure cookie of the same name whose domain matches
             // its own either way and whose path it path-matches; else anyone on the network
             // path of an http request could overwrite an https session.
-            if !cookie.isSecure && !request.isSecure
+            if !cookie.isSecure && !request.isSecure && state.secureNames[cookie.name] != nil
                 && state.entries.values.contains(where: { Self.isShadowed($0.cookie, by: cookie) })
             {
                 return true

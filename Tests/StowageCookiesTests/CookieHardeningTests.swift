@@ -142,4 +142,26 @@ import Darwin
         let reopened = try CookieStore.open(at: file, configuration: builtInOnly(), clock: clock.cacheClock)
         #expect(reopened.allCookies.map(\.name) == ["a", "b"])
     }
+
+    @Test("a 4 MB garbage line costs that record only; a file over 64 MiB is refused and left as it is")
+    func hugeLineAndHugeFile() throws {
+        let scratch = try TemporaryDirectory()
+        let file = scratch.url.appending(path: "cookies.stowcookies")
+        let store = try CookieStore.open(at: file, configuration: builtInOnly(), clock: clock.cacheClock)
+        try store.setCookie("a=1; Max-Age=3600", from: url("http://example.com/"))
+        try store.setCookie("b=1; Max-Age=3600", from: url("http://example.com/"))
+        var lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines.insert("0badf00d " + String(repeating: "{", count: 4 << 20), at: 2)
+        try Data(lines.joined(separator: "\n").utf8).write(to: file)
+        let reopened = try CookieStore.open(at: file, configuration: builtInOnly(), clock: clock.cacheClock)
+        #expect(reopened.damagedRecordCount == 1)
+        #expect(reopened.allCookies.map(\.name) == ["a", "b"])
+
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.truncate(atOffset: (64 << 20) + 1)
+        try handle.close()
+        #expect { try CookieStore.open(at: file) } throws: { ($0 as? StowageError)?.code == .invalidArgument }
+        let size = try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int
+        #expect(size == (64 << 20) + 1)
+    }
 }
