@@ -356,7 +356,7 @@ public final class CookieStore: Sendable {
     }
 
     /// RFC 6265 §5.3 step 12 and §6.1: drop expired cookies, then the least recently used of
-    /// a site over its limit, then the least recently used overall.
+    /// a site over its limit (non-Secure first), then the least recently used overall.
     ///
     /// An insert goes over a limit by one cookie, so each limit removes its one victim found in
     /// a single walk (the site's cookies, or every cookie), never a sort: a response of 10,000
@@ -379,7 +379,12 @@ public final class CookieStore: Sendable {
         return leastRecentlyUsed(members.lazy.compactMap { state.entries[$0] }, keeping: kept, now: now)
     }
 
-    /// Expired first, then by last access, then by arrival.
+    /// Expired first, then cookies without `Secure`, then by last access, then by arrival.
+    ///
+    /// RFC 6265bis §5.7 ("remove excess cookies") evicts a site's non-Secure cookies before its
+    /// Secure ones: else an `http` response setting 50 cookies would push the site's Secure
+    /// session out of the store and then set its own in its place, which the Strict Secure
+    /// rule exists to prevent.
     private func leastRecentlyUsed(
         _ candidates: some Sequence<Entry>,
         keeping kept: Cookie.Identity,
@@ -396,6 +401,8 @@ public final class CookieStore: Sendable {
             let earlier: Bool
             if candidateExpired != currentExpired {
                 earlier = candidateExpired
+            } else if candidate.cookie.isSecure != current.cookie.isSecure {
+                earlier = !candidate.cookie.isSecure
             } else if candidate.cookie.lastAccessDate != current.cookie.lastAccessDate {
                 earlier = candidate.cookie.lastAccessDate < current.cookie.lastAccessDate
             } else {

@@ -36,6 +36,19 @@ import Darwin
         #expect(store.cookieHeader(for: url("https://example.com/")) == "id=new; other=1")
     }
 
+    @Test("RFC 6265bis §5.7 http cookies flooding a site evict its non-Secure cookies, never the Secure one first")
+    func cookieJarOverflowKeepsSecureCookie() throws {
+        let store = self.store
+        try store.setCookie("id=good; Secure; Path=/; Max-Age=3600", from: url("https://example.com/"))
+        clock.advance(by: .seconds(1))
+        for index in 0..<60 {
+            try store.setCookie("flood\(index)=1; Path=/; Max-Age=3600", from: url("http://example.com/"))
+        }
+        #expect(store.allCookies.count == 50)
+        #expect(throws: CookieError.self) { try store.setCookie("id=evil; Path=/", from: url("http://example.com/")) }
+        #expect(store.cookies(for: url("https://example.com/")).first { $0.name == "id" }?.value == "good")
+    }
+
     @Test("RFC 6265bis §4.1.3 the __Secure- and __Host- prefixes match in any case")
     func cookiePrefixesIgnoreCase() throws {
         let store = self.store
