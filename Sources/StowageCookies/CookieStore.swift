@@ -271,9 +271,12 @@ public final class CookieStore: Sendable {
                             ? "is not the request's IP address" : "does not domain-match the request's host")
                 )
             }
-            // §5.3 step 5: a suffix equal to the host makes a host-only cookie.
+            // §5.3 step 5: a suffix equal to the host makes a host-only cookie. So does an IP
+            // address (as in browsers): a name such as `x.127.0.0.1` is not a subdomain of the
+            // address, yet it would domain-match a Domain=127.0.0.1 cookie by §5.1.3's text.
             cookie.domain = domain
-            cookie.isHostOnly = configuration.publicSuffixes.isPublicSuffix(domain)
+            cookie.isHostOnly =
+                configuration.publicSuffixes.isPublicSuffix(domain) || CookieMatching.isIPAddress(domain)
         }
 
         // §5.3 step 7.

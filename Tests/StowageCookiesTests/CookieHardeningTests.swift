@@ -49,6 +49,15 @@ import Darwin
         #expect(store.cookies(for: url("https://example.com/")).first { $0.name == "id" }?.value == "good")
     }
 
+    @Test("a Domain=IP cookie goes to that address only, not to a host name ending in it")
+    func ipDomainCookieIsHostOnly() throws {
+        let store = self.store
+        let cookie = try store.setCookie("a=1; Domain=127.0.0.1", from: url("http://127.0.0.1/"))
+        #expect(cookie.isHostOnly)
+        #expect(store.cookieHeader(for: url("http://127.0.0.1:8080/")) == "a=1")
+        #expect(store.cookieHeader(for: url("http://evil.127.0.0.1/")) == nil)
+    }
+
     @Test("RFC 6265bis §4.1.3 the __Secure- and __Host- prefixes match in any case")
     func cookiePrefixesIgnoreCase() throws {
         let store = self.store
