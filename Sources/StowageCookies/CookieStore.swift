@@ -296,12 +296,12 @@ public final class CookieStore: Sendable {
             throw notSecure(cookie, request, "is a __Secure- cookie without Secure, or not from https")
         }
         if Self.hasPrefix(cookie.name, "__host-")
-            && !(cookie.isSecure && request.isSecure && parsed.domain == nil && cookie.path == "/")
+            && !(cookie.isSecure && request.isSecure && parsed.domain == nil && parsed.path == "/")
         {
             throw notSecure(
                 cookie,
                 request,
-                "is a __Host- cookie without Secure, with a Domain, or with a Path other than /"
+                "is a __Host- cookie without Secure, with a Domain, or without Path=/"
             )
         }
 

@@ -68,6 +68,10 @@ import Darwin
         #expect(throws: CookieError.self) {
             try store.setCookie("__host-id=x; Secure; Path=/a", from: url("https://example.com/a/b"))
         }
+        // §4.1.3.2: the Path attribute must be there and be "/"; a default path of "/" is not it.
+        #expect(throws: CookieError.self) {
+            try store.setCookie("__Host-id=x; Secure", from: url("https://example.com/"))
+        }
         #expect(store.allCookies.isEmpty)
         try store.setCookie("__HOST-id=x; Secure; Path=/", from: url("https://example.com/"))
         #expect(store.allCookies.count == 1)
