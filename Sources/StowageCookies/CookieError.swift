@@ -29,7 +29,8 @@ public struct CookieError: Error, Sendable, Hashable, CustomStringConvertible {
         /// step 5): one site may not set a cookie for every site under it.
         public static let publicSuffix = Code(.publicSuffix)
         /// `Secure` cookies (and `__Secure-`/`__Host-` names) are accepted only from `https`
-        /// (RFC 6265bis §5.6 steps 14 and 20–21).
+        /// (RFC 6265bis §5.6 steps 14 and 20–21), and a cookie from `http` may not replace or
+        /// shadow a `Secure` one of the same name (RFC 6265bis §5.7 step 16).
         public static let notSecure = Code(.notSecure)
         /// The URL has no scheme or host to scope a cookie to.
         public static let invalidURL = Code(.invalidURL)

@@ -44,6 +44,27 @@ enum CookieMatching {
         return requestPath.utf8.dropFirst(cookiePath.utf8.count).first == UInt8(ascii: "/")
     }
 
+    /// Letters, digits, `-`, `_`, `.` and the `:` of an IPv6 literal (RFC 1123 §2.1 names,
+    /// RFC 3986 §3.2.2 literals).
+    static func isHostByte(_ byte: UInt8) -> Bool {
+        (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == UInt8(ascii: "-")
+            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
+    }
+
+    /// `name` as the host of a URL spells it: a non-ASCII (IDN) name in Punycode
+    /// (`公司.cn` → `xn--55qx5d.cn`), lowercased, since request hosts reach the store that way
+    /// and a `Domain` or a public-suffix rule compared in the other spelling would never match.
+    /// `nil` when `name` is not a host name.
+    static func asciiHost(_ name: String) -> String? {
+        let lowered = name.lowercased()
+        if lowered.utf8.allSatisfy(isHostByte) { return lowered }
+        guard !lowered.unicodeScalars.contains(where: { $0.isASCII && !isHostByte(UInt8($0.value)) }),
+            let host = URL(string: "http://\(lowered)/")?.host(percentEncoded: false)?.lowercased(),
+            host.utf8.allSatisfy(isHostByte)
+        else { return nil }
+        return host
+    }
+
     /// The parts of a request URL cookies are matched against.
     struct Request {
         /// Lowercased, without a trailing dot.
@@ -60,7 +81,11 @@ enum CookieMatching {
             var host = rawHost.lowercased()
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
             if host.hasSuffix(".") { host.removeLast() }
-            guard !host.isEmpty else { return nil }
+            // A percent-encoded host decodes to anything: `evil.com%00.example.com` would
+            // domain-match example.com while a resolver that stops at the NUL connects to
+            // evil.com. Only the bytes a DNS name or an address literal holds are scoped
+            // (Foundation gives an IDN host in Punycode, so names are ASCII here).
+            guard !host.isEmpty, host.utf8.allSatisfy(isHostByte) else { return nil }
             self.host = host
             let path = url.path(percentEncoded: true)
             self.path = path.isEmpty ? "/" : path

@@ -15,7 +15,9 @@ import Synchronization
 /// What it does, by RFC 6265:
 /// - Domain and path matching (§5.1.3, §5.1.4); host-only cookies when there is no `Domain`
 ///   (§5.3 step 6); `Secure` cookies go only to `https`/`wss` and are accepted only from them
-///   (RFC 6265bis), as are `__Secure-` and `__Host-` names.
+///   (RFC 6265bis), as are `__Secure-` and `__Host-` names (in any case); an `http` response
+///   cannot replace, delete or shadow a `Secure` cookie of the same name (RFC 6265bis §5.7
+///   step 16).
 /// - `Max-Age` wins over `Expires` (§5.3 step 3); `Max-Age` ≤ 0 or a past `Expires` deletes the
 ///   cookie; lifetimes are capped at ``Configuration/maximumLifetime``.
 /// - A `Domain` that is a public suffix (`com`, `co.uk`, any single label) or that does not
@@ -55,28 +57,42 @@ public final class CookieStore: Sendable {
 
     private struct State {
         private(set) var entries: [Cookie.Identity: Entry] = [:]
-        /// Cookies per site, so that the per-site limit costs no walk of every cookie.
-        private(set) var siteCounts: [String: Int] = [:]
+        /// The cookies of each site, so that the per-site limit walks that site's cookies only,
+        /// not every cookie.
+        private(set) var siteMembers: [String: Set<Cookie.Identity>] = [:]
+        /// How many Secure cookies bear each name, so that a cookie from `http` walks the
+        /// store for one it may not shadow only when such a name is there.
+        private(set) var secureNames: [String: Int] = [:]
         var nextSequence: UInt64 = 0
         /// Bumped by every change the file must show.
         var generation: UInt64 = 0
 
         mutating func insert(_ entry: Entry) {
             if let previous = entries.updateValue(entry, forKey: entry.cookie.identity) {
-                siteCounts[previous.site, default: 1] -= 1
+                leaveSite(previous)
             }
-            siteCounts[entry.site, default: 0] += 1
+            siteMembers[entry.site, default: []].insert(entry.cookie.identity)
+            if entry.cookie.isSecure { secureNames[entry.cookie.name, default: 0] += 1 }
         }
 
         mutating func remove(_ identity: Cookie.Identity) {
             guard let removed = entries.removeValue(forKey: identity) else { return }
-            siteCounts[removed.site, default: 1] -= 1
-            if siteCounts[removed.site] == 0 { siteCounts[removed.site] = nil }
+            leaveSite(removed)
+        }
+
+        private mutating func leaveSite(_ entry: Entry) {
+            siteMembers[entry.site]?.remove(entry.cookie.identity)
+            if siteMembers[entry.site]?.isEmpty == true { siteMembers[entry.site] = nil }
+            if entry.cookie.isSecure {
+                secureNames[entry.cookie.name, default: 1] -= 1
+                if secureNames[entry.cookie.name] == 0 { secureNames[entry.cookie.name] = nil }
+            }
         }
 
         mutating func removeAll() {
             entries.removeAll()
-            siteCounts.removeAll()
+            siteMembers.removeAll()
+            secureNames.removeAll()
         }
 
         mutating func markUsed(_ identity: Cookie.Identity, at date: Date) {
@@ -121,8 +137,10 @@ public final class CookieStore: Sendable {
     ///   - url: The cookie file, e.g. `…/Cookies/cookies.stowcookies`.
     ///   - configuration: Limits and rules; see ``Configuration``.
     ///   - clock: The time cookies expire by.
-    /// - Throws: `StowageError` when the directory cannot be made or the file read, and
-    ///   `.unsupported` for a file written by a newer format.
+    /// - Throws: `StowageError` when the directory cannot be made or the file read;
+    ///   `.invalidArgument` when the path is not a regular file (a FIFO, a directory, a
+    ///   device) or is over 64 MiB, far beyond what the store's limits write (the file is left
+    ///   as it is); `.unsupported` for a file written by a newer format.
     public static func open(
         at url: URL,
         configuration: Configuration = Configuration(),
@@ -253,9 +271,12 @@ public final class CookieStore: Sendable {
                             ? "is not the request's IP address" : "does not domain-match the request's host")
                 )
             }
-            // §5.3 step 5: a suffix equal to the host makes a host-only cookie.
+            // §5.3 step 5: a suffix equal to the host makes a host-only cookie. So does an IP
+            // address (as in browsers): a name such as `x.127.0.0.1` is not a subdomain of the
+            // address, yet it would domain-match a Domain=127.0.0.1 cookie by §5.1.3's text.
             cookie.domain = domain
-            cookie.isHostOnly = configuration.publicSuffixes.isPublicSuffix(domain)
+            cookie.isHostOnly =
+                configuration.publicSuffixes.isPublicSuffix(domain) || CookieMatching.isIPAddress(domain)
         }
 
         // §5.3 step 7.
@@ -269,22 +290,33 @@ public final class CookieStore: Sendable {
         if cookie.isSecure && !request.isSecure {
             throw notSecure(cookie, request, "has the Secure attribute")
         }
-        if cookie.name.hasPrefix("__Secure-") && !(cookie.isSecure && request.isSecure) {
+        // The prefixes match case-insensitively (RFC 6265bis §4.1.3, as browsers do since
+        // 2024): a server that reads names without case would take `__HOST-id` for `__Host-id`.
+        if Self.hasPrefix(cookie.name, "__secure-") && !(cookie.isSecure && request.isSecure) {
             throw notSecure(cookie, request, "is a __Secure- cookie without Secure, or not from https")
         }
-        if cookie.name.hasPrefix("__Host-")
-            && !(cookie.isSecure && request.isSecure && parsed.domain == nil && cookie.path == "/")
+        if Self.hasPrefix(cookie.name, "__host-")
+            && !(cookie.isSecure && request.isSecure && parsed.domain == nil && parsed.path == "/")
         {
             throw notSecure(
                 cookie,
                 request,
-                "is a __Host- cookie without Secure, with a Domain, or with a Path other than /"
+                "is a __Host- cookie without Secure, with a Domain, or without Path=/"
             )
         }
 
         let persistsSessions = configuration.persistsSessionCookies
         let site = configuration.publicSuffixes.registrableDomain(of: cookie.domain)
-        state.withLock { state in
+        let shadowed = state.withLock { state -> Bool in
+            // RFC 6265bis §5.7 step 16 ("Strict Secure"): a cookie from an insecure origin may not
+            // replace, delete or shadow a Secure cookie of the same name whose domain matches
+            // its own either way and whose path it path-matches; else anyone on the network
+            // path of an http request could overwrite an https session.
+            if !cookie.isSecure && !request.isSecure && state.secureNames[cookie.name] != nil
+                && state.entries.values.contains(where: { Self.isShadowed($0.cookie, by: cookie) })
+            {
+                return true
+            }
             let identity = cookie.identity
             let previous = state.entries[identity]
             // §5.3 step 11: replace, keeping the old creation date (and so the old place in order).
@@ -296,60 +328,97 @@ public final class CookieStore: Sendable {
             }
             if let expires = cookie.expiresDate, expires <= now {
                 state.remove(identity)  // §5.3 step 12: an expired cookie only deletes.
-                return
+                return false
             }
             state.insert(Entry(cookie: cookie, sequence: previous?.sequence ?? state.nextSequence, site: site))
             if previous == nil { state.nextSequence += 1 }
             evict(&state, keeping: identity, site: site, now: now)
+            return false
+        }
+        if shadowed {
+            throw notSecure(cookie, request, "would replace or shadow a Secure cookie of the same name")
         }
         return cookie
     }
 
+    /// Whether `name` starts with `prefix` (lowercase) in any case.
+    private static func hasPrefix(_ name: String, _ prefix: String) -> Bool {
+        name.utf8.count >= prefix.utf8.count
+            && zip(name.utf8, prefix.utf8).allSatisfy { byte, lower in
+                ((0x41...0x5A).contains(byte) ? byte | 0x20 : byte) == lower
+            }
+    }
+
+    /// RFC 6265bis §5.7 step 16's criteria: same name, `existing` Secure, domains matching
+    /// either way, the new path path-matching the existing one.
+    private static func isShadowed(_ existing: Cookie, by new: Cookie) -> Bool {
+        existing.isSecure && existing.name == new.name
+            && (CookieMatching.domainMatches(host: existing.domain, domain: new.domain)
+                || CookieMatching.domainMatches(host: new.domain, domain: existing.domain))
+            && CookieMatching.pathMatches(requestPath: new.path, cookiePath: existing.path)
+    }
+
     /// RFC 6265 §5.3 step 12 and §6.1: drop expired cookies, then the least recently used of
-    /// a site over its limit, then the least recently used overall.
+    /// a site over its limit (non-Secure first), then the least recently used overall.
+    ///
+    /// An insert goes over a limit by one cookie, so each limit removes its one victim found in
+    /// a single walk (the site's cookies, or every cookie), never a sort: a response of 10,000
+    /// `Set-Cookie` fields, or a crawl of 10,000 sites, costs linear work per cookie under the
+    /// store's lock rather than a sort of the whole store per cookie.
     private func evict(_ state: inout State, keeping kept: Cookie.Identity, site: String, now: Date) {
-        let siteCount = state.siteCounts[site] ?? 0
-        if siteCount > configuration.maximumCookiesPerDomain {
-            removeLeastRecentlyUsed(
-                from: &state,
-                among: state.entries.values.filter { $0.site == site },
-                count: siteCount - configuration.maximumCookiesPerDomain,
-                keeping: kept,
-                now: now
-            )
+        while (state.siteMembers[site]?.count ?? 0) > configuration.maximumCookiesPerDomain {
+            guard let victim = siteVictim(in: state, site: site, keeping: kept, now: now) else { break }
+            remove(victim, from: &state)
         }
-        if state.entries.count > configuration.maximumCookieCount {
-            removeLeastRecentlyUsed(
-                from: &state,
-                among: Array(state.entries.values),
-                count: state.entries.count - configuration.maximumCookieCount,
-                keeping: kept,
-                now: now
-            )
+        while state.entries.count > configuration.maximumCookieCount {
+            guard let victim = leastRecentlyUsed(state.entries.values, keeping: kept, now: now) else { break }
+            remove(victim, from: &state)
         }
     }
 
-    private func removeLeastRecentlyUsed(
-        from state: inout State,
-        among candidates: [Entry],
-        count: Int,
+    /// The least recently used cookie of `site` (`state` borrowed, so nothing is copied).
+    private func siteVictim(in state: State, site: String, keeping kept: Cookie.Identity, now: Date) -> Entry? {
+        let members = state.siteMembers[site] ?? []
+        return leastRecentlyUsed(members.lazy.compactMap { state.entries[$0] }, keeping: kept, now: now)
+    }
+
+    /// Expired first, then cookies without `Secure`, then by last access, then by arrival.
+    ///
+    /// RFC 6265bis §5.7 ("remove excess cookies") evicts a site's non-Secure cookies before its
+    /// Secure ones: else an `http` response setting 50 cookies would push the site's Secure
+    /// session out of the store and then set its own in its place, which the Strict Secure
+    /// rule exists to prevent.
+    private func leastRecentlyUsed(
+        _ candidates: some Sequence<Entry>,
         keeping kept: Cookie.Identity,
         now: Date
-    ) {
-        // Expired first, then by last access, then by arrival.
-        let victims = candidates.filter { $0.cookie.identity != kept }.sorted { lhs, rhs in
-            let leftExpired = lhs.cookie.expiresDate.map { $0 <= now } ?? false
-            let rightExpired = rhs.cookie.expiresDate.map { $0 <= now } ?? false
-            if leftExpired != rightExpired { return leftExpired }
-            if lhs.cookie.lastAccessDate != rhs.cookie.lastAccessDate {
-                return lhs.cookie.lastAccessDate < rhs.cookie.lastAccessDate
+    ) -> Entry? {
+        var victim: Entry?
+        for candidate in candidates where candidate.cookie.identity != kept {
+            guard let current = victim else {
+                victim = candidate
+                continue
             }
-            return lhs.sequence < rhs.sequence
+            let candidateExpired = candidate.cookie.expiresDate.map { $0 <= now } ?? false
+            let currentExpired = current.cookie.expiresDate.map { $0 <= now } ?? false
+            let earlier: Bool
+            if candidateExpired != currentExpired {
+                earlier = candidateExpired
+            } else if candidate.cookie.isSecure != current.cookie.isSecure {
+                earlier = !candidate.cookie.isSecure
+            } else if candidate.cookie.lastAccessDate != current.cookie.lastAccessDate {
+                earlier = candidate.cookie.lastAccessDate < current.cookie.lastAccessDate
+            } else {
+                earlier = candidate.sequence < current.sequence
+            }
+            if earlier { victim = candidate }
         }
-        for victim in victims.prefix(count) {
-            state.remove(victim.cookie.identity)
-            if victim.cookie.isPersistent || configuration.persistsSessionCookies { state.generation += 1 }
-        }
+        return victim
+    }
+
+    private func remove(_ victim: Entry, from state: inout State) {
+        state.remove(victim.cookie.identity)
+        if victim.cookie.isPersistent || configuration.persistsSessionCookies { state.generation += 1 }
     }
 
     private func tooLarge(_ size: Int) -> CookieError {

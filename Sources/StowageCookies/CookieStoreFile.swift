@@ -49,10 +49,13 @@ enum CookieStoreFile {
     /// - Throws: `StowageError` `.unsupported` for a file of a newer format (which a write
     ///   would destroy), or the error of reading it.
     static func read(_ url: URL) throws -> Contents {
+        // A regular file only: `Data(contentsOf:)` would wait forever on a FIFO put in the
+        // file's place and read a device until memory runs out. 64 MiB is far above the
+        // largest file the store's limits allow (3000 cookies of 4 KiB).
         let data: Data
         do {
-            data = try Data(contentsOf: url)
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+            data = try RegularFile.read(url.fileSystemPath, subject: "the cookie file")
+        } catch let error as StowageError where error.code == .notFound {
             return Contents()
         }
         var contents = Contents()

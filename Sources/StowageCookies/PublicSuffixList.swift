@@ -58,8 +58,8 @@ public struct PublicSuffixList: Sendable {
     }
 
     /// A list from the text of a `public_suffix_list.dat` file: one rule a line, `//` comments,
-    /// `*.` wildcard rules and `!` exception rules. Non-ASCII rules are kept in their Unicode
-    /// form; hosts are compared as given, so an IDN host in Punycode matches only ASCII rules.
+    /// `*.` wildcard rules and `!` exception rules. A non-ASCII rule (`公司.cn`) is kept in its
+    /// Unicode form and in Punycode (`xn--55qx5d.cn`), the form request hosts arrive in.
     ///
     /// - Returns: `nil` when the text holds no rule.
     public init?(datFile text: String) {
@@ -70,17 +70,26 @@ public struct PublicSuffixList: Sendable {
             let rule = line.split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
             if rule.isEmpty || rule.hasPrefix("//") { continue }
             if rule.hasPrefix("!") {
-                exceptions.insert(String(rule.dropFirst()).lowercased())
+                exceptions.formUnion(Self.spellings(rule.dropFirst()))
             } else if rule.hasPrefix("*.") {
-                wildcards.insert(String(rule.dropFirst(2)).lowercased())
+                wildcards.formUnion(Self.spellings(rule.dropFirst(2)))
             } else {
-                rules.insert(rule.lowercased())
+                rules.formUnion(Self.spellings(rule[...]))
             }
         }
         guard !(rules.isEmpty && wildcards.isEmpty) else { return nil }
         self.rules = rules
         self.wildcards = wildcards
         self.exceptions = exceptions
+    }
+
+    /// A rule lowercased and, when it is not ASCII, in Punycode as well.
+    private static func spellings(_ rule: Substring) -> [String] {
+        let lowered = rule.lowercased()
+        guard !lowered.utf8.allSatisfy({ $0 < 0x80 }), let ascii = CookieMatching.asciiHost(lowered) else {
+            return [lowered]
+        }
+        return [lowered, ascii]
     }
 
     /// Whether `domain` (lowercased, no leading dot) is a public suffix. A single label always

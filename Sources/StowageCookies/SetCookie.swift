@@ -57,7 +57,8 @@ struct SetCookie: Equatable {
                 // dot is dropped, the rest lowercased.
                 var domain = attributeValue
                 if domain.hasPrefix(".") { domain = domain.dropFirst() }
-                cookie.domain = domain.isEmpty ? nil : domain.lowercased()
+                // An IDN domain is compared in the Punycode its request host arrives in.
+                cookie.domain = domain.isEmpty ? nil : CookieMatching.asciiHost(String(domain)) ?? domain.lowercased()
             case "path":
                 // §5.2.4: a value that is empty or does not start with "/" means the default path.
                 cookie.path = attributeValue.hasPrefix("/") ? String(attributeValue) : nil

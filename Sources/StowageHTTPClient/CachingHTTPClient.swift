@@ -37,7 +37,10 @@ import StowageHTTPCache
 /// response served from the cache never sets cookies again: a shared cache does not store
 /// `Set-Cookie` at all, and a private cache may keep it in the stored response (the caller
 /// still sees it) but replaying it would bring back cookies the server has since changed or
-/// deleted. Without a store (the default) no cookie is sent or kept, as before.
+/// deleted. With an AsyncHTTPClient of your own that follows redirects, each response's
+/// `Set-Cookie` is scoped to the URL it answered (the redirect's host, then the target's), and
+/// AsyncHTTPClient drops the `Cookie` field on a redirect to another origin. Without a store
+/// (the default) no cookie is sent or kept, as before.
 public final class CachingHTTPClient: Sendable {
     /// The cache (configure it as `CacheKind/private` for a client); `nil` when the client
     /// passes every request through.
@@ -104,13 +107,18 @@ public final class CachingHTTPClient: Sendable {
         }
         let transport = self.transport
         return try await route.respond(to: request, body: body, policy: policy) { sent, body in
-            let (response, responseBody) = try await transport.fetch(sent, body: body)
-            let setCookies = response.headerFields[values: .setCookie]
-            if !setCookies.isEmpty {
+            let (response, responseBody, hops) = try await transport.fetchWithHops(sent, body: body)
+            // Each response's Set-Cookie is scoped to the URL that response answered: with an
+            // AsyncHTTPClient that follows redirects, the final response may come from another
+            // host, which must not set cookies for the first (RFC 6265 §5.3 steps 5–6), and the
+            // redirects' own Set-Cookie fields count too, as in browsers.
+            for hop in hops {
+                let setCookies = hop.fields[values: .setCookie]
+                guard !setCookies.isEmpty, let hopURL = hop.url else { continue }
                 // Refused cookies are ignored, as RFC 6265 §5.3 says. A file that cannot be
                 // written does not fail the exchange: the cookies are set in memory, and the
                 // store's next write carries them.
-                _ = try? await cookies.setCookies(setCookies, from: url)
+                _ = try? await cookies.setCookies(setCookies, from: hopURL)
             }
             return (response, responseBody)
         }

@@ -42,6 +42,20 @@ public struct UpstreamTransport: Sendable {
 
     /// Sends `request` (to the URL its scheme, authority and path make) with `body`.
     public func fetch(_ request: HTTPRequest, body: HTTPBody?) async throws -> (HTTPResponse, HTTPBody) {
+        let (response, body, _) = try await fetchWithHops(request, body: body)
+        return (response, body)
+    }
+
+    /// One response of an exchange and the URL it answered. A client that follows redirects
+    /// makes several; the last is the response returned.
+    struct Hop {
+        var url: URL?
+        var fields: HTTPFields
+    }
+
+    /// ``fetch(_:body:)``, with every response of the exchange in order, redirects included:
+    /// what a cookie store needs to scope each `Set-Cookie` to the host that sent it.
+    func fetchWithHops(_ request: HTTPRequest, body: HTTPBody?) async throws -> (HTTPResponse, HTTPBody, [Hop]) {
         var outgoing = HTTPClientRequest(url: Self.url(of: request))
         outgoing.method = HTTPMethod(rawValue: request.method.rawValue)
         outgoing.headers = Self.headers(from: request.headerFields)
@@ -59,7 +73,11 @@ public struct UpstreamTransport: Sendable {
         head.headerFields = Self.fields(from: response.headers)
         let length = head.headerFields[.contentLength].flatMap { Int64($0) }
         let body = HTTPBody(response.body.map { Array($0.readableBytesView) }, length: length)
-        return (head, body)
+        var hops = response.history.map {
+            Hop(url: URL(string: $0.request.url), fields: Self.fields(from: $0.responseHead.headers))
+        }
+        if hops.isEmpty { hops = [Hop(url: URL(string: Self.url(of: request)), fields: head.headerFields)] }
+        return (head, body, hops)
     }
 
     /// The transport as the cache's fetch closure.

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import StowageCookies
@@ -103,5 +104,50 @@ import Testing
             let echoed = try await fetch(client, get(origin, "/me"))
             #expect(echoed == "(none)")
         }
+    }
+
+    @Test("with a client that follows redirects, each Set-Cookie is scoped to the host that sent it")
+    func redirectSetCookieScopedToItsHost() async throws {
+        // The second origin, reached as `localhost`, answers everything with a cookie that
+        // must stay its own; the first redirects to it, setting a cookie of its own on the way.
+        let second = try await TestOriginServer.start { _ in
+            .init(fields: [("Set-Cookie", "sid=attacker; Path=/; Max-Age=3600")], body: "landed")
+        }
+        let first = try await TestOriginServer.start { received in
+            if received.head.path == "/go" {
+                return .init(
+                    status: 302,
+                    fields: [
+                        ("Location", "http://localhost:\(second.port)/land"),
+                        ("Set-Cookie", "hop=1; Path=/; Max-Age=3600"),
+                        ("Cache-Control", "no-store"),
+                    ]
+                )
+            }
+            return .init(fields: [("Cache-Control", "no-store")], body: received.head.headerFields[.cookie] ?? "(none)")
+        }
+        let following = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: .init(redirectConfiguration: .follow(max: 3, allowCycles: false))
+        )
+        let cookies = CookieStore()
+        let client = CachingHTTPClient(cache: nil, cookies: cookies, httpClient: following)
+        let landed: String
+        let back: String
+        do {
+            landed = try await fetch(client, get(first, "/go"))
+            back = try await fetch(client, get(first, "/me"))
+        } catch {
+            try await following.shutdown()
+            await first.stop()
+            await second.stop()
+            throw error
+        }
+        try await following.shutdown()
+        await first.stop()
+        await second.stop()
+        #expect(landed == "landed")
+        #expect(back == "hop=1")
+        #expect(cookies.cookieHeader(for: URL(string: "http://localhost:\(second.port)/")!) == "sid=attacker")
     }
 }
