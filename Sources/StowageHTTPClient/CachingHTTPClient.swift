@@ -60,7 +60,11 @@ public final class CachingHTTPClient: Sendable {
     ///   - cache: Where responses are stored. Default `HTTPCache.shared` (read now, kept for the
     ///     client's life); `nil` for none: every request goes to the origin.
     ///   - cookies: The cookies to send and keep (e.g. `UserSpace/cookies(configuration:)`).
-    ///     Default `nil`: no cookies are sent or stored.
+    ///     Default `nil`: no cookies are sent or stored. Give each user's client a cache of its
+    ///     own (`UserSpace`'s caches directory) as well: a private cache serves what it stored
+    ///     to every client that shares it, and a response personalised by a cookie without
+    ///     `Vary: Cookie` would reach another user through a shared `HTTPCache.shared`, as
+    ///     through `URLCache.shared`.
     ///   - httpClient: The AsyncHTTPClient to use; `nil` creates one (redirects off, so 3xx
     ///     responses are cached as such) that ``shutdown()`` closes.
     ///   - timeout: The longest one origin exchange may take, body included. Default 60 s.
