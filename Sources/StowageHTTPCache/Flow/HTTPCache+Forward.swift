@@ -241,6 +241,21 @@ extension HTTPCache {
                     note: "not stored: the will-cache hook refused it"
                 )
             }
+            // RFC 9111 §3 applies to what is stored, not only to what the origin sent: a hook
+            // that turns the response into a 206, a 304, a `no-store` or a `Vary: *` one must
+            // not have it replayed on hits (a 304 to an unconditional GET).
+            if case .notStorable(let reason) = rules.storability(
+                of: proposal.response,
+                for: request,
+                forced: forcedRule != nil
+            ) {
+                return StoreOutcome(
+                    body: served,
+                    isUnderWay: false,
+                    isCommitted: false,
+                    note: "not stored: the will-cache hook's response is not storable (\(reason))"
+                )
+            }
             stored = proposal.response
             memoryOnly = memoryOnly || proposal.storage == .memoryOnly
             userInfo = proposal.userInfo

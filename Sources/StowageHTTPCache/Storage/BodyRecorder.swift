@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import StowageCache
 import StowageCore
@@ -92,6 +93,13 @@ final class BodyRecorder: Sendable {
         }
         var record = record
         record.stored.bodyLength = outcome.size
+        // A stored `Content-Length` must frame the stored body (RFC 9112 §6.3): hits, HEADs and
+        // streamed bodies are sent with it, so a will-cache hook that set one of its own (or an
+        // origin that miscounted) must not desynchronize the connection a hit is served on.
+        let storedLength = String(outcome.size)
+        if let declared = record.stored.response.headerFields[.contentLength], declared != storedLength {
+            record.stored.response.headerFields[.contentLength] = storedLength
+        }
         do {
             if let write = outcome.write {
                 try await BlockingWork.run { try write.commit() }
