@@ -45,6 +45,42 @@ import Testing
         }
     }
 
+    @Test(
+        "A will-cache hook that adds hop-by-hop fields, a cookie or a private field to a shared cache's response: none is stored (RFC 9111 §3.1, §5.2.2.7)"
+    )
+    func hookFieldsAreFilteredLikeTheOrigins() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let userField = HTTPField.Name("X-User")!
+            let cache = try makeCache(root, clock: clock, kind: .shared) {
+                $0.setCookie = .storeWithoutCookie
+                $0.willCache = { proposal in
+                    var proposal = proposal
+                    proposal.response.headerFields[.setCookie] = "session=alice"
+                    proposal.response.headerFields[.transferEncoding] = "chunked"
+                    proposal.response.headerFields[.connection] = "X-Hop"
+                    proposal.response.headerFields[HTTPField.Name("X-Hop")!] = "1"
+                    proposal.response.headerFields[HTTPField.Name("Keep-Alive")!] = "timeout=5"
+                    proposal.response.headerFields[userField] = "alice"
+                    return proposal
+                }
+            }
+            let origin = TestOrigin { _, n in
+                ok("v\(n)", [("Cache-Control", "max-age=600, private=\"X-User\"")], clock: clock)
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            let hit = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(hit.outcome == .hit)
+            let fields = hit.response.headerFields
+            #expect(fields[.setCookie] == nil, "another user is not sent alice's cookie")
+            #expect(fields[userField] == nil)
+            #expect(fields[.transferEncoding] == nil)
+            #expect(fields[.connection] == nil)
+            #expect(fields[HTTPField.Name("X-Hop")!] == nil)
+            #expect(fields[HTTPField.Name("Keep-Alive")!] == nil)
+        }
+    }
+
     @Test("A will-cache hook that sets a Content-Length but keeps the body: hits announce the stored body's length")
     func hookContentLengthFollowsStoredBody() async throws {
         try await withTemporaryDirectory { root in

@@ -256,7 +256,12 @@ extension HTTPCache {
                     note: "not stored: the will-cache hook's response is not storable (\(reason))"
                 )
             }
-            stored = proposal.response
+            // §3.1 and §5.2.2.7 apply to the hook's fields as to the origin's: hop-by-hop fields,
+            // a shared cache's private fields and unstored cookies stay out of the stored copy.
+            stored = HTTPResponse(
+                status: proposal.response.status,
+                headerFields: rules.fieldsToStore(proposal.response.headerFields, responseTime: responseTime)
+            )
             memoryOnly = memoryOnly || proposal.storage == .memoryOnly
             userInfo = proposal.userInfo
             if let bytes = proposal.body, bytes != whole {
