@@ -3,6 +3,7 @@ import HTTPTypes
 import StowageCache
 import StowageCore
 import StowageTestSupport
+import Synchronization
 import Testing
 
 @testable import StowageHTTPCache
@@ -145,6 +146,65 @@ import Testing
             #expect(hit.outcome == .hit)
             #expect(try await text(hit) == "small")
             #expect(hit.response.headerFields[.transferEncoding] == nil)
+        }
+    }
+
+    struct CutShort: Error {}
+
+    /// Yields its chunks, then fails: an origin whose connection drops mid-body.
+    struct FailingSequence: AsyncSequence, Sendable {
+        let chunks: [[UInt8]]
+        struct AsyncIterator: AsyncIteratorProtocol {
+            var remaining: ArraySlice<[UInt8]>
+            mutating func next() async throws -> [UInt8]? {
+                guard let chunk = remaining.popFirst() else { throw CutShort() }
+                return chunk
+            }
+        }
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: chunks[...]) }
+    }
+
+    @Test(
+        "A streamed origin body cut short: the will-cache hook's body is not stored for it (RFC 9111 §3.3); a complete one stores it"
+    )
+    func hookBodyWaitsForTheOriginsBodyToComplete() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let cache = try makeCache(root, clock: clock) {
+                $0.diskCapacity = ByteCount(100_000_000)
+                $0.willCache = { proposal in
+                    var proposal = proposal
+                    proposal.body = Array("summary".utf8)
+                    return proposal
+                }
+            }
+            let failing = Mutex(false)
+            let fetch: HTTPFetch = { _, _ in
+                let chunk = [UInt8](repeating: 0x62, count: 50_000)
+                let head = response(200, [("Cache-Control", "max-age=600")], date: t0)
+                if failing.withLock({ $0 }) {
+                    return (head, HTTPBody(FailingSequence(chunks: [chunk, chunk])))
+                }
+                return (head, HTTPBody(ChunkSequence(chunks: [chunk, chunk])))
+            }
+            // Cut short with nothing stored before: nothing is stored.
+            failing.withLock { $0 = true }
+            let cut = try await cache.respond(to: request(), fetch: fetch)
+            #expect(!cut.status.stored)
+            await #expect(throws: CutShort.self) { _ = try await cut.body.collect(upTo: 1 << 24) }
+            let after = try await cache.respond(
+                to: request(.get, "/resource", [("Cache-Control", "only-if-cached")]),
+                fetch: fetch
+            )
+            #expect(after.response.status == .gatewayTimeout, "\(after.trace)")
+
+            // A complete body stores the hook's bytes once it has been read.
+            failing.withLock { $0 = false }
+            let whole = try await cache.respond(to: request(), fetch: fetch)
+            #expect(try await whole.body.collect(upTo: 1 << 24).count == 100_000)
+            let hit = try await cache.respond(to: request(), fetch: fetch)
+            #expect(hit.outcome == .hit)
+            #expect(try await text(hit) == "summary")
         }
     }
 

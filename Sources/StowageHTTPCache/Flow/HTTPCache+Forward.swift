@@ -328,6 +328,17 @@ extension HTTPCache {
         }
         if !userInfo.isEmpty { note += "; with \(userInfo.count) user info entries" }
         let recorder = BodyRecorder(cache: self, key: key, record: record, onDone: onDone)
+        if let replacement, whole == nil {
+            // The origin's body streams to the caller: the hook's bytes are stored only once it
+            // has arrived whole (§3.3), not for a response whose connection drops mid-body.
+            return StoreOutcome(
+                body: recorder.tee(body, storingOnCompletion: replacement),
+                isUnderWay: true,
+                isCommitted: false,
+                note: note + " (once the origin's body has been read)",
+                userInfo: userInfo
+            )
+        }
         if replacement == nil, whole == nil, let originLength, originLength <= Self.wholeBodyReadLimit {
             let bytes = try await body.collect(upTo: Int(Self.wholeBodyReadLimit))
             whole = bytes
