@@ -399,6 +399,32 @@ import Testing
         return VariantRecord.encode([VariantRecord(stored: stored, bodyKey: "b 1", isMemoryOnly: false)])
     }
 
+    @Test(
+        "User info of exactly 32 entries and 4096 bytes round-trips; one entry or one byte more is refused and malformed"
+    )
+    func userInfoAtTheLimits() throws {
+        // 32 entries of 128 bytes each: "kNN" keys padded with values to 128 bytes.
+        var atLimit: [String: String] = [:]
+        for index in 0..<CacheProposal.maximumUserInfoCount {
+            let key = "k" + String(index).leftPadded(to: 2)
+            atLimit[key] = String(repeating: "v", count: 128 - key.utf8.count)
+        }
+        try CacheProposal.validate(userInfo: atLimit)
+        let record = WillCacheBodyAndUserInfoTests.record(userInfo: atLimit)
+        #expect(try VariantRecord.decode(Data(VariantRecord.encode([record]))) == [record])
+        var overSize = atLimit
+        overSize["k00"]! += "v"
+        var overCount = atLimit
+        overCount["k00"] = nil
+        overCount["a"] = "v"
+        overCount["b"] = "v"
+        for userInfo in [overSize, overCount] {
+            #expect(throws: HTTPCacheError.self) { try CacheProposal.validate(userInfo: userInfo) }
+            let bytes = VariantRecord.encode([WillCacheBodyAndUserInfoTests.record(userInfo: userInfo)])
+            #expect(throws: (any Error).self) { try VariantRecord.decode(Data(bytes)) }
+        }
+    }
+
     @Test("A version 2 record cut at every byte offset decodes as malformed, never a trap")
     func truncatedAtEveryOffset() throws {
         let bytes = Self.fullRecord()
@@ -472,5 +498,11 @@ import Testing
             #expect(try await text(second) == "v2")
             #expect(origin.count == 2)
         }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
     }
 }
