@@ -4,6 +4,7 @@ import HTTPTypes
 import Logging
 import NIOCore
 import NIOHTTP1
+import StowageCache
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
@@ -102,6 +103,46 @@ struct SharedProxyTests {
         }
     }
 
+    @Test(
+        "a body and user info a will-cache hook stores through one proxy reach the other through Redis; clients see the stored length and no user info, and a damaged shared record is a miss"
+    )
+    func willCacheThroughRedis() async throws {
+        try await SharedProxyFleet.run { fleet in
+            let first = try await fleet.startProxy(directory: "a") {
+                $0.willCache = { proposal in
+                    var proposal = proposal
+                    proposal.body = Array("from the hook".utf8)
+                    proposal.userInfo = ["secret": "do-not-leak"]
+                    // A length of its own that describes neither body.
+                    proposal.response.headerFields[.contentLength] = "3"
+                    return proposal
+                }
+            }
+            let second = try await fleet.startProxy(directory: "b")
+            let miss = try await fleet.get(first, "/hooked")
+            #expect(miss.text == "v1")
+            try await fleet.waitUntilShared(first, "/hooked")
+            let record = try #require(try await first.tier.entry(forKey: fleet.recordKey("/hooked")))
+            #expect(record.data.first == 2, "format version 2 in the shared level")
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(second.port)/hooked")
+            request.method = .GET
+            let response = try await fleet.client.execute(request, timeout: .seconds(30))
+            let body = String(buffer: try await response.body.collect(upTo: 1 << 20))
+            #expect(body == "from the hook")
+            #expect(response.headers["Content-Length"] == ["13"])
+            #expect(response.headers["Cache-Status"].first?.hasPrefix("stowage; hit") == true)
+            #expect(!response.headers.contains { $0.value.contains("do-not-leak") || $0.name.contains("secret") })
+
+            // Cut short in its user info: the other proxies read it as a miss and fetch again.
+            let damaged = Data(record.data.dropLast(4))
+            try await first.tier.setData(damaged, forKey: fleet.recordKey("/other"), timeToLive: nil)
+            let third = try await fleet.startProxy(directory: "c")
+            let fetched = try await fleet.get(third, "/other")
+            #expect(fetched.text.hasPrefix("v"))
+            #expect(!fetched.cacheStatus.contains("hit"), "\(fetched.cacheStatus)")
+        }
+    }
+
     @Test("with the shared Redis gone, the proxy serves from its own cache and no request fails")
     func redisDown() async throws {
         try await SharedProxyFleet.run { fleet in
@@ -193,7 +234,10 @@ private final class SharedProxyFleet: Sendable {
     }
 
     /// Starts `stowage proxy --shared` on a free port with its cache in `root/directory`.
-    func startProxy(directory: String) async throws -> Proxy {
+    func startProxy(
+        directory: String,
+        configure: (inout HTTPCache.Configuration) -> Void = { _ in }
+    ) async throws -> Proxy {
         // The test support's generous timeouts: the whole suite runs in parallel on two cores.
         var options = RedisSharedTier.Options()
         options.requestBudget = .seconds(30)
@@ -209,6 +253,7 @@ private final class SharedProxyFleet: Sendable {
             port: 0
         )
         configuration.sharedTier = tier
+        configure(&configuration.cache)
         configuration.logger.logLevel = .critical
         let proxy = try CachingProxy(configuration: configuration)
         let (ports, continuation) = AsyncStream<Int>.makeStream()

@@ -241,7 +241,27 @@ extension HTTPCache {
                     note: "not stored: the will-cache hook refused it"
                 )
             }
-            stored = proposal.response
+            // RFC 9111 §3 applies to what is stored, not only to what the origin sent: a hook
+            // that turns the response into a 206, a 304, a `no-store` or a `Vary: *` one must
+            // not have it replayed on hits (a 304 to an unconditional GET).
+            if case .notStorable(let reason) = rules.storability(
+                of: proposal.response,
+                for: request,
+                forced: forcedRule != nil
+            ) {
+                return StoreOutcome(
+                    body: served,
+                    isUnderWay: false,
+                    isCommitted: false,
+                    note: "not stored: the will-cache hook's response is not storable (\(reason))"
+                )
+            }
+            // §3.1 and §5.2.2.7 apply to the hook's fields as to the origin's: hop-by-hop fields,
+            // a shared cache's private fields and unstored cookies stay out of the stored copy.
+            stored = HTTPResponse(
+                status: proposal.response.status,
+                headerFields: rules.fieldsToStore(proposal.response.headerFields, responseTime: responseTime)
+            )
             memoryOnly = memoryOnly || proposal.storage == .memoryOnly
             userInfo = proposal.userInfo
             if let bytes = proposal.body, bytes != whole {
@@ -308,6 +328,17 @@ extension HTTPCache {
         }
         if !userInfo.isEmpty { note += "; with \(userInfo.count) user info entries" }
         let recorder = BodyRecorder(cache: self, key: key, record: record, onDone: onDone)
+        if let replacement, whole == nil {
+            // The origin's body streams to the caller: the hook's bytes are stored only once it
+            // has arrived whole (§3.3), not for a response whose connection drops mid-body.
+            return StoreOutcome(
+                body: recorder.tee(body, storingOnCompletion: replacement),
+                isUnderWay: true,
+                isCommitted: false,
+                note: note + " (once the origin's body has been read)",
+                userInfo: userInfo
+            )
+        }
         if replacement == nil, whole == nil, let originLength, originLength <= Self.wholeBodyReadLimit {
             let bytes = try await body.collect(upTo: Int(Self.wholeBodyReadLimit))
             whole = bytes

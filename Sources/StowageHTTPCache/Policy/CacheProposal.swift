@@ -34,6 +34,12 @@ public struct CacheProposal: Sendable {
     /// The request the response answers.
     public let request: HTTPRequest
     /// The response to store (fields as they will be stored); the hook may change it.
+    ///
+    /// What the hook returns is held to the rules the origin's response met: one that is not
+    /// storable (a 206 or 304, `no-store`, `Vary: *`, RFC 9111 §3) is not stored, and the fields
+    /// a cache never stores (hop-by-hop fields, §3.1; a shared cache's `private` fields and,
+    /// unless it stores them, cookies) are left out. A stored `Content-Length` always gives the
+    /// stored body's length.
     public var response: HTTPResponse
     /// Where to keep it; default ``Storage/allowed``.
     public var storage: Storage
@@ -42,7 +48,8 @@ public struct CacheProposal: Sendable {
     /// The cache hands the hook the origin's body when it holds it whole: a body already in
     /// memory, or one with a known length up to 256 KiB, read before the hook runs. It is `nil`
     /// for a body that streams (larger, or of unknown length); the origin's body is then stored
-    /// as it streams to the caller.
+    /// as it streams to the caller, and bytes the hook sets are stored once that body has
+    /// arrived whole (none when it is cut short, RFC 9111 §3.3).
     ///
     /// Set it to store other bytes (NSURLSession's `willCacheResponse` returning new `data`); a
     /// stored `Content-Length` is set to their length. Like any body, they are stored only within

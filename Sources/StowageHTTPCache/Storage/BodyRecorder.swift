@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import StowageCache
 import StowageCore
@@ -92,6 +93,13 @@ final class BodyRecorder: Sendable {
         }
         var record = record
         record.stored.bodyLength = outcome.size
+        // A stored `Content-Length` must frame the stored body (RFC 9112 §6.3): hits, HEADs and
+        // streamed bodies are sent with it, so a will-cache hook that set one of its own (or an
+        // origin that miscounted) must not desynchronize the connection a hit is served on.
+        let storedLength = String(outcome.size)
+        if let declared = record.stored.response.headerFields[.contentLength], declared != storedLength {
+            record.stored.response.headerFields[.contentLength] = storedLength
+        }
         do {
             if let write = outcome.write {
                 try await BlockingWork.run { try write.commit() }
@@ -134,7 +142,16 @@ final class BodyRecorder: Sendable {
 
     /// `body` passed through unchanged, recorded as it is read.
     func tee(_ body: HTTPBody) -> HTTPBody {
-        let box = TeeIterator(body: body, recorder: self)
+        let box = TeeIterator(body: body, recorder: self, replacement: nil)
+        return HTTPBody(length: body.length) { { try await box.next() } }
+    }
+
+    /// `body` passed through unchanged; `replacement` (the will-cache hook's bytes) is stored
+    /// once `body` has ended, and nothing if it fails or is dropped: RFC 9111 §3.3 keeps an
+    /// incomplete response out of the cache, as NSURLSession asks its delegate's
+    /// `willCacheResponse` only once the data has all arrived.
+    func tee(_ body: HTTPBody, storingOnCompletion replacement: [UInt8]) -> HTTPBody {
+        let box = TeeIterator(body: body, recorder: self, replacement: replacement)
         return HTTPBody(length: body.length) { { try await box.next() } }
     }
 }
@@ -144,19 +161,23 @@ private final class TeeIterator: @unchecked Sendable {
     // Iterated by one task only (HTTPBody is single-pass); the lock-free state is safe there.
     private var iterator: HTTPBody.AsyncIterator
     private let recorder: BodyRecorder
+    /// Stored instead of the chunks, once they have all passed.
+    private let replacement: [UInt8]?
 
-    init(body: HTTPBody, recorder: BodyRecorder) {
+    init(body: HTTPBody, recorder: BodyRecorder, replacement: [UInt8]?) {
         iterator = body.makeAsyncIterator()
         self.recorder = recorder
+        self.replacement = replacement
     }
 
     func next() async throws -> [UInt8]? {
         do {
             guard let chunk = try await iterator.next() else {
+                if let replacement { await recorder.append(replacement) }
                 await recorder.finish()
                 return nil
             }
-            await recorder.append(chunk)
+            if replacement == nil { await recorder.append(chunk) }
             return chunk
         } catch {
             recorder.abandon()
