@@ -2,6 +2,7 @@ import Foundation
 import StowageCache
 import StowageCore
 import StowageTestSupport
+import Synchronization
 import Testing
 
 @Suite("HybridCache placement and memory cost")
@@ -206,5 +207,56 @@ struct HybridCachePlacementTests {
             }
         }
         #expect(mixed.isEmpty, "levels that no order of the writes leaves: \(mixed.prefix(5))")
+    }
+
+    @Test("reads racing writes of every placement, removals and evictions never bring back an older value")
+    func racingReadsServeNothingOlder() async throws {
+        let scratch = try TemporaryDirectory()
+        var memory = MemoryCache<String, String>.Configuration(costLimit: 40)  // about four values
+        memory.memoryPressureSource = nil
+        let cache = HybridCache(
+            memory: try MemoryCache(configuration: memory),
+            disk: try DiskCache(directory: scratch.url.appending(path: "cache")),
+            serializer: StringSerializer()
+        )
+        let placements: [CachePlacement] = [.all, .memoryOnly, .diskOnly]
+        final class Flag: Sendable { let isSet = Atomic<Bool>(false) }
+        let stop = Flag()
+        let stale = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    while !stop.isSet.load(ordering: .relaxed) {
+                        for key in 0..<3 { _ = try await cache.value(forKey: "k\(key)") }
+                        await Task.yield()  // a memory hit never suspends: leave the writer a thread
+                    }
+                    return []
+                }
+            }
+            group.addTask {
+                defer { stop.isSet.store(true, ordering: .relaxed) }
+                var stale: [String] = []
+                for version in 0..<300 {
+                    let key = "k\(version % 3)"
+                    let value = String(format: "v%07d", version)
+                    if version % 7 == 6 {
+                        try await cache.removeValue(forKey: key)
+                        if let read = try await cache.value(forKey: key) {
+                            stale.append("\(key) removed, read \(read)")
+                        }
+                        continue
+                    }
+                    try await cache.setValue(value, forKey: key, placement: placements[version % placements.count])
+                    if version % 5 == 0 { cache.memory.removeAll() }  // memory lets values go
+                    if let read = try await cache.value(forKey: key), read != value {
+                        stale.append("\(key) wrote \(value), read \(read)")
+                    }
+                }
+                return stale
+            }
+            var all: [String] = []
+            for try await found in group { all += found }
+            return all
+        }
+        #expect(stale.isEmpty, "\(stale.prefix(5))")
     }
 }
