@@ -147,4 +147,40 @@ struct HybridCacheReadPolicyTests {
         cache.memory.removeAll()
         #expect(try await cache.value(forKey: "k") == "v")
     }
+
+    @Test("a removal or a newer write during revalidation is not undone by storing the kept value again")
+    func revalidateDoesNotResurrect() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        try await cache.setValue("old", forKey: "removed")
+        try await cache.setValue("old", forKey: "rewritten")
+
+        // The source answers 304 for the copy it was asked about, but the key changed meanwhile
+        // (another task removed it, or stored a newer value).
+        let kept = try await cache.value(
+            forKey: "removed",
+            timeToLive: .seconds(100),
+            policy: .revalidate { _ in
+                try await cache.removeValue(forKey: "removed")
+                return .notModified
+            },
+            orLoad: { "loaded" }
+        )
+        #expect(kept == "old")
+        #expect(try await cache.value(forKey: "removed") == nil)
+        #expect(try await cache.disk.data(forKey: "removed") == nil)
+
+        _ = try await cache.value(
+            forKey: "rewritten",
+            timeToLive: .seconds(100),
+            policy: .revalidate { _ in
+                try await cache.setValue("new", forKey: "rewritten")
+                return .notModified
+            },
+            orLoad: { "loaded" }
+        )
+        #expect(try await cache.value(forKey: "rewritten") == "new")
+        cache.memory.removeAll()
+        #expect(try await cache.value(forKey: "rewritten") == "new")
+    }
 }

@@ -302,6 +302,40 @@ import Testing
         #expect(cache.count == (action == .ignore ? 10 : action == .halve ? 2 : 0))
     }
 
+    // MARK: - Costs near Int.max
+
+    @Test("costs near Int.max neither overflow the running total nor trap; the newest entry stays")
+    func hugeCostsDoNotOverflow() throws {
+        let evictions = EvictionLog<String, Int>()
+        let cache: MemoryCache<String, Int> = try makeCache(log: evictions)
+        cache.setValue(1, forKey: "a", cost: .max)
+        #expect(cache.value(forKey: "a") == 1)
+        #expect(cache.value(forKey: "a") == 1)  // a second hit adds Int.max bytes read again
+        // Without a cost limit the total is bounded by Int.max all the same: "a" makes room.
+        cache.setValue(2, forKey: "b", cost: .max)
+        #expect(cache.value(forKey: "b") == 2)
+        #expect(cache.value(forKey: "a") == nil)
+        #expect(cache.totalCost == .max)
+        #expect(evictions.entries == [.init("a", 1, .costLimit)])
+        cache.setValue(3, forKey: "c", cost: 1)
+        #expect(cache.value(forKey: "c") == 3)
+        #expect(cache.totalCost == 1)
+        let statistics = cache.statistics
+        #expect(statistics.bytesRead == .max)
+        #expect(statistics.bytesWritten == .max)
+        #expect(statistics.bytesEvicted == .max)
+        expectSound(cache)
+    }
+
+    @Test("a cost limit just under Int.max with a huge entry evicts instead of overflowing")
+    func hugeCostUnderHugeLimit() throws {
+        let cache: MemoryCache<Int, Int> = try makeCache(costLimit: .max - 1)
+        for key in 0..<4 { cache.setValue(key, forKey: key, cost: .max / 3) }
+        #expect(cache.totalCost <= .max - 1)
+        #expect(cache.value(forKey: 3) == 3)
+        expectSound(cache)
+    }
+
     // MARK: - Statistics and configuration
 
     @Test("statistics count hits, misses, writes and evictions")

@@ -14,7 +14,8 @@ public enum CachePlacement: Sendable, Hashable, CustomStringConvertible {
     /// Memory only.
     ///
     /// A write keeps the value in memory and removes the key's older copies from disk and the
-    /// shared level, so that they are not served once memory lets the new value go. A removal
+    /// shared level, so that they are not served once memory lets the new value go; it takes no
+    /// tag (tags live in the disk index). A removal
     /// drops the memory copy; the disk copy stays and is read (and promoted) on the next read.
     case memoryOnly
     /// Disk only (and the shared level for a write).

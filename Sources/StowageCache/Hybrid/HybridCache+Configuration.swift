@@ -21,8 +21,8 @@ extension HybridCache {
         /// bitmap): return its decoded size then, as SDWebImage's `SDImageCache` costs an image
         /// by `sd_memoryCost` (bytes per row × height), not by its file size.
         ///
-        /// Called on every write that keeps the value in memory and on every promotion of a disk
-        /// or shared copy into memory. A result below 0 or above ``maximumCost`` is refused: the
+        /// Called on every write (a disk-only one too, whose value the next read promotes) and on
+        /// every promotion of a disk or shared copy into memory. A result below 0 or above ``maximumCost`` is refused: the
         /// call throws `StowageError` with code `.invalidArgument` and the cache is left as
         /// it was (an earlier value for the key stays readable).
         public var cost: @Sendable (_ value: Value, _ encodedByteCount: Int) -> Int

@@ -1,3 +1,4 @@
+import Foundation
 import StowageCore
 
 extension HybridCache {
@@ -74,17 +75,35 @@ extension HybridCache {
                     + "use .useCacheElseLoad to load on a miss, or value(forKey:) for an optional result"
             )
         case .revalidate(let revalidate):
+            let changes = (store: levels.followStoreGeneration(), local: levels.changeCount)
             guard let cached = try await value(forKey: key) else {
                 return try await loadOnce(key: key, timeToLive: timeToLive, load: load)
             }
             switch try await revalidate(cached) {
             case .notModified:
-                if let timeToLive { try await setValue(cached, forKey: key, timeToLive: timeToLive) }
+                if let timeToLive, try await stillHolds(cached, forKey: key, unchangedSince: changes) {
+                    try await setValue(cached, forKey: key, timeToLive: timeToLive)
+                }
                 return cached
             case .modified(let newer):
                 try await setValue(newer, forKey: key, timeToLive: timeToLive)
                 return newer
             }
         }
+    }
+
+    /// Whether the cache still holds `cached` for `key`: a kept value is stored again only then,
+    /// or freshening it would bring back a copy that was removed, or overwrite a newer value,
+    /// while the source was being asked.
+    private func stillHolds(
+        _ cached: Value,
+        forKey key: String,
+        unchangedSince changes: (store: UInt64, local: UInt64)
+    ) async throws -> Bool {
+        // Nothing was removed or written through this cache, and no handle cleared the disk
+        // cache, since the read: no need to compare.
+        if levels.changeCount == changes.local, levels.followStoreGeneration() == changes.store { return true }
+        guard let current = try await value(forKey: key) else { return false }
+        return try serializer.encode(current) == serializer.encode(cached)
     }
 }

@@ -200,6 +200,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   - timeToLive: How long until the value expires in every tier; `nil` for the local tiers'
     ///     defaults and no expiry in the shared level.
     ///   - tag: A label for ``removeAll(tagged:)`` (memory and disk; the shared level has no tags).
+    ///     Refused with ``CachePlacement/memoryOnly``: tags live in the disk index.
     ///   - priority: `DiskCache.WritePriority.important` (the default), or `.opportunistic` for
     ///     nice-to-have data: when the volume's opportunistic capacity cannot take it, the value
     ///     is kept in memory (and the shared level) only, and the disk's older copy is removed
@@ -214,9 +215,10 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   `.stored` for a memory-only write.
     /// - Throws: The serializer's error, or `StowageError` with code `.invalidArgument` when
     ///   ``Configuration/cost`` returns a cost out of range (nothing is stored or removed then:
-    ///   an earlier value for the key stays readable), or `StowageError` when the disk write
-    ///   fails (the memory tier then does not keep the value either). A failed shared write is
-    ///   not thrown: it is logged and counted, and the value stays local.
+    ///   an earlier value for the key stays readable) or when a memory-only write has a `tag`,
+    ///   or `StowageError` when the disk write fails (the memory tier then does not keep the
+    ///   value either). A failed shared write is not thrown: it is logged and counted, and the
+    ///   value stays local.
     @discardableResult
     public func setValue(
         _ value: Value,
@@ -291,9 +293,18 @@ public final class HybridCache<Value: Sendable>: Sendable {
         priority: DiskCache.WritePriority = .important,
         placement: CachePlacement = .all
     ) async throws -> DiskCache.WriteOutcome {
-        let cost =
-            placement.keepsInMemory
-            ? try configuration.memoryCost(of: value, encodedByteCount: data.count, key: key) : 0
+        if placement == .memoryOnly, let tag {
+            // Tags live in the disk index, where removeAll(tagged:) finds the keys to remove: a
+            // memory-only value would stay readable after a purge of its tag (a sign-out, say).
+            throw StowageError.invalidArgument(
+                "cannot store '\(key)' in memory only with the tag '\(tag)': tags are kept in the disk cache's "
+                    + "index, so removeAll(tagged:) would not find it; store it with placement .all, or untagged; "
+                    + "nothing was changed"
+            )
+        }
+        // Costed even when memory does not keep it: the next read promotes a disk-only value,
+        // and a cost refused then would make the key unreadable after a write that succeeded.
+        let cost = try configuration.memoryCost(of: value, encodedByteCount: data.count, key: key)
         var outcome = DiskCache.WriteOutcome.stored
         try await levels.write(
             value,

@@ -80,6 +80,12 @@ extension MemoryCache {
         /// old slot is freed instead of being updated in place.
         @inlinable
         mutating func insert(_ value: Value, forKey key: Key, cost: Int, expiry: Double) -> Insertion {
+            var insertion = Insertion()
+            // The running total must not pass Int.max (an overflow traps), even without a cost
+            // limit: least recently used entries make room first, as a limit of Int.max would.
+            while cost > Int.max - totalCost, tail >= 0 {
+                insertion.evictions.append(evictTail(reason: .costLimit))
+            }
             let slot = allocateSlot()
             let position = Int(slot)
             (keys + position).initialize(to: key)
@@ -89,7 +95,6 @@ extension MemoryCache {
             head = slot
             totalCost += cost
 
-            var insertion = Insertion()
             if let old = index.updateValue(slot, forKey: key) {
                 insertion.replaced = takeOut(old, reason: .explicit)
             }

@@ -98,7 +98,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - value: The value to store.
     ///   - key: Its key.
     ///   - cost: What the entry counts towards ``Configuration/costLimit``, e.g. its size in
-    ///     bytes; `0` (the default) or more.
+    ///     bytes; `0` (the default) or more. Even without a cost limit the total stays at most
+    ///     `Int.max`: least recently used entries go to make room for a cost that would pass it.
     ///   - timeToLive: How long until the value expires, more than zero; `nil` (the default)
     ///     for ``Configuration/defaultTimeToLive``.
     @inlinable

@@ -47,6 +47,10 @@ public struct MemoryPressureResponse: Sendable, Hashable {
 /// How a ``MemoryCache`` gives memory back at one ``MemoryPressureLevel``.
 public enum MemoryPressureAction: String, Sendable, Hashable, Codable, CustomStringConvertible {
     /// Keep every entry: the level is not this cache's concern.
+    ///
+    /// Allowed for ``MemoryPressureLevel/critical`` too, for a cache whose entries cannot be
+    /// rebuilt; the system may then end the process instead (iOS's jetsam, Linux's OOM killer),
+    /// so other caches should give memory back.
     case ignore
     /// Trim to half the current count and half the current total cost, least recently used
     /// first.

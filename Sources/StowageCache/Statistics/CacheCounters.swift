@@ -56,7 +56,7 @@ package final class CacheCounters: Sendable {
         hits.add(1, ordering: .relaxed)
         hitCounter.increment()
         if bytes > 0 {
-            bytesRead.add(Int64(bytes), ordering: .relaxed)
+            Self.addSaturating(Int64(bytes), to: bytesRead)
             bytesReadCounter.increment(by: Int64(bytes))
         }
     }
@@ -71,7 +71,7 @@ package final class CacheCounters: Sendable {
         writes.add(count, ordering: .relaxed)
         writeCounter.increment(by: Int64(count))
         if bytes > 0 {
-            bytesWritten.add(bytes, ordering: .relaxed)
+            Self.addSaturating(bytes, to: bytesWritten)
             bytesWrittenCounter.increment(by: bytes)
         }
     }
@@ -83,7 +83,7 @@ package final class CacheCounters: Sendable {
         evictions.add(count, ordering: .relaxed)
         evictionCounters[reason]?.increment(by: Int64(count))
         if bytes > 0 {
-            bytesEvicted.add(bytes, ordering: .relaxed)
+            Self.addSaturating(bytes, to: bytesEvicted)
             bytesEvictedCounter.increment(by: bytes)
         }
     }
@@ -92,6 +92,22 @@ package final class CacheCounters: Sendable {
     package func recordDamaged() {
         damaged.add(1, ordering: .relaxed)
         damagedCounter.increment()
+    }
+
+    /// Adds `bytes` to `total`, stopping at `Int64.max`: a memory tier counts its entries'
+    /// costs, which may be as large as `Int.max` each, and an atomic `add` traps on overflow.
+    private static func addSaturating(_ bytes: Int64, to total: borrowing Atomic<Int64>) {
+        var current = total.load(ordering: .relaxed)
+        while true {
+            let (sum, overflow) = current.addingReportingOverflow(bytes)
+            let (exchanged, original) = total.weakCompareExchange(
+                expected: current,
+                desired: overflow ? .max : sum,
+                ordering: .relaxed
+            )
+            if exchanged { return }
+            current = original
+        }
     }
 
     package var statistics: CacheStatistics {

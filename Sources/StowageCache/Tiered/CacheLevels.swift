@@ -23,6 +23,10 @@ import Synchronization
 /// write and its memory write, so a read of the older disk copy cannot land in memory after
 /// the newer value.
 ///
+/// **One change of a key at a time.** Writes, removals and invalidations of a key wait for the
+/// one before to finish both halves (``KeyLocks``): two that overlapped could otherwise leave a
+/// memory-only value in front of an older disk copy, which comes back once memory lets it go.
+///
 /// **Memory never outlives a cleared disk.** A clear or removal of the disk cache, by any
 /// handle in any process, advances its store generation; the levels empty memory before the
 /// next read that sees it moved (``followStoreGeneration()``), and a read or write that began
@@ -42,6 +46,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     private let removals = Atomic<UInt64>(0)
     /// The disk cache's store generation as memory last followed it; `nil` without a disk level.
     private let generationWatch: GenerationWatch?
+    /// Writes and removals of one key run one at a time, so that their disk and memory halves
+    /// land in the same order on both levels.
+    private let keyLocks = KeyLocks()
 
     /// The levels `memory` in front of `disk` (`nil`: memory alone).
     package init(memory: MemoryCache<String, Value>, disk: DiskCache?, logger: Logger) {
@@ -119,6 +126,23 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         keepsInMemory: Bool = true,
         toDisk writeToDisk: () async throws -> Void
     ) async throws {
+        try await keyLocks.withLock(key) {
+            try await writeInOrder(value, forKey: key, cost: cost, timeToLive: timeToLive, keepsInMemory: keepsInMemory)
+            {
+                try await writeToDisk()
+            }
+        }
+    }
+
+    /// ``write(_:forKey:cost:timeToLive:keepsInMemory:toDisk:)`` once no other change of `key` runs.
+    private func writeInOrder(
+        _ value: Value,
+        forKey key: String,
+        cost: Int,
+        timeToLive: Duration?,
+        keepsInMemory: Bool,
+        toDisk writeToDisk: () async throws -> Void
+    ) async throws {
         let storeGeneration = followStoreGeneration()
         do {
             try await writeToDisk()
@@ -170,12 +194,14 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     ///
     /// - Throws: What the disk cache throws; the memory copy is gone all the same.
     package func remove(_ key: String) async throws {
-        noteRemoval()
-        defer {
-            noteDiskChanged()
-            _ = memory.removeValue(forKey: key)
+        try await keyLocks.withLock(key) {
+            noteRemoval()
+            defer {
+                noteDiskChanged()
+                _ = memory.removeValue(forKey: key)
+            }
+            try await disk?.removeData(forKey: key)
         }
-        try await disk?.removeData(forKey: key)
     }
 
     /// Drops the memory copy of `key` and leaves its disk copy, which the next read promotes
@@ -189,24 +215,28 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     ///
     /// - Throws: What the disk cache throws.
     package func removeFromDisk(_ key: String) async throws {
-        noteDiskChanged()
-        defer { noteDiskChanged() }
-        try await disk?.removeData(forKey: key)
+        try await keyLocks.withLock(key) {
+            noteDiskChanged()
+            defer { noteDiskChanged() }
+            try await disk?.removeData(forKey: key)
+        }
     }
 
     /// Drops the local copies of `key` another node made stale: disk (when `includingDisk`),
     /// then memory. A disk failure is logged with `reason` (what was being dropped).
     package func drop(_ key: String, includingDisk: Bool = true, reason: String) async {
-        noteRemoval()
-        if includingDisk, let disk {
-            do {
-                try await disk.removeData(forKey: key)
-            } catch {
-                logger.warning("could not drop \(reason)", metadata: ["key": "\(key)", "error": "\(error)"])
+        await keyLocks.withLock(key) {
+            noteRemoval()
+            if includingDisk, let disk {
+                do {
+                    try await disk.removeData(forKey: key)
+                } catch {
+                    logger.warning("could not drop \(reason)", metadata: ["key": "\(key)", "error": "\(error)"])
+                }
+                noteDiskChanged()
             }
-            noteDiskChanged()
+            _ = memory.removeValue(forKey: key)
         }
-        _ = memory.removeValue(forKey: key)
     }
 
     /// Drops every local copy whose key starts with `prefix` (a ban): disk (when
