@@ -30,20 +30,7 @@ import Testing
         cookies: CookieStore?,
         _ body: (CachingHTTPClient, TestOriginServer) async throws -> Void
     ) async throws {
-        let scratch = try TemporaryDirectory()
-        defer { withExtendedLifetime(scratch) {} }
-        let origin = try await TestOriginServer.start(Self.script)
-        let cache = try await HTTPCache.open(directory: scratch.url, configuration: .init(kind: .private))
-        let client = CachingHTTPClient(cache: cache, cookies: cookies, timeout: .seconds(60))
-        do {
-            try await body(client, origin)
-        } catch {
-            try await client.shutdown()
-            await origin.stop()
-            throw error
-        }
-        try await client.shutdown()
-        await origin.stop()
+        try await withCachingClient(cookies: cookies, script: Self.script, body)
     }
 
     func get(_ origin: TestOriginServer, _ path: String, cookie: String? = nil) -> HTTPRequest {

@@ -16,24 +16,7 @@ import Testing
         script: @escaping TestOriginServer.Script,
         _ body: (CachingHTTPClient, TestOriginServer) async throws -> Void
     ) async throws {
-        let scratch = try TemporaryDirectory()
-        defer { withExtendedLifetime(scratch) {} }
-        let root = scratch.url
-        let origin = try await TestOriginServer.start(script)
-        var configuration = HTTPCache.Configuration(kind: .private)
-        configure(&configuration)
-        let cache = try await HTTPCache.open(directory: root, configuration: configuration)
-        // Generous: the suites run in parallel on small machines, and no test here is about timing.
-        let client = CachingHTTPClient(cache: cache, timeout: .seconds(60))
-        do {
-            try await body(client, origin)
-        } catch {
-            try await client.shutdown()
-            await origin.stop()
-            throw error
-        }
-        try await client.shutdown()
-        await origin.stop()
+        try await withCachingClient(configure: configure, script: script, body)
     }
 
     func get(_ origin: TestOriginServer, _ path: String = "/r", _ fields: [(String, String)] = []) -> HTTPRequest {
