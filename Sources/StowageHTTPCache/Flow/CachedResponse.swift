@@ -12,7 +12,12 @@ public struct CachedResponse: Sendable {
     /// it: what the lookup found, the freshness figures and their source, the directive that
     /// settled reuse, and whether the response was stored (and if not, why: `no-store`,
     /// `private` in a shared cache, too large, refused by the will-cache hook, …).
-    public var trace: [String] = []
+    public var trace: [String] {
+        get { notes.texts }
+        set { notes = newValue.map(TraceNote.text) }
+    }
+    /// The steps of ``trace``, written out only when it is read.
+    var notes: [TraceNote] = []
     /// The strings the will-cache hook stored with the response (``CacheProposal/userInfo``),
     /// as `NSCachedURLResponse`'s `userInfo` comes back from `URLCache`: on hits, revalidated
     /// and stale responses, and on the miss that stored it. Empty when nothing was attached or

@@ -31,10 +31,11 @@ extension HTTPCache {
         policy: RequestCachePolicy = .useProtocolCachePolicy,
         fetch: @escaping HTTPFetch
     ) async throws -> CachedResponse {
-        var trace: [String] = []
+        var trace: [TraceNote] = []
+        trace.reserveCapacity(4)  // a hit notes 3 steps: one allocation, not one per growth
         let request = rules.keyRules.removingIgnoredParameters(from: request)
         var served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
-        served.trace = trace + served.trace
+        served.notes = served.notes.isEmpty ? trace : trace + served.notes
         // Tags are for the operator's bans, not for clients (as CDNs strip Surrogate-Key).
         for name in configuration.tagFields { served.response.headerFields[values: name] = [] }
         configuration.logger.debug(
@@ -71,7 +72,7 @@ extension HTTPCache {
         body: HTTPBody?,
         policy: RequestCachePolicy,
         fetch: @escaping HTTPFetch,
-        trace: inout [String]
+        trace: inout [TraceNote]
     ) async throws -> CachedResponse {
         guard request.method == .get || request.method == .head else {
             trace.append(
@@ -108,7 +109,7 @@ extension HTTPCache {
         }
         let records = try await variants(for: key)
         let record = selectVariant(request, in: records)
-        trace.append(lookupNote(records: records, selected: record))
+        trace.append(lookupNote(records: records, found: record != nil))
         let now = self.now
         switch policy {
         case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
@@ -130,7 +131,7 @@ extension HTTPCache {
         case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData:
             break
         }
-        switch rules.decide(request, stored: record?.stored, now: now, explaining: &trace) {
+        switch rules.decide(request, stored: record?.stored, now: now, noting: &trace) {
         case .serve(let outcome):
             if let record, let served = try await serve(record, to: request, now: now, outcome: outcome) {
                 return served
@@ -164,9 +165,9 @@ extension HTTPCache {
     }
 
     /// What the lookup found, for traces.
-    private func lookupNote(records: [VariantRecord], selected: VariantRecord?) -> String {
+    private func lookupNote(records: [VariantRecord], found: Bool) -> String {
         if records.isEmpty { return "lookup: nothing stored for this URI" }
-        if selected != nil {
+        if found {
             return records.count == 1 ? "lookup: a stored response" : "lookup: \(records.count) variants, one matches"
         }
         let vary = Set(records.flatMap { $0.stored.varyingFields.map(\.name) }).sorted().joined(separator: ", ")
@@ -187,10 +188,12 @@ extension HTTPCache {
         -> CachedResponse?
     {
         let stored = record.stored
-        let ttl = rules.timeToLive(of: stored, now: now)
+        // timeToLive(of:now:) is this lifetime minus this age; each is worked out once.
+        let age = rules.currentAge(of: stored, now: now)
+        let ttl = rules.freshnessLifetime(of: stored) - age
         let outcome = outcome ?? (ttl > 0 ? .hit : .stale)
         var response = rules.responseForReuse(stored)
-        response.headerFields[.age] = String(Int(max(0, rules.currentAge(of: stored, now: now))))
+        response.headerFields[.age] = String(Int(max(0, age)))
         let cacheStatus = status(outcome, ttl: ttl)
         var served: CachedResponse
         if CacheRules.isConditional(request), rules.conditionsMatch(request, stored: stored) {

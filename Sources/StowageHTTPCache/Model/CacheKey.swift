@@ -18,11 +18,25 @@ public struct CacheKey: Sendable, Hashable, CustomStringConvertible {
 
     /// The key of a URI given in parts.
     public init(scheme: String, authority: String, path: String) {
-        let scheme = scheme.lowercased()
-        var authority = authority.lowercased()
+        let scheme = Self.lowercased(scheme)
+        var authority = Self.lowercased(authority)
         if scheme == "http", authority.hasSuffix(":80") { authority.removeLast(3) }
         if scheme == "https", authority.hasSuffix(":443") { authority.removeLast(4) }
-        uri = scheme + "://" + authority + (path.isEmpty ? "/" : path)
+        let path = path.isEmpty ? "/" : path
+        // Every lookup makes a key: one buffer of the final size, not one per concatenation.
+        var uri = ""
+        uri.reserveCapacity(scheme.utf8.count + 3 + authority.utf8.count + path.utf8.count)
+        uri += scheme
+        uri += "://"
+        uri += authority
+        uri += path
+        self.uri = uri
+    }
+
+    /// `text.lowercased()`, without the copy when `text` is ASCII with no capital letter (as
+    /// schemes and hosts nearly always are) and so already its own lowercase form.
+    static func lowercased(_ text: String) -> String {
+        text.utf8.allSatisfy { $0 < 0x80 && !(0x41...0x5A).contains($0) } ? text : text.lowercased()
     }
 
     /// The key of an absolute URI (`Location`/`Content-Location`), or of a reference relative to

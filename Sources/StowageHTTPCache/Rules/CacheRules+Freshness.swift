@@ -12,9 +12,12 @@ extension CacheRules {
         }
         let directives = directives(of: stored)
         let cc = directives.cacheControl
-        if isShared, cc.sharedMaxAge.isPresent { return Double(cc.sharedMaxAge.value ?? 0) }
+        // Each directive is looked up once: a lookup scans and parses the directives again.
+        if isShared, case let sharedMaxAge = cc.sharedMaxAge, sharedMaxAge.isPresent {
+            return Double(sharedMaxAge.value ?? 0)
+        }
         // §5.3: with max-age present, Expires is ignored — even when max-age is invalid.
-        if cc.maxAge.isPresent { return Double(cc.maxAge.value ?? 0) }
+        if case let maxAge = cc.maxAge, maxAge.isPresent { return Double(maxAge.value ?? 0) }
         let dateValue = stored.facts.date ?? Int64(stored.responseTime)
         switch directives.followsExpires ? stored.facts.expires : .absent {
         case .date(let expires): return Double(max(0, expires - dateValue))

@@ -20,8 +20,8 @@ extension CacheRules {
     /// RFC 9111 §4: how to answer `request` given `stored`, the variant that matched its
     /// `Vary` (or `nil`), at `now` (seconds since 1970).
     public func decide(_ request: HTTPRequest, stored: StoredResponse?, now: Double) -> Decision {
-        var ignored: [String] = []
-        return decide(request, stored: stored, now: now, explaining: &ignored)
+        var ignored: [TraceNote] = []
+        return decide(request, stored: stored, now: now, noting: &ignored)
     }
 
     /// ``decide(_:stored:now:)``, appending to `trace` why: the freshness figures, their source
@@ -31,6 +31,20 @@ extension CacheRules {
         stored: StoredResponse?,
         now: Double,
         explaining trace: inout [String]
+    ) -> Decision {
+        var notes: [TraceNote] = []
+        let decision = decide(request, stored: stored, now: now, noting: &notes)
+        trace += notes.texts
+        return decision
+    }
+
+    /// ``decide(_:stored:now:explaining:)`` with the steps kept as ``TraceNote``s, written out
+    /// only when read.
+    func decide(
+        _ request: HTTPRequest,
+        stored: StoredResponse?,
+        now: Double,
+        noting trace: inout [TraceNote]
     ) -> Decision {
         let requestCC = request.headerFields.cacheControl
         guard let stored else {
@@ -53,7 +67,7 @@ extension CacheRules {
         requestCC: CacheControl,
         stored: StoredResponse,
         now: Double,
-        trace: inout [String]
+        trace: inout [TraceNote]
     ) -> Decision {
         let responseCC = directives(of: stored).cacheControl
         let forced = stored.forcedExpiry != nil
@@ -62,8 +76,13 @@ extension CacheRules {
         let ttl = lifetime - age
         let isFresh = ttl > 0
         trace.append(
-            "§4.2 age \(Int(age)) s of a \(Int(lifetime)) s lifetime from \(lifetimeSource(of: stored)): "
-                + (isFresh ? "fresh for \(Int(ttl)) s" : "stale by \(Int(-ttl)) s")
+            .freshness(
+                age: Int(age),
+                lifetime: Int(lifetime),
+                source: lifetimeSource(of: stored),
+                isFresh: isFresh,
+                remaining: isFresh ? Int(ttl) : Int(-ttl)
+            )
         )
         // RFC 8246: an immutable response is not revalidated during its freshness on a reload.
         let immutable = isFresh && responseCC.immutable
@@ -128,24 +147,22 @@ extension CacheRules {
     }
 
     /// Where the freshness lifetime of `stored` comes from, for traces.
-    func lifetimeSource(of stored: StoredResponse) -> String {
+    func lifetimeSource(of stored: StoredResponse) -> LifetimeSource {
         let directives = directives(of: stored)
         let cc = directives.cacheControl
-        let source = directives.targetedField.map { " in \($0.rawName) (RFC 9213)" } ?? ""
-        if stored.forcedExpiry != nil { return "a forced expiry rule" }
-        if isShared, cc.sharedMaxAge.isPresent { return "s-maxage" + source }
-        if cc.maxAge.isPresent { return "max-age" + source }
+        if stored.forcedExpiry != nil { return .forcedExpiry }
+        if isShared, cc.sharedMaxAge.isPresent { return .sharedMaxAge(directives.targetedField) }
+        if cc.maxAge.isPresent { return .maxAge(directives.targetedField) }
         switch directives.followsExpires ? stored.facts.expires : .absent {
-        case .date: return "Expires"
-        case .invalid: return "an invalid Expires (§5.3: already expired)"
+        case .date: return .expires
+        case .invalid: return .invalidExpires
         case .absent: break
         }
         if defaultLifetimes[stored.response.status.code] != nil {
-            return "the operator's lifetime for status \(stored.response.status.code)"
+            return .operatorLifetime(status: stored.response.status.code)
         }
         return heuristicLifetime(of: stored, dateValue: stored.facts.date ?? Int64(stored.responseTime)) > 0
-            ? "§4.2.2 heuristic freshness (a fraction of the time since Last-Modified)"
-            : "nothing (no explicit freshness, no heuristic allowed)"
+            ? .heuristic : .nothing
     }
 
     /// Whether `must-revalidate`, or for a shared cache `proxy-revalidate` or `s-maxage`, forbids
@@ -204,7 +221,13 @@ extension CacheRules {
     /// §4.1: whether `request` selects `stored` — every field its `Vary` named has the same
     /// (normalized) value, absent matching absent.
     public func varyMatches(_ request: HTTPRequest, stored: StoredResponse) -> Bool {
-        stored.varyingFields.allSatisfy { $0.value == Self.normalizedValue(of: $0.name, in: request.headerFields) }
+        varyMatches(request, varyingFields: stored.varyingFields)
+    }
+
+    /// ``varyMatches(_:stored:)`` given the stored response's varying fields alone, so that a
+    /// lookup need not copy each stored response it looks at.
+    func varyMatches(_ request: HTTPRequest, varyingFields: [StoredResponse.VaryingField]) -> Bool {
+        varyingFields.allSatisfy { $0.value == Self.normalizedValue(of: $0.name, in: request.headerFields) }
     }
 
     /// Field lines combined with `, `, whitespace around list commas removed (§4.1 allows

@@ -50,10 +50,19 @@ extension HTTPCache {
     }
 
     /// The most recent variant that `request` selects (§4.1; §4 "the most recent").
+    ///
+    /// Of variants received at the same time, the first in `records`. One pass over indices: a
+    /// filtered array would copy every matching record on every lookup.
     func selectVariant(_ request: HTTPRequest, in records: [VariantRecord]) -> VariantRecord? {
-        records.filter { rules.varyMatches(request, stored: $0.stored) }.max {
-            $0.stored.responseTime < $1.stored.responseTime
+        var selected: Int?
+        for index in records.indices
+        where rules.varyMatches(request, varyingFields: records[index].stored.varyingFields) {
+            if let best = selected, !(records[best].stored.responseTime < records[index].stored.responseTime) {
+                continue
+            }
+            selected = index
         }
+        return selected.map { records[$0] }
     }
 
     /// Writes the variant list of `key` (memory and, for non-memory-only records, disk).
