@@ -149,17 +149,27 @@ import Testing
     func slowSteadyReaderIsServed() async throws {
         let size = 2 << 20
         try await ProxyHarness.run(
-            configure: { $0.sendTimeout = .seconds(1) },
+            // 3 s: far above the reader's 20 ms pauses, so that a reader thread a loaded machine
+            // leaves waiting a second still counts as steady.
+            configure: { $0.sendTimeout = .seconds(3) },
             script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: "y", count: size)) }
         ) { h in
+            // Stored first: the response below comes from the cache at the reader's pace, not at
+            // an origin's on a loaded machine.
+            #expect(try await h.get("/steady").text.count == size)
             let port = h.proxyPort
-            let response = try await onOwnThread { () -> (head: String, body: String)? in
+            let (response, took) = try await onOwnThread { () -> ((head: String, body: String)?, Duration) in
                 let socket = try RawSocket(port: port, receiveTimeout: 30, receiveBuffer: 4_096)
+                let started = ContinuousClock.now
                 socket.send("GET /steady HTTP/1.1\r\nHost: proxy\r\n\r\n")
-                usleep(500_000)  // a pause shorter than the send timeout
-                return socket.readResponse()
+                usleep(1_000_000)  // a pause shorter than the send timeout
+                // At most 8 KiB per read (the receive buffer), 20 ms apart: the whole response
+                // takes longer than the send timeout, and no write waits anywhere near it.
+                let response = socket.readResponse(pausingBeforeEachRead: 20_000)
+                return (response, ContinuousClock.now - started)
             }
             #expect(response?.body.count == size)
+            #expect(took > .seconds(3), "the response outlasted the send timeout: \(took)")
         }
     }
 

@@ -66,7 +66,10 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
     }
 
     /// Reads one response: the head, then `Content-Length` bytes. `nil` when the peer closed.
-    func readResponse() -> (head: String, body: String)? {
+    ///
+    /// - Parameter pause: Microseconds to wait before each read of the body, for a client that
+    ///   reads slowly but steadily.
+    func readResponse(pausingBeforeEachRead pause: useconds_t = 0) -> (head: String, body: String)? {
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -76,6 +79,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
                     head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                     .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
                 while data.count - end.upperBound < length {
+                    if pause > 0 { usleep(pause) }
                     let count = recv(descriptor, &buffer, buffer.count, 0)
                     guard count > 0 else { return nil }
                     data += buffer[..<count]
