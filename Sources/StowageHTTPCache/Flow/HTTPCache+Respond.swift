@@ -34,7 +34,14 @@ extension HTTPCache {
         var trace: [TraceNote] = []
         trace.reserveCapacity(4)  // a hit notes 3 steps: one allocation, not one per growth
         let request = rules.keyRules.removingIgnoredParameters(from: request)
-        var served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
+        let served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
+        return finish(served, for: request, trace: trace)
+    }
+
+    /// What every answer gets on its way out: the decision's steps before the response's own,
+    /// tag fields removed, and the decision logged at debug level.
+    func finish(_ served: CachedResponse, for request: HTTPRequest, trace: [TraceNote]) -> CachedResponse {
+        var served = served
         served.notes = served.notes.isEmpty ? trace : trace + served.notes
         // Tags are for the operator's bans, not for clients (as CDNs strip Surrogate-Key).
         for name in configuration.tagFields { served.response.headerFields[values: name] = [] }
@@ -165,7 +172,7 @@ extension HTTPCache {
     }
 
     /// What the lookup found, for traces.
-    private func lookupNote(records: [VariantRecord], found: Bool) -> String {
+    func lookupNote(records: [VariantRecord], found: Bool) -> String {
         if records.isEmpty { return "lookup: nothing stored for this URI" }
         if found {
             return records.count == 1 ? "lookup: a stored response" : "lookup: \(records.count) variants, one matches"
@@ -187,6 +194,27 @@ extension HTTPCache {
     ) async throws
         -> CachedResponse?
     {
+        var reused = reuse(record, to: request, now: now, outcome: outcome)
+        if reused.needsBody {
+            guard let body = try await body(of: record) else {
+                // The body was evicted apart from its record: drop the record, treat as a miss.
+                try await remove(rules.key(for: request))
+                return nil
+            }
+            reused.served.body = body
+        }
+        return reused.served
+    }
+
+    /// The part of ``serve(_:to:now:outcome:)`` that needs no storage: the response with `Age`,
+    /// its `Cache-Status` and user info, and whether its body must still be read (not for a 304
+    /// or a HEAD; until then it is empty).
+    func reuse(
+        _ record: VariantRecord,
+        to request: HTTPRequest,
+        now: Double,
+        outcome: CacheOutcome?
+    ) -> (served: CachedResponse, needsBody: Bool) {
         let stored = record.stored
         // timeToLive(of:now:) is this lifetime minus this age; each is worked out once.
         let age = rules.currentAge(of: stored, now: now)
@@ -196,20 +224,15 @@ extension HTTPCache {
         response.headerFields[.age] = String(Int(max(0, age)))
         let cacheStatus = status(outcome, ttl: ttl)
         var served: CachedResponse
+        var needsBody = false
         if CacheRules.isConditional(request), rules.conditionsMatch(request, stored: stored) {
             served = CachedResponse(response: Self.notModified(from: response), body: .empty, status: cacheStatus)
-        } else if request.method == .head {
-            served = CachedResponse(response: response, body: .empty, status: cacheStatus)
         } else {
-            guard let body = try await body(of: record) else {
-                // The body was evicted apart from its record: drop the record, treat as a miss.
-                try await remove(rules.key(for: request))
-                return nil
-            }
-            served = CachedResponse(response: response, body: body, status: cacheStatus)
+            served = CachedResponse(response: response, body: .empty, status: cacheStatus)
+            needsBody = request.method != .head
         }
         served.userInfo = stored.userInfo
-        return served
+        return (served, needsBody)
     }
 
     /// A 304 made from a stored response: the fields RFC 9110 §15.4.5 lists, no content fields.

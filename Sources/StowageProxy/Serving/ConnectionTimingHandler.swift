@@ -13,7 +13,8 @@ import NIOHTTP1
 /// - **Send deadline** (nginx's `send_timeout`): while the connection's outbound buffer is full
 ///   (the channel is not writable), the client must take bytes within `sendTimeout`; a client
 ///   that stops reading is cut off, so it cannot pin its connection and the response it was
-///   sent forever. A slow but steady reader is not: the deadline restarts whenever it drains.
+///   sent forever. A slow but steady reader is not: the deadline restarts whenever it takes
+///   bytes, however large the buffer it is reading from.
 /// - **Persistence** (RFC 9112 §9.3): a request that is not keep-alive (HTTP/1.0 without
 ///   `Connection: keep-alive`, or `Connection: close` in any spelling) gets its response, then
 ///   the connection closes. An HTTP/1.0 client gets an HTTP/1.0 response, so a body of unknown
@@ -79,12 +80,44 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
         if context.channel.isWritable {
             disarmSend()
         } else if sendDeadline == nil {
-            sendDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) {
-                context.close(promise: nil)
-            }
+            armSend(context: context)
         }
         context.fireChannelWritabilityChanged()
     }
+
+    /// Closes the connection unless the client takes some of the response within
+    /// `sendTimeout`, and waits again each time it has (nginx's `send_timeout` is "set only
+    /// between two successive write operations, not for the transmission of the whole
+    /// response").
+    ///
+    /// Writability alone does not show progress: a body written as one large buffer (a body
+    /// held in memory) keeps the channel unwritable until nearly all of it has left, however
+    /// steadily the client reads. So the deadline compares the bytes that have left for the
+    /// kernel — those queued here minus those the channel still buffers — when it was armed
+    /// and when it fires.
+    private func armSend(context: ChannelHandlerContext) {
+        let sentWhenArmed = bytesSent(context: context)
+        sendDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) {
+            self.sendDeadline = nil
+            if let before = sentWhenArmed, let now = self.bytesSent(context: context), now > before,
+                !context.channel.isWritable
+            {
+                self.armSend(context: context)
+            } else if !context.channel.isWritable {
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    /// The body bytes queued through this handler that have left the channel's buffer for the
+    /// kernel; `nil` when the channel cannot tell.
+    private func bytesSent(context: ChannelHandlerContext) -> Int64? {
+        guard let buffered = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes) else { return nil }
+        return bodyBytesQueued - Int64(buffered)
+    }
+
+    /// The body bytes written through this handler on this connection.
+    private var bodyBytesQueued: Int64 = 0
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         readDeliveredPart = true
@@ -139,6 +172,8 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
             }
             context.write(wrapOutboundOut(.head(head)), promise: promise)
             return
+        case .body(let body):
+            bodyBytesQueued += Int64(body.readableBytes)
         case .end:
             if !pending.isEmpty { pending.removeFirst() }
             if closesAfterResponse {

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import StowageCore
 
 /// The proxy's HTTP/1 connection: HummingbirdCore's `HTTP1Channel` pipeline with the proxy's
 /// ``ConnectionTimingHandler`` between NIO's HTTP/1 codec and the conversion to swift-http-types,
@@ -23,6 +24,11 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     let keepAliveTimeout: TimeAmount
     /// The longest a client may leave a full outbound buffer unread.
     let sendTimeout: TimeAmount
+    /// Answers hits held in memory on the event loop (``MemoryHitHandler``); `nil` sends every
+    /// request to `responder`.
+    let answerFromMemory: MemoryHitHandler.Answer?
+    /// The clock a `Date` added to a hit answered on the event loop gives.
+    let dateClock: CacheClock
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -40,6 +46,11 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     sendTimeout: sendTimeout
                 )
             )
+            if let answerFromMemory {
+                try channel.pipeline.syncOperations.addHandler(
+                    MemoryHitHandler(answer: answerFromMemory, dateClock: dateClock)
+                )
+            }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             // Graceful shutdown: closes idle connections, lets requests in flight finish.
             try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))

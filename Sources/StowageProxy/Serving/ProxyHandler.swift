@@ -163,6 +163,30 @@ struct ProxyHandler: Sendable {
         trace: Bool = false,
         metrics: ProxyMetrics? = nil
     ) -> Response {
+        var fields = clientFields(of: served, trace: trace)
+        let status = served.response.status
+        let body: ResponseBody
+        if method == .head || status.code == 304 || status.code == 204 {
+            body = ResponseBody()
+        } else if let bytes = served.body.bytesInMemory {
+            body = ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
+            fields[.contentLength] = String(bytes.count)
+            metrics?.recordServed(bytes.count, outcome: served.outcome)
+        } else {
+            let outcome = served.outcome
+            body = ResponseBody(
+                asyncSequence: served.body.map { chunk in
+                    metrics?.recordServed(chunk.count, outcome: outcome)
+                    return ByteBuffer(bytes: chunk)
+                }
+            )
+        }
+        return Response(status: status, headers: fields, body: body)
+    }
+
+    /// The fields of the client's response for `served`: its own, without hop-by-hop fields
+    /// and the admin marker, with `Cache-Status` (and the trace when asked for).
+    static func clientFields(of served: CachedResponse, trace: Bool) -> HTTPFields {
         var fields = served.response.headerFields
         for name in fields[values: .connection].flatMap({ $0.split(separator: ",") }) {
             if let named = HTTPField.Name(String(name.trimmingPrefix(while: { $0 == " " }))) {
@@ -186,23 +210,29 @@ struct ProxyHandler: Sendable {
             }
             fields[traceField] = text
         }
-        let status = served.response.status
-        let body: ResponseBody
-        if method == .head || status.code == 304 || status.code == 204 {
-            body = ResponseBody()
-        } else if let bytes = served.body.bytesInMemory {
-            body = ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
-            fields[.contentLength] = String(bytes.count)
-            metrics?.recordServed(bytes.count, outcome: served.outcome)
-        } else {
-            let outcome = served.outcome
-            body = ResponseBody(
-                asyncSequence: served.body.map { chunk in
-                    metrics?.recordServed(chunk.count, outcome: outcome)
-                    return ByteBuffer(bytes: chunk)
-                }
-            )
+        return fields
+    }
+
+    /// The answer to `request` when the cache holds a fresh response and its body in memory
+    /// (``HTTPCache/respondFromMemory(to:)``): the response head and body ``respond(to:)`` would
+    /// give, worked out without suspending, so the event loop can write it at once. `nil` for
+    /// every request that needs the async path.
+    func respondFromMemory(to request: HTTPRequest) -> (head: HTTPResponse, body: ByteBuffer?)? {
+        guard Self.refuseHost(request) == nil,
+            let served = cache.respondFromMemory(to: upstream(request))
+        else { return nil }
+        metrics.record(served.outcome)
+        configuration.logger.debug(
+            "\(request.method) \(request.path ?? "/") \(served.response.status.code) \(served.outcome)"
+        )
+        var head = served.response
+        head.headerFields = Self.clientFields(of: served, trace: configuration.sendsTrace)
+        let status = served.response.status.code
+        guard request.method != .head, status != 304, status != 204, let bytes = served.body.bytesInMemory else {
+            return (head, nil)
         }
-        return Response(status: status, headers: fields, body: body)
+        head.headerFields[.contentLength] = String(bytes.count)
+        metrics.recordServed(bytes.count, outcome: served.outcome)
+        return (head, ByteBuffer(bytes: bytes))
     }
 }

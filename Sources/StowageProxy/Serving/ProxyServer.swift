@@ -21,6 +21,8 @@ import StowageHTTPCache
 /// request per connection.
 struct ProxyServer: Service {
     let respond: @Sendable (Request) async -> Response
+    /// Answers hits held in memory on the event loop, before `respond` (``MemoryHitHandler``).
+    var answerFromMemory: MemoryHitHandler.Answer? = nil
     let configuration: ServerConfiguration
     /// The longest a request's head may take (nginx's `client_header_timeout`).
     let headTimeout: Duration
@@ -37,6 +39,7 @@ struct ProxyServer: Service {
     func run() async throws {
         let respond = self.respond
         let dateClock = self.dateClock
+        let answerFromMemory = self.answerFromMemory
         let headTimeout = TimeAmount.nanoseconds(headTimeout.saturatingNanoseconds)
         let keepAliveTimeout = TimeAmount.nanoseconds(keepAliveTimeout.saturatingNanoseconds)
         let sendTimeout = TimeAmount.nanoseconds(sendTimeout.saturatingNanoseconds)
@@ -45,7 +48,9 @@ struct ProxyServer: Service {
                 responder: responder,
                 headTimeout: headTimeout,
                 keepAliveTimeout: keepAliveTimeout,
-                sendTimeout: sendTimeout
+                sendTimeout: sendTimeout,
+                answerFromMemory: answerFromMemory,
+                dateClock: dateClock
             )
         }
         let server = try builder.buildServer(

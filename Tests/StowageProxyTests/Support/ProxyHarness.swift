@@ -46,7 +46,14 @@ struct ProxyHarness {
         configuration.sendsTrace = sendsTrace
         configuration.memoryCapacity = ByteCount(32_000_000)
         configuration.diskCapacity = ByteCount(400_000_000)
-        configuration.logger.logLevel = .critical
+        if ProcessInfo.processInfo.environment["STOWAGE_PROXY_DEBUG"] != nil {
+            // Every proxy's log on standard error, whatever logging system another test set up:
+            // for a failure that shows only under the whole suite's load.
+            configuration.logger = Logger(label: "proxy", factory: { StreamLogHandler.standardError(label: $0) })
+            configuration.logger.logLevel = .trace
+        } else {
+            configuration.logger.logLevel = .critical
+        }
         // The connection deadlines (60 s for a head, 75 s idle) are nginx's; a suite running on
         // two starved cores beside builds once stretched a test past them, and the proxy then
         // closed a connection a request was about to use. Tests of the deadlines set their own.

@@ -91,4 +91,31 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
             data += buffer[..<count]
         }
     }
+
+    /// Reads `count` responses sent one after another on this connection (pipelining), each
+    /// framed by its `Content-Length`; fewer when the peer closes first.
+    func readResponses(_ count: Int) -> [(head: String, body: String)] {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var responses: [(head: String, body: String)] = []
+        while responses.count < count {
+            if let end = data.firstRange(of: Array("\r\n\r\n".utf8)) {
+                let head = String(decoding: data[..<end.lowerBound], as: UTF8.self)
+                let length =
+                    head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                if data.count - end.upperBound >= length {
+                    responses.append(
+                        (head, String(decoding: data[end.upperBound..<end.upperBound + length], as: UTF8.self))
+                    )
+                    data.removeSubrange(..<(end.upperBound + length))
+                    continue
+                }
+            }
+            let received = recv(descriptor, &buffer, buffer.count, 0)
+            guard received > 0 else { return responses }
+            data += buffer[..<received]
+        }
+        return responses
+    }
 }

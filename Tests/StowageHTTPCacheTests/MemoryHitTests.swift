@@ -1,0 +1,133 @@
+import Foundation
+import HTTPTypes
+import StowageCore
+import StowageHTTPCache
+import StowageTestSupport
+import Testing
+
+/// `HTTPCache.respondFromMemory(to:)`: the synchronous answer a server gives on its event loop
+/// must be the answer `respond` gives, and must leave every other case to `respond`.
+@Suite("HTTPCache answers from memory")
+struct MemoryHitTests {
+    private static let fresh = [("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")]
+
+    private func cacheWithStoredResponse(
+        _ root: URL,
+        clock: ManualClock,
+        configure: (inout HTTPCache.Configuration) -> Void = { _ in }
+    ) async throws -> (HTTPCache, TestOrigin) {
+        let cache = try makeCache(root, clock: clock, kind: .shared, configure: configure)
+        let origin = TestOrigin { _, _ in ok("stored body", Self.fresh, clock: clock) }
+        _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+        return (cache, origin)
+    }
+
+    @Test("a fresh response held in memory is answered at once, exactly as respond answers it")
+    func freshHitMatchesRespond() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let (cache, origin) = try await cacheWithStoredResponse(root, clock: clock) {
+                $0.willCache = { proposal in
+                    var proposal = proposal
+                    proposal.userInfo = ["kept": "yes"]
+                    return proposal
+                }
+            }
+            clock.advance(by: .seconds(7))
+            let fast = try #require(cache.respondFromMemory(to: request()))
+            let slow = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(fast.outcome == .hit)
+            #expect(fast.response == slow.response)
+            #expect(fast.response.headerFields[.age] == "7")
+            #expect(fast.status.description == slow.status.description)
+            #expect(fast.trace == slow.trace, "\(fast.trace)")
+            #expect(fast.userInfo == ["kept": "yes"])
+            #expect(fast.body.bytesInMemory == Array("stored body".utf8))
+            #expect(try await text(slow) == "stored body")
+            #expect(origin.count == 1)
+        }
+    }
+
+    @Test(
+        "what needs the origin or a decision of respond's is left to respond",
+        arguments: [
+            ("nothing stored", request(.get, "/other")),
+            ("request no-cache", request(.get, "/resource", [("Cache-Control", "no-cache")])),
+            ("request Pragma: no-cache", request(.get, "/resource", [("Pragma", "no-cache")])),
+            ("request no-store", request(.get, "/resource", [("Cache-Control", "no-store")])),
+            ("request max-age=0", request(.get, "/resource", [("Cache-Control", "max-age=0")])),
+            ("an unsafe method", request(.post, "/resource")),
+            ("a DELETE", request(.delete, "/resource")),
+        ]
+    )
+    func leftToRespond(reason: String, request: HTTPRequest) async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
+            clock.advance(by: .seconds(5))
+            #expect(cache.respondFromMemory(to: request) == nil, "\(reason)")
+        }
+    }
+
+    @Test("a stale response is left to respond, which validates it")
+    func staleIsLeftToRespond() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
+            #expect(cache.respondFromMemory(to: request()) != nil)
+            clock.advance(by: .seconds(61))
+            #expect(cache.respondFromMemory(to: request()) == nil)
+        }
+    }
+
+    @Test("a matching conditional request gets a 304 without a body, HEAD gets the fields only")
+    func conditionalAndHead() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
+            let conditional = try #require(
+                cache.respondFromMemory(to: request(.get, "/resource", [("If-None-Match", "\"v1\"")]))
+            )
+            #expect(conditional.response.status.code == 304)
+            #expect(conditional.body.bytesInMemory?.isEmpty ?? true)
+            let other = try #require(
+                cache.respondFromMemory(to: request(.get, "/resource", [("If-None-Match", "\"v0\"")]))
+            )
+            #expect(other.response.status.code == 200)
+            let head = try #require(cache.respondFromMemory(to: request(.head, "/resource")))
+            #expect(head.response.status.code == 200)
+            #expect(head.body.bytesInMemory?.isEmpty ?? true)
+        }
+    }
+
+    @Test("after reopening, a response only on disk is left to respond, which brings it into memory")
+    func diskOnlyIsLeftToRespond() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let (_, origin) = try await cacheWithStoredResponse(root, clock: clock)
+            let reopened = try makeCache(root, clock: clock, kind: .shared)
+            #expect(reopened.respondFromMemory(to: request()) == nil)
+            let served = try await reopened.respond(to: request(), fetch: origin.fetch)
+            #expect(served.outcome == .hit)
+            #expect(try await text(served) == "stored body")
+            let fast = try #require(reopened.respondFromMemory(to: request()))
+            #expect(fast.body.bytesInMemory == Array("stored body".utf8))
+            #expect(origin.count == 1)
+        }
+    }
+
+    @Test("a body too large for memory is left to respond, which reads it from disk")
+    func bodyTooLargeForMemory() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let cache = try makeCache(root, clock: clock, kind: .shared) { $0.memoryCapacity = ByteCount(4_000) }
+            let body = String(repeating: "b", count: 3_000)
+            let origin = TestOrigin { _, _ in ok(body, Self.fresh, clock: clock) }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            #expect(cache.respondFromMemory(to: request()) == nil)
+            let served = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(served.outcome == .hit)
+            #expect(try await text(served) == body)
+        }
+    }
+}
