@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Load test of `stowage proxy` against nginx with proxy_cache, configured the same way, on
-# loopback, wrk with 32 connections for 10 s against each, in three cases:
+# Load test of `stowage proxy` against nginx with proxy_cache and Varnish, configured the same
+# way, on loopback, wrk with 32 connections for 10 s against each, in four cases:
 #   cached-1kib           one cached 1 KiB URL
 #   cached-1kib-10k-urls  10,000 distinct cached 1 KiB URLs, requested at random
 #   cached-100kib         one cached 100 KiB URL
+#   miss-no-store         one 1 KiB URL the origin marks no-store: every request goes upstream
 #
 # Prints one JSON array on stdout (the bench runner's shape per case: stowage, baselines, ratios,
-# ok, notes); progress goes to stderr. Installs wrk and nginx with apt-get when missing. Everything
-# it starts (one nginx serving as origin and as the nginx cache, one stowage proxy) is stopped on
-# exit, by process id.
+# ok, notes, with each server's p99 latency and the proxy's resident memory after the case);
+# progress goes to stderr. Installs wrk, nginx and varnish with apt-get when missing. Everything
+# it starts (one nginx serving as origin and as the nginx cache, one varnishd, one stowage proxy)
+# is stopped on exit, by process id.
 #
 #   Benchmarks/proxy-load.sh                 # DURATION=10s CONNECTIONS=32 THREADS=2 by default
 set -euo pipefail
@@ -20,6 +22,7 @@ THREADS=${THREADS:-2}
 ORIGIN_PORT=${ORIGIN_PORT:-18101}
 NGINX_PORT=${NGINX_PORT:-18102}
 STOWAGE_PORT=${STOWAGE_PORT:-18103}
+VARNISH_PORT=${VARNISH_PORT:-18104}
 
 log() { echo "proxy-load: $*" >&2; }
 
@@ -27,6 +30,7 @@ missing=()
 command -v wrk >/dev/null || missing+=(wrk)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v curl >/dev/null || missing+=(curl)
+command -v varnishd >/dev/null || [ -x /usr/sbin/varnishd ] || missing+=(varnish)
 if ((${#missing[@]})); then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -34,6 +38,7 @@ if ((${#missing[@]})); then
     apt-get install -y -q "${missing[@]}" >&2
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+VARNISHD=$(command -v varnishd || echo /usr/sbin/varnishd)
 
 log "building stowage in release"
 swift build -c release --product stowage >&2
@@ -45,13 +50,14 @@ STOWAGE_PID=""
 cleanup() {
     [ -n "$STOWAGE_PID" ] && kill -TERM "$STOWAGE_PID" 2>/dev/null && wait "$STOWAGE_PID" 2>/dev/null || true
     [ -f "$WORK/nginx.pid" ] && kill -QUIT "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
+    [ -f "$WORK/varnish.pid" ] && kill -TERM "$(cat "$WORK/varnish.pid")" 2>/dev/null || true
     sleep 0.5
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 # The responses, cacheable for an hour: /item (1 KiB), /items/N (the same 1 KiB under 10,000
-# URLs), /big (100 KiB).
+# URLs), /big (100 KiB); and /nostore (1 KiB, no-store: the miss path).
 mkdir -p "$WORK/www" "$WORK/nginx-cache" "$WORK/logs"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/item"
 head -c 102400 /dev/urandom > "$WORK/www/big"
@@ -82,6 +88,7 @@ http {
         root $WORK/www;
         location / { add_header Cache-Control "max-age=3600"; default_type application/octet-stream; }
         location /items/ { rewrite ^ /item break; add_header Cache-Control "max-age=3600"; default_type application/octet-stream; }
+        location /nostore { rewrite ^ /item break; add_header Cache-Control "no-store"; default_type application/octet-stream; }
     }
     server {
         listen 127.0.0.1:$NGINX_PORT;
@@ -99,6 +106,11 @@ CONF
 "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" >&2
 sleep 0.5
 
+# Varnish with its built-in VCL (it honours Cache-Control and passes no-store), in memory:
+# the same 64 MB the other two hold in memory, and as many threads as it wants.
+"$VARNISHD" -a "127.0.0.1:$VARNISH_PORT" -b "127.0.0.1:$ORIGIN_PORT" -s malloc,256m \
+    -n "$WORK/varnish" -P "$WORK/varnish.pid" >&2
+
 "$STOWAGE" proxy --listen "127.0.0.1:$STOWAGE_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" \
     --cache-dir "$WORK/stowage-cache" --memory-capacity 64MB --disk-capacity 1GB --log-level warning \
     > "$WORK/logs/stowage.out" 2> "$WORK/logs/stowage.err" &
@@ -106,14 +118,14 @@ STOWAGE_PID=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/stowage.out" 2>/dev/null && break; sleep 0.1; done
 
 # Warm both caches (every URL once) and check that the load test measures hits.
-python3 - "$NGINX_PORT" "$STOWAGE_PORT" "$URL_COUNT" <<'PY' >&2
+python3 - "$NGINX_PORT" "$STOWAGE_PORT" "$VARNISH_PORT" "$URL_COUNT" <<'PY' >&2
 import http.client, sys
-for port in sys.argv[1:3]:
+for port in sys.argv[1:4]:
     connection = http.client.HTTPConnection("127.0.0.1", int(port))
-    for path in ["/item", "/big"] + [f"/items/{n}" for n in range(int(sys.argv[3]))]:
+    for path in ["/item", "/big"] + [f"/items/{n}" for n in range(int(sys.argv[4]))]:
         connection.request("GET", path)
         connection.getresponse().read()
-print(f"proxy-load: warmed {int(sys.argv[3]) + 2} URLs on each cache")
+print(f"proxy-load: warmed {int(sys.argv[4]) + 2} URLs on each cache")
 PY
 status_of() { # port path header
     curl -s -D - -o /dev/null "http://127.0.0.1:$1$2" | tr -d '\r' | awk -F': ' -v h="$3" 'tolower($1)==h{print $2}'
@@ -122,26 +134,34 @@ ok=true
 for path in /item /items/1234 /big; do
     nginx_status=$(status_of "$NGINX_PORT" "$path" x-cache-status)
     stowage_status=$(status_of "$STOWAGE_PORT" "$path" cache-status)
+    varnish_age=$(status_of "$VARNISH_PORT" "$path" age)
     nginx_sum=$(curl -s "http://127.0.0.1:$NGINX_PORT$path" | md5sum)
     stowage_sum=$(curl -s "http://127.0.0.1:$STOWAGE_PORT$path" | md5sum)
-    log "$path: nginx cache status $nginx_status; stowage Cache-Status $stowage_status"
-    [ "$nginx_status" = "HIT" ] && [[ "$stowage_status" == *"; hit"* ]] && [ "$nginx_sum" = "$stowage_sum" ] || ok=false
+    varnish_sum=$(curl -s "http://127.0.0.1:$VARNISH_PORT$path" | md5sum)
+    log "$path: nginx cache status $nginx_status; stowage Cache-Status $stowage_status; varnish Age $varnish_age"
+    [ "$nginx_status" = "HIT" ] && [[ "$stowage_status" == *"; hit"* ]] && [ "${varnish_age:-0}" != 0 ] \
+        && [ "$nginx_sum" = "$stowage_sum" ] && [ "$varnish_sum" = "$stowage_sum" ] || ok=false
 done
 
-run_wrk() { # port path [script]
+run_wrk() { # port path [script] -> "req/s p99-ms"
     local output
     output=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency ${3:+-s "$3"} "http://127.0.0.1:$1$2")
     echo "$output" >&2
-    echo "$output" | awk '/^Requests\/sec:/{print $2}'
+    echo "$output" | awk '
+        function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+        /^Requests\/sec:/ { rps = $2 } $1 == "99%" { p99 = ms($2) } END { print rps, p99 }'
 }
+rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
 results=()
-for case in "cached-1kib /item" "cached-1kib-10k-urls / $WORK/random-url.lua" "cached-100kib /big"; do
+for case in "cached-1kib /item" "cached-1kib-10k-urls / $WORK/random-url.lua" "cached-100kib /big" "miss-no-store /nostore"; do
     read -r name path script <<< "$case"
     log "$name: wrk against nginx (proxy_cache)"
-    nginx_rps=$(run_wrk "$NGINX_PORT" "$path" "$script")
+    read -r nginx_rps nginx_p99 <<< "$(run_wrk "$NGINX_PORT" "$path" "$script")"
+    log "$name: wrk against varnish"
+    read -r varnish_rps varnish_p99 <<< "$(run_wrk "$VARNISH_PORT" "$path" "$script")"
     log "$name: wrk against stowage proxy"
-    stowage_rps=$(run_wrk "$STOWAGE_PORT" "$path" "$script")
-    results+=("$name $stowage_rps $nginx_rps")
+    read -r stowage_rps stowage_p99 <<< "$(run_wrk "$STOWAGE_PORT" "$path" "$script")"
+    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID")")
 done
 
 python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "${results[@]}" <<'PY'
@@ -151,21 +171,31 @@ described = {
     "cached-1kib": "one cached 1 KiB URL",
     "cached-1kib-10k-urls": "10,000 distinct cached 1 KiB URLs at random",
     "cached-100kib": "one cached 100 KiB URL",
+    "miss-no-store": "one 1 KiB no-store URL: every request goes to the origin",
 }
 documents = []
 for result in results:
-    name, stowage, nginx = result.split()
-    stowage, nginx = float(stowage), float(nginx)
+    name, *figures = result.split()
+    stowage, nginx, varnish, stowage_p99, nginx_p99, varnish_p99 = map(float, figures[:6])
+    rss = int(figures[6])
     documents.append({
         "name": f"proxy-load.{name}",
         "unit": "req/s",
         "stowage": stowage,
-        "baselines": {"nginx": nginx},
+        "baselines": {"nginx": nginx, "varnish": varnish},
         "ok": ok == "true",
-        "ratios": {"nginx": round(stowage / nginx, 3) if nginx else None},
-        "notes": f"wrk -t{threads} -c{connections} -d{duration} on loopback, {described[name]}, "
-                 f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / nginx req/s "
-                 f"(higher is better, target >= 1.0); nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock",
+        "ratios": {
+            "nginx": round(stowage / nginx, 3) if nginx else None,
+            "varnish": round(stowage / varnish, 3) if varnish else None,
+        },
+        "p99_ms": {"stowage": stowage_p99, "nginx": nginx_p99, "varnish": varnish_p99},
+        "p99_ratio_nginx": round(stowage_p99 / nginx_p99, 3) if nginx_p99 else None,
+        "stowage_rss_mib": round(rss / 1024, 1),
+        "notes": f"wrk -t{threads} -c{connections} -d{duration} --latency on loopback, {described[name]}, "
+                 f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / baseline req/s "
+                 f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
+                 f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "
+                 f"built-in VCL and -s malloc; stowage --memory-capacity 64MB, resident memory after the case",
     })
 print(json.dumps(documents, indent=2))
 PY

@@ -71,7 +71,7 @@ public final class CachingProxy: Sendable {
         let handler = self.handler
         let server = ProxyServer(
             respond: { await handler.respond(to: $0) },
-            answerFromMemory: { handler.respondFromMemory(to: $0) },
+            hitResponder: LoopHitResponder(handler: handler, dateClock: configuration.cache.clock),
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             headTimeout: configuration.requestHeadTimeout,
             keepAliveTimeout: configuration.keepAliveTimeout,

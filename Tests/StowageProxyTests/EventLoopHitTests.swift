@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOHTTP1
+import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
 import StowageTestSupport
@@ -84,6 +85,83 @@ import Testing
             #expect(head.status == 200 && head.body.isEmpty)
             #expect(head.cacheStatus.hasPrefix("stowage; hit"))
             #expect(h.origin.requestCount == 1)
+        }
+    }
+
+    /// The same request on one kept-alive connection, `count` times, with `between` run before
+    /// each but the first.
+    private static func repeated(
+        _ request: String,
+        port: Int,
+        count: Int,
+        between: @escaping @Sendable () -> Void = {}
+    ) async throws -> [(head: String, body: String)?] {
+        try await onOwnThread {
+            let socket = try RawSocket(port: port, receiveTimeout: 30)
+            var responses: [(head: String, body: String)?] = []
+            for index in 0..<count {
+                if index > 0 { between() }
+                socket.send(request)
+                responses.append(socket.readResponse())
+            }
+            return responses
+        }
+    }
+
+    private static func field(_ name: String, in head: String?) -> String? {
+        head?.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ":") }
+            .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) }
+    }
+
+    @Test("a hit answered again from the bytes kept for it carries the Age and ttl of the moment it is sent")
+    func reusedBytesFollowTheClock() async throws {
+        let clock = ManualClock(startingAt: Date())
+        try await ProxyHarness.run(
+            configure: { $0.cache.clock = clock.cacheClock },
+            script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "aging") }
+        ) { h in
+            _ = try await h.get("/age")
+            let responses = try await Self.repeated(
+                "GET /age HTTP/1.1\r\nHost: proxy\r\n\r\n",
+                port: h.proxyPort,
+                count: 4,
+                between: { clock.advance(by: .seconds(5)) }
+            )
+            let ages = responses.map { Self.field("Age", in: $0?.head) }
+            let statuses = responses.map { Self.field("Cache-Status", in: $0?.head) ?? "" }
+            #expect(ages == ["0", "5", "10", "15"].map(Optional.some), "\(ages)")
+            #expect(statuses.allSatisfy { $0.hasPrefix("stowage; hit") }, "\(statuses)")
+            #expect(responses.allSatisfy { $0?.body == "aging" })
+            #expect(h.origin.requestCount == 1)
+            // Stale now: not the kept bytes, but the async path (revalidated with the origin).
+            clock.advance(by: .seconds(60))
+            let stale = try await Self.repeated("GET /age HTTP/1.1\r\nHost: proxy\r\n\r\n", port: h.proxyPort, count: 1)
+            #expect(Self.field("Cache-Status", in: stale.first??.head)?.contains("hit") == false)
+            #expect(h.origin.requestCount == 2)
+        }
+    }
+
+    @Test("the bytes kept for a hit are not sent after a purge, nor to a request that differs in one field")
+    func reusedBytesFollowTheStore() async throws {
+        try await ProxyHarness.run(
+            configure: { $0.admin = .init(port: 0) },
+            script: { r in .init(fields: [("Cache-Control", "max-age=60"), ("ETag", "\"e\"")], body: "v\(r.index)") }
+        ) { h in
+            let request = "GET /kept HTTP/1.1\r\nHost: proxy\r\n\r\n"
+            _ = try await h.get("/kept")
+            let before = try await Self.repeated(request, port: h.proxyPort, count: 2)
+            #expect(before.map { $0?.body } == ["v1", "v1"])
+            let conditional = try await Self.repeated(
+                "GET /kept HTTP/1.1\r\nHost: proxy\r\nIf-None-Match: \"e\"\r\n\r\n",
+                port: h.proxyPort,
+                count: 2
+            )
+            #expect(conditional.allSatisfy { $0?.head.hasPrefix("HTTP/1.1 304") == true }, "\(conditional)")
+            let admin = try ProxyAdminClient(address: "127.0.0.1:\(h.adminPort ?? 0)")
+            #expect(try await admin.purge(url: h.origin.baseURL + "/kept"))
+            let after = try await Self.repeated(request, port: h.proxyPort, count: 2)
+            #expect(after.map { $0?.body } == ["v2", "v2"], "purged: fetched again, then kept again")
+            #expect(h.origin.requestCount == 2)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import StowageCache
 
@@ -18,13 +19,23 @@ extension HTTPCache {
     /// - Returns: The response, its body in memory and how it was served; `nil` when the answer
     ///   needs storage, the origin or a decision `respond` makes asynchronously.
     public func respondFromMemory(to request: HTTPRequest) -> CachedResponse? {
+        memoryAnswer(to: request)?.served
+    }
+
+    /// ``respondFromMemory(to:)`` with how long the answer stays the same: a server that sees the
+    /// same request again may send the same bytes while ``isCurrent(_:)`` holds, without
+    /// deciding again.
+    ///
+    /// - Parameter request: The request, with scheme and authority set.
+    /// - Returns: The answer and its validity; `nil` as for ``respondFromMemory(to:)``.
+    public func memoryAnswer(to request: HTTPRequest) -> MemoryAnswer? {
         guard mode != .disabled, request.method == .get || request.method == .head else { return nil }
         let request = rules.keyRules.removingIgnoredParameters(from: request)
         if !configuration.bypass.isEmpty, configuration.bypass.contains(where: { $0.matches(request) }) { return nil }
         // §5.2.1.5: a request with no-store does not consult the cache (`respond` forwards it).
         if request.headerFields[.cacheControl] != nil, request.headerFields.cacheControl.noStore { return nil }
-        let key = rules.key(for: request)
-        guard case .variants(let records) = memory.value(forKey: Self.recordKey(key)),
+        let recordKey = Self.recordKey(rules.key(for: request))
+        guard case .variants(let records) = memory.value(forKey: recordKey),
             let record = selectVariant(request, in: records)
         else { return nil }
         var trace: [TraceNote] = []
@@ -39,6 +50,44 @@ extension HTTPCache {
             guard case .body(let bytes) = memory.value(forKey: record.bodyKey) else { return nil }
             reused.served.body = HTTPBody(bytes: bytes)
         }
-        return finish(reused.served, for: request, trace: trace)
+        return MemoryAnswer(
+            served: finish(reused.served, for: request, trace: trace),
+            validUntil: Self.nextChange(of: record.stored, rules: rules, now: now),
+            recordKey: recordKey,
+            records: records
+        )
     }
+
+    /// Whether `answer` is still the answer to its request: its time has not run out and the
+    /// records it was worked out from are still the ones in memory (not replaced, freshened by
+    /// a 304, purged, invalidated or evicted). An O(1) check while nothing changed.
+    public func isCurrent(_ answer: MemoryAnswer) -> Bool {
+        guard now < answer.validUntil, case .variants(let records) = memory.value(forKey: answer.recordKey) else {
+            return false
+        }
+        return records == answer.records  // the same storage compares in O(1)
+    }
+
+    /// When an answer worked out at `now` from `stored` can first differ: the next whole second
+    /// of its age (the `Age` field, the request's `max-age` test) or of its remaining freshness
+    /// (`Cache-Status`'s `ttl`, freshness itself, `min-fresh`). Not after `now` when either is
+    /// on a whole second.
+    static func nextChange(of stored: StoredResponse, rules: CacheRules, now: Double) -> Double {
+        let age = rules.currentAge(of: stored, now: now)
+        let ttl = rules.freshnessLifetime(of: stored) - age
+        let untilAgeTicks = age < 0 ? -age : age.rounded(.down) + 1 - age
+        let untilTTLTicks = ttl - ttl.rounded(.down)
+        return now + min(untilAgeTicks, untilTTLTicks)
+    }
+}
+
+/// An answer from memory (``HTTPCache/memoryAnswer(to:)``) and what it depends on.
+public struct MemoryAnswer: Sendable {
+    /// The response, as ``HTTPCache/respondFromMemory(to:)`` gives it.
+    public let served: CachedResponse
+    /// The cache clock's time (seconds since 1970) from which the same request may get another
+    /// answer: its age or remaining freshness reaches the next whole second.
+    public let validUntil: Double
+    let recordKey: String
+    let records: [VariantRecord]
 }

@@ -31,6 +31,8 @@ extension HTTPCache {
         policy: RequestCachePolicy = .useProtocolCachePolicy,
         fetch: @escaping HTTPFetch
     ) async throws -> CachedResponse {
+        // A hit held in memory needs no suspension: answered as the event loop of a server is.
+        if policy == .useProtocolCachePolicy, let served = respondFromMemory(to: request) { return served }
         var trace: [TraceNote] = []
         trace.reserveCapacity(4)  // a hit notes 3 steps: one allocation, not one per growth
         let request = rules.keyRules.removingIgnoredParameters(from: request)

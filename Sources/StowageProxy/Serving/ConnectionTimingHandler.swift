@@ -57,6 +57,7 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         if context.channel.isActive { arm(headTimeout, context: context) }
     }
 
@@ -66,6 +67,7 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
         disarm()
         disarmSend()
     }
@@ -181,15 +183,32 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
                 context.close(promise: nil)
                 return
             }
-            if pending.isEmpty {
-                arm(nextRequestStarted ? headTimeout : keepAliveTimeout, context: context, isIdle: !nextRequestStarted)
-                nextRequestStarted = false
-            }
+            armAfterResponse(context: context)
         default:
             break
         }
         context.write(data, promise: promise)
     }
+
+    /// A whole keep-alive HTTP/1.1 response to the oldest pending request was written past the
+    /// HTTP/1 encoder (``MemoryHitHandler``): its end, as `.end` is handled above.
+    func responseWrittenPastEncoder(bodyBytes: Int) {
+        guard let context else { return }
+        bodyBytesQueued += Int64(bodyBytes)
+        if !pending.isEmpty { pending.removeFirst() }
+        armAfterResponse(context: context)
+    }
+
+    /// With no request left to answer, the idle deadline, or the head deadline when the next
+    /// request's first bytes came while this response was being written.
+    private func armAfterResponse(context: ChannelHandlerContext) {
+        guard pending.isEmpty else { return }
+        arm(nextRequestStarted ? headTimeout : keepAliveTimeout, context: context, isIdle: !nextRequestStarted)
+        nextRequestStarted = false
+    }
+
+    /// This handler's context while it is in the pipeline.
+    private var context: ChannelHandlerContext?
 
     /// Whether the armed deadline is the idle one (or none is armed).
     private var deadlineIsIdle = true

@@ -25,12 +25,11 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// Works out the answer to a request from memory, or `nil` for the async path.
-    typealias Answer = @Sendable (HTTPRequest) -> (head: HTTPResponse, body: ByteBuffer?)?
-
-    private let answer: Answer
-    /// The `Date` a response without one gets (RFC 9110 §6.6.1), as the async path adds it.
-    private let dateClock: CacheClock
+    private let responder: LoopHitResponder
+    /// The connection's deadlines and persistence, told of responses written past the encoder.
+    private let timing: ConnectionTimingHandler
+    /// The HTTP/1 encoder's context: bytes written there go to the socket as they are.
+    private var socketSide: ChannelHandlerContext?
     /// Requests passed on to the async path whose responses have not ended.
     private var passedOn = 0
     /// Whether the rest of a request answered here (its body, its end) is being dropped.
@@ -38,17 +37,25 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Whether a response was written here since the last flush.
     private var needsFlush = false
 
-    init(answer: @escaping Answer, dateClock: CacheClock) {
-        self.answer = answer
-        self.dateClock = dateClock
+    init(responder: LoopHitResponder, timing: ConnectionTimingHandler) {
+        self.responder = responder
+        self.timing = timing
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        socketSide = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        socketSide = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            if passedOn == 0, let (response, body) = answerFromMemory(head) {
+            if passedOn == 0, let answer = answerFromMemory(head) {
                 droppingAnsweredRequest = true
-                write(response, body: body, context: context)
+                write(answer, context: context)
                 return
             }
             passedOn += 1
@@ -76,7 +83,7 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The answer from memory, for a request that has no body and asks nothing the async path
     /// alone handles (`Expect: 100-continue`, an upgrade).
-    private func answerFromMemory(_ head: HTTPRequestHead) -> (HTTPResponse, ByteBuffer?)? {
+    private func answerFromMemory(_ head: HTTPRequestHead) -> LoopHitResponder.Answer? {
         guard head.method == .GET || head.method == .HEAD else { return nil }
         let headers = head.headers
         if headers.contains(name: "content-length") || headers.contains(name: "transfer-encoding")
@@ -84,18 +91,21 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
         {
             return nil
         }
-        guard let request = try? HTTPRequest(head, secure: false, splitCookie: false) else { return nil }
-        return answer(request)
+        return responder.answer(head)
     }
 
-    private func write(_ response: HTTPResponse, body: ByteBuffer?, context: ChannelHandlerContext) {
-        var head = HTTPResponseHead(response)
-        if !head.headers.contains(name: "date") {
-            head.headers.add(name: "Date", value: HTTPDate.format(Int64(dateClock.now().timeIntervalSince1970)))
+    private func write(_ answer: LoopHitResponder.Answer, context: ChannelHandlerContext) {
+        switch answer {
+        case .encoded(let head, let body):
+            guard let socketSide else { return }
+            socketSide.write(NIOAny(head), promise: nil)
+            socketSide.write(NIOAny(body), promise: nil)
+            timing.responseWrittenPastEncoder(bodyBytes: body.readableBytes)
+        case .parts(let head, let body):
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            if let body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+            context.write(wrapOutboundOut(.end(nil)), promise: nil)
         }
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if let body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-        context.write(wrapOutboundOut(.end(nil)), promise: nil)
         needsFlush = true
     }
 }

@@ -4,7 +4,6 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
-import StowageCore
 
 /// The proxy's HTTP/1 connection: HummingbirdCore's `HTTP1Channel` pipeline with the proxy's
 /// ``ConnectionTimingHandler`` between NIO's HTTP/1 codec and the conversion to swift-http-types,
@@ -26,9 +25,7 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     let sendTimeout: TimeAmount
     /// Answers hits held in memory on the event loop (``MemoryHitHandler``); `nil` sends every
     /// request to `responder`.
-    let answerFromMemory: MemoryHitHandler.Answer?
-    /// The clock a `Date` added to a hit answered on the event loop gives.
-    let dateClock: CacheClock
+    let hitResponder: LoopHitResponder?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -39,16 +36,15 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 withEncoderConfiguration: .init(),
                 withDecoderLimitConfiguration: .init()
             )
-            try channel.pipeline.syncOperations.addHandler(
-                ConnectionTimingHandler(
-                    headTimeout: headTimeout,
-                    keepAliveTimeout: keepAliveTimeout,
-                    sendTimeout: sendTimeout
-                )
+            let timing = ConnectionTimingHandler(
+                headTimeout: headTimeout,
+                keepAliveTimeout: keepAliveTimeout,
+                sendTimeout: sendTimeout
             )
-            if let answerFromMemory {
+            try channel.pipeline.syncOperations.addHandler(timing)
+            if let hitResponder {
                 try channel.pipeline.syncOperations.addHandler(
-                    MemoryHitHandler(answer: answerFromMemory, dateClock: dateClock)
+                    MemoryHitHandler(responder: hitResponder, timing: timing)
                 )
             }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))

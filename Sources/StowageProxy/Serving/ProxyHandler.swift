@@ -214,13 +214,16 @@ struct ProxyHandler: Sendable {
     }
 
     /// The answer to `request` when the cache holds a fresh response and its body in memory
-    /// (``HTTPCache/respondFromMemory(to:)``): the response head and body ``respond(to:)`` would
-    /// give, worked out without suspending, so the event loop can write it at once. `nil` for
-    /// every request that needs the async path.
-    func respondFromMemory(to request: HTTPRequest) -> (head: HTTPResponse, body: ByteBuffer?)? {
-        guard Self.refuseHost(request) == nil,
-            let served = cache.respondFromMemory(to: upstream(request))
-        else { return nil }
+    /// (``HTTPCache/memoryAnswer(to:)``): the response head and body ``respond(to:)`` would
+    /// give, worked out without suspending, so the event loop can write it at once, and the
+    /// cache's answer it came from. `nil` for every request that needs the async path.
+    func respondFromMemory(
+        to request: HTTPRequest
+    ) -> (head: HTTPResponse, body: ByteBuffer?, answer: MemoryAnswer)? {
+        guard Self.refuseHost(request) == nil, let answer = cache.memoryAnswer(to: upstream(request)) else {
+            return nil
+        }
+        let served = answer.served
         metrics.record(served.outcome)
         configuration.logger.debug(
             "\(request.method) \(request.path ?? "/") \(served.response.status.code) \(served.outcome)"
@@ -229,10 +232,10 @@ struct ProxyHandler: Sendable {
         head.headerFields = Self.clientFields(of: served, trace: configuration.sendsTrace)
         let status = served.response.status.code
         guard request.method != .head, status != 304, status != 204, let bytes = served.body.bytesInMemory else {
-            return (head, nil)
+            return (head, nil, answer)
         }
         head.headerFields[.contentLength] = String(bytes.count)
         metrics.recordServed(bytes.count, outcome: served.outcome)
-        return (head, ByteBuffer(bytes: bytes))
+        return (head, ByteBuffer(bytes: bytes), answer)
     }
 }

@@ -22,7 +22,7 @@ import StowageHTTPCache
 struct ProxyServer: Service {
     let respond: @Sendable (Request) async -> Response
     /// Answers hits held in memory on the event loop, before `respond` (``MemoryHitHandler``).
-    var answerFromMemory: MemoryHitHandler.Answer? = nil
+    var hitResponder: LoopHitResponder? = nil
     let configuration: ServerConfiguration
     /// The longest a request's head may take (nginx's `client_header_timeout`).
     let headTimeout: Duration
@@ -39,7 +39,7 @@ struct ProxyServer: Service {
     func run() async throws {
         let respond = self.respond
         let dateClock = self.dateClock
-        let answerFromMemory = self.answerFromMemory
+        let hitResponder = self.hitResponder
         let headTimeout = TimeAmount.nanoseconds(headTimeout.saturatingNanoseconds)
         let keepAliveTimeout = TimeAmount.nanoseconds(keepAliveTimeout.saturatingNanoseconds)
         let sendTimeout = TimeAmount.nanoseconds(sendTimeout.saturatingNanoseconds)
@@ -49,8 +49,7 @@ struct ProxyServer: Service {
                 headTimeout: headTimeout,
                 keepAliveTimeout: keepAliveTimeout,
                 sendTimeout: sendTimeout,
-                answerFromMemory: answerFromMemory,
-                dateClock: dateClock
+                hitResponder: hitResponder
             )
         }
         let server = try builder.buildServer(

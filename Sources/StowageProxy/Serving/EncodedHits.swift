@@ -1,0 +1,95 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import StowageHTTPCache
+import Synchronization
+
+/// Hits already written out as HTTP/1.1 bytes, by the request they answer, so the same request
+/// again gets the same bytes without deciding again — the way Varnish keeps an object's
+/// response head ready to send.
+///
+/// An entry holds the response head as encoded bytes and the body as a buffer, and is used only
+/// while the cache says its answer stands (``HTTPCache/isCurrent(_:)``: the same records in
+/// memory, and within the second in which the response's `Age` and `Cache-Status` stay the
+/// same) and the proxy's `Date` for it, when it adds one, is the same second. A request matches
+/// an entry only when its method, target, version and every field are the same, byte for byte:
+/// whatever a request field changes (`Vary`, conditions, `Cache-Control`, the operator's key
+/// fields), a request that differs gets its own entry.
+///
+/// Bounded: at most ``maximumEntries`` entries and ``maximumBytes`` of bodies; when either is
+/// reached the whole table is emptied and fills again from the next requests.
+final class EncodedHits: Sendable {
+    /// One request's answer, ready to write.
+    struct Entry: Sendable {
+        let method: HTTPMethod
+        let uri: String
+        let headers: HTTPHeaders
+        /// The status line, fields and the empty line.
+        let head: ByteBuffer
+        let body: ByteBuffer
+        let answer: MemoryAnswer
+        /// The second (since 1970) of the `Date` the proxy added; `nil` when the origin's is used.
+        let addedDateSecond: Int64?
+
+        func matches(_ request: HTTPRequestHead) -> Bool {
+            request.method == method && request.uri == uri
+                && request.headers.elementsEqual(headers) { $0.name == $1.name && $0.value == $1.value }
+        }
+    }
+
+    static let maximumEntries = 10_000
+    static let maximumBytes = 64 << 20
+
+    private struct Table {
+        var entries: [Int: Entry] = [:]
+        var bytes = 0
+    }
+
+    private let table = Mutex(Table())
+
+    /// The entry for `request` if there is one; its currency is for the caller to check.
+    func entry(for request: HTTPRequestHead, hash: Int) -> Entry? {
+        guard let entry = table.withLock({ $0.entries[hash] }), entry.matches(request) else { return nil }
+        return entry
+    }
+
+    func insert(_ entry: Entry, hash: Int) {
+        table.withLock { table in
+            if table.entries.count >= Self.maximumEntries || table.bytes + entry.body.readableBytes > Self.maximumBytes
+            {
+                table = Table()
+            }
+            if let replaced = table.entries.updateValue(entry, forKey: hash) {
+                table.bytes -= replaced.body.readableBytes
+            }
+            table.bytes += entry.body.readableBytes
+        }
+    }
+
+    /// The key of `request` in the table: its method, target and fields.
+    static func hash(_ request: HTTPRequestHead) -> Int {
+        var hasher = Hasher()
+        hasher.combine(request.uri)
+        hasher.combine(request.method.rawValue)
+        for (name, value) in request.headers {
+            hasher.combine(name)
+            hasher.combine(value)
+        }
+        return hasher.finalize()
+    }
+
+    /// `response` as HTTP/1.1 bytes: status line, fields, empty line.
+    static func encodeHead(_ response: HTTPResponse) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(512)
+        buffer.writeString("HTTP/1.1 \(response.status.code) \(response.status.reasonPhrase)\r\n")
+        for field in response.headerFields {
+            buffer.writeString(field.name.rawName)
+            buffer.writeString(": ")
+            buffer.writeString(field.value)
+            buffer.writeString("\r\n")
+        }
+        buffer.writeString("\r\n")
+        return buffer
+    }
+}

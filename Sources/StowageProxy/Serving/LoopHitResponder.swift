@@ -1,0 +1,80 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+import StowageCore
+import StowageHTTPCache
+
+/// Works out on the event loop the answer to a request that a hit held in memory can give
+/// (``MemoryHitHandler`` writes it).
+///
+/// A keep-alive HTTP/1.1 request seen before, whose answer still stands, gets the bytes written
+/// for it then (``EncodedHits``); another gets the cache's answer from memory
+/// (``ProxyHandler/respondFromMemory(to:)``), kept as bytes for next time when it has a body.
+final class LoopHitResponder: Sendable {
+    /// What to write.
+    enum Answer {
+        /// An HTTP/1.1 response as bytes, for the socket past the HTTP/1 encoder.
+        case encoded(head: ByteBuffer, body: ByteBuffer)
+        /// A response for the HTTP/1 encoder (and the connection handling before it, which
+        /// answers HTTP/1.0 in kind and closes when asked to).
+        case parts(HTTPResponseHead, body: ByteBuffer?)
+    }
+
+    private let handler: ProxyHandler
+    /// The `Date` a response without one gets (RFC 9110 §6.6.1), as the async path adds it.
+    private let dateClock: CacheClock
+    private let hits = EncodedHits()
+    /// Whether answers are kept as bytes: not while every request is to be logged.
+    private let keepsEncodedAnswers: Bool
+
+    init(handler: ProxyHandler, dateClock: CacheClock) {
+        self.handler = handler
+        self.dateClock = dateClock
+        keepsEncodedAnswers = handler.configuration.logger.logLevel > .debug
+    }
+
+    /// The answer to `head`, or `nil` for the async path.
+    func answer(_ head: HTTPRequestHead) -> Answer? {
+        let encodable = keepsEncodedAnswers && head.version == .http1_1 && head.isKeepAlive
+        var hash = 0
+        if encodable {
+            hash = EncodedHits.hash(head)
+            if let entry = hits.entry(for: head, hash: hash), isCurrent(entry) {
+                let outcome = entry.answer.served.outcome
+                handler.metrics.record(outcome)
+                handler.metrics.recordServed(entry.body.readableBytes, outcome: outcome)
+                return .encoded(head: entry.head, body: entry.body)
+            }
+        }
+        guard let request = try? HTTPRequest(head, secure: false, splitCookie: false),
+            let (response, body, answer) = handler.respondFromMemory(to: request)
+        else { return nil }
+        var complete = response
+        var addedDateSecond: Int64?
+        if complete.headerFields[.date] == nil {
+            let second = Int64(dateClock.now().timeIntervalSince1970)
+            complete.headerFields[.date] = HTTPDate.format(second)
+            addedDateSecond = second
+        }
+        guard encodable, let body else { return .parts(HTTPResponseHead(complete), body: body) }
+        let entry = EncodedHits.Entry(
+            method: head.method,
+            uri: head.uri,
+            headers: head.headers,
+            head: EncodedHits.encodeHead(complete),
+            body: body,
+            answer: answer,
+            addedDateSecond: addedDateSecond
+        )
+        hits.insert(entry, hash: hash)
+        return .encoded(head: entry.head, body: body)
+    }
+
+    private func isCurrent(_ entry: EncodedHits.Entry) -> Bool {
+        if let second = entry.addedDateSecond, Int64(dateClock.now().timeIntervalSince1970) != second { return false }
+        return handler.cache.isCurrent(entry.answer)
+    }
+}
