@@ -63,10 +63,19 @@ public struct UpstreamTransport: Sendable {
             let length: HTTPClientRequest.Body.Length = body.length.map { .known($0) } ?? .unknown
             outgoing.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: length)
         }
-        let response = try await client.execute(
-            outgoing,
-            timeout: .nanoseconds(timeout.saturatingNanoseconds)
-        )
+        let deadline = NIODeadline.now() + .nanoseconds(timeout.saturatingNanoseconds)
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(outgoing, deadline: deadline)
+        } catch let error as HTTPClientError
+            where error == .remoteConnectionClosed && body == nil
+            && Self.isIdempotent(request.method)
+        {
+            // A kept-alive connection the upstream closed as the request went out (its idle
+            // timeout): RFC 9112 §9.3.1 lets an idempotent request be sent again, as nginx's
+            // `proxy_next_upstream error` does, on a new connection and within the same deadline.
+            response = try await client.execute(outgoing, deadline: deadline)
+        }
         var head = HTTPResponse(
             status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
         )
@@ -78,6 +87,11 @@ public struct UpstreamTransport: Sendable {
         }
         if hops.isEmpty { hops = [Hop(url: URL(string: Self.url(of: request)), fields: head.headerFields)] }
         return (head, body, hops)
+    }
+
+    /// RFC 9110 §9.2.2: methods whose request may be sent again with the same effect.
+    static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
+        [.get, .head, .options, .trace, .put, .delete].contains(method)
     }
 
     /// The transport as the cache's fetch closure.

@@ -185,6 +185,31 @@ import Glibc
     }
 }
 
+/// An upstream that closes a connection a request went out on, before answering.
+@Suite struct ClosingUpstreamTests {
+    @Test("RFC 9112 §9.3.1: a GET whose upstream connection closes before any answer is sent again once")
+    func idempotentRequestIsRetried() async throws {
+        let origin = try EarlyAnsweringOrigin(.closeFirstUnanswered)
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let reply = try await h.get("/page")
+            #expect(reply.status == 200 && reply.text == "v2", "\(reply.status) \(reply.text)")
+            #expect(origin.requestCount == 2)
+        }
+    }
+
+    @Test("a POST whose upstream connection closes before any answer is not sent again: 502")
+    func unsafeRequestIsNotRetried() async throws {
+        let origin = try EarlyAnsweringOrigin(.closeFirstUnanswered)
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let reply = try await h.get("/form", method: .POST, body: Array("a=1".utf8))
+            #expect(reply.status == 502, "\(reply.status) \(reply.text)")
+            #expect(origin.requestCount == 1)
+        }
+    }
+}
+
 @Suite struct StallingUpstreamTests {
     @Test("An upstream that stalls mid-body: a small body is a 504 within the timeout, and nothing is stored")
     func smallBodyStall() async throws {

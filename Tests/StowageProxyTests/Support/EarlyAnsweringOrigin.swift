@@ -19,6 +19,10 @@ final class EarlyAnsweringOrigin: Sendable {
         /// `103 Early Hints` (RFC 8297) with a `Link`, then a cacheable `200` whose body counts
         /// the requests.
         case earlyHints
+        /// Closes the connection of the first request without answering it (a kept-alive
+        /// connection its idle timeout closed as the request arrived), then answers every later
+        /// request at once with a `200` whose body counts the requests.
+        case closeFirstUnanswered
     }
 
     let port: Int
@@ -71,6 +75,10 @@ final class EarlyAnsweringOrigin: Sendable {
                 received.removeSubrange(..<end.upperBound)
                 requests.add(1, ordering: .relaxed)
                 let reply: String
+                if case .closeFirstUnanswered = behaviour, requests.load(ordering: .relaxed) == 1 {
+                    shutdown(connection, Int32(SHUT_RDWR))
+                    return
+                }
                 switch behaviour {
                 case .answerAtOnce:
                     reply = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nCache-Control: no-store\r\n\r\nearly"
@@ -78,6 +86,11 @@ final class EarlyAnsweringOrigin: Sendable {
                     reply =
                         "HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\nCache-Control: max-age=60\r\n\r\n"
                         + String(repeating: "s", count: sent)
+                case .closeFirstUnanswered:
+                    let body = "v\(requests.load(ordering: .relaxed))"
+                    reply =
+                        "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nCache-Control: no-store\r\n\r\n"
+                        + body
                 case .earlyHints:
                     let body = "v\(requests.load(ordering: .relaxed))"
                     reply =
