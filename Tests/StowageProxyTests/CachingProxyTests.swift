@@ -149,6 +149,32 @@ import Testing
         }
     }
 
+    @Test(
+        "§4.3.4 through the proxy: a 304 whose strong ETag matches nothing stored updates nothing, and the origin sees one request per client request"
+    )
+    func mismatchedETagOn304() async throws {
+        // The origin of cache-tests' 304-etag-update-response-ETag: it answers the cache's
+        // If-None-Match: "a" with a 304 carrying ETag: "b".
+        try await ProxyHarness.run(script: { r in
+            if r.head.headerFields[.ifNoneMatch] != nil {
+                return .init(status: 304, fields: [("Cache-Control", "no-cache"), ("ETag", "\"b\""), ("X-Test", "B")])
+            }
+            return .init(fields: [("Cache-Control", "no-cache"), ("ETag", "\"a\""), ("X-Test", "A")], body: "body")
+        }) { h in
+            _ = try await h.get("/etag")
+            let validated = try await h.get("/etag")
+            #expect(validated.status == 200 && validated.text == "body")
+            #expect(validated.cacheStatus.contains("fwd-status=304"), "\(validated.cacheStatus)")
+            #expect(validated.headers["ETag"] == ["\"a\""], "served as stored: \(validated.headers)")
+            #expect(validated.headers["X-Test"] == ["A"])
+            // Without a second, unconditional request for the same client request.
+            #expect(h.origin.requestCount == 2, "\(h.origin.requests)")
+            _ = try await h.get("/etag")
+            #expect(h.origin.requestCount == 3)
+            #expect(h.origin.requests.last?.headerFields[.ifNoneMatch] == "\"a\"", "the stored response kept its ETag")
+        }
+    }
+
     @Test("With sendsTrace, Stowage-Cache-Trace says why a response was not stored; without it, nothing is sent")
     func traceHeader() async throws {
         try await ProxyHarness.run(

@@ -41,12 +41,27 @@ extension HTTPCache {
                 served.trace.append("§4.3.4 the origin answered 304: the stored response was freshened and served")
                 return served
             }
-            // The 304 selected nothing we hold: fetch the full response (§4.3.3).
+            // §4.3.4: the 304's validators select none of the stored responses (say its strong
+            // ETag differs from the one the cache sent), so none may be updated. The 304 still
+            // answers the conditional request, which nominated `record` alone: "the stored
+            // response can be ... reused" (§4.3.3), the origin "redirecting the client to make use
+            // of that stored representation" (RFC 9110 §15.4.5). So `record` answers this request
+            // as it is stored, unchanged and still stale; asking the origin again would send the
+            // same request twice for one client request.
+            if var served = try await serve(record, to: request, now: responseTime, outcome: .revalidated) {
+                served.status.forwardStatus = 304
+                served.trace.append(
+                    "§4.3.4 the origin answered 304 with validators matching nothing stored: nothing was freshened; "
+                        + "§4.3.3 the stored response the request nominated was served as stored"
+                )
+                return served
+            }
+            // Its body is gone: fetch the full response.
             var unconditional = request
             unconditional.headerFields[.ifNoneMatch] = nil
             unconditional.headerFields[.ifModifiedSince] = nil
             var fetched = try await forward(unconditional, key: key, outcome: .miss, collapse: false, fetch: fetch)
-            fetched.trace.insert("§4.3.3 the 304 matched nothing stored: fetched in full", at: 0)
+            fetched.trace.insert("§4.3.3 the 304 matched nothing stored and its body is gone: fetched in full", at: 0)
             return fetched
         }
         if CacheRules.isErrorForStaleIfError(response.status),

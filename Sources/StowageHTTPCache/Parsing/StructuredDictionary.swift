@@ -1,16 +1,52 @@
-/// Checks a field value against the Dictionary syntax of Structured Field Values (RFC 8941
-/// §3.2, parsed as §4.2.2 says): what RFC 9213 requires of a targeted cache-control field
-/// before a cache may follow it.
+/// Parses a field value as a Dictionary of Structured Field Values (RFC 8941 §3.2, parsed as
+/// §4.2.2 says): the syntax RFC 9213 §2.1 gives a targeted cache-control field.
 ///
-/// Only validity is decided here; the directives themselves are read by ``CacheControl``, whose
-/// grammar accepts every valid dictionary. Rejected, for example: an upper-case key
-/// (`Max-Age=60`), a value that is no bare item (`max-age=60s`), an unterminated string, a
-/// trailing comma, an empty value.
+/// Rejected as a whole, for example: an upper-case key (`Max-Age=60`), a value that is no bare
+/// item (`max-age=60s`), an unterminated string, a trailing comma, an empty value. What the
+/// directives' arguments must be (an Integer for `max-age`, …) is RFC 9213's business, checked in
+/// ``CacheControl/init(targeted:)``.
 enum StructuredDictionary {
-    /// Whether `value` (field lines already joined with ", ") is a valid, non-empty dictionary.
-    static func isValid(_ value: String) -> Bool {
+    /// A bare item (RFC 8941 §3.3) with the value a cache directive can use.
+    enum Item: Hashable, Sendable {
+        /// §3.3.1, at most 15 digits.
+        case integer(Int)
+        /// §3.3.2; the value is never a directive argument, so it is not kept.
+        case decimal
+        /// §3.3.3, escapes removed.
+        case string(String)
+        /// §3.3.4.
+        case token(String)
+        /// §3.3.5; the bytes are never a directive argument, so they are not kept.
+        case byteSequence
+        /// §3.3.6.
+        case boolean(Bool)
+    }
+
+    /// A member's value (RFC 8941 §3.2); parameters (§3.1.2) are dropped.
+    enum Value: Hashable, Sendable {
+        case item(Item)
+        case innerList([Item])
+    }
+
+    /// One member: its key and value.
+    struct Member: Hashable, Sendable {
+        var key: String
+        var value: Value
+    }
+
+    /// The members of `value` (field lines already joined with ", ") in order, or `nil` when it
+    /// is not a valid dictionary. A key given twice keeps its first place and its last value
+    /// (§4.2.2: "overwrite its value"). An empty value parses to no members (§4.2: an empty
+    /// dictionary), which a targeted field then treats as absent.
+    static func parse(_ value: String) -> [Member]? {
         var parser = Parser(bytes: Array(value.utf8))
         return parser.parseDictionary()
+    }
+
+    /// Whether `value` is a valid, non-empty dictionary.
+    static func isValid(_ value: String) -> Bool {
+        guard let members = parse(value) else { return false }
+        return !members.isEmpty
     }
 
     private struct Parser {
@@ -36,122 +72,146 @@ enum StructuredDictionary {
         }
 
         /// §4.2.2, with the leading and trailing spaces §4.2 discards.
-        mutating func parseDictionary() -> Bool {
+        mutating func parseDictionary() -> [Member]? {
+            var members: [Member] = []
             skip(Self.isSpace)
-            guard current != nil else { return false }  // empty: not a usable targeted field
+            guard current != nil else { return members }
             while true {
-                guard parseKey() else { return false }
+                guard let key = parseKey() else { return nil }
+                let value: Value
                 if current == UInt8(ascii: "=") {
                     index += 1
-                    guard parseItemOrInnerList() else { return false }
+                    guard let parsed = parseItemOrInnerList() else { return nil }
+                    value = parsed
                 } else {
-                    guard parseParameters() else { return false }
+                    guard parseParameters() else { return nil }
+                    value = .item(.boolean(true))
+                }
+                if let existing = members.firstIndex(where: { $0.key == key }) {
+                    members[existing].value = value
+                } else {
+                    members.append(Member(key: key, value: value))
                 }
                 skip(Self.isOWS)
-                guard let byte = current else { return true }
-                guard byte == UInt8(ascii: ",") else { return false }
+                guard let byte = current else { return members }
+                guard byte == UInt8(ascii: ",") else { return nil }
                 index += 1
                 skip(Self.isOWS)
-                guard current != nil else { return false }  // a trailing comma
+                guard current != nil else { return nil }  // a trailing comma
             }
         }
 
         /// §4.2.3.3: `(lcalpha / "*") *(lcalpha / DIGIT / "_" / "-" / "." / "*")`.
-        mutating func parseKey() -> Bool {
-            guard let first = current, Self.isLowerAlpha(first) || first == UInt8(ascii: "*") else { return false }
+        mutating func parseKey() -> String? {
+            guard let first = current, Self.isLowerAlpha(first) || first == UInt8(ascii: "*") else { return nil }
+            let start = index
             index += 1
             skip { Self.isLowerAlpha($0) || Self.isDigit($0) || Array("_-.*".utf8).contains($0) }
-            return true
+            return text(from: start)
         }
 
-        mutating func parseItemOrInnerList() -> Bool {
-            if current == UInt8(ascii: "(") { return parseInnerList() }
-            return parseBareItem() && parseParameters()
+        func text(from start: Int) -> String { String(decoding: bytes[start..<index], as: UTF8.self) }
+
+        /// §4.2.1.1: an item and its parameters, or an inner list.
+        mutating func parseItemOrInnerList() -> Value? {
+            if current == UInt8(ascii: "(") { return parseInnerList().map(Value.innerList) }
+            guard let item = parseBareItem(), parseParameters() else { return nil }
+            return .item(item)
         }
 
         /// §4.2.1.2.
-        mutating func parseInnerList() -> Bool {
+        mutating func parseInnerList() -> [Item]? {
             index += 1
+            var items: [Item] = []
             while true {
                 skip(Self.isSpace)
-                guard let byte = current else { return false }
+                guard let byte = current else { return nil }
                 if byte == UInt8(ascii: ")") {
                     index += 1
-                    return parseParameters()
+                    return parseParameters() ? items : nil
                 }
-                guard parseBareItem(), parseParameters() else { return false }
-                guard let next = current, next == 0x20 || next == UInt8(ascii: ")") else { return false }
+                guard let item = parseBareItem(), parseParameters() else { return nil }
+                items.append(item)
+                guard let next = current, next == 0x20 || next == UInt8(ascii: ")") else { return nil }
             }
         }
 
-        /// §4.2.3.2.
+        /// §4.2.3.2; the parameters are checked and dropped (RFC 9213 §2.1 ignores them).
         mutating func parseParameters() -> Bool {
             while current == UInt8(ascii: ";") {
                 index += 1
                 skip(Self.isSpace)
-                guard parseKey() else { return false }
+                guard parseKey() != nil else { return false }
                 if current == UInt8(ascii: "=") {
                     index += 1
-                    guard parseBareItem() else { return false }
+                    guard parseBareItem() != nil else { return false }
                 }
             }
             return true
         }
 
         /// §4.2.3.1: integer or decimal, string, token, byte sequence, boolean.
-        mutating func parseBareItem() -> Bool {
-            guard let byte = current else { return false }
+        mutating func parseBareItem() -> Item? {
+            guard let byte = current else { return nil }
             if byte == UInt8(ascii: "-") || Self.isDigit(byte) { return parseNumber() }
             if byte == UInt8(ascii: "\"") { return parseString() }
             if byte == UInt8(ascii: "*") || Self.isAlpha(byte) {
+                let start = index
                 index += 1
                 skip { Self.isTokenCharacter($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "/") }
-                return true
+                return .token(text(from: start))
             }
-            if byte == UInt8(ascii: ":") { return parseByteSequence() }
+            if byte == UInt8(ascii: ":") { return parseByteSequence() ? .byteSequence : nil }
             if byte == UInt8(ascii: "?") {
                 index += 1
                 guard let value = current, value == UInt8(ascii: "0") || value == UInt8(ascii: "1") else {
-                    return false
+                    return nil
                 }
                 index += 1
-                return true
+                return .boolean(value == UInt8(ascii: "1"))
             }
-            return false
+            return nil
         }
 
         /// §4.2.4: at most 15 integer digits; a decimal has at most 12 before and 1 to 3 after the dot.
-        mutating func parseNumber() -> Bool {
-            if current == UInt8(ascii: "-") { index += 1 }
+        mutating func parseNumber() -> Item? {
+            let negative = current == UInt8(ascii: "-")
+            if negative { index += 1 }
             let start = index
             skip(Self.isDigit)
             let integerDigits = index - start
-            guard integerDigits > 0 else { return false }
-            guard current == UInt8(ascii: ".") else { return integerDigits <= 15 }
+            guard integerDigits > 0 else { return nil }
+            guard current == UInt8(ascii: ".") else {
+                guard integerDigits <= 15 else { return nil }
+                let magnitude = bytes[start..<index].reduce(0) { $0 * 10 + Int($1 - 0x30) }
+                return .integer(negative ? -magnitude : magnitude)
+            }
             index += 1
             let fractionStart = index
             skip(Self.isDigit)
             let fractionDigits = index - fractionStart
-            return integerDigits <= 12 && (1...3).contains(fractionDigits)
+            return integerDigits <= 12 && (1...3).contains(fractionDigits) ? .decimal : nil
         }
 
         /// §4.2.5: printable ASCII, with `\"` and `\\` the only escapes.
-        mutating func parseString() -> Bool {
+        mutating func parseString() -> Item? {
             index += 1
+            var unescaped: [UInt8] = []
             while let byte = current {
                 index += 1
                 switch byte {
-                case UInt8(ascii: "\""): return true
+                case UInt8(ascii: "\""): return .string(String(decoding: unescaped, as: UTF8.self))
                 case UInt8(ascii: "\\"):
                     guard let escaped = current, escaped == UInt8(ascii: "\"") || escaped == UInt8(ascii: "\\") else {
-                        return false
+                        return nil
                     }
+                    unescaped.append(escaped)
                     index += 1
-                case 0x20...0x7E: continue
-                default: return false
+                case 0x20...0x7E: unescaped.append(byte)
+                default: return nil
                 }
             }
-            return false  // unterminated
+            return nil  // unterminated
         }
 
         /// §4.2.7: base64 between colons.

@@ -16,18 +16,18 @@ struct ResponseDirectives {
 }
 
 extension CacheRules {
-    /// RFC 9213 §2.2: the first of ``targetedFields`` present in `fields` with a valid, non-empty
-    /// Structured Fields dictionary (RFC 8941) as its value, for a shared cache; otherwise
-    /// `Cache-Control` (`cacheControl`, parsed already). A private cache always follows
-    /// `Cache-Control`.
+    /// RFC 9213 §2.2: the first of ``targetedFields`` present in `fields` with a valid value, for
+    /// a shared cache; otherwise `Cache-Control` (`cacheControl`, parsed already). Valid means a
+    /// non-empty Structured Fields dictionary (RFC 8941) whose members have the types RFC 9213
+    /// §2.1 infers for their directives; see ``CacheControl/init(targeted:)``. A private cache
+    /// always follows `Cache-Control`.
     func directives(of fields: HTTPFields, cacheControl: @autoclosure () -> CacheControl) -> ResponseDirectives {
         if isShared {
             for name in targetedFields {
                 let lines = fields[values: name]
                 guard !lines.isEmpty else { continue }
-                let value = lines.joined(separator: ", ")
-                if StructuredDictionary.isValid(value) {
-                    return ResponseDirectives(cacheControl: CacheControl(parsing: [value]), targetedField: name)
+                if let targeted = CacheControl(targeted: lines.joined(separator: ", ")) {
+                    return ResponseDirectives(cacheControl: targeted, targetedField: name)
                 }
             }
         }

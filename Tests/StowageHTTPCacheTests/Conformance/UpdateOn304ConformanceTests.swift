@@ -93,6 +93,41 @@ import Testing
         }
     }
 
+    /// The suite's `304-etag-update-response-ETag`: the 304 to `If-None-Match: "abcdef"` carries
+    /// `ETag: "ghijkl"`.
+    @Test(
+        "§4.3.4 a 304 whose strong ETag matches nothing stored updates nothing; §4.3.3 the response the request nominated answers it, without a second request"
+    )
+    func mismatchedStrongValidator() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let cache = try makeCache(root, clock: clock, kind: .shared)
+            let origin = TestOrigin { request, _ in
+                let fields = [
+                    ("Cache-Control", "max-age=2"), ("ETag", Self.isConditional(request) ? "\"ghijkl\"" : "\"abcdef\""),
+                    ("Date", HTTPDate.format(Int64(clock.secondsSince1970))),
+                ]
+                return Self.isConditional(request)
+                    ? (response(304, fields, date: nil), []) : (response(200, fields, date: nil), Array("body".utf8))
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            clock.advance(by: .seconds(3))
+            let validated = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(origin.count == 2, "one origin request for one client request: \(origin.requests)")
+            #expect(origin.requests.last?.headerFields[.ifNoneMatch] == "\"abcdef\"")
+            #expect(validated.response.status == .ok)
+            #expect(validated.response.headerFields[.eTag] == "\"abcdef\"", "served as stored, not updated")
+            #expect(try await text(validated) == "body")
+            #expect(validated.status.forwardStatus == 304)
+
+            // Still stale, so the next request validates again, with the stored ETag.
+            clock.advance(by: .seconds(1))
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            #expect(origin.count == 3)
+            #expect(origin.requests.last?.headerFields[.ifNoneMatch] == "\"abcdef\"", "the stored ETag was kept")
+        }
+    }
+
     static func isConditional(_ request: HTTPRequest) -> Bool {
         request.headerFields[.ifNoneMatch] != nil || request.headerFields[.ifModifiedSince] != nil
     }
