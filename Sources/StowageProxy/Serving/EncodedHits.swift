@@ -16,8 +16,9 @@ import Synchronization
 /// whatever a request field changes (`Vary`, conditions, `Cache-Control`, the operator's key
 /// fields), a request that differs gets its own entry.
 ///
-/// Bounded: at most ``maximumEntries`` entries and ``maximumBytes`` of bodies; when either is
-/// reached the whole table is emptied and fills again from the next requests.
+/// Bounded: at most ``maximumEntries`` entries and ``maximumBytes`` of heads and bodies (a
+/// quarter of the cache's memory capacity, as the proxy makes it); when either is reached the
+/// whole table is emptied and fills again from the next requests.
 final class EncodedHits: Sendable {
     /// One request's answer, ready to write.
     struct Entry: Sendable {
@@ -37,8 +38,13 @@ final class EncodedHits: Sendable {
         }
     }
 
-    static let maximumEntries = 10_000
-    static let maximumBytes = 64 << 20
+    static let maximumEntries = 50_000
+    /// The most bytes the entries may hold, heads, bodies and a fixed 256 per entry counted.
+    let maximumBytes: Int
+
+    init(maximumBytes: Int) {
+        self.maximumBytes = max(0, maximumBytes)
+    }
 
     private struct Table {
         var entries: [Int: Entry] = [:]
@@ -54,16 +60,22 @@ final class EncodedHits: Sendable {
     }
 
     func insert(_ entry: Entry, hash: Int) {
+        let size = Self.size(of: entry)
+        guard size <= maximumBytes else { return }
         table.withLock { table in
-            if table.entries.count >= Self.maximumEntries || table.bytes + entry.body.readableBytes > Self.maximumBytes
-            {
+            if table.entries.count >= Self.maximumEntries || table.bytes + size > maximumBytes {
                 table = Table()
             }
             if let replaced = table.entries.updateValue(entry, forKey: hash) {
-                table.bytes -= replaced.body.readableBytes
+                table.bytes -= Self.size(of: replaced)
             }
-            table.bytes += entry.body.readableBytes
+            table.bytes += size
         }
+    }
+
+    /// The bytes `entry` holds, as the bound counts them.
+    static func size(of entry: Entry) -> Int {
+        entry.head.readableBytes + entry.body.readableBytes + entry.uri.utf8.count + 256
     }
 
     /// The key of `request` in the table: its method, target and fields.

@@ -26,13 +26,15 @@ final class LoopHitResponder: Sendable {
     private let handler: ProxyHandler
     /// The `Date` a response without one gets (RFC 9110 §6.6.1), as the async path adds it.
     private let dateClock: CacheClock
-    private let hits = EncodedHits()
+    private let hits: EncodedHits
     /// Whether answers are kept as bytes: not while every request is to be logged.
     private let keepsEncodedAnswers: Bool
 
     init(handler: ProxyHandler, dateClock: CacheClock) {
         self.handler = handler
         self.dateClock = dateClock
+        let capacity = handler.configuration.memoryCapacity.rawValue
+        hits = EncodedHits(maximumBytes: Int(clamping: capacity / 4))
         keepsEncodedAnswers = handler.configuration.logger.logLevel > .debug
     }
 
