@@ -130,4 +130,36 @@ struct MemoryHitTests {
             #expect(try await text(served) == body)
         }
     }
+
+    @Test("an answer stays current until its Age or ttl reaches the next whole second, and no longer")
+    func currentWithinItsSecond() async throws {
+        try await withTemporaryDirectory { root in
+            // A quarter second past the Date: age 0.25 s, ttl 59.75 s, both next tick at t0 + 1.
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0 + 0.25))
+            let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
+            let answer = try #require(cache.memoryAnswer(to: request()))
+            #expect(answer.validUntil == t0 + 1)
+            #expect(cache.isCurrent(answer))
+            clock.advance(by: .milliseconds(500))
+            #expect(cache.isCurrent(answer))
+            clock.advance(by: .milliseconds(500))
+            #expect(!cache.isCurrent(answer), "Age 1 and ttl=58 from here on")
+            let later = try #require(cache.memoryAnswer(to: request()))
+            #expect(later.served.response.headerFields[.age] == "1")
+        }
+    }
+
+    @Test("a clear of the disk cache through another handle empties memory before the next answer")
+    func clearByAnotherHandle() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0 + 0.25))
+            let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
+            let answer = try #require(cache.memoryAnswer(to: request()))
+            #expect(cache.isCurrent(answer))
+            let other = try makeCache(root, clock: clock, kind: .shared)
+            try await other.removeAll()
+            #expect(!cache.isCurrent(answer), "the kept answer outlived the clear")
+            #expect(cache.respondFromMemory(to: request()) == nil)
+        }
+    }
 }

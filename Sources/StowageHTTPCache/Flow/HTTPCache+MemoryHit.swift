@@ -35,6 +35,9 @@ extension HTTPCache {
         // §5.2.1.5: a request with no-store does not consult the cache (`respond` forwards it).
         if request.headerFields[.cacheControl] != nil, request.headerFields.cacheControl.noStore { return nil }
         let recordKey = Self.recordKey(rules.key(for: request))
+        // Memory must not outlive a clear of the disk cache by another process (`stowage
+        // clear-caches` on a running proxy's directory): emptied first when one happened.
+        levels.followStoreGeneration()
         guard case .variants(let records) = memory.value(forKey: recordKey),
             let record = selectVariant(request, in: records)
         else { return nil }
@@ -60,11 +63,12 @@ extension HTTPCache {
 
     /// Whether `answer` is still the answer to its request: its time has not run out and the
     /// records it was worked out from are still the ones in memory (not replaced, freshened by
-    /// a 304, purged, invalidated or evicted). An O(1) check while nothing changed.
+    /// a 304, purged, invalidated, evicted, or cleared with the disk cache by another process).
+    /// An O(1) check while nothing changed.
     public func isCurrent(_ answer: MemoryAnswer) -> Bool {
-        guard now < answer.validUntil, case .variants(let records) = memory.value(forKey: answer.recordKey) else {
-            return false
-        }
+        guard now < answer.validUntil else { return false }
+        levels.followStoreGeneration()
+        guard case .variants(let records) = memory.value(forKey: answer.recordKey) else { return false }
         return records == answer.records  // the same storage compares in O(1)
     }
 
