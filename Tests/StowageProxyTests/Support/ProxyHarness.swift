@@ -60,6 +60,10 @@ struct ProxyHarness {
         configuration.requestHeadTimeout = .seconds(600)
         configuration.keepAliveTimeout = .seconds(600)
         configuration.sendTimeout = .seconds(600)
+        // nginx's proxy_cache_lock_timeout is 5 s, the default; a full suite on two loaded cores
+        // once kept a collapsed fetch's leader longer, and 8 of 30 waiting requests then
+        // fetched on their own. No test here is about that timeout.
+        configuration.cache.collapseTimeout = .seconds(120)
         configure(&configuration)
         let proxy = try CachingProxy(configuration: configuration)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
