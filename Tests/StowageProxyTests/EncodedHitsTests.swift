@@ -35,7 +35,7 @@ import Testing
             method: .GET,
             uri: uri,
             headers: headers,
-            head: ByteBuffer(string: "HTTP/1.1 200 OK\r\n\r\n"),
+            head: HTTPResponseHead(version: .http1_1, status: .ok),
             body: ByteBuffer(repeating: 0x61, count: body),
             answer: answer,
             addedDateSecond: nil
@@ -74,7 +74,7 @@ import Testing
                     let probe = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/\(number)")
                     return hits.entry(for: probe, hash: EncodedHits.hash(probe)) != nil
                 }.count
-            // Each entry counts 19 + 1,000 + its target + 256 bytes: at most 7 fit in 10,000.
+            // Each entry counts 1,000 + its target + 256 bytes: at most 7 fit in 10,000.
             #expect(kept <= 7, "\(kept) entries kept")
         }
         #expect(kept >= 1)
@@ -84,5 +84,22 @@ import Testing
         let none = EncodedHits(maximumBytes: -5)
         none.insert(Self.entry("/x", body: 1, answer: answer), hash: 1)
         #expect(none.entry(for: HTTPRequestHead(version: .http1_1, method: .GET, uri: "/x"), hash: 1) == nil)
+    }
+
+    @Test("a request with more than 16 KiB of fields is not kept, and request fields count toward the bound")
+    func requestFieldsCount() async throws {
+        let answer = try await Self.answer()
+        let hits = EncodedHits(maximumBytes: 1 << 20)
+        let padded = HTTPRequestHead(
+            version: .http1_1,
+            method: .GET,
+            uri: "/p",
+            headers: ["Host": "p", "X-Pad": String(repeating: "x", count: 20_000)]
+        )
+        hits.insert(Self.entry("/p", headers: padded.headers, body: 1, answer: answer), hash: EncodedHits.hash(padded))
+        #expect(hits.entry(for: padded, hash: EncodedHits.hash(padded)) == nil)
+        let small = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/s", headers: ["X-Pad": "abc"])
+        let entry = Self.entry("/s", headers: small.headers, body: 10, answer: answer)
+        #expect(EncodedHits.size(of: entry) == ("X-Pad".count + 3 + 4) + 10 + 2 + 256)
     }
 }

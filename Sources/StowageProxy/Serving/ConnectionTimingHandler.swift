@@ -53,14 +53,22 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// The timer that looks at ``deadline``, and when it fires: never after the deadline.
     private var timer: (task: Scheduled<Void>, at: NIODeadline)?
 
-    init(headTimeout: TimeAmount, keepAliveTimeout: TimeAmount, sendTimeout: TimeAmount) {
+    /// The bytes queued toward the socket, past the encoder.
+    private let outboundBytes: OutboundByteCounter
+
+    init(
+        headTimeout: TimeAmount,
+        keepAliveTimeout: TimeAmount,
+        sendTimeout: TimeAmount,
+        outboundBytes: OutboundByteCounter
+    ) {
+        self.outboundBytes = outboundBytes
         self.headTimeout = headTimeout
         self.keepAliveTimeout = keepAliveTimeout
         self.sendTimeout = sendTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
         if context.channel.isActive { arm(headTimeout, context: context) }
     }
 
@@ -70,7 +78,6 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
         stopTimer()
         disarmSend()
     }
@@ -98,13 +105,13 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// Writability alone does not show progress: a body written as one large buffer (a body
     /// held in memory) keeps the channel unwritable until nearly all of it has left, however
     /// steadily the client reads. So the deadline compares the bytes that have left for the
-    /// kernel — those queued here minus those the channel still buffers — when it was armed
-    /// and when it fires.
+    /// kernel — those queued past the encoder (``OutboundByteCounter``, heads and chunk frames
+    /// included) minus those the channel still buffers — when it was armed and when it fires.
     private func armSend(context: ChannelHandlerContext) {
-        let sentWhenArmed = bytesSent(context: context)
+        let sentWhenArmed = outboundBytes.sent(context: context)
         sendDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) {
             self.sendDeadline = nil
-            if let before = sentWhenArmed, let now = self.bytesSent(context: context), now > before,
+            if let before = sentWhenArmed, let now = self.outboundBytes.sent(context: context), now > before,
                 !context.channel.isWritable
             {
                 self.armSend(context: context)
@@ -113,16 +120,6 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
             }
         }
     }
-
-    /// The body bytes queued through this handler that have left the channel's buffer for the
-    /// kernel; `nil` when the channel cannot tell.
-    private func bytesSent(context: ChannelHandlerContext) -> Int64? {
-        guard let buffered = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes) else { return nil }
-        return bodyBytesQueued - Int64(buffered)
-    }
-
-    /// The body bytes written through this handler on this connection.
-    private var bodyBytesQueued: Int64 = 0
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         readDeliveredPart = true
@@ -177,8 +174,6 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
             }
             context.write(wrapOutboundOut(.head(head)), promise: promise)
             return
-        case .body(let body):
-            bodyBytesQueued += Int64(body.readableBytes)
         case .end:
             if !pending.isEmpty { pending.removeFirst() }
             if closesAfterResponse {
@@ -193,15 +188,6 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
         context.write(data, promise: promise)
     }
 
-    /// A whole keep-alive HTTP/1.1 response to the oldest pending request was written past the
-    /// HTTP/1 encoder (``MemoryHitHandler``): its end, as `.end` is handled above.
-    func responseWrittenPastEncoder(bodyBytes: Int) {
-        guard let context else { return }
-        bodyBytesQueued += Int64(bodyBytes)
-        if !pending.isEmpty { pending.removeFirst() }
-        armAfterResponse(context: context)
-    }
-
     /// With no request left to answer, the idle deadline, or the head deadline when the next
     /// request's first bytes came while this response was being written.
     private func armAfterResponse(context: ChannelHandlerContext) {
@@ -209,9 +195,6 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
         arm(nextRequestStarted ? headTimeout : keepAliveTimeout, context: context, isIdle: !nextRequestStarted)
         nextRequestStarted = false
     }
-
-    /// This handler's context while it is in the pipeline.
-    private var context: ChannelHandlerContext?
 
     /// Whether the armed deadline is the idle one (or none is armed).
     private var deadlineIsIdle = true

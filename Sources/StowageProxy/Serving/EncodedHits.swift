@@ -4,11 +4,11 @@ import NIOHTTP1
 import StowageHTTPCache
 import Synchronization
 
-/// Hits already written out as HTTP/1.1 bytes, by the request they answer, so the same request
-/// again gets the same bytes without deciding again — the way Varnish keeps an object's
-/// response head ready to send.
+/// Hits already worked out as HTTP/1 response heads and bodies, by the request they answer, so
+/// the same request again gets the same response without deciding again — the way Varnish keeps
+/// an object's response head ready to send.
 ///
-/// An entry holds the response head as encoded bytes and the body as a buffer, and is used only
+/// An entry holds the response head and the body as a buffer, and is used only
 /// while the cache says its answer stands (``HTTPCache/isCurrent(_:)``: the same records in
 /// memory, and within the second in which the response's `Age` and `Cache-Status` stay the
 /// same) and the proxy's `Date` for it, when it adds one, is the same second. A request matches
@@ -16,17 +16,18 @@ import Synchronization
 /// whatever a request field changes (`Vary`, conditions, `Cache-Control`, the operator's key
 /// fields), a request that differs gets its own entry.
 ///
-/// Bounded: at most ``maximumEntries`` entries and ``maximumBytes`` of heads and bodies (a
-/// quarter of the cache's memory capacity, as the proxy makes it); when either is reached the
-/// whole table is emptied and fills again from the next requests.
+/// Bounded: at most ``maximumEntries`` entries and ``maximumBytes`` of request fields, response
+/// heads and bodies (a quarter of the cache's memory capacity, as the proxy makes it); when
+/// either is reached the whole table is emptied and fills again from the next requests. A
+/// request whose fields are over ``maximumRequestFieldBytes`` is not kept.
 final class EncodedHits: Sendable {
     /// One request's answer, ready to write.
     struct Entry: Sendable {
         let method: HTTPMethod
         let uri: String
         let headers: HTTPHeaders
-        /// The status line, fields and the empty line.
-        let head: ByteBuffer
+        /// The response head, for the HTTP/1 encoder.
+        let head: HTTPResponseHead
         let body: ByteBuffer
         let answer: MemoryAnswer
         /// The second (since 1970) of the `Date` the proxy added; `nil` when the origin's is used.
@@ -39,6 +40,9 @@ final class EncodedHits: Sendable {
     }
 
     static let maximumEntries = 50_000
+    /// The largest request fields (names and values) an entry is kept for: a client cannot
+    /// fill the table with a few huge requests.
+    static let maximumRequestFieldBytes = 16 << 10
     /// The most bytes the entries may hold, heads, bodies and a fixed 256 per entry counted.
     let maximumBytes: Int
 
@@ -61,7 +65,7 @@ final class EncodedHits: Sendable {
 
     func insert(_ entry: Entry, hash: Int) {
         let size = Self.size(of: entry)
-        guard size <= maximumBytes else { return }
+        guard size <= maximumBytes, Self.fieldBytes(entry.headers) <= Self.maximumRequestFieldBytes else { return }
         table.withLock { table in
             if table.entries.count >= Self.maximumEntries || table.bytes + size > maximumBytes {
                 table = Table()
@@ -73,9 +77,16 @@ final class EncodedHits: Sendable {
         }
     }
 
-    /// The bytes `entry` holds, as the bound counts them.
+    /// The bytes `entry` holds, as the bound counts them: request and response fields, target,
+    /// body and a fixed 256.
     static func size(of entry: Entry) -> Int {
-        entry.head.readableBytes + entry.body.readableBytes + entry.uri.utf8.count + 256
+        fieldBytes(entry.headers) + fieldBytes(entry.head.headers) + entry.body.readableBytes + entry.uri.utf8.count
+            + 256
+    }
+
+    /// The bytes of `headers`' names and values, with four for each line's separators.
+    static func fieldBytes(_ headers: HTTPHeaders) -> Int {
+        headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
     }
 
     /// The key of `request` in the table: its method, target and fields.
@@ -88,20 +99,5 @@ final class EncodedHits: Sendable {
             hasher.combine(value)
         }
         return hasher.finalize()
-    }
-
-    /// `response` as HTTP/1.1 bytes: status line, fields, empty line.
-    static func encodeHead(_ response: HTTPResponse) -> ByteBuffer {
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(512)
-        buffer.writeString("HTTP/1.1 \(response.status.code) \(response.status.reasonPhrase)\r\n")
-        for field in response.headerFields {
-            buffer.writeString(field.name.rawName)
-            buffer.writeString(": ")
-            buffer.writeString(field.value)
-            buffer.writeString("\r\n")
-        }
-        buffer.writeString("\r\n")
-        return buffer
     }
 }

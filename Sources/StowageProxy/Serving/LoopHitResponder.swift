@@ -10,17 +10,18 @@ import StowageHTTPCache
 /// Works out on the event loop the answer to a request that a hit held in memory can give
 /// (``MemoryHitHandler`` writes it).
 ///
-/// A keep-alive HTTP/1.1 request seen before, whose answer still stands, gets the bytes written
-/// for it then (``EncodedHits``); another gets the cache's answer from memory
-/// (``ProxyHandler/respondFromMemory(to:)``), kept as bytes for next time when it has a body.
+/// A keep-alive HTTP/1.1 request seen before, whose answer still stands, gets the response head
+/// and body worked out for it then (``EncodedHits``); another gets the cache's answer from
+/// memory (``ProxyHandler/respondFromMemory(to:)``), kept for next time when it has a body.
 final class LoopHitResponder: Sendable {
-    /// What to write.
-    enum Answer {
-        /// An HTTP/1.1 response as bytes, for the socket past the HTTP/1 encoder.
-        case encoded(head: ByteBuffer, body: ByteBuffer)
-        /// A response for the HTTP/1 encoder (and the connection handling before it, which
-        /// answers HTTP/1.0 in kind and closes when asked to).
-        case parts(HTTPResponseHead, body: ByteBuffer?)
+    /// What to write: a response for the HTTP/1 encoder (and the connection handling before
+    /// it, which answers HTTP/1.0 in kind and closes when asked to). The encoder writes every
+    /// response: NIO's server pipeline pairs it with the request decoder, which queues each
+    /// request's method there so a response to `HEAD` is sent without a body; bytes written
+    /// past it would leave that queue a request behind.
+    struct Answer {
+        var head: HTTPResponseHead
+        var body: ByteBuffer?
     }
 
     private let handler: ProxyHandler
@@ -48,7 +49,7 @@ final class LoopHitResponder: Sendable {
                 let outcome = entry.answer.served.outcome
                 handler.metrics.record(outcome)
                 handler.metrics.recordServed(entry.body.readableBytes, outcome: outcome)
-                return .encoded(head: entry.head, body: entry.body)
+                return Answer(head: entry.head, body: entry.body)
             }
         }
         guard let request = try? HTTPRequest(head, secure: false, splitCookie: false),
@@ -61,18 +62,19 @@ final class LoopHitResponder: Sendable {
             complete.headerFields[.date] = HTTPDate.format(second)
             addedDateSecond = second
         }
-        guard encodable, let body else { return .parts(HTTPResponseHead(complete), body: body) }
+        let responseHead = HTTPResponseHead(complete)
+        guard encodable, let body else { return Answer(head: responseHead, body: body) }
         let entry = EncodedHits.Entry(
             method: head.method,
             uri: head.uri,
             headers: head.headers,
-            head: EncodedHits.encodeHead(complete),
+            head: responseHead,
             body: body,
             answer: answer,
             addedDateSecond: addedDateSecond
         )
         hits.insert(entry, hash: hash)
-        return .encoded(head: entry.head, body: body)
+        return Answer(head: responseHead, body: body)
     }
 
     private func isCurrent(_ entry: EncodedHits.Entry) -> Bool {

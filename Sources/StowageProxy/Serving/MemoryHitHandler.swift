@@ -26,10 +26,6 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let responder: LoopHitResponder
-    /// The connection's deadlines and persistence, told of responses written past the encoder.
-    private let timing: ConnectionTimingHandler
-    /// The HTTP/1 encoder's context: bytes written there go to the socket as they are.
-    private var socketSide: ChannelHandlerContext?
     /// Requests passed on to the async path whose responses have not ended.
     private var passedOn = 0
     /// Whether the rest of a request answered here (its body, its end) is being dropped.
@@ -37,17 +33,8 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Whether a response was written here since the last flush.
     private var needsFlush = false
 
-    init(responder: LoopHitResponder, timing: ConnectionTimingHandler) {
+    init(responder: LoopHitResponder) {
         self.responder = responder
-        self.timing = timing
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        socketSide = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        socketSide = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -95,17 +82,9 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func write(_ answer: LoopHitResponder.Answer, context: ChannelHandlerContext) {
-        switch answer {
-        case .encoded(let head, let body):
-            guard let socketSide else { return }
-            socketSide.write(NIOAny(head), promise: nil)
-            socketSide.write(NIOAny(body), promise: nil)
-            timing.responseWrittenPastEncoder(bodyBytes: body.readableBytes)
-        case .parts(let head, let body):
-            context.write(wrapOutboundOut(.head(head)), promise: nil)
-            if let body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-            context.write(wrapOutboundOut(.end(nil)), promise: nil)
-        }
+        context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
+        if let body = answer.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        context.write(wrapOutboundOut(.end(nil)), promise: nil)
         needsFlush = true
     }
 }

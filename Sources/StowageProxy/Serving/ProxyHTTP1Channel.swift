@@ -29,6 +29,9 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
+            // First, so it sees every byte the encoder writes (the send deadline's progress).
+            let outboundBytes = OutboundByteCounter()
+            try channel.pipeline.syncOperations.addHandler(outboundBytes)
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                 withPipeliningAssistance: false,  // NIOAsyncChannel reads one request at a time
                 withErrorHandling: false,  // HummingbirdCore answers parse errors with 400
@@ -39,12 +42,13 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             let timing = ConnectionTimingHandler(
                 headTimeout: headTimeout,
                 keepAliveTimeout: keepAliveTimeout,
-                sendTimeout: sendTimeout
+                sendTimeout: sendTimeout,
+                outboundBytes: outboundBytes
             )
             try channel.pipeline.syncOperations.addHandler(timing)
             if let hitResponder {
                 try channel.pipeline.syncOperations.addHandler(
-                    MemoryHitHandler(responder: hitResponder, timing: timing)
+                    MemoryHitHandler(responder: hitResponder)
                 )
             }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))

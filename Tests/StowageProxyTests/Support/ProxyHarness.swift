@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import StowageCore
+import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
 import StowageTestSupport

@@ -9,6 +9,8 @@ import Glibc
 /// requests, several requests on one kept-alive connection, read byte for byte.
 final class RawSocket: @unchecked Sendable {  // used by one test at a time
     private let descriptor: Int32
+    /// The socket, for the extensions below.
+    var descriptorForTests: Int32 { descriptor }
 
     /// - Parameters:
     ///   - receiveBuffer: A small `SO_RCVBUF` (set before connecting, so the window stays small)
@@ -117,5 +119,19 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
             data += buffer[..<received]
         }
         return responses
+    }
+}
+
+extension RawSocket {
+    /// Sends `bytes` once; what `send(2)` returned (negative when the connection is gone or
+    /// the send timed out).
+    @discardableResult
+    func trySend(_ bytes: [UInt8]) -> Int {
+        bytes.withUnsafeBytes { sendWithoutSIGPIPE(descriptorForTests, $0) }
+    }
+
+    /// One `recv(2)` into `buffer`: the count read, 0 when the peer closed, negative on timeout.
+    func receive(into buffer: inout [UInt8]) -> Int {
+        recv(descriptorForTests, &buffer, buffer.count, 0)
     }
 }
