@@ -83,10 +83,12 @@ struct SharedTierScenario: Scenario {
         var stowageTimes: [Double] = []
         var baselineTimes: [Double] = []
         var ok = true
+        // `STOWAGE_BENCH_ONLY_STOWAGE=1` drops the baseline, to profile the client alone (`perf record`).
+        let onlyStowage = ProcessInfo.processInfo.environment["STOWAGE_BENCH_ONLY_STOWAGE"] == "1"
         // Warm up connections and code paths, then alternate contender order per repetition.
         _ = try await measure(tier: tier, client: client, value: value, operations: operations / 10)
         for iteration in 0..<min(context.iterations, 3) {
-            for contender in iteration.isMultiple(of: 2) ? [0, 1] : [1, 0] {
+            for contender in onlyStowage ? [0] : iteration.isMultiple(of: 2) ? [0, 1] : [1, 0] {
                 if contender == 0 {
                     let (seconds, matches) = try await measure(
                         tier: tier,
@@ -108,7 +110,7 @@ struct SharedTierScenario: Scenario {
             }
         }
         let stowage = stowageTimes.sorted()[stowageTimes.count / 2]
-        let baseline = baselineTimes.sorted()[baselineTimes.count / 2]
+        let baseline = baselineTimes.isEmpty ? stowage : baselineTimes.sorted()[baselineTimes.count / 2]
         return ScenarioResult(
             name: name,
             unit: "ns/op",
