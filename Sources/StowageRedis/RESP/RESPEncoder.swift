@@ -8,9 +8,8 @@ public enum RESPEncoder {
         writeHeader(UInt8(ascii: "*"), command.arguments.count, into: &buffer)
         for argument in command.arguments {
             writeHeader(UInt8(ascii: "$"), argument.readableBytes, into: &buffer)
-            var argument = argument
-            buffer.writeBuffer(&argument)
-            buffer.writeInteger(UInt16(0x0D0A))
+            buffer.writeImmutableBuffer(argument)
+            buffer.writeStaticString("\r\n")
         }
     }
 
@@ -66,29 +65,25 @@ public enum RESPEncoder {
         buffer.writeInteger(UInt16(0x0D0A))
     }
 
-    /// `marker`, the decimal `count` and CRLF, without going through `String`.
+    /// `marker`, the decimal `count` and CRLF, without going through `String`: written in one
+    /// step into the buffer's spare room (at most 22 bytes: the marker, 20 digits, CRLF).
     private static func writeHeader(_ marker: UInt8, _ count: Int, into buffer: inout ByteBuffer) {
-        buffer.writeInteger(marker)
-        if count < 10 {
-            buffer.writeInteger(UInt8(ascii: "0") + UInt8(count))
-        } else {
-            var digits:
-                (
-                    UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                    UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-                ) =
-                    (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            var remaining = count
-            var length = 0
-            withUnsafeMutableBytes(of: &digits) { scratch in
-                while remaining > 0 {
-                    scratch[19 - length] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                    remaining /= 10
-                    length += 1
-                }
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: scratch[(20 - length)...]))
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 24) { out in
+            out[0] = marker
+            var digits = 1
+            var rest = count.magnitude / 10
+            while rest > 0 {
+                digits += 1
+                rest /= 10
             }
+            rest = count.magnitude
+            for index in stride(from: digits, to: 0, by: -1) {
+                out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+                rest /= 10
+            }
+            out[digits + 1] = UInt8(ascii: "\r")
+            out[digits + 2] = UInt8(ascii: "\n")
+            return digits + 3
         }
-        buffer.writeInteger(UInt16(0x0D0A))
     }
 }
