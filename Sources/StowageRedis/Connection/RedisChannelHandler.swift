@@ -74,6 +74,10 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private var closedError: RedisError?
     private let closeReason: RedisCloseReason
     private var isFlushScheduled = false
+    /// The newest request from ``enqueue(_:)``, written at the flush (see ``writeHeld(context:)``).
+    private var heldWrite: ByteBuffer?
+    /// The first request written since the last flush.
+    private var firstUnflushedWriteID: UInt64?
     /// After `SUBSCRIBE` on RESP2 every reply is a pub/sub message, not a command's reply.
     var routesEverythingAsPush = false
 
@@ -117,12 +121,27 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         }
         let writeID = nextWriteID
         nextWriteID &+= 1
+        let bytes = encode(request, writeID: writeID, context: context)
+        // The previous request goes to the channel now; this one waits for the flush, which
+        // writes it with the one promise that reports a failed write for all of them.
+        if let held = heldWrite { context.write(wrapOutboundOut(held), promise: nil) }
+        heldWrite = bytes
+        if firstUnflushedWriteID == nil { firstUnflushedWriteID = writeID }
+        flush(context: context)
+    }
+
+    /// Writes the held request with a promise: writes to a socket fail in order, so when any
+    /// write since the last flush fails, this one fails too, and every request from the first
+    /// unflushed one on is failed as not sent. One promise per flush instead of one per request.
+    private func writeHeld(context: ChannelHandlerContext) {
+        guard let held = heldWrite, let firstWriteID = firstUnflushedWriteID else { return }
+        heldWrite = nil
+        firstUnflushedWriteID = nil
         let writePromise = context.eventLoop.makePromise(of: Void.self)
         writePromise.futureResult.assumeIsolated().whenFailure { [self] error in
-            failUnsent(from: writeID, error: error)
+            failUnsent(from: firstWriteID, error: error)
         }
-        send(request, writeID: writeID, context: context, promise: writePromise)
-        flush(context: context)
+        context.write(wrapOutboundOut(held), promise: writePromise)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -134,15 +153,17 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         }
         let writeID = nextWriteID
         nextWriteID &+= 1
-        send(request, writeID: writeID, context: context, promise: promise)
+        // Requests handed over by enqueue go first: the server must see them in order.
+        writeHeld(context: context)
+        context.write(wrapOutboundOut(encode(request, writeID: writeID, context: context)), promise: promise)
     }
 
-    private func send(
+    /// The request's bytes; its commands join the pending queue (and the timeout check).
+    private func encode(
         _ request: RedisOutboundRequest,
         writeID: UInt64,
-        context: ChannelHandlerContext,
-        promise: EventLoopPromise<Void>?
-    ) {
+        context: ChannelHandlerContext
+    ) -> ByteBuffer {
         var buffer = context.channel.allocator.buffer(capacity: Self.encodedSize(of: request.commands))
         for command in request.commands { RESPEncoder.write(command, into: &buffer) }
         let deadline = NIODeadline.now() + commandTimeout
@@ -179,7 +200,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             timeoutCheck?.cancel()
             scheduleTimeoutCheck(context: context, at: deadline)
         }
-        context.write(wrapOutboundOut(buffer), promise: promise)
+        return buffer
     }
 
     /// A write failed (the socket or TLS gave up before the bytes left): the request it carried
@@ -213,6 +234,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         context.eventLoop.execute {
             let (handler, context) = loopBound.value
             handler.isFlushScheduled = false
+            handler.writeHeld(context: context)
             context.flush()
         }
     }
@@ -335,6 +357,8 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         timeoutCheck?.cancel()
         timeoutCheck = nil
         partial = nil
+        heldWrite = nil
+        firstUnflushedWriteID = nil
         batchReplies.removeAll()
         while let next = pending.popFirst() { Self.fail(next, with: error) }
     }
