@@ -61,7 +61,9 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     /// The replies so far of the oldest pending request when it is a pipeline.
     private var batchReplies: [RESPValue] = []
     private let decoder = RESPDecoder()
-    /// Bytes of a reply that has not fully arrived yet.
+    /// Bytes of a reply that has not fully arrived yet. Kept as a slice of just those bytes:
+    /// appending to a buffer that shares its storage copies it, and a whole receive buffer's
+    /// storage (already-read bytes included) would be copied otherwise.
     private var partial: ByteBuffer?
     private var context: ChannelHandlerContext?
     private var nextWriteID: UInt64 = 0
@@ -252,12 +254,14 @@ final class RedisChannelHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
-        if var earlier = partial {
-            partial = nil
-            earlier.writeBuffer(&bytes)
-            bytes = earlier
-        }
         do {
+            if var carried = partial {
+                partial = nil
+                guard try finishCarried(&carried, from: &bytes, context: context) else {
+                    if closedError == nil { partial = carried.slice() }
+                    return
+                }
+            }
             while closedError == nil, let value = try decoder.decode(&bytes) {
                 route(value, context: context)
             }
@@ -268,7 +272,38 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             )
             return
         }
-        if bytes.readableBytes > 0, closedError == nil { partial = bytes }
+        if bytes.readableBytes > 0, closedError == nil { partial = bytes.slice() }
+    }
+
+    /// Completes the reply that began in an earlier read (`carried`) with the first bytes of
+    /// `bytes`, copying only about as many as it needs rather than the whole read: chunks that
+    /// double (and at least match what is carried, so a large reply is parsed a bounded number
+    /// of times), until the carried bytes are all consumed. The bytes copied past that point are
+    /// still in `bytes`, which is rewound to them and decoded in place, its replies slices of the
+    /// socket's buffer. Returns false when `bytes` ran out first (`carried` then holds them all).
+    private func finishCarried(
+        _ carried: inout ByteBuffer,
+        from bytes: inout ByteBuffer,
+        context: ChannelHandlerContext
+    ) throws -> Bool {
+        // Once no more than the appended bytes are left unread, every carried byte from the
+        // earlier read is consumed and the rest are in `bytes` too. (Counted, not by index:
+        // appending to a shared buffer copies it and moves its indices.)
+        var appended = 0
+        var chunk = max(512, carried.readableBytes)
+        while carried.readableBytes > appended {
+            guard bytes.readableBytes > 0 else { return false }
+            var slice = bytes.readSlice(length: min(chunk, bytes.readableBytes))!
+            appended += slice.readableBytes
+            carried.writeBuffer(&slice)
+            chunk = max(chunk * 2, carried.readableBytes)
+            while closedError == nil, carried.readableBytes > appended, let value = try decoder.decode(&carried) {
+                route(value, context: context)
+            }
+            if closedError != nil { return false }
+        }
+        bytes.moveReaderIndex(to: bytes.readerIndex - carried.readableBytes)
+        return true
     }
 
     private func route(_ value: RESPValue, context: ChannelHandlerContext) {
