@@ -101,23 +101,39 @@ final class MinimalPipelineHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
-        if var earlier = partial {
+        if var carried = partial {
+            // Complete the reply cut by the last read with as few of the new bytes as it needs
+            // (doubling chunks), then frame the rest in place, as RedisChannelHandler does.
             partial = nil
-            earlier.writeBuffer(&bytes)
-            bytes = earlier
-        }
-        while let reply = Self.frame(&bytes) {
-            guard let (continuation, count) = waiting.first else { return }
-            if replies.isEmpty { replies.reserveCapacity(count) }
-            replies.append(reply)
-            if replies.count == count {
-                waiting.removeFirst()
-                let batch = replies
-                replies = []
-                continuation.resume(returning: batch)
+            var appended = 0
+            var chunk = max(512, carried.readableBytes)
+            while carried.readableBytes > appended {
+                guard bytes.readableBytes > 0 else {
+                    partial = carried.slice()
+                    return
+                }
+                var slice = bytes.readSlice(length: min(chunk, bytes.readableBytes))!
+                appended += slice.readableBytes
+                carried.writeBuffer(&slice)
+                chunk = max(chunk * 2, carried.readableBytes)
+                while carried.readableBytes > appended, let reply = Self.frame(&carried) { deliver(reply) }
             }
+            bytes.moveReaderIndex(to: bytes.readerIndex - carried.readableBytes)
         }
-        if bytes.readableBytes > 0 { partial = bytes }
+        while let reply = Self.frame(&bytes) { deliver(reply) }
+        if bytes.readableBytes > 0 { partial = bytes.slice() }
+    }
+
+    private func deliver(_ reply: ByteBuffer?) {
+        guard let (continuation, count) = waiting.first else { return }
+        if replies.isEmpty { replies.reserveCapacity(count) }
+        replies.append(reply)
+        if replies.count == count {
+            waiting.removeFirst()
+            let batch = replies
+            replies = []
+            continuation.resume(returning: batch)
+        }
     }
 
     /// One `+text`, `$len`/`$-1` or `_` reply; nil (consuming nothing) until it has fully arrived.
