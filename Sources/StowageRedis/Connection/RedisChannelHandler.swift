@@ -12,6 +12,33 @@ struct RedisOutboundRequest: Sendable {
 
     var commands: [RedisCommand]
     var completion: Completion
+    /// The commands in RESP, when the sender encoded them already (on its own thread, so the
+    /// event loop only writes them); otherwise the handler encodes them.
+    var encoded: ByteBuffer?
+
+    init(commands: [RedisCommand], completion: Completion, encoded: ByteBuffer? = nil) {
+        self.commands = commands
+        self.completion = completion
+        self.encoded = encoded
+    }
+
+    /// `commands` in RESP, in one buffer sized for them up front.
+    static func encode(_ commands: [RedisCommand], allocator: ByteBufferAllocator) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: encodedSize(of: commands))
+        for command in commands { RESPEncoder.write(command, into: &buffer) }
+        return buffer
+    }
+
+    /// At least the bytes `commands` take on the wire (16 per `*N`/`$N` header and CRLF covers
+    /// any length), so a request is encoded into one allocation.
+    private static func encodedSize(of commands: [RedisCommand]) -> Int {
+        var size = 0
+        for command in commands {
+            size += 16
+            for argument in command.arguments { size += argument.readableBytes + 16 }
+        }
+        return size
+    }
 
     /// Resumes every waiter with `error`; for a request that never reached the pending queue.
     func fail(_ error: RedisError) {
@@ -166,8 +193,8 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         writeID: UInt64,
         context: ChannelHandlerContext
     ) -> ByteBuffer {
-        var buffer = context.channel.allocator.buffer(capacity: Self.encodedSize(of: request.commands))
-        for command in request.commands { RESPEncoder.write(command, into: &buffer) }
+        let buffer =
+            request.encoded ?? RedisOutboundRequest.encode(request.commands, allocator: context.channel.allocator)
         let deadline = NIODeadline.now() + commandTimeout
         switch request.completion {
         case .each(let continuations):
@@ -241,17 +268,6 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         }
     }
 
-    /// At least the bytes `commands` take on the wire (16 per `*N`/`$N` header and CRLF covers
-    /// any length), so a request is encoded into one allocation.
-    private static func encodedSize(of commands: [RedisCommand]) -> Int {
-        var size = 0
-        for command in commands {
-            size += 16
-            for argument in command.arguments { size += argument.readableBytes + 16 }
-        }
-        return size
-    }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
         do {
@@ -306,7 +322,9 @@ final class RedisChannelHandler: ChannelDuplexHandler {
         return true
     }
 
-    private func route(_ value: RESPValue, context: ChannelHandlerContext) {
+    /// Hands `value` to whoever waits for it; `consuming`, so a reply moves into its pipeline's
+    /// array without a copy.
+    private func route(_ value: consuming RESPValue, context: ChannelHandlerContext) {
         if case .push = value {
             onPush(value)
             return
@@ -315,12 +333,12 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             onPush(value)
             return
         }
-        guard let oldest = pending.first else {
+        guard !pending.isEmpty else {
             // A reply nobody asked for: the stream is out of step; start over.
             fail(RedisError.protocolViolation("a reply arrived with no command waiting for it"), context: context)
             return
         }
-        switch oldest.completion {
+        switch pending[pending.startIndex].completion {
         case .single(let continuation):
             pending.removeFirst()
             continuation.resume(returning: value)
@@ -329,8 +347,8 @@ final class RedisChannelHandler: ChannelDuplexHandler {
             batchReplies.append(value)
             if batchReplies.count == count {
                 pending.removeFirst()
-                let replies = batchReplies
-                batchReplies = []
+                var replies: [RESPValue] = []
+                swap(&replies, &batchReplies)
                 continuation.resume(returning: replies)
             }
         }

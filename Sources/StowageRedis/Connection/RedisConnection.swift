@@ -19,6 +19,9 @@ public final class RedisConnection: Sendable {
     /// `host:port`.
     public let server: String
     let channel: any Channel
+    /// Encodes commands on the caller's thread (the default, malloc-backed allocator, as the
+    /// channel's own).
+    private static let allocator = ByteBufferAllocator()
     /// The channel's handler, which commands are handed to directly on the event loop.
     private let handler: NIOLoopBound<RedisChannelHandler>
 
@@ -226,7 +229,13 @@ public final class RedisConnection: Sendable {
     /// Sends `command` and returns its reply, error replies included as values.
     public func sendRaw(_ command: RedisCommand) async throws -> RESPValue {
         try await withUnsafeThrowingContinuation { continuation in
-            enqueue(RedisOutboundRequest(commands: [command], completion: .each([continuation])))
+            enqueue(
+                RedisOutboundRequest(
+                    commands: [command],
+                    completion: .each([continuation]),
+                    encoded: RedisOutboundRequest.encode([command], allocator: Self.allocator)
+                )
+            )
         }
     }
 
@@ -236,9 +245,12 @@ public final class RedisConnection: Sendable {
     /// - Throws: ``RedisError`` `.connectionClosed` or `.timeout` when the replies cannot all come.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
         guard !commands.isEmpty else { return [] }
-        // One continuation for the whole pipeline, resumed with all its replies.
+        // Encoded here, on the caller's thread, into one buffer: the event loop, which all the
+        // connection's callers share, only writes it. One continuation for the whole pipeline,
+        // resumed with all its replies.
+        let encoded = RedisOutboundRequest.encode(commands, allocator: Self.allocator)
         return try await withUnsafeThrowingContinuation { continuation in
-            enqueue(RedisOutboundRequest(commands: commands, completion: .all(continuation)))
+            enqueue(RedisOutboundRequest(commands: commands, completion: .all(continuation), encoded: encoded))
         }
     }
 
