@@ -232,6 +232,7 @@ extension SharedTierScenario {
                 group.addTask {
                     var index = caller * 7
                     let payload = ByteBuffer(bytes: value)
+                    let valueHeader = "$\(payload.readableBytes)\r\n"
                     for round in 0..<(perCaller / depth) {
                         var request = ByteBuffer()
                         request.reserveCapacity(depth * (operation == .get ? 48 : 64 + valueSize))
@@ -240,12 +241,17 @@ extension SharedTierScenario {
                                 operation == .get
                                 ? "bench:{=k\((index + offset) % keyCount)}"
                                 : "bench:raw:\((index + offset) % keyCount)"
+                            // Piece by piece: one interpolated string per command would
+                            // outgrow the small-string form and allocate.
                             request.writeString(operation == .get ? "*2\r\n$3\r\nGET\r\n$" : "*3\r\n$3\r\nSET\r\n$")
-                            request.writeString("\(key.utf8.count)\r\n\(key)\r\n")
+                            request.writeString(String(key.utf8.count))
+                            request.writeStaticString("\r\n")
+                            request.writeString(key)
+                            request.writeStaticString("\r\n")
                             if operation == .set {
-                                request.writeString("$\(payload.readableBytes)\r\n")
+                                request.writeString(valueHeader)
                                 request.writeImmutableBuffer(payload)
-                                request.writeString("\r\n")
+                                request.writeStaticString("\r\n")
                             }
                         }
                         let replies = try await client.pipeline(request, count: depth, on: caller &+ round)
