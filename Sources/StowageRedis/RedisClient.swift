@@ -58,7 +58,7 @@ public final class RedisClient: RedisCommandExecuting {
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
         self.commands.increment(by: Int64(commands.count))
         do {
-            return try await pool.withSharedConnection(exclusive: commands.contains(where: \.needsOwnConnection)) {
+            return try await pool.withSharedConnection(exclusive: commands.contains { $0.needsOwnConnection }) {
                 try await $0.pipeline(commands)
             }
         } catch {

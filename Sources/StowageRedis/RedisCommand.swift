@@ -31,6 +31,13 @@ public struct RedisCommand: Sendable, Hashable, CustomStringConvertible {
         self.keyIndex = keyIndex
     }
 
+    /// A command from its words as bytes, name first: `GET`, `SET` and `DEL` build their one
+    /// array of words directly, without an array of ``RedisArgument``s to convert first.
+    init(words: [ByteBuffer], keyIndex: Int?) {
+        self.arguments = words
+        self.keyIndex = keyIndex
+    }
+
     /// A command from its words.
     public init(_ name: String, _ arguments: RedisArgument..., keyIndex: Int? = nil) {
         self.init(name, arguments, keyIndex: keyIndex)
@@ -112,12 +119,14 @@ extension RedisCommand {
 
     /// `GET key`.
     public static func get(_ key: String) -> RedisCommand {
-        RedisCommand(name: getName, [RedisArgument(key)], keyIndex: 1)
+        RedisCommand(words: [getName, ByteBuffer(string: key)], keyIndex: 1)
     }
 
     /// `SET key value [PX milliseconds]`.
     public static func set(_ key: String, value: RedisArgument, expiry: Duration? = nil) -> RedisCommand {
-        guard let expiry else { return RedisCommand(name: setName, [RedisArgument(key), value], keyIndex: 1) }
+        guard let expiry else {
+            return RedisCommand(words: [setName, ByteBuffer(string: key), value.bytes], keyIndex: 1)
+        }
         return RedisCommand(
             name: setName,
             [RedisArgument(key), value, pxWord, RedisArgument(max(1, expiry.milliseconds))],
@@ -127,7 +136,7 @@ extension RedisCommand {
 
     /// `DEL key`.
     public static func del(_ key: String) -> RedisCommand {
-        RedisCommand(name: delName, [RedisArgument(key)], keyIndex: 1)
+        RedisCommand(words: [delName, ByteBuffer(string: key)], keyIndex: 1)
     }
 
     /// `PUBLISH channel message`; in a cluster any node forwards it to every node.

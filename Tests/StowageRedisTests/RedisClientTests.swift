@@ -186,6 +186,64 @@ struct RedisClientTests {
         #expect(ContinuousClock.now - killed < .seconds(40))
     }
 
+    @Test("a pipeline's replies split over many socket reads arrive whole and in order")
+    func pipelineAcrossReads() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        defer { Task { await client.shutdown() } }
+        // 200 KiB values between small replies: each read ends inside some reply, and the
+        // handler keeps the partial bytes until the rest arrives.
+        var random = SeededRandom(seed: 11)
+        let values = (0..<12).map { index in
+            Data(
+                (0..<(index.isMultiple(of: 2) ? 200_000 + index : index)).map { _ in
+                    UInt8.random(in: 0...255, using: &random)
+                }
+            )
+        }
+        _ = try await client.pipeline(
+            values.enumerated().map { .set("big:\($0.offset)", value: RedisArgument($0.element)) }
+        )
+        let commands = values.indices.flatMap { [RedisCommand.get("big:\($0)"), .ping] }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    let replies = try await client.pipeline(commands)
+                    #expect(replies.count == commands.count)
+                    for (index, value) in values.enumerated() {
+                        #expect(replies[2 * index].bytes.map { Data($0.readableBytesView) } == value, "value \(index)")
+                        #expect(replies[2 * index + 1] == .simpleString("PONG"))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test("a pipeline without a reply in time fails with timeout naming its first unanswered command")
+    func pipelineTimeout() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.commandTimeout = .milliseconds(200)
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        var answer: RESPValue?
+        for _ in 0..<10 where answer == nil {
+            answer = try? await client.withConnection { try await $0.send(.ping) }
+        }
+        #expect(answer == .simpleString("PONG"))
+        await #expect {
+            try await client.withConnection {
+                try await $0.pipeline([.ping, RedisCommand("BLPOP", "never", "0", keyIndex: 1), .ping])
+            }
+        } throws: { error in
+            guard let error = error as? RedisError else { return false }
+            return error.code == .timeout && error.message.contains("BLPOP never")
+        }
+    }
+
     @Test("a command without a reply in time fails with timeout and closes its connection")
     func commandTimeout() async throws {
         let server = try await RedisServerProcess.start()

@@ -82,11 +82,31 @@ struct SharedTierScenario: Scenario {
         let baselineName = isPipelined ? "redis-benchmark-P16" : "redis-benchmark"
         var stowageTimes: [Double] = []
         var baselineTimes: [Double] = []
+        var floorTimes: [Double] = []
         var ok = true
-        // Warm up connections and code paths, then alternate contender order per repetition.
-        _ = try await measure(tier: tier, client: client, value: value, operations: operations / 10)
+        // `STOWAGE_BENCH_ONLY_STOWAGE=1` drops the baseline, to profile the client alone (`perf record`).
+        let onlyStowage = ProcessInfo.processInfo.environment["STOWAGE_BENCH_ONLY_STOWAGE"] == "1"
+        // `STOWAGE_BENCH_ONLY_FLOOR=1` times only the minimal NIO client (pipelined rows), to profile it alike.
+        let onlyFloor = isPipelined && ProcessInfo.processInfo.environment["STOWAGE_BENCH_ONLY_FLOOR"] == "1"
+        // Pipelined rows also time the least a Swift client on NIO does for the same rounds (see
+        // MinimalPipelinedClient): the floor of this machine for a client built this way.
+        let floorClient =
+            isPipelined && !onlyStowage
+            ? try await MinimalPipelinedClient.connect(
+                host: "127.0.0.1",
+                port: server.port,
+                connections: configuration.multiplexedConnections,
+                group: configuration.eventLoopGroup
+            ) : nil
+        if let floorClient {
+            _ = try await measureFloor(floorClient, value: value, operations: operations / 10)
+        }
+        // Warm up connections and code paths, then rotate the contenders' order per repetition.
+        if !onlyFloor { _ = try await measure(tier: tier, client: client, value: value, operations: operations / 10) }
+        let contenders = onlyStowage ? [0] : onlyFloor ? [2] : floorClient == nil ? [0, 1] : [0, 1, 2]
         for iteration in 0..<min(context.iterations, 3) {
-            for contender in iteration.isMultiple(of: 2) ? [0, 1] : [1, 0] {
+            let shift = iteration % contenders.count
+            for contender in contenders[shift...] + contenders[..<shift] {
                 if contender == 0 {
                     let (seconds, matches) = try await measure(
                         tier: tier,
@@ -96,7 +116,7 @@ struct SharedTierScenario: Scenario {
                     )
                     stowageTimes.append(seconds * 1e9 / Double(operations))
                     ok = ok && matches
-                } else {
+                } else if contender == 1 {
                     let rates = try server.benchmark(
                         valueSize: valueSize,
                         clients: callers,
@@ -104,16 +124,24 @@ struct SharedTierScenario: Scenario {
                         requests: operations
                     )
                     baselineTimes.append(1e9 / rates[operation == .get ? "GET" : "SET"]!)
+                } else if let floorClient {
+                    let (seconds, matches) = try await measureFloor(floorClient, value: value, operations: operations)
+                    floorTimes.append(seconds * 1e9 / Double(operations))
+                    ok = ok && matches
                 }
             }
         }
-        let stowage = stowageTimes.sorted()[stowageTimes.count / 2]
-        let baseline = baselineTimes.sorted()[baselineTimes.count / 2]
+        await floorClient?.close()
+        let stowage = stowageTimes.isEmpty ? floorTimes[0] : stowageTimes.sorted()[stowageTimes.count / 2]
+        let baseline = baselineTimes.isEmpty ? stowage : baselineTimes.sorted()[baselineTimes.count / 2]
+        let floor = floorTimes.isEmpty ? nil : floorTimes.sorted()[floorTimes.count / 2]
+        var baselines = [baselineName: baseline]
+        if let floor { baselines["nio-minimal"] = floor }
         return ScenarioResult(
             name: name,
             unit: "ns/op",
             stowage: stowage,
-            baselines: [baselineName: baseline],
+            baselines: baselines,
             ok: ok,
             notes: "\(callers) concurrent callers, \(operations) ops of \(valueSize) B values over \(keyCount) keys"
                 + (isPipelined
@@ -123,6 +151,10 @@ struct SharedTierScenario: Scenario {
                     ? "" : tier.isTracking ? ", writes on the tracking connection" : ", writes on the pool + PUBLISH")
                 + "; throughput stowage \(Int(1e9 / stowage)) ops/s vs \(baselineName) \(Int(1e9 / baseline)) ops/s "
                 + "(\(BenchContext.format(baseline / stowage))x)"
+                + (floor.map {
+                    "; nio-minimal \(Int(1e9 / $0)) ops/s (\(BenchContext.format(baseline / $0))x of "
+                        + "\(baselineName); stowage \(BenchContext.format($0 / stowage))x of nio-minimal)"
+                } ?? "")
         )
     }
 
@@ -172,6 +204,61 @@ struct SharedTierScenario: Scenario {
                             }
                             index += 1
                         }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = clock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return (seconds, mismatches.count.load(ordering: .relaxed) == 0)
+    }
+}
+
+extension SharedTierScenario {
+    /// Seconds for `operations` operations through ``MinimalPipelinedClient``: the same callers,
+    /// keys, values and depth as ``measure``, each caller encoding its round's RESP by hand.
+    fileprivate func measureFloor(
+        _ client: MinimalPipelinedClient,
+        value: Data,
+        operations: Int
+    ) async throws -> (Double, Bool) {
+        let perCaller = operations / callers
+        let mismatches = MismatchCount()
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<callers {
+                group.addTask {
+                    var index = caller * 7
+                    let payload = ByteBuffer(bytes: value)
+                    let valueHeader = "$\(payload.readableBytes)\r\n"
+                    for round in 0..<(perCaller / depth) {
+                        var request = ByteBuffer()
+                        request.reserveCapacity(depth * (operation == .get ? 48 : 64 + valueSize))
+                        for offset in 0..<depth {
+                            let key =
+                                operation == .get
+                                ? "bench:{=k\((index + offset) % keyCount)}"
+                                : "bench:raw:\((index + offset) % keyCount)"
+                            // Piece by piece: one interpolated string per command would
+                            // outgrow the small-string form and allocate.
+                            request.writeString(operation == .get ? "*2\r\n$3\r\nGET\r\n$" : "*3\r\n$3\r\nSET\r\n$")
+                            request.writeString(String(key.utf8.count))
+                            request.writeStaticString("\r\n")
+                            request.writeString(key)
+                            request.writeStaticString("\r\n")
+                            if operation == .set {
+                                request.writeString(valueHeader)
+                                request.writeImmutableBuffer(payload)
+                                request.writeStaticString("\r\n")
+                            }
+                        }
+                        let replies = try await client.pipeline(request, count: depth, on: caller &+ round)
+                        if operation == .get, replies.contains(where: { ($0?.readableBytes ?? 0) != valueSize + 12 }) {
+                            mismatches.count.add(1, ordering: .relaxed)
+                        }
+                        index += depth
                     }
                 }
             }

@@ -19,14 +19,22 @@ public final class RedisConnection: Sendable {
     /// `host:port`.
     public let server: String
     let channel: any Channel
-    /// Why the connection closed, once it has: a command written after that fails with it.
-    private let closeReason: RedisCloseReason
+    /// Encodes commands on the caller's thread (the default, malloc-backed allocator, as the
+    /// channel's own).
+    private static let allocator = ByteBufferAllocator()
+    /// The channel's handler, which commands are handed to directly on the event loop.
+    private let handler: NIOLoopBound<RedisChannelHandler>
 
-    private init(channel: any Channel, server: String, protocolVersion: Int, closeReason: RedisCloseReason) {
+    private init(
+        channel: any Channel,
+        handler: NIOLoopBound<RedisChannelHandler>,
+        server: String,
+        protocolVersion: Int
+    ) {
         self.channel = channel
+        self.handler = handler
         self.server = server
         self.protocolVersion = protocolVersion
-        self.closeReason = closeReason
     }
 
     /// Connects, negotiates the protocol, authenticates and selects the database.
@@ -65,7 +73,6 @@ public final class RedisConnection: Sendable {
                         )
                         try channel.pipeline.syncOperations.addHandler(tlsHandler)
                     }
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RESPFrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(
                         RedisChannelHandler(
                             server: server,
@@ -88,8 +95,14 @@ public final class RedisConnection: Sendable {
             )
         }
         do {
+            let handler = try await channel.eventLoop.submit {
+                NIOLoopBound(
+                    try channel.pipeline.syncOperations.handler(type: RedisChannelHandler.self),
+                    eventLoop: channel.eventLoop
+                )
+            }.get()
             return try await withHandshakeTimeout(configuration, channel: channel) {
-                try await handshake(configuration, channel: channel, closeReason: closeReason)
+                try await handshake(configuration, channel: channel, handler: handler)
             }
         } catch {
             channel.close(promise: nil)
@@ -128,15 +141,10 @@ public final class RedisConnection: Sendable {
     private static func handshake(
         _ configuration: RedisConfiguration,
         channel: any Channel,
-        closeReason: RedisCloseReason
+        handler: NIOLoopBound<RedisChannelHandler>
     ) async throws -> RedisConnection {
         let server = configuration.address
-        let provisional = RedisConnection(
-            channel: channel,
-            server: server,
-            protocolVersion: 2,
-            closeReason: closeReason
-        )
+        let provisional = RedisConnection(channel: channel, handler: handler, server: server, protocolVersion: 2)
         var version = 2
         if configuration.protocolVersion != .resp2 {
             var hello: [RedisArgument] = ["3"]
@@ -201,7 +209,7 @@ public final class RedisConnection: Sendable {
                 cause: error
             )
         }
-        return RedisConnection(channel: channel, server: server, protocolVersion: version, closeReason: closeReason)
+        return RedisConnection(channel: channel, handler: handler, server: server, protocolVersion: version)
     }
 
     /// Whether the connection is still open.
@@ -220,9 +228,15 @@ public final class RedisConnection: Sendable {
 
     /// Sends `command` and returns its reply, error replies included as values.
     public func sendRaw(_ command: RedisCommand) async throws -> RESPValue {
-        let promise = channel.eventLoop.makePromise(of: RESPValue.self)
-        write(RedisOutboundRequest(commands: [command], completion: .each([promise]))) { promise.fail($0) }
-        return try await promise.futureResult.get()
+        try await withUnsafeThrowingContinuation { continuation in
+            enqueue(
+                RedisOutboundRequest(
+                    commands: [command],
+                    completion: .each([continuation]),
+                    encoded: RedisOutboundRequest.encode([command], allocator: Self.allocator)
+                )
+            )
+        }
     }
 
     /// Sends all `commands` in one write and returns their replies in order, error replies as
@@ -231,29 +245,24 @@ public final class RedisConnection: Sendable {
     /// - Throws: ``RedisError`` `.connectionClosed` or `.timeout` when the replies cannot all come.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
         guard !commands.isEmpty else { return [] }
-        let promise = channel.eventLoop.makePromise(of: [RESPValue].self)
-        write(RedisOutboundRequest(commands: commands, completion: .all(promise))) { promise.fail($0) }
-        return try await promise.futureResult.get()
+        // Encoded here, on the caller's thread, into one buffer: the event loop, which all the
+        // connection's callers share, only writes it. One continuation for the whole pipeline,
+        // resumed with all its replies.
+        let encoded = RedisOutboundRequest.encode(commands, allocator: Self.allocator)
+        return try await withUnsafeThrowingContinuation { continuation in
+            enqueue(RedisOutboundRequest(commands: commands, completion: .all(continuation), encoded: encoded))
+        }
     }
 
-    /// Writes `request`; if the write cannot reach the handler (the channel closed and its
-    /// pipeline is gone), `onFailure` fails the reply promises, so no caller waits forever.
-    /// (Completing a promise twice is a no-op in NIO, so the handler and this may both try.)
-    private func write(_ request: RedisOutboundRequest, onFailure: @escaping @Sendable (RedisError) -> Void) {
-        let server = server
-        let closeReason = closeReason
-        channel.writeAndFlush(request).whenFailure { error in
-            var unsent =
-                error as? RedisError
-                ?? closeReason.error
-                ?? RedisError(
-                    code: .connectionClosed,
-                    message: "the connection closed before the command was sent",
-                    server: server,
-                    cause: error
-                )
-            unsent.wasNotSent = true
-            onFailure(unsent)
+    /// Hands `request` to the channel's handler on the event loop. Once the connection has
+    /// closed, the handler fails the request at once marked as not sent
+    /// (``RedisError/wasNotSent``), so no caller waits forever and a caller may retry elsewhere.
+    private func enqueue(_ request: RedisOutboundRequest) {
+        let eventLoop = channel.eventLoop
+        if eventLoop.inEventLoop {
+            handler.value.enqueue(request)
+        } else {
+            eventLoop.execute { [handler] in handler.value.enqueue(request) }
         }
     }
 

@@ -162,42 +162,57 @@ public struct RESPDecoder: Sendable {
 
     /// The bytes up to the next CRLF, which is consumed too.
     private func readLine(_ buffer: inout ByteBuffer) throws -> ByteBuffer? {
-        let view = buffer.readableBytesView
-        guard let cr = view.firstIndex(of: UInt8(ascii: "\r")) else {
-            if view.count > limits.maximumLineLength {
+        guard let length = try lineLength(buffer) else { return nil }
+        let line = buffer.readSlice(length: length)!
+        buffer.moveReaderIndex(forwardBy: 2)
+        return line
+    }
+
+    /// The length of the line at the start of `buffer` when its CRLF has arrived, found in one
+    /// pass over the bytes; `nil` when more bytes are needed.
+    private func lineLength(_ buffer: ByteBuffer) throws -> Int? {
+        let found: Int? = buffer.withUnsafeReadableBytes { bytes in bytes.firstIndex(of: UInt8(ascii: "\r")) }
+        guard let length = found else {
+            if buffer.readableBytes > limits.maximumLineLength {
                 throw RedisError.protocolViolation("line longer than \(limits.maximumLineLength) bytes")
             }
             return nil
         }
-        let length = cr - view.startIndex
         guard buffer.readableBytes >= length + 2 else { return nil }
-        let line = buffer.readSlice(length: length)!
-        guard buffer.readInteger(as: UInt8.self) == 0x0D, buffer.readInteger(as: UInt8.self) == 0x0A else {
+        guard buffer.getInteger(at: buffer.readerIndex + length + 1, as: UInt8.self) == 0x0A else {
             throw RedisError.protocolViolation("CR not followed by LF")
         }
-        return line
+        return length
     }
 
-    /// A signed decimal line.
+    /// A signed decimal line, read straight from the buffer's bytes.
     private func readNumber(_ buffer: inout ByteBuffer) throws -> Int64? {
-        guard let line = try readLine(&buffer) else { return nil }
-        var bytes = line.readableBytesView[...]
-        let isNegative = bytes.first == UInt8(ascii: "-")
-        if isNegative || bytes.first == UInt8(ascii: "+") { bytes = bytes.dropFirst() }
-        guard !bytes.isEmpty, bytes.count <= 19 else {
-            throw RedisError.protocolViolation("number of \(line.readableBytes) characters")
-        }
-        var value: Int64 = 0
-        for byte in bytes {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
-                throw RedisError.protocolViolation("number with the non-digit byte \(byte)")
+        guard let length = try lineLength(buffer) else { return nil }
+        let value = try buffer.withUnsafeReadableBytes { bytes in
+            var index = 0
+            let isNegative = length > 0 && bytes[0] == UInt8(ascii: "-")
+            if isNegative || (length > 0 && bytes[0] == UInt8(ascii: "+")) { index = 1 }
+            guard index < length, length - index <= 19 else {
+                throw RedisError.protocolViolation("number of \(length) characters")
             }
-            let (product, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = product.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
-            guard !overflow1, !overflow2 else { throw RedisError.protocolViolation("number does not fit in 64 bits") }
-            value = sum
+            var value: Int64 = 0
+            while index < length {
+                let byte = bytes[index]
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                    throw RedisError.protocolViolation("number with the non-digit byte \(byte)")
+                }
+                let (product, overflow1) = value.multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = product.addingReportingOverflow(Int64(byte &- UInt8(ascii: "0")))
+                guard !overflow1, !overflow2 else {
+                    throw RedisError.protocolViolation("number does not fit in 64 bits")
+                }
+                value = sum
+                index += 1
+            }
+            return isNegative ? -value : value
         }
-        return isNegative ? -value : value
+        buffer.moveReaderIndex(forwardBy: length + 2)
+        return value
     }
 
     static func double(_ text: String) throws -> Double {

@@ -3,15 +3,61 @@ import NIOCore
 /// Writes RESP: commands as arrays of bulk strings (what a client sends), and any
 /// ``RESPValue`` (what a server sends; used by tests and tools that play a server).
 public enum RESPEncoder {
-    /// Appends `command` as `*N\r\n$len\r\narg\r\n…`.
+    /// Appends `command` as `*N\r\n$len\r\narg\r\n…`: its size is counted first, then every byte
+    /// is written into the buffer's spare room in one step (one capacity check for the command,
+    /// not one per header, argument and CRLF).
     public static func write(_ command: RedisCommand, into buffer: inout ByteBuffer) {
-        writeHeader(UInt8(ascii: "*"), command.arguments.count, into: &buffer)
-        for argument in command.arguments {
-            writeHeader(UInt8(ascii: "$"), argument.readableBytes, into: &buffer)
-            var argument = argument
-            buffer.writeBuffer(&argument)
-            buffer.writeInteger(UInt16(0x0D0A))
+        var size = headerSize(command.arguments.count)
+        for index in command.arguments.indices {
+            let length = command.arguments[index].readableBytes
+            size += headerSize(length) + length + 2
         }
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { out in
+            var offset = writeHeader(UInt8(ascii: "*"), command.arguments.count, into: out, at: 0)
+            for index in command.arguments.indices {
+                offset = command.arguments[index].withUnsafeReadableBytes { argument in
+                    var offset = writeHeader(UInt8(ascii: "$"), argument.count, into: out, at: offset)
+                    if let source = argument.baseAddress, argument.count > 0 {
+                        (out.baseAddress! + offset).copyMemory(from: source, byteCount: argument.count)
+                    }
+                    offset += argument.count
+                    out[offset] = UInt8(ascii: "\r")
+                    out[offset + 1] = UInt8(ascii: "\n")
+                    return offset + 2
+                }
+            }
+            return offset
+        }
+    }
+
+    /// The bytes of a header: the marker, the decimal `count` and CRLF.
+    private static func headerSize(_ count: Int) -> Int {
+        var digits = 1
+        var rest = count.magnitude / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        return digits + 3
+    }
+
+    /// Writes a header (see ``headerSize(_:)``) at `offset`; returns the offset after it.
+    private static func writeHeader(
+        _ marker: UInt8,
+        _ count: Int,
+        into out: UnsafeMutableRawBufferPointer,
+        at offset: Int
+    ) -> Int {
+        let end = offset + headerSize(count)
+        out[offset] = marker
+        var rest = count.magnitude
+        for index in stride(from: end - 3, to: offset, by: -1) {
+            out[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+            rest /= 10
+        }
+        out[end - 2] = UInt8(ascii: "\r")
+        out[end - 1] = UInt8(ascii: "\n")
+        return end
     }
 
     /// Appends `value` in its wire form; RESP2-only peers understand only the RESP2 cases.
@@ -66,29 +112,11 @@ public enum RESPEncoder {
         buffer.writeInteger(UInt16(0x0D0A))
     }
 
-    /// `marker`, the decimal `count` and CRLF, without going through `String`.
+    /// `marker`, the decimal `count` and CRLF, without going through `String`: written in one
+    /// step into the buffer's spare room.
     private static func writeHeader(_ marker: UInt8, _ count: Int, into buffer: inout ByteBuffer) {
-        buffer.writeInteger(marker)
-        if count < 10 {
-            buffer.writeInteger(UInt8(ascii: "0") + UInt8(count))
-        } else {
-            var digits:
-                (
-                    UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                    UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-                ) =
-                    (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            var remaining = count
-            var length = 0
-            withUnsafeMutableBytes(of: &digits) { scratch in
-                while remaining > 0 {
-                    scratch[19 - length] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                    remaining /= 10
-                    length += 1
-                }
-                buffer.writeBytes(UnsafeRawBufferPointer(rebasing: scratch[(20 - length)...]))
-            }
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: headerSize(count)) { out in
+            writeHeader(marker, count, into: out, at: 0)
         }
-        buffer.writeInteger(UInt16(0x0D0A))
     }
 }
