@@ -162,4 +162,27 @@ struct MemoryHitTests {
             #expect(cache.respondFromMemory(to: request()) == nil)
         }
     }
+
+    @Test("a plain request's decision stands until the response goes stale, with Age and ttl brought to now")
+    func decisionStandsUntilStale() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0 + 0.25))
+            let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
+            let answer = try #require(cache.memoryAnswer(to: request()))
+            clock.advance(by: .seconds(30))
+            #expect(!cache.isCurrent(answer))
+            #expect(cache.decisionStands(answer))
+            let now = try #require(cache.respondFromMemory(to: request()))
+            let fields = cache.currentFields(of: answer)
+            #expect(fields.age == now.response.headerFields[.age])
+            #expect(fields.cacheStatus == now.status.description, "\(fields.cacheStatus)")
+            // A request with a directive of its own is decided again every second.
+            let asking = try #require(
+                cache.memoryAnswer(to: request(.get, "/resource", [("Cache-Control", "max-age=100")]))
+            )
+            #expect(asking.decisionValidUntil == asking.validUntil)
+            clock.advance(by: .seconds(30))
+            #expect(!cache.decisionStands(answer), "stale now: decided again")
+        }
+    }
 }

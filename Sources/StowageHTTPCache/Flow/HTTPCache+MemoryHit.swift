@@ -53,12 +53,38 @@ extension HTTPCache {
             guard case .body(let bytes) = memory.value(forKey: record.bodyKey) else { return nil }
             reused.served.body = HTTPBody(bytes: bytes)
         }
+        let validUntil = Self.nextChange(of: record.stored, rules: rules, now: now)
+        // A request with directives of its own (max-age, min-fresh, max-stale, no-cache) may be
+        // decided otherwise as the response ages; any other, only when the response goes stale.
+        let asksNothing =
+            request.headerFields[.cacheControl] == nil && request.headerFields[.pragma] == nil && outcome == .hit
+        let ttl = rules.freshnessLifetime(of: record.stored) - rules.currentAge(of: record.stored, now: now)
         return MemoryAnswer(
             served: finish(reused.served, for: request, trace: trace),
-            validUntil: Self.nextChange(of: record.stored, rules: rules, now: now),
+            validUntil: validUntil,
+            decisionValidUntil: asksNothing ? max(validUntil, now + ttl) : validUntil,
             recordKey: recordKey,
-            records: records
+            records: records,
+            stored: record.stored
         )
+    }
+
+    /// Whether `answer`'s decision still stands: the same records in memory and, for a request
+    /// without directives of its own, a response still fresh. The response is then the same
+    /// but for its `Age` and the `ttl` of its `Cache-Status` (``currentFields(of:)``) and its
+    /// trace; until ``MemoryAnswer/validUntil`` those are the same too (``isCurrent(_:)``).
+    public func decisionStands(_ answer: MemoryAnswer) -> Bool {
+        guard now < answer.decisionValidUntil else { return false }
+        return recordsAreCurrent(answer)
+    }
+
+    /// The `Age` and `Cache-Status` values of `answer` now, as ``respondFromMemory(to:)`` would
+    /// set them: for a server that sends an answer again while ``decisionStands(_:)``.
+    public func currentFields(of answer: MemoryAnswer) -> (age: String, cacheStatus: String) {
+        let now = self.now
+        let age = rules.currentAge(of: answer.stored, now: now)
+        let ttl = rules.freshnessLifetime(of: answer.stored) - age
+        return (String(Int(max(0, age))), status(answer.served.outcome, ttl: ttl).description)
     }
 
     /// Whether `answer` is still the answer to its request: its time has not run out and the
@@ -67,6 +93,10 @@ extension HTTPCache {
     /// An O(1) check while nothing changed.
     public func isCurrent(_ answer: MemoryAnswer) -> Bool {
         guard now < answer.validUntil else { return false }
+        return recordsAreCurrent(answer)
+    }
+
+    private func recordsAreCurrent(_ answer: MemoryAnswer) -> Bool {
         levels.followStoreGeneration()
         guard case .variants(let records) = memory.value(forKey: answer.recordKey) else { return false }
         return records == answer.records  // the same storage compares in O(1)
@@ -92,6 +122,10 @@ public struct MemoryAnswer: Sendable {
     /// The cache clock's time (seconds since 1970) from which the same request may get another
     /// answer: its age or remaining freshness reaches the next whole second.
     public let validUntil: Double
+    /// The cache clock's time from which the decision may change (``HTTPCache/decisionStands(_:)``);
+    /// not before ``validUntil``.
+    public let decisionValidUntil: Double
     let recordKey: String
     let records: [VariantRecord]
+    let stored: StoredResponse
 }

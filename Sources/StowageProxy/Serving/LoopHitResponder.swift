@@ -36,7 +36,8 @@ final class LoopHitResponder: Sendable {
         self.dateClock = dateClock
         let capacity = handler.configuration.memoryCapacity.rawValue
         hits = EncodedHits(maximumBytes: Int(clamping: capacity / 4))
-        keepsEncodedAnswers = handler.configuration.logger.logLevel > .debug
+        // Not while each request is logged, nor with the trace, which states the age.
+        keepsEncodedAnswers = handler.configuration.logger.logLevel > .debug && !handler.configuration.sendsTrace
     }
 
     /// The answer to `head`, or `nil` for the async path.
@@ -45,11 +46,19 @@ final class LoopHitResponder: Sendable {
         var hash = 0
         if encodable {
             hash = EncodedHits.hash(head)
-            if let entry = hits.entry(for: head, hash: hash), isCurrent(entry) {
+            if let entry = hits.entry(for: head, hash: hash), decisionStands(entry) {
                 let outcome = entry.answer.served.outcome
                 handler.metrics.record(outcome)
                 handler.metrics.recordServed(entry.body.readableBytes, outcome: outcome)
-                return Answer(head: entry.head, body: entry.body)
+                var responseHead = entry.head
+                // The cache's clock, as dateClock is.
+                if dateClock.now().timeIntervalSince1970 >= entry.answer.validUntil {
+                    // The same response a whole second or more on: its Age and ttl of now.
+                    let (age, cacheStatus) = handler.cache.currentFields(of: entry.answer)
+                    responseHead.headers.replaceOrAdd(name: "Age", value: age)
+                    responseHead.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
+                }
+                return Answer(head: responseHead, body: entry.body)
             }
         }
         guard let request = try? HTTPRequest(head, secure: false, splitCookie: false),
@@ -77,8 +86,10 @@ final class LoopHitResponder: Sendable {
         return Answer(head: responseHead, body: body)
     }
 
-    private func isCurrent(_ entry: EncodedHits.Entry) -> Bool {
+    /// Whether `entry` may be sent again (with its `Age` and `Cache-Status` brought up to now): the
+    /// cache's decision stands, and a `Date` the proxy added is of this second.
+    private func decisionStands(_ entry: EncodedHits.Entry) -> Bool {
         if let second = entry.addedDateSecond, Int64(dateClock.now().timeIntervalSince1970) != second { return false }
-        return handler.cache.isCurrent(entry.answer)
+        return handler.cache.decisionStands(entry.answer)
     }
 }
