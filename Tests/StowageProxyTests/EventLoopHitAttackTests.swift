@@ -236,12 +236,12 @@ import Glibc
         loop: Parsed?, async: Parsed?
     ) {
         try await onOwnThread {
-            let loopSocket = try RawSocket(port: port, receiveTimeout: 20)
+            let loopSocket = try RawSocket(port: port, receiveTimeout: 60)
             loopSocket.send(request)
             var loop = Self.read(loopSocket, bodiless: [isHead]).first
             loopSocket.send(request)
             if let second = Self.read(loopSocket, bodiless: [isHead]).first { loop = second }
-            let asyncSocket = try RawSocket(port: port, receiveTimeout: 20)
+            let asyncSocket = try RawSocket(port: port, receiveTimeout: 60)
             asyncSocket.send("GET /slow HTTP/1.1\r\nHost: proxy\r\n\r\n" + request)
             let both = Self.read(asyncSocket, bodiless: [false, isHead])
             return (loop, both.count == 2 ? both[1] : nil)
