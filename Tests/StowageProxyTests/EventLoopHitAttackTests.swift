@@ -438,7 +438,7 @@ import Glibc
 
     @Test("an upstream that closes every connection unanswered is a prompt 502 after at most one retry")
     func upstreamThatAlwaysCloses() async throws {
-        let closer = try ClosingOrigin()
+        let closer = try EarlyAnsweringOrigin(.closeEveryUnanswered)
         defer { closer.stop() }
         try await ProxyHarness.run(upstream: closer.baseURL, script: { _ in .init() }) { h in
             let started = ContinuousClock.now
@@ -446,10 +446,10 @@ import Glibc
             let took = ContinuousClock.now - started
             #expect(reply.status == 502)
             #expect(took < .seconds(10), "took \(took)")
-            #expect(closer.heads <= 2, "\(closer.heads) request heads for one GET")
+            #expect(closer.requestCount <= 2, "\(closer.requestCount) request heads for one GET")
             let post = try await h.get("/any", method: .POST, body: Array("x".utf8))
             #expect(post.status == 502)
-            #expect(closer.heads <= 3, "a POST is not sent twice: \(closer.heads) heads in all")
+            #expect(closer.requestCount <= 3, "a POST is not sent twice: \(closer.requestCount) heads in all")
         }
     }
 
@@ -462,56 +462,5 @@ import Glibc
             #expect(reply.status == 502)
             #expect(origin.requestCount == 1)
         }
-    }
-}
-
-/// An origin that reads each request head and closes the connection without answering.
-final class ClosingOrigin: Sendable {
-    let port: Int
-    private let listener: Int32
-    private let count = Atomic<Int>(0)
-    var heads: Int { count.load(ordering: .relaxed) }
-    var baseURL: String { "http://127.0.0.1:\(port)" }
-
-    init() throws {
-        let listener = makeTCPSocket()
-        var yes: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 128) == 0 else { throw POSIXError(.EADDRINUSE) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        self.listener = listener
-        Thread.detachNewThread { [self] in
-            while true {
-                let connection = accept(listener, nil, nil)
-                guard connection >= 0 else { return }
-                var buffer = [UInt8](repeating: 0, count: 4_096)
-                var received: [UInt8] = []
-                while received.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
-                    let n = recv(connection, &buffer, buffer.count, 0)
-                    if n <= 0 { break }
-                    received += buffer[..<n]
-                }
-                if !received.isEmpty { count.add(1, ordering: .relaxed) }
-                shutdown(connection, Int32(SHUT_RDWR))
-                close(connection)
-            }
-        }
-    }
-
-    func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 }

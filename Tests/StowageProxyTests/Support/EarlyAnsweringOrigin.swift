@@ -23,6 +23,8 @@ final class EarlyAnsweringOrigin: Sendable {
         /// connection its idle timeout closed as the request arrived), then answers every later
         /// request at once with a `200` whose body counts the requests.
         case closeFirstUnanswered
+        /// Closes every connection once a request head has arrived, answering none.
+        case closeEveryUnanswered
     }
 
     let port: Int
@@ -75,9 +77,12 @@ final class EarlyAnsweringOrigin: Sendable {
                 received.removeSubrange(..<end.upperBound)
                 requests.add(1, ordering: .relaxed)
                 let reply: String
-                if case .closeFirstUnanswered = behaviour, requests.load(ordering: .relaxed) == 1 {
+                switch behaviour {
+                case .closeFirstUnanswered where requests.load(ordering: .relaxed) == 1, .closeEveryUnanswered:
                     shutdown(connection, Int32(SHUT_RDWR))
                     return
+                default:
+                    break
                 }
                 switch behaviour {
                 case .answerAtOnce:
@@ -86,7 +91,7 @@ final class EarlyAnsweringOrigin: Sendable {
                     reply =
                         "HTTP/1.1 200 OK\r\nContent-Length: \(length)\r\nCache-Control: max-age=60\r\n\r\n"
                         + String(repeating: "s", count: sent)
-                case .closeFirstUnanswered:
+                case .closeFirstUnanswered, .closeEveryUnanswered:
                     let body = "v\(requests.load(ordering: .relaxed))"
                     reply =
                         "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nCache-Control: no-store\r\n\r\n"
