@@ -36,9 +36,17 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
 
     deinit { close(descriptor) }
 
+    /// Sends all of `text`: a blocking `send(2)` may send part of it when a signal interrupts
+    /// it, and the rest follows; stops when the peer has closed.
     func send(_ text: String) {
         let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { sendWithoutSIGPIPE(descriptor, $0) }
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { sendWithoutSIGPIPE(descriptor, $0) }
+            if sent < 0, errno == EINTR { continue }
+            guard sent > 0 else { return }
+            offset += sent
+        }
     }
 
     /// Reads whatever comes until the peer closes or the receive timeout passes: the bytes read,
@@ -47,7 +55,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
         var total = 0
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
+            let count = receive(into: &buffer)
             if count == 0 { return (total, true) }
             if count < 0 { return (total, false) }
             total += count
@@ -59,7 +67,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while data.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
-            let count = recv(descriptor, &buffer, buffer.count, 0)
+            let count = receive(into: &buffer)
             guard count > 0 else { return nil }
             data += buffer[..<count]
         }
@@ -82,13 +90,13 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
                     .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
                 while data.count - end.upperBound < length {
                     if pause > 0 { usleep(pause) }
-                    let count = recv(descriptor, &buffer, buffer.count, 0)
+                    let count = receive(into: &buffer)
                     guard count > 0 else { return nil }
                     data += buffer[..<count]
                 }
                 return (head, String(decoding: data[end.upperBound..<end.upperBound + length], as: UTF8.self))
             }
-            let count = recv(descriptor, &buffer, buffer.count, 0)
+            let count = receive(into: &buffer)
             guard count > 0 else { return nil }
             data += buffer[..<count]
         }
@@ -114,7 +122,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
                     continue
                 }
             }
-            let received = recv(descriptor, &buffer, buffer.count, 0)
+            let received = receive(into: &buffer)
             guard received > 0 else { return responses }
             data += buffer[..<received]
         }
@@ -131,7 +139,13 @@ extension RawSocket {
     }
 
     /// One `recv(2)` into `buffer`: the count read, 0 when the peer closed, negative on timeout.
+    /// A read a signal interrupted (`EINTR`: the suite's child processes exiting) is tried again,
+    /// not taken for a closed connection.
     func receive(into buffer: inout [UInt8]) -> Int {
-        recv(descriptorForTests, &buffer, buffer.count, 0)
+        while true {
+            let count = recv(descriptorForTests, &buffer, buffer.count, 0)
+            if count < 0, errno == EINTR { continue }
+            return count
+        }
     }
 }
