@@ -50,7 +50,11 @@ struct ProxyHarness {
         if ProcessInfo.processInfo.environment["STOWAGE_PROXY_DEBUG"] != nil {
             // Every proxy's log on standard error, whatever logging system another test set up:
             // for a failure that shows only under the whole suite's load.
-            configuration.logger = Logger(label: "proxy", factory: { StreamLogHandler.standardError(label: $0) })
+            // Labelled by its origin's port, so interleaved lines of parallel tests can be told apart.
+            configuration.logger = Logger(
+                label: "proxy-\(origin.port)",
+                factory: { StreamLogHandler.standardError(label: $0) }
+            )
             configuration.logger.logLevel = .trace
         } else {
             configuration.logger.logLevel = .critical
