@@ -176,6 +176,7 @@ struct MemoryHitTests {
             let fields = cache.currentFields(of: answer)
             #expect(fields.age == now.response.headerFields[.age])
             #expect(fields.cacheStatus == now.status.description, "\(fields.cacheStatus)")
+            #expect(fields.validUntil == t0 + 31, "the next tick of its age: \(fields.validUntil)")
             // A request with a directive of its own is decided again every second.
             let asking = try #require(
                 cache.memoryAnswer(to: request(.get, "/resource", [("Cache-Control", "max-age=100")]))

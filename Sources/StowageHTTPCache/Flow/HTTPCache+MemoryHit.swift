@@ -53,16 +53,16 @@ extension HTTPCache {
             guard case .body(let bytes) = memory.value(forKey: record.bodyKey) else { return nil }
             reused.served.body = HTTPBody(bytes: bytes)
         }
-        let validUntil = Self.nextChange(of: record.stored, rules: rules, now: now)
+        let validUntil = Self.nextChange(age: reused.age, ttl: reused.ttl, now: now)
         // A request with directives of its own (max-age, min-fresh, max-stale, no-cache) may be
         // decided otherwise as the response ages; any other, only when the response goes stale.
         let asksNothing =
             request.headerFields[.cacheControl] == nil && request.headerFields[.pragma] == nil && outcome == .hit
-        let ttl = rules.freshnessLifetime(of: record.stored) - rules.currentAge(of: record.stored, now: now)
+        finish(&reused.served, for: request, trace: trace)
         return MemoryAnswer(
-            served: finish(reused.served, for: request, trace: trace),
+            served: reused.served,
             validUntil: validUntil,
-            decisionValidUntil: asksNothing ? max(validUntil, now + ttl) : validUntil,
+            decisionValidUntil: asksNothing ? max(validUntil, now + reused.ttl) : validUntil,
             recordKey: recordKey,
             records: records,
             stored: record.stored
@@ -79,12 +79,18 @@ extension HTTPCache {
     }
 
     /// The `Age` and `Cache-Status` values of `answer` now, as ``respondFromMemory(to:)`` would
-    /// set them: for a server that sends an answer again while ``decisionStands(_:)``.
-    public func currentFields(of answer: MemoryAnswer) -> (age: String, cacheStatus: String) {
+    /// set them, and until when they stay so: for a server that sends an answer again while
+    /// ``decisionStands(_:)``.
+    public func currentFields(
+        of answer: MemoryAnswer
+    ) -> (age: String, cacheStatus: String, validUntil: Double) {
         let now = self.now
         let age = rules.currentAge(of: answer.stored, now: now)
         let ttl = rules.freshnessLifetime(of: answer.stored) - age
-        return (String(Int(max(0, age))), status(answer.served.outcome, ttl: ttl).description)
+        return (
+            String(Int(max(0, age))), status(answer.served.outcome, ttl: ttl).description,
+            Self.nextChange(age: age, ttl: ttl, now: now)
+        )
     }
 
     /// Whether `answer` is still the answer to its request: its time has not run out and the
@@ -102,13 +108,11 @@ extension HTTPCache {
         return records == answer.records  // the same storage compares in O(1)
     }
 
-    /// When an answer worked out at `now` from `stored` can first differ: the next whole second
-    /// of its age (the `Age` field, the request's `max-age` test) or of its remaining freshness
-    /// (`Cache-Status`'s `ttl`, freshness itself, `min-fresh`). Not after `now` when either is
-    /// on a whole second.
-    static func nextChange(of stored: StoredResponse, rules: CacheRules, now: Double) -> Double {
-        let age = rules.currentAge(of: stored, now: now)
-        let ttl = rules.freshnessLifetime(of: stored) - age
+    /// When an answer worked out at `now`, with the response's `age` and remaining freshness
+    /// `ttl` then, can first differ: the next whole second of its age (the `Age` field, the
+    /// request's `max-age` test) or of its remaining freshness (`Cache-Status`'s `ttl`,
+    /// freshness itself, `min-fresh`). Not after `now` when either is on a whole second.
+    static func nextChange(age: Double, ttl: Double, now: Double) -> Double {
         let untilAgeTicks = age < 0 ? -age : age.rounded(.down) + 1 - age
         let untilTTLTicks = ttl - ttl.rounded(.down)
         return now + min(untilAgeTicks, untilTTLTicks)

@@ -36,14 +36,14 @@ extension HTTPCache {
         var trace: [TraceNote] = []
         trace.reserveCapacity(4)  // a hit notes 3 steps: one allocation, not one per growth
         let request = rules.keyRules.removingIgnoredParameters(from: request)
-        let served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
-        return finish(served, for: request, trace: trace)
+        var served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
+        finish(&served, for: request, trace: trace)
+        return served
     }
 
     /// What every answer gets on its way out: the decision's steps before the response's own,
     /// tag fields removed, and the decision logged at debug level.
-    func finish(_ served: CachedResponse, for request: HTTPRequest, trace: [TraceNote]) -> CachedResponse {
-        var served = served
+    func finish(_ served: inout CachedResponse, for request: HTTPRequest, trace: [TraceNote]) {
         served.notes = served.notes.isEmpty ? trace : trace + served.notes
         // Tags are for the operator's bans, not for clients (as CDNs strip Surrogate-Key).
         for name in configuration.tagFields { served.response.headerFields[values: name] = [] }
@@ -54,7 +54,6 @@ extension HTTPCache {
                 "trace": "\(served.trace.joined(separator: " | "))",
             ]
         )
-        return served
     }
 
     /// `request` with `no-cache` added to its `Cache-Control` (its other directives kept) and
@@ -216,7 +215,7 @@ extension HTTPCache {
         to request: HTTPRequest,
         now: Double,
         outcome: CacheOutcome?
-    ) -> (served: CachedResponse, needsBody: Bool) {
+    ) -> (served: CachedResponse, needsBody: Bool, age: Double, ttl: Double) {
         let stored = record.stored
         // timeToLive(of:now:) is this lifetime minus this age; each is worked out once.
         let age = rules.currentAge(of: stored, now: now)
@@ -234,7 +233,7 @@ extension HTTPCache {
             needsBody = request.method != .head
         }
         served.userInfo = stored.userInfo
-        return (served, needsBody)
+        return (served, needsBody, age, ttl)
     }
 
     /// A 304 made from a stored response: the fields RFC 9110 §15.4.5 lists, no content fields.

@@ -27,7 +27,9 @@ final class EncodedHits: Sendable {
         let uri: String
         let headers: HTTPHeaders
         /// The response head, for the HTTP/1 encoder.
-        let head: HTTPResponseHead
+        var head: HTTPResponseHead
+        /// Until when (the cache's clock) its `Age` and `Cache-Status` are those of now.
+        var fieldsValidUntil: Double
         let body: ByteBuffer
         let answer: MemoryAnswer
         /// The second (since 1970) of the `Date` the proxy added; `nil` when the origin's is used.
@@ -87,6 +89,19 @@ final class EncodedHits: Sendable {
     /// The bytes of `headers`' names and values, with four for each line's separators.
     static func fieldBytes(_ headers: HTTPHeaders) -> Int {
         headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+    }
+
+    /// Replaces the head of the entry under `hash` with `entry`'s (its `Age` and `Cache-Status`
+    /// brought up to date), if that entry is still there.
+    func refresh(_ entry: Entry, hash: Int) {
+        table.withLock { table in
+            // The same entry, not one put in its place meanwhile (worked out at another time).
+            guard let current = table.entries[hash], current.answer.validUntil == entry.answer.validUntil,
+                current.uri == entry.uri
+            else { return }
+            table.entries[hash]?.head = entry.head
+            table.entries[hash]?.fieldsValidUntil = entry.fieldsValidUntil
+        }
     }
 
     /// The key of `request` in the table: its method, target and fields.

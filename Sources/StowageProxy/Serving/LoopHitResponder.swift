@@ -50,15 +50,19 @@ final class LoopHitResponder: Sendable {
                 let outcome = entry.answer.served.outcome
                 handler.metrics.record(outcome)
                 handler.metrics.recordServed(entry.body.readableBytes, outcome: outcome)
-                var responseHead = entry.head
                 // The cache's clock, as dateClock is.
-                if dateClock.now().timeIntervalSince1970 >= entry.answer.validUntil {
-                    // The same response a whole second or more on: its Age and ttl of now.
-                    let (age, cacheStatus) = handler.cache.currentFields(of: entry.answer)
-                    responseHead.headers.replaceOrAdd(name: "Age", value: age)
-                    responseHead.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
+                if dateClock.now().timeIntervalSince1970 >= entry.fieldsValidUntil {
+                    // The same response a whole second or more on: its Age and ttl of now, kept
+                    // for the rest of that second.
+                    var refreshed = entry
+                    let (age, cacheStatus, validUntil) = handler.cache.currentFields(of: entry.answer)
+                    refreshed.head.headers.replaceOrAdd(name: "Age", value: age)
+                    refreshed.head.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
+                    refreshed.fieldsValidUntil = validUntil
+                    hits.refresh(refreshed, hash: hash)
+                    return Answer(head: refreshed.head, body: entry.body)
                 }
-                return Answer(head: responseHead, body: entry.body)
+                return Answer(head: entry.head, body: entry.body)
             }
         }
         guard let request = try? HTTPRequest(head, secure: false, splitCookie: false),
@@ -78,6 +82,7 @@ final class LoopHitResponder: Sendable {
             uri: head.uri,
             headers: head.headers,
             head: responseHead,
+            fieldsValidUntil: answer.validUntil,
             body: body,
             answer: answer,
             addedDateSecond: addedDateSecond
