@@ -29,7 +29,21 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard result == 0 else { throw POSIXError(.ECONNREFUSED) }
+        if result != 0 {
+            // A connect a signal interrupted goes on in the background (connect(2), EINTR):
+            // wait for it and take its outcome, instead of calling it refused.
+            guard errno == EINTR || errno == EINPROGRESS else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED)
+            }
+            var writable = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+            while poll(&writable, 1, 30_000) < 0 && errno == EINTR {}
+            var failure: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &failure, &length)
+            guard writable.revents & Int16(POLLOUT) != 0, failure == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .ECONNREFUSED)
+            }
+        }
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
