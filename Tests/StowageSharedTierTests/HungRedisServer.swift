@@ -13,7 +13,10 @@ final class HungRedisServer: Sendable {
     /// The port it listens on.
     let port: Int
     private let listener: Int32
-    private let connections = Mutex<[Int32]>([])
+    /// The open connections and whether ``stop()`` was called, under one lock: a descriptor is
+    /// closed only by the thread that uses it, after it leaves this set, so ``stop()`` never
+    /// shuts down a number the process has since given to another test's socket.
+    private let state = Mutex<(connections: Set<Int32>, stopped: Bool)>(([], false))
 
     init() throws {
         let socketFD = makeTCPSocket()
@@ -42,21 +45,40 @@ final class HungRedisServer: Sendable {
     /// `redis://127.0.0.1:PORT`.
     var url: String { "redis://127.0.0.1:\(port)" }
 
-    /// Stops listening and closes every connection (their threads end with them).
+    /// Stops listening and ends every connection: shuts the sockets down, which wakes the
+    /// threads blocked on them; each thread closes its own descriptor as it ends.
     func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for connection in connections.withLock({ $0 }) { shutdown(connection, Int32(SHUT_RDWR)) }
+        state.withLock { state in
+            guard !state.stopped else { return }
+            state.stopped = true
+            shutdown(listener, Int32(SHUT_RDWR))
+            for connection in state.connections { shutdown(connection, Int32(SHUT_RDWR)) }
+        }
     }
 
     private func acceptLoop() {
         while true {
             let connection = accept(listener, nil, nil)
-            if connection < 0 { return }
-            connections.withLock { $0.append(connection) }
-            let thread = Thread { Self.serve(connection) }
+            if connection < 0, errno == EINTR { continue }
+            if connection < 0 { break }
+            let stopped = state.withLock { state in
+                if !state.stopped { state.connections.insert(connection) }
+                return state.stopped
+            }
+            if stopped {
+                close(connection)
+                break
+            }
+            let thread = Thread { [self] in
+                Self.serve(connection)
+                state.withLock { _ = $0.connections.remove(connection) }
+                close(connection)
+            }
             thread.start()
         }
+        // Closed here, after the last accept: closed in stop(), its number could be reused and
+        // this loop would accept on another test's socket.
+        close(listener)
     }
 
     /// Refuses `HELLO` (as Redis 5 does) and leaves everything else unanswered.
@@ -64,6 +86,7 @@ final class HungRedisServer: Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = read(connection, &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
             if count <= 0 { break }
             let text = String(decoding: buffer[0..<count], as: UTF8.self).uppercased()
             let hellos = text.components(separatedBy: "HELLO").count - 1
@@ -72,6 +95,5 @@ final class HungRedisServer: Sendable {
                 _ = reply.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
             }
         }
-        close(connection)
     }
 }

@@ -29,7 +29,11 @@ final class EarlyAnsweringOrigin: Sendable {
 
     let port: Int
     private let listener: Int32
-    private let connections = Mutex<[Int32]>([])
+    /// The open connections and whether ``stop()`` was called, under one lock: a descriptor is
+    /// closed only by the thread that uses it, after it leaves this list, so ``stop()`` never
+    /// shuts down a number the process has since given to another socket (another test's
+    /// server or connection, running in parallel).
+    private let state = Mutex<(connections: Set<Int32>, stopped: Bool)>(([], false))
     private let requests = Atomic<Int>(0)
 
     /// How many request heads it has read.
@@ -57,12 +61,28 @@ final class EarlyAnsweringOrigin: Sendable {
         Thread.detachNewThread { [self] in
             while true {
                 let connection = accept(listener, nil, nil)
-                guard connection >= 0 else { return }
+                if connection < 0, errno == EINTR { continue }
+                guard connection >= 0 else { break }
                 // Not inherited by processes other tests spawn meanwhile.
                 _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
-                connections.withLock { $0.append(connection) }
-                Thread.detachNewThread { [self] in serve(connection, behaviour) }
+                let stopped = state.withLock { state in
+                    if !state.stopped { state.connections.insert(connection) }
+                    return state.stopped
+                }
+                if stopped {
+                    close(connection)
+                    break
+                }
+                Thread.detachNewThread { [self] in
+                    serve(connection, behaviour)
+                    state.withLock { _ = $0.connections.remove(connection) }
+                    close(connection)
+                }
             }
+            // The listener is closed here, once accept has returned for the last time: closed
+            // in stop(), its number could be reused and this thread would accept on another
+            // test's socket.
+            close(listener)
         }
     }
 
@@ -107,19 +127,21 @@ final class EarlyAnsweringOrigin: Sendable {
                 _ = bytes.withUnsafeBytes { sendWithoutSIGPIPE(connection, $0) }
             }
             let count = recv(connection, &buffer, buffer.count, 0)
+            if count < 0, errno == EINTR { continue }
             guard count > 0 else { return }
             received += buffer[..<count]
             if received.count > 1 << 20 { received.removeAll() }
         }
     }
 
-    /// Closes the listener and every connection.
+    /// Stops accepting and ends every connection: shuts the sockets down, which wakes the
+    /// threads blocked on them; each thread closes its own descriptor as it ends.
     func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-        for connection in connections.withLock({ $0 }) {
-            shutdown(connection, Int32(SHUT_RDWR))
-            close(connection)
+        state.withLock { state in
+            guard !state.stopped else { return }
+            state.stopped = true
+            shutdown(listener, Int32(SHUT_RDWR))
+            for connection in state.connections { shutdown(connection, Int32(SHUT_RDWR)) }
         }
     }
 }
