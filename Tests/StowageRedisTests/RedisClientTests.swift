@@ -226,7 +226,9 @@ struct RedisClientTests {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         var configuration = server.configuration
-        configuration.commandTimeout = .milliseconds(200)
+        // Long enough that the PING before BLPOP is answered in time on a loaded machine (CI once
+        // saw it outlast 200 ms, and the timeout rightly named it); BLPOP never is.
+        configuration.commandTimeout = .seconds(2)
         let client = RedisClient(configuration: configuration)
         defer { Task { await client.shutdown() } }
         var answer: RESPValue?
