@@ -237,6 +237,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The NIO floor for Benchmarks/proxy-load.sh: captured responses answered from memory
+        // through NIO's HTTP/1 codec, nothing else. Not a product: the load script builds it.
+        .executableTarget(
+            name: "StowageHTTPFloor",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "StowageBench",
             dependencies: [

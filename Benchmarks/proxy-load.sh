@@ -6,6 +6,12 @@
 #   cached-100kib         one cached 100 KiB URL
 #   miss-no-store         one 1 KiB URL the origin marks no-store: every request goes upstream
 #
+# The cached cases also run against the NIO floor (Sources/StowageHTTPFloor): a minimal SwiftNIO
+# server answering the very bytes the proxy served (captured with curl) from memory, through the
+# same HTTP/1 codec and event-loop group, doing nothing else. "stowage / nio-floor" is the share
+# of what a NIO server can do on this machine that the proxy reaches; "nio-floor / nginx" is the
+# gap no work inside the proxy can close.
+#
 # Prints one JSON array on stdout (the bench runner's shape per case: stowage, baselines, ratios,
 # ok, notes, with each server's p99 latency and the proxy's resident memory after the case);
 # progress goes to stderr. Installs wrk, nginx and varnish with apt-get when missing. Everything
@@ -23,6 +29,7 @@ ORIGIN_PORT=${ORIGIN_PORT:-18101}
 NGINX_PORT=${NGINX_PORT:-18102}
 STOWAGE_PORT=${STOWAGE_PORT:-18103}
 VARNISH_PORT=${VARNISH_PORT:-18104}
+FLOOR_PORT=${FLOOR_PORT:-18105}
 
 log() { echo "proxy-load: $*" >&2; }
 
@@ -42,13 +49,17 @@ VARNISHD=$(command -v varnishd || echo /usr/sbin/varnishd)
 
 log "building stowage in release"
 swift build -c release --product stowage >&2
+swift build -c release --product StowageHTTPFloor >&2
 STOWAGE=$(swift build -c release --show-bin-path)/stowage
+FLOOR=$(swift build -c release --show-bin-path)/StowageHTTPFloor
 
 WORK=$(mktemp -d /tmp/stowage-proxy-load.XXXXXX)
 NGINX_PID=""
 STOWAGE_PID=""
+FLOOR_PID=""
 cleanup() {
     [ -n "$STOWAGE_PID" ] && kill -TERM "$STOWAGE_PID" 2>/dev/null && wait "$STOWAGE_PID" 2>/dev/null || true
+    [ -n "$FLOOR_PID" ] && kill -TERM "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null || true
     [ -f "$WORK/nginx.pid" ] && kill -QUIT "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
     [ -f "$WORK/varnish.pid" ] && kill -TERM "$(cat "$WORK/varnish.pid")" 2>/dev/null || true
     sleep 0.5
@@ -143,6 +154,18 @@ for path in /item /items/1234 /big; do
         && [ "$nginx_sum" = "$stowage_sum" ] && [ "$varnish_sum" = "$stowage_sum" ] || ok=false
 done
 
+# The NIO floor answers with the proxy's own responses, byte for byte.
+curl -s --raw -i "http://127.0.0.1:$STOWAGE_PORT/item" > "$WORK/floor-item.http"
+curl -s --raw -i "http://127.0.0.1:$STOWAGE_PORT/items/1" > "$WORK/floor-items.http"
+curl -s --raw -i "http://127.0.0.1:$STOWAGE_PORT/big" > "$WORK/floor-big.http"
+"$FLOOR" --listen "127.0.0.1:$FLOOR_PORT" --route "/item=$WORK/floor-item.http" \
+    --route "/big=$WORK/floor-big.http" --prefix "/items/=$WORK/floor-items.http" \
+    > "$WORK/logs/floor.out" 2> "$WORK/logs/floor.err" &
+FLOOR_PID=$!
+for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/floor.out" 2>/dev/null && break; sleep 0.1; done
+floor_sum=$(curl -s "http://127.0.0.1:$FLOOR_PORT/big" | md5sum)
+[ "$floor_sum" = "$(curl -s "http://127.0.0.1:$STOWAGE_PORT/big" | md5sum)" ] || ok=false
+
 run_wrk() { # port path [script] -> "req/s p99-ms"
     local output
     output=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency ${3:+-s "$3"} "http://127.0.0.1:$1$2")
@@ -161,7 +184,12 @@ for case in "cached-1kib /item" "cached-1kib-10k-urls / $WORK/random-url.lua" "c
     read -r varnish_rps varnish_p99 <<< "$(run_wrk "$VARNISH_PORT" "$path" "$script")"
     log "$name: wrk against stowage proxy"
     read -r stowage_rps stowage_p99 <<< "$(run_wrk "$STOWAGE_PORT" "$path" "$script")"
-    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID")")
+    floor_rps=0 floor_p99=0
+    if [ "$name" != miss-no-store ]; then
+        log "$name: wrk against the NIO floor"
+        read -r floor_rps floor_p99 <<< "$(run_wrk "$FLOOR_PORT" "$path" "$script")"
+    fi
+    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99")
 done
 
 python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "${results[@]}" <<'PY'
@@ -178,24 +206,34 @@ for result in results:
     name, *figures = result.split()
     stowage, nginx, varnish, stowage_p99, nginx_p99, varnish_p99 = map(float, figures[:6])
     rss = int(figures[6])
+    floor, floor_p99 = float(figures[7]), float(figures[8])
+    baselines = {"nginx": nginx, "varnish": varnish}
+    ratios = {
+        "nginx": round(stowage / nginx, 3) if nginx else None,
+        "varnish": round(stowage / varnish, 3) if varnish else None,
+    }
+    p99 = {"stowage": stowage_p99, "nginx": nginx_p99, "varnish": varnish_p99}
+    if floor:
+        baselines["nio-floor"] = floor
+        ratios["nio-floor"] = round(stowage / floor, 3)
+        p99["nio-floor"] = floor_p99
     documents.append({
         "name": f"proxy-load.{name}",
         "unit": "req/s",
         "stowage": stowage,
-        "baselines": {"nginx": nginx, "varnish": varnish},
+        "baselines": baselines,
         "ok": ok == "true",
-        "ratios": {
-            "nginx": round(stowage / nginx, 3) if nginx else None,
-            "varnish": round(stowage / varnish, 3) if varnish else None,
-        },
-        "p99_ms": {"stowage": stowage_p99, "nginx": nginx_p99, "varnish": varnish_p99},
+        "ratios": ratios,
+        "floor_vs_nginx": round(floor / nginx, 3) if floor and nginx else None,
+        "p99_ms": p99,
         "p99_ratio_nginx": round(stowage_p99 / nginx_p99, 3) if nginx_p99 else None,
         "stowage_rss_mib": round(rss / 1024, 1),
         "notes": f"wrk -t{threads} -c{connections} -d{duration} --latency on loopback, {described[name]}, "
                  f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / baseline req/s "
                  f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
                  f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "
-                 f"built-in VCL and -s malloc; stowage --memory-capacity 64MB, resident memory after the case",
+                 f"built-in VCL and -s malloc; stowage --memory-capacity 64MB, resident memory after the case; "
+                 f"nio-floor = the proxy's captured responses answered from memory by a bare SwiftNIO HTTP/1 server",
     })
 print(json.dumps(documents, indent=2))
 PY

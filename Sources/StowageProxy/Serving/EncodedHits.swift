@@ -18,8 +18,8 @@ import Synchronization
 ///
 /// Bounded: at most ``maximumEntries`` entries and ``maximumBytes`` of request fields, response
 /// heads and bodies (a quarter of the cache's memory capacity, as the proxy makes it); when
-/// either is reached the whole table is emptied and fills again from the next requests. A
-/// request whose fields are over ``maximumRequestFieldBytes`` is not kept.
+/// either is reached, entries chosen at random make room for the new one. A request whose
+/// fields are over ``maximumRequestFieldBytes`` is not kept.
 final class EncodedHits: Sendable {
     /// One request's answer, ready to write.
     struct Entry: Sendable {
@@ -69,12 +69,19 @@ final class EncodedHits: Sendable {
         let size = Self.size(of: entry)
         guard size <= maximumBytes, Self.fieldBytes(entry.headers) <= Self.maximumRequestFieldBytes else { return }
         table.withLock { table in
-            if table.entries.count >= Self.maximumEntries || table.bytes + size > maximumBytes {
-                table = Table()
-            }
-            if let replaced = table.entries.updateValue(entry, forKey: hash) {
+            if let replaced = table.entries.removeValue(forKey: hash) {
                 table.bytes -= Self.size(of: replaced)
             }
+            // Room is made one entry at a time, the first in the table's order, which follows
+            // the keys' hashes: a random choice, as Redis's `allkeys-random`. Emptying the whole
+            // table instead made a working set just over the bound miss on every pass.
+            while !table.entries.isEmpty,
+                table.entries.count >= Self.maximumEntries || table.bytes + size > maximumBytes
+            {
+                let evicted = table.entries.remove(at: table.entries.startIndex)
+                table.bytes -= Self.size(of: evicted.value)
+            }
+            table.entries[hash] = entry
             table.bytes += size
         }
     }

@@ -1,0 +1,76 @@
+import ArgumentParser
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// `StowageHTTPFloor`: the floor of an HTTP/1 server on SwiftNIO on this machine.
+///
+/// It answers every request from memory with a response captured earlier (status line, fields
+/// and body, byte for byte), through the same NIO HTTP/1 codec and event-loop group the proxy
+/// uses, and does nothing else: no cache lookup, no freshness, no timers, no logging.
+/// `Benchmarks/proxy-load.sh` runs it beside `stowage proxy`, nginx and Varnish with the
+/// responses the proxy served, so "Stowage / NIO floor" says how much of the gap to nginx is the
+/// proxy's own work and how much is what a NIO server can do at all.
+@main
+struct HTTPFloorServer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stowage-http-floor",
+        abstract: "Answer HTTP/1 requests from memory with captured responses: the NIO floor for the proxy benchmark."
+    )
+
+    @Option(help: "Address to listen on, as HOST:PORT (loopback only).")
+    var listen: String
+
+    @Option(
+        name: .customLong("route"),
+        help: "PATH=FILE: answer requests for exactly PATH with the raw HTTP/1 response in FILE (head and body)."
+    )
+    var routes: [String] = []
+
+    @Option(
+        name: .customLong("prefix"),
+        help: "PREFIX=FILE: answer requests whose path starts with PREFIX with the raw response in FILE."
+    )
+    var prefixes: [String] = []
+
+    func run() throws {
+        let (host, port) = try Self.address(listen)
+        let table = try CapturedResponses(
+            exact: routes.map { try Self.route($0) },
+            prefixes: prefixes.map { try Self.route($0) }
+        )
+        let channel = try ServerBootstrap(group: NIOSingletons.posixEventLoopGroup)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(CapturedResponseHandler(table: table))
+                }
+            }
+            .bind(host: host, port: port)
+            .wait()
+        print("listening on \(channel.localAddress?.description ?? listen)")
+        try channel.closeFuture.wait()
+    }
+
+    private static func address(_ text: String) throws -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (1...65535).contains(port)
+        else { throw ValidationError("--listen must be HOST:PORT with a port in 1...65535, got '\(text)'") }
+        let host = String(text[..<colon])
+        guard host == "127.0.0.1" || host == "::1" || host == "localhost" else {
+            throw ValidationError("--listen must be a loopback address (127.0.0.1, ::1 or localhost), got '\(host)'")
+        }
+        return (host, port)
+    }
+
+    private static func route(_ text: String) throws -> (String, CapturedResponse) {
+        guard let equals = text.firstIndex(of: "="), text.first == "/" else {
+            throw ValidationError("a route must be PATH=FILE with PATH starting with '/', got '\(text)'")
+        }
+        let file = String(text[text.index(after: equals)...])
+        return (String(text[..<equals]), try CapturedResponse(contentsOf: file))
+    }
+}
