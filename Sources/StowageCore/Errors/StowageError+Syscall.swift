@@ -39,3 +39,11 @@ extension StowageError {
         StowageError(code: .invalidArgument, message: message, path: path)
     }
 }
+
+extension StowageError {
+    /// A configuration value that failed validation; `message` names the setting, its value and
+    /// the range it must be in.
+    package static func invalidConfiguration(_ message: String) -> StowageError {
+        StowageError(code: .invalidConfiguration, message: message)
+    }
+}
