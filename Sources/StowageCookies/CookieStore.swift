@@ -265,7 +265,8 @@ public final class CookieStore: Sendable {
                 throw StowageError(
                     code: .publicSuffix,
                     message: "refused cookie \(parsed.name.debugDescription) from \(request.host): Domain=\(domain) is "
-                        + "a public suffix, and one site may not set cookies for every site under it"
+                        + "a public suffix, and one site may not set cookies for every site under it; the server should "
+                        + "leave Domain out or name its own domain"
                 )
             }
             guard CookieMatching.domainMatches(host: request.host, domain: domain) else {
@@ -274,6 +275,7 @@ public final class CookieStore: Sendable {
                     message: "refused cookie \(parsed.name.debugDescription) from \(request.host): Domain=\(domain) "
                         + (CookieMatching.isIPAddress(request.host)
                             ? "is not the request's IP address" : "does not domain-match the request's host")
+                        + "; the server should name the host or a parent domain of it, or leave Domain out"
                 )
             }
             // §5.3 step 5: a suffix equal to the host makes a host-only cookie. So does an IP

@@ -26,17 +26,27 @@ struct SetCookie: Equatable {
         // RFC 6265bis §5.6 step 2: a control character other than HTAB (NUL, CR, LF, DEL …)
         // makes the whole cookie ignored, so a smuggled header or a truncated value is never stored.
         if string.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
-            throw StowageError(code: .malformed, message: "the Set-Cookie value contains a control character")
+            throw StowageError(
+                code: .malformed,
+                message:
+                    "the Set-Cookie value contains a control character, so the whole cookie is ignored (RFC 6265bis §5.6)"
+            )
         }
         // §5.2 steps 1–5.
         let pairEnd = string.firstIndex(of: ";") ?? string.endIndex
         let pair = string[..<pairEnd]
         guard let equals = pair.firstIndex(of: "=") else {
-            throw StowageError(code: .malformed, message: "the Set-Cookie value has no name=value pair")
+            throw StowageError(
+                code: .malformed,
+                message: "the Set-Cookie value has no name=value pair, so it is ignored (RFC 6265 §5.2)"
+            )
         }
         let name = trimmed(pair[..<equals])
         guard !name.isEmpty else {
-            throw StowageError(code: .malformed, message: "the Set-Cookie value has an empty cookie name")
+            throw StowageError(
+                code: .malformed,
+                message: "the Set-Cookie value has an empty cookie name, so it is ignored (RFC 6265 §5.2)"
+            )
         }
         var cookie = SetCookie(name: String(name), value: String(trimmed(pair[pair.index(after: equals)...])))
         // §5.2 step 6 and following: the attributes, each `;`-separated, names case-insensitive.
