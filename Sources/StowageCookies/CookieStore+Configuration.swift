@@ -6,7 +6,7 @@ extension CookieStore {
     /// every user agent to support, which browsers meet.
     public struct Configuration: Sendable {
         /// The largest name plus value a cookie may have; larger ones are refused with
-        /// ``CookieError/Code/tooLarge``. Default 4096 bytes (RFC 6265 §6.1, and the limit
+        /// `StowageError` `.tooLarge`. Default 4096 bytes (RFC 6265 §6.1, and the limit
         /// browsers apply).
         public var maximumCookieSize: ByteCount = ByteCount(4096)
         /// The most cookies kept for one site (registrable domain, e.g. `example.co.uk`).

@@ -177,8 +177,10 @@ public final class CookieStore: Sendable {
     ///   - url: The URL of the request the response answered.
     /// - Returns: The cookie as stored; when it expired on arrival (`Max-Age=0`, a past
     ///   `Expires`), the cookie that was removed by it, or it.
-    /// - Throws: ``CookieError`` when the cookie is refused (nothing stored changes);
-    ///   `StowageError` when the file cannot be written (the cookie is set in memory).
+    /// - Throws: `StowageError` when the cookie is refused (nothing stored changes): `.malformed`,
+    ///   `.tooLarge`, `.publicSuffix`, `.domainMismatch`, `.notSecure`, or `.invalidArgument`
+    ///   for a URL with no scheme or host; or when the file cannot be written (the cookie is set
+    ///   in memory).
     @discardableResult
     public func setCookie(_ header: String, from url: URL) throws -> Cookie {
         let cookie = try accept(header, from: url)
@@ -200,7 +202,7 @@ public final class CookieStore: Sendable {
     /// - Returns: Why each ignored cookie was refused, in order.
     /// - Throws: `StowageError` when the file cannot be written (the cookies are set in memory).
     @discardableResult
-    public func setCookies(_ headers: [String], from url: URL) throws -> [CookieError] {
+    public func setCookies(_ headers: [String], from url: URL) throws -> [StowageError] {
         let refusals = acceptAll(headers, from: url)
         try persist()
         return refusals
@@ -208,21 +210,21 @@ public final class CookieStore: Sendable {
 
     /// The asynchronous overload of `setCookies(_:from:)`: writes the file off the cooperative pool.
     @discardableResult
-    public func setCookies(_ headers: [String], from url: URL) async throws -> [CookieError] {
+    public func setCookies(_ headers: [String], from url: URL) async throws -> [StowageError] {
         let refusals = acceptAll(headers, from: url)
         if !headers.isEmpty { try await BlockingWork.run { try self.persist() } }
         return refusals
     }
 
-    private func acceptAll(_ headers: [String], from url: URL) -> [CookieError] {
-        var refusals: [CookieError] = []
+    private func acceptAll(_ headers: [String], from url: URL) -> [StowageError] {
+        var refusals: [StowageError] = []
         for header in headers {
             do {
                 try accept(header, from: url)
-            } catch let error as CookieError {
+            } catch let error as StowageError {
                 refusals.append(error)
             } catch {
-                refusals.append(CookieError(code: .malformed, message: "\(error)"))
+                refusals.append(StowageError(code: .malformed, message: "\(error)", cause: error))
             }
         }
         return refusals
@@ -232,7 +234,10 @@ public final class CookieStore: Sendable {
     @discardableResult
     private func accept(_ header: String, from url: URL) throws -> Cookie {
         guard let request = CookieMatching.Request(url) else {
-            throw CookieError(code: .invalidURL, message: "cannot scope a cookie to \(url): it has no scheme or host")
+            throw StowageError(
+                code: .invalidArgument,
+                message: "cannot scope a cookie to \(url): it has no scheme or host; pass the URL of the request"
+            )
         }
         // A whole header far past the limit is refused before it is parsed.
         let limit = Int(configuration.maximumCookieSize.rawValue)
@@ -257,18 +262,20 @@ public final class CookieStore: Sendable {
         // §5.3 steps 4–6: the domain.
         if let domain = parsed.domain {
             if configuration.publicSuffixes.isPublicSuffix(domain) && domain != request.host {
-                throw CookieError(
+                throw StowageError(
                     code: .publicSuffix,
                     message: "refused cookie \(parsed.name.debugDescription) from \(request.host): Domain=\(domain) is "
-                        + "a public suffix, and one site may not set cookies for every site under it"
+                        + "a public suffix, and one site may not set cookies for every site under it; the server should "
+                        + "leave Domain out or name its own domain"
                 )
             }
             guard CookieMatching.domainMatches(host: request.host, domain: domain) else {
-                throw CookieError(
+                throw StowageError(
                     code: .domainMismatch,
                     message: "refused cookie \(parsed.name.debugDescription) from \(request.host): Domain=\(domain) "
                         + (CookieMatching.isIPAddress(request.host)
                             ? "is not the request's IP address" : "does not domain-match the request's host")
+                        + "; the server should name the host or a parent domain of it, or leave Domain out"
                 )
             }
             // §5.3 step 5: a suffix equal to the host makes a host-only cookie. So does an IP
@@ -421,16 +428,16 @@ public final class CookieStore: Sendable {
         if victim.cookie.isPersistent || configuration.persistsSessionCookies { state.generation += 1 }
     }
 
-    private func tooLarge(_ size: Int) -> CookieError {
-        CookieError(
+    private func tooLarge(_ size: Int) -> StowageError {
+        StowageError(
             code: .tooLarge,
             message: "refused a cookie of \(size) bytes: name and value may take at most "
                 + "\(configuration.maximumCookieSize.rawValue) bytes (Configuration.maximumCookieSize)"
         )
     }
 
-    private func notSecure(_ cookie: Cookie, _ request: CookieMatching.Request, _ reason: String) -> CookieError {
-        CookieError(
+    private func notSecure(_ cookie: Cookie, _ request: CookieMatching.Request, _ reason: String) -> StowageError {
+        StowageError(
             code: .notSecure,
             message: "refused cookie \(cookie.name.debugDescription) from \(request.host): it \(reason); "
                 + "such cookies are accepted only from https"

@@ -1,4 +1,5 @@
 import Foundation
+import StowageCore
 
 /// A `Set-Cookie` field value parsed by RFC 6265 §5.2, before the store decides on it (§5.3).
 struct SetCookie: Equatable {
@@ -19,23 +20,33 @@ struct SetCookie: Equatable {
     /// Attribute values longer than this are ignored (RFC 6265bis §5.6 step 7: 1024 bytes).
     static let maximumAttributeValueSize = 1024
 
-    /// Parses `string` by RFC 6265 §5.2; throws ``CookieError/Code/malformed`` when the
+    /// Parses `string` by RFC 6265 §5.2; throws `StowageError` `.malformed` when the
     /// whole cookie is to be ignored. Unknown or malformed attributes are skipped.
     static func parse(_ string: String) throws -> SetCookie {
         // RFC 6265bis §5.6 step 2: a control character other than HTAB (NUL, CR, LF, DEL …)
         // makes the whole cookie ignored, so a smuggled header or a truncated value is never stored.
         if string.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
-            throw CookieError(code: .malformed, message: "the Set-Cookie value contains a control character")
+            throw StowageError(
+                code: .malformed,
+                message:
+                    "the Set-Cookie value contains a control character, so the whole cookie is ignored (RFC 6265bis §5.6)"
+            )
         }
         // §5.2 steps 1–5.
         let pairEnd = string.firstIndex(of: ";") ?? string.endIndex
         let pair = string[..<pairEnd]
         guard let equals = pair.firstIndex(of: "=") else {
-            throw CookieError(code: .malformed, message: "the Set-Cookie value has no name=value pair")
+            throw StowageError(
+                code: .malformed,
+                message: "the Set-Cookie value has no name=value pair, so it is ignored (RFC 6265 §5.2)"
+            )
         }
         let name = trimmed(pair[..<equals])
         guard !name.isEmpty else {
-            throw CookieError(code: .malformed, message: "the Set-Cookie value has an empty cookie name")
+            throw StowageError(
+                code: .malformed,
+                message: "the Set-Cookie value has an empty cookie name, so it is ignored (RFC 6265 §5.2)"
+            )
         }
         var cookie = SetCookie(name: String(name), value: String(trimmed(pair[pair.index(after: equals)...])))
         // §5.2 step 6 and following: the attributes, each `;`-separated, names case-insensitive.

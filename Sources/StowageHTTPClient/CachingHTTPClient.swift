@@ -92,7 +92,7 @@ public final class CachingHTTPClient: Sendable {
     ///   - policy: How this request uses the cache; default RFC 9111's own rules.
     /// - Returns: The response, its streamed body and how it was served (hit, miss,
     ///   revalidated, stale, bypass).
-    /// - Throws: `HTTPCacheError` `.notCached` for a miss under
+    /// - Throws: `StowageError` `.notCached` for a miss under
     ///   `RequestCachePolicy/returnCacheDataDontLoad`; AsyncHTTPClient's errors when the origin
     ///   cannot be reached and no stale response may stand in.
     public func execute(

@@ -34,7 +34,7 @@ public final class CachingProxy: Sendable {
 
     /// Opens the cache and prepares the upstream client; nothing listens until `run(handlingSignals:onListening:)`.
     ///
-    /// - Throws: `StowageError` `.invalidArgument` for a timeout out of range
+    /// - Throws: `StowageError` `.invalidConfiguration` for a timeout out of range
     ///   (``ProxyConfiguration/validate()``), and what `HTTPCache` throws when its directory
     ///   cannot be opened.
     public init(configuration: ProxyConfiguration) throws {

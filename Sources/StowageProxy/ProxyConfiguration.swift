@@ -91,13 +91,14 @@ public struct ProxyConfiguration: Sendable {
         /// Refuses an admin listener reachable from other machines without a token, and a token
         /// no client can send (see ``checkToken(_:)``).
         ///
-        /// - Throws: `StowageError` `.invalidArgument` saying what is wrong and what to do.
+        /// - Throws: `StowageError` `.invalidConfiguration` saying what is wrong and what to do,
+        ///   or `.invalidArgument` from ``checkToken(_:)``.
         public func validate() throws {
             if let token { try Self.checkToken(token) }
             let loopback = host == "127.0.0.1" || host == "::1" || host == "localhost"
             if !loopback, token == nil {
                 throw StowageError(
-                    code: .invalidArgument,
+                    code: .invalidConfiguration,
                     message:
                         "the admin listener on \(host) is reachable from other machines: give it a token, or bind 127.0.0.1"
                 )
@@ -185,7 +186,7 @@ public struct ProxyConfiguration: Sendable {
     /// 64-bit nanosecond timers.
     public static let maximumTimeout = Duration.seconds(86_400)
 
-    /// Checks the timeouts and the request body limit (`StowageError` `.invalidArgument` naming
+    /// Checks the timeouts and the request body limit (`StowageError` `.invalidConfiguration` naming
     /// the property and the range it takes); ``CachingProxy/init(configuration:)`` calls it.
     public func validate() throws {
         for (name, timeout) in [
@@ -193,12 +194,12 @@ public struct ProxyConfiguration: Sendable {
             ("requestHeadTimeout", requestHeadTimeout), ("keepAliveTimeout", keepAliveTimeout),
             ("sendTimeout", sendTimeout),
         ] where !(timeout > .zero && timeout <= Self.maximumTimeout) {
-            throw StowageError.invalidArgument(
+            throw StowageError.invalidConfiguration(
                 "the proxy's \(name) is \(timeout); give a duration above 0 and at most one day (86400 s)"
             )
         }
         guard maximumRequestBodySize.rawValue >= 0 else {
-            throw StowageError.invalidArgument(
+            throw StowageError.invalidConfiguration(
                 "the proxy's maximumRequestBodySize is \(maximumRequestBodySize.rawValue) bytes; give 0 or more"
             )
         }
@@ -262,6 +263,7 @@ public struct ProxyConfiguration: Sendable {
 }
 
 /// The proxy's errors are `StowageError`s: `.invalidArgument` for a malformed option,
+/// `.invalidConfiguration` for a value out of range,
 /// `.unreachable` and `.refused` from ``ProxyAdminClient``.
 @available(*, deprecated, renamed: "StowageError")
 public typealias ProxyError = StowageError

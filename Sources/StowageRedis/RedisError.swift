@@ -1,8 +1,11 @@
 /// An error from the Redis client: what failed, against which server, and what to do.
 ///
-/// Match on ``code``:
+/// It has the shape of Stowage's `StowageError` (a ``Code`` to match on, a message that says what
+/// to do, a `Sendable` cause) but is its own type: the Redis client stands alone and depends on
+/// no other Stowage module. Match on ``code``, or on the code as a pattern:
 /// ```swift
 /// catch let error as RedisError where error.code == .timeout { … }
+/// catch RedisError.Code.timeout { … }
 /// ```
 /// A ``Code/server`` error carries the server's own message (`WRONGTYPE Operation against a key
 /// holding the wrong kind of value`) in ``serverMessage``.
@@ -41,8 +44,13 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         /// The client was shut down.
         public static let shutdown = Code(.shutdown)
 
-        /// The text logs and messages show.
+        /// The text logs, messages and the `code` label of `stowage_redis_failures_total` show.
         public var description: String { base.rawValue }
+
+        /// Lets `catch RedisError.Code.timeout` match a ``RedisError`` by its code.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? RedisError)?.code == code
+        }
     }
 
     /// The kind of failure; match on it, not on the message.
@@ -54,7 +62,7 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
     /// The server's error reply, for ``Code/server`` errors.
     public var serverMessage: String?
     /// The underlying error (a socket or TLS error), if any.
-    public var cause: (any Error)?
+    public var cause: (any Error & Sendable)?
     /// Set when the command provably never left this process (the connection was already
     /// closed), so sending it again elsewhere cannot run it twice.
     package var wasNotSent = false
@@ -65,7 +73,7 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         message: String,
         server: String? = nil,
         serverMessage: String? = nil,
-        cause: (any Error)? = nil
+        cause: (any Error & Sendable)? = nil
     ) {
         self.code = code
         self.message = message
@@ -102,12 +110,5 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
             server: server,
             serverMessage: message
         )
-    }
-}
-
-extension RedisError.Code {
-    /// Lets `catch RedisError.Code.timeout` match a ``RedisError`` of that code.
-    public static func ~= (code: RedisError.Code, error: any Error) -> Bool {
-        (error as? RedisError)?.code == code
     }
 }

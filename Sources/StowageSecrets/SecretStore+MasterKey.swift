@@ -46,15 +46,21 @@ extension SecretStore {
             self.parallelism = parallelism
         }
 
+        /// Whether scrypt can run with these factors: N a power of two above 1, r and p at least 1,
+        /// and at most 1 GiB of memory.
+        var isRunnable: Bool {
+            let memory = 128 * blockSize.multipliedReportingOverflow(by: rounds).partialValue
+            return rounds > 1 && rounds & (rounds - 1) == 0 && blockSize >= 1 && parallelism >= 1
+                && blockSize <= 1 << 20 && rounds <= 1 << 30 && parallelism <= 1 << 10 && memory > 0
+                && memory <= 1 << 30
+        }
+
         /// The 256-bit key scrypt derives from `passphrase` and `salt` with these factors.
         ///
         /// - Throws: `StowageError` `.invalidArgument` for factors scrypt refuses (N not a power
         ///   of two above 1, r or p below 1, or more than 1 GiB of memory).
         func deriveKey(from passphrase: String, salt: [UInt8]) throws -> SymmetricKey {
-            let memory = 128 * blockSize.multipliedReportingOverflow(by: rounds).partialValue
-            guard rounds > 1, rounds & (rounds - 1) == 0, blockSize >= 1, parallelism >= 1,
-                blockSize <= 1 << 20, rounds <= 1 << 30, parallelism <= 1 << 10, memory > 0, memory <= 1 << 30
-            else {
+            guard isRunnable else {
                 throw StowageError(
                     code: .invalidArgument,
                     message: "scrypt cannot run with N = \(rounds), r = \(blockSize), p = \(parallelism); N must be a "

@@ -42,6 +42,16 @@ struct StoreHeader: Codable {
                     path: url.path
                 )
             }
+            // Factors scrypt refuses were never written by a store (they are checked before the
+            // first derivation), so in the file they mean damage, not a bad argument.
+            if let cost = header.scrypt?.cost, !cost.isRunnable {
+                throw StowageError(
+                    code: .corrupt,
+                    message: "\(url.path) holds scrypt factors no store writes (N = \(cost.rounds), r = "
+                        + "\(cost.blockSize), p = \(cost.parallelism)); restore it from a backup — without it no item opens",
+                    path: url.path
+                )
+            }
             return header
         }
         var header = StoreHeader(format: currentFormat, scrypt: nil, check: nil)

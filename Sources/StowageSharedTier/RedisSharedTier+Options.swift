@@ -35,7 +35,7 @@ extension RedisSharedTier {
 
         /// Checks every option.
         ///
-        /// - Throws: `StowageError` `.invalidArgument` naming the option, its value and what is
+        /// - Throws: `StowageError` `.invalidConfiguration` naming the option, its value and what is
         ///   allowed: each duration must be more than zero and at most an hour, and
         ///   ``maximumProbeDelay`` at least ``firstProbeDelay``.
         public func validate() throws {
@@ -44,14 +44,14 @@ extension RedisSharedTier {
                 ("maximumProbeDelay", maximumProbeDelay),
             ] where value <= .zero || value > Self.maximumDuration {
                 throw StowageError(
-                    code: .invalidArgument,
+                    code: .invalidConfiguration,
                     message: "RedisSharedTier.Options.\(name) is \(value); give a duration more than zero and at "
                         + "most one hour (e.g. .milliseconds(500))"
                 )
             }
             guard maximumProbeDelay >= firstProbeDelay else {
                 throw StowageError(
-                    code: .invalidArgument,
+                    code: .invalidConfiguration,
                     message: "RedisSharedTier.Options.maximumProbeDelay (\(maximumProbeDelay)) is shorter than "
                         + "firstProbeDelay (\(firstProbeDelay)); give a maximum at least as long as the first delay"
                 )

@@ -102,7 +102,7 @@ public final class RedisSharedTier: SharedCacheTier {
     ///   - options: The request budget and the circuit breaker's probes; see ``Options``.
     ///   - logger: Where the tier logs; silent when `nil`.
     /// - Throws: `RedisError` `.invalidURL` for a bad namespace; `StowageError`
-    ///   `.invalidArgument` for options out of range (``Options/validate()``).
+    ///   `.invalidConfiguration` for options out of range (``Options/validate()``).
     public init(
         client: any RedisCommandExecuting,
         namespace: String = "stowage",

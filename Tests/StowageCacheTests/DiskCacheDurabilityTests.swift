@@ -350,7 +350,7 @@ struct DiskCacheDurabilityTests {
             #expect {
                 _ = try open(scratch, edit)
             } throws: { error in
-                (error as? StowageError)?.code == .invalidArgument
+                (error as? StowageError)?.code == .invalidConfiguration
             }
         }
         #expect(try open(scratch) { $0.synchronousWrites = true }.configuration.durability == .powerLoss)

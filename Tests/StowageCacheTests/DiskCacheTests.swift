@@ -236,7 +236,7 @@ struct DiskCacheTests {
         #expect(try rebuilt.data(forKey: "a") == Data("fresh".utf8))
     }
 
-    @Test("bad configurations are invalidArgument errors")
+    @Test("bad configurations are invalidConfiguration errors")
     func badConfiguration() throws {
         let scratch = try TemporaryDirectory()
         for edit: (inout DiskCache.Configuration) -> Void in [
@@ -245,7 +245,7 @@ struct DiskCacheTests {
         ] {
             #expect {
                 try open(scratch, edit)
-            } throws: { ($0 as? StowageError)?.code == .invalidArgument }
+            } throws: { ($0 as? StowageError)?.code == .invalidConfiguration }
         }
     }
 

@@ -70,7 +70,7 @@ struct HybridCachePlacementTests {
         let error = try await #require(throws: StowageError.self) {
             try await cache.setValue("bad", forKey: "k")
         }
-        #expect(error.code == .invalidArgument)
+        #expect(error.code == .invalidConfiguration)
         #expect(error.message.contains("'k'"))
         #expect(error.message.contains("\(badCost)"))
         #expect(cache.memory.value(forKey: "k") == "good")
@@ -88,7 +88,7 @@ struct HybridCachePlacementTests {
         let error = try await #require(throws: StowageError.self) {
             try await cache.setValue("bad", forKey: "k", placement: .diskOnly)
         }
-        #expect(error.code == .invalidArgument)
+        #expect(error.code == .invalidConfiguration)
         #expect(cache.memory.value(forKey: "k") == "good")
         #expect(try await cache.disk.data(forKey: "k") == Data("good".utf8))
         cache.memory.removeAll()

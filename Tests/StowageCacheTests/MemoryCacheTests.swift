@@ -368,7 +368,7 @@ import Testing
             _ = try MemoryCache(configuration: configuration)
         } throws: { error in
             guard let error = error as? StowageError else { return false }
-            return error.code == .invalidArgument && error.message.contains(field)
+            return error.code == .invalidConfiguration && error.message.contains(field)
         }
     }
 

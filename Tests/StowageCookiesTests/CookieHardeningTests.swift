@@ -25,7 +25,7 @@ import Darwin
         for header in [
             "id=evil; Path=/", "id=; Path=/; Max-Age=0", "id=evil; Path=/account", "id=evil; Domain=example.com",
         ] {
-            #expect(throws: CookieError.self, "\(header)") {
+            #expect(throws: StowageError.self, "\(header)") {
                 try store.setCookie(header, from: url("http://www.example.com/"))
             }
         }
@@ -45,7 +45,7 @@ import Darwin
             try store.setCookie("flood\(index)=1; Path=/; Max-Age=3600", from: url("http://example.com/"))
         }
         #expect(store.allCookies.count == 50)
-        #expect(throws: CookieError.self) { try store.setCookie("id=evil; Path=/", from: url("http://example.com/")) }
+        #expect(throws: StowageError.self) { try store.setCookie("id=evil; Path=/", from: url("http://example.com/")) }
         #expect(store.cookies(for: url("https://example.com/")).first { $0.name == "id" }?.value == "good")
     }
 
@@ -61,15 +61,15 @@ import Darwin
     @Test("RFC 6265bis §4.1.3 the __Secure- and __Host- prefixes match in any case")
     func cookiePrefixesIgnoreCase() throws {
         let store = self.store
-        #expect(throws: CookieError.self) { try store.setCookie("__secure-id=x", from: url("http://example.com/")) }
-        #expect(throws: CookieError.self) {
+        #expect(throws: StowageError.self) { try store.setCookie("__secure-id=x", from: url("http://example.com/")) }
+        #expect(throws: StowageError.self) {
             try store.setCookie("__HOST-id=x; Secure; Domain=example.com", from: url("https://www.example.com/"))
         }
-        #expect(throws: CookieError.self) {
+        #expect(throws: StowageError.self) {
             try store.setCookie("__host-id=x; Secure; Path=/a", from: url("https://example.com/a/b"))
         }
         // §4.1.3.2: the Path attribute must be there and be "/"; a default path of "/" is not it.
-        #expect(throws: CookieError.self) {
+        #expect(throws: StowageError.self) {
             try store.setCookie("__Host-id=x; Secure", from: url("https://example.com/"))
         }
         #expect(store.allCookies.isEmpty)
@@ -83,7 +83,7 @@ import Darwin
         try store.setCookie("a=1; Domain=example.com", from: url("http://www.example.com/"))
         for host in ["evil.com%00.example.com", "evil.com%23.example.com", "evil.com%2F.example.com"] {
             #expect(store.cookieHeader(for: url("http://\(host)/")) == nil, "\(host)")
-            #expect(throws: CookieError.self, "\(host)") {
+            #expect(throws: StowageError.self, "\(host)") {
                 try store.setCookie("b=1; Domain=example.com", from: url("http://\(host)/"))
             }
         }
@@ -101,7 +101,9 @@ import Darwin
             ("a=1; Domain=公司.cn", "http://shop.xn--55qx5d.cn/"),
             ("a=1; Domain=公司.cn", "http://shop.公司.cn/"),
         ] {
-            #expect(throws: CookieError.self, "\(header) from \(from)") { try store.setCookie(header, from: url(from)) }
+            #expect(throws: StowageError.self, "\(header) from \(from)") {
+                try store.setCookie(header, from: url(from))
+            }
         }
         // A site under the suffix may still scope its cookies to itself, in either spelling.
         let cookie = try store.setCookie("b=1; Domain=Shop.公司.cn", from: url("http://www.shop.xn--55qx5d.cn/"))

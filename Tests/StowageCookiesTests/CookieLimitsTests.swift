@@ -17,7 +17,7 @@ import Testing
         for header in ["b=" + String(repeating: "v", count: 4096), "c=" + String(repeating: "v", count: 1 << 20)] {
             #expect {
                 try store.setCookie(header, from: url("http://example.com/"))
-            } throws: { ($0 as? CookieError)?.code == .tooLarge }
+            } throws: { ($0 as? StowageError)?.code == .tooLarge }
         }
         #expect(store.allCookies.map(\.name) == ["kept", "a"])
     }

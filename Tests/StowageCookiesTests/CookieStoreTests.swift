@@ -34,10 +34,10 @@ func url(_ string: String) -> URL { URL(string: string)! }
     @Test("§5.3 step 6 a Domain the host does not domain-match is refused")
     func domainMismatchRefused() throws {
         let store = self.store
-        #expect(throws: CookieError.self) {
+        #expect(throws: StowageError.self) {
             try store.setCookie("a=1; Domain=other.com", from: url("http://example.com/"))
         }
-        #expect(throws: CookieError.self) {
+        #expect(throws: StowageError.self) {
             try store.setCookie("a=1; Domain=www.example.com", from: url("http://example.com/"))
         }
         let refusals = try store.setCookies(["a=1; Domain=other.com"], from: url("http://example.com/"))
@@ -89,11 +89,15 @@ func url(_ string: String) -> URL { URL(string: string)! }
         try store.setCookie("p=1", from: url("https://example.com/"))
         #expect(store.cookieHeader(for: url("https://example.com/")) == "s=1; p=1")
         #expect(store.cookieHeader(for: url("http://example.com/")) == "p=1")
-        #expect(throws: CookieError.self) { try store.setCookie("t=1; Secure", from: url("http://example.com/")) }
-        #expect(throws: CookieError.self) {
+        #expect {
+            try store.setCookie("t=1; Secure", from: url("http://example.com/"))
+        } throws: { ($0 as? StowageError)?.code == .notSecure }
+        #expect(throws: StowageError.self) {
             try store.setCookie("__Host-x=1; Secure; Domain=example.com", from: url("https://example.com/"))
         }
-        #expect(throws: CookieError.self) { try store.setCookie("__Secure-x=1", from: url("https://example.com/")) }
+        #expect {
+            try store.setCookie("__Secure-x=1", from: url("https://example.com/"))
+        } throws: { ($0 as? StowageError)?.code == .notSecure }
         #expect(try store.setCookie("__Host-x=1; Secure; Path=/", from: url("https://example.com/")).isSecure)
     }
 
@@ -205,7 +209,7 @@ func url(_ string: String) -> URL { URL(string: string)! }
         let store = CookieStore(configuration: builtInOnly(), clock: clock.cacheClock)
         #expect {
             try store.setCookie("a=1; Domain=\(domain)", from: url(request))
-        } throws: { ($0 as? CookieError)?.code == .publicSuffix }
+        } throws: { ($0 as? StowageError)?.code == .publicSuffix }
         #expect(store.allCookies.isEmpty)
     }
 
@@ -220,10 +224,12 @@ func url(_ string: String) -> URL { URL(string: string)! }
     @Test("an IP-address host accepts only a Domain equal to its address")
     func ipAddressMismatch() throws {
         let store = self.store
-        #expect(throws: CookieError.self) { try store.setCookie("a=1; Domain=0.0.1", from: url("http://127.0.0.1/")) }
-        #expect(throws: CookieError.self) {
+        #expect {
+            try store.setCookie("a=1; Domain=0.0.1", from: url("http://127.0.0.1/"))
+        } throws: { ($0 as? StowageError)?.code == .domainMismatch }
+        #expect {
             try store.setCookie("a=1; Domain=127.0.0.2", from: url("http://127.0.0.1/"))
-        }
+        } throws: { ($0 as? StowageError)?.code == .domainMismatch }
         try store.setCookie("a=1; Domain=127.0.0.1", from: url("http://127.0.0.1/"))
         try store.setCookie("b=1", from: url("http://127.0.0.1:9000/"))
         #expect(store.cookieHeader(for: url("http://127.0.0.1/")) == "a=1; b=1")
@@ -240,7 +246,7 @@ func url(_ string: String) -> URL { URL(string: string)! }
         try store.setCookie("kept=1", from: url("http://example.com/"))
         #expect {
             try store.setCookie(header, from: url("http://example.com/"))
-        } throws: { ($0 as? CookieError)?.code == .malformed }
+        } throws: { ($0 as? StowageError)?.code == .malformed }
         #expect(store.cookieHeader(for: url("http://example.com/")) == "kept=1")
     }
 
@@ -260,7 +266,9 @@ func url(_ string: String) -> URL { URL(string: string)! }
     @Test("a URL without a host cannot take cookies")
     func invalidURL() {
         let store = self.store
-        #expect(throws: CookieError.self) { try store.setCookie("a=1", from: URL(filePath: "/tmp/x")) }
+        #expect {
+            try store.setCookie("a=1", from: URL(filePath: "/tmp/x"))
+        } throws: { ($0 as? StowageError)?.code == .invalidArgument }
         #expect(store.cookieHeader(for: URL(filePath: "/tmp/x")) == nil)
     }
 }

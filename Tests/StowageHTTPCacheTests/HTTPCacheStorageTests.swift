@@ -248,7 +248,7 @@ import Testing
     @Test("A bad configuration is a typed error that names the value")
     func badConfiguration() async throws {
         try withTemporaryDirectory { root in
-            let error = #expect(throws: HTTPCacheError.self) {
+            let error = #expect(throws: StowageError.self) {
                 _ = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0))) {
                     $0.maximumEntryFraction = 2
                 }

@@ -98,9 +98,9 @@ import Testing
             }
             #expect(origin.count == 3)
             // Nothing stored, so the offline policy has nothing to give (URLSession fails it too).
-            await #expect(throws: HTTPCacheError.self) {
+            await #expect {
                 _ = try await cache.respond(to: request(), policy: .returnCacheDataDontLoad, fetch: origin.fetch)
-            }
+            } throws: { ($0 as? StowageError)?.code == .notCached }
             #expect(origin.count == 3)
             #expect(cache.memoryUsage.rawValue == 0)
             #expect(files(under: root).isEmpty, "\(files(under: root))")
@@ -144,7 +144,7 @@ import Testing
     func negativeCapacities() throws {
         let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
         for (memory, disk, name) in [(Int64(-1), Int64(100), "memoryCapacity"), (1_000, -1, "diskCapacity")] {
-            let error = #expect(throws: HTTPCacheError.self) {
+            let error = #expect(throws: StowageError.self) {
                 _ = try HTTPCache(
                     directory: nil,
                     configuration: configuration(memory: memory, disk: disk, clock: clock)

@@ -419,7 +419,9 @@ import Testing
         overCount["a"] = "v"
         overCount["b"] = "v"
         for userInfo in [overSize, overCount] {
-            #expect(throws: HTTPCacheError.self) { try CacheProposal.validate(userInfo: userInfo) }
+            #expect {
+                try CacheProposal.validate(userInfo: userInfo)
+            } throws: { ($0 as? StowageError)?.code == .tooLarge }
             let bytes = VariantRecord.encode([WillCacheBodyAndUserInfoTests.record(userInfo: userInfo)])
             #expect(throws: (any Error).self) { try VariantRecord.decode(Data(bytes)) }
         }

@@ -161,14 +161,14 @@ import Testing
         }
     }
 
-    @Test("User info over the limits is refused with invalidUserInfo: the response is served and not stored")
+    @Test("User info over the limits is refused as tooLarge: the response is served and not stored")
     func oversizeUserInfoIsRefused() async throws {
         let tooMany = Dictionary(uniqueKeysWithValues: (0...CacheProposal.maximumUserInfoCount).map { ("k\($0)", "v") })
         let tooLarge = ["k": String(repeating: "x", count: CacheProposal.maximumUserInfoSize)]
         for userInfo in [tooMany, tooLarge] {
             #expect {
                 try CacheProposal.validate(userInfo: userInfo)
-            } throws: { ($0 as? HTTPCacheError)?.code == .invalidUserInfo }
+            } throws: { ($0 as? StowageError)?.code == .tooLarge }
         }
         try CacheProposal.validate(userInfo: ["k": String(repeating: "x", count: CacheProposal.maximumUserInfoSize - 1)]
         )
@@ -185,7 +185,7 @@ import Testing
             let first = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(try await text(first) == "v1")
             #expect(!first.status.stored)
-            #expect(first.trace.contains { $0.contains("invalid user info") })
+            #expect(first.trace.contains { $0.contains("too large: the user info") })
             #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .miss)
         }
     }

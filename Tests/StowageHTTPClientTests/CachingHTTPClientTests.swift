@@ -98,9 +98,9 @@ import Testing
             await origin.stop()
             let served = try await client.execute(get(origin), policy: .returnCacheDataDontLoad)
             #expect(try await text(served) == "kept")
-            await #expect(throws: HTTPCacheError.self) {
+            await #expect {
                 _ = try await client.execute(get(origin, "/missing"), policy: .returnCacheDataDontLoad)
-            }
+            } throws: { ($0 as? StowageError)?.code == .notCached }
         }
     }
 

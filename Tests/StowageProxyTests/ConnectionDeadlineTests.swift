@@ -192,7 +192,7 @@ import Testing
             #expect {
                 _ = try CachingProxy(configuration: configuration)
             } throws: { error in
-                (error as? StowageError)?.code == .invalidArgument && "\(error)".contains(name)
+                (error as? StowageError)?.code == .invalidConfiguration && "\(error)".contains(name)
             }
         }
     }

@@ -251,7 +251,9 @@ import Testing
             #expect(try await h.admin(.POST, "/ban?tag=news", token: "s3cret").text.contains("banned 1"))
         }
         var open = ProxyConfiguration.AdminListener(host: "0.0.0.0", port: 0)
-        #expect(throws: StowageError.self) { try open.validate() }
+        #expect {
+            try open.validate()
+        } throws: { ($0 as? StowageError)?.code == .invalidConfiguration }
         open.token = "t"
         #expect(throws: Never.self) { try open.validate() }
     }

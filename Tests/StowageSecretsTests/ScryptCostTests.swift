@@ -35,4 +35,33 @@ struct ScryptCostTests {
     func defaultCost() {
         #expect(SecretStore.ScryptCost.default == SecretStore.ScryptCost(rounds: 1 << 17, blockSize: 8, parallelism: 1))
     }
+
+    @Test("factors no store writes, found in store.json, are corrupt, not a bad argument")
+    func damagedStoredFactors() throws {
+        let directory = FileManager.default.temporaryDirectory.appending(path: "stowage-scrypt-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cost = SecretStore.ScryptCost(rounds: 1024, blockSize: 8, parallelism: 1)
+        try SecretStore(directory: directory, masterKey: .passphrase("pw", cost: cost))
+            .set("v", service: "s", account: "a")
+        let headerURL = directory.appending(path: "store.json")
+        var header = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: headerURL)) as? [String: Any])
+        var scrypt = try #require(header["scrypt"] as? [String: Any])
+        var stored = try #require(scrypt["cost"] as? [String: Any])
+        #expect(stored["rounds"] as? Int == 1024)
+        stored["rounds"] = 1000
+        scrypt["cost"] = stored
+        header["scrypt"] = scrypt
+        // Rewritten in place, so the file keeps the 0600 mode the store checks.
+        let handle = try FileHandle(forWritingTo: headerURL)
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: try JSONSerialization.data(withJSONObject: header))
+        try handle.close()
+
+        let error = try #require(throws: StowageError.self) {
+            try SecretStore(directory: directory, masterKey: .passphrase("pw", cost: cost))
+        }
+        #expect(error.code == .corrupt)
+        #expect(error.path == headerURL.path)
+        #expect(error.message.contains("N = 1000"))
+    }
 }

@@ -195,11 +195,13 @@ struct SharedTierFaultTests {
         var options = RedisSharedTier.Options()
         options.requestBudget = budget
         let error = try #require(throws: StowageError.self) { try options.validate() }
-        #expect(error.code == .invalidArgument)
+        #expect(error.code == .invalidConfiguration)
         #expect(error.message.contains("requestBudget") && error.message.contains("more than zero"))
         var probes = RedisSharedTier.Options()
         probes.firstProbeDelay = .seconds(5)
         probes.maximumProbeDelay = .seconds(1)
-        #expect(throws: StowageError.self) { try probes.validate() }
+        #expect {
+            try probes.validate()
+        } throws: { ($0 as? StowageError)?.code == .invalidConfiguration }
     }
 }

@@ -138,4 +138,13 @@ struct UserSpacesTests {
             #expect(throws: StowageError.self) { try spaces.space(for: id) }
         }
     }
+
+    @Test("a space of UserSpaces made without databases refuses database() as invalidConfiguration")
+    func databaseWithoutDatabases() async throws {
+        let fixture = try PopulatedContainer()
+        let space = try UserSpaces(container: fixture.container).space(for: "ada")
+        let error = try await #require(throws: StowageError.self) { _ = try await space.database() }
+        #expect(error.code == .invalidConfiguration)
+        #expect(error.message.contains("UserSpaces(container:databases:)"))
+    }
 }

@@ -109,47 +109,47 @@ extension DiskCache {
 
         func validate() throws {
             if let sizeLimit, sizeLimit.rawValue <= 0 {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "the disk cache's sizeLimit must be positive or nil, not \(sizeLimit)"
                 )
             }
             if let freeSpaceFloor, freeSpaceFloor.rawValue < 0 {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "the disk cache's freeSpaceFloor must be zero or more, or nil, not \(freeSpaceFloor)"
                 )
             }
             if let countLimit, countLimit <= 0 {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "the disk cache's countLimit must be positive or nil, not \(countLimit)"
                 )
             }
             if let maximumAge, !(maximumAge > .zero) {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "the disk cache's maximumAge must be more than zero or nil, not \(maximumAge)"
                 )
             }
             if let defaultTimeToLive, !(defaultTimeToLive > .zero) {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "the disk cache's defaultTimeToLive must be more than zero or nil, not \(defaultTimeToLive)"
                 )
             }
             guard (0...1).contains(trimRatio) else {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "the disk cache's trimRatio must be between 0 and 1, not \(trimRatio)"
                 )
             }
             if case .deferred(let maximumDelay) = durability, !(maximumDelay > .zero && maximumDelay <= .seconds(60)) {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "the disk cache's deferred durability needs a maximumDelay between 0 and 60 seconds, not \(maximumDelay)"
                 )
             }
             guard accessTimeResolution >= .zero else {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "the disk cache's accessTimeResolution must be zero or more, not \(accessTimeResolution)"
                 )
             }
             guard inlineThreshold >= 0 else {
-                throw StowageError.invalidArgument("the disk cache's inlineThreshold must not be negative")
+                throw StowageError.invalidConfiguration("the disk cache's inlineThreshold must not be negative")
             }
         }
     }

@@ -73,7 +73,7 @@ public final class DiskCache: Sendable {
     /// - Parameters:
     ///   - directory: The cache's own directory, e.g. `caches/thumbnails`.
     ///   - configuration: Limits and behaviour; see ``Configuration``.
-    /// - Throws: `StowageError`: `.invalidArgument` for a bad configuration, `.corrupt` when
+    /// - Throws: `StowageError`: `.invalidConfiguration` for a bad configuration, `.corrupt` when
     ///   the index is damaged and the policy is ``CorruptIndexPolicy/fail`` (or another process
     ///   has it open), file system errors when the directory cannot be created.
     public init(directory: URL, configuration: Configuration = Configuration()) throws {

@@ -23,7 +23,7 @@ extension HybridCache {
         ///
         /// Called on every write (a disk-only one too, whose value the next read promotes) and on
         /// every promotion of a disk or shared copy into memory. A result below 0 or above ``maximumCost`` is refused: the
-        /// call throws `StowageError` with code `.invalidArgument` and the cache is left as
+        /// call throws `StowageError` with code `.invalidConfiguration` and the cache is left as
         /// it was (an earlier value for the key stays readable).
         public var cost: @Sendable (_ value: Value, _ encodedByteCount: Int) -> Int
 
@@ -42,11 +42,11 @@ extension HybridCache {
 
         /// ``cost`` of `value`, checked.
         ///
-        /// - Throws: `StowageError` with code `.invalidArgument` when it is outside `0...maximumCost`.
+        /// - Throws: `StowageError` with code `.invalidConfiguration` when it is outside `0...maximumCost`.
         func memoryCost(of value: Value, encodedByteCount: Int, key: String) throws -> Int {
             let cost = cost(value, encodedByteCount)
             guard (0...Self.maximumCost).contains(cost) else {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "cannot keep '\(key)' in memory: the cache's cost function returned \(cost) "
                         + "for a value of \(encodedByteCount) encoded bytes; a cost must be in 0...\(Self.maximumCost) "
                         + "(return the value's size in bytes, e.g. its decoded size); nothing was changed"

@@ -136,7 +136,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// shared level (then kept on disk and in memory), else `nil`.
     ///
     /// - Throws: `StowageError` when the disk tier cannot be read (never for a shared-level
-    ///   failure, which reads as a miss), or with code `.invalidArgument` when
+    ///   failure, which reads as a miss), or with code `.invalidConfiguration` when
     ///   ``Configuration/cost`` refuses a value read from below memory.
     @inlinable
     public func value(forKey key: String) async throws -> Value? {
@@ -213,9 +213,9 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///     older memory copy.
     /// - Returns: What the disk tier did: `.stored`, or `.skippedForLowSpace(available:)`;
     ///   `.stored` for a memory-only write.
-    /// - Throws: The serializer's error, or `StowageError` with code `.invalidArgument` when
+    /// - Throws: The serializer's error, or `StowageError` with code `.invalidConfiguration` when
     ///   ``Configuration/cost`` returns a cost out of range (nothing is stored or removed then:
-    ///   an earlier value for the key stays readable) or when a memory-only write has a `tag`,
+    ///   an earlier value for the key stays readable), or `.invalidArgument` when a memory-only write has a `tag`,
     ///   or `StowageError` when the disk write fails (the memory tier then does not keep the
     ///   value either). A failed shared write is not thrown: it is logged and counted, and the
     ///   value stays local.
@@ -280,8 +280,8 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// Stores `value` in memory and on disk only, or in the one `placement` names (a fill from
     /// the shared level, or the local half of a write).
     ///
-    /// - Throws: `StowageError` with code `.invalidArgument`, before anything changes, when
-    ///   ``Configuration/cost`` refuses the value; what the disk tier throws.
+    /// - Throws: `StowageError` with code `.invalidConfiguration`, before anything changes, when
+    ///   ``Configuration/cost`` refuses the value (`.invalidArgument` for a tag on a memory-only write); what the disk tier throws.
     @discardableResult
     func storeLocally(
         _ value: Value,

@@ -65,19 +65,19 @@ extension MemoryCache {
 
         func validate() throws {
             if let countLimit, countLimit <= 0 {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "cannot set the memory cache '\(name)' countLimit to \(countLimit): "
                         + "the limit must be > 0 (use nil for no limit)"
                 )
             }
             if let costLimit, costLimit <= 0 {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "cannot set the memory cache '\(name)' costLimit to \(costLimit): "
                         + "the limit must be > 0 (use nil for no limit)"
                 )
             }
             if let defaultTimeToLive, !(defaultTimeToLive > .zero) {
-                throw StowageError.invalidArgument(
+                throw StowageError.invalidConfiguration(
                     "cannot set the memory cache '\(name)' defaultTimeToLive to \(defaultTimeToLive): "
                         + "it must be more than zero (use nil for no expiry)"
                 )

@@ -37,7 +37,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Parameter configuration: Limits, time-to-live, clock and eviction callback; see
     ///   ``Configuration``. Default: no limits.
-    /// - Throws: `StowageError` with code `.invalidArgument` when a limit or the default
+    /// - Throws: `StowageError` with code `.invalidConfiguration` when a limit or the default
     ///   time-to-live is not positive.
     public init(configuration: Configuration = Configuration()) throws {
         try configuration.validate()

@@ -30,6 +30,10 @@ extension StowageError {
         case EROFS: (.permissionDenied, "the file system is mounted read-only")
         case ENOTSUP, EOPNOTSUPP:
             (.unsupported, "the file system does not support this operation")
+        case EMFILE, ENFILE: (.ioError, "too many open files; raise the limit (ulimit -n) or close files, then retry")
+        case ENAMETOOLONG: (.ioError, "the path or one of its names is too long for the file system; shorten it")
+        case EIO: (.ioError, "the device reported a read or write failure; check the volume (dmesg) before retrying")
+        case EBUSY: (.ioError, "the file or its mount is in use; retry when it is released")
         default: (.ioError, "")
         }
     }
@@ -37,5 +41,13 @@ extension StowageError {
     /// An argument that failed validation.
     package static func invalidArgument(_ message: String, path: String? = nil) -> StowageError {
         StowageError(code: .invalidArgument, message: message, path: path)
+    }
+}
+
+extension StowageError {
+    /// A configuration value that failed validation; `message` names the setting, its value and
+    /// the range it must be in.
+    package static func invalidConfiguration(_ message: String) -> StowageError {
+        StowageError(code: .invalidConfiguration, message: message)
     }
 }

@@ -4,7 +4,8 @@ import Glibc
 import Darwin
 #endif
 
-/// An error thrown by a Stowage operation on the file system or a store.
+/// An error thrown by a Stowage operation: on the file system, a store, a cache, the HTTP cache
+/// or the cookie store.
 ///
 /// Every error carries a ``Code`` to match on, a message that says what failed, where, why and
 /// what the caller can do, the path involved when there is one, and the underlying cause
@@ -17,6 +18,8 @@ import Darwin
 ///     print(error.message)  // the file system has no extended attributes
 /// }
 /// ```
+///
+/// A code also matches as a pattern: `catch StowageError.Code.notCached { … }`.
 public struct StowageError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure, stable across releases; match on it, not on the message.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -33,6 +36,13 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
             case busy
             case unreachable
             case refused
+            case invalidConfiguration = "invalid configuration"
+            case notCached = "not cached"
+            case tooLarge = "too large"
+            case malformed
+            case domainMismatch = "domain mismatch"
+            case publicSuffix = "public suffix"
+            case notSecure = "not secure"
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -47,7 +57,9 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
         public static let noSpace = Code(.noSpace)
         /// Stored data failed validation.
         public static let corrupt = Code(.corrupt)
-        /// An argument was out of range or malformed.
+        /// An argument of a call was out of range or malformed (a path with a NUL byte, a key
+        /// that is not a file name, a relative URL where an absolute one is needed). A bad value
+        /// in a `Configuration` or options value is ``invalidConfiguration`` instead.
         public static let invalidArgument = Code(.invalidArgument)
         /// A path would leave the root it must stay in.
         public static let pathEscapesRoot = Code(.pathEscapesRoot)
@@ -62,6 +74,29 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
         public static let unreachable = Code(.unreachable)
         /// A server answered with an error; the message carries its answer.
         public static let refused = Code(.refused)
+        /// A configuration value is out of range or the values contradict each other (a negative
+        /// capacity, a timeout of zero, a shared level without a disk tier), or the call needs
+        /// something this configuration left out; the message names the setting and its range.
+        public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// The request's policy forbids loading (the HTTP cache's `returnCacheDataDontLoad`, as
+        /// `URLRequest.CachePolicy.returnCacheDataDontLoad`) and nothing is stored for it.
+        public static let notCached = Code(.notCached)
+        /// A value is larger than the limit the caller or the configuration set: a body over a
+        /// collect limit, a cookie over its maximum size, user info over its count or size.
+        public static let tooLarge = Code(.tooLarge)
+        /// Input from the network does not parse: a `Set-Cookie` header with no `name=value`
+        /// pair, an empty name or a control character (RFC 6265 §5.2).
+        public static let malformed = Code(.malformed)
+        /// A cookie's `Domain` attribute does not domain-match the request's host (RFC 6265 §5.3
+        /// step 6), or the host is an IP address and the domain is not exactly it.
+        public static let domainMismatch = Code(.domainMismatch)
+        /// A cookie's `Domain` attribute is a public suffix such as `com` or `co.uk` (RFC 6265
+        /// §5.3 step 5): one site may not set a cookie for every site under it.
+        public static let publicSuffix = Code(.publicSuffix)
+        /// A `Secure` cookie (or a `__Secure-`/`__Host-` name) came over plain `http`, or an
+        /// `http` cookie would replace or shadow a `Secure` one (RFC 6265bis §5.6 steps 14 and
+        /// 20–21, §5.7 step 16).
+        public static let notSecure = Code(.notSecure)
 
         /// The text logs and messages show.
         public var description: String { base.rawValue }

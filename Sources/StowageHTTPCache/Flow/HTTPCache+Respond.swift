@@ -22,7 +22,7 @@ extension HTTPCache {
     ///   - policy: One of `URLCache`'s five policies; default ``RequestCachePolicy/useProtocolCachePolicy``.
     ///   - fetch: Sends a request to the origin.
     /// - Returns: The response, its body and how it was served.
-    /// - Throws: ``HTTPCacheError`` `.notCached` for a miss under
+    /// - Throws: `StowageError` `.notCached` for a miss under
     ///   ``RequestCachePolicy/returnCacheDataDontLoad``; what `fetch` throws when the origin
     ///   fails and no stale response may stand in (RFC 5861 `stale-if-error`).
     public func respond(
@@ -127,7 +127,7 @@ extension HTTPCache {
             }
             if policy == .returnCacheDataDontLoad {
                 trace.append("returnCacheDataDontLoad: nothing stored, the origin is not contacted")
-                throw HTTPCacheError.notCached(key)
+                throw Self.notCachedError(key)
             }
             return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
         case .reloadRevalidatingCacheData:

@@ -1,4 +1,5 @@
 import HTTPTypes
+import StowageCore
 
 /// A response about to be stored, as the will-cache hook sees it — NSURLSession's
 /// `URLSession(_:dataTask:willCacheResponse:completionHandler:)` and NSURLConnection's
@@ -100,19 +101,19 @@ public struct CacheProposal: Sendable {
     /// The cache runs this on what the will-cache hook returns; a hook may run it first to keep a
     /// response it would otherwise lose.
     ///
-    /// - Throws: ``HTTPCacheError`` `.invalidUserInfo`, saying which limit was passed and by how much.
+    /// - Throws: `StowageError` `.tooLarge`, saying which limit was passed and by how much.
     public static func validate(userInfo: [String: String]) throws {
         guard userInfo.count <= maximumUserInfoCount else {
-            throw HTTPCacheError(
-                code: .invalidUserInfo,
+            throw StowageError(
+                code: .tooLarge,
                 message: "the user info has \(userInfo.count) entries; at most \(maximumUserInfoCount) are stored "
                     + "(keep larger data in a store of its own and put its key here)"
             )
         }
         let size = userInfo.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
         guard size <= maximumUserInfoSize else {
-            throw HTTPCacheError(
-                code: .invalidUserInfo,
+            throw StowageError(
+                code: .tooLarge,
                 message: "the user info's keys and values take \(size) bytes; at most \(maximumUserInfoSize) are "
                     + "stored (keep larger data in a store of its own and put its key here)"
             )

@@ -17,7 +17,7 @@ public enum RequestCachePolicy: String, Sendable, Hashable, Codable, CaseIterabl
     /// (`NSURLRequestReturnCacheDataElseLoad`).
     case returnCacheDataElseLoad
     /// Offline: serve any stored response, however old; never contact the origin. A miss throws
-    /// ``HTTPCacheError`` `.notCached` (`NSURLRequestReturnCacheDataDontLoad`).
+    /// `StowageError` `.notCached` (`NSURLRequestReturnCacheDataDontLoad`).
     case returnCacheDataDontLoad
     /// Always validate a stored response with the origin before serving it; load on a miss
     /// (`NSURLRequestReloadRevalidatingCacheData`).

@@ -195,7 +195,7 @@ extension HTTPCache {
                 if !record.isMemoryOnly { try await requireDisk().setData(Data(bytes), forKey: bodyKey) }
             }
         } else if record.isMemoryOnly {
-            throw HTTPCacheError.bodyTooLarge(limit: Int(memoryBodyLimit))
+            throw StowageError.bodyTooLarge(limit: Int(memoryBodyLimit))
         } else {
             try await requireDisk().setData(Data(bytes), forKey: bodyKey)
         }

@@ -1,3 +1,5 @@
+import StowageCore
+
 /// A message body as a sequence of byte chunks: bytes in memory, or a stream read as it goes
 /// (from the origin, or from a cache file), so a large body is never held whole.
 ///
@@ -77,15 +79,15 @@ public struct HTTPBody: AsyncSequence, Sendable {
 
     /// All the bytes, at most `limit` of them.
     ///
-    /// - Throws: ``HTTPCacheError`` with code `.bodyTooLarge` when the body is longer than `limit`.
+    /// - Throws: `StowageError` with code `.tooLarge` when the body is longer than `limit`.
     public func collect(upTo limit: Int) async throws -> [UInt8] {
         if let bytes = bytesInMemory {
-            guard bytes.count <= limit else { throw HTTPCacheError.bodyTooLarge(limit: limit) }
+            guard bytes.count <= limit else { throw StowageError.bodyTooLarge(limit: limit) }
             return bytes
         }
         var result: [UInt8] = []
         for try await chunk in self {
-            guard result.count + chunk.count <= limit else { throw HTTPCacheError.bodyTooLarge(limit: limit) }
+            guard result.count + chunk.count <= limit else { throw StowageError.bodyTooLarge(limit: limit) }
             result += chunk
         }
         return result

@@ -151,20 +151,20 @@ extension HTTPCache {
         func validate() throws {
             for (name, capacity) in [("memoryCapacity", memoryCapacity), ("diskCapacity", diskCapacity)]
             where capacity.rawValue < 0 {
-                throw HTTPCacheError(
+                throw StowageError(
                     code: .invalidConfiguration,
                     message: "\(name) is \(capacity.rawValue) bytes; give 0 or more (0 turns that tier off, "
                         + "and both 0 disable the cache, as URLCache(memoryCapacity: 0, diskCapacity: 0))"
                 )
             }
             guard maximumEntryFraction > 0, maximumEntryFraction <= 1 else {
-                throw HTTPCacheError(
+                throw StowageError(
                     code: .invalidConfiguration,
                     message: "maximumEntryFraction is \(maximumEntryFraction); it must be in (0, 1]"
                 )
             }
             guard heuristicFraction >= 0, heuristicFraction.isFinite, streamingThreshold > 0 else {
-                throw HTTPCacheError(
+                throw StowageError(
                     code: .invalidConfiguration,
                     message: "heuristicFraction (\(heuristicFraction)) must be finite and ≥ 0, and streamingThreshold "
                         + "(\(streamingThreshold)) > 0"
@@ -178,32 +178,32 @@ extension HTTPCache {
             if let staleIfErrorGrace { lifetimes.append(("staleIfErrorGrace", staleIfErrorGrace)) }
             if let staleWhileUpdatingGrace { lifetimes.append(("staleWhileUpdatingGrace", staleWhileUpdatingGrace)) }
             for (name, lifetime) in lifetimes where !(lifetime >= .zero && lifetime <= longest) {
-                throw HTTPCacheError(
+                throw StowageError(
                     code: .invalidConfiguration,
                     message: "\(name) is \(lifetime); give a duration from 0 to \(CacheControl.maximumDeltaSeconds) s "
                         + "(RFC 9111's largest delta-seconds, about 68 years)"
                 )
             }
             guard collapseTimeout > .zero, collapseTimeout <= .seconds(86_400) else {
-                throw HTTPCacheError(
+                throw StowageError(
                     code: .invalidConfiguration,
                     message: "collapseTimeout is \(collapseTimeout); give a duration above 0 and at most one day"
                 )
             }
             if let maximumBodySize, maximumBodySize.rawValue <= 0 {
-                throw HTTPCacheError(
+                throw StowageError(
                     code: .invalidConfiguration,
                     message: "maximumBodySize must be more than 0 bytes, or nil"
                 )
             }
             guard minimumUses >= 1 else {
-                throw HTTPCacheError(
+                throw StowageError(
                     code: .invalidConfiguration,
                     message: "minimumUses is \(minimumUses); it must be 1 or more"
                 )
             }
             for status in defaultLifetimes.keys where !(200...599).contains(status) {
-                throw HTTPCacheError(
+                throw StowageError(
                     code: .invalidConfiguration,
                     message: "defaultLifetimes has the status \(status); give final statuses (200–599)"
                 )

@@ -40,8 +40,8 @@ extension HTTPCache {
     @discardableResult
     public func purge(url: String) async throws -> Bool {
         guard let key = CacheKey(reference: url, base: CacheKey(uri: "")) else {
-            throw HTTPCacheError(
-                code: .invalidConfiguration,
+            throw StowageError(
+                code: .invalidArgument,
                 message: "purge needs an absolute URL such as https://example.com/a, not \(url.debugDescription)"
             )
         }

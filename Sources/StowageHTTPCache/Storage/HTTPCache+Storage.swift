@@ -13,11 +13,14 @@ extension HTTPCache {
 
     /// The disk tier, for code that runs only for responses stored on disk.
     ///
-    /// - Throws: ``HTTPCacheError`` `.invalidConfiguration` without one (a memory-only or disabled
+    /// - Throws: `StowageError` `.invalidConfiguration` without one (a memory-only or disabled
     ///   cache keeps every record in memory only, so this is not reached).
     func requireDisk() throws -> DiskCache {
         guard let disk else {
-            throw HTTPCacheError(code: .invalidConfiguration, message: "this HTTP cache has no disk tier (\(mode))")
+            throw StowageError(
+                code: .invalidConfiguration,
+                message: "this HTTP cache has no disk tier (\(mode)); give it a directory and a diskCapacity above 0"
+            )
         }
         return disk
     }

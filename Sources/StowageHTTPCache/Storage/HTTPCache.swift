@@ -92,15 +92,15 @@ public final class HTTPCache: Sendable {
     ///   is not touched and `diskCapacity` is not used;
     /// - and a `memoryCapacity` of 0 as well: disabled, every request goes to the origin.
     ///
-    /// - Throws: ``HTTPCacheError`` `.invalidConfiguration` (a negative capacity, a shared level
-    ///   without a disk tier, …), or `StowageError` when the directory or its index cannot be
+    /// - Throws: ``StowageError`` `.invalidConfiguration` (a negative capacity, a shared level
+    ///   without a disk tier, …), or another ``StowageError`` when the directory or its index cannot be
     ///   opened.
     public init(directory: URL?, configuration: Configuration = Configuration()) throws {
         _ = try directory?.checkedFileSystemPath(subject: "the HTTP cache directory")
         try configuration.validate()
         let mode = Mode(directory: directory, configuration: configuration)
         if mode != .memoryAndDisk, configuration.sharedTier != nil {
-            throw HTTPCacheError(
+            throw StowageError(
                 code: .invalidConfiguration,
                 message: "a sharedTier needs a disk tier: give a directory and a diskCapacity above 0 "
                     + "(this cache is \(mode == .disabled ? "disabled" : "in memory only"))"

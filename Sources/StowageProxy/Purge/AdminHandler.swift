@@ -3,6 +3,7 @@ import HTTPTypes
 import HummingbirdCore
 import NIOCore
 import Prometheus
+import StowageCore
 import StowageHTTPCache
 
 /// The proxy's admin listener: purge and ban over HTTP, as Varnish's and nginx's operators
@@ -99,7 +100,7 @@ struct AdminHandler: Sendable {
                     "give exactly one of: /purge?url=URL, /ban?prefix=URL_PREFIX (not empty), /ban?tag=TAG"
                 )
             }
-        } catch let error as HTTPCacheError {
+        } catch let error as StowageError where error.code == .invalidArgument {
             return ProxyHandler.plainResponse(.badRequest, error.message)
         } catch {
             return ProxyHandler.plainResponse(.internalServerError, "\(error)")

@@ -82,10 +82,10 @@ public struct UserSpace: Sendable {
 
     /// The user's database, from the `UserDatabases` the spaces were made with.
     ///
-    /// - Throws: `StowageError` `.invalidArgument` when ``UserSpaces`` was made without one.
+    /// - Throws: `StowageError` `.invalidConfiguration` when ``UserSpaces`` was made without one.
     public func database() async throws -> DatabasePool {
         guard let databases else {
-            throw StowageError.invalidArgument(
+            throw StowageError.invalidConfiguration(
                 "these user spaces have no database; pass UserDatabases to UserSpaces(container:databases:)"
             )
         }
