@@ -55,7 +55,7 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // §1: container, locations, marks, disk usage, capacity, sizes, clearing.
+        // container, locations, marks, disk usage, capacity, sizes, clearing.
         .target(
             name: "StowageCore",
             dependencies: ["CStowageShims"],
@@ -63,7 +63,7 @@ let package = Package(
         ),
         // Tiny C shim for what Glibc's module map does not show Swift (xattr, statx).
         .target(name: "CStowageShims"),
-        // §2: memory, disk and hybrid caches. GRDB holds the disk cache's index.
+        // memory, disk and hybrid caches. GRDB holds the disk cache's index.
         .target(
             name: "StowageCache",
             dependencies: [
@@ -78,7 +78,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §3: purgeable directories, the cleaner and the storage monitor. No GRDB: caches join
+        // purgeable directories, the cleaner and the storage monitor. No GRDB: caches join
         // the monitor through StowageCore's `Purging`.
         .target(
             name: "StowageHousekeeping",
@@ -90,7 +90,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §5: typed preferences (an append-only, checksummed log) and Codable archives. No heavy deps.
+        // typed preferences (an append-only, checksummed log) and Codable archives. No heavy deps.
         .target(
             name: "StowagePreferences",
             dependencies: [
@@ -99,7 +99,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §5: one GRDB database per user.
+        // one GRDB database per user.
         .target(
             name: "StowageDatabase",
             dependencies: [
@@ -109,7 +109,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §5: the encrypted secret store (swift-crypto: AES-GCM, scrypt).
+        // the encrypted secret store (swift-crypto: AES-GCM, scrypt).
         .target(
             name: "StowageSecrets",
             dependencies: [
@@ -119,7 +119,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §4: the RFC 6265 cookie store (Library/Cookies) for the client. Core only, so the client
+        // the RFC 6265 cookie store (Library/Cookies) for the client. Core only, so the client
         // and the stores can both use it without pulling in each other's dependencies.
         .target(
             name: "StowageCookies",
@@ -138,7 +138,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §4: RFC 9111 decisions (pure, over swift-http-types) and response storage on StowageCache.
+        // RFC 9111 decisions (pure, over swift-http-types) and response storage on StowageCache.
         // No NIO or AsyncHTTPClient here, so its conformance tests build in seconds.
         .target(
             name: "StowageHTTPCache",
@@ -152,7 +152,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §4: the caching client on AsyncHTTPClient.
+        // the caching client on AsyncHTTPClient.
         .target(
             name: "StowageHTTPClient",
             dependencies: [
@@ -167,7 +167,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §4: the caching reverse proxy (a shared cache) on Hummingbird, upstream through the client.
+        // the caching reverse proxy (a shared cache) on Hummingbird, upstream through the client.
         .target(
             name: "StowageProxy",
             dependencies: [
@@ -188,7 +188,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §2 shared tier, part 1: a RESP3/RESP2 Redis client on SwiftNIO (standalone and Cluster,
+        // The shared tier, part 1: a RESP3/RESP2 Redis client on SwiftNIO (standalone and Cluster,
         // pool, pub/sub, TLS). Knows nothing of caches, so it stays usable on its own.
         .target(
             name: "StowageRedis",
@@ -202,7 +202,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // §2 shared tier, part 2: StowageCache's SharedCacheTier on Redis. The only module that
+        // The shared tier, part 2: StowageCache's SharedCacheTier on Redis. The only module that
         // sees both the cache (GRDB) and the client (NIO), so neither pulls in the other.
         .target(
             name: "StowageSharedTier",

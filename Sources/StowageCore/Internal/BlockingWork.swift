@@ -4,7 +4,7 @@ import Synchronization
 /// Runs blocking file-system work off Swift's cooperative thread pool, on a bounded pool.
 ///
 /// Directory walks and `unlink` storms can block for seconds; holding a cooperative thread that
-/// long starves every other task (STYLE §4). The blocking function is the real implementation;
+/// long starves every other task (Swift concurrency's forward-progress rule). The blocking function is the real implementation;
 /// the async API hands it here and suspends until it finishes.
 ///
 /// The pool is ``limit`` lanes, each a serial dispatch queue of default priority, and a caller

@@ -5,7 +5,7 @@ import HTTPTypes
 ///
 /// Scheme and host are case-insensitive and lowercased; a default port (`:80` for http, `:443`
 /// for https) is dropped; an empty path is `/`. The method is not part of the key: only GET
-/// responses are stored, and HEAD is answered from them (§4). The key is only ever a string in
+/// responses are stored, and HEAD is answered from them (RFC 9111 §4). The key is only ever a string in
 /// the disk cache's index, never a path.
 public struct CacheKey: Sendable, Hashable, CustomStringConvertible {
     /// The normalized URI, e.g. `https://example.com/a?b=1`.

@@ -11,7 +11,7 @@ extension CacheRules {
         case serveStaleAndRevalidate
         /// Send a conditional request built by ``conditionalRequest(for:validating:)`` (§4.3.1).
         case validate
-        /// Nothing usable is stored: forward the request (§4 "a cache … MUST forward").
+        /// Nothing usable is stored: forward the request (RFC 9111 §4 "a cache … MUST forward").
         case forward
         /// `only-if-cached` and nothing can be served: answer 504 (§5.2.1.7).
         case unsatisfiable

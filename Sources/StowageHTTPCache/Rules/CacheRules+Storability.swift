@@ -26,17 +26,17 @@ extension CacheRules {
     ///     `no-cache` does not matter (`no-store`, `private` in a shared cache and
     ///     `Authorization` still do).
     public func storability(of response: HTTPResponse, for request: HTTPRequest, forced: Bool = false) -> Storability {
-        // §3 "the request method is understood by the cache": Stowage stores GET only.
+        // RFC 9111 §3 "the request method is understood by the cache": Stowage stores GET only.
         guard request.method == .get else { return .notStorable("§3 only GET responses are stored") }
         let status = response.status.code
-        // §3 "the response status code is final": 1xx are not; 304 freshens, it is not stored.
+        // RFC 9111 §3 "the response status code is final": 1xx are not; 304 freshens, it is not stored.
         guard status >= 200 else { return .notStorable("§3 the status is not final") }
         guard status != 304 else { return .notStorable("§4.3.4 a 304 freshens stored responses") }
         guard status != 206 else { return .notStorable("§3.3 partial content is not combined") }
         let requestCC = request.headerFields.cacheControl
         let directives = directives(of: response.headerFields, cacheControl: response.headerFields.cacheControl)
         let responseCC = directives.cacheControl
-        // §3 "if the response status code is 206 or 304, or the must-understand cache directive is
+        // RFC 9111 §3 "if the response status code is 206 or 304, or the must-understand cache directive is
         // present: the cache understands the response status code".
         if responseCC.mustUnderstand {
             guard understoodStatuses.contains(status) else {
@@ -80,7 +80,7 @@ extension CacheRules {
             return .notStorable("§4.1 Vary: * never matches a later request")
         }
         if forced { return .storable }
-        // §3 "the response contains at least one of" the following; explicit freshness first.
+        // RFC 9111 §3 "the response contains at least one of" the following; explicit freshness first.
         if directives.followsExpires, response.headerFields[.expires] != nil { return .storable }
         if responseCC.maxAge.isPresent { return .storable }
         if isShared, responseCC.sharedMaxAge.isPresent { return .storable }
