@@ -1,10 +1,5 @@
-import Foundation
-import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypesHTTP1
-import StowageCore
-import StowageHTTPCache
 
 /// Answers requests whose fresh response is held in memory on the connection's event loop,
 /// and passes every other request on to the async server after it.
