@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ServiceLifecycle
 import StowageCore
 import Synchronization
 
@@ -134,12 +135,25 @@ extension CacheLevels {
         }
     }
 
-    /// Applies other nodes' invalidations (``apply(_:banning:)``) until the task is cancelled,
-    /// its service group shuts down gracefully, or the shared level shuts down; without a shared
-    /// level, waits for the first two.
+    /// Applies other nodes' invalidations (``apply(_:banning:)``), in order, until the task is
+    /// cancelled, its service group shuts down gracefully, or the shared level shuts down (nothing
+    /// more can arrive); without a shared level, waits for the first two (a service with nothing
+    /// to do).
+    ///
+    /// The first run applies what was sent since the levels were made (the tier buffered it). A
+    /// later run subscribes afresh, and since what was sent while none listened is unknown, it
+    /// begins with ``SharedCacheInvalidation/all``: memory is dropped and older disk copies are
+    /// confirmed before use.
     package func run(banning ban: ((String) async -> Void)? = nil) async {
-        guard let shared = sharedLevel else { return await InvalidationFeed.idle() }
-        await shared.feed.run { await apply($0, banning: ban) }
+        guard let shared = sharedLevel else {
+            try? await gracefulShutdown()
+            return
+        }
+        let (invalidations, isFirst) = shared.subscribe()
+        if !isFirst { await apply(.all, banning: ban) }
+        for await invalidation in invalidations.cancelOnGracefulShutdown() {
+            await apply(invalidation, banning: ban)
+        }
     }
 
     /// Sends the changes the shared level missed, oldest first, and stops at the first it does

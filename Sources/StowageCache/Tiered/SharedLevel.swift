@@ -6,7 +6,7 @@ import Synchronization
 /// The shared level behind a ``CacheLevels``' memory and disk, and what a node must remember
 /// about it: whether it answers (``SharedTierHealth``), the changes it missed during an outage
 /// (``PendingSharedWrites``), since when this node has heard every invalidation
-/// (``InvalidationHorizon``), and the invalidations other nodes send (``InvalidationFeed``).
+/// (``InvalidationHorizon``), and its subscription to the invalidations other nodes send.
 ///
 /// ``CacheLevels`` reads, writes, removes and applies invalidations through it
 /// (`CacheLevels+Shared.swift`), so ``HybridCache`` and the HTTP cache share one implementation
@@ -27,8 +27,9 @@ package final class SharedLevel: Sendable {
     let horizon: InvalidationHorizon
     /// Changes the shared level did not take (it was down), sent when it answers again.
     let pendingWrites: PendingSharedWrites
-    /// Other nodes' invalidations, applied while the cache runs.
-    let feed: InvalidationFeed
+    /// The subscription made with the level (when the cache is created), until the first run
+    /// takes it: what other nodes send before that run is buffered by the tier, not missed.
+    private let firstSubscription: Mutex<AsyncStream<SharedCacheInvalidation>?>
     /// Whether an invalidation also removes the disk copy.
     let invalidatesDisk: Bool
     /// Whether disk copies older than the horizon are confirmed before use.
@@ -66,9 +67,16 @@ package final class SharedLevel: Sendable {
         counters = CacheCounters(name: name, tier: "shared")
         horizon = InvalidationHorizon(clock: clock)
         pendingWrites = PendingSharedWrites(limit: options.maximumPendingWrites)
-        feed = InvalidationFeed(shared: tier)
+        firstSubscription = Mutex(tier.invalidations())
         invalidatesDisk = options.invalidatesDisk
         confirmsDiskCopies = options.confirmsDiskCopies
+    }
+
+    /// Other nodes' invalidations: the subscription made at creation for the first run
+    /// (`isFirst`), a new one for each later run.
+    func subscribe() -> (invalidations: AsyncStream<SharedCacheInvalidation>, isFirst: Bool) {
+        if let first = firstSubscription.withLock({ $0.take() }) { return (first, true) }
+        return (tier.invalidations(), false)
     }
 
     /// Keys whose latest write or removal the shared level has not taken yet.

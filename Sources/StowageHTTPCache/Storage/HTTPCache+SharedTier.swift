@@ -74,38 +74,30 @@ extension HTTPCache {
             )
             return nil
         }
-        do {
-            try await levels.write(.variants(records), forKey: recordKey, cost: entry.data.count) {
-                try await requireDisk().setData(entry.data, forKey: recordKey)
-            }
-        } catch {
-            configuration.logger.warning(
-                "could not keep a shared HTTP cache record",
-                metadata: ["key": "\(recordKey)", "error": "\(error)"]
-            )
-        }
+        await keepShared(entry.data, as: .variants(records), forKey: recordKey)
         return records
     }
 
     /// Keeps another node's body on disk, and in memory when small enough.
     func keepSharedBody(_ entry: SharedCacheEntry, bodyKey: String) async -> [UInt8] {
         let bytes = [UInt8](entry.data)
+        await keepShared(entry.data, as: .body(bytes), forKey: bodyKey, inMemory: Int64(bytes.count) <= memoryBodyLimit)
+        return bytes
+    }
+
+    /// Writes `data` to disk and `entry` to memory (unless `inMemory` is `false`) through the
+    /// levels, in their order; a failure is logged, since what was read is served all the same.
+    private func keepShared(_ data: Data, as entry: MemoryEntry, forKey key: String, inMemory: Bool = true) async {
         do {
-            try await levels.write(
-                .body(bytes),
-                forKey: bodyKey,
-                cost: bytes.count,
-                keepsInMemory: Int64(bytes.count) <= memoryBodyLimit
-            ) {
-                try await requireDisk().setData(entry.data, forKey: bodyKey)
+            try await levels.write(entry, forKey: key, cost: data.count, keepsInMemory: inMemory) {
+                try await requireDisk().setData(data, forKey: key)
             }
         } catch {
             configuration.logger.warning(
-                "could not keep a shared HTTP cache body",
-                metadata: ["key": "\(bodyKey)", "error": "\(error)"]
+                "could not keep a shared HTTP cache entry",
+                metadata: ["key": "\(key)", "error": "\(error)"]
             )
         }
-        return bytes
     }
 
     /// Tells the other nodes sharing the level to apply a ban (`prefix` is a tag's or a URL
