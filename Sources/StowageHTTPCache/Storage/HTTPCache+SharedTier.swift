@@ -8,8 +8,10 @@ import Synchronization
 // read from it when memory and disk miss, so nodes sharing it serve each other's responses.
 // Bodies go first and records last, so a node that finds a record finds its body. Only records
 // whose bodies are shared are shared; a body over `sharedBodyLimit` keeps its response local.
-// Failures of the shared level are logged once per outage and counted; they never fail a
-// request: the cache goes on with memory and disk.
+// `CacheLevels` runs the level (`CacheLevels+Shared.swift`), as for `HybridCache`: failures are
+// logged once per outage and counted and never fail a request (the cache goes on with memory
+// and disk), changes the level missed are sent when it answers again, a fill an invalidation
+// overtook is dropped, and records that may have missed an invalidation are confirmed.
 
 extension HTTPCache {
     /// The shared level of `configuration`, if it has one. A replayed write (a change the shared
