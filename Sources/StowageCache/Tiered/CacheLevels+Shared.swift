@@ -28,12 +28,12 @@ extension CacheLevels {
         guard let shared = sharedLevel, shared.pendingWrites.change(forKey: key) == nil else { return .absent }
         let removalsBefore = removalCount
         let entry: SharedCacheEntry
-        switch await shared.health.lookup(key, in: shared.tier) {
-        case .unreachable: return .unreachable
-        case .absent:
+        switch await shared.health.call("get", { try await shared.tier.entry(forKey: key) }) {
+        case .none: return .unreachable
+        case .some(.none):
             shared.counters.recordMiss()
             return .absent
-        case .found(let found): entry = found
+        case .some(.some(let found)): entry = found
         }
         shared.counters.recordHit(bytes: entry.data.count)
         guard let found = await fill(entry) else { return .absent }

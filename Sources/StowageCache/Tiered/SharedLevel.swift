@@ -95,3 +95,13 @@ package final class SharedLevel: Sendable {
         }
     }
 }
+
+/// What the shared level holds for a key, telling "nothing there" from "could not ask".
+package enum SharedLookup<Found: Sendable>: Sendable {
+    /// The shared level has it.
+    case found(Found)
+    /// The shared level has no value (or none this node can read): a local copy is stale.
+    case absent
+    /// The shared level did not answer (recorded by ``SharedTierHealth``): nothing is known.
+    case unreachable
+}
