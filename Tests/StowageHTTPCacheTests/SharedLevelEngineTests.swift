@@ -20,7 +20,8 @@ struct SharedLevelEngineTests {
     )
     func outage(facade: Facade) async throws {
         let fleet = try EngineFleet(facade)
-        let (a, b) = (try fleet.node("a"), try fleet.node("b"))
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
         try await a.write("v1", forKey: "k")
         try await a.write("j1", forKey: "j")
         #expect(try await b.read("k") == "v1")
@@ -44,11 +45,9 @@ struct SharedLevelEngineTests {
         arguments: Facade.allCases
     )
     func replayOnReturn(facade: Facade) async throws {
-        let fleet = try EngineFleet(facade)
-        defer { fleet.level.shutDown() }
-        let (a, b) = (try fleet.node("a"), try fleet.node("b"))
-        fleet.run(a)
-        fleet.run(b)
+        let fleet = try EngineFleet(facade, running: ["a", "b"])
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
         try await a.write("v1", forKey: "k")
         try await a.write("j1", forKey: "j")
         #expect(try await b.read("k") == "v1")
@@ -70,7 +69,8 @@ struct SharedLevelEngineTests {
     )
     func replayOnFirstSuccess(facade: Facade) async throws {
         let fleet = try EngineFleet(facade)
-        let (a, b) = (try fleet.node("a"), try fleet.node("b"))
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
         fleet.level.goDown(interruptingInvalidations: false)
         try await a.write("v1", forKey: "k")
         #expect(a.pendingSharedWrites > 0)
@@ -86,10 +86,9 @@ struct SharedLevelEngineTests {
         arguments: Facade.allCases
     )
     func heardChangeSettlesPending(facade: Facade) async throws {
-        let fleet = try EngineFleet(facade)
-        defer { fleet.level.shutDown() }
-        let (a, b) = (try fleet.node("a"), try fleet.node("b"))
-        fleet.run(a)
+        let fleet = try EngineFleet(facade, running: ["a"])
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
         fleet.level.goDown(interruptingInvalidations: false)
         try await a.write("mine", forKey: "k")
         #expect(a.pendingSharedWrites > 0)
@@ -109,7 +108,8 @@ struct SharedLevelEngineTests {
     )
     func fillOvertakenByInvalidation(facade: Facade) async throws {
         let fleet = try EngineFleet(facade)
-        let (a, b) = (try fleet.node("a"), try fleet.node("b"))
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
         try await a.write("v1", forKey: "k")
         let storedKey = b.storedKey("k")
         let fired = Atomic<Bool>(false)
@@ -130,7 +130,8 @@ struct SharedLevelEngineTests {
     )
     func confirmation(facade: Facade) async throws {
         let fleet = try EngineFleet(facade)
-        let (a, b) = (try fleet.node("a"), try fleet.node("b"))
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
         for key in ["changed", "removed", "unchecked"] {
             try await a.write("old", forKey: key)
             #expect(try await b.read(key) == "old")
@@ -157,7 +158,8 @@ struct SharedLevelEngineTests {
     @Test("during a gap (.interrupted) disk copies are served unconfirmed", arguments: Facade.allCases)
     func gapServesUnconfirmed(facade: Facade) async throws {
         let fleet = try EngineFleet(facade)
-        let (a, b) = (try fleet.node("a"), try fleet.node("b"))
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
         try await a.write("old", forKey: "k")
         #expect(try await b.read("k") == "old")
         fleet.level.setSendsInvalidations(false)
@@ -195,30 +197,36 @@ protocol EngineNode: Sendable {
     func hasLocalCopy(_ key: String) async throws -> Bool
 }
 
-/// Nodes over one ``InMemorySharedLevel``, each with memory and a disk in its own directory.
+/// Two nodes, `a` and `b`, over one ``InMemorySharedLevel``, each with memory and a disk in its
+/// own directory.
 final class EngineFleet: Sendable {
-    let facade: Facade
     let level = InMemorySharedLevel()
     let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
     let scratch: TemporaryDirectory
+    let a: any EngineNode
+    let b: any EngineNode
 
-    init(_ facade: Facade, _ name: String = #function) throws {
-        self.facade = facade
+    /// The nodes named in `running` run (apply other nodes' invalidations) from the start.
+    init(_ facade: Facade, running: Set<String> = [], _ name: String = #function) throws {
         scratch = try TemporaryDirectory("\(name)-\(facade.rawValue)")
-    }
-
-    func node(_ name: String) throws -> any EngineNode {
-        let directory = scratch.url.appending(path: name)
-        switch facade {
-        case .hybrid: return try HybridNode(directory: directory, tier: level.node(), clock: clock, name: name)
-        case .http: return try HTTPNode(directory: directory, tier: level.node(), clock: clock, name: name)
+        let (scratch, level, clock) = (scratch, level, clock)
+        func node(_ name: String) throws -> any EngineNode {
+            let directory = scratch.url.appending(path: name)
+            let node: any EngineNode =
+                switch facade {
+                case .hybrid: try HybridNode(directory: directory, tier: level.node(), clock: clock, name: name)
+                case .http: try HTTPNode(directory: directory, tier: level.node(), clock: clock, name: name)
+                }
+            if running.contains(name) { Task { try await node.run() } }
+            return node
         }
+        a = try node("a")
+        b = try node("b")
     }
 
-    /// Runs `node` (it applies other nodes' invalidations) until the level shuts down.
-    func run(_ node: any EngineNode) {
-        Task { try await node.run() }
-    }
+    /// Shuts the level down, which ends the nodes' runs (in a `defer`, which also keeps the
+    /// fleet and its directory alive to the end of the test).
+    func close() { level.shutDown() }
 }
 
 struct HybridNode: EngineNode {
