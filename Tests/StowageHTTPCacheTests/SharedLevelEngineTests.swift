@@ -57,10 +57,10 @@ struct SharedLevelEngineTests {
         try await a.remove("j")
         #expect(a.pendingSharedWrites > 0)
         fleet.level.comeBack()
-        try await eventually(timeout: .seconds(20)) { a.pendingSharedWrites == 0 }
+        try await eventually { a.pendingSharedWrites == 0 }
         #expect(fleet.level.data(forKey: a.storedKey("j")) == nil)
-        try await eventually(timeout: .seconds(20)) { try await b.read("k") == "v2" }
-        try await eventually(timeout: .seconds(20)) { try await b.read("j") == nil }
+        try await eventually { try await b.read("k") == "v2" }
+        try await eventually { try await b.read("j") == nil }
     }
 
     @Test(
@@ -77,7 +77,7 @@ struct SharedLevelEngineTests {
         #expect(fleet.level.data(forKey: a.storedKey("k")) == nil)
         fleet.level.comeBack(notifying: false)
         try await a.write("x", forKey: "other")
-        try await eventually(timeout: .seconds(20)) { a.pendingSharedWrites == 0 }
+        try await eventually { a.pendingSharedWrites == 0 }
         #expect(try await b.read("k") == "v1")
     }
 
@@ -95,9 +95,9 @@ struct SharedLevelEngineTests {
         fleet.level.comeBack(notifying: false)
         try await b.write("newer", forKey: "k")
         // a hears b's write and drops its copy; its own older change must not be replayed over it.
-        try await eventually(timeout: .seconds(20)) { try await !a.hasLocalCopy("k") }
+        try await eventually { try await !a.hasLocalCopy("k") }
         await a.apply(.all)
-        try await eventually(timeout: .seconds(20)) { a.pendingSharedWrites == 0 }
+        try await eventually { a.pendingSharedWrites == 0 }
         #expect(try await a.read("k") == "newer")
         #expect(try await b.read("k") == "newer")
     }
@@ -170,6 +170,29 @@ struct SharedLevelEngineTests {
         #expect(try await b.read("k") == "old")
         await b.apply(.all)  // the gap ends: the copy is confirmed, and the shared level has none
         #expect(try await b.read("k") == nil)
+    }
+}
+
+/// HTTPCache's own part: a record and its body are two entries, which invalidations reach apart.
+@Suite("Shared level: HTTPCache records whose bodies went")
+struct SharedLevelHTTPBodyTests {
+    @Test("a response whose body another node's change removed is dropped here only: the newer shared record stays")
+    func bodyGoneWithNewerSharedRecord() async throws {
+        let fleet = try EngineFleet(.http)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, try #require(fleet.b as? HTTPNode))
+        try await a.write("v1", forKey: "k")
+        #expect(try await b.read("k") == "v1")
+        // a replaces the response; b has not heard yet, and v1's body is gone from the shared level.
+        fleet.level.setSendsInvalidations(false)
+        try await a.write("v2", forKey: "k")
+        fleet.level.setSendsInvalidations(true)
+        let oldBody = try #require(try await b.cache.variants(for: b.cache.rules.key(for: b.request(for: "k"))).first)
+        await b.apply(.key(oldBody.bodyKey))  // b hears of the body before the record
+        // Its record's body is gone: the record goes here, and the shared level's newer one,
+        // untouched, answers.
+        #expect(try await b.read("k") == "v2")
+        #expect(fleet.level.data(forKey: b.storedKey("k")) != nil)
     }
 }
 
@@ -274,7 +297,7 @@ struct HTTPNode: EngineNode {
         self.clock = clock
     }
 
-    private func request(for key: String) -> HTTPRequest {
+    func request(for key: String) -> HTTPRequest {
         StowageHTTPCacheTests.request(.get, "/" + key)
     }
 

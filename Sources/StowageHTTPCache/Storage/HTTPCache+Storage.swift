@@ -104,9 +104,15 @@ extension HTTPCache {
         for old in replaced where old.bodyKey != record.bodyKey { try await removeBody(old.bodyKey) }
     }
 
-    /// Removes every variant of `key` and their bodies.
-    func remove(_ key: CacheKey) async throws {
+    /// Removes every variant of `key` and their bodies, from the shared level too unless
+    /// `fromSharedLevel` is `false` (the other nodes then keep theirs).
+    func remove(_ key: CacheKey, fromSharedLevel: Bool = true) async throws {
         let records = try await variants(for: key)
+        guard fromSharedLevel else {
+            try await levels.remove(Self.recordKey(key))
+            for record in records { try await levels.remove(record.bodyKey) }
+            return
+        }
         try await writeVariants([], for: key)
         for record in records { try await removeBody(record.bodyKey) }
     }
