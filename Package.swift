@@ -277,7 +277,7 @@ let package = Package(
         // commands, the tests' own failure type. On StowageCore only, so the core's tests stay light.
         .target(
             name: "StowageTestSupport",
-            dependencies: ["StowageCore", "CStowageSpawn"],
+            dependencies: ["StowageCore", "StowageCache", "CStowageSpawn"],
             path: "Tests/StowageTestSupport",
             swiftSettings: swiftSettings
         ),

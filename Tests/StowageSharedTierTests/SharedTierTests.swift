@@ -209,7 +209,7 @@ struct SharedTierTests {
         let (cache, nodeTier) = try await makeNode(url: server.url, namespace: "t7", scratch: scratch, name: "a")
         defer { Task { await nodeTier.shutdown() } }
         let runs = Atomic<Int>(0)
-        let value = try await cache.loadCoordinated(key: "k", timeToLive: nil, shared: nodeTier) {
+        let value = try await cache.loadCoordinated(key: "k", timeToLive: nil) {
             runs.add(1, ordering: .relaxed)
             return "loaded"
         }

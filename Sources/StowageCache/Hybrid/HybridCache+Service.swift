@@ -10,7 +10,6 @@ extension HybridCache: Service {
     /// memory is dropped and older disk copies are confirmed before use
     /// (``SharedTierOptions/confirmsDiskCopies``).
     public func run() async throws {
-        guard let invalidations else { return await InvalidationFeed.idle() }
-        await invalidations.run { await apply($0) }
+        await levels.run()
     }
 }

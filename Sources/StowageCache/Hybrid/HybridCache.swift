@@ -80,21 +80,10 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public let configuration: Configuration
     /// Loads and computations in flight, by key: concurrent callers share one.
     let loads = Mutex<[String: Task<Value, any Error>]>([:])
-    let health: SharedTierHealth
-    let sharedCounters: CacheCounters
-    /// Other nodes' invalidations, applied while the cache runs; `nil` without a shared level.
-    let invalidations: InvalidationFeed?
-    /// Memory in front of disk: reads, writes, removals and invalidations go through it, in the
-    /// order that keeps memory from outliving disk (and from a clear of the disk cache).
+    /// Memory in front of disk in front of the shared level: reads, writes, removals and
+    /// invalidations go through it, in the order that keeps memory from outliving disk (and from
+    /// a clear of the disk cache), and it keeps the shared level's outage replay and horizon.
     package let levels: CacheLevels<Value>
-    /// Disk copies stored before it are confirmed against the shared level before use.
-    let horizon: InvalidationHorizon
-    /// Changes the shared level did not take (it was down), sent when it answers again.
-    let pendingWrites: PendingSharedWrites
-    /// Whether a replay of ``pendingWrites`` is under way (one at a time).
-    let replaying = Atomic<Bool>(false)
-    /// Whether "too many pending writes" was logged in this outage.
-    let pendingOverflowLogged = Atomic<Bool>(false)
 
     /// A cache over memory and disk, and a shared level if given.
     ///
@@ -119,17 +108,16 @@ public final class HybridCache<Value: Sendable>: Sendable {
         self.serializer = serializer
         self.shared = shared
         self.sharedOptions = sharedOptions
-        levels = CacheLevels(memory: memory, disk: disk, logger: disk.configuration.logger)
-        health = SharedTierHealth(name: disk.configuration.name, logger: disk.configuration.logger)
-        sharedCounters = CacheCounters(name: disk.configuration.name, tier: "shared")
-        horizon = InvalidationHorizon(clock: disk.configuration.clock)
-        pendingWrites = PendingSharedWrites(limit: sharedOptions.maximumPendingWrites)
-        invalidations = shared.map(InvalidationFeed.init(shared:))
-        if shared != nil {
-            health.whenRecovered { [weak self] in
-                Task { await self?.replayPendingWrites() }
-            }
+        let sharedLevel = shared.map {
+            SharedLevel(
+                tier: $0,
+                options: sharedOptions,
+                name: disk.configuration.name,
+                logger: disk.configuration.logger,
+                clock: disk.configuration.clock
+            )
         }
+        levels = CacheLevels(memory: memory, disk: disk, shared: sharedLevel, logger: disk.configuration.logger)
     }
 
     /// The value for `key` from memory, else from disk (then kept in memory), else from the
@@ -159,11 +147,12 @@ public final class HybridCache<Value: Sendable>: Sendable {
     func valueBelowMemory(forKey key: String) async throws -> Value? {
         let read = levels.beginRead()
         guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
-        if shared != nil, sharedOptions.confirmsDiskCopies,
-            horizon.requiresConfirmation(ofCopyStoredAt: stored.modified),
-            pendingWrites.change(forKey: key) == nil
-        {
-            switch await confirmDiskCopy(forKey: key) {
+        if let confirmed = await levels.confirmDiskCopy(
+            key,
+            storedAt: stored.modified,
+            fill: { await keepSharedValue($0, forKey: key) }
+        ) {
+            switch confirmed {
             case .found(let value): return value
             case .absent: return nil
             case .unreachable: break  // serve the copy unchecked, as in any outage
@@ -261,18 +250,12 @@ public final class HybridCache<Value: Sendable>: Sendable {
             priority: priority,
             placement: placement
         )
-        if let shared {
-            if placement == .memoryOnly {
-                // The shared copy is older than the value memory now holds: were it left, this
-                // node would read it back once memory let the new value go.
-                let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
-                settleOrKeep(.remove, forKey: key, taken: taken != nil)
-            } else {
-                let taken: Void? = await health.call("set") {
-                    try await shared.setData(data, forKey: key, timeToLive: timeToLive)
-                }
-                settleOrKeep(.set, forKey: key, taken: taken != nil)
-            }
+        if placement == .memoryOnly {
+            // The shared copy is older than the value memory now holds: were it left, this node
+            // would read it back once memory let the new value go.
+            await levels.removeShared(key)
+        } else {
+            await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
         }
         return outcome
     }
@@ -359,10 +342,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
         case .all:
             try await levels.remove(key)
         }
-        if let shared {
-            let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
-            settleOrKeep(.remove, forKey: key, taken: taken != nil)
-        }
+        await levels.removeShared(key)
     }
 
     /// Empties the memory and disk tiers. The shared level is left alone: other nodes use it,
@@ -379,12 +359,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     @discardableResult
     public func removeAll(tagged tag: String) async throws -> [String] {
         let keys = try await levels.removeAll(tagged: tag)
-        if let shared {
-            for key in keys {
-                let taken: Void? = await health.call("remove") { try await shared.removeData(forKey: key) }
-                settleOrKeep(.remove, forKey: key, taken: taken != nil)
-            }
-        }
+        for key in keys { await levels.removeShared(key) }
         return keys
     }
 
@@ -436,12 +411,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
             let task = Task<Value, any Error> {
                 defer { _ = self.loads.withLock { $0.removeValue(forKey: key) } }
                 if let cached = try await self.value(forKey: key) { return cached }
-                if let shared = self.shared {
-                    return try await self.loadCoordinated(key: key, timeToLive: timeToLive, shared: shared, load: load)
-                }
-                let loaded = try await load()
-                try await self.setValue(loaded, forKey: key, timeToLive: timeToLive)
-                return loaded
+                return try await self.loadCoordinated(key: key, timeToLive: timeToLive, load: load)
             }
             loads[key] = task
             return task
@@ -450,8 +420,12 @@ public final class HybridCache<Value: Sendable>: Sendable {
     }
 
     /// Failed calls to the shared level since the cache was created.
-    public var sharedTierFailures: Int { health.failureTotal }
+    public var sharedTierFailures: Int { levels.sharedLevel?.health.failureTotal ?? 0 }
 
     /// Hits and misses of the shared level (reads that reached it), and values it stored.
-    public var sharedStatistics: CacheStatistics { sharedCounters.statistics }
+    public var sharedStatistics: CacheStatistics { levels.sharedLevel?.counters.statistics ?? CacheStatistics() }
+
+    /// Keys whose latest write or removal the shared level has not taken yet (it was down);
+    /// they are sent when it answers again.
+    public var pendingSharedWrites: Int { levels.sharedLevel?.pendingCount ?? 0 }
 }

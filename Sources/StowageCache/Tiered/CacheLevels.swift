@@ -2,9 +2,10 @@ import Logging
 import StowageCore
 import Synchronization
 
-/// The local levels of a tiered cache, memory in front of disk, and the one place that decides
-/// the order in which copies enter and leave them: ``HybridCache`` and the HTTP cache both
-/// read, write, remove and invalidate through it.
+/// The levels of a tiered cache, memory in front of disk, optionally in front of a level shared
+/// by a fleet (``SharedLevel``), and the one place that decides the order in which copies enter
+/// and leave them: ``HybridCache`` and the HTTP cache both read, write, remove and invalidate
+/// through it, and apply other nodes' invalidations with its ``run(banning:)``.
 ///
 /// **Disk first, then memory.** A read that misses memory goes to disk and puts what it finds
 /// back in memory. Were memory dropped first, a read between the two removals would find the
@@ -35,6 +36,11 @@ import Synchronization
 /// **Memory alone.** Without a disk level (an HTTP cache in memory only, as
 /// `URLCache(memoryCapacity:diskCapacity: 0, directory: nil)` keeps responses), the same calls
 /// work on memory alone: nothing is written anywhere, and there is no store generation to follow.
+///
+/// **The shared level** (`CacheLevels+Shared.swift`): a fill from it re-checks, once it has
+/// written the local copies, whether an invalidation of the key began meanwhile, and drops
+/// them if so; changes it missed during an outage are sent when it answers again; disk copies
+/// that may have missed an invalidation are confirmed against it before use.
 package final class CacheLevels<Value: Sendable>: Sendable {
     /// The memory level, in front.
     package let memory: MemoryCache<String, Value>
@@ -49,13 +55,19 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
     /// land in the same order on both levels.
     private let keyLocks = KeyLocks()
+    /// The level shared with other nodes, behind disk; `nil` for a local cache.
+    package let sharedLevel: SharedLevel?
 
-    /// The levels `memory` in front of `disk` (`nil`: memory alone).
-    package init(memory: MemoryCache<String, Value>, disk: DiskCache?, logger: Logger) {
+    /// The levels `memory` in front of `disk` (`nil`: memory alone), in front of `shared`.
+    package init(memory: MemoryCache<String, Value>, disk: DiskCache?, shared: SharedLevel? = nil, logger: Logger) {
         self.memory = memory
         self.disk = disk
         self.logger = logger
+        sharedLevel = shared
         generationWatch = disk.map { GenerationWatch($0.storeGeneration) }
+        shared?.health.whenRecovered { [weak self] in
+            Task { await self?.replaySharedWrites() }
+        }
     }
 
     /// Where a read below memory began: the disk cache's store generation and ``changeCount``.

@@ -199,7 +199,9 @@ extension HTTPCache {
         if reused.needsBody {
             guard let body = try await body(of: record) else {
                 // The body was evicted apart from its record: drop the record, treat as a miss.
-                try await remove(rules.key(for: request))
+                // Here only: with a shared level, the body may be gone because another node
+                // replaced the response, and the shared record is then that newer one.
+                try await remove(rules.key(for: request), fromSharedLevel: false)
                 return nil
             }
             reused.served.body = body

@@ -48,13 +48,21 @@ extension HTTPCache: Purging {
     public var purgingTier: PurgingTier { .refetchable }
 
     /// Trims the disk tier now (expired entries, then least recently used down to its target,
-    /// and below it until `request.bytesToFree` bytes are gone) and empties the memory tier.
+    /// and below it until `request.bytesToFree` bytes are gone), then empties the memory tier.
+    ///
+    /// Disk first, as ``CacheLevels`` orders every removal: memory emptied first would let a
+    /// read in between promote a disk copy the trim is about to remove, and that copy would
+    /// then outlive it in memory. Emptying memory counts as a removal, so a read begun before
+    /// keeps nothing it found on disk.
     ///
     /// - Returns: The bytes freed on disk; without a disk tier, the bytes the memory tier held.
     public func purge(_ request: PurgeRequest) async throws -> ByteCount {
-        let inMemory = memory.totalCost
-        memory.removeAll()
-        guard let disk else { return ByteCount(inMemory) }
+        guard let disk else {
+            let inMemory = memory.totalCost
+            levels.dropMemory()
+            return ByteCount(inMemory)
+        }
+        defer { levels.dropMemory() }
         return try await disk.purge(request)
     }
 }

@@ -12,7 +12,6 @@ extension HTTPCache: Service {
     /// what was sent while none listened, so it starts as after a gap: memory is dropped and
     /// records on disk are confirmed against the shared level before their next use.
     public func run() async throws {
-        guard let invalidations else { return await InvalidationFeed.idle() }
-        await invalidations.run { await apply($0) }
+        await levels.run(banning: applyBan)
     }
 }

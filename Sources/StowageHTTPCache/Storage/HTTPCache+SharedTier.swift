@@ -8,73 +8,97 @@ import Synchronization
 // read from it when memory and disk miss, so nodes sharing it serve each other's responses.
 // Bodies go first and records last, so a node that finds a record finds its body. Only records
 // whose bodies are shared are shared; a body over `sharedBodyLimit` keeps its response local.
-// Failures of the shared level are logged once per outage and counted; they never fail a
-// request: the cache goes on with memory and disk.
+// `CacheLevels` runs the level (`CacheLevels+Shared.swift`), as for `HybridCache`: failures are
+// logged once per outage and counted and never fail a request (the cache goes on with memory
+// and disk), changes the level missed are sent when it answers again, a fill an invalidation
+// overtook is dropped, and records that may have missed an invalidation are confirmed.
 
 extension HTTPCache {
+    /// The shared level of `configuration`, if it has one. A replayed write (a change the shared
+    /// level missed during an outage) sends only what ``isShareable(_:)`` lets other nodes have,
+    /// with the configured lifetime, as a write does.
+    static func sharedLevel(_ configuration: Configuration) -> SharedLevel? {
+        guard let tier = configuration.sharedTier else { return nil }
+        let bodyLimit = configuration.sharedBodyLimit.rawValue
+        let lifetime = configuration.sharedTimeToLive
+        return SharedLevel(
+            tier: tier,
+            options: SharedTierOptions(),
+            name: configuration.name,
+            logger: configuration.logger,
+            clock: configuration.clock
+        ) { key, data, _ in
+            guard key.hasPrefix("m ") else { return Int64(data.count) <= bodyLimit ? (data, lifetime) : nil }
+            let shareable = ((try? VariantRecord.decode(data)) ?? []).filter { isShareable($0, bodyLimit: bodyLimit) }
+            return shareable.isEmpty ? nil : (Data(VariantRecord.encode(shareable)), lifetime)
+        }
+    }
+
     /// Publishes `records` of `key` (those whose bodies are shared), or removes the shared copy.
     func shareVariants(_ records: [VariantRecord], recordKey: String) async {
-        guard let shared = configuration.sharedTier else { return }
         let shareable = records.filter { isShareable($0) }
         if shareable.isEmpty {
-            _ = await sharedHealth.call("remove") { try await shared.removeData(forKey: recordKey) }
+            await levels.removeShared(recordKey)
         } else {
             let data = Data(VariantRecord.encode(shareable))
-            let lifetime = configuration.sharedTimeToLive
-            _ = await sharedHealth.call("set") {
-                try await shared.setData(data, forKey: recordKey, timeToLive: lifetime)
-            }
+            await levels.writeShared(data, forKey: recordKey, timeToLive: configuration.sharedTimeToLive)
         }
     }
 
     /// Publishes a stored body, if it is small enough to share.
     func shareBody(_ bytes: [UInt8], bodyKey: String) async {
-        guard let shared = configuration.sharedTier, Int64(bytes.count) <= configuration.sharedBodyLimit.rawValue else {
-            return
-        }
-        let data = Data(bytes)
-        let lifetime = configuration.sharedTimeToLive
-        _ = await sharedHealth.call("set") { try await shared.setData(data, forKey: bodyKey, timeToLive: lifetime) }
+        guard Int64(bytes.count) <= configuration.sharedBodyLimit.rawValue else { return }
+        await levels.writeShared(Data(bytes), forKey: bodyKey, timeToLive: configuration.sharedTimeToLive)
     }
 
     /// Removes a body from the shared level.
     func unshareBody(_ bodyKey: String) async {
-        guard let shared = configuration.sharedTier else { return }
-        _ = await sharedHealth.call("remove") { try await shared.removeData(forKey: bodyKey) }
+        await levels.removeShared(bodyKey)
     }
 
     /// Whether other nodes can be given `record`: durable, and its body within the limit.
     func isShareable(_ record: VariantRecord) -> Bool {
-        !record.isMemoryOnly && (record.stored.bodyLength ?? Int64.max) <= configuration.sharedBodyLimit.rawValue
+        Self.isShareable(record, bodyLimit: configuration.sharedBodyLimit.rawValue)
     }
 
-    /// The bytes the shared level holds for `key`, or `nil` (none, or it is unreachable).
-    func sharedData(forKey key: String) async -> Data? {
-        guard let shared = configuration.sharedTier,
-            case .found(let entry) = await sharedHealth.lookup(key, in: shared)
-        else { return nil }
-        return entry.data
+    /// Whether other nodes can be given `record`: durable, and its body within `bodyLimit` bytes.
+    static func isShareable(_ record: VariantRecord, bodyLimit: Int64) -> Bool {
+        !record.isMemoryOnly && (record.stored.bodyLength ?? Int64.max) <= bodyLimit
     }
 
-    /// The record bytes to use for a record found on disk. One stored before the
-    /// ``InvalidationHorizon`` (an earlier run, or before the invalidation channel broke) may
-    /// have missed an invalidation, so the shared level is asked: its copy replaces the local
-    /// one, or, when it has none, the local one is removed (the response is fetched again). A
-    /// local record with a variant too large to share loses that variant this way, once. When
-    /// the shared level cannot be asked, the local record is used unchecked. Bodies need no
-    /// check: every stored body has a key of its own.
-    func confirmedRecord(_ stored: DiskCache.StoredData, recordKey: String) async throws -> Data? {
-        guard let shared = configuration.sharedTier, horizon.requiresConfirmation(ofCopyStoredAt: stored.modified)
-        else { return stored.data }
-        switch await sharedHealth.lookup(recordKey, in: shared) {
-        case .unreachable:
-            return stored.data
-        case .absent:
-            try await levels.remove(recordKey)
+    /// Keeps another node's variant records of `recordKey` on disk and in memory (not published
+    /// again); `nil` for bytes that do not decode (another node's newer layout), left alone.
+    func keepSharedRecords(_ entry: SharedCacheEntry, recordKey: String) async -> [VariantRecord]? {
+        guard let records = try? VariantRecord.decode(entry.data) else {
+            configuration.logger.warning(
+                "shared HTTP cache record does not decode; reading a miss",
+                metadata: ["key": "\(recordKey)"]
+            )
             return nil
-        case .found(let entry):
-            try await requireDisk().setData(entry.data, forKey: recordKey)
-            return entry.data
+        }
+        await keepShared(entry.data, as: .variants(records), forKey: recordKey)
+        return records
+    }
+
+    /// Keeps another node's body on disk, and in memory when small enough.
+    func keepSharedBody(_ entry: SharedCacheEntry, bodyKey: String) async -> [UInt8] {
+        let bytes = [UInt8](entry.data)
+        await keepShared(entry.data, as: .body(bytes), forKey: bodyKey, inMemory: Int64(bytes.count) <= memoryBodyLimit)
+        return bytes
+    }
+
+    /// Writes `data` to disk and `entry` to memory (unless `inMemory` is `false`) through the
+    /// levels, in their order; a failure is logged, since what was read is served all the same.
+    private func keepShared(_ data: Data, as entry: MemoryEntry, forKey key: String, inMemory: Bool = true) async {
+        do {
+            try await levels.write(entry, forKey: key, cost: data.count, keepsInMemory: inMemory) {
+                try await requireDisk().setData(data, forKey: key)
+            }
+        } catch {
+            configuration.logger.warning(
+                "could not keep a shared HTTP cache entry",
+                metadata: ["key": "\(key)", "error": "\(error)"]
+            )
         }
     }
 
@@ -113,18 +137,8 @@ extension HTTPCache {
         }
     }
 
-    /// Drops what another node's change made stale here.
+    /// Drops what another node's change made stale here; its bans as ``applyBan(_:)`` says.
     func apply(_ invalidation: SharedCacheInvalidation) async {
-        switch invalidation {
-        case .key(let key):
-            await levels.drop(key, reason: "an invalidated disk copy")
-        case .prefix(let prefix):
-            await applyBan(prefix)
-        case .all, .emptied:
-            horizon.apply(invalidation)
-            levels.dropMemory()
-        case .interrupted:
-            horizon.apply(invalidation)
-        }
+        await levels.apply(invalidation, banning: applyBan)
     }
 }

@@ -32,18 +32,26 @@ extension HTTPCache {
         let read = levels.beginRead()
         if case .variants(let records) = memory.value(forKey: recordKey) { return records }
         guard let disk else { return [] }
-        var data: Data?
-        if let stored = try await disk.storedData(forKey: recordKey) {
-            data = try await confirmedRecord(stored, recordKey: recordKey)
-        } else if let shared = await sharedData(forKey: recordKey) {
-            // Another node stored it: keep a local copy (not published again).
-            data = shared
-            try await disk.setData(shared, forKey: recordKey)
+        let fill = { (entry: SharedCacheEntry) in await self.keepSharedRecords(entry, recordKey: recordKey) }
+        guard let stored = try await disk.storedData(forKey: recordKey) else {
+            // Another node stored it: a local copy is kept (not published again).
+            if case .found(let records) = await levels.readShared(recordKey, fill: fill) { return records }
+            return []
         }
-        guard let data else { return [] }
+        // A record stored before the horizon (an earlier run, or before the invalidation channel
+        // broke) may have missed an invalidation: the shared copy replaces it, or, when there is
+        // none, it goes and the response is fetched again. A variant too large to share is lost
+        // this way, once. Bodies need no check: every stored body has a key of its own.
+        if let confirmed = await levels.confirmDiskCopy(recordKey, storedAt: stored.modified, fill: fill) {
+            switch confirmed {
+            case .found(let records): return records
+            case .absent: return []
+            case .unreachable: break  // used unchecked, as in any outage
+            }
+        }
         do {
-            let records = try VariantRecord.decode(data)
-            levels.keepInMemory(.variants(records), forKey: recordKey, cost: data.count, readAt: read)
+            let records = try VariantRecord.decode(stored.data)
+            levels.keepInMemory(.variants(records), forKey: recordKey, cost: stored.data.count, readAt: read)
             return records
         } catch {
             configuration.logger.warning("discarding an unreadable HTTP cache record", metadata: ["uri": "\(key.uri)"])
@@ -99,9 +107,15 @@ extension HTTPCache {
         for old in replaced where old.bodyKey != record.bodyKey { try await removeBody(old.bodyKey) }
     }
 
-    /// Removes every variant of `key` and their bodies.
-    func remove(_ key: CacheKey) async throws {
+    /// Removes every variant of `key` and their bodies, from the shared level too unless
+    /// `fromSharedLevel` is `false` (the other nodes then keep theirs).
+    func remove(_ key: CacheKey, fromSharedLevel: Bool = true) async throws {
         let records = try await variants(for: key)
+        guard fromSharedLevel else {
+            try await levels.remove(Self.recordKey(key))
+            for record in records { try await levels.remove(record.bodyKey) }
+            return
+        }
         try await writeVariants([], for: key)
         for record in records { try await removeBody(record.bodyKey) }
     }
@@ -129,13 +143,9 @@ extension HTTPCache {
         let bodyKey = record.bodyKey
         guard let opened = try await disk.openValue(forKey: bodyKey, readingWholeUpTo: Int64(Self.storedBodyReadLimit))
         else {
-            // Another node's body: keep a local copy.
-            guard let data = await sharedData(forKey: bodyKey) else { return nil }
-            let bytes = [UInt8](data)
-            try await disk.setData(data, forKey: bodyKey)
-            if Int64(bytes.count) <= memoryBodyLimit {
-                levels.keepInMemory(.body(bytes), forKey: bodyKey, cost: bytes.count, readAt: read)
-            }
+            // Another node's body: a local copy is kept.
+            let shared = await levels.readShared(bodyKey) { await keepSharedBody($0, bodyKey: bodyKey) }
+            guard case .found(let bytes) = shared else { return nil }
             return HTTPBody(bytes: bytes)
         }
         switch opened {

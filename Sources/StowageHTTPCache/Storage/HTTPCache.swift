@@ -38,18 +38,13 @@ public final class HTTPCache: Sendable {
     public let mode: Mode
     let memory: MemoryCache<String, MemoryEntry>
     let collapser: RequestCollapser
-    /// Reachability of the shared level (logged once per outage, failures counted).
-    let sharedHealth: SharedTierHealth
-    /// Other nodes' invalidations, applied while the cache runs; `nil` without a shared level.
-    let invalidations: InvalidationFeed?
-    /// Memory in front of disk: reads, writes, removals and invalidations go through it, in the
-    /// order that keeps memory from outliving disk (and from a clear of the disk cache).
+    /// Memory in front of disk in front of the shared level: reads, writes, removals and
+    /// invalidations go through it, in the order that keeps memory from outliving disk (and from
+    /// a clear of the disk cache), and it keeps the shared level's outage replay and horizon.
     let levels: CacheLevels<MemoryEntry>
     let revalidations: RequestCollapser
     /// Requests per key, for ``Configuration/minimumUses``.
     let uses: UseCounter
-    /// Records on disk stored before it are confirmed against the shared level before use.
-    let horizon: InvalidationHorizon
 
     /// What the memory tier holds: the variant records of a URL, or one body.
     enum MemoryEntry: Sendable {
@@ -126,13 +121,15 @@ public final class HTTPCache: Sendable {
         )
         memoryConfiguration.clock = configuration.clock
         memory = try MemoryCache(configuration: memoryConfiguration)
-        levels = CacheLevels(memory: memory, disk: disk, logger: configuration.logger)
-        sharedHealth = SharedTierHealth(name: configuration.name, logger: configuration.logger)
-        horizon = InvalidationHorizon(clock: configuration.clock)
+        levels = CacheLevels(
+            memory: memory,
+            disk: disk,
+            shared: Self.sharedLevel(configuration),
+            logger: configuration.logger
+        )
         collapser = RequestCollapser(clock: configuration.waitClock)
         uses = UseCounter()
         revalidations = RequestCollapser(clock: configuration.waitClock)
-        invalidations = configuration.sharedTier.map(InvalidationFeed.init(shared:))
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.

@@ -62,24 +62,3 @@ package final class InvalidationHorizon: Sendable {
             && modified.timeIntervalSince1970 < Double(bitPattern: start.load(ordering: .acquiring))
     }
 }
-
-/// What the shared level holds for a key, telling "nothing there" from "could not ask".
-package enum SharedLookup<Found: Sendable>: Sendable {
-    /// The shared level has it.
-    case found(Found)
-    /// The shared level has no value (or none this node can read): a local copy is stale.
-    case absent
-    /// The shared level did not answer (recorded by ``SharedTierHealth``): nothing is known.
-    case unreachable
-}
-
-extension SharedTierHealth {
-    /// The entry for `key` in `shared`; a failure is recorded and reads as `.unreachable`.
-    package func lookup(_ key: String, in shared: any SharedCacheTier) async -> SharedLookup<SharedCacheEntry> {
-        switch await call("get", { try await shared.entry(forKey: key) }) {
-        case .some(.some(let entry)): .found(entry)
-        case .some(.none): .absent
-        case .none: .unreachable
-        }
-    }
-}

@@ -1,0 +1,218 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import StowageCore
+import Synchronization
+
+// The shared level behind memory and disk (`SharedLevel`): reads that fill the local levels,
+// writes and removals that are kept for a replay while it is down, the confirmation of disk
+// copies that may have missed an invalidation, and other nodes' invalidations. Failures of the
+// shared level never reach a caller: they are logged once per outage and counted, and the
+// levels go on with memory and disk (FusionCache's fail-safe and auto-recovery).
+
+extension CacheLevels {
+    /// Reads `key` from the shared level and, on a hit, hands the entry to `fill`, which keeps
+    /// it locally (through ``write(_:forKey:cost:timeToLive:keepsInMemory:toDisk:)``) and
+    /// returns what the caller reads, or `nil` when the bytes are of no use to this node
+    /// (another node's newer format): that reads as `.absent`.
+    ///
+    /// An invalidation that arrives while the fill is under way may have removed the local
+    /// copies before the fill wrote them; they are then dropped again, so a stale copy never
+    /// outlives an invalidation (what was read is still returned: it was current when read).
+    /// A key changed here while the shared level was down reads as `.absent`: the shared level
+    /// holds an older state of it until the replay.
+    package func readShared<Found: Sendable>(
+        _ key: String,
+        fill: (SharedCacheEntry) async -> Found?
+    ) async -> SharedLookup<Found> {
+        guard let shared = sharedLevel, shared.pendingWrites.change(forKey: key) == nil else { return .absent }
+        let removalsBefore = removalCount
+        let entry: SharedCacheEntry
+        switch await shared.health.call("get", { try await shared.tier.entry(forKey: key) }) {
+        case .none: return .unreachable
+        case .some(.none):
+            shared.counters.recordMiss()
+            return .absent
+        case .some(.some(let found)): entry = found
+        }
+        shared.counters.recordHit(bytes: entry.data.count)
+        guard let found = await fill(entry) else { return .absent }
+        if removalCount != removalsBefore {
+            await drop(key, includingDisk: shared.invalidatesDisk, reason: "a shared fill an invalidation overtook")
+        }
+        return .found(found)
+    }
+
+    /// Confirms a disk copy of `key` stored at `modified` against the shared level, when it was
+    /// stored before the ``InvalidationHorizon`` (it may have missed an invalidation) and nothing
+    /// of `key` waits for a replay: the shared value replaces it through `fill` (as in
+    /// ``readShared(_:fill:)``), or, when the shared level has none, the copy is dropped.
+    ///
+    /// - Returns: `nil` when the copy needs no confirmation (serve it); `.unreachable` when the
+    ///   shared level did not answer (serve it unchecked, as in any outage).
+    package func confirmDiskCopy<Found: Sendable>(
+        _ key: String,
+        storedAt modified: Date,
+        fill: (SharedCacheEntry) async -> Found?
+    ) async -> SharedLookup<Found>? {
+        guard let shared = sharedLevel, shared.confirmsDiskCopies,
+            shared.horizon.requiresConfirmation(ofCopyStoredAt: modified),
+            shared.pendingWrites.change(forKey: key) == nil
+        else { return nil }
+        let lookup = await readShared(key, fill: fill)
+        if case .absent = lookup {
+            await drop(key, reason: "a disk copy the shared level no longer has")
+        }
+        return lookup
+    }
+
+    /// Stores `data` for `key` in the shared level (the other nodes drop their copies); kept for
+    /// the replay when the shared level does not take it.
+    package func writeShared(_ data: Data, forKey key: String, timeToLive: Duration?) async {
+        guard let shared = sharedLevel else { return }
+        let taken: Void? = await shared.health.call("set") {
+            try await shared.tier.setData(data, forKey: key, timeToLive: timeToLive)
+        }
+        shared.settleOrKeep(.set, forKey: key, taken: taken != nil)
+    }
+
+    /// Stores a loaded value and releases `lock` (``SharedCacheTier/setData(_:forKey:timeToLive:releasing:)``);
+    /// kept for the replay when the shared level does not answer.
+    ///
+    /// - Returns: Whether the value was stored; `nil` when the shared level did not answer.
+    package func writeShared(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: Duration?,
+        releasing lock: SharedCacheLoadLock
+    ) async -> Bool? {
+        guard let shared = sharedLevel else { return nil }
+        let stored = await shared.health.call("set") {
+            try await shared.tier.setData(data, forKey: key, timeToLive: timeToLive, releasing: lock)
+        }
+        if stored == nil { shared.settleOrKeep(.set, forKey: key, taken: false) }
+        return stored
+    }
+
+    /// Removes `key` from the shared level (the other nodes drop their copies); kept for the
+    /// replay when the shared level does not take it.
+    package func removeShared(_ key: String) async {
+        guard let shared = sharedLevel else { return }
+        let taken: Void? = await shared.health.call("remove") { try await shared.tier.removeData(forKey: key) }
+        shared.settleOrKeep(.remove, forKey: key, taken: taken != nil)
+    }
+
+    /// Drops the local copies another node made stale.
+    ///
+    /// - Parameters:
+    ///   - invalidation: What the other node changed.
+    ///   - ban: Applies a ``SharedCacheInvalidation/prefix(_:)`` (a cache whose keys carry more
+    ///     than the prefix says, such as the HTTP cache's tags); `nil` drops the keys under it.
+    package func apply(_ invalidation: SharedCacheInvalidation, banning ban: ((String) async -> Void)? = nil) async {
+        let invalidatesDisk = sharedLevel?.invalidatesDisk ?? true
+        switch invalidation {
+        case .key(let key):
+            // Another write reached the shared level after this node's change of `key` failed
+            // to: replaying that change would overwrite the newer value, or delete it when the
+            // local copy it would send is dropped just below.
+            sharedLevel?.pendingWrites.settle(key)
+            await drop(key, includingDisk: invalidatesDisk, reason: "an invalidated disk copy")
+        case .prefix(let prefix):
+            if let ban {
+                await ban(prefix)
+            } else {
+                await drop(keysWithPrefix: prefix, includingDisk: invalidatesDisk, reason: "banned disk copies")
+            }
+        case .all, .emptied:
+            // Horizon first: a read that misses memory after the purge then confirms its disk
+            // copy (after `.all`), or trusts it (after `.emptied`).
+            sharedLevel?.horizon.apply(invalidation)
+            dropMemory()
+            await replaySharedWrites()
+        case .interrupted:
+            // A gap beginning removes nothing: only confirmation is suspended.
+            sharedLevel?.horizon.apply(invalidation)
+        }
+    }
+
+    /// Applies other nodes' invalidations (``apply(_:banning:)``), in order, until the task is
+    /// cancelled, its service group shuts down gracefully, or the shared level shuts down (nothing
+    /// more can arrive); without a shared level, waits for the first two (a service with nothing
+    /// to do).
+    ///
+    /// The first run applies what was sent since the levels were made (the tier buffered it). A
+    /// later run subscribes afresh, and since what was sent while none listened is unknown, it
+    /// begins with ``SharedCacheInvalidation/all``: memory is dropped and older disk copies are
+    /// confirmed before use.
+    package func run(banning ban: ((String) async -> Void)? = nil) async {
+        guard let shared = sharedLevel else {
+            try? await gracefulShutdown()
+            return
+        }
+        let (invalidations, isFirst) = shared.subscribe()
+        if !isFirst { await apply(.all, banning: ban) }
+        for await invalidation in invalidations.cancelOnGracefulShutdown() {
+            await apply(invalidation, banning: ban)
+        }
+    }
+
+    /// Sends the changes the shared level missed, oldest first, and stops at the first it does
+    /// not take (it is down again; the rest wait for the next recovery). A write sends what the
+    /// disk level holds for the key now, with its remaining time-to-live; a key no longer on
+    /// disk (evicted, expired) is removed from the shared level instead, since its value there
+    /// is older than the one this node wrote.
+    ///
+    /// Runs when a call to the shared level first succeeds after an outage, and when the
+    /// invalidation channel comes back (``SharedCacheInvalidation/all``, `.emptied`).
+    package func replaySharedWrites() async {
+        guard let shared = sharedLevel, !shared.pendingWrites.isEmpty,
+            !shared.replaying.exchange(true, ordering: .acquiring)
+        else { return }
+        defer { shared.replaying.store(false, ordering: .releasing) }
+        var sent = 0
+        for pending in shared.pendingWrites.snapshot() {
+            var current: (data: Data, timeToLive: Duration?)?
+            if pending.change == .set {
+                do {
+                    current = try await diskCopy(forKey: pending.key, clock: shared.clock)
+                } catch {
+                    logger.warning(
+                        "could not read a change to send to the shared level",
+                        metadata: ["key": "\(pending.key)", "error": "\(error)"]
+                    )
+                }
+                if let copy = current, let sharedCopy = shared.sharedCopy {
+                    current = sharedCopy(pending.key, copy.data, copy.timeToLive)
+                }
+            }
+            let taken: Void?
+            if let current {
+                taken = await shared.health.call("replay-set") {
+                    try await shared.tier.setData(current.data, forKey: pending.key, timeToLive: current.timeToLive)
+                }
+            } else {
+                taken = await shared.health.call("replay-remove") {
+                    try await shared.tier.removeData(forKey: pending.key)
+                }
+            }
+            guard taken != nil else { return }
+            shared.pendingWrites.sent(pending)
+            sent += 1
+        }
+        shared.overflowLogged.store(false, ordering: .relaxed)
+        logger.notice(
+            "sent the changes made while the shared level was down",
+            metadata: ["cache": "\(shared.name)", "changes": "\(sent)"]
+        )
+    }
+
+    /// The bytes on disk for `key` and the time they have left, or `nil` when none.
+    private func diskCopy(forKey key: String, clock: CacheClock) async throws -> (data: Data, timeToLive: Duration?)? {
+        guard let disk, let info = try await disk.info(forKey: key), let data = try await disk.data(forKey: key) else {
+            return nil
+        }
+        guard let expires = info.expires else { return (data, nil) }
+        let remaining = expires.timeIntervalSince(clock.now())
+        return remaining > 0 ? (data, .timeInterval(remaining)) : nil
+    }
+}

@@ -1,0 +1,338 @@
+import Foundation
+import HTTPTypes
+import StowageCache
+import StowageCore
+import StowageTestSupport
+import Synchronization
+import Testing
+
+@testable import StowageHTTPCache
+
+/// The shared level's behaviour, proved once for both caches that put one behind memory and
+/// disk: `HybridCache` (typed values) and `HTTPCache` (records and bodies). Both run on
+/// `CacheLevels`' shared-level engine, so an outage, its replay, a fill an invalidation
+/// overtakes and the confirmation of disk copies must look the same through either.
+@Suite("Shared level: the same behaviour through HybridCache and HTTPCache")
+struct SharedLevelEngineTests {
+    @Test(
+        "an outage: writes and removals stay local and wait, nothing throws, local copies serve",
+        arguments: Facade.allCases
+    )
+    func outage(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        try await a.write("v1", forKey: "k")
+        try await a.write("j1", forKey: "j")
+        #expect(try await b.read("k") == "v1")
+        fleet.level.goDown()
+        try await a.write("v2", forKey: "k")
+        try await a.remove("j")
+        #expect(a.pendingSharedWrites > 0)
+        #expect(a.sharedTierFailures > 0)
+        #expect(try await a.read("k") == "v2")
+        #expect(try await a.read("j") == nil)
+        // b keeps serving what it has, and a key only the shared level has reads as a miss.
+        #expect(try await b.read("k") == "v1")
+        #expect(try await b.read("j") == nil)
+        fleet.level.comeBack(notifying: false)
+        // The shared level has not heard of a's changes yet.
+        #expect(fleet.level.data(forKey: a.storedKey("j")) != nil)
+    }
+
+    @Test(
+        "when the shared level is back (.all), the changes made during the outage reach it and the other nodes",
+        arguments: Facade.allCases
+    )
+    func replayOnReturn(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade, running: ["a", "b"])
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        try await a.write("v1", forKey: "k")
+        try await a.write("j1", forKey: "j")
+        #expect(try await b.read("k") == "v1")
+        #expect(try await b.read("j") == "j1")
+        fleet.level.goDown()
+        try await a.write("v2", forKey: "k")
+        try await a.remove("j")
+        #expect(a.pendingSharedWrites > 0)
+        fleet.level.comeBack()
+        try await eventually { a.pendingSharedWrites == 0 }
+        #expect(fleet.level.data(forKey: a.storedKey("j")) == nil)
+        try await eventually { try await b.read("k") == "v2" }
+        try await eventually { try await b.read("j") == nil }
+    }
+
+    @Test(
+        "the first call that succeeds after an outage sends what waits, with no word from the channel",
+        arguments: Facade.allCases
+    )
+    func replayOnFirstSuccess(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        fleet.level.goDown(interruptingInvalidations: false)
+        try await a.write("v1", forKey: "k")
+        #expect(a.pendingSharedWrites > 0)
+        #expect(fleet.level.data(forKey: a.storedKey("k")) == nil)
+        fleet.level.comeBack(notifying: false)
+        try await a.write("x", forKey: "other")
+        try await eventually { a.pendingSharedWrites == 0 }
+        #expect(try await b.read("k") == "v1")
+    }
+
+    @Test(
+        "a change heard from another node settles a change waiting for the shared level: the newer value stands",
+        arguments: Facade.allCases
+    )
+    func heardChangeSettlesPending(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade, running: ["a"])
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        fleet.level.goDown(interruptingInvalidations: false)
+        try await a.write("mine", forKey: "k")
+        #expect(a.pendingSharedWrites > 0)
+        fleet.level.comeBack(notifying: false)
+        try await b.write("newer", forKey: "k")
+        // a hears b's write and drops its copy; its own older change must not be replayed over it.
+        try await eventually { try await !a.hasLocalCopy("k") }
+        await a.apply(.all)
+        try await eventually { a.pendingSharedWrites == 0 }
+        #expect(try await a.read("k") == "newer")
+        #expect(try await b.read("k") == "newer")
+    }
+
+    @Test(
+        "a fill from the shared level that an invalidation overtakes keeps no local copy",
+        arguments: Facade.allCases
+    )
+    func fillOvertakenByInvalidation(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        try await a.write("v1", forKey: "k")
+        let storedKey = b.storedKey("k")
+        let fired = Atomic<Bool>(false)
+        // The invalidation lands after b has read the entry and before it keeps it.
+        fleet.level.setReadHook { key in
+            guard key == storedKey, !fired.exchange(true, ordering: .relaxed) else { return }
+            await b.apply(.key(storedKey))
+        }
+        #expect(try await b.read("k") == "v1")  // current when read
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        #expect(try await !b.hasLocalCopy("k"))
+    }
+
+    @Test(
+        "disk copies that may have missed an invalidation are confirmed: replaced, removed, or served unchecked in an outage",
+        arguments: Facade.allCases
+    )
+    func confirmation(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        for key in ["changed", "removed", "unchecked"] {
+            try await a.write("old", forKey: key)
+            #expect(try await b.read(key) == "old")
+        }
+        // Changes b never hears (as a plain client's writes reach no node listening for messages).
+        fleet.level.setSendsInvalidations(false)
+        try await a.write("new", forKey: "changed")
+        try await a.remove("removed")
+        try await a.write("new", forKey: "unchecked")
+        fleet.level.setSendsInvalidations(true)
+        #expect(try await b.read("changed") == "old")  // not heard: still served
+        // b's channel broke and came back: memory goes, older disk copies are confirmed.
+        fleet.clock.advance(by: .seconds(1))
+        await b.apply(.interrupted)
+        await b.apply(.all)
+        fleet.level.goDown(interruptingInvalidations: false)
+        #expect(try await b.read("unchecked") == "old")
+        fleet.level.comeBack(notifying: false)
+        #expect(try await b.read("changed") == "new")
+        #expect(try await b.read("removed") == nil)
+        #expect(try await !b.hasLocalCopy("removed"))
+    }
+
+    @Test("during a gap (.interrupted) disk copies are served unconfirmed", arguments: Facade.allCases)
+    func gapServesUnconfirmed(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        try await a.write("old", forKey: "k")
+        #expect(try await b.read("k") == "old")
+        fleet.level.setSendsInvalidations(false)
+        try await a.remove("k")
+        fleet.clock.advance(by: .seconds(1))
+        await b.apply(.all)  // memory dropped; b's disk copy now predates the horizon
+        await b.apply(.interrupted)  // and a gap begins: the shared level may be coming back empty
+        #expect(try await b.read("k") == "old")
+        await b.apply(.all)  // the gap ends: the copy is confirmed, and the shared level has none
+        #expect(try await b.read("k") == nil)
+    }
+}
+
+/// HTTPCache's own part: a record and its body are two entries, which invalidations reach apart.
+@Suite("Shared level: HTTPCache records whose bodies went")
+struct SharedLevelHTTPBodyTests {
+    @Test("a response whose body another node's change removed is dropped here only: the newer shared record stays")
+    func bodyGoneWithNewerSharedRecord() async throws {
+        let fleet = try EngineFleet(.http)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, try #require(fleet.b as? HTTPNode))
+        try await a.write("v1", forKey: "k")
+        #expect(try await b.read("k") == "v1")
+        // a replaces the response; b has not heard yet, and v1's body is gone from the shared level.
+        fleet.level.setSendsInvalidations(false)
+        try await a.write("v2", forKey: "k")
+        fleet.level.setSendsInvalidations(true)
+        let oldBody = try #require(try await b.cache.variants(for: b.cache.rules.key(for: b.request(for: "k"))).first)
+        await b.apply(.key(oldBody.bodyKey))  // b hears of the body before the record
+        // Its record's body is gone: the record goes here, and the shared level's newer one,
+        // untouched, answers.
+        #expect(try await b.read("k") == "v2")
+        #expect(fleet.level.data(forKey: b.storedKey("k")) != nil)
+    }
+}
+
+/// The two caches with a shared level behind memory and disk.
+enum Facade: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case hybrid
+    case http
+
+    var testDescription: String { self == .hybrid ? "HybridCache" : "HTTPCache" }
+}
+
+/// One node of a test fleet, through either cache: what the suite does with a string value.
+protocol EngineNode: Sendable {
+    func write(_ value: String, forKey key: String) async throws
+    /// The value for `key` from the cache, never from an origin; `nil` on a miss.
+    func read(_ key: String) async throws -> String?
+    func remove(_ key: String) async throws
+    func apply(_ invalidation: SharedCacheInvalidation) async
+    func run() async throws
+    var pendingSharedWrites: Int { get }
+    var sharedTierFailures: Int { get }
+    /// The key of `key`'s entry in the levels: the one a fill from the shared level reads first.
+    func storedKey(_ key: String) -> String
+    /// Whether memory or disk holds that entry.
+    func hasLocalCopy(_ key: String) async throws -> Bool
+}
+
+/// Two nodes, `a` and `b`, over one ``InMemorySharedLevel``, each with memory and a disk in its
+/// own directory.
+final class EngineFleet: Sendable {
+    let level = InMemorySharedLevel()
+    let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+    let scratch: TemporaryDirectory
+    let a: any EngineNode
+    let b: any EngineNode
+
+    /// The nodes named in `running` run (apply other nodes' invalidations) from the start.
+    init(_ facade: Facade, running: Set<String> = [], _ name: String = #function) throws {
+        scratch = try TemporaryDirectory("\(name)-\(facade.rawValue)")
+        let (scratch, level, clock) = (scratch, level, clock)
+        func node(_ name: String) throws -> any EngineNode {
+            let directory = scratch.url.appending(path: name)
+            let node: any EngineNode =
+                switch facade {
+                case .hybrid: try HybridNode(directory: directory, tier: level.node(), clock: clock, name: name)
+                case .http: try HTTPNode(directory: directory, tier: level.node(), clock: clock, name: name)
+                }
+            if running.contains(name) { Task { try await node.run() } }
+            return node
+        }
+        a = try node("a")
+        b = try node("b")
+    }
+
+    /// Shuts the level down, which ends the nodes' runs (in a `defer`, which also keeps the
+    /// fleet and its directory alive to the end of the test).
+    func close() { level.shutDown() }
+}
+
+struct HybridNode: EngineNode {
+    let cache: HybridCache<String>
+
+    init(directory: URL, tier: InMemorySharedTier, clock: ManualClock, name: String) throws {
+        var memory = MemoryCache<String, String>.Configuration(name: name)
+        memory.memoryPressureSource = nil
+        memory.clock = clock.cacheClock
+        var disk = DiskCache.Configuration(name: name)
+        disk.clock = clock.cacheClock
+        cache = HybridCache(
+            memory: try MemoryCache(configuration: memory),
+            disk: try DiskCache(directory: directory, configuration: disk),
+            serializer: StringSerializer(),
+            shared: tier
+        )
+    }
+
+    func write(_ value: String, forKey key: String) async throws { try await cache.setValue(value, forKey: key) }
+    func read(_ key: String) async throws -> String? { try await cache.value(forKey: key) }
+    func remove(_ key: String) async throws { try await cache.removeValue(forKey: key) }
+    func apply(_ invalidation: SharedCacheInvalidation) async { await cache.apply(invalidation) }
+    func run() async throws { try await cache.run() }
+    var pendingSharedWrites: Int { cache.pendingSharedWrites }
+    var sharedTierFailures: Int { cache.sharedTierFailures }
+    func storedKey(_ key: String) -> String { key }
+
+    func hasLocalCopy(_ key: String) async throws -> Bool {
+        let onDisk = try await cache.disk.data(forKey: key) != nil
+        return onDisk || cache.levels.memory.value(forKey: key) != nil
+    }
+}
+
+struct HTTPNode: EngineNode {
+    let cache: HTTPCache
+    let clock: ManualClock
+
+    init(directory: URL, tier: InMemorySharedTier, clock: ManualClock, name: String) throws {
+        var configuration = HTTPCache.Configuration(kind: .shared)
+        configuration.name = name
+        configuration.clock = clock.cacheClock
+        configuration.sharedTier = tier
+        cache = try HTTPCache(directory: directory, configuration: configuration)
+        self.clock = clock
+    }
+
+    func request(for key: String) -> HTTPRequest {
+        StowageHTTPCacheTests.request(.get, "/" + key)
+    }
+
+    func write(_ value: String, forKey key: String) async throws {
+        let origin = TestOrigin { [clock] _, _ in ok(value, [("Cache-Control", "max-age=3600")], clock: clock) }
+        let served = try await cache.respond(
+            to: request(for: key),
+            policy: .reloadIgnoringLocalCacheData,
+            fetch: origin.fetch
+        )
+        _ = try await text(served)
+    }
+
+    func read(_ key: String) async throws -> String? {
+        // A miss reaches this origin, whose answer is not stored.
+        let origin = TestOrigin { _, _ in (response(404, [("Cache-Control", "no-store")], date: t0), []) }
+        let served = try await cache.respond(
+            to: request(for: key),
+            policy: .returnCacheDataElseLoad,
+            fetch: origin.fetch
+        )
+        let body = try await text(served)
+        return origin.count == 0 ? body : nil
+    }
+
+    func remove(_ key: String) async throws { try await cache.removeResponses(for: request(for: key)) }
+    func apply(_ invalidation: SharedCacheInvalidation) async { await cache.apply(invalidation) }
+    func run() async throws { try await cache.run() }
+    var pendingSharedWrites: Int { cache.levels.sharedLevel?.pendingCount ?? 0 }
+    var sharedTierFailures: Int { cache.levels.sharedLevel?.health.failureTotal ?? 0 }
+    func storedKey(_ key: String) -> String { HTTPCache.recordKey(cache.rules.key(for: request(for: key))) }
+
+    func hasLocalCopy(_ key: String) async throws -> Bool {
+        let recordKey = storedKey(key)
+        let onDisk = try await cache.disk?.data(forKey: recordKey) != nil
+        return onDisk || cache.levels.memory.value(forKey: recordKey) != nil
+    }
+}
