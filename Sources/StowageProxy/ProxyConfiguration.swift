@@ -154,7 +154,7 @@ public struct ProxyConfiguration: Sendable {
     /// The proxy's cache defaults: shared, `CDN-Cache-Control`, tag bans.
     public static var defaultCache: HTTPCache.Configuration {
         var cache = HTTPCache.Configuration(kind: .shared, name: "stowage")
-        cache.targetedFields = [CacheRules.cdnCacheControl]
+        cache.rules.targetedFields = [CacheRules.cdnCacheControl]
         cache.tagFields = [HTTPField.Name("Surrogate-Key")!, HTTPField.Name("Cache-Tag")!]
         return cache
     }

@@ -16,7 +16,7 @@ import Testing
         "heuristicFreshness on (the default): a response with only Last-Modified is stored and reused for a heuristic lifetime"
     )
     func heuristicFreshnessStoresLastModifiedOnly() async throws {
-        #expect(HTTPCache.Configuration().heuristicFreshness)
+        #expect(HTTPCache.Configuration().rules.heuristicFreshness)
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let cache = try makeCache(root, clock: clock)
@@ -36,7 +36,7 @@ import Testing
     func explicitFreshnessRefusesResponsesWithoutIt() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
-            let cache = try makeCache(root, clock: clock) { $0.heuristicFreshness = false }
+            let cache = try makeCache(root, clock: clock) { $0.rules.heuristicFreshness = false }
             let origin = TestOrigin { request, n in
                 let directives = request.path == "/public" ? [("Cache-Control", "public")] : []
                 return ok("v\(n)", Self.lastModifiedOnly(clock) + directives, clock: clock)
@@ -67,7 +67,7 @@ import Testing
     func explicitFreshnessStoresResponsesWithIt(kind: CacheKind, pairs: [(String, String)]) async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
-            let cache = try makeCache(root, clock: clock, kind: kind) { $0.heuristicFreshness = false }
+            let cache = try makeCache(root, clock: clock, kind: kind) { $0.rules.heuristicFreshness = false }
             let origin = TestOrigin { _, n in ok("v\(n)", pairs, clock: clock) }
             let first = try await cache.respond(to: request(), fetch: origin.fetch)
             _ = try await text(first)

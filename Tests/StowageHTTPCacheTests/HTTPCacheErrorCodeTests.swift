@@ -14,7 +14,7 @@ import Testing
         "each out-of-range configuration value is invalidConfiguration, and the message names the setting",
         arguments: [
             "collapseTimeout", "minimumUses", "defaultLifetimes", "maximumBodySize", "heuristicFraction",
-            "staleIfErrorGrace",
+            "staleIfErrorGrace", "maximumHeuristicLifetime", "staleWhileUpdatingGrace", "streamingThreshold",
         ]
     )
     func badConfigurationValue(setting: String) throws {
@@ -22,10 +22,13 @@ import Testing
         switch setting {
         case "collapseTimeout": configuration.collapseTimeout = .zero
         case "minimumUses": configuration.minimumUses = 0
-        case "defaultLifetimes": configuration.defaultLifetimes = [199: .seconds(60)]
+        case "defaultLifetimes": configuration.rules.defaultLifetimes = [199: .seconds(60)]
         case "maximumBodySize": configuration.maximumBodySize = ByteCount(0)
-        case "heuristicFraction": configuration.heuristicFraction = .nan
-        default: configuration.staleIfErrorGrace = .seconds(-1)
+        case "heuristicFraction": configuration.rules.heuristicFraction = .nan
+        case "maximumHeuristicLifetime": configuration.rules.maximumHeuristicLifetime = .seconds(3_000_000_000)
+        case "staleWhileUpdatingGrace": configuration.rules.staleWhileUpdatingGrace = .milliseconds(-1)
+        case "streamingThreshold": configuration.streamingThreshold = 0
+        default: configuration.rules.staleIfErrorGrace = .seconds(-1)
         }
         let error = try #require(throws: StowageError.self) {
             _ = try HTTPCache(directory: nil, configuration: configuration)

@@ -62,7 +62,7 @@ import Testing
         ] {
             try await withTemporaryDirectory { root in
                 let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
-                let cache = try makeCache(root, clock: clock, kind: kind) { $0.setCookie = handling }
+                let cache = try makeCache(root, clock: clock, kind: kind) { $0.rules.setCookie = handling }
                 let origin = TestOrigin { _, n in ok("v\(n)", Self.sessionCookie, clock: clock) }
                 let first = try await cache.respond(to: request(), fetch: origin.fetch)
                 #expect(first.response.headerFields[.setCookie] == "sid=alice")
@@ -83,7 +83,7 @@ import Testing
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let origin = TestOrigin { _, n in ok("v\(n)", Self.sessionCookie, clock: clock) }
             do {
-                let storing = try makeCache(root, clock: clock, kind: .shared) { $0.setCookie = .store }
+                let storing = try makeCache(root, clock: clock, kind: .shared) { $0.rules.setCookie = .store }
                 _ = try await text(try await storing.respond(to: request(), fetch: origin.fetch))
             }
             let cache = try makeCache(root, clock: clock, kind: .shared)

@@ -54,7 +54,7 @@ import Testing
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             let userField = HTTPField.Name("X-User")!
             let cache = try makeCache(root, clock: clock, kind: .shared) {
-                $0.setCookie = .storeWithoutCookie
+                $0.rules.setCookie = .storeWithoutCookie
                 $0.willCache = { proposal in
                     var proposal = proposal
                     proposal.response.headerFields[.setCookie] = "session=alice"
@@ -491,7 +491,7 @@ import Testing
     func unusableFreshnessIsNotServed(_ pairs: [(String, String)]) async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
-            let cache = try makeCache(root, clock: clock) { $0.heuristicFreshness = false }
+            let cache = try makeCache(root, clock: clock) { $0.rules.heuristicFreshness = false }
             let origin = TestOrigin { _, n in ok("v\(n)", pairs, clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
             clock.advance(by: .seconds(1))

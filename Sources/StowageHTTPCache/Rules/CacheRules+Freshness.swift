@@ -24,7 +24,7 @@ extension CacheRules {
         case .invalid: return 0  // §5.3: invalid dates, "0" included, are in the past.
         case .absent: break
         }
-        if let lifetime = defaultLifetimes[stored.response.status.code] { return lifetime }
+        if let lifetime = defaultLifetimeSeconds[stored.response.status.code] { return lifetime }
         return heuristicLifetime(of: stored, dateValue: dateValue)
     }
 
@@ -37,7 +37,7 @@ extension CacheRules {
         guard Self.heuristicallyCacheableStatuses.contains(status) || cc.isPublic,
             let lastModified = stored.lastModified, lastModified < dateValue
         else { return 0 }
-        return min(Double(dateValue - lastModified) * heuristicFraction, maximumHeuristicLifetime)
+        return min(Double(dateValue - lastModified) * heuristicFraction, maximumHeuristicSeconds)
     }
 
     /// Whether the lifetime of `stored` comes from the heuristic (no explicit freshness).
@@ -46,7 +46,7 @@ extension CacheRules {
         let cc = directives.cacheControl
         return stored.forcedExpiry == nil && !(isShared && cc.sharedMaxAge.isPresent) && !cc.maxAge.isPresent
             && (!directives.followsExpires || stored.facts.expires == .absent)
-            && defaultLifetimes[stored.response.status.code] == nil
+            && defaultLifetimeSeconds[stored.response.status.code] == nil
     }
 
     // MARK: Age (§4.2.3)

@@ -113,7 +113,7 @@ extension CacheRules {
             return .serve(.hit)
         }
         let staleness = -ttl
-        if let grace = staleWhileUpdatingGrace, staleness <= grace {
+        if let grace = staleWhileUpdatingGraceSeconds, staleness <= grace {
             trace.append(
                 "the operator's stale-while-updating grace of \(Int(grace)) s: served stale, validated in the background"
             )
@@ -158,7 +158,7 @@ extension CacheRules {
         case .invalid: return .invalidExpires
         case .absent: break
         }
-        if defaultLifetimes[stored.response.status.code] != nil {
+        if defaultLifetimeSeconds[stored.response.status.code] != nil {
             return .operatorLifetime(status: stored.response.status.code)
         }
         return heuristicLifetime(of: stored, dateValue: stored.facts.date ?? Int64(stored.responseTime)) > 0
@@ -176,7 +176,7 @@ extension CacheRules {
     public func mayServeStaleOnError(_ stored: StoredResponse, request: HTTPRequest, now: Double) -> Bool {
         let responseCC = directives(of: stored).cacheControl
         let requestCC = request.headerFields.cacheControl
-        if let grace = staleIfErrorGrace, -timeToLive(of: stored, now: now) <= grace { return true }
+        if let grace = staleIfErrorGraceSeconds, -timeToLive(of: stored, now: now) <= grace { return true }
         guard !requiresRevalidationWhenStale(responseCC), !responseCC.isUnqualifiedNoCache || stored.forcedExpiry != nil
         else { return false }
         let staleness = -timeToLive(of: stored, now: now)

@@ -84,7 +84,7 @@ extension CacheRules {
         if directives.followsExpires, response.headerFields[.expires] != nil { return .storable }
         if responseCC.maxAge.isPresent { return .storable }
         if isShared, responseCC.sharedMaxAge.isPresent { return .storable }
-        if defaultLifetimes[status] != nil { return .storable }
+        if defaultLifetimeSeconds[status] != nil { return .storable }
         // NSURLCache's rule (the AFNetworking write-up's "Cache-Control HTTP Header"): without
         // `max-age`, `s-maxage` or `Expires` nothing is stored, `public` alone included.
         guard heuristicFreshness else {

@@ -119,6 +119,18 @@ import Testing
         #expect(privateRules.freshnessLifetime(of: res) == 86_400)
     }
 
+    @Test("§4.2.2 the operator's cap and lifetimes, set after the rules are made, take effect")
+    func operatorDurationsSetLater() {
+        var rules = CacheRules(kind: .shared)
+        rules.maximumHeuristicLifetime = .seconds(120)
+        let res = stored(response(200, [("Last-Modified", httpDate(t0 - 100 * 86_400))]))
+        #expect(rules.freshnessLifetime(of: res) == 120)
+        rules.defaultLifetimes = [404: .milliseconds(1_500)]
+        #expect(rules.freshnessLifetime(of: stored(response(404, []))) == 1.5)
+        rules.defaultLifetimes = [:]
+        #expect(rules.freshnessLifetime(of: stored(response(404, []))) == 0)
+    }
+
     @Test("§4.2.2 no heuristic for a status that is not heuristically cacheable, unless public")
     func heuristicStatus() {
         let lastModified = ("Last-Modified", httpDate(t0 - 10_000))

@@ -6,9 +6,9 @@ import Testing
 @Suite struct OperatorOverrideTests {
     private let operated = CacheRules(
         kind: .shared,
-        defaultLifetimes: [404: 60, 200: 600],
-        staleIfErrorGrace: 30,
-        staleWhileUpdatingGrace: 10
+        defaultLifetimes: [404: .seconds(60), 200: .seconds(600)],
+        staleIfErrorGrace: .seconds(30),
+        staleWhileUpdatingGrace: .seconds(10)
     )
 
     @Test("a lifetime by status applies only without explicit freshness; max-age and Expires still win")

@@ -63,7 +63,7 @@ import Testing
             let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
             // The suite checks RFC 9111's behaviour, which replays cookies; Stowage's shared
             // default keeps them out (SetCookieHandling), tested in SetCookieTests.
-            let cache = try makeCache(root, clock: clock, kind: .shared) { $0.setCookie = .store }
+            let cache = try makeCache(root, clock: clock, kind: .shared) { $0.rules.setCookie = .store }
             let origin = TestOrigin { request, _ in
                 let isConditional = Self.isConditional(request)
                 let fields = Self.fields(

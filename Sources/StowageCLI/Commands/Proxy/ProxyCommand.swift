@@ -409,15 +409,15 @@ struct ProxyCommand: AsyncParsableCommand {
             configuration.diskCapacity = diskCapacity
             configuration.upstreamTimeout = .seconds(upstreamTimeout)
             configuration.sendsTrace = trace
-            configuration.cache.targetedFields = try targetedFields()
-            configuration.cache.defaultLifetimes = try defaultLifetimes()
-            configuration.cache.keyRules = CacheKeyRules(
+            configuration.cache.rules.targetedFields = try targetedFields()
+            configuration.cache.rules.defaultLifetimes = try defaultLifetimes()
+            configuration.cache.rules.keyRules = CacheKeyRules(
                 ignoredQueryParameters: cacheKeyIgnoreQuery,
                 sortsQueryParameters: cacheKeySortQuery,
                 headers: try keyHeaders()
             )
             configuration.cache.bypass = try bypassRules()
-            configuration.cache.setCookie = try setCookieHandling()
+            configuration.cache.rules.setCookie = try setCookieHandling()
             configuration.cache.minimumUses = cacheMinUses
             configuration.admin = try adminListener()
             if configuration.admin != nil {
@@ -427,10 +427,10 @@ struct ProxyCommand: AsyncParsableCommand {
                 configuration.metricsRegistry = registry
             }
             configuration.cache.maximumBodySize = cacheMaxBody
-            configuration.cache.staleIfErrorGrace = try staleIfError.map {
+            configuration.cache.rules.staleIfErrorGrace = try staleIfError.map {
                 try parseDuration($0, option: "--stale-if-error")
             }
-            configuration.cache.staleWhileUpdatingGrace = try staleWhileUpdating.map {
+            configuration.cache.rules.staleWhileUpdatingGrace = try staleWhileUpdating.map {
                 try parseDuration($0, option: "--stale-while-updating")
             }
             configuration.maximumRequestBodySize = maxRequestBody
