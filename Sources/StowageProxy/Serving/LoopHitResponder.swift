@@ -34,7 +34,7 @@ final class LoopHitResponder: Sendable {
     init(handler: ProxyHandler, dateClock: CacheClock) {
         self.handler = handler
         self.dateClock = dateClock
-        let capacity = handler.configuration.memoryCapacity.rawValue
+        let capacity = handler.configuration.cache.memoryCapacity.rawValue
         hits = EncodedHits(maximumBytes: Int(clamping: capacity / 4))
         // Not while each request is logged, nor with the trace, which states the age.
         keepsEncodedAnswers = handler.configuration.logger.logLevel > .debug && !handler.configuration.sendsTrace

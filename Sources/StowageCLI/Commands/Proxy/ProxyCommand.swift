@@ -405,8 +405,8 @@ struct ProxyCommand: AsyncParsableCommand {
                 host: host,
                 port: port
             )
-            configuration.memoryCapacity = memoryCapacity
-            configuration.diskCapacity = diskCapacity
+            configuration.cache.memoryCapacity = memoryCapacity
+            configuration.cache.diskCapacity = diskCapacity
             configuration.upstreamTimeout = .seconds(upstreamTimeout)
             configuration.sendsTrace = trace
             configuration.cache.rules.targetedFields = try targetedFields()
@@ -441,10 +441,12 @@ struct ProxyCommand: AsyncParsableCommand {
             var logger = Logger(label: "org.stowage.proxy")
             logger.logLevel = level
             configuration.logger = logger
+            configuration.cache.logger = Logger(label: "org.stowage.http-cache")
+            configuration.cache.logger.logLevel = level
             var tier: RedisSharedTier?
             if let shared {
                 let connected = try await connectShared(url: shared, logger: logger)
-                configuration.sharedTier = connected
+                configuration.cache.sharedTier = connected
                 tier = connected
             }
             let proxy = try CachingProxy(configuration: configuration)
