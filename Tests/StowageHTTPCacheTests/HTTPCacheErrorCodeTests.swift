@@ -41,7 +41,7 @@ import Testing
     @Test("a relative URL given to purge(url:) is invalidArgument, not a configuration error")
     func purgeRelativeURL() async throws {
         try await withTemporaryDirectory { root in
-            let cache = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0)))
+            let cache = try makeCache(root, clock: ManualClock(startingAt: t0))
             let error = try await #require(throws: StowageError.self) { try await cache.purge(url: "/relative") }
             #expect(error.code == .invalidArgument)
             #expect(error.message.contains("absolute URL"))
@@ -51,7 +51,7 @@ import Testing
     @Test("an offline miss matches `catch StowageError.Code.notCached`")
     func notCachedMatchesAsPattern() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             var caught: StowageError.Code?
@@ -93,7 +93,7 @@ import Testing
             let marker = directory.appending(path: HTTPCache.layoutFileName)
             try Data("not a version\n".utf8).write(to: marker)
             let error = try #require(throws: StowageError.self) {
-                _ = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0)))
+                _ = try makeCache(root, clock: ManualClock(startingAt: t0))
             }
             #expect(error.code == .corrupt)
             #expect(error.path == marker.path)

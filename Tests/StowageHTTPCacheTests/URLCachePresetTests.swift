@@ -26,7 +26,7 @@ import Testing
     )
     func presetAppliesFivePercentRule() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             var configuration = HTTPCache.Configuration.urlCache
             configuration.clock = clock.cacheClock
             let cache = try HTTPCache(directory: root.appending(path: "http"), configuration: configuration)

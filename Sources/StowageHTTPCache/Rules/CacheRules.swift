@@ -3,14 +3,14 @@ import StowageCore
 
 /// The decisions of RFC 9111, as pure functions of requests, responses and times.
 ///
-/// No I/O and no clock: every function takes `now` (seconds since 1970), so each requirement
+/// No I/O and no clock: every function takes `now` (a `Date`), so each requirement
 /// is testable on its own (see `Tests/StowageHTTPCacheTests/Conformance`). ``HTTPCache`` applies
 /// these rules to stored responses; the client and the proxy apply ``HTTPCache``.
 ///
 /// ```swift
 /// let rules = CacheRules(kind: .shared)
 /// if rules.storability(of: response, for: request) == .storable { ... }
-/// let lifetime = rules.freshnessLifetime(of: stored)      // seconds
+/// let lifetime = rules.freshnessLifetime(of: stored)      // a Duration
 /// let decision = rules.decide(request, stored: stored, now: now)
 /// ```
 public struct CacheRules: Sendable {

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import StowageHTTPCache
 import Testing
@@ -13,9 +14,9 @@ import Testing
 
     @Test("a lifetime by status applies only without explicit freshness; max-age and Expires still win")
     func lifetimesYieldToTheOrigin() {
-        #expect(operated.freshnessLifetime(of: stored(response(404))) == 60)
-        #expect(operated.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=5")]))) == 5)
-        #expect(operated.freshnessLifetime(of: stored(response(200, [("Expires", httpDate(t0 + 20))]))) == 20)
+        #expect(operated.freshnessLifetime(of: stored(response(404))) == .seconds(60))
+        #expect(operated.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=5")]))) == .seconds(5))
+        #expect(operated.freshnessLifetime(of: stored(response(200, [("Expires", httpDate(t0 + 20))]))) == .seconds(20))
         #expect(operated.storability(of: response(404), for: request()) == .storable)
         #expect(!operated.usesHeuristicFreshness(stored(response(404))))
     }
