@@ -34,18 +34,13 @@ public final class CachingProxy: Sendable {
 
     /// Opens the cache and prepares the upstream client; nothing listens until `run(handlingSignals:onListening:)`.
     ///
-    /// - Throws: `StowageError` `.invalidConfiguration` for a timeout out of range
-    ///   (``ProxyConfiguration/validate()``), and what `HTTPCache` throws when its directory
-    ///   cannot be opened.
+    /// - Throws: `StowageError` `.invalidConfiguration` for a timeout out of range or a private
+    ///   cache (``ProxyConfiguration/validate()``), and what `HTTPCache` throws for the rest of
+    ///   ``ProxyConfiguration/cache`` or when its directory cannot be opened.
     public init(configuration: ProxyConfiguration) throws {
         try configuration.validate()
         self.configuration = configuration
-        var cacheConfiguration = configuration.cache
-        cacheConfiguration.memoryCapacity = configuration.memoryCapacity
-        cacheConfiguration.diskCapacity = configuration.diskCapacity
-        cacheConfiguration.logger = configuration.logger
-        cacheConfiguration.sharedTier = configuration.sharedTier
-        cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
+        cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: configuration.cache)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),
             timeout: configuration.upstreamTimeout

@@ -16,15 +16,13 @@ public struct ProxyConfiguration: Sendable {
     public var upstream: Upstream
     /// The cache's directory.
     public var cacheDirectory: URL
-    /// Bytes of responses kept in memory. Default 64 MB.
-    public var memoryCapacity: ByteCount
-    /// Bytes of responses kept on disk. Default 1 GB.
-    public var diskCapacity: ByteCount
     /// The longest the upstream may take to answer, and to stay silent between parts of a
     /// body; past it the client gets 504 (or, mid-body, its connection is cut and nothing is
     /// stored). Default 30 s.
     public var upstreamTimeout: Duration
-    /// Where the proxy logs. Default: labelled `org.stowage.proxy`, silent (give one to see logs).
+    /// Where the proxy logs its requests, upstream failures and listeners. Default: labelled
+    /// `org.stowage.proxy`, silent (give one to see logs). The cache logs to its own
+    /// `cache.logger`; `stowage proxy --log-level` sets both.
     public var logger: Logger
     /// Adds a `Stowage-Cache-Trace` field to every response: why the cache answered as it did
     /// (`CachedResponse/trace`, steps joined by ` | `). For debugging: it shows cache
@@ -54,15 +52,16 @@ public struct ProxyConfiguration: Sendable {
     /// it; then the connection closes (nginx's `send_timeout`, whose default this is). Bounds the
     /// connections and memory that clients who stop reading can hold. Default 60 s.
     public var sendTimeout: Duration
-    /// A cache level shared with other proxies (e.g. `RedisSharedTier`): proxies configured with
-    /// the same one serve each other's stored responses. Default `nil` (this proxy's cache only).
-    public var sharedTier: (any SharedCacheTier)?
-    /// How the proxy's HTTP cache decides and stores: RFC 9213 targeted fields, lifetimes by
-    /// status, stale graces, key rules, bypass, minimum uses, the largest body stored (see
-    /// `HTTPCache/Configuration`). Defaults: a shared cache named `stowage` that follows
-    /// `CDN-Cache-Control` and takes bans by `Surrogate-Key` and `Cache-Tag`. The capacities,
-    /// logger and shared tier above are applied over it. Its `clock` also gives the `Date` of
-    /// the proxy's own answers and of responses that came without one.
+    /// The proxy's HTTP cache, used as given: its capacities, its RFC 9111 rules (RFC 9213
+    /// targeted fields, lifetimes by status, stale graces, key rules, `Set-Cookie` handling),
+    /// bypass, minimum uses, the largest body stored, its logger, and a level shared with other
+    /// proxies (`sharedTier`, e.g. `RedisSharedTier`: proxies with the same one serve each
+    /// other's stored responses). See `HTTPCache/Configuration`. Default ``defaultCache``.
+    /// Its `clock` also gives the `Date` of the proxy's own answers and of responses that came
+    /// without one.
+    ///
+    /// The proxy answers many clients, so its cache must be shared (`rules.kind` `.shared`):
+    /// ``validate()`` refuses a private one rather than change it.
     public var cache: HTTPCache.Configuration
     /// Where purge and ban requests are taken (``AdminListener``); `nil` (the default) for none.
     public var admin: AdminListener?
@@ -151,10 +150,14 @@ public struct ProxyConfiguration: Sendable {
         }
     }
 
-    /// The proxy's cache defaults: shared, `CDN-Cache-Control`, tag bans.
+    /// The proxy's cache defaults: a shared cache named `stowage` with 64 MB of memory and 1 GB
+    /// of disk, that follows `CDN-Cache-Control` and takes bans by `Surrogate-Key` and
+    /// `Cache-Tag`; every other setting is `HTTPCache.Configuration`'s default.
     public static var defaultCache: HTTPCache.Configuration {
         var cache = HTTPCache.Configuration(kind: .shared, name: "stowage")
-        cache.targetedFields = [CacheRules.cdnCacheControl]
+        cache.memoryCapacity = ByteCount(64_000_000)
+        cache.diskCapacity = ByteCount(1_000_000_000)
+        cache.rules.targetedFields = [CacheRules.cdnCacheControl]
         cache.tagFields = [HTTPField.Name("Surrogate-Key")!, HTTPField.Name("Cache-Tag")!]
         return cache
     }
@@ -165,8 +168,6 @@ public struct ProxyConfiguration: Sendable {
         self.port = port
         self.upstream = upstream
         self.cacheDirectory = cacheDirectory
-        memoryCapacity = ByteCount(64_000_000)
-        diskCapacity = ByteCount(1_000_000_000)
         upstreamTimeout = .seconds(30)
         logger = Logger(label: "org.stowage.proxy", factory: SwiftLogNoOpLogHandler.init)
         sendsTrace = false
@@ -176,7 +177,6 @@ public struct ProxyConfiguration: Sendable {
         requestHeadTimeout = .seconds(60)
         keepAliveTimeout = .seconds(75)
         sendTimeout = .seconds(60)
-        sharedTier = nil
         cache = Self.defaultCache
         admin = nil
         metricsRegistry = nil
@@ -186,9 +186,18 @@ public struct ProxyConfiguration: Sendable {
     /// 64-bit nanosecond timers.
     public static let maximumTimeout = Duration.seconds(86_400)
 
-    /// Checks the timeouts and the request body limit (`StowageError` `.invalidConfiguration` naming
-    /// the property and the range it takes); ``CachingProxy/init(configuration:)`` calls it.
+    /// Checks the timeouts, the request body limit and that ``cache`` is a shared cache
+    /// (`StowageError` `.invalidConfiguration` naming the property and what it takes);
+    /// ``CachingProxy/init(configuration:)`` calls it, and the cache checks the rest of
+    /// ``cache`` when it opens.
     public func validate() throws {
+        guard cache.rules.kind == .shared else {
+            throw StowageError.invalidConfiguration(
+                "the proxy's cache.rules.kind is \(cache.rules.kind); a proxy answers many clients, so its cache "
+                    + "must be shared (RFC 9111 §3.5: private responses are not stored for everyone); "
+                    + "set cache.rules.kind = .shared or start from ProxyConfiguration.defaultCache"
+            )
+        }
         for (name, timeout) in [
             ("upstreamTimeout", upstreamTimeout), ("requestBodyIdleTimeout", requestBodyIdleTimeout),
             ("requestHeadTimeout", requestHeadTimeout), ("keepAliveTimeout", keepAliveTimeout),

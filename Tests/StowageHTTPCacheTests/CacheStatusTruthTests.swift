@@ -10,7 +10,7 @@ import Testing
     @Test("RFC 9211 §2.7: a response whose store fails is not announced as stored, and is not served later")
     func failedStoreIsNotStored() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) { $0.memoryCapacity = .zero }
             // A value file cannot be written: the data and scratch directories are files now.
             for name in ["data", "tmp"] {
@@ -32,7 +32,7 @@ import Testing
     @Test("a stored response says stored, and is then a hit")
     func storedAndStoring() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
                 let size = request.path == "/large" ? 1_000_000 : 1_000
@@ -54,7 +54,7 @@ import Testing
     )
     func fullVolumeIsNotStoring(lengthKnown: Bool) async throws {
         let volume = try #require(SmallVolume(bytes: 8 << 20))
-        let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+        let clock = ManualClock(startingAt: t0)
         let cache = try makeCache(URL(filePath: volume.path), clock: clock) { $0.memoryCapacity = .zero }
         // Over the 256 KiB read whole before answering: the body streams after the head.
         let payload = [UInt8](repeating: UInt8(ascii: "s"), count: 1_000_000)

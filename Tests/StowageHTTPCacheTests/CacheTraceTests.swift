@@ -29,7 +29,7 @@ struct CacheTraceTests {
     )
     func notStored(fields: [(String, String)], kind: CacheKind, reason: String) async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock, kind: kind)
             let origin = TestOrigin { _, _ in ok("x", fields, clock: clock) }
             let steps = try await trace(cache, origin: origin)
@@ -41,7 +41,7 @@ struct CacheTraceTests {
     @Test("the will-cache hook's refusal and a body over the size limit are named")
     func hookAndSize() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.willCache = { $0.request.path == "/refused" ? nil : $0 }
                 $0.diskCapacity = ByteCount(10_000)
@@ -64,7 +64,7 @@ struct CacheTraceTests {
     @Test("a hit explains its freshness and where the lifetime came from; heuristic freshness is flagged")
     func freshnessExplained() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let lastModified = HTTPDate.format(Int64(clock.secondsSince1970 - 100_000))
             let origin = TestOrigin { request, _ in
@@ -92,11 +92,11 @@ struct CacheTraceTests {
     @Test("a Vary mismatch, a no-cache request and a 304 are each named")
     func varyNoCacheAndValidation() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
                 if request.headerFields[.ifNoneMatch] == "\"v1\"" {
-                    return (response(304, [("ETag", "\"v1\"")], date: clock.secondsSince1970), [])
+                    return (response(304, [("ETag", "\"v1\"")], date: clock.now), [])
                 }
                 return ok(
                     "fr",

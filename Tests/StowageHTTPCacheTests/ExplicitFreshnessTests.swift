@@ -9,16 +9,16 @@ import Testing
 /// NSURLCache's rule that a response needs `Cache-Control` or `Expires` to be stored.
 @Suite struct ExplicitFreshnessTests {
     static func lastModifiedOnly(_ clock: ManualClock) -> [(String, String)] {
-        [("Last-Modified", httpDate(clock.secondsSince1970 - 86_400))]
+        [("Last-Modified", httpDate(clock.now - 86_400))]
     }
 
     @Test(
         "heuristicFreshness on (the default): a response with only Last-Modified is stored and reused for a heuristic lifetime"
     )
     func heuristicFreshnessStoresLastModifiedOnly() async throws {
-        #expect(HTTPCache.Configuration().heuristicFreshness)
+        #expect(HTTPCache.Configuration().rules.heuristicFreshness)
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", Self.lastModifiedOnly(clock), clock: clock) }
             let first = try await cache.respond(to: request(), fetch: origin.fetch)
@@ -35,8 +35,8 @@ import Testing
     )
     func explicitFreshnessRefusesResponsesWithoutIt() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
-            let cache = try makeCache(root, clock: clock) { $0.heuristicFreshness = false }
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock) { $0.rules.heuristicFreshness = false }
             let origin = TestOrigin { request, n in
                 let directives = request.path == "/public" ? [("Cache-Control", "public")] : []
                 return ok("v\(n)", Self.lastModifiedOnly(clock) + directives, clock: clock)
@@ -53,7 +53,10 @@ import Testing
         let rules = CacheRules(kind: .private, heuristicFreshness: false)
         let lastModified = response(200, [("Last-Modified", httpDate(t0 - 86_400))])
         #expect(rules.storability(of: lastModified, for: request()) != .storable)
-        #expect(rules.freshnessLifetime(of: stored(lastModified)) == 0, "no heuristic lifetime for one stored before")
+        #expect(
+            rules.freshnessLifetime(of: stored(lastModified)) == .seconds(0),
+            "no heuristic lifetime for one stored before"
+        )
     }
 
     @Test(
@@ -66,8 +69,8 @@ import Testing
     )
     func explicitFreshnessStoresResponsesWithIt(kind: CacheKind, pairs: [(String, String)]) async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
-            let cache = try makeCache(root, clock: clock, kind: kind) { $0.heuristicFreshness = false }
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock, kind: kind) { $0.rules.heuristicFreshness = false }
             let origin = TestOrigin { _, n in ok("v\(n)", pairs, clock: clock) }
             let first = try await cache.respond(to: request(), fetch: origin.fetch)
             _ = try await text(first)

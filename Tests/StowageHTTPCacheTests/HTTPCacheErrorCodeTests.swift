@@ -14,7 +14,7 @@ import Testing
         "each out-of-range configuration value is invalidConfiguration, and the message names the setting",
         arguments: [
             "collapseTimeout", "minimumUses", "defaultLifetimes", "maximumBodySize", "heuristicFraction",
-            "staleIfErrorGrace",
+            "staleIfErrorGrace", "maximumHeuristicLifetime", "staleWhileUpdatingGrace", "streamingThreshold",
         ]
     )
     func badConfigurationValue(setting: String) throws {
@@ -22,10 +22,13 @@ import Testing
         switch setting {
         case "collapseTimeout": configuration.collapseTimeout = .zero
         case "minimumUses": configuration.minimumUses = 0
-        case "defaultLifetimes": configuration.defaultLifetimes = [199: .seconds(60)]
+        case "defaultLifetimes": configuration.rules.defaultLifetimes = [199: .seconds(60)]
         case "maximumBodySize": configuration.maximumBodySize = ByteCount(0)
-        case "heuristicFraction": configuration.heuristicFraction = .nan
-        default: configuration.staleIfErrorGrace = .seconds(-1)
+        case "heuristicFraction": configuration.rules.heuristicFraction = .nan
+        case "maximumHeuristicLifetime": configuration.rules.maximumHeuristicLifetime = .seconds(3_000_000_000)
+        case "staleWhileUpdatingGrace": configuration.rules.staleWhileUpdatingGrace = .milliseconds(-1)
+        case "streamingThreshold": configuration.streamingThreshold = 0
+        default: configuration.rules.staleIfErrorGrace = .seconds(-1)
         }
         let error = try #require(throws: StowageError.self) {
             _ = try HTTPCache(directory: nil, configuration: configuration)
@@ -38,7 +41,7 @@ import Testing
     @Test("a relative URL given to purge(url:) is invalidArgument, not a configuration error")
     func purgeRelativeURL() async throws {
         try await withTemporaryDirectory { root in
-            let cache = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0)))
+            let cache = try makeCache(root, clock: ManualClock(startingAt: t0))
             let error = try await #require(throws: StowageError.self) { try await cache.purge(url: "/relative") }
             #expect(error.code == .invalidArgument)
             #expect(error.message.contains("absolute URL"))
@@ -48,7 +51,7 @@ import Testing
     @Test("an offline miss matches `catch StowageError.Code.notCached`")
     func notCachedMatchesAsPattern() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             var caught: StowageError.Code?
@@ -90,7 +93,7 @@ import Testing
             let marker = directory.appending(path: HTTPCache.layoutFileName)
             try Data("not a version\n".utf8).write(to: marker)
             let error = try #require(throws: StowageError.self) {
-                _ = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0)))
+                _ = try makeCache(root, clock: ManualClock(startingAt: t0))
             }
             #expect(error.code == .corrupt)
             #expect(error.path == marker.path)

@@ -12,7 +12,7 @@ import Testing
     @Test("§4.1 Vary: two variants of one URL are stored side by side and each is selected by its request")
     func varyVariants() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
                 ok(
@@ -37,11 +37,11 @@ import Testing
     @Test("§4.4 a POST invalidates the stored response of its URI and of a same-origin Location")
     func invalidation() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, n in
                 if request.method == .post {
-                    return (response(303, [("Location", "/list")], date: clock.secondsSince1970), [])
+                    return (response(303, [("Location", "/list")], date: clock.now), [])
                 }
                 return ok("v\(n)", [("Cache-Control", "max-age=600")], clock: clock)
             }
@@ -62,10 +62,10 @@ import Testing
     @Test("A large body streams to a file in the disk cache and reads back whole after the cache is reopened")
     func largeBodyOnDisk() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let payload = patternedBytes(3_000_000)
             let origin = TestOrigin { _, _ in
-                (response(200, [("Cache-Control", "max-age=600")], date: clock.secondsSince1970), payload)
+                (response(200, [("Cache-Control", "max-age=600")], date: clock.now), payload)
             }
             do {
                 let cache = try makeCache(root, clock: clock)
@@ -86,11 +86,11 @@ import Testing
     @Test("A body larger than 5% of the disk capacity is passed through and not stored")
     func tooLargeNotStored() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) { $0.diskCapacity = ByteCount(1_000_000) }
             let origin = TestOrigin { _, _ in
                 (
-                    response(200, [("Cache-Control", "max-age=600")], date: clock.secondsSince1970),
+                    response(200, [("Cache-Control", "max-age=600")], date: clock.now),
                     [UInt8](repeating: 7, count: 60_000)
                 )
             }
@@ -103,11 +103,11 @@ import Testing
     @Test("A body the caller abandons half-way is not stored")
     func abandonedBody() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, _ in
                 (
-                    response(200, [("Cache-Control", "max-age=600")], date: clock.secondsSince1970),
+                    response(200, [("Cache-Control", "max-age=600")], date: clock.now),
                     // Over HTTPCache's whole-read limit (256 KiB), so it streams to the caller.
                     [UInt8](repeating: 1, count: 400_000)
                 )
@@ -124,7 +124,7 @@ import Testing
     @Test("RFC 5861 §4 stale-if-error: an origin failure (thrown or 503) is answered with the stale response")
     func staleIfError() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             struct Down: Error {}
             let origin = TestOrigin { _, _ in
@@ -136,7 +136,7 @@ import Testing
             let served = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(served.outcome == .stale)
             #expect(try await text(served) == "good")
-            origin.setScript { _, _ in (response(503, [], date: clock.secondsSince1970), Array("down".utf8)) }
+            origin.setScript { _, _ in (response(503, [], date: clock.now), Array("down".utf8)) }
             let on503 = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(on503.outcome == .stale && on503.response.status == .ok)
             clock.advance(by: .seconds(1_000))
@@ -150,7 +150,7 @@ import Testing
     @Test("RFC 5861 §3 stale-while-revalidate: the stale response is served at once and refreshed in the background")
     func staleWhileRevalidate() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in
                 ok("v\(n)", [("Cache-Control", "max-age=10, stale-while-revalidate=60")], clock: clock)
@@ -174,7 +174,7 @@ import Testing
     @Test("§4.3.2 a client's own conditional request gets a 304 from a fresh stored response")
     func clientConditional() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, _ in
                 ok("x", [("Cache-Control", "max-age=60"), ("ETag", "\"t\"")], clock: clock)
@@ -198,7 +198,7 @@ import Testing
     @Test("§4 HEAD is answered from a stored GET, without a body")
     func headFromGet() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, _ in
                 ok("hello", [("Cache-Control", "max-age=60"), ("Content-Length", "5")], clock: clock)
@@ -215,7 +215,7 @@ import Testing
     @Test("Request collapsing: 20 concurrent requests for one uncached URL make one origin fetch")
     func collapsing() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             // A timeout far longer than any load could delay the leader: this checks collapsing,
             // not the fallback after the timeout.
             let cache = try makeCache(root, clock: clock, kind: .shared) { $0.collapseTimeout = .seconds(120) }
@@ -237,7 +237,7 @@ import Testing
     @Test("A record that does not decode is discarded and counts as a miss")
     func corruptRecord() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             try await #require(cache.disk).setData(Data([9, 9, 9]), forKey: "m http://origin.test/resource")
             let origin = TestOrigin { _, _ in ok("x", [("Cache-Control", "max-age=60")], clock: clock) }
@@ -249,7 +249,7 @@ import Testing
     func badConfiguration() async throws {
         try withTemporaryDirectory { root in
             let error = #expect(throws: StowageError.self) {
-                _ = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0))) {
+                _ = try makeCache(root, clock: ManualClock(startingAt: t0)) {
                     $0.maximumEntryFraction = 2
                 }
             }

@@ -12,7 +12,7 @@ import Testing
     @Test("without a shared level, run() waits until cancelled and returns without an error")
     func runWithoutSharedLevel() async throws {
         try await withTemporaryDirectory { root in
-            let cache = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0)))
+            let cache = try makeCache(root, clock: ManualClock(startingAt: t0))
             let run = Task { try await cache.run() }
             try await Task.sleep(for: .milliseconds(50))
             run.cancel()
@@ -25,7 +25,7 @@ import Testing
     @Test("URLCache: Cache-Control max-age is honoured — a second request within it never reaches the origin")
     func maxAgeHonoured() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             let first = try await cache.respond(to: request(), fetch: origin.fetch)
@@ -49,7 +49,7 @@ import Testing
     )
     func etagRoundTrip() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
                 if request.headerFields[.ifNoneMatch] == "\"abc\"" {
@@ -57,7 +57,7 @@ import Testing
                         response(
                             304,
                             [("ETag", "\"abc\""), ("Cache-Control", "max-age=10")],
-                            date: clock.secondsSince1970
+                            date: clock.now
                         ), []
                     )
                 }
@@ -80,12 +80,12 @@ import Testing
     @Test("URLCache: Last-Modified round trip with If-Modified-Since")
     func lastModifiedRoundTrip() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let modified = httpDate(t0 - 1_000)
             let origin = TestOrigin { request, _ in
                 if request.headerFields[.ifModifiedSince] == modified {
-                    return (response(304, [("Last-Modified", modified)], date: clock.secondsSince1970), [])
+                    return (response(304, [("Last-Modified", modified)], date: clock.now), [])
                 }
                 return ok("page", [("Last-Modified", modified), ("Cache-Control", "no-cache")], clock: clock)
             }
@@ -100,7 +100,7 @@ import Testing
     @Test("URLCache: a forced expiry interval overrides no-cache headers for matching requests only")
     func forcedExpiry() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.forcedExpiry = [ForcedExpiry(host: "origin.test", pathPrefix: "/catalog", interval: .seconds(600))]
             }
@@ -126,7 +126,7 @@ import Testing
     )
     func willCache() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.willCache = { proposal in
                     if proposal.request.path == "/refused" { return nil }
@@ -153,7 +153,7 @@ import Testing
     @Test("The will-cache hook may keep a response in memory only: served while open, gone after reopening")
     func memoryOnly() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let configure: (inout HTTPCache.Configuration) -> Void = {
                 $0.willCache = { proposal in
                     var proposal = proposal
@@ -178,7 +178,7 @@ import Testing
     @Test("Policy reloadIgnoringLocalCacheData: always loads, and stores the new response")
     func reloadIgnoring() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
@@ -199,7 +199,7 @@ import Testing
     )
     func reloadIgnoringEverywhere() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
@@ -223,7 +223,7 @@ import Testing
     @Test("purge by URL, ban by URL prefix and by surrogate key; tags never reach clients")
     func purgeAndBan() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock, kind: .shared) {
                 $0.tagFields = [HTTPField.Name("Surrogate-Key")!, HTTPField.Name("Cache-Tag")!]
             }
@@ -272,7 +272,7 @@ import Testing
     @Test("statistics: the tiers' hits, writes and bytes, readable by code")
     func statistics() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("body \(n)", [("Cache-Control", "max-age=60")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
@@ -289,7 +289,7 @@ import Testing
     @Test("Policy returnCacheDataElseLoad: serves a stale response without validation; loads on a miss")
     func returnCacheElseLoad() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=1")], clock: clock) }
             let miss = try await cache.respond(to: request(), policy: .returnCacheDataElseLoad, fetch: origin.fetch)
@@ -306,7 +306,7 @@ import Testing
     @Test("Policy returnCacheDataDontLoad (offline): serves what is stored however old; a miss is a notCached error")
     func offline() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=1")], clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
@@ -329,11 +329,11 @@ import Testing
     @Test("Policy reloadRevalidatingCacheData: a fresh response is still validated with the origin")
     func reloadRevalidating() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let origin = TestOrigin { request, _ in
                 if request.headerFields[.ifNoneMatch] != nil {
-                    return (response(304, [("ETag", "\"e\"")], date: clock.secondsSince1970), [])
+                    return (response(304, [("ETag", "\"e\"")], date: clock.now), [])
                 }
                 return ok("v", [("Cache-Control", "max-age=600"), ("ETag", "\"e\"")], clock: clock)
             }
@@ -352,7 +352,7 @@ import Testing
     @Test("Policy useProtocolCachePolicy with only-if-cached: a miss is a 504")
     func onlyIfCached() async throws {
         try await withTemporaryDirectory { root in
-            let cache = try makeCache(root, clock: ManualClock(startingAt: Date(timeIntervalSince1970: t0)))
+            let cache = try makeCache(root, clock: ManualClock(startingAt: t0))
             let origin = TestOrigin { _, _ in (response(200), []) }
             let served = try await cache.respond(
                 to: request(.get, "/r", [("Cache-Control", "only-if-cached")]),

@@ -13,10 +13,10 @@ struct HostileRecordTests {
         let response = HTTPResponse(status: .ok, headerFields: [.cacheControl: "max-age=60"])
         let stored = StoredResponse(
             response: response,
-            requestTime: 1_700_000_000,
-            responseTime: 1_700_000_001,
+            requestSeconds: 1_700_000_000,
+            responseSeconds: 1_700_000_001,
             varyingFields: [],
-            forcedExpiry: forced,
+            forcedExpirySeconds: forced,
             bodyLength: 3
         )
         return VariantRecord(stored: stored, bodyKey: "body", isMemoryOnly: false)
@@ -46,9 +46,20 @@ struct HostileRecordTests {
 
     @Test("a stored response made with NaN or infinite times is clamped, not a trap")
     func storedResponseClampsTimes() {
-        let stored = StoredResponse(response: HTTPResponse(status: .ok), requestTime: .nan, responseTime: .infinity)
-        #expect(stored.requestTime == 0)
-        #expect(stored.responseTime == StoredResponse.latestTime)
+        let stored = StoredResponse(
+            response: HTTPResponse(status: .ok),
+            requestSeconds: .nan,
+            responseSeconds: .infinity
+        )
+        #expect(stored.requestTime == Date(timeIntervalSince1970: 0))
+        #expect(stored.responseTime == Date(timeIntervalSince1970: StoredResponse.latestTime))
+        let distant = StoredResponse(
+            response: HTTPResponse(status: .ok),
+            requestTime: .distantPast,  // before 1970
+            responseTime: Date(timeIntervalSince1970: 1e300)  // after the year 5000
+        )
+        #expect(distant.requestTime == Date(timeIntervalSince1970: 0))
+        #expect(distant.responseTime == Date(timeIntervalSince1970: StoredResponse.latestTime))
         #expect(stored.response.headerFields[.date] != nil)
     }
 

@@ -25,7 +25,7 @@ struct MemoryHitTests {
     @Test("a fresh response held in memory is answered at once, exactly as respond answers it")
     func freshHitMatchesRespond() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let (cache, origin) = try await cacheWithStoredResponse(root, clock: clock) {
                 $0.willCache = { proposal in
                     var proposal = proposal
@@ -62,7 +62,7 @@ struct MemoryHitTests {
     )
     func leftToRespond(reason: String, request: HTTPRequest) async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
             clock.advance(by: .seconds(5))
             #expect(cache.respondFromMemory(to: request) == nil, "\(reason)")
@@ -72,7 +72,7 @@ struct MemoryHitTests {
     @Test("a stale response is left to respond, which validates it")
     func staleIsLeftToRespond() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
             #expect(cache.respondFromMemory(to: request()) != nil)
             clock.advance(by: .seconds(61))
@@ -83,7 +83,7 @@ struct MemoryHitTests {
     @Test("a matching conditional request gets a 304 without a body, HEAD gets the fields only")
     func conditionalAndHead() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
             let conditional = try #require(
                 cache.respondFromMemory(to: request(.get, "/resource", [("If-None-Match", "\"v1\"")]))
@@ -103,7 +103,7 @@ struct MemoryHitTests {
     @Test("after reopening, a response only on disk is left to respond, which brings it into memory")
     func diskOnlyIsLeftToRespond() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let (_, origin) = try await cacheWithStoredResponse(root, clock: clock)
             let reopened = try makeCache(root, clock: clock, kind: .shared)
             #expect(reopened.respondFromMemory(to: request()) == nil)
@@ -119,7 +119,7 @@ struct MemoryHitTests {
     @Test("a body too large for memory is left to respond, which reads it from disk")
     func bodyTooLargeForMemory() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock, kind: .shared) { $0.memoryCapacity = ByteCount(4_000) }
             let body = String(repeating: "b", count: 3_000)
             let origin = TestOrigin { _, _ in ok(body, Self.fresh, clock: clock) }
@@ -135,7 +135,7 @@ struct MemoryHitTests {
     func currentWithinItsSecond() async throws {
         try await withTemporaryDirectory { root in
             // A quarter second past the Date: age 0.25 s, ttl 59.75 s, both next tick at t0 + 1.
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0 + 0.25))
+            let clock = ManualClock(startingAt: t0 + 0.25)
             let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
             let answer = try #require(cache.memoryAnswer(to: request()))
             #expect(answer.validUntil == t0 + 1)
@@ -152,7 +152,7 @@ struct MemoryHitTests {
     @Test("a clear of the disk cache through another handle empties memory before the next answer")
     func clearByAnotherHandle() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0 + 0.25))
+            let clock = ManualClock(startingAt: t0 + 0.25)
             let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
             let answer = try #require(cache.memoryAnswer(to: request()))
             #expect(cache.isCurrent(answer))
@@ -166,7 +166,7 @@ struct MemoryHitTests {
     @Test("a plain request's decision stands until the response goes stale, with Age and ttl brought to now")
     func decisionStandsUntilStale() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0 + 0.25))
+            let clock = ManualClock(startingAt: t0 + 0.25)
             let (cache, _) = try await cacheWithStoredResponse(root, clock: clock)
             let answer = try #require(cache.memoryAnswer(to: request()))
             clock.advance(by: .seconds(30))

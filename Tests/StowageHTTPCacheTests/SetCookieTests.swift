@@ -13,7 +13,7 @@ import Testing
     @Test("a shared cache does not store a response that sets a cookie: the next client gets its own from the origin")
     func sharedCacheDoesNotReplayCookies() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock, kind: .shared)
             let origin = TestOrigin { _, n in
                 ok("v\(n)", n == 1 ? Self.sessionCookie : [("Cache-Control", "max-age=600")], clock: clock)
@@ -31,7 +31,7 @@ import Testing
     @Test("a 304 that sets a cookie does not put it into the shared entry")
     func notModifiedCookieIsNotStored() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock, kind: .shared)
             let origin = TestOrigin { request, n in
                 if request.headerFields[.ifNoneMatch] != nil {
@@ -39,7 +39,7 @@ import Testing
                         response(
                             304,
                             [("ETag", "\"1\""), ("Cache-Control", "max-age=600"), ("Set-Cookie", "sid=alice")],
-                            date: clock.secondsSince1970
+                            date: clock.now
                         ), []
                     )
                 }
@@ -61,8 +61,8 @@ import Testing
             (.shared, .store, "sid=alice"), (.private, .doNotStore, "sid=alice"),
         ] {
             try await withTemporaryDirectory { root in
-                let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
-                let cache = try makeCache(root, clock: clock, kind: kind) { $0.setCookie = handling }
+                let clock = ManualClock(startingAt: t0)
+                let cache = try makeCache(root, clock: clock, kind: kind) { $0.rules.setCookie = handling }
                 let origin = TestOrigin { _, n in ok("v\(n)", Self.sessionCookie, clock: clock) }
                 let first = try await cache.respond(to: request(), fetch: origin.fetch)
                 #expect(first.response.headerFields[.setCookie] == "sid=alice")
@@ -80,10 +80,10 @@ import Testing
     )
     func foreignCookieRecordIsServedWithout() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let origin = TestOrigin { _, n in ok("v\(n)", Self.sessionCookie, clock: clock) }
             do {
-                let storing = try makeCache(root, clock: clock, kind: .shared) { $0.setCookie = .store }
+                let storing = try makeCache(root, clock: clock, kind: .shared) { $0.rules.setCookie = .store }
                 _ = try await text(try await storing.respond(to: request(), fetch: origin.fetch))
             }
             let cache = try makeCache(root, clock: clock, kind: .shared)
@@ -97,7 +97,7 @@ import Testing
     @Test("a qualified private=\"Set-Cookie\" is stored without the field, as the origin asked")
     func qualifiedPrivateCookie() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock, kind: .shared)
             let origin = TestOrigin { _, n in
                 ok(

@@ -26,7 +26,7 @@ import Testing
     @Test("URLCache(memoryCapacity:diskCapacity: 0): responses are reused from memory and no file is written")
     func memoryOnlyWithZeroDiskCapacity() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let directory = root.appending(path: "http")
             let cache = try HTTPCache(
                 directory: directory,
@@ -82,7 +82,7 @@ import Testing
     @Test("URLCache(memoryCapacity: 0, diskCapacity: 0): every request goes to the origin, no error, no file")
     func disabled() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try HTTPCache(
                 directory: root.appending(path: "http"),
                 configuration: configuration(memory: 0, disk: 0, clock: clock)
@@ -112,7 +112,7 @@ import Testing
         .timeLimit(.minutes(1))
     )
     func disabledDoesNotCollapse() async throws {
-        let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+        let clock = ManualClock(startingAt: t0)
         var configuration = configuration(memory: 0, disk: 0, clock: clock)
         configuration.waitClock = SteppedClock()
         let cache = try HTTPCache(directory: nil, configuration: configuration)
@@ -142,7 +142,7 @@ import Testing
 
     @Test("URLCache refuses a negative capacity: the error names the capacity and says 0 turns the tier off")
     func negativeCapacities() throws {
-        let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+        let clock = ManualClock(startingAt: t0)
         for (memory, disk, name) in [(Int64(-1), Int64(100), "memoryCapacity"), (1_000, -1, "diskCapacity")] {
             let error = #expect(throws: StowageError.self) {
                 _ = try HTTPCache(
@@ -160,7 +160,7 @@ import Testing
 @Suite struct URLCacheModeEdgeTests {
     @Test("URLCache accepts any capacity up to Int.max: a memory-only cache that large stores and serves")
     func hugeCapacities() async throws {
-        let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+        let clock = ManualClock(startingAt: t0)
         var configuration = HTTPCache.Configuration(kind: .private)
         configuration.clock = clock.cacheClock
         configuration.memoryCapacity = ByteCount(Int64.max)

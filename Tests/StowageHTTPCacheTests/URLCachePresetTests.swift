@@ -16,9 +16,9 @@ import Testing
         #expect(preset.diskCapacity == ByteCount(100 * 1024 * 1024))
         #expect(preset.maximumEntryFraction == 0.05)
         #expect(preset.maximumBodySize == nil)
-        #expect(preset.heuristicFreshness == false)
-        #expect(preset.kind == .private)
-        #expect(HTTPCache.Configuration().heuristicFreshness, "the general defaults keep heuristic freshness")
+        #expect(preset.rules.heuristicFreshness == false)
+        #expect(preset.rules.kind == .private)
+        #expect(HTTPCache.Configuration().rules.heuristicFreshness, "the general defaults keep heuristic freshness")
     }
 
     @Test(
@@ -26,7 +26,7 @@ import Testing
     )
     func presetAppliesFivePercentRule() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             var configuration = HTTPCache.Configuration.urlCache
             configuration.clock = clock.cacheClock
             let cache = try HTTPCache(directory: root.appending(path: "http"), configuration: configuration)

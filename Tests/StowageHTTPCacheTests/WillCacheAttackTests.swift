@@ -25,7 +25,7 @@ import Testing
         ]
         for rewrite in rewrites {
             try await withTemporaryDirectory { root in
-                let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+                let clock = ManualClock(startingAt: t0)
                 let cache = try makeCache(root, clock: clock) {
                     $0.willCache = { proposal in
                         var proposal = proposal
@@ -51,10 +51,10 @@ import Testing
     )
     func hookFieldsAreFilteredLikeTheOrigins() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let userField = HTTPField.Name("X-User")!
             let cache = try makeCache(root, clock: clock, kind: .shared) {
-                $0.setCookie = .storeWithoutCookie
+                $0.rules.setCookie = .storeWithoutCookie
                 $0.willCache = { proposal in
                     var proposal = proposal
                     proposal.response.headerFields[.setCookie] = "session=alice"
@@ -85,7 +85,7 @@ import Testing
     @Test("A will-cache hook that sets a Content-Length but keeps the body: hits announce the stored body's length")
     func hookContentLengthFollowsStoredBody() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let size = 300_000
             let configure: (inout HTTPCache.Configuration) -> Void = {
                 $0.diskCapacity = ByteCount(100_000_000)
@@ -122,7 +122,7 @@ import Testing
     )
     func streamedOriginWithHookBody() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.diskCapacity = ByteCount(100_000_000)
                 $0.willCache = { proposal in
@@ -169,7 +169,7 @@ import Testing
     )
     func hookBodyWaitsForTheOriginsBodyToComplete() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.diskCapacity = ByteCount(100_000_000)
                 $0.willCache = { proposal in
@@ -211,7 +211,7 @@ import Testing
     @Test("A 0-byte body from the hook is stored and served with Content-Length 0, after reopening too")
     func emptyHookBody() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let configure: (inout HTTPCache.Configuration) -> Void = {
                 $0.willCache = { proposal in
                     var proposal = proposal
@@ -241,7 +241,7 @@ import Testing
     func hookBodyAtLimit() async throws {
         for (size, stored) in [(50_000, true), (50_001, false)] {
             try await withTemporaryDirectory { root in
-                let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+                let clock = ManualClock(startingAt: t0)
                 let cache = try makeCache(root, clock: clock) {
                     $0.memoryCapacity = ByteCount(100_000)
                     $0.diskCapacity = ByteCount(1_000_000)
@@ -267,7 +267,7 @@ import Testing
     )
     func hookBodySurvivesNotModified() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.willCache = { proposal in
                     var proposal = proposal
@@ -285,7 +285,7 @@ import Testing
                                 ("ETag", "\"a\""), ("Cache-Control", "max-age=60"), ("Content-Length", "4"),
                                 ("X-New", "1"),
                             ],
-                            date: clock.secondsSince1970
+                            date: clock.now
                         ), []
                     )
                 }
@@ -313,7 +313,7 @@ import Testing
     @Test("A hook that replaces the body of one Vary variant leaves the other variant's body alone")
     func hookBodyForOneVariant() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.willCache = { proposal in
                     guard proposal.request.headerFields[.acceptLanguage] == "fr" else { return proposal }
@@ -357,7 +357,7 @@ import Testing
     )
     func hookProposalForAnotherRequest() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.willCache = { proposal in
                     guard proposal.request.path == "/evil" else { return proposal }
@@ -490,8 +490,8 @@ import Testing
     )
     func unusableFreshnessIsNotServed(_ pairs: [(String, String)]) async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
-            let cache = try makeCache(root, clock: clock) { $0.heuristicFreshness = false }
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock) { $0.rules.heuristicFreshness = false }
             let origin = TestOrigin { _, n in ok("v\(n)", pairs, clock: clock) }
             _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
             clock.advance(by: .seconds(1))

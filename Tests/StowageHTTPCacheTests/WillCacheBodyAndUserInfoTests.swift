@@ -19,7 +19,7 @@ import Testing
     )
     func rewrittenBodyIsServedOnHits() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let configure: (inout HTTPCache.Configuration) -> Void = {
                 $0.willCache = { proposal in
                     var proposal = proposal
@@ -58,7 +58,7 @@ import Testing
     @Test("User info with control characters and NUL round-trips: on the miss, hits, after a 304 and after reopening")
     func userInfoRoundTrips() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let configure: (inout HTTPCache.Configuration) -> Void = {
                 $0.willCache = { proposal in
                     var proposal = proposal
@@ -72,7 +72,7 @@ import Testing
                         response(
                             304,
                             [("ETag", "\"a\""), ("Cache-Control", "max-age=60")],
-                            date: clock.secondsSince1970
+                            date: clock.now
                         ), []
                     )
                 }
@@ -96,7 +96,7 @@ import Testing
     @Test("A will-cache hook that throws: the response is served, not stored, and the response stored before is kept")
     func throwingHookKeepsWhatWasStored() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let configure: (inout HTTPCache.Configuration) -> Void = {
                 $0.willCache = { proposal in
                     if proposal.body == Array("v2".utf8) { throw HookFailure() }
@@ -133,7 +133,7 @@ import Testing
     )
     func oversizeBodyFromHookIsNotStored() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.memoryCapacity = ByteCount(100_000)
                 $0.diskCapacity = ByteCount(1_000_000)  // 5 %: 50 000 bytes
@@ -173,7 +173,7 @@ import Testing
         try CacheProposal.validate(userInfo: ["k": String(repeating: "x", count: CacheProposal.maximumUserInfoSize - 1)]
         )
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock) {
                 $0.willCache = { proposal in
                     var proposal = proposal
@@ -237,7 +237,7 @@ import Testing
     @Test("A stored record cut short in its user info is a miss after reopening: fetched again, no crash")
     func truncatedRecordOnDiskIsAMiss() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+            let clock = ManualClock(startingAt: t0)
             let configure: (inout HTTPCache.Configuration) -> Void = {
                 $0.willCache = { proposal in
                     var proposal = proposal

@@ -93,7 +93,7 @@ import Testing
         }
         try await ProxyHarness.run(
             configure: {
-                $0.cache.targetedFields = [HTTPField.Name("Stowage-Cache-Control")!, CacheRules.cdnCacheControl]
+                $0.cache.rules.targetedFields = [HTTPField.Name("Stowage-Cache-Control")!, CacheRules.cdnCacheControl]
             },
             script: script
         ) { h in
@@ -101,7 +101,7 @@ import Testing
             #expect(try await h.get("/own").text == "v2", "Stowage-Cache-Control: no-store wins")
         }
         try await ProxyHarness.run(
-            configure: { $0.cache.targetedFields = [] },
+            configure: { $0.cache.rules.targetedFields = [] },
             script: { r in
                 .init(
                     fields: [("Cache-Control", "no-store"), ("CDN-Cache-Control", "max-age=60")],

@@ -36,7 +36,7 @@ import Testing
             uri: uri,
             headers: headers,
             head: HTTPResponseHead(version: .http1_1, status: .ok),
-            fieldsValidUntil: answer.validUntil,
+            fieldsValidUntil: answer.validUntilSeconds,
             body: ByteBuffer(repeating: 0x61, count: body),
             answer: answer,
             addedDateSecond: nil

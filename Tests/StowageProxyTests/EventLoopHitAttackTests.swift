@@ -3,6 +3,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import StowageCore
+import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageTestSupport
 import Synchronization
@@ -409,7 +410,7 @@ import Glibc
         try await ProxyHarness.run(
             configure: {
                 $0.sendTimeout = .seconds(2)
-                $0.memoryCapacity = ByteCount(64 << 20)
+                $0.cache.memoryCapacity = ByteCount(64 << 20)
             },
             script: { _ in .init(fields: [("Cache-Control", "max-age=600")], body: String(repeating: "q", count: size))
             }

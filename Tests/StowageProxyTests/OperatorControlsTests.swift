@@ -13,7 +13,7 @@ import Testing
     @Test("proxy_cache_valid: a lifetime by status stores what the origin gave no freshness (404 → 60 s)")
     func lifetimesByStatus() async throws {
         try await ProxyHarness.run(
-            configure: { $0.cache.defaultLifetimes = [404: .seconds(60), 302: .seconds(60)] },
+            configure: { $0.cache.rules.defaultLifetimes = [404: .seconds(60), 302: .seconds(60)] },
             // No Location: the test's client would follow it.
             script: { r in .init(status: r.head.path == "/moved" ? 302 : 404, body: "v\(r.index)") }
         ) { h in
@@ -44,7 +44,10 @@ import Testing
                 ? .init(fields: [("Cache-Control", "max-age=1, must-revalidate")], body: "v1")
                 : .init(status: 503, body: "down")
         }
-        try await ProxyHarness.run(configure: { $0.cache.staleIfErrorGrace = .seconds(3_600) }, script: script) { h in
+        try await ProxyHarness.run(
+            configure: { $0.cache.rules.staleIfErrorGrace = .seconds(3_600) },
+            script: script
+        ) { h in
             _ = try await h.get("/page")
             try await Task.sleep(for: .milliseconds(2_100))
             let stale = try await h.get("/page")
@@ -61,7 +64,7 @@ import Testing
     @Test("proxy_cache_use_stale updating + background_update: stale is served at once and refreshed behind it")
     func staleWhileUpdating() async throws {
         try await ProxyHarness.run(
-            configure: { $0.cache.staleWhileUpdatingGrace = .seconds(3_600) },
+            configure: { $0.cache.rules.staleWhileUpdatingGrace = .seconds(3_600) },
             script: { r in .init(fields: [("Cache-Control", "max-age=1")], body: "v\(r.index)") }
         ) { h in
             _ = try await h.get("/feed")
@@ -86,7 +89,7 @@ import Testing
     func keyRules() async throws {
         try await ProxyHarness.run(
             configure: {
-                $0.cache.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"], sortsQueryParameters: true)
+                $0.cache.rules.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"], sortsQueryParameters: true)
             },
             script: versioned(maxAge: 60)
         ) { h in
@@ -102,7 +105,7 @@ import Testing
     @Test("ignored query parameters never reach the origin, so an origin that reflects them cannot poison the entry")
     func ignoredParametersDoNotPoison() async throws {
         try await ProxyHarness.run(
-            configure: { $0.cache.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"]) },
+            configure: { $0.cache.rules.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*"]) },
             // The origin echoes its whole request target into the body, as a reflecting page does.
             script: { r in .init(fields: [("Cache-Control", "max-age=60")], body: r.head.path ?? "") }
         ) { h in
@@ -154,7 +157,7 @@ import Testing
     func keyHeaders() async throws {
         try await ProxyHarness.run(
             configure: {
-                $0.cache.keyRules.headers = [HTTPField.Name("X-Tenant")!]
+                $0.cache.rules.keyRules.headers = [HTTPField.Name("X-Tenant")!]
                 $0.admin = .init(port: 0)
             },
             script: { r in

@@ -252,7 +252,7 @@ private final class SharedProxyFleet: Sendable {
             host: "127.0.0.1",
             port: 0
         )
-        configuration.sharedTier = tier
+        configuration.cache.sharedTier = tier
         configure(&configuration.cache)
         configuration.logger.logLevel = .critical
         let proxy = try CachingProxy(configuration: configuration)

@@ -306,10 +306,10 @@ extension HTTPCache {
         let record = VariantRecord(
             stored: StoredResponse(
                 response: stored,
-                requestTime: requestTime,
-                responseTime: responseTime,
+                requestSeconds: requestTime,
+                responseSeconds: responseTime,
                 varyingFields: rules.varyingFields(of: stored, request: request),
-                forcedExpiry: forcedRule.map { responseTime + $0.interval.timeInterval },
+                forcedExpirySeconds: forcedRule.map { responseTime + $0.interval.timeInterval },
                 userInfo: userInfo
             ),
             bodyKey: Self.makeBodyKey(),

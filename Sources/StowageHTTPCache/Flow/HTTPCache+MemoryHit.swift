@@ -61,8 +61,8 @@ extension HTTPCache {
         finish(&reused.served, for: request, trace: trace)
         return MemoryAnswer(
             served: reused.served,
-            validUntil: validUntil,
-            decisionValidUntil: asksNothing ? max(validUntil, now + reused.ttl) : validUntil,
+            validUntilSeconds: validUntil,
+            decisionValidUntilSeconds: asksNothing ? max(validUntil, now + reused.ttl) : validUntil,
             recordKey: recordKey,
             records: records,
             stored: record.stored
@@ -74,19 +74,26 @@ extension HTTPCache {
     /// but for its `Age` and the `ttl` of its `Cache-Status` (``currentFields(of:)``) and its
     /// trace; until ``MemoryAnswer/validUntil`` those are the same too (``isCurrent(_:)``).
     public func decisionStands(_ answer: MemoryAnswer) -> Bool {
-        guard now < answer.decisionValidUntil else { return false }
+        guard now < answer.decisionValidUntilSeconds else { return false }
         return recordsAreCurrent(answer)
     }
 
     /// The `Age` and `Cache-Status` values of `answer` now, as ``respondFromMemory(to:)`` would
     /// set them, and until when they stay so: for a server that sends an answer again while
     /// ``decisionStands(_:)``.
-    public func currentFields(
+    public func currentFields(of answer: MemoryAnswer) -> (age: String, cacheStatus: String, validUntil: Date) {
+        let fields = currentFieldsSeconds(of: answer)
+        return (fields.age, fields.cacheStatus, Date(timeIntervalSince1970: fields.validUntil))
+    }
+
+    /// ``currentFields(of:)`` with the time in seconds since 1970, for the proxy's event-loop
+    /// hit path, which compares it on every request.
+    package func currentFieldsSeconds(
         of answer: MemoryAnswer
     ) -> (age: String, cacheStatus: String, validUntil: Double) {
         let now = self.now
-        let age = rules.currentAge(of: answer.stored, now: now)
-        let ttl = rules.freshnessLifetime(of: answer.stored) - age
+        let age = rules.currentAgeSeconds(of: answer.stored, now: now)
+        let ttl = rules.freshnessSeconds(of: answer.stored) - age
         return (
             String(Int(max(0, age))), status(answer.served.outcome, ttl: ttl).description,
             Self.nextChange(age: age, ttl: ttl, now: now)
@@ -98,7 +105,7 @@ extension HTTPCache {
     /// a 304, purged, invalidated, evicted, or cleared with the disk cache by another process).
     /// An O(1) check while nothing changed.
     public func isCurrent(_ answer: MemoryAnswer) -> Bool {
-        guard now < answer.validUntil else { return false }
+        guard now < answer.validUntilSeconds else { return false }
         return recordsAreCurrent(answer)
     }
 
@@ -123,12 +130,16 @@ extension HTTPCache {
 public struct MemoryAnswer: Sendable {
     /// The response, as ``HTTPCache/respondFromMemory(to:)`` gives it.
     public let served: CachedResponse
-    /// The cache clock's time (seconds since 1970) from which the same request may get another
-    /// answer: its age or remaining freshness reaches the next whole second.
-    public let validUntil: Double
+    /// The cache clock's time from which the same request may get another answer: its age or
+    /// remaining freshness reaches the next whole second.
+    public var validUntil: Date { Date(timeIntervalSince1970: validUntilSeconds) }
     /// The cache clock's time from which the decision may change (``HTTPCache/decisionStands(_:)``);
     /// not before ``validUntil``.
-    public let decisionValidUntil: Double
+    public var decisionValidUntil: Date { Date(timeIntervalSince1970: decisionValidUntilSeconds) }
+    /// ``validUntil`` in seconds since 1970, as the hit paths compare it.
+    package let validUntilSeconds: Double
+    /// ``decisionValidUntil`` in seconds since 1970.
+    package let decisionValidUntilSeconds: Double
     let recordKey: String
     let records: [VariantRecord]
     let stored: StoredResponse

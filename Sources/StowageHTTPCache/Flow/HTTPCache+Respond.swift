@@ -220,8 +220,8 @@ extension HTTPCache {
     ) -> (served: CachedResponse, needsBody: Bool, age: Double, ttl: Double) {
         let stored = record.stored
         // timeToLive(of:now:) is this lifetime minus this age; each is worked out once.
-        let age = rules.currentAge(of: stored, now: now)
-        let ttl = rules.freshnessLifetime(of: stored) - age
+        let age = rules.currentAgeSeconds(of: stored, now: now)
+        let ttl = rules.freshnessSeconds(of: stored) - age
         let outcome = outcome ?? (ttl > 0 ? .hit : .stale)
         var response = rules.responseForReuse(stored)
         response.headerFields[.age] = String(Int(max(0, age)))

@@ -6,9 +6,9 @@ import HTTPTypes
 /// request header fields added, so requests that differ in them never share one.
 ///
 /// ```swift
-/// configuration.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*", "fbclid"], sortsQueryParameters: true)
+/// configuration.rules.keyRules = CacheKeyRules(ignoredQueryParameters: ["utm_*", "fbclid"], sortsQueryParameters: true)
 /// // https://example.com/a?utm_source=x&b=2&a=1  →  https://example.com/a?a=1&b=2
-/// configuration.keyRules.headers = [HTTPField.Name("X-Tenant")!]
+/// configuration.rules.keyRules.headers = [HTTPField.Name("X-Tenant")!]
 /// // a response stored for X-Tenant: a is never served to X-Tenant: b (or to a request without it)
 /// ```
 ///

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 /// A response as a cache holds it: status and header fields (the body lives beside it in
@@ -12,16 +13,30 @@ public struct StoredResponse: Sendable, Hashable {
     /// of a stored response needs them, and parsing them per lookup cost more than the rest of
     /// the decision (`http-cache.lookup-hit`).
     private(set) var facts: Facts
-    /// Seconds since 1970 when the request that produced the response was sent (`request_time`).
-    public var requestTime: Double
-    /// Seconds since 1970 when the response was received (`response_time`).
-    public var responseTime: Double
+    /// When the request that produced the response was sent (RFC 9111 §4.2.3 `request_time`).
+    public var requestTime: Date {
+        get { Date(timeIntervalSince1970: requestSeconds) }
+        set { requestSeconds = Self.clampedTime(newValue.timeIntervalSince1970) }
+    }
+    /// When the response was received (RFC 9111 §4.2.3 `response_time`).
+    public var responseTime: Date {
+        get { Date(timeIntervalSince1970: responseSeconds) }
+        set { responseSeconds = Self.clampedTime(newValue.timeIntervalSince1970) }
+    }
+    /// When set, the response is fresh until then whatever its headers say: a ``ForcedExpiry``
+    /// rule matched when it was stored.
+    public var forcedExpiry: Date? {
+        get { forcedExpirySeconds.map { Date(timeIntervalSince1970: $0) } }
+        set { forcedExpirySeconds = newValue?.timeIntervalSince1970 }
+    }
+    // The three times above in seconds since 1970, as the rules' arithmetic and the stored
+    // record take them.
+    var requestSeconds: Double
+    var responseSeconds: Double
+    var forcedExpirySeconds: Double?
     /// The request fields named by the response's `Vary`, as the original request had them
     /// (lowercased names; `nil` values for fields the request did not have).
     public var varyingFields: [VaryingField]
-    /// When set, the response is fresh until this time (seconds since 1970) whatever its headers
-    /// say: a ``ForcedExpiry`` rule matched when it was stored.
-    public var forcedExpiry: Double?
     /// The body's length in bytes, when known.
     public var bodyLength: Int64?
     /// Strings the will-cache hook attached (``CacheProposal/userInfo``), returned with every
@@ -44,20 +59,42 @@ public struct StoredResponse: Sendable, Hashable {
 
     /// Creates a stored response.
     ///
-    /// `requestTime` and `responseTime` are seconds since 1970; a value outside 1970 to the year
-    /// 5000 (NaN, infinite, negative) is clamped into that range, so no later arithmetic traps.
+    /// A `requestTime` or `responseTime` outside 1970 to the year 5000 is clamped into that
+    /// range, so no later arithmetic traps.
     public init(
         response: HTTPResponse,
-        requestTime: Double,
-        responseTime: Double,
+        requestTime: Date,
+        responseTime: Date,
         varyingFields: [VaryingField] = [],
-        forcedExpiry: Double? = nil,
+        forcedExpiry: Date? = nil,
+        bodyLength: Int64? = nil,
+        userInfo: [String: String] = [:]
+    ) {
+        self.init(
+            response: response,
+            requestSeconds: requestTime.timeIntervalSince1970,
+            responseSeconds: responseTime.timeIntervalSince1970,
+            varyingFields: varyingFields,
+            forcedExpirySeconds: forcedExpiry?.timeIntervalSince1970,
+            bodyLength: bodyLength,
+            userInfo: userInfo
+        )
+    }
+
+    /// ``init(response:requestTime:responseTime:varyingFields:forcedExpiry:bodyLength:userInfo:)``
+    /// with the times in seconds since 1970, as the cache's clock and its records give them.
+    init(
+        response: HTTPResponse,
+        requestSeconds: Double,
+        responseSeconds: Double,
+        varyingFields: [VaryingField] = [],
+        forcedExpirySeconds: Double? = nil,
         bodyLength: Int64? = nil,
         userInfo: [String: String] = [:]
     ) {
         var response = response
-        let requestTime = Self.clampedTime(requestTime)
-        let responseTime = Self.clampedTime(responseTime)
+        let requestTime = Self.clampedTime(requestSeconds)
+        let responseTime = Self.clampedTime(responseSeconds)
         // RFC 9110 §6.6.1: a recipient with a clock that caches a response without Date appends
         // the time it received it (the freshness rules already count from it), so every copy
         // served later carries that time, not the time it is served.
@@ -66,10 +103,10 @@ public struct StoredResponse: Sendable, Hashable {
         }
         self.response = response
         self.facts = Facts(response.headerFields)
-        self.requestTime = requestTime
-        self.responseTime = responseTime
+        self.requestSeconds = requestTime
+        self.responseSeconds = responseTime
         self.varyingFields = varyingFields
-        self.forcedExpiry = forcedExpiry
+        self.forcedExpirySeconds = forcedExpirySeconds
         self.bodyLength = bodyLength
         self.userInfo = userInfo
     }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 extension CacheRules {
@@ -18,8 +19,14 @@ extension CacheRules {
     }
 
     /// RFC 9111 §4: how to answer `request` given `stored`, the variant that matched its
-    /// `Vary` (or `nil`), at `now` (seconds since 1970).
-    public func decide(_ request: HTTPRequest, stored: StoredResponse?, now: Double) -> Decision {
+    /// `Vary` (or `nil`), at `now`.
+    public func decide(_ request: HTTPRequest, stored: StoredResponse?, now: Date) -> Decision {
+        var ignored: [TraceNote] = []
+        return decide(request, stored: stored, now: now.timeIntervalSince1970, noting: &ignored)
+    }
+
+    /// ``decide(_:stored:now:)`` with `now` in seconds since 1970, as the cache's clock gives it.
+    func decide(_ request: HTTPRequest, stored: StoredResponse?, now: Double) -> Decision {
         var ignored: [TraceNote] = []
         return decide(request, stored: stored, now: now, noting: &ignored)
     }
@@ -29,11 +36,11 @@ extension CacheRules {
     public func decide(
         _ request: HTTPRequest,
         stored: StoredResponse?,
-        now: Double,
+        now: Date,
         explaining trace: inout [String]
     ) -> Decision {
         var notes: [TraceNote] = []
-        let decision = decide(request, stored: stored, now: now, noting: &notes)
+        let decision = decide(request, stored: stored, now: now.timeIntervalSince1970, noting: &notes)
         trace += notes.texts
         return decision
     }
@@ -70,9 +77,9 @@ extension CacheRules {
         trace: inout [TraceNote]
     ) -> Decision {
         let responseCC = directives(of: stored).cacheControl
-        let forced = stored.forcedExpiry != nil
-        let age = currentAge(of: stored, now: now)
-        let lifetime = freshnessLifetime(of: stored)
+        let forced = stored.forcedExpirySeconds != nil
+        let age = currentAgeSeconds(of: stored, now: now)
+        let lifetime = freshnessSeconds(of: stored)
         let ttl = lifetime - age
         let isFresh = ttl > 0
         trace.append(
@@ -113,7 +120,7 @@ extension CacheRules {
             return .serve(.hit)
         }
         let staleness = -ttl
-        if let grace = staleWhileUpdatingGrace, staleness <= grace {
+        if let grace = staleWhileUpdatingGraceSeconds, staleness <= grace {
             trace.append(
                 "the operator's stale-while-updating grace of \(Int(grace)) s: served stale, validated in the background"
             )
@@ -150,7 +157,7 @@ extension CacheRules {
     func lifetimeSource(of stored: StoredResponse) -> LifetimeSource {
         let directives = directives(of: stored)
         let cc = directives.cacheControl
-        if stored.forcedExpiry != nil { return .forcedExpiry }
+        if stored.forcedExpirySeconds != nil { return .forcedExpiry }
         if isShared, cc.sharedMaxAge.isPresent { return .sharedMaxAge(directives.targetedField) }
         if cc.maxAge.isPresent { return .maxAge(directives.targetedField) }
         switch directives.followsExpires ? stored.facts.expires : .absent {
@@ -158,10 +165,10 @@ extension CacheRules {
         case .invalid: return .invalidExpires
         case .absent: break
         }
-        if defaultLifetimes[stored.response.status.code] != nil {
+        if defaultLifetimeSeconds[stored.response.status.code] != nil {
             return .operatorLifetime(status: stored.response.status.code)
         }
-        return heuristicLifetime(of: stored, dateValue: stored.facts.date ?? Int64(stored.responseTime)) > 0
+        return heuristicLifetime(of: stored, dateValue: stored.facts.date ?? Int64(stored.responseSeconds)) > 0
             ? .heuristic : .nothing
     }
 
@@ -173,13 +180,19 @@ extension CacheRules {
 
     /// RFC 5861 §4: whether `stored` may be served stale because the origin failed (an error
     /// status 500, 502, 503 or 504, or no response at all).
-    public func mayServeStaleOnError(_ stored: StoredResponse, request: HTTPRequest, now: Double) -> Bool {
+    public func mayServeStaleOnError(_ stored: StoredResponse, request: HTTPRequest, now: Date) -> Bool {
+        mayServeStaleOnError(stored, request: request, now: now.timeIntervalSince1970)
+    }
+
+    /// ``mayServeStaleOnError(_:request:now:)`` with `now` in seconds since 1970.
+    func mayServeStaleOnError(_ stored: StoredResponse, request: HTTPRequest, now: Double) -> Bool {
         let responseCC = directives(of: stored).cacheControl
         let requestCC = request.headerFields.cacheControl
-        if let grace = staleIfErrorGrace, -timeToLive(of: stored, now: now) <= grace { return true }
-        guard !requiresRevalidationWhenStale(responseCC), !responseCC.isUnqualifiedNoCache || stored.forcedExpiry != nil
+        if let grace = staleIfErrorGraceSeconds, -timeToLiveSeconds(of: stored, now: now) <= grace { return true }
+        guard !requiresRevalidationWhenStale(responseCC),
+            !responseCC.isUnqualifiedNoCache || stored.forcedExpirySeconds != nil
         else { return false }
-        let staleness = -timeToLive(of: stored, now: now)
+        let staleness = -timeToLiveSeconds(of: stored, now: now)
         if staleness <= 0 { return true }
         let window = max(responseCC.staleIfError.value ?? -1, requestCC.staleIfError.value ?? -1)
         return window >= 0 && staleness <= Double(window)

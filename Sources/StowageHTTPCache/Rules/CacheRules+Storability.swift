@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 extension CacheRules {
@@ -84,7 +85,7 @@ extension CacheRules {
         if directives.followsExpires, response.headerFields[.expires] != nil { return .storable }
         if responseCC.maxAge.isPresent { return .storable }
         if isShared, responseCC.sharedMaxAge.isPresent { return .storable }
-        if defaultLifetimes[status] != nil { return .storable }
+        if defaultLifetimeSeconds[status] != nil { return .storable }
         // NSURLCache's rule (the AFNetworking write-up's "Cache-Control HTTP Header"): without
         // `max-age`, `s-maxage` or `Expires` nothing is stored, `public` alone included.
         guard heuristicFreshness else {
@@ -102,7 +103,12 @@ extension CacheRules {
     /// The header fields to store (§3.1): without hop-by-hop fields, without the fields of a
     /// qualified `private` in a shared cache (§5.2.2.7), with a `Date` if the origin sent none
     /// (RFC 9110 §6.6.1).
-    public func fieldsToStore(_ fields: HTTPFields, responseTime: Double) -> HTTPFields {
+    public func fieldsToStore(_ fields: HTTPFields, responseTime: Date) -> HTTPFields {
+        fieldsToStore(fields, responseTime: responseTime.timeIntervalSince1970)
+    }
+
+    /// ``fieldsToStore(_:responseTime:)`` with `responseTime` in seconds since 1970.
+    func fieldsToStore(_ fields: HTTPFields, responseTime: Double) -> HTTPFields {
         var excluded = Self.hopByHopFieldNames
         for value in fields[values: .connection] {
             for name in value.split(separator: ",") { excluded.insert(name.trimmingWhitespace().lowercased()) }

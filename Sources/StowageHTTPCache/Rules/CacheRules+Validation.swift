@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 extension CacheRules {
@@ -70,7 +71,7 @@ extension CacheRules {
     }
 
     private func mostRecent(_ indices: [Int], of stored: [StoredResponse]) -> [Int] {
-        guard let best = indices.max(by: { stored[$0].responseTime < stored[$1].responseTime }) else { return [] }
+        guard let best = indices.max(by: { stored[$0].responseSeconds < stored[$1].responseSeconds }) else { return [] }
         return [best]
     }
 
@@ -80,11 +81,24 @@ extension CacheRules {
     public func freshen(
         _ stored: StoredResponse,
         with notModified: HTTPResponse,
+        requestTime: Date,
+        responseTime: Date
+    ) -> StoredResponse {
+        freshen(
+            stored,
+            with: notModified,
+            requestTime: requestTime.timeIntervalSince1970,
+            responseTime: responseTime.timeIntervalSince1970
+        )
+    }
+
+    /// ``freshen(_:with:requestTime:responseTime:)`` with the times in seconds since 1970.
+    func freshen(
+        _ stored: StoredResponse,
+        with notModified: HTTPResponse,
         requestTime: Double,
         responseTime: Double
-    )
-        -> StoredResponse
-    {
+    ) -> StoredResponse {
         var updated = stored
         var fields = stored.response.headerFields
         let incoming = fieldsToStore(notModified.headerFields, responseTime: responseTime)
@@ -94,8 +108,8 @@ extension CacheRules {
             fields.append(field)
         }
         updated.response.headerFields = fields
-        updated.requestTime = requestTime
-        updated.responseTime = responseTime
+        updated.requestSeconds = requestTime
+        updated.responseSeconds = responseTime
         return updated
     }
 }

@@ -1,15 +1,16 @@
 import HTTPTypes
+import StowageCore
 
 /// The decisions of RFC 9111, as pure functions of requests, responses and times.
 ///
-/// No I/O and no clock: every function takes `now` (seconds since 1970), so each requirement
+/// No I/O and no clock: every function takes `now` (a `Date`), so each requirement
 /// is testable on its own (see `Tests/StowageHTTPCacheTests/Conformance`). ``HTTPCache`` applies
 /// these rules to stored responses; the client and the proxy apply ``HTTPCache``.
 ///
 /// ```swift
 /// let rules = CacheRules(kind: .shared)
 /// if rules.storability(of: response, for: request) == .storable { ... }
-/// let lifetime = rules.freshnessLifetime(of: stored)      // seconds
+/// let lifetime = rules.freshnessLifetime(of: stored)      // a Duration
 /// let decision = rules.decide(request, stored: stored, now: now)
 /// ```
 public struct CacheRules: Sendable {
@@ -26,9 +27,11 @@ public struct CacheRules: Sendable {
     /// without them is stale. Operator lifetimes (``defaultLifetimes``, ``ForcedExpiry``) still count
     /// as explicit.
     public var heuristicFreshness: Bool
-    /// The longest heuristic lifetime, in seconds. Default one day (86 400 s), as Squid's and
-    /// requests-cache's defaults bound it.
-    public var maximumHeuristicLifetime: Double
+    /// The longest heuristic lifetime. Default one day, as Squid's and requests-cache's defaults
+    /// bound it.
+    public var maximumHeuristicLifetime: Duration {
+        didSet { maximumHeuristicSeconds = maximumHeuristicLifetime.timeInterval }
+    }
     /// Status codes this cache understands (for `must-understand`, §5.2.2.3) and may store.
     public var understoodStatuses: Set<Int>
     /// RFC 9213 targeted cache-control fields a shared cache follows, in order of precedence,
@@ -36,29 +39,42 @@ public struct CacheRules: Sendable {
     /// one a response carries with a valid value replaces `Cache-Control` and `Expires` for
     /// this cache. Ignored by a private cache. Default: none.
     public var targetedFields: [HTTPField.Name]
-    /// Operator lifetimes by status code, in seconds, for responses whose origin gave no explicit
-    /// freshness (no `max-age`, `s-maxage` or valid `Expires`): nginx's `proxy_cache_valid`,
-    /// e.g. `[200: 600, 301: 600, 404: 60]`. They replace the §4.2.2 heuristic for those statuses
-    /// and make them storable. Default none.
-    public var defaultLifetimes: [Int: Double]
-    /// Seconds past its freshness a stored response may still be served when the origin fails
+    /// Operator lifetimes by status code for responses whose origin gave no explicit freshness
+    /// (no `max-age`, `s-maxage` or valid `Expires`): nginx's `proxy_cache_valid`, e.g.
+    /// `[200: .seconds(600), 301: .seconds(600), 404: .seconds(60)]`. They replace the §4.2.2
+    /// heuristic for those statuses and make them storable. Default none.
+    public var defaultLifetimes: [Int: Duration] {
+        didSet { defaultLifetimeSeconds = defaultLifetimes.mapValues(\.timeInterval) }
+    }
+    /// How long past its freshness a stored response may still be served when the origin fails
     /// (a transport error, a timeout, 500/502/503/504), whatever its directives say — the
     /// operator overrides `must-revalidate` and `no-cache` here (nginx's
     /// `proxy_cache_use_stale error timeout http_5xx`, Varnish's grace). Default `nil`: only
     /// `stale-if-error` (RFC 5861) allows it.
-    public var staleIfErrorGrace: Double?
-    /// Seconds past its freshness a stored response is served while it is validated in the
+    public var staleIfErrorGrace: Duration? {
+        didSet { staleIfErrorGraceSeconds = staleIfErrorGrace?.timeInterval }
+    }
+    /// How long past its freshness a stored response is served while it is validated in the
     /// background, overriding `must-revalidate`, `proxy-revalidate` and `s-maxage` (nginx's
     /// `proxy_cache_use_stale updating` with `proxy_cache_background_update on`). A `no-cache`
     /// in the request or the stored response still validates first.
     /// Default `nil`: only `stale-while-revalidate` (RFC 5861) allows it.
-    public var staleWhileUpdatingGrace: Double?
+    public var staleWhileUpdatingGrace: Duration? {
+        didSet { staleWhileUpdatingGraceSeconds = staleWhileUpdatingGrace?.timeInterval }
+    }
     /// How keys are shaped beyond RFC 9111's normalization (query parameters left out or
     /// sorted). Default: none.
     public var keyRules: CacheKeyRules
     /// What a shared cache does with a response that sets a cookie; ignored by a private cache.
     /// Default ``SetCookieHandling/doNotStore`` (nginx's and Varnish's default).
     public var setCookie: SetCookieHandling
+
+    // The durations above in seconds, kept beside them: freshness and reuse decisions run on
+    // every hit and compare seconds, so they read these instead of converting each time.
+    private(set) var maximumHeuristicSeconds: Double
+    private(set) var defaultLifetimeSeconds: [Int: Double]
+    private(set) var staleIfErrorGraceSeconds: Double?
+    private(set) var staleWhileUpdatingGraceSeconds: Double?
 
     /// `CDN-Cache-Control` (RFC 9213 §3), the field targeted at CDNs and other shared caches
     /// operated for the origin.
@@ -74,13 +90,13 @@ public struct CacheRules: Sendable {
     public init(
         kind: CacheKind,
         heuristicFraction: Double = 0.1,
-        maximumHeuristicLifetime: Double = 86_400,
+        maximumHeuristicLifetime: Duration = .seconds(86_400),
         heuristicFreshness: Bool = true,
         understoodStatuses: Set<Int> = CacheRules.heuristicallyCacheableStatuses.union([302, 303, 307]),
         targetedFields: [HTTPField.Name] = [],
-        defaultLifetimes: [Int: Double] = [:],
-        staleIfErrorGrace: Double? = nil,
-        staleWhileUpdatingGrace: Double? = nil,
+        defaultLifetimes: [Int: Duration] = [:],
+        staleIfErrorGrace: Duration? = nil,
+        staleWhileUpdatingGrace: Duration? = nil,
         keyRules: CacheKeyRules = CacheKeyRules(),
         setCookie: SetCookieHandling = .doNotStore
     ) {
@@ -95,6 +111,10 @@ public struct CacheRules: Sendable {
         self.staleWhileUpdatingGrace = staleWhileUpdatingGrace
         self.keyRules = keyRules
         self.setCookie = setCookie
+        maximumHeuristicSeconds = maximumHeuristicLifetime.timeInterval
+        defaultLifetimeSeconds = defaultLifetimes.mapValues(\.timeInterval)
+        staleIfErrorGraceSeconds = staleIfErrorGrace?.timeInterval
+        staleWhileUpdatingGraceSeconds = staleWhileUpdatingGrace?.timeInterval
     }
 
     /// The key `request`'s responses are stored under: its normalized target URI, shaped by
@@ -104,4 +124,43 @@ public struct CacheRules: Sendable {
     }
 
     var isShared: Bool { kind == .shared }
+
+    /// Checks the operator's settings: ``heuristicFraction`` finite and ≥ 0, every duration from
+    /// 0 to RFC 9111's largest delta-seconds (about 68 years), and ``defaultLifetimes`` keyed by
+    /// final statuses (200–599). ``HTTPCache`` calls it when it opens.
+    ///
+    /// - Throws: `StowageError` `.invalidConfiguration` naming the setting and the range it takes.
+    public func validate() throws {
+        guard heuristicFraction >= 0, heuristicFraction.isFinite else {
+            throw StowageError(
+                code: .invalidConfiguration,
+                message: "rules.heuristicFraction is \(heuristicFraction); give a finite fraction ≥ 0 (default 0.1)"
+            )
+        }
+        try Self.checkDuration(maximumHeuristicLifetime, named: "rules.maximumHeuristicLifetime")
+        for (status, lifetime) in defaultLifetimes.sorted(by: { $0.key < $1.key }) {
+            guard (200...599).contains(status) else {
+                throw StowageError(
+                    code: .invalidConfiguration,
+                    message: "rules.defaultLifetimes has the status \(status); give final statuses (200–599)"
+                )
+            }
+            try Self.checkDuration(lifetime, named: "rules.defaultLifetimes[\(status)]")
+        }
+        if let staleIfErrorGrace { try Self.checkDuration(staleIfErrorGrace, named: "rules.staleIfErrorGrace") }
+        if let staleWhileUpdatingGrace {
+            try Self.checkDuration(staleWhileUpdatingGrace, named: "rules.staleWhileUpdatingGrace")
+        }
+    }
+
+    /// Refuses a negative duration or one longer than RFC 9111's largest delta-seconds.
+    package static func checkDuration(_ duration: Duration, named name: String) throws {
+        guard duration >= .zero, duration <= .seconds(CacheControl.maximumDeltaSeconds) else {
+            throw StowageError(
+                code: .invalidConfiguration,
+                message: "\(name) is \(duration); give a duration from 0 to \(CacheControl.maximumDeltaSeconds) s "
+                    + "(RFC 9111's largest delta-seconds, about 68 years)"
+            )
+        }
+    }
 }

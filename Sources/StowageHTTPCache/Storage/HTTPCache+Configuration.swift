@@ -9,8 +9,13 @@ extension HTTPCache {
     public struct Configuration: Sendable {
         /// A name for logs, metrics and the `Cache-Status` field. Default `"stowage"`.
         public var name: String
-        /// Private (a client's) or shared (a proxy's). Default ``CacheKind/private``.
-        public var kind: CacheKind
+        /// The RFC 9111 rules the cache applies: private or shared (``CacheRules/kind``),
+        /// heuristic freshness, RFC 9213 targeted fields, operator lifetimes by status, stale
+        /// graces, key rules and what a shared cache does with `Set-Cookie`; see ``CacheRules``.
+        /// Default `CacheRules(kind:)` with the kind given to ``init(kind:name:)``. Validated when
+        /// the cache opens: the durations must lie in 0…68 years (RFC 9111's largest
+        /// delta-seconds), the statuses of ``CacheRules/defaultLifetimes`` be final (200–599).
+        public var rules: CacheRules
         /// Bytes of responses kept in memory, in front of the disk. Default 2 MB (the usual `NSURLCache`
         /// set-up's `initWithMemoryCapacity:2 * 1024 * 1024`). 0 with no disk tier disables the cache
         /// (``HTTPCache/Mode/disabled``), as `URLCache(memoryCapacity: 0, diskCapacity: 0)`.
@@ -27,35 +32,6 @@ extension HTTPCache {
         /// Bodies up to this size are buffered and written in one piece; larger ones stream to a
         /// file as they arrive. Default 64 KiB.
         public var streamingThreshold: Int
-        /// Whether responses without explicit freshness are stored with a heuristic lifetime
-        /// (RFC 9111 §4.2.2, from `Last-Modified`). Default `true`. `false` stores only responses
-        /// with `Cache-Control` `max-age` (or `s-maxage` in a shared cache) or `Expires`, NSURLCache's
-        /// rule; see ``CacheRules/heuristicFreshness``.
-        public var heuristicFreshness: Bool
-        /// The fraction of the time since `Last-Modified` used as a heuristic lifetime. Default 0.1.
-        public var heuristicFraction: Double
-        /// The longest heuristic lifetime. Default one day.
-        public var maximumHeuristicLifetime: Duration
-        /// RFC 9213 targeted cache-control fields a shared cache follows instead of
-        /// `Cache-Control` and `Expires`, first present and valid one wins, e.g.
-        /// `[CacheRules.cdnCacheControl]`. A private cache ignores them. Default none (the proxy
-        /// defaults to `CDN-Cache-Control`).
-        public var targetedFields: [HTTPField.Name]
-        /// Lifetimes by status for responses without explicit freshness (nginx's
-        /// `proxy_cache_valid`); see ``CacheRules/defaultLifetimes``. Default none.
-        public var defaultLifetimes: [Int: Duration]
-        /// How long past freshness a stored response is served when the origin fails, whatever
-        /// it said; see ``CacheRules/staleIfErrorGrace``. Default `nil`.
-        public var staleIfErrorGrace: Duration?
-        /// How long past freshness a stored response is served while it is refreshed in the
-        /// background; see ``CacheRules/staleWhileUpdatingGrace``. Default `nil`.
-        public var staleWhileUpdatingGrace: Duration?
-        /// How keys are shaped beyond RFC 9111's normalization; see ``CacheKeyRules``. Default
-        /// none.
-        public var keyRules: CacheKeyRules
-        /// What a shared cache does with a response that sets a cookie; see
-        /// ``SetCookieHandling``. Default ``SetCookieHandling/doNotStore``.
-        public var setCookie: SetCookieHandling
         /// Requests that skip the lookup and go to the origin (nginx's `proxy_cache_bypass`);
         /// their responses are still stored when storable. Default none.
         public var bypass: [CacheBypassRule]
@@ -102,24 +78,15 @@ extension HTTPCache {
         /// A configuration with the defaults above.
         public init(kind: CacheKind = .private, name: String = "stowage") {
             self.name = name
-            self.kind = kind
+            rules = CacheRules(kind: kind)
             memoryCapacity = ByteCount(2 * 1024 * 1024)
             diskCapacity = ByteCount(100 * 1024 * 1024)
             maximumEntryFraction = 0.05
             streamingThreshold = 64 * 1024
-            heuristicFreshness = true
-            heuristicFraction = 0.1
-            maximumHeuristicLifetime = .seconds(86_400)
-            targetedFields = []
-            keyRules = CacheKeyRules()
-            setCookie = .doNotStore
             maximumBodySize = nil
             tagFields = []
             minimumUses = 1
             bypass = []
-            defaultLifetimes = [:]
-            staleIfErrorGrace = nil
-            staleWhileUpdatingGrace = nil
             forcedExpiry = []
             willCache = nil
             collapsesRequests = true
@@ -130,22 +97,6 @@ extension HTTPCache {
             sharedTier = nil
             sharedBodyLimit = ByteCount(1_000_000)
             sharedTimeToLive = .seconds(86_400)
-        }
-
-        /// The RFC 9111 rules this configuration implies.
-        public var rules: CacheRules {
-            CacheRules(
-                kind: kind,
-                heuristicFraction: heuristicFraction,
-                maximumHeuristicLifetime: maximumHeuristicLifetime.timeInterval,
-                heuristicFreshness: heuristicFreshness,
-                targetedFields: targetedFields,
-                defaultLifetimes: defaultLifetimes.mapValues(\.timeInterval),
-                staleIfErrorGrace: staleIfErrorGrace?.timeInterval,
-                staleWhileUpdatingGrace: staleWhileUpdatingGrace?.timeInterval,
-                keyRules: keyRules,
-                setCookie: setCookie
-            )
         }
 
         func validate() throws {
@@ -163,27 +114,14 @@ extension HTTPCache {
                     message: "maximumEntryFraction is \(maximumEntryFraction); it must be in (0, 1]"
                 )
             }
-            guard heuristicFraction >= 0, heuristicFraction.isFinite, streamingThreshold > 0 else {
+            guard streamingThreshold > 0 else {
                 throw StowageError(
                     code: .invalidConfiguration,
-                    message: "heuristicFraction (\(heuristicFraction)) must be finite and ≥ 0, and streamingThreshold "
-                        + "(\(streamingThreshold)) > 0"
+                    message: "streamingThreshold is \(streamingThreshold); it must be more than 0 bytes"
                 )
             }
-            let longest = Duration.seconds(CacheControl.maximumDeltaSeconds)
-            var lifetimes = [
-                ("maximumHeuristicLifetime", maximumHeuristicLifetime), ("sharedTimeToLive", sharedTimeToLive),
-            ]
-            for (status, lifetime) in defaultLifetimes { lifetimes.append(("defaultLifetimes[\(status)]", lifetime)) }
-            if let staleIfErrorGrace { lifetimes.append(("staleIfErrorGrace", staleIfErrorGrace)) }
-            if let staleWhileUpdatingGrace { lifetimes.append(("staleWhileUpdatingGrace", staleWhileUpdatingGrace)) }
-            for (name, lifetime) in lifetimes where !(lifetime >= .zero && lifetime <= longest) {
-                throw StowageError(
-                    code: .invalidConfiguration,
-                    message: "\(name) is \(lifetime); give a duration from 0 to \(CacheControl.maximumDeltaSeconds) s "
-                        + "(RFC 9111's largest delta-seconds, about 68 years)"
-                )
-            }
+            try rules.validate()
+            try CacheRules.checkDuration(sharedTimeToLive, named: "sharedTimeToLive")
             guard collapseTimeout > .zero, collapseTimeout <= .seconds(86_400) else {
                 throw StowageError(
                     code: .invalidConfiguration,
@@ -200,12 +138,6 @@ extension HTTPCache {
                 throw StowageError(
                     code: .invalidConfiguration,
                     message: "minimumUses is \(minimumUses); it must be 1 or more"
-                )
-            }
-            for status in defaultLifetimes.keys where !(200...599).contains(status) {
-                throw StowageError(
-                    code: .invalidConfiguration,
-                    message: "defaultLifetimes has the status \(status); give final statuses (200–599)"
                 )
             }
         }

@@ -68,7 +68,7 @@ extension HTTPCache {
         var selected: Int?
         for index in records.indices
         where rules.varyMatches(request, varyingFields: records[index].stored.varyingFields) {
-            if let best = selected, !(records[best].stored.responseTime < records[index].stored.responseTime) {
+            if let best = selected, !(records[best].stored.responseSeconds < records[index].stored.responseSeconds) {
                 continue
             }
             selected = index

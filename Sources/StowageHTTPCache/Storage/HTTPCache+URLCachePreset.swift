@@ -15,10 +15,10 @@ extension HTTPCache.Configuration {
     ///   response is cached only if it is "no larger than about 5% of the disk cache size"; here
     ///   it is applied to each tier, so bodies over 104 857 bytes skip memory and bodies over
     ///   5 242 880 bytes are not stored. ``maximumBodySize`` stays `nil`: there is no other cap.
-    /// - ``heuristicFreshness``: `false`, NSURLCache's rule as the AFNetworking write-up states
+    /// - ``rules`` ``CacheRules/heuristicFreshness``: `false`, NSURLCache's rule as the AFNetworking write-up states
     ///   it: "Either the Cache-Control header or the Expires header MUST be in the HTTP
     ///   response header from the server in order for the client to cache it".
-    /// - ``kind``: ``CacheKind/private``, as `URLCache` is a client's cache.
+    /// - ``rules`` ``CacheRules/kind``: ``CacheKind/private``, as `URLCache` is a client's cache.
     ///
     /// Every other property keeps the default of ``init(kind:name:)``.
     ///
@@ -33,7 +33,7 @@ extension HTTPCache.Configuration {
         configuration.diskCapacity = ByteCount(100 * 1024 * 1024)
         configuration.maximumEntryFraction = 0.05
         configuration.maximumBodySize = nil
-        configuration.heuristicFreshness = false
+        configuration.rules.heuristicFreshness = false
         return configuration
     }
 }

@@ -39,9 +39,9 @@ struct VariantRecord: Sendable, Hashable {
             bytes.appendLengthPrefixed(record.bodyKey)
             bytes.appendLittleEndian(UInt16(stored.response.status.code))
             bytes.appendLengthPrefixed(stored.response.status.reasonPhrase)
-            bytes.appendLittleEndian(stored.requestTime.bitPattern)
-            bytes.appendLittleEndian(stored.responseTime.bitPattern)
-            bytes.appendLittleEndian((stored.forcedExpiry ?? .nan).bitPattern)
+            bytes.appendLittleEndian(stored.requestSeconds.bitPattern)
+            bytes.appendLittleEndian(stored.responseSeconds.bitPattern)
+            bytes.appendLittleEndian((stored.forcedExpirySeconds ?? .nan).bitPattern)
             bytes.appendLittleEndian(stored.bodyLength ?? -1)
             bytes.appendLittleEndian(UInt32(stored.response.headerFields.count))
             for field in stored.response.headerFields {
@@ -115,10 +115,10 @@ struct VariantRecord: Sendable, Hashable {
                 let response = HTTPResponse(status: .init(code: code, reasonPhrase: reason), headerFields: fields)
                 let stored = StoredResponse(
                     response: response,
-                    requestTime: requestTime,
-                    responseTime: responseTime,
+                    requestSeconds: requestTime,
+                    responseSeconds: responseTime,
                     varyingFields: varying,
-                    forcedExpiry: forced.isNaN ? nil : forced,
+                    forcedExpirySeconds: forced.isNaN ? nil : forced,
                     bodyLength: length < 0 ? nil : length,
                     userInfo: userInfo
                 )

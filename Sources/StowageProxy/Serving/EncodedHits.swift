@@ -103,7 +103,7 @@ final class EncodedHits: Sendable {
     func refresh(_ entry: Entry, hash: Int) {
         table.withLock { table in
             // The same entry, not one put in its place meanwhile (worked out at another time).
-            guard let current = table.entries[hash], current.answer.validUntil == entry.answer.validUntil,
+            guard let current = table.entries[hash], current.answer.validUntilSeconds == entry.answer.validUntilSeconds,
                 current.uri == entry.uri
             else { return }
             table.entries[hash]?.head = entry.head

@@ -34,7 +34,7 @@ final class LoopHitResponder: Sendable {
     init(handler: ProxyHandler, dateClock: CacheClock) {
         self.handler = handler
         self.dateClock = dateClock
-        let capacity = handler.configuration.memoryCapacity.rawValue
+        let capacity = handler.configuration.cache.memoryCapacity.rawValue
         hits = EncodedHits(maximumBytes: Int(clamping: capacity / 4))
         // Not while each request is logged, nor with the trace, which states the age.
         keepsEncodedAnswers = handler.configuration.logger.logLevel > .debug && !handler.configuration.sendsTrace
@@ -55,7 +55,7 @@ final class LoopHitResponder: Sendable {
                     // The same response a whole second or more on: its Age and ttl of now, kept
                     // for the rest of that second.
                     var refreshed = entry
-                    let (age, cacheStatus, validUntil) = handler.cache.currentFields(of: entry.answer)
+                    let (age, cacheStatus, validUntil) = handler.cache.currentFieldsSeconds(of: entry.answer)
                     refreshed.head.headers.replaceOrAdd(name: "Age", value: age)
                     refreshed.head.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
                     refreshed.fieldsValidUntil = validUntil
@@ -82,7 +82,7 @@ final class LoopHitResponder: Sendable {
             uri: head.uri,
             headers: head.headers,
             head: responseHead,
-            fieldsValidUntil: answer.validUntil,
+            fieldsValidUntil: answer.validUntilSeconds,
             body: body,
             answer: answer,
             addedDateSecond: addedDateSecond

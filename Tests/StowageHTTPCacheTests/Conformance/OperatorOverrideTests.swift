@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import StowageHTTPCache
 import Testing
@@ -6,16 +7,16 @@ import Testing
 @Suite struct OperatorOverrideTests {
     private let operated = CacheRules(
         kind: .shared,
-        defaultLifetimes: [404: 60, 200: 600],
-        staleIfErrorGrace: 30,
-        staleWhileUpdatingGrace: 10
+        defaultLifetimes: [404: .seconds(60), 200: .seconds(600)],
+        staleIfErrorGrace: .seconds(30),
+        staleWhileUpdatingGrace: .seconds(10)
     )
 
     @Test("a lifetime by status applies only without explicit freshness; max-age and Expires still win")
     func lifetimesYieldToTheOrigin() {
-        #expect(operated.freshnessLifetime(of: stored(response(404))) == 60)
-        #expect(operated.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=5")]))) == 5)
-        #expect(operated.freshnessLifetime(of: stored(response(200, [("Expires", httpDate(t0 + 20))]))) == 20)
+        #expect(operated.freshnessLifetime(of: stored(response(404))) == .seconds(60))
+        #expect(operated.freshnessLifetime(of: stored(response(200, [("Cache-Control", "max-age=5")]))) == .seconds(5))
+        #expect(operated.freshnessLifetime(of: stored(response(200, [("Expires", httpDate(t0 + 20))]))) == .seconds(20))
         #expect(operated.storability(of: response(404), for: request()) == .storable)
         #expect(!operated.usesHeuristicFreshness(stored(response(404))))
     }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Testing
 
@@ -22,7 +23,7 @@ import Testing
         #expect(!isStorable(sharedRules, pairs), "a shared cache not targeted follows Cache-Control")
         #expect(!isStorable(privateRules, pairs), "§2.2: the private cache ignores targeted fields")
         let lifetime = cdn.freshnessLifetime(of: stored(response(200, pairs), rules: cdn))
-        #expect(lifetime == 600)
+        #expect(lifetime == .seconds(600))
     }
 
     @Test("RFC 9213 §2.2 private, no-store and no-cache inside the targeted field apply; Cache-Control does not")
@@ -51,8 +52,8 @@ import Testing
     func expiresIgnored() {
         let pairs = [("Expires", httpDate(t0 + 3_600)), ("CDN-Cache-Control", "must-revalidate")]
         let entry = stored(response(200, pairs), rules: cdn)
-        #expect(cdn.freshnessLifetime(of: entry) == 0)
-        #expect(sharedRules.freshnessLifetime(of: stored(response(200, pairs))) == 3_600)
+        #expect(cdn.freshnessLifetime(of: entry) == .seconds(0))
+        #expect(sharedRules.freshnessLifetime(of: stored(response(200, pairs))) == .seconds(3_600))
     }
 
     @Test("RFC 9213 §2.1 an invalid targeted field is ignored: Cache-Control applies")
@@ -63,8 +64,9 @@ import Testing
         }
     }
 
-    private func lifetime(_ rules: CacheRules, _ pairs: [(String, String)]) -> Double {
-        rules.freshnessLifetime(of: stored(response(200, pairs), rules: rules))
+    /// The freshness lifetime in whole seconds, as the fields give it.
+    private func lifetime(_ rules: CacheRules, _ pairs: [(String, String)]) -> Int64 {
+        rules.freshnessLifetime(of: stored(response(200, pairs), rules: rules)).components.seconds
     }
 
     @Test("RFC 9213 §2.1 a member whose value has the wrong type for its directive invalidates the field")
@@ -100,7 +102,7 @@ import Testing
         #expect(!isStorable(cdn, [("Cache-Control", "max-age=600"), ("CDN-Cache-Control", "no-store=?1")]))
         #expect(!isStorable(cdn, [("Cache-Control", "max-age=600"), ("CDN-Cache-Control", "private")]))
         // RFC 9111 §1.2.2: a delta-seconds above 2³¹ counts as 2³¹.
-        let largest = Double(CacheControl.maximumDeltaSeconds)
+        let largest = Int64(CacheControl.maximumDeltaSeconds)
         #expect(lifetime(cdn, [("CDN-Cache-Control", "max-age=99999999999")]) == largest)
     }
 
@@ -157,9 +159,9 @@ import Testing
             ("Stowage-Cache-Control", "max-age=30"), ("CDN-Cache-Control", "max-age=600"),
             ("Cache-Control", "no-store"),
         ]
-        #expect(ownFirst.freshnessLifetime(of: stored(response(200, both), rules: ownFirst)) == 30)
+        #expect(ownFirst.freshnessLifetime(of: stored(response(200, both), rules: ownFirst)) == .seconds(30))
         let ownInvalid = [("Stowage-Cache-Control", "MAX-AGE"), ("CDN-Cache-Control", "max-age=600")]
-        #expect(ownFirst.freshnessLifetime(of: stored(response(200, ownInvalid), rules: ownFirst)) == 600)
+        #expect(ownFirst.freshnessLifetime(of: stored(response(200, ownInvalid), rules: ownFirst)) == .seconds(600))
     }
 
     @Test("RFC 8941 §4.2.2 dictionaries: what a targeted field may hold")

@@ -1,8 +1,9 @@
+import Foundation
 import HTTPTypes
 import StowageHTTPCache
 
 /// A fixed "now" for the pure-logic tests: 2023-11-14T22:13:20Z.
-let t0: Double = 1_700_000_000
+let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
 func fields(_ pairs: [(String, String)]) -> HTTPFields {
     var fields = HTTPFields()
@@ -18,18 +19,18 @@ func request(
     HTTPRequest(method: method, scheme: "http", authority: "origin.test", path: path, headerFields: fields(pairs))
 }
 
-func response(_ status: Int = 200, _ pairs: [(String, String)] = [], date: Double? = t0) -> HTTPResponse {
+func response(_ status: Int = 200, _ pairs: [(String, String)] = [], date: Date? = t0) -> HTTPResponse {
     var all = pairs
     if let date, !pairs.contains(where: { $0.0.lowercased() == "date" }) {
-        all.append(("Date", HTTPDate.format(Int64(date))))
+        all.append(("Date", HTTPDate.format(Int64(date.timeIntervalSince1970))))
     }
     return HTTPResponse(status: .init(code: status), headerFields: fields(all))
 }
 
 func stored(
     _ response: HTTPResponse,
-    requestTime: Double = t0,
-    responseTime: Double = t0,
+    requestTime: Date = t0,
+    responseTime: Date = t0,
     for request: HTTPRequest = request(),
     rules: CacheRules = CacheRules(kind: .private)
 ) -> StoredResponse {
@@ -41,7 +42,7 @@ func stored(
     )
 }
 
-func httpDate(_ seconds: Double) -> String { HTTPDate.format(Int64(seconds)) }
+func httpDate(_ time: Date) -> String { HTTPDate.format(Int64(time.timeIntervalSince1970)) }
 
 let privateRules = CacheRules(kind: .private)
 let sharedRules = CacheRules(kind: .shared)

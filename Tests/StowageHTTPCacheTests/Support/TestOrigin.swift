@@ -55,7 +55,7 @@ struct ChunkSequence: AsyncSequence, Sendable {
 }
 
 func ok(_ body: String, _ pairs: [(String, String)], clock: ManualClock) -> (HTTPResponse, [UInt8]) {
-    (response(200, pairs, date: clock.secondsSince1970), Array(body.utf8))
+    (response(200, pairs, date: clock.now), Array(body.utf8))
 }
 
 func text(_ served: CachedResponse) async throws -> String {

@@ -45,8 +45,8 @@ struct ProxyHarness {
         )
         configuration.upstreamTimeout = upstreamTimeout
         configuration.sendsTrace = sendsTrace
-        configuration.memoryCapacity = ByteCount(32_000_000)
-        configuration.diskCapacity = ByteCount(400_000_000)
+        configuration.cache.memoryCapacity = ByteCount(32_000_000)
+        configuration.cache.diskCapacity = ByteCount(400_000_000)
         if ProcessInfo.processInfo.environment["STOWAGE_PROXY_DEBUG"] != nil {
             // Every proxy's log on standard error, whatever logging system another test set up:
             // for a failure that shows only under the whole suite's load.
@@ -56,6 +56,7 @@ struct ProxyHarness {
                 factory: { StreamLogHandler.standardError(label: $0) }
             )
             configuration.logger.logLevel = .trace
+            configuration.cache.logger = configuration.logger
         } else {
             configuration.logger.logLevel = .critical
         }

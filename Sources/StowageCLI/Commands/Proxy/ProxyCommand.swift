@@ -405,19 +405,19 @@ struct ProxyCommand: AsyncParsableCommand {
                 host: host,
                 port: port
             )
-            configuration.memoryCapacity = memoryCapacity
-            configuration.diskCapacity = diskCapacity
+            configuration.cache.memoryCapacity = memoryCapacity
+            configuration.cache.diskCapacity = diskCapacity
             configuration.upstreamTimeout = .seconds(upstreamTimeout)
             configuration.sendsTrace = trace
-            configuration.cache.targetedFields = try targetedFields()
-            configuration.cache.defaultLifetimes = try defaultLifetimes()
-            configuration.cache.keyRules = CacheKeyRules(
+            configuration.cache.rules.targetedFields = try targetedFields()
+            configuration.cache.rules.defaultLifetimes = try defaultLifetimes()
+            configuration.cache.rules.keyRules = CacheKeyRules(
                 ignoredQueryParameters: cacheKeyIgnoreQuery,
                 sortsQueryParameters: cacheKeySortQuery,
                 headers: try keyHeaders()
             )
             configuration.cache.bypass = try bypassRules()
-            configuration.cache.setCookie = try setCookieHandling()
+            configuration.cache.rules.setCookie = try setCookieHandling()
             configuration.cache.minimumUses = cacheMinUses
             configuration.admin = try adminListener()
             if configuration.admin != nil {
@@ -427,10 +427,10 @@ struct ProxyCommand: AsyncParsableCommand {
                 configuration.metricsRegistry = registry
             }
             configuration.cache.maximumBodySize = cacheMaxBody
-            configuration.cache.staleIfErrorGrace = try staleIfError.map {
+            configuration.cache.rules.staleIfErrorGrace = try staleIfError.map {
                 try parseDuration($0, option: "--stale-if-error")
             }
-            configuration.cache.staleWhileUpdatingGrace = try staleWhileUpdating.map {
+            configuration.cache.rules.staleWhileUpdatingGrace = try staleWhileUpdating.map {
                 try parseDuration($0, option: "--stale-while-updating")
             }
             configuration.maximumRequestBodySize = maxRequestBody
@@ -441,10 +441,12 @@ struct ProxyCommand: AsyncParsableCommand {
             var logger = Logger(label: "org.stowage.proxy")
             logger.logLevel = level
             configuration.logger = logger
+            configuration.cache.logger = Logger(label: "org.stowage.http-cache")
+            configuration.cache.logger.logLevel = level
             var tier: RedisSharedTier?
             if let shared {
                 let connected = try await connectShared(url: shared, logger: logger)
-                configuration.sharedTier = connected
+                configuration.cache.sharedTier = connected
                 tier = connected
             }
             let proxy = try CachingProxy(configuration: configuration)

@@ -1,0 +1,66 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import StowageCore
+import StowageHTTPCache
+import StowageHTTPClient
+import StowageTestSupport
+import Testing
+
+@testable import StowageProxy
+
+/// `ProxyConfiguration.cache` is the proxy's cache configuration, used as given: nothing in
+/// it is replaced when the proxy opens its cache, and what a proxy cannot work with is refused.
+@Suite struct ProxyConfigurationTests {
+    private func configuration(in directory: URL) throws -> ProxyConfiguration {
+        try ProxyConfiguration(upstream: .init(parsing: "http://127.0.0.1:9"), cacheDirectory: directory, port: 0)
+    }
+
+    @Test("a private cache is refused with invalidConfiguration naming cache.rules.kind, not made shared")
+    func privateCacheRefused() throws {
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        var configuration = try configuration(in: scratch.url)
+        configuration.cache = HTTPCache.Configuration(kind: .private)
+        let error = try #require(throws: StowageError.self) { try configuration.validate() }
+        #expect(error.code == .invalidConfiguration)
+        #expect(error.message.contains("cache.rules.kind"), "\(error)")
+        #expect(throws: StowageError.self) { _ = try CachingProxy(configuration: configuration) }
+
+        configuration.cache.rules.kind = .shared
+        try configuration.validate()
+    }
+
+    @Test("the cache opens with the capacities, rules and logger the configuration's cache gives")
+    func cacheUsedAsGiven() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        var configuration = try configuration(in: scratch.url)
+        #expect(configuration.cache.memoryCapacity == ByteCount(64_000_000), "the proxy's default memory")
+        #expect(configuration.cache.diskCapacity == ByteCount(1_000_000_000), "the proxy's default disk")
+        #expect(configuration.cache.rules.targetedFields == [CacheRules.cdnCacheControl])
+        configuration.cache.memoryCapacity = ByteCount(3_000_000)
+        configuration.cache.diskCapacity = ByteCount(7_000_000)
+        configuration.cache.rules.staleIfErrorGrace = .seconds(90)
+        configuration.cache.logger = Logger(label: "test.cache", factory: SwiftLogNoOpLogHandler.init)
+        configuration.logger = Logger(label: "test.proxy", factory: SwiftLogNoOpLogHandler.init)
+        let proxy = try CachingProxy(configuration: configuration)
+        try await proxy.transport.client.shutdown()  // never run: its upstream client is closed here
+        #expect(proxy.cache.configuration.memoryCapacity == ByteCount(3_000_000))
+        #expect(proxy.cache.configuration.diskCapacity == ByteCount(7_000_000))
+        #expect(proxy.cache.rules.staleIfErrorGrace == .seconds(90))
+        #expect(proxy.cache.rules.kind == .shared)
+        #expect(proxy.cache.configuration.logger.label == "test.cache", "the proxy's logger is not the cache's")
+    }
+
+    @Test("an out-of-range cache setting is invalidConfiguration from the proxy too, with the setting named")
+    func cacheSettingOutOfRange() throws {
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        var configuration = try configuration(in: scratch.url)
+        configuration.cache.rules.staleWhileUpdatingGrace = .seconds(-5)
+        let error = try #require(throws: StowageError.self) { _ = try CachingProxy(configuration: configuration) }
+        #expect(error.code == .invalidConfiguration)
+        #expect(error.message.contains("rules.staleWhileUpdatingGrace"), "\(error)")
+    }
+}
