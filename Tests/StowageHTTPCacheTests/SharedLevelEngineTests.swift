@@ -224,7 +224,7 @@ protocol EngineNode: Sendable {
 /// own directory.
 final class EngineFleet: Sendable {
     let level = InMemorySharedLevel()
-    let clock = ManualClock(startingAt: Date(timeIntervalSince1970: t0))
+    let clock = ManualClock(startingAt: t0)
     let scratch: TemporaryDirectory
     let a: any EngineNode
     let b: any EngineNode
