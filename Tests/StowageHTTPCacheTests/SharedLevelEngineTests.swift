@@ -103,6 +103,34 @@ struct SharedLevelEngineTests {
     }
 
     @Test(
+        "a change heard from another node while the replay runs is not overwritten by the replay",
+        arguments: Facade.allCases
+    )
+    func changeHeardDuringReplaySettlesPending(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        fleet.level.goDown(interruptingInvalidations: false)
+        try await a.write("first", forKey: "k1")
+        try await a.write("mine", forKey: "k2")
+        fleet.level.comeBack(notifying: false)
+        let (first, second) = (a.storedKey("k1"), a.storedKey("k2"))
+        let fired = Atomic<Bool>(false)
+        // While a's replay sends k1, b writes k2 and a hears of it: a's older k2 is settled.
+        fleet.level.setWriteHook { key in
+            guard key == first, !fired.exchange(true, ordering: .relaxed) else { return }
+            try? await b.write("newer", forKey: "k2")
+            await a.apply(.key(second))
+        }
+        await a.apply(.all)
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        #expect(a.pendingSharedWrites == 0)
+        #expect(fleet.level.data(forKey: second) != nil)
+        #expect(try await a.read("k2") == "newer")
+    }
+
+    @Test(
         "a fill from the shared level that an invalidation overtakes keeps no local copy",
         arguments: Facade.allCases
     )
