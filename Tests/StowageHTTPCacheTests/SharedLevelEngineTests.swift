@@ -222,6 +222,22 @@ struct SharedLevelHTTPBodyTests {
         #expect(try await b.read("k") == "v2")
         #expect(fleet.level.data(forKey: b.storedKey("k")) != nil)
     }
+
+    @Test("a shared body whose length is not its record's is not served: a truncated or foreign value reads as a miss")
+    func sharedBodyOfTheWrongLength() async throws {
+        let fleet = try EngineFleet(.http)
+        defer { fleet.close() }
+        let (a, b) = (try #require(fleet.a as? HTTPNode), fleet.b)
+        try await a.write("the whole body", forKey: "k")
+        let record = try #require(try await a.cache.variants(for: a.cache.rules.key(for: a.request(for: "k"))).first)
+        #expect(record.stored.bodyLength == 14)
+        // The shared level hands out other bytes under the body's key.
+        for garbled in ["the whole", "the whole body, and more"] {
+            try await fleet.level.node().setData(Data(garbled.utf8), forKey: record.bodyKey, timeToLive: nil)
+            #expect(try await b.read("k") == nil)
+        }
+        #expect(try await !b.hasLocalCopy("k"))
+    }
 }
 
 /// The two caches with a shared level behind memory and disk.
