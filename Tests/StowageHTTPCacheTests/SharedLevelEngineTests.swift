@@ -131,6 +131,36 @@ struct SharedLevelEngineTests {
     }
 
     @Test(
+        "a change the shared level misses while a replay runs is sent by that replay, not left waiting",
+        arguments: Facade.allCases
+    )
+    func changeMissedDuringReplayIsSent(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        fleet.level.goDown(interruptingInvalidations: false)
+        try await a.write("first", forKey: "k1")
+        fleet.level.comeBack(notifying: false)
+        let first = a.storedKey("k1")
+        let fired = Atomic<Bool>(false)
+        // While a's replay sends k1, the level blips: a's write of k2 misses it, and the next
+        // call that succeeds asks for a replay, which finds this one under way.
+        fleet.level.setWriteHook { key in
+            guard key == first, !fired.exchange(true, ordering: .relaxed) else { return }
+            fleet.level.goDown(interruptingInvalidations: false)
+            try? await a.write("second", forKey: "k2")
+            fleet.level.comeBack(notifying: false)
+            try? await a.write("third", forKey: "k3")
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+        await a.apply(.all)
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        try await eventually(timeout: .seconds(5)) { a.pendingSharedWrites == 0 }
+        #expect(try await b.read("k2") == "second")
+    }
+
+    @Test(
         "a fill from the shared level that an invalidation overtakes keeps no local copy",
         arguments: Facade.allCases
     )

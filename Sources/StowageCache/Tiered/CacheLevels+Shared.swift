@@ -170,19 +170,23 @@ extension CacheLevels {
         else { return }
         defer { shared.replaying.store(false, ordering: .releasing) }
         var sent = 0
-        for pending in shared.pendingWrites.snapshot() {
-            // Under the key's lock, and only while the change still waits: a change another
-            // node made since the snapshot (heard as `.key`, which settles it) or a write here
-            // that reached the shared level must not be overwritten by this older state, and a
-            // local write must not land between reading the disk copy and sending it.
-            let outcome = await keyLocks.withLock(pending.key) { () async -> Bool? in
-                guard shared.pendingWrites.isWaiting(pending) else { return false }
-                guard await replay(pending, to: shared) else { return nil }
-                shared.pendingWrites.sent(pending)
-                return true
+        // Pass after pass: a change the shared level missed while a pass ran (it failed and came
+        // back, and the replay its recovery asked for found this one under way) waits for the next.
+        while case let waiting = shared.pendingWrites.snapshot(), !waiting.isEmpty {
+            for pending in waiting {
+                // Under the key's lock, and only while the change still waits: a change another
+                // node made since the snapshot (heard as `.key`, which settles it) or a write here
+                // that reached the shared level must not be overwritten by this older state, and a
+                // local write must not land between reading the disk copy and sending it.
+                let outcome = await keyLocks.withLock(pending.key) { () async -> Bool? in
+                    guard shared.pendingWrites.isWaiting(pending) else { return false }
+                    guard await replay(pending, to: shared) else { return nil }
+                    shared.pendingWrites.sent(pending)
+                    return true
+                }
+                guard let outcome else { return }
+                if outcome { sent += 1 }
             }
-            guard let outcome else { return }
-            if outcome { sent += 1 }
         }
         shared.overflowLogged.store(false, ordering: .relaxed)
         logger.notice(
