@@ -103,6 +103,64 @@ struct SharedLevelEngineTests {
     }
 
     @Test(
+        "a change heard from another node while the replay runs is not overwritten by the replay",
+        arguments: Facade.allCases
+    )
+    func changeHeardDuringReplaySettlesPending(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        fleet.level.goDown(interruptingInvalidations: false)
+        try await a.write("first", forKey: "k1")
+        try await a.write("mine", forKey: "k2")
+        fleet.level.comeBack(notifying: false)
+        let (first, second) = (a.storedKey("k1"), a.storedKey("k2"))
+        let fired = Atomic<Bool>(false)
+        // While a's replay sends k1, b writes k2 and a hears of it: a's older k2 is settled.
+        fleet.level.setWriteHook { key in
+            guard key == first, !fired.exchange(true, ordering: .relaxed) else { return }
+            try? await b.write("newer", forKey: "k2")
+            await a.apply(.key(second))
+        }
+        await a.apply(.all)
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        #expect(a.pendingSharedWrites == 0)
+        #expect(fleet.level.data(forKey: second) != nil)
+        #expect(try await a.read("k2") == "newer")
+    }
+
+    @Test(
+        "a change the shared level misses while a replay runs is sent by that replay, not left waiting",
+        arguments: Facade.allCases
+    )
+    func changeMissedDuringReplayIsSent(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        fleet.level.goDown(interruptingInvalidations: false)
+        try await a.write("first", forKey: "k1")
+        fleet.level.comeBack(notifying: false)
+        let first = a.storedKey("k1")
+        let fired = Atomic<Bool>(false)
+        // While a's replay sends k1, the level blips: a's write of k2 misses it, and the next
+        // call that succeeds asks for a replay, which finds this one under way.
+        fleet.level.setWriteHook { key in
+            guard key == first, !fired.exchange(true, ordering: .relaxed) else { return }
+            fleet.level.goDown(interruptingInvalidations: false)
+            try? await a.write("second", forKey: "k2")
+            fleet.level.comeBack(notifying: false)
+            try? await a.write("third", forKey: "k3")
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+        await a.apply(.all)
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        try await eventually(timeout: .seconds(5)) { a.pendingSharedWrites == 0 }
+        #expect(try await b.read("k2") == "second")
+    }
+
+    @Test(
         "a fill from the shared level that an invalidation overtakes keeps no local copy",
         arguments: Facade.allCases
     )
@@ -193,6 +251,22 @@ struct SharedLevelHTTPBodyTests {
         // untouched, answers.
         #expect(try await b.read("k") == "v2")
         #expect(fleet.level.data(forKey: b.storedKey("k")) != nil)
+    }
+
+    @Test("a shared body whose length is not its record's is not served: a truncated or foreign value reads as a miss")
+    func sharedBodyOfTheWrongLength() async throws {
+        let fleet = try EngineFleet(.http)
+        defer { fleet.close() }
+        let (a, b) = (try #require(fleet.a as? HTTPNode), fleet.b)
+        try await a.write("the whole body", forKey: "k")
+        let record = try #require(try await a.cache.variants(for: a.cache.rules.key(for: a.request(for: "k"))).first)
+        #expect(record.stored.bodyLength == 14)
+        // The shared level hands out other bytes under the body's key.
+        for garbled in ["the whole", "the whole body, and more"] {
+            try await fleet.level.node().setData(Data(garbled.utf8), forKey: record.bodyKey, timeToLive: nil)
+            #expect(try await b.read("k") == nil)
+        }
+        #expect(try await !b.hasLocalCopy("k"))
     }
 }
 

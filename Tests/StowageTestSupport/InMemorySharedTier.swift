@@ -38,6 +38,7 @@ public final class InMemorySharedLevel: Sendable {
         var isDown = false
         var sendsInvalidations = true
         var readHook: (@Sendable (String) async -> Void)?
+        var writeHook: (@Sendable (String) async -> Void)?
     }
 
     private let state = Mutex(State())
@@ -83,6 +84,17 @@ public final class InMemorySharedLevel: Sendable {
     /// node: what a test needs to land a change in the middle of a node's fill.
     public func setReadHook(_ hook: (@Sendable (String) async -> Void)?) {
         state.withLock { $0.readHook = hook }
+    }
+
+    /// Runs `hook` with the key of each write or removal a node sends, before it lands: what a
+    /// test needs to land a change in the middle of a node's replay.
+    public func setWriteHook(_ hook: (@Sendable (String) async -> Void)?) {
+        state.withLock { $0.writeHook = hook }
+    }
+
+    /// The hook set by ``setWriteHook(_:)``, run for `key`.
+    fileprivate func runWriteHook(_ key: String) async {
+        await state.withLock { $0.writeHook }?(key)
     }
 
     /// The bytes held for `key`, whether up or down; `nil` when none.
@@ -192,11 +204,13 @@ public struct InMemorySharedTier: SharedCacheTier {
 
     /// Stores `data`; the other nodes hear `.key(key)`.
     public func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws {
+        await level.runWriteHook(key)
         try level.store(data, forKey: key, timeToLive: timeToLive, from: node)
     }
 
     /// Removes `key`; the other nodes hear `.key(key)`.
     public func removeData(forKey key: String) async throws {
+        await level.runWriteHook(key)
         try level.store(nil, forKey: key, timeToLive: nil, from: node)
     }
 

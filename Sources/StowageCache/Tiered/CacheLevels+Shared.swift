@@ -170,40 +170,58 @@ extension CacheLevels {
         else { return }
         defer { shared.replaying.store(false, ordering: .releasing) }
         var sent = 0
-        for pending in shared.pendingWrites.snapshot() {
-            var current: (data: Data, timeToLive: Duration?)?
-            if pending.change == .set {
-                do {
-                    current = try await diskCopy(forKey: pending.key, clock: shared.clock)
-                } catch {
-                    logger.warning(
-                        "could not read a change to send to the shared level",
-                        metadata: ["key": "\(pending.key)", "error": "\(error)"]
-                    )
+        // Pass after pass: a change the shared level missed while a pass ran (it failed and came
+        // back, and the replay its recovery asked for found this one under way) waits for the next.
+        while case let waiting = shared.pendingWrites.snapshot(), !waiting.isEmpty {
+            for pending in waiting {
+                // Under the key's lock, and only while the change still waits: a change another
+                // node made since the snapshot (heard as `.key`, which settles it) or a write here
+                // that reached the shared level must not be overwritten by this older state, and a
+                // local write must not land between reading the disk copy and sending it.
+                let outcome = await keyLocks.withLock(pending.key) { () async -> Bool? in
+                    guard shared.pendingWrites.isWaiting(pending) else { return false }
+                    guard await replay(pending, to: shared) else { return nil }
+                    shared.pendingWrites.sent(pending)
+                    return true
                 }
-                if let copy = current, let sharedCopy = shared.sharedCopy {
-                    current = sharedCopy(pending.key, copy.data, copy.timeToLive)
-                }
+                guard let outcome else { return }
+                if outcome { sent += 1 }
             }
-            let taken: Void?
-            if let current {
-                taken = await shared.health.call("replay-set") {
-                    try await shared.tier.setData(current.data, forKey: pending.key, timeToLive: current.timeToLive)
-                }
-            } else {
-                taken = await shared.health.call("replay-remove") {
-                    try await shared.tier.removeData(forKey: pending.key)
-                }
-            }
-            guard taken != nil else { return }
-            shared.pendingWrites.sent(pending)
-            sent += 1
         }
         shared.overflowLogged.store(false, ordering: .relaxed)
         logger.notice(
             "sent the changes made while the shared level was down",
             metadata: ["cache": "\(shared.name)", "changes": "\(sent)"]
         )
+    }
+
+    /// Sends one change the shared level missed; returns whether it took it.
+    private func replay(_ pending: PendingSharedWrites.Pending, to shared: SharedLevel) async -> Bool {
+        var current: (data: Data, timeToLive: Duration?)?
+        if pending.change == .set {
+            do {
+                current = try await diskCopy(forKey: pending.key, clock: shared.clock)
+            } catch {
+                logger.warning(
+                    "could not read a change to send to the shared level",
+                    metadata: ["key": "\(pending.key)", "error": "\(error)"]
+                )
+            }
+            if let copy = current, let sharedCopy = shared.sharedCopy {
+                current = sharedCopy(pending.key, copy.data, copy.timeToLive)
+            }
+        }
+        let taken: Void?
+        if let current {
+            taken = await shared.health.call("replay-set") {
+                try await shared.tier.setData(current.data, forKey: pending.key, timeToLive: current.timeToLive)
+            }
+        } else {
+            taken = await shared.health.call("replay-remove") {
+                try await shared.tier.removeData(forKey: pending.key)
+            }
+        }
+        return taken != nil
     }
 
     /// The bytes on disk for `key` and the time they have left, or `nil` when none.

@@ -54,7 +54,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     private let generationWatch: GenerationWatch?
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
     /// land in the same order on both levels.
-    private let keyLocks = KeyLocks()
+    let keyLocks = KeyLocks()
     /// The level shared with other nodes, behind disk; `nil` for a local cache.
     package let sharedLevel: SharedLevel?
 

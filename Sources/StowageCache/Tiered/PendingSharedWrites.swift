@@ -70,6 +70,11 @@ package final class PendingSharedWrites: Sendable {
         return state.withLock { $0.changes[key]?.change }
     }
 
+    /// Whether `pending` still waits: neither sent, settled, nor replaced by a later change.
+    package func isWaiting(_ pending: Pending) -> Bool {
+        state.withLock { $0.changes[pending.key]?.sequence == pending.sequence }
+    }
+
     /// Every waiting change, oldest first.
     package func snapshot() -> [Pending] {
         state.withLock { Array($0.changes.values) }.sorted { $0.sequence < $1.sequence }

@@ -143,8 +143,19 @@ extension HTTPCache {
         let bodyKey = record.bodyKey
         guard let opened = try await disk.openValue(forKey: bodyKey, readingWholeUpTo: Int64(Self.storedBodyReadLimit))
         else {
-            // Another node's body: a local copy is kept.
-            let shared = await levels.readShared(bodyKey) { await keepSharedBody($0, bodyKey: bodyKey) }
+            // Another node's body: a local copy is kept. Bytes of another length than the record
+            // gives are not its body (truncated, or another value under the key): serving them
+            // would frame the response wrongly, so they read as a miss.
+            let shared = await levels.readShared(bodyKey) { entry -> [UInt8]? in
+                if let length = record.stored.bodyLength, Int64(entry.data.count) != length {
+                    configuration.logger.warning(
+                        "shared HTTP cache body is not as long as its record says; reading a miss",
+                        metadata: ["key": "\(bodyKey)", "expected": "\(length)", "found": "\(entry.data.count)"]
+                    )
+                    return nil
+                }
+                return await keepSharedBody(entry, bodyKey: bodyKey)
+            }
             guard case .found(let bytes) = shared else { return nil }
             return HTTPBody(bytes: bytes)
         }
