@@ -174,10 +174,8 @@ extension DiskCache {
     /// An inline value as an unnamed file under the cache's `tmp/`: created, written, unlinked
     /// at once (nothing is left behind, even if the process dies) and rewound.
     private func copyToUnnamedFile(_ data: Data) throws -> ValueFile {
-        let temporary = files.temporaryPath()
-        let descriptor = openFile(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw StowageError.syscall(.current, "create temporary file", path: temporary) }
-        unlink(temporary)
+        let descriptor = try TemporaryFile.unnamed(in: files.temporaryDirectory, action: "create temporary file")
+        let temporary = files.temporaryDirectory + " (unnamed file)"
         do {
             try data.withUnsafeBytes {
                 try FileDescriptorIO.writeAll($0, to: descriptor, action: "write temporary file", path: temporary)
