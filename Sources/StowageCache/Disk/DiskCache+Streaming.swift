@@ -102,7 +102,7 @@ extension DiskCache {
             self.check = (cache, key, entry)
         }
 
-        deinit { close(descriptor) }
+        deinit { FileDescriptorIO.close(descriptor) }
 
         /// The next at most `count` bytes; empty at the end.
         ///

@@ -71,11 +71,11 @@ struct DiskCacheFiles: Sendable {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let error = Errno.current
-            close(descriptor)
+            FileDescriptorIO.close(descriptor)
             throw StowageError.syscall(error, "examine", path: path)
         }
         guard status.st_mode & S_IFMT == S_IFREG, Int64(status.st_size) == expectedSize, expectedSize >= 0 else {
-            close(descriptor)
+            FileDescriptorIO.close(descriptor)
             return nil
         }
         return descriptor
@@ -86,7 +86,7 @@ struct DiskCacheFiles: Sendable {
     func read(_ name: String, expectedSize: Int64) throws -> Data? {
         let path = path(of: name)
         guard let descriptor = try openValue(name, expectedSize: expectedSize) else { return nil }
-        defer { close(descriptor) }
+        defer { FileDescriptorIO.close(descriptor) }
         let count = Int(expectedSize)
         guard count > 0 else { return Data() }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)

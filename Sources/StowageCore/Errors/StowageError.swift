@@ -33,6 +33,7 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
             case busy
             case unreachable
             case refused
+            case closed
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -62,6 +63,8 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
         public static let unreachable = Code(.unreachable)
         /// A server answered with an error; the message carries its answer.
         public static let refused = Code(.refused)
+        /// The handle was closed (`DiskCache.close()`); open the store again to use it.
+        public static let closed = Code(.closed)
 
         /// The text logs and messages show.
         public var description: String { base.rawValue }
