@@ -111,9 +111,7 @@ extension DiskCache {
         package func read(upTo count: Int) throws -> [UInt8] {
             var buffer = [UInt8](repeating: 0, count: count)
             let received = try buffer.withUnsafeMutableBytes { raw in
-                let result = readBytes(descriptor, raw.baseAddress, count)
-                guard result >= 0 else { throw StowageError.syscall(.current, "read cache file", path: path) }
-                return result
+                try FileDescriptorIO.read(into: raw, from: descriptor, action: "read cache file", path: path)
             }
             buffer.removeLast(count - received)
             let (total, checksum) = progress.withLock { progress in
@@ -216,9 +214,3 @@ extension DiskCache {
         try commit(entry, forKey: key)
     }
 }
-
-#if canImport(Glibc)
-private let readBytes = Glibc.read
-#elseif canImport(Darwin)
-private let readBytes = Darwin.read
-#endif

@@ -111,6 +111,6 @@ struct DiskCacheFiles: Sendable {
 
     /// Unlinks files whose index rows are gone; a file already gone is fine.
     func remove(_ names: [String]) {
-        for name in names { unlink(path(of: name)) }
+        for name in names { FileNames.remove(path(of: name)) }
     }
 }
