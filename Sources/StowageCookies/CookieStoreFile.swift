@@ -113,7 +113,7 @@ enum CookieStoreFile {
         for name in names where name.hasPrefix(prefix) {
             let pidText = name.dropFirst(prefix.count).prefix(while: { $0 != "-" })
             guard let pid = pid_t(pidText), pid != getpid() else { continue }
-            if kill(pid, 0) != 0, errno == ESRCH { unlink(directory.appending(path: name).fileSystemPath) }
+            if kill(pid, 0) != 0, errno == ESRCH { FileNames.remove(directory.appending(path: name).fileSystemPath) }
         }
     }
 }

@@ -85,8 +85,10 @@ public final class CachingProxy: Sendable {
                 await onListening(port)
             }
         )
-        // The cache applies other nodes' invalidations while the proxy serves.
-        var services: [any Service] = [server, cache]
+        // The cache applies other nodes' invalidations while the proxy serves; it is closed
+        // after the group, once the listeners have drained (a graceful shutdown stops the
+        // services in reverse order, so the cache's own run would close it under them).
+        var services: [any Service] = [server, CacheInvalidations(cache: cache)]
         if let admin = configuration.admin {
             let adminHandler = AdminHandler(
                 cache: cache,
@@ -124,10 +126,16 @@ public final class CachingProxy: Sendable {
         do {
             try await group.run()
         } catch {
+            try? await cache.close()
             try? await transport.client.shutdown()
             throw error
         }
         logger.info("stowage proxy stopped")
+        do {
+            try await cache.close()
+        } catch {
+            logger.error("closing the proxy's cache: \(error)")
+        }
         try await transport.client.shutdown()
     }
 }

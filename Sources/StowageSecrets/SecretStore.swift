@@ -154,7 +154,7 @@ public final class SecretStore: Sendable {
     @discardableResult
     public func remove(service: String, account: String) throws -> Bool {
         let url = itemURL(service, account)
-        if unlink(url.path) == 0 { return true }
+        if FileNames.remove(url.path) { return true }
         if errno == ENOENT { return false }
         throw StowageError.syscall(.current, "remove the secret", path: url.path)
     }

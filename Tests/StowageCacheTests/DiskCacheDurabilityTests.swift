@@ -235,6 +235,7 @@ struct DiskCacheDurabilityTests {
         do {
             let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(30)) }
             try cache.setData(Data("kept".utf8), forKey: "k")
+            try cache.close()
         }
         let reopened = try open(scratch)
         #expect(try reopened.data(forKey: "k") == Data("kept".utf8))

@@ -25,6 +25,8 @@ struct DiskCacheIndexRepairTests {
                 values["key-\(number)"] = value
                 try cache.setData(value, forKey: "key-\(number)", tag: number % 3 == 0 ? "t" : nil)
             }
+            // Closed, not just released: its connections are gone before the files are copied.
+            try cache.close()
         }
         // A checkpointed, single-file index.
         try DatabaseQueue(path: template.path + "/cache/index.sqlite").writeWithoutTransaction { db in

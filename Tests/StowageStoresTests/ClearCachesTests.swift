@@ -59,8 +59,9 @@ struct ClearCachesTests {
         let done = try #require(report)
         #expect(phases == [.preCalculating, .cleaning, .postCalculating, .done])
         #expect(done.isComplete, "\(done.tasks.map { "\($0.task): \(String(describing: $0.error)) \($0.failures)" })")
-        // The value files, loose files, downloads and temporary files, less what the index's WAL grew by.
-        #expect(done.bytesFreed.rawValue >= 120_000)
+        // The value files, loose files, downloads and temporary files, less what the index grew by:
+        // its WAL, and the pages the clearing handle's close() checkpoints into the index file.
+        #expect(done.bytesFreed.rawValue >= 100_000)
 
         #expect(try snapshot(durable) == before)
         #expect(try await open.usage().count == 0)

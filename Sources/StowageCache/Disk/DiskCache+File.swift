@@ -79,7 +79,7 @@ extension DiskCache {
         _ body: (ValueFile) throws -> Result
     ) throws -> Result? {
         guard let file = try openValueFile(forKey: key, verifyingChecksum: verifyingChecksum) else { return nil }
-        defer { close(file.descriptor) }
+        defer { FileDescriptorIO.close(file.descriptor) }
         return try body(file)
     }
 
@@ -94,7 +94,7 @@ extension DiskCache {
             try self.openValueFile(forKey: key, verifyingChecksum: verifyingChecksum)
         }
         guard let file = opened else { return nil }
-        defer { close(file.descriptor) }
+        defer { FileDescriptorIO.close(file.descriptor) }
         return try await body(file)
     }
 
@@ -131,14 +131,14 @@ extension DiskCache {
             if verifyingChecksum, let expected = entry.checksum {
                 let actual = try Self.checksum(ofFile: descriptor, size: entry.size, path: files.path(of: name))
                 guard actual == expected else {
-                    close(descriptor)
+                    FileDescriptorIO.close(descriptor)
                     try discardDamaged(key: key, entry: entry, reason: "checksum mismatch")
                     counters.recordMiss()
                     return nil
                 }
             }
         } catch {
-            close(descriptor)
+            FileDescriptorIO.close(descriptor)
             throw error
         }
         counters.recordHit(bytes: Int(clamping: entry.size))
@@ -174,10 +174,8 @@ extension DiskCache {
     /// An inline value as an unnamed file under the cache's `tmp/`: created, written, unlinked
     /// at once (nothing is left behind, even if the process dies) and rewound.
     private func copyToUnnamedFile(_ data: Data) throws -> ValueFile {
-        let temporary = files.temporaryPath()
-        let descriptor = openFile(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw StowageError.syscall(.current, "create temporary file", path: temporary) }
-        unlink(temporary)
+        let descriptor = try TemporaryFile.unnamed(in: files.temporaryDirectory, action: "create temporary file")
+        let temporary = files.temporaryDirectory + " (unnamed file)"
         do {
             try data.withUnsafeBytes {
                 try FileDescriptorIO.writeAll($0, to: descriptor, action: "write temporary file", path: temporary)
@@ -186,7 +184,7 @@ extension DiskCache {
                 throw StowageError.syscall(.current, "rewind temporary file", path: temporary)
             }
         } catch {
-            close(descriptor)
+            FileDescriptorIO.close(descriptor)
             throw error
         }
         return ValueFile(descriptor: descriptor, size: Int64(data.count), isCopy: true)

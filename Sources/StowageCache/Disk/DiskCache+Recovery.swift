@@ -42,7 +42,7 @@ extension DiskCache {
             )
             // Kept aside (one generation) for a post-mortem; the cache starts empty.
             for suffix in ["", "-wal", "-shm"] {
-                if rename(path + suffix, path + ".damaged" + suffix) != 0 { unlink(path + suffix) }
+                if !FileNames.rename(path + suffix, to: path + ".damaged" + suffix) { FileNames.remove(path + suffix) }
             }
             _ = try DirectoryClearing.clearContents(of: URL(filePath: files.dataDirectory))
             do {
@@ -81,17 +81,12 @@ extension DiskCache {
     func collectOrphans(isOnlyUser: Bool) throws {
         let cutoff = Date().timeIntervalSince1970 - (isOnlyUser ? -1 : Self.orphanGracePeriod)
         func isOldEnough(_ path: String) -> Bool {
-            var status = stat()
-            guard lstat(path, &status) == 0 else { return false }
-            #if canImport(Darwin)
-            return Double(status.st_mtimespec.tv_sec) < cutoff
-            #else
-            return Double(status.st_mtim.tv_sec) < cutoff
-            #endif
+            guard let status = FileStatus.of(path) else { return false }
+            return status.modificationTime.rounded(.down) < cutoff
         }
         for name in Self.names(in: files.temporaryDirectory) {
             let path = files.temporaryDirectory + "/" + name
-            if isOldEnough(path) { unlink(path) }
+            if isOldEnough(path) { FileNames.remove(path) }
         }
         let indexed = try indexCall {
             try index.pool.read { db in
@@ -106,7 +101,7 @@ extension DiskCache {
                 if indexed.contains(relative) {
                     present.insert(relative)
                 } else if isOldEnough(files.path(of: relative)) {
-                    unlink(files.path(of: relative))
+                    FileNames.remove(files.path(of: relative))
                     removedFiles += 1
                 }
             }

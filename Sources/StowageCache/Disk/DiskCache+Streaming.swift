@@ -20,18 +20,19 @@ extension DiskCache {
     package final class StreamingWrite: Sendable {
         private let cache: DiskCache
         private let key: String
-        private let temporary: String
-        private let state: Mutex<(descriptor: Int32, size: Int64, checksum: UInt32, finished: Bool)>
+        private let state: Mutex<State>
+
+        private struct State: ~Copyable {
+            /// The temporary file, `nil` once committed or cancelled.
+            var file: TemporaryFile?
+            var size: Int64 = 0
+            var checksum: UInt32 = 0
+        }
 
         fileprivate init(cache: DiskCache, key: String) throws {
             self.cache = cache
             self.key = key
-            temporary = cache.files.temporaryPath()
-            let descriptor = openFile(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else {
-                throw StowageError.syscall(.current, "create cache file", path: temporary)
-            }
-            state = Mutex((descriptor, 0, 0, false))
+            state = Mutex(State(file: try cache.files.makeTemporaryFile()))
         }
 
         deinit { cancel() }
@@ -42,10 +43,8 @@ extension DiskCache {
         /// Appends `bytes` to the value.
         package func write(_ bytes: UnsafeRawBufferPointer) throws {
             try state.withLock { state in
-                guard !state.finished else {
-                    throw StowageError.invalidArgument("the streaming write of '\(key)' is already finished")
-                }
-                try FileDescriptorIO.writeAll(bytes, to: state.descriptor, action: "write cache file", path: temporary)
+                guard state.file != nil else { throw finishedError() }
+                try state.file!.write(bytes, action: "write cache file")
                 state.size += Int64(bytes.count)
                 state.checksum = CRC32C.checksum(bytes, continuing: state.checksum)
             }
@@ -55,40 +54,23 @@ extension DiskCache {
         ///
         /// - Parameter timeToLive: Seconds until the value expires; `nil` uses the cache's default.
         package func commit(timeToLive: TimeInterval? = nil) throws {
-            let (size, checksum): (Int64, UInt32) = try state.withLock { state in
-                guard !state.finished else {
-                    throw StowageError.invalidArgument("the streaming write of '\(key)' is already finished")
-                }
-                state.finished = true
-                defer { close(state.descriptor) }
-                if cache.configuration.synchronousWrites {
-                    do {
-                        try FileDescriptorIO.synchronize(state.descriptor, action: "flush cache file", path: temporary)
-                    } catch {
-                        unlink(temporary)
-                        throw error
-                    }
-                }
-                return (state.size, state.checksum)
-            }
             let name = DiskCacheFileName.make(forKey: key)
-            do {
-                try cache.files.moveIntoPlace(temporary, as: name)
-            } catch {
-                unlink(temporary)
-                throw error
+            let (size, checksum): (Int64, UInt32) = try state.withLock { state in
+                guard let file = state.file.take() else { throw finishedError() }
+                try cache.files.moveIntoPlace(file, as: name)
+                return (state.size, state.checksum)
             }
             try cache.recordFile(name, size: size, checksum: checksum, forKey: key, timeToLive: timeToLive)
         }
 
         /// Abandons the value and removes what was written.
         package func cancel() {
-            state.withLock { state in
-                guard !state.finished else { return }
-                state.finished = true
-                close(state.descriptor)
-                unlink(temporary)
-            }
+            // Dropping the temporary file closes and removes it.
+            _ = state.withLock { $0.file.take() }
+        }
+
+        private func finishedError() -> StowageError {
+            StowageError.invalidArgument("the streaming write of '\(key)' is already finished")
         }
     }
 
@@ -120,7 +102,7 @@ extension DiskCache {
             self.check = (cache, key, entry)
         }
 
-        deinit { close(descriptor) }
+        deinit { FileDescriptorIO.close(descriptor) }
 
         /// The next at most `count` bytes; empty at the end.
         ///
@@ -129,9 +111,7 @@ extension DiskCache {
         package func read(upTo count: Int) throws -> [UInt8] {
             var buffer = [UInt8](repeating: 0, count: count)
             let received = try buffer.withUnsafeMutableBytes { raw in
-                let result = readBytes(descriptor, raw.baseAddress, count)
-                guard result >= 0 else { throw StowageError.syscall(.current, "read cache file", path: path) }
-                return result
+                try FileDescriptorIO.read(into: raw, from: descriptor, action: "read cache file", path: path)
             }
             buffer.removeLast(count - received)
             let (total, checksum) = progress.withLock { progress in
@@ -234,13 +214,3 @@ extension DiskCache {
         try commit(entry, forKey: key)
     }
 }
-
-#if canImport(Glibc)
-private let readBytes = Glibc.read
-/// `open(2)` with a mode, named so that `DiskCache`'s static `open` does not shadow it.
-func openFile(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Glibc.open(path, flags, mode) }
-#elseif canImport(Darwin)
-private let readBytes = Darwin.read
-/// `open(2)` with a mode, named so that `DiskCache`'s static `open` does not shadow it.
-func openFile(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 { Darwin.open(path, flags, mode) }
-#endif

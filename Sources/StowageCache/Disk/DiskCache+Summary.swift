@@ -31,8 +31,7 @@ extension DiskCache {
 
     /// Whether `directory` holds a disk cache (its index), without opening it.
     public static func isDiskCache(_ directory: URL) -> Bool {
-        var status = stat()
-        return lstat(indexPath(in: directory), &status) == 0
+        FileStatus.of(indexPath(in: directory)) != nil
     }
 
     /// Reads the summary of the disk cache in `directory`, or `nil` when it holds no index.
@@ -45,10 +44,9 @@ extension DiskCache {
     public static func summary(ofDirectory directory: URL, now: Date = Date()) throws -> Summary? {
         let indexPath = indexPath(in: directory)
         var indexBytes: Int64 = 0
-        var status = stat()
-        guard lstat(indexPath, &status) == 0 else { return nil }
-        for suffix in ["", "-wal", "-shm"] where lstat(indexPath + suffix, &status) == 0 {
-            indexBytes += Int64(status.st_blocks) * 512
+        guard FileStatus.of(indexPath) != nil else { return nil }
+        for suffix in ["", "-wal", "-shm"] {
+            indexBytes += FileStatus.of(indexPath + suffix)?.allocatedBytes ?? 0
         }
         do {
             var configuration = GRDB.Configuration()

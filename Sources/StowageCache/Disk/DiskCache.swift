@@ -46,6 +46,8 @@ public final class DiskCache: Sendable {
     let trimScheduled = Atomic<Bool>(false)
     let trimQueue = DispatchQueue(label: "stowage.disk-cache.trim")
     let processLock: LockFile
+    /// ``Lifecycle``: open, closing or closed.
+    let lifecycle = Atomic<UInt8>(Lifecycle.open)
     /// Advanced by ``removeAll()`` and retired when the directory is removed, in any process;
     /// memory tiers over this cache (``HybridCache``, the HTTP cache) follow it.
     package let storeGeneration: StoreGeneration
@@ -144,17 +146,91 @@ public final class DiskCache: Sendable {
         )
     }
 
+    /// Releases memory only: the work that ends a cache's life (staged writes, buffered access
+    /// times, the index's connections) is `close()`'s, so that dropping the last reference
+    /// never blocks the releasing thread on the disk. A cache released open loses its staged
+    /// writes, as a crash would, and says so in the log.
     deinit {
+        guard lifecycle.load(ordering: .acquiring) != Lifecycle.closed else { return }
+        let staged = staging?.snapshot().count ?? 0
+        configuration.logger.log(
+            level: staged > 0 ? .error : .debug,
+            "disk cache released without close()",
+            metadata: ["cache": "\(configuration.name)", "lostStagedWrites": "\(staged)"]
+        )
+    }
+
+    /// Where the handle is in its life; `close()` moves it on.
+    enum Lifecycle {
+        static let open: UInt8 = 0
+        /// `close()` is draining pending work: no new writes, the drain's own index calls pass.
+        static let closing: UInt8 = 1
+        /// Every operation throws ``closedError()``.
+        static let closed: UInt8 = 2
+    }
+
+    /// Whether `close()` has begun.
+    public var isClosed: Bool { lifecycle.load(ordering: .acquiring) != Lifecycle.open }
+
+    /// Commits what is pending and closes the index: staged writes
+    /// (``Durability/deferred(maximumDelay:)``), the buffered access times, a trim or checkpoint
+    /// running in the background. Afterwards every operation throws `StowageError` `.closed`,
+    /// and another handle (in this process or another) sees everything written before.
+    /// Closing again does nothing.
+    ///
+    /// Call it when done with the cache (a ``HybridCache`` or an `HTTPCache` closes theirs,
+    /// and their swift-service-lifecycle `run()` does when the service group shuts down):
+    /// releasing the last reference does no I/O, so writes still staged then are lost.
+    ///
+    /// - Throws: `StowageError` when the staged writes or the access times cannot be committed;
+    ///   the cache is closed all the same.
+    public func close() throws {
+        guard
+            lifecycle.compareExchange(
+                expected: Lifecycle.open,
+                desired: Lifecycle.closing,
+                ordering: .acquiringAndReleasing
+            ).exchanged
+        else { return }
+        // Background work already queued (a trim, an access-time batch, a staged flush) first.
+        trimQueue.sync {}
+        stagedFlushQueue.sync {}
+        var failure: (any Error)?
+        do { try flushStagedWrites() } catch { failure = error }
+        do { try flushAccessLog() } catch { failure = failure ?? error }
+        lifecycle.store(Lifecycle.closed, ordering: .releasing)
+        trimQueue.sync {}  // anything queued meanwhile now finds the cache closed
+        index.checkpointer?.close()
+        index.reader?.closeIdleConnections()
         do {
-            try flushStagedWrites()
+            try index.pool.close()
+        } catch let error as DatabaseError {
+            failure = failure ?? StowageError.index(error, path: index.path)
         } catch {
+            failure = failure ?? error
+        }
+        processLock.unlock()
+        if let failure {
             configuration.logger.error(
-                "could not commit staged writes on close: \(error)",
+                "closing the disk cache: \(failure)",
                 metadata: ["cache": "\(configuration.name)"]
             )
+            throw failure
         }
-        try? flushAccessLog()
-        index.checkpointer?.close()
+    }
+
+    /// See `close()`; the work runs off Swift's cooperative threads.
+    public func close() async throws {
+        try await BlockingWork.run { try self.close() }
+    }
+
+    /// The error of an operation on a closed cache.
+    func closedError() -> StowageError {
+        StowageError(
+            code: .closed,
+            message: "the disk cache '\(configuration.name)' was closed; open it again to use it",
+            path: directory.fileSystemPath
+        )
     }
 
     // MARK: - Reading
@@ -253,6 +329,7 @@ public final class DiskCache: Sendable {
         guard !Self.containsNUL(key) else { return nil }  // never stored (checkStorable)
         // A removed cache serves nothing, even from the files this handle still holds open.
         guard !StoreGeneration.isRetired(followGeneration()) else { return nil }
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         if let staged = staging?.entry(forKey: key) { return staged }
         return try indexCall { try index.entry(forKey: key) }
     }
@@ -344,6 +421,7 @@ public final class DiskCache: Sendable {
         priority: WritePriority = .important
     ) throws -> WriteOutcome {
         try Self.checkStorable(key: key, tag: tag)
+        guard lifecycle.load(ordering: .acquiring) == Lifecycle.open else { throw closedError() }
         switch priority {
         case .opportunistic:
             if let available = try opportunisticShortfall(for: data.count) {
@@ -549,6 +627,7 @@ public final class DiskCache: Sendable {
 
     /// Runs an index operation, turning SQLite's errors into `StowageError`.
     func indexCall<T>(_ body: () throws -> T) throws -> T {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         if storeGeneration.isRetired { throw removedError() }
         do {
             return try body()
@@ -574,6 +653,8 @@ public final class DiskCache: Sendable {
     /// Buffers `key`'s access time; a full buffer is written to the index on the trim queue, so
     /// no read waits for a write (or runs one on a cooperative thread).
     func recordAccess(key: String, at time: Double) {
+        // A read racing close(): its access time is dropped rather than left for no flush.
+        guard lifecycle.load(ordering: .relaxed) == Lifecycle.open else { return }
         let shouldFlush = accessLog.withLock { log in
             log[key] = time
             return log.count == Self.accessLogFlushCount

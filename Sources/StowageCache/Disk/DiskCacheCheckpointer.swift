@@ -37,6 +37,7 @@ final class DiskCacheCheckpointer: Sendable {
         self.synchronous = synchronous
     }
 
+    /// Frees a connection `close()` did not (a cache released without closing).
     deinit {
         connection.withLock { connection in
             if let connection { sqlite3_close_v2(connection) }
@@ -60,10 +61,15 @@ final class DiskCacheCheckpointer: Sendable {
         }
     }
 
-    /// Waits for a running checkpoint and starts no more; the connection closes with the object.
+    /// Waits for a running checkpoint, starts no more, and closes the connection.
     func close() {
         state.withLock { $0.isClosed = true }
-        queue.sync {}
+        queue.sync {
+            connection.withLock { connection in
+                if let open = connection { sqlite3_close_v2(open) }
+                connection = nil
+            }
+        }
     }
 
     /// One passive checkpoint; failures are left to the next one (and to the writer's fallback).

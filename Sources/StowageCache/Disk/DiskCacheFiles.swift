@@ -9,8 +9,8 @@ import Darwin
 
 /// The files of a disk cache: `data/` holds values, `tmp/` holds values being written.
 ///
-/// A value is written to `tmp/PID-RANDOM.tmp`, closed (and flushed when asked), then renamed
-/// into `data/`; only after that does the index point at it. So a file in `data/` is always
+/// A value is written to `tmp/PID-RANDOM.tmp` (a ``TemporaryFile``), closed (and flushed when
+/// asked), then renamed into `data/`; only after that does the index point at it. So a file in `data/` is always
 /// complete, and a crash leaves at worst an orphan that ``DiskCache`` collects on open.
 /// POSIX calls throughout: Foundation's `Data.write(options: .atomic)` costs about 10× more
 /// per small file on Linux (see the `disk-cache` benchmarks).
@@ -32,44 +32,27 @@ struct DiskCacheFiles: Sendable {
 
     /// Writes `data` to a new file and moves it to `name` under `data/`.
     func write(_ data: Data, as name: String) throws {
-        let temporary = temporaryPath()
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw StowageError.syscall(.current, "create cache file", path: temporary) }
-        var moved = false
-        defer { if !moved { unlink(temporary) } }
-        do {
-            defer { close(descriptor) }
-            try data.withUnsafeBytes {
-                try FileDescriptorIO.writeAll($0, to: descriptor, action: "write cache file", path: temporary)
-            }
-            if synchronous {
-                try FileDescriptorIO.synchronize(descriptor, action: "flush cache file", path: temporary)
-            }
-        }
-        try moveIntoPlace(temporary, as: name)
-        moved = true
+        let file = try makeTemporaryFile()
+        try data.withUnsafeBytes { try file.write($0, action: "write cache file") }
+        try moveIntoPlace(file, as: name)
     }
 
-    /// A new, unique path under `tmp/` for a value being written.
-    func temporaryPath() -> String {
-        temporaryDirectory + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).tmp"
+    /// A new file under `tmp/` for a value being written; removed unless moved into place.
+    func makeTemporaryFile() throws -> TemporaryFile {
+        try TemporaryFile(in: temporaryDirectory, action: "create cache file")
     }
 
-    /// Renames the complete file `temporary` to `name` under `data/`, creating the hash's
-    /// subdirectory on first use.
-    func moveIntoPlace(_ temporary: String, as name: String) throws {
-        let destination = path(of: name)
-        if rename(temporary, destination) != 0 {
-            guard errno == ENOENT else { throw StowageError.syscall(.current, "move cache file to", path: destination) }
-            // The hash's subdirectory does not exist yet.
-            let subdirectory = String(destination[..<destination.lastIndex(of: "/")!])
-            if mkdir(subdirectory, 0o700) != 0 && errno != EEXIST {
-                throw StowageError.syscall(.current, "create cache directory", path: subdirectory)
-            }
-            if rename(temporary, destination) != 0 {
-                throw StowageError.syscall(.current, "move cache file to", path: destination)
-            }
-        }
+    /// Flushes the complete file when the cache writes synchronously and renames it to `name`
+    /// under `data/`, creating the hash's subdirectory on first use. Whatever stands at the
+    /// name (a link or FIFO put there is damage) is replaced without a look first.
+    func moveIntoPlace(_ file: consuming TemporaryFile, as name: String) throws {
+        try file.commit(
+            to: path(of: name),
+            durability: synchronous ? .synchronized : .none,
+            replacing: .anyFile,
+            createsParentDirectory: true,
+            action: "move cache file to"
+        )
     }
 
     /// Opens the value file `name` for reading: never through a symbolic link, never blocking
@@ -88,11 +71,11 @@ struct DiskCacheFiles: Sendable {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let error = Errno.current
-            close(descriptor)
+            FileDescriptorIO.close(descriptor)
             throw StowageError.syscall(error, "examine", path: path)
         }
         guard status.st_mode & S_IFMT == S_IFREG, Int64(status.st_size) == expectedSize, expectedSize >= 0 else {
-            close(descriptor)
+            FileDescriptorIO.close(descriptor)
             return nil
         }
         return descriptor
@@ -103,7 +86,7 @@ struct DiskCacheFiles: Sendable {
     func read(_ name: String, expectedSize: Int64) throws -> Data? {
         let path = path(of: name)
         guard let descriptor = try openValue(name, expectedSize: expectedSize) else { return nil }
-        defer { close(descriptor) }
+        defer { FileDescriptorIO.close(descriptor) }
         let count = Int(expectedSize)
         guard count > 0 else { return Data() }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: 16)
@@ -128,6 +111,6 @@ struct DiskCacheFiles: Sendable {
 
     /// Unlinks files whose index rows are gone; a file already gone is fine.
     func remove(_ names: [String]) {
-        for name in names { unlink(path(of: name)) }
+        for name in names { FileNames.remove(path(of: name)) }
     }
 }

@@ -175,7 +175,7 @@ struct DiskCacheIndex: Sendable {
             // -shm file an earlier attempt could not size would be taken for a lock held by
             // someone; under the cache's open lock nobody else is opening, and every process that
             // has the index open uses a full-sized one (≥ 32 KiB), so a smaller one is removed.
-            unlink(path + "-shm")
+            FileNames.remove(path + "-shm")
             // A configuration of its own: prepareDatabase adds to the setups, and locking_mode
             // must come before any statement that touches the WAL.
             var exclusive = GRDB.Configuration()
@@ -276,8 +276,7 @@ struct DiskCacheIndex: Sendable {
     /// Whether the index must keep its WAL index in private memory: the volume has no room for
     /// the 32 KiB shared-memory file (`-shm`) SQLite needs, and no usable one exists.
     static func needsPrivateWALIndex(path: String) -> Bool {
-        var status = stat()
-        if lstat(path + "-shm", &status) == 0, status.st_size >= 32 * 1024 { return false }
+        if let status = FileStatus.of(path + "-shm"), status.size >= 32 * 1024 { return false }
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
         guard let capacity = try? VolumeCapacity.forVolume(containing: URL(filePath: directory)) else {
             return false

@@ -43,6 +43,7 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
             case domainMismatch = "domain mismatch"
             case publicSuffix = "public suffix"
             case notSecure = "not secure"
+            case closed
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -97,6 +98,8 @@ public struct StowageError: Error, Sendable, CustomStringConvertible {
         /// `http` cookie would replace or shadow a `Secure` one (RFC 6265bis §5.6 steps 14 and
         /// 20–21, §5.7 step 16).
         public static let notSecure = Code(.notSecure)
+        /// The handle was closed (`DiskCache.close()`); open the store again to use it.
+        public static let closed = Code(.closed)
 
         /// The text logs and messages show.
         public var description: String { base.rawValue }

@@ -113,24 +113,18 @@ package final class StoreGeneration: @unchecked Sendable {
 
     /// Writes a fresh generation file beside `path` and renames it in place; returns it open.
     private static func install(_ path: String) throws -> Int32 {
-        let temporary = path + ".new-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
-        let descriptor = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw StowageError.syscall(.current, "create the store's generation file", path: temporary)
-        }
-        let contents = magic + [UInt8](repeating: 0, count: fileSize - magic.count)
-        guard pwrite(descriptor, contents, fileSize, 0) == fileSize else {
-            let error = StowageError.syscall(.current, "write the store's generation file", path: temporary)
-            close(descriptor)
-            unlink(temporary)
-            throw error
-        }
-        guard rename(temporary, path) == 0 else {
-            let error = StowageError.syscall(.current, "install the store's generation file", path: path)
-            close(descriptor)
-            unlink(temporary)
-            throw error
-        }
-        return descriptor
+        // Readable: the caller maps the file. Whatever was there (a link, a FIFO) is damage the
+        // rename replaces; nothing is followed.
+        let file = try TemporaryFile(beside: path, permissions: 0o600, readable: true)
+        try file.write(
+            magic + [UInt8](repeating: 0, count: fileSize - magic.count),
+            action: "write the store's generation file"
+        )
+        return try file.commitKeepingOpen(
+            to: path,
+            durability: .none,
+            replacing: .anyFile,
+            action: "install the store's generation file"
+        )
     }
 }

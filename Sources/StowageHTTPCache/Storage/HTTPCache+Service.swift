@@ -11,7 +11,18 @@ extension HTTPCache: Service {
     /// since the cache was opened are applied when the first run begins; a later run cannot know
     /// what was sent while none listened, so it starts as after a gap: memory is dropped and
     /// records on disk are confirmed against the shared level before their next use.
+    ///
+    /// When the service group shuts down gracefully, the run ends by closing the cache
+    /// (`close()`), so what is staged for the disk is committed before the process exits.
+    /// Cancelled or ended by the shared level instead, it leaves the cache open.
     public func run() async throws {
+        await applyInvalidations()
+        if Task.isShuttingDownGracefully { try await close() }
+    }
+
+    /// ``run()`` without the closing: for an owner that closes the cache itself once the
+    /// users of the cache have stopped (`StowageProxy`'s proxy, after its listeners drain).
+    package func applyInvalidations() async {
         await levels.run(banning: applyBan)
     }
 }

@@ -370,78 +370,59 @@ final class PreferencesLog {
     /// written under a temporary name and linked into place, which fails harmlessly when another
     /// process created it first.
     private static func createEmpty(at path: String) throws {
-        try writeFile(at: path, records: []) { temporary in
-            // EEXIST: another process created it first. ENOENT: that process's open removed this
-            // temporary as a leftover. Either way the file now exists, and the caller reopens it.
-            if link(temporary, path) != 0 && errno != EEXIST && errno != ENOENT {
-                throw StowageError.syscall(.current, "create the preferences file", path: path)
-            }
+        let file = try writeFile(at: path, records: [])
+        do {
+            // `false`: another process created it first.
+            _ = try file.commitIfAbsent(to: path, action: "create the preferences file")
+        } catch let error as StowageError where error.code == .notFound {
+            // That process's open removed this temporary as a leftover: the file exists now,
+            // and the caller reopens it.
         }
     }
 
-    /// Writes a complete log (header and `records`) to a temporary file beside `path`, flushes
-    /// it, and hands its name to `install`; the temporary name is removed afterwards.
-    private static func writeFile(
-        at path: String,
-        records: [[UInt8]],
-        install: (String) throws -> Void
-    ) throws {
-        let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let descriptor = systemOpen(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else {
-            throw StowageError.syscall(.current, "create a temporary preferences file", path: temporary)
+    /// Writes a complete log (header and `records`) to a temporary file beside `path` and
+    /// flushes it; committing (or dropping) it is the caller's.
+    private static func writeFile(at path: String, records: [[UInt8]]) throws -> TemporaryFile {
+        let file = try TemporaryFile(beside: path, permissions: 0o600)
+        var contents = [UInt8](repeating: 0, count: headerSize)
+        contents.replaceSubrange(0..<magic.count, with: magic)
+        let end = headerSize + records.reduce(0) { $0 + $1.count }
+        contents.withUnsafeMutableBytes { bytes in
+            bytes.storeBytes(of: formatVersion.littleEndian, toByteOffset: 8, as: UInt32.self)
+            bytes.storeBytes(of: UInt64(end).littleEndian, toByteOffset: committedEndOffset, as: UInt64.self)
         }
-        defer { unlink(temporary) }
-        do {
-            defer { close(descriptor) }
-            var contents = [UInt8](repeating: 0, count: headerSize)
-            contents.replaceSubrange(0..<magic.count, with: magic)
-            let end = headerSize + records.reduce(0) { $0 + $1.count }
-            contents.withUnsafeMutableBytes { bytes in
-                bytes.storeBytes(of: formatVersion.littleEndian, toByteOffset: 8, as: UInt32.self)
-                bytes.storeBytes(of: UInt64(end).littleEndian, toByteOffset: committedEndOffset, as: UInt64.self)
-            }
-            contents.reserveCapacity(end)
-            for record in records { contents.append(contentsOf: record) }
-            try contents.withUnsafeBytes {
-                try FileDescriptorIO.writeAll(
-                    $0,
-                    to: descriptor,
-                    action: "write a temporary preferences file",
-                    path: temporary
-                )
-            }
-            try FileDescriptorIO.synchronize(descriptor, action: "flush a temporary preferences file", path: temporary)
-        }
-        try install(temporary)
+        contents.reserveCapacity(end)
+        for record in records { contents.append(contentsOf: record) }
+        try file.write(contents, action: "write a temporary preferences file")
+        try file.synchronize(action: "flush a temporary preferences file")
+        return file
     }
 
     /// Rewrites the log as one record per value, replacing this file at ``path``, and returns
     /// the new log. Call with the exclusive lock held; this log is superseded afterwards.
     func compacted(values: [String: PreferenceValue]) throws -> PreferencesLog {
         let records = values.keys.sorted().map { PreferencesLogRecord.set(key: $0, value: values[$0]!).encoded() }
-        var replacement: PreferencesLog?
-        try Self.writeFile(at: path, records: records) { temporary in
-            let descriptor = systemOpen(temporary, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-            guard descriptor >= 0 else {
-                throw StowageError.syscall(.current, "reopen the compacted preferences file", path: temporary)
-            }
-            let log: PreferencesLog
-            do {
-                log = try Self.map(descriptor: descriptor, path: path)
-            } catch {
-                close(descriptor)
-                throw error
-            }
-            // Flag first: if the rename never happens, openers find the same file and clear it.
-            storeSuperseded(true)
-            guard rename(temporary, path) == 0 else {
-                storeSuperseded(false)
-                throw StowageError.syscall(.current, "replace the preferences file", path: path)
-            }
-            replacement = log
+        let file = try Self.writeFile(at: path, records: records)
+        let descriptor = systemOpen(file.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else {
+            throw StowageError.syscall(.current, "reopen the compacted preferences file", path: file.path)
         }
-        return replacement!
+        let log: PreferencesLog
+        do {
+            log = try Self.map(descriptor: descriptor, path: path)
+        } catch {
+            close(descriptor)
+            throw error
+        }
+        // Flag first: if the rename never happens, openers find the same file and clear it.
+        storeSuperseded(true)
+        do {
+            try file.commit(to: path, durability: .none, action: "replace the preferences file")
+        } catch {
+            storeSuperseded(false)
+            throw error
+        }
+        return log
     }
 
     /// Removes temporary files that a process killed mid-creation or mid-compaction left

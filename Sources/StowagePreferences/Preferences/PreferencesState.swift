@@ -43,7 +43,7 @@ struct PreferencesState {
                     "preferences: removing a file its store's removal left behind",
                     metadata: ["path": "\(path)"]
                 )
-                if !log.isReplacedAtPath { unlink(path) }
+                if !log.isReplacedAtPath { FileNames.remove(path) }
                 log.unlock()
                 continue
             }

@@ -61,7 +61,13 @@ public struct ClearCaches: Sendable {
                     measuring: ["Library/Caches/" + name]
                 ) {
                     let cache = try await DiskCache.open(directory: directory, configuration: .init(name: name))
-                    try await cache.removeAll()
+                    do {
+                        try await cache.removeAll()
+                    } catch {
+                        try? await cache.close()
+                        throw error
+                    }
+                    try await cache.close()
                 }
             }
         }

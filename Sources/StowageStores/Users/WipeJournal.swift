@@ -34,7 +34,7 @@ struct WipeJournal {
 
     func end(_ user: String) throws {
         let path = directory.appending(path: user + ".json").fileSystemPath
-        guard unlink(path) == 0 || errno == ENOENT else {
+        guard FileNames.remove(path) || errno == ENOENT else {
             throw StowageError.syscall(.current, "remove the wipe journal", path: path)
         }
     }

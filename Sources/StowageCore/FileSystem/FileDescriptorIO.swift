@@ -72,3 +72,16 @@ package enum FileDescriptorIO {
 private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
     read(descriptor, buffer, count)
 }
+
+extension FileDescriptorIO {
+    /// Closes `descriptor` (`close(2)`); its error, which leaves the descriptor closed all the
+    /// same on Linux and Apple platforms, is ignored.
+    package static func close(_ descriptor: Int32) {
+        _ = systemClose(descriptor)
+    }
+}
+
+/// `close(2)`, named so that ``FileDescriptorIO/close(_:)`` does not shadow it.
+private func systemClose(_ descriptor: Int32) -> Int32 {
+    close(descriptor)
+}

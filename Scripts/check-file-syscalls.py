@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Fails when a raw file system call appears in library code outside Sources/StowageCore/FileSystem.
+
+Every store writes, flushes, renames and examines files the same careful way (O_NOFOLLOW, EINTR
+retried, short transfers continued, temporaries removed on failure, errors as StowageError naming
+the path); that care lives in StowageCore/FileSystem (TemporaryFile, FileDescriptorIO, RegularFile,
+OpenDirectory, LockFile, …). A raw `open(2)` or `rename(2)` elsewhere is a second copy that drifts.
+This check keeps new ones out; the files that still hold some are listed in ALLOWED below, each
+with the reason, and the list only shrinks.
+
+Usage: check-file-syscalls.py [PATH ...]   (default: Sources, relative to the package root)
+Prints `file:line: NAME(2) outside StowageCore/FileSystem` for each hit and exits 1 if there was
+any; exits 2 when a PATH does not exist. An allow-listed file that no longer makes any forbidden
+call is reported too (exit 1), so the list cannot go stale.
+
+What counts as a call: a forbidden NAME followed by `(` with a first argument that has no label
+(`open(path, flags)`, `Glibc.open(...)`, `Darwin.rename(...)`), not a member (`file.write(...)`),
+not a declaration (`func write(`), not `stat()` (the struct's initializer). Comments and string
+literals are ignored. A file that declares a function of a forbidden name (`func write(_ value:`)
+calls its own unqualified: there only module-qualified calls (`Glibc.write`) count, so write
+raw calls in such a file qualified.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from typing import NamedTuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("check_portability", os.path.join(HERE, "check-portability.py"))
+check_portability = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(check_portability)
+
+# The system calls (and libc wrappers) that touch files by path or descriptor. close(2) is not
+# here: sockets, pipes and descriptors a FileSystem type handed out are closed everywhere.
+FORBIDDEN = (
+    "open openat creat "
+    "read pread readv preadv write pwrite writev pwritev "
+    "fsync fdatasync ftruncate truncate "
+    "rename renameat renameat2 link linkat symlink symlinkat unlink unlinkat "
+    "mkdir mkdirat rmdir mkstemp mkostemp mkdtemp "
+    "stat fstat lstat fstatat statx "
+    "chmod fchmod fchmodat"
+).split()
+
+# The one directory allowed to make them.
+BOUNDARY = "Sources/StowageCore/FileSystem/"
+
+# Files that still make forbidden calls, with the reason. Each is to move behind the FileSystem
+# API; remove an entry once its file is clean (the check fails on a stale entry).
+ALLOWED: dict[str, str] = {
+    # Walkers and confinement: openat/fstatat relative to a directory descriptor they hold, the
+    # primitive OpenDirectory would have to grow a descriptor-relative API for.
+    "Sources/StowageCore/Container/BackupAudit+Walker.swift": "descriptor-relative tree walk",
+    "Sources/StowageCore/Container/Container+Confinement.swift": "openat/mkdirat confinement walk",
+    "Sources/StowageCore/DiskUsage/DiskUsage+Walker.swift": "descriptor-relative tree walk",
+    "Sources/StowageHousekeeping/MarkedItems/MarkedItemsWalk.swift": "descriptor-relative tree walk",
+    "Sources/StowageHousekeeping/Purgeable/PurgeSweep.swift": "unlinkat under an open directory",
+    "Sources/StowageCore/Clearing/ClearingTarget.swift": "opens and examines the target it clears",
+    "Sources/StowageCore/Container/DirectoryCreation.swift": "mkdir with lstat checks, one level at a time",
+    # Store formats that map, lock or truncate their own file in place (not a write-aside).
+    "Sources/StowageCore/Generation/StoreGeneration.swift": "opens and maps the shared generation counter",
+    "Sources/StowageCore/Generation/StoreGeneration+Retirement.swift": "openat of the generation file",
+    "Sources/StowagePreferences/Preferences/PreferencesLog.swift": "append-only log: ftruncate, mmap",
+    "Sources/StowageCore/Marks/CacheDirectoryTag.swift": "reads the tag's signature without following links",
+    "Sources/StowageCore/Marks/Marks.swift": "reads a mark file",
+    # The disk cache's value files: opened O_NOFOLLOW | O_NONBLOCK and checked to be a regular
+    # file of the indexed size before a read, an open-and-verify RegularFile does not offer yet.
+    "Sources/StowageCache/Disk/DiskCacheFiles.swift": "opens and verifies value files",
+    # Secrets and other small stores: checks that the file is a regular file of the owner.
+    "Sources/StowageSecrets/SecureFiles.swift": "opens with O_NOFOLLOW and checks owner and mode",
+    "Sources/StowageSecrets/KeyFile.swift": "creates the key file exclusively",
+    "Sources/StowageStores/Users/UserSpaces.swift": "renames a user's directory to a tombstone",
+    "Sources/StowageStores/Discovery/StoreFiles.swift": "lstat to classify stores",
+    "Sources/StowageDatabase/UserDatabases.swift": "renames a user's database directory aside",
+    "Sources/StowageHousekeeping/Purgeable/PurgeableRegistryFile.swift": "lstat of the registry",
+    "Sources/StowageHousekeeping/StorageMonitor/TemporaryFiles.swift": "opens a probe file",
+    # Not stores: Linux pressure-stall files (a write arms a trigger), the wake-up pipe.
+    "Sources/StowageCache/Memory/MemoryPressureSource+StallFiles.swift": "PSI trigger files (write, poll)",
+    "Sources/StowageCache/Memory/MemoryPressureSource+Linux.swift": "PSI trigger and wake-up pipe",
+    "Sources/StowageCLI/Commands/Proxy/ProxyConfigFile.swift": "stat of the config file's mode",
+    # The bench measures raw-file baselines and builds its fixtures by design.
+    "Sources/StowageBench/": "baselines and fixtures",
+}
+
+
+class Finding(NamedTuple):
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+NAMES = "|".join(FORBIDDEN)
+# An unqualified call: not a member, not after `func`.
+UNQUALIFIED = re.compile(r"(?<![\w.])(" + NAMES + r")\s*\((?!\s*\)|\s*\w+\s*:(?!:))")
+QUALIFIED = re.compile(r"\b(?:Swift)?(?:Glibc|Darwin|Musl)\s*\.\s*(" + NAMES + r")\b")
+DECLARED = re.compile(r"\bfunc\s+(" + NAMES + r")\s*[(<]")
+STRING = re.compile(r'#*"(?:\\.|[^"\\])*"#*')
+
+
+def code_without_strings(source: str) -> list[tuple[int, str]]:
+    """The lines with comments (by check-portability's lexer) and string literals blanked."""
+    lines: list[tuple[int, str]] = []
+    in_multiline = False
+    for number, text, _ in check_portability.code_lines(source):
+        if '"""' in text:
+            parts = text.split('"""')
+            kept = [part for index, part in enumerate(parts) if (index % 2 == 0) != in_multiline]
+            in_multiline = in_multiline != (len(parts) % 2 == 0)
+            text = " ".join(kept)
+        elif in_multiline:
+            text = ""
+        lines.append((number, STRING.sub('""', text)))
+    return lines
+
+
+def check_source(path: str, source: str) -> list[Finding]:
+    lines = code_without_strings(source)
+    declared = {match.group(1) for _, text in lines for match in DECLARED.finditer(text)}
+    findings: list[Finding] = []
+    for number, text in lines:
+        names = [match.group(1) for match in QUALIFIED.finditer(text)]
+        for match in UNQUALIFIED.finditer(text):
+            before = text[: match.start()]
+            if re.search(r"\bfunc\s*$", before) or match.group(1) in declared:
+                continue
+            names.append(match.group(1))
+        for name in names:
+            findings.append(Finding(path, number, f"{name}(2) outside StowageCore/FileSystem"))
+    return findings
+
+
+def allowance(path: str) -> str | None:
+    normalized = path.replace(os.sep, "/")
+    for entry in ALLOWED:
+        if normalized == entry or (entry.endswith("/") and normalized.startswith(entry)):
+            return entry
+    return None
+
+
+def main(arguments: list[str]) -> int:
+    roots = arguments or ["Sources"]
+    missing = [root for root in roots if not os.path.exists(root)]
+    for root in missing:
+        print(f"check-file-syscalls.py: {root}: no such file or directory", file=sys.stderr)
+    if missing:
+        return 2
+    findings: list[Finding] = []
+    used: set[str] = set()
+    for path in check_portability.swift_files(roots):
+        normalized = path.replace(os.sep, "/")
+        if normalized.startswith(BOUNDARY) or f"/{BOUNDARY}" in normalized:
+            continue
+        with open(path, encoding="utf-8") as file:
+            found = check_source(normalized, file.read())
+        entry = allowance(normalized)
+        if entry is not None:
+            if found:
+                used.add(entry)
+            continue
+        findings.extend(found)
+    checked_all = any(os.path.normpath(root) == "Sources" for root in roots)
+    stale = [entry for entry in ALLOWED if checked_all and entry not in used]
+    for finding in findings:
+        print(finding)
+    for entry in stale:
+        print(f"{entry}: allow-listed but makes no forbidden call any more; remove it from ALLOWED")
+    if findings:
+        print(
+            f"{len(findings)} raw file system call(s) outside {BOUNDARY}: use its API "
+            "(TemporaryFile, FileDescriptorIO, RegularFile, OpenDirectory, …) or add what is missing there",
+            file=sys.stderr,
+        )
+    return 1 if findings or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,237 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A file written under a temporary name and moved over its destination whole with `rename(2)`,
+/// so that readers see the old contents or the new, never a mix: the one temporary-write-
+/// flush-rename sequence of every Stowage store (small files, disk cache values, the
+/// preferences log's compaction, a store's generation file).
+///
+/// ```swift
+/// let file = try TemporaryFile(beside: path)
+/// try file.write(bytes)
+/// try file.commit(to: path, durability: .synchronized)
+/// ```
+///
+/// The temporary is created with `O_EXCL | O_NOFOLLOW` (never through a link an attacker left
+/// in its place) on the destination's volume, so the rename is atomic. Until a commit
+/// succeeds the value owns it: a failed write, flush or rename, and dropping the value without
+/// committing, close and remove it, so no failure path leaves a temporary behind.
+package struct TemporaryFile: ~Copyable {
+    /// How far a commit goes to make the contents survive a crash.
+    package enum Durability: Sendable {
+        /// No flush: the rename is atomic against a process crash, but a power loss may leave
+        /// the new name with missing data on file systems that do not order the two.
+        case none
+        /// Flushes the file to stable storage before the rename
+        /// (``FileDescriptorIO/synchronize(_:dataOnly:action:path:)``).
+        case synchronized
+    }
+
+    /// What a commit may replace at the destination.
+    package enum Replacement: Sendable {
+        /// Only a regular file (or nothing): a symbolic link or a directory at the destination
+        /// is refused with `.invalidArgument`, leaving both in place.
+        case regularFile
+        /// Whatever is there except a directory, without looking first (one system call less):
+        /// for a store's own files, where a link in a file's place is damage to overwrite.
+        case anyFile
+    }
+
+    /// The temporary file's path.
+    package let path: String
+    /// The temporary file, open for writing (and reading with `readable`).
+    package let descriptor: Int32
+    /// Set once the file has its final name; then neither close nor removal is left to `deinit`.
+    private var isCommitted = false
+    /// Set when a commit handed the descriptor to the caller.
+    private var isDescriptorTaken = false
+
+    /// Creates a temporary file beside `destination` (`destination.tmp-PID-RANDOM`), so the
+    /// rename that installs it stays on one volume; a leftover from a killed process keeps that
+    /// prefix for whoever cleans up.
+    ///
+    /// - Parameters:
+    ///   - destination: The path the file will be committed to.
+    ///   - permissions: The new file's mode (before the umask).
+    ///   - readable: Open for reading too (`O_RDWR`), for callers that map the file.
+    /// - Throws: ``StowageError`` naming the temporary path.
+    package init(beside destination: String, permissions: mode_t = 0o600, readable: Bool = false) throws {
+        try self.init(
+            path: destination + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+            permissions: permissions,
+            readable: readable,
+            action: "create"
+        )
+    }
+
+    /// Creates a temporary file in `directory` (`PID-RANDOM.tmp`), for stores that keep
+    /// unfinished files apart from finished ones (the disk cache's `tmp/`); `directory` must be
+    /// on the destination's volume.
+    ///
+    /// - Parameter action: What the file is for, as errors name it (`"create cache file"`).
+    /// - Throws: ``StowageError`` naming the temporary path.
+    package init(in directory: String, permissions: mode_t = 0o600, action: String = "create") throws {
+        try self.init(
+            path: directory + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).tmp",
+            permissions: permissions,
+            readable: false,
+            action: action
+        )
+    }
+
+    private init(path: String, permissions: mode_t, readable: Bool, action: String) throws {
+        let flags = (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW
+        let descriptor = systemOpen(path, flags, permissions)
+        guard descriptor >= 0 else { throw StowageError.syscall(.current, action, path: path) }
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    /// A file with no name in `directory`: created read-write and unlinked at once, so nothing
+    /// is left behind even if the process dies. The caller owns (and closes) the descriptor.
+    ///
+    /// - Parameter action: What the file is for, as errors name it (`"create temporary file"`).
+    /// - Throws: ``StowageError`` naming the path the file briefly had.
+    package static func unnamed(in directory: String, action: String = "create") throws -> Int32 {
+        var file = try TemporaryFile(
+            path: directory + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).tmp",
+            permissions: 0o600,
+            readable: true,
+            action: action
+        )
+        file.isDescriptorTaken = true
+        return file.descriptor  // dropping `file` unlinks the name
+    }
+
+    deinit {
+        if !isDescriptorTaken { close(descriptor) }
+        if !isCommitted { unlink(path) }
+    }
+
+    /// Appends `bytes` at the current position.
+    ///
+    /// - Parameter action: What the write is for, as errors name it (`"write cache file"`).
+    /// - Throws: ``StowageError`` naming the temporary path (`.noSpace` on a full volume).
+    package func write(_ bytes: UnsafeRawBufferPointer, action: String = "write") throws {
+        try FileDescriptorIO.writeAll(bytes, to: descriptor, action: action, path: path)
+    }
+
+    /// Appends `bytes` at the current position.
+    package func write(_ bytes: [UInt8], action: String = "write") throws {
+        try bytes.withUnsafeBytes { try write($0, action: action) }
+    }
+
+    /// Flushes what was written to stable storage now, for callers that need it flushed
+    /// before the commit (``Durability/synchronized`` does this inside the commit).
+    package func synchronize(action: String = "flush") throws {
+        try FileDescriptorIO.synchronize(descriptor, action: action, path: path)
+    }
+
+    /// Flushes the file as `durability` asks, closes it and renames it to `destination`.
+    ///
+    /// - Parameters:
+    ///   - destination: The final path, on the temporary's volume.
+    ///   - durability: Whether to flush before the rename.
+    ///   - replacing: What may stand at `destination`; see ``Replacement``.
+    ///   - createsParentDirectory: When the destination's directory is missing, create it
+    ///     (`0700`, one level) and rename again: for stores that fan files out into
+    ///     subdirectories made on first use.
+    ///   - action: What the rename is for, as errors name it (`"move cache file to"`).
+    /// - Throws: ``StowageError``: `.invalidArgument` naming `destination` when it is a
+    ///   directory (or, with ``Replacement/regularFile``, a symbolic link); the system call's
+    ///   error otherwise. The temporary is removed and the destination left as it was.
+    package consuming func commit(
+        to destination: String,
+        durability: Durability,
+        replacing: Replacement = .regularFile,
+        createsParentDirectory: Bool = false,
+        action: String = "replace"
+    ) throws {
+        try prepareCommit(to: destination, durability: durability, replacing: replacing)
+        isDescriptorTaken = true
+        close(descriptor)
+        try install(at: destination, createsParentDirectory: createsParentDirectory, action: action)
+    }
+
+    /// As ``commit(to:durability:replacing:createsParentDirectory:action:)``, but leaves the
+    /// file open and returns its descriptor, which the caller then owns: for a file that is
+    /// used (mapped, locked) under its final name right away.
+    package consuming func commitKeepingOpen(
+        to destination: String,
+        durability: Durability,
+        replacing: Replacement = .regularFile,
+        action: String = "replace"
+    ) throws -> Int32 {
+        try prepareCommit(to: destination, durability: durability, replacing: replacing)
+        try install(at: destination, createsParentDirectory: false, action: action)
+        isDescriptorTaken = true
+        return descriptor
+    }
+
+    /// Gives the file its final name only if nothing has it yet (`link(2)`, then the temporary
+    /// name goes): for creating a file that another process may be creating at the same moment.
+    /// Flush first (``synchronize(action:)``) when the contents must survive a power loss.
+    ///
+    /// - Returns: `true` when this file was installed, `false` when `destination` existed.
+    /// - Throws: ``StowageError`` naming `destination`; the temporary is removed either way.
+    package consuming func commitIfAbsent(to destination: String, action: String = "create") throws -> Bool {
+        guard link(path, destination) == 0 else {
+            if errno == EEXIST { return false }
+            throw StowageError.syscall(.current, action, path: destination)
+        }
+        return true  // dropping `self` closes the file and removes the temporary name
+    }
+
+    private func prepareCommit(to destination: String, durability: Durability, replacing: Replacement) throws {
+        if durability == .synchronized { try synchronize() }
+        guard replacing == .regularFile else { return }
+        var status = stat()
+        guard lstat(destination, &status) == 0 else {
+            if errno == ENOENT { return }  // nothing to replace (or no directory, reported by the rename)
+            throw StowageError.syscall(.current, "examine", path: destination)
+        }
+        switch status.st_mode & S_IFMT {
+        case S_IFLNK: throw Self.refusal(destination, "is a symbolic link")
+        case S_IFDIR: throw Self.refusal(destination, "is a directory")
+        default: break
+        }
+    }
+
+    private mutating func install(at destination: String, createsParentDirectory: Bool, action: String) throws {
+        if rename(path, destination) != 0 {
+            guard createsParentDirectory, errno == ENOENT, let slash = destination.lastIndex(of: "/") else {
+                throw Self.renameError(destination, action: action)
+            }
+            let parent = String(destination[..<slash])
+            if mkdir(parent, 0o700) != 0 && errno != EEXIST {
+                throw StowageError.syscall(.current, "create directory", path: parent)
+            }
+            guard rename(path, destination) == 0 else { throw Self.renameError(destination, action: action) }
+        }
+        isCommitted = true
+    }
+
+    /// The rename's error; a directory in the destination's place gets the typed refusal.
+    private static func renameError(_ destination: String, action: String) -> StowageError {
+        if errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST {
+            return refusal(destination, "is a directory")
+        }
+        return StowageError.syscall(.current, action, path: destination)
+    }
+
+    private static func refusal(_ destination: String, _ what: String) -> StowageError {
+        StowageError.invalidArgument(
+            "cannot replace \(PathInput.quoted(destination, limit: 1_024)): it \(what), not a regular file; "
+                + "remove it first",
+            path: destination
+        )
+    }
+}
+
+/// `open(2)` with a mode.
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    open(path, flags, mode)
+}

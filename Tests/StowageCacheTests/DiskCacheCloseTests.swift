@@ -1,0 +1,143 @@
+import Foundation
+import GRDB
+import Logging
+import ServiceLifecycle
+import StowageCache
+import StowageCore
+import StowageTestSupport
+import Testing
+
+/// `DiskCache.close()` ends a cache's life: it commits what is pending (staged writes, access
+/// times) and closes the index, so that `deinit` does no I/O; afterwards every operation throws
+/// `.closed`. The hybrid cache closes its disk level when its service group shuts down.
+@Suite("DiskCache close")
+struct DiskCacheCloseTests {
+    private static func configuration(clock: ManualClock? = nil) -> DiskCache.Configuration {
+        var configuration = DiskCache.Configuration(name: "test")
+        // The longest delay there is: only close() (or a flush) commits the staged writes.
+        configuration.durability = .deferred(maximumDelay: .seconds(60))
+        if let clock { configuration.clock = clock.cacheClock }
+        return configuration
+    }
+
+    private static func directory(_ scratch: TemporaryDirectory) -> URL {
+        scratch.url.appending(path: "cache", directoryHint: .isDirectory)
+    }
+
+    @Test("what was written and read before close() is in the index a new handle opens", arguments: [false, true])
+    func closeCommitsPendingWork(async: Bool) async throws {
+        let scratch = try TemporaryDirectory()
+        let clock = ManualClock(startingAt: Date(timeIntervalSince1970: 1_000_000))
+        let cache = try DiskCache(directory: Self.directory(scratch), configuration: Self.configuration(clock: clock))
+        try await cache.setData(Data("inline".utf8), forKey: "small")
+        try await cache.setData(Data(repeating: 7, count: 100_000), forKey: "large")
+        try await cache.setData(Data("read".utf8), forKey: "read", timeToLive: nil)
+        try await cache.flush()
+        clock.advance(by: .seconds(3_600))
+        #expect(try await cache.data(forKey: "read") == Data("read".utf8))  // an access time, buffered
+        try await cache.setData(Data("staged".utf8), forKey: "staged")
+        if async { try await cache.close() } else { try closeBlocking(cache) }
+        #expect(cache.isClosed)
+
+        let index = try DatabaseQueue(path: Self.directory(scratch).path(percentEncoded: false) + "/index.sqlite")
+        let accessed = try await index.read { db in
+            try Double.fetchOne(db, sql: "SELECT accessed FROM entry WHERE key = 'read'")
+        }
+        let written = try #require(accessed)
+        #expect(abs(written - (1_000_000 + 3_600)) < 0.01, "the buffered access time was written: \(written)")
+
+        let reopened = try DiskCache(directory: Self.directory(scratch), configuration: Self.configuration())
+        #expect(try await reopened.data(forKey: "small") == Data("inline".utf8))
+        #expect(try await reopened.data(forKey: "large") == Data(repeating: 7, count: 100_000))
+        #expect(try await reopened.data(forKey: "staged") == Data("staged".utf8))
+        try await reopened.close()
+    }
+
+    @Test("a cache released without close() does no I/O: its staged writes are lost, as in a crash")
+    func releaseWithoutCloseDropsStagedWrites() throws {
+        let scratch = try TemporaryDirectory()
+        do {
+            let cache = try DiskCache(directory: Self.directory(scratch), configuration: Self.configuration())
+            try cache.setData(Data("committed".utf8), forKey: "committed")
+            try cache.flush()
+            try cache.setData(Data("staged".utf8), forKey: "staged")
+        }
+        let reopened = try DiskCache(directory: Self.directory(scratch), configuration: Self.configuration())
+        #expect(try reopened.data(forKey: "committed") == Data("committed".utf8))
+        #expect(try reopened.data(forKey: "staged") == nil)
+        try reopened.close()
+    }
+
+    @Test("every operation after close() throws .closed; closing again does nothing")
+    func operationsAfterClose() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try DiskCache(directory: Self.directory(scratch))
+        try await cache.setData(Data("v".utf8), forKey: "k")
+        try await cache.close()
+        try await cache.close()
+        try await cache.close()
+
+        func expectClosed(_ name: String, _ body: () throws -> Void) {
+            let error = #expect(throws: StowageError.self, "\(name)") { try body() }
+            #expect(error?.code == .closed, "\(name): \(String(describing: error))")
+            #expect(error?.message.contains("closed") == true, "\(name)")
+        }
+        expectClosed("data") { _ = try cache.data(forKey: "k") }
+        expectClosed("setData") { try cache.setData(Data("w".utf8), forKey: "k2") }
+        expectClosed("setData large") { try cache.setData(Data(count: 100_000), forKey: "k3") }
+        expectClosed("contains") { _ = try cache.contains(key: "k") }
+        expectClosed("removeData") { try cache.removeData(forKey: "k") }
+        expectClosed("removeAll") { try cache.removeAll() }
+        expectClosed("usage") { _ = try cache.usage() }
+        expectClosed("flushAccessLog") { try cache.flushAccessLog() }
+        let error = await #expect(throws: StowageError.self) { _ = try await cache.data(forKey: "k") }
+        #expect(error?.code == .closed)
+        // Nothing was written after the close: no file of the refused large value is left.
+        let temporaries = try FileManager.default.contentsOfDirectory(
+            atPath: Self.directory(scratch).path(percentEncoded: false) + "/tmp"
+        )
+        #expect(temporaries.isEmpty)
+
+        let reopened = try DiskCache(directory: Self.directory(scratch))
+        #expect(try await reopened.data(forKey: "k") == Data("v".utf8))
+        #expect(try await reopened.data(forKey: "k2") == nil)
+        try await reopened.close()
+    }
+
+    @Test("a hybrid cache's run closes its disk level when the service group shuts down gracefully")
+    func hybridRunClosesOnGracefulShutdown() async throws {
+        let scratch = try TemporaryDirectory()
+        let disk = try DiskCache(directory: Self.directory(scratch), configuration: Self.configuration())
+        let cache = HybridCache(memory: try MemoryCache(), disk: disk, serializer: StringSerializer())
+        let group = ServiceGroup(configuration: .init(services: [cache], logger: Logger(label: "test")))
+        let running = Task { try await group.run() }
+        try await Task.sleep(for: .milliseconds(50))
+        try await cache.setValue("staged", forKey: "k")
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(disk.isClosed)
+        let reopened = try DiskCache(directory: Self.directory(scratch), configuration: Self.configuration())
+        #expect(try await reopened.data(forKey: "k") != nil, "the staged write was committed by the close")
+        try await reopened.close()
+    }
+
+    @Test("a hybrid cache whose run is cancelled stays open")
+    func hybridRunCancelledStaysOpen() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = HybridCache(
+            memory: try MemoryCache(),
+            disk: try DiskCache(directory: Self.directory(scratch)),
+            serializer: StringSerializer()
+        )
+        let running = Task { try await cache.run() }
+        try await Task.sleep(for: .milliseconds(50))
+        running.cancel()
+        try await running.value
+        #expect(!cache.disk.isClosed)
+        try await cache.close()
+        #expect(cache.disk.isClosed)
+    }
+}
+
+/// The blocking `close()`, called from a synchronous context.
+private func closeBlocking(_ cache: DiskCache) throws { try cache.close() }

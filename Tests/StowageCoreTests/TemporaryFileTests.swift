@@ -1,0 +1,225 @@
+import Foundation
+import StowageCore
+import StowageTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `TemporaryFile`: the one write-flush-rename sequence every store uses. A commit replaces the
+/// destination whole; every failure leaves the destination as it was and no temporary behind.
+@Suite("TemporaryFile: write aside, rename into place")
+struct TemporaryFileTests {
+    /// The names in `directory`, sorted.
+    static func names(_ directory: TemporaryDirectory) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+    }
+
+    static func contents(_ path: String) throws -> String {
+        String(decoding: try Data(contentsOf: URL(filePath: path)), as: UTF8.self)
+    }
+
+    @Test("a commit replaces the destination with the new bytes and leaves no temporary", arguments: [false, true])
+    func success(synchronized: Bool) throws {
+        let scratch = try TemporaryDirectory()
+        let destination = scratch.path + "/file"
+        try Data("old".utf8).write(to: URL(filePath: destination))
+        let file = try TemporaryFile(beside: destination, permissions: 0o640)
+        #expect(file.path.hasPrefix(destination + ".tmp-"))
+        try file.write(Array("new ".utf8))
+        try file.write(Array("bytes".utf8))
+        #expect(try Self.contents(destination) == "old", "nothing is visible before the commit")
+        try file.commit(to: destination, durability: synchronized ? .synchronized : .none)
+        #expect(try Self.contents(destination) == "new bytes")
+        #expect(try Self.names(scratch) == ["file"])
+        let attributes = try FileManager.default.attributesOfItem(atPath: destination)
+        let permissions = try #require(attributes[.posixPermissions] as? Int)
+        #expect(permissions & 0o007 == 0, "the mode asked for (less the umask), never more")
+        #expect(permissions & 0o600 == 0o600)
+    }
+
+    @Test("a write that fails half-way leaves the old destination and no temporary")
+    func failedWrite() throws {
+        let scratch = try TemporaryDirectory()
+        let destination = scratch.path + "/file"
+        try Data("old".utf8).write(to: URL(filePath: destination))
+        struct Interrupted: Error {}
+        // A writer that produces half its bytes and then fails, as an encoder or a source might.
+        func replace() throws {
+            let file = try TemporaryFile(beside: destination)
+            try file.write(Array("half of the new".utf8))
+            #expect(try Self.names(scratch).count == 2, "the temporary exists while writing")
+            throw Interrupted()
+        }
+        #expect(throws: Interrupted.self) { try replace() }
+        #expect(try Self.contents(destination) == "old")
+        #expect(try Self.names(scratch) == ["file"])
+    }
+
+    @Test("a write the system refuses throws a typed error and leaves no temporary")
+    func refusedWrite() throws {
+        let scratch = try TemporaryDirectory()
+        let destination = scratch.path + "/file"
+        try Data("old".utf8).write(to: URL(filePath: destination))
+        let error = #expect(throws: StowageError.self) {
+            let file = try TemporaryFile(beside: destination)
+            // A read-only descriptor in the file's place: the next write(2) fails with EBADF.
+            let readOnly = open(destination, O_RDONLY)
+            defer { close(readOnly) }
+            #expect(dup2(readOnly, file.descriptor) == file.descriptor)
+            try file.write(Array("new".utf8), action: "write the test file")
+            try file.commit(to: destination, durability: .synchronized)
+        }
+        #expect(error?.message.contains("write the test file") == true, "\(String(describing: error))")
+        #expect(try Self.contents(destination) == "old")
+        #expect(try Self.names(scratch) == ["file"])
+    }
+
+    @Test("a symbolic link at the destination is refused, neither followed nor replaced")
+    func symlinkDestination() throws {
+        let scratch = try TemporaryDirectory()
+        let outside = scratch.path + "/outside"
+        try Data("precious".utf8).write(to: URL(filePath: outside))
+        let destination = scratch.path + "/link"
+        try scratch.symlink("link", to: outside)
+        let error = #expect(throws: StowageError.self) {
+            let file = try TemporaryFile(beside: destination)
+            try file.write(Array("new".utf8))
+            try file.commit(to: destination, durability: .none)
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("symbolic link") == true, "\(String(describing: error))")
+        #expect(error?.path == destination)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: destination) == outside)
+        #expect(try Self.contents(outside) == "precious")
+        #expect(try Self.names(scratch) == ["link", "outside"])
+    }
+
+    @Test("a directory at the destination is refused, also when links may be replaced", arguments: [false, true])
+    func directoryDestination(anyFile: Bool) throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.write("directory/inside")
+        let destination = scratch.path + "/directory"
+        let error = #expect(throws: StowageError.self) {
+            let file = try TemporaryFile(beside: destination)
+            try file.write(Array("new".utf8))
+            try file.commit(to: destination, durability: .none, replacing: anyFile ? .anyFile : .regularFile)
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("is a directory") == true, "\(String(describing: error))")
+        #expect(try Self.names(scratch) == ["directory"])
+        #expect(scratch.exists("directory/inside"))
+    }
+
+    @Test("with .anyFile a link in the destination's place is replaced by the file, the target untouched")
+    func anyFileReplacesLink() throws {
+        let scratch = try TemporaryDirectory()
+        let outside = scratch.path + "/outside"
+        try Data("precious".utf8).write(to: URL(filePath: outside))
+        try scratch.symlink("link", to: outside)
+        let file = try TemporaryFile(beside: scratch.path + "/link")
+        try file.write(Array("new".utf8))
+        try file.commit(to: scratch.path + "/link", durability: .none, replacing: .anyFile)
+        let type = try FileManager.default.attributesOfItem(atPath: scratch.path + "/link")[.type]
+        #expect(type as? FileAttributeType == .typeRegular)
+        #expect(try Self.contents(scratch.path + "/link") == "new")
+        #expect(try Self.contents(outside) == "precious")
+    }
+
+    @Test("a missing parent is created on request; otherwise the rename's error, and no temporary")
+    func missingParent() throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.makeDirectory("tmp")
+        let destination = scratch.path + "/data/ab/file"
+        try scratch.makeDirectory("data")
+        let error = #expect(throws: StowageError.self) {
+            try TemporaryFile(in: scratch.path + "/tmp").commit(to: destination, durability: .none)
+        }
+        #expect(error?.code == .notFound)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/tmp").isEmpty)
+
+        let file = try TemporaryFile(in: scratch.path + "/tmp")
+        try file.write(Array("value".utf8))
+        try file.commit(to: destination, durability: .none, createsParentDirectory: true)
+        #expect(try Self.contents(destination) == "value")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/tmp").isEmpty)
+    }
+
+    @Test("commitIfAbsent installs only where nothing is, and removes its temporary either way")
+    func commitIfAbsent() throws {
+        let scratch = try TemporaryDirectory()
+        let destination = scratch.path + "/file"
+        let first = try TemporaryFile(beside: destination)
+        try first.write(Array("first".utf8))
+        #expect(try first.commitIfAbsent(to: destination))
+        let second = try TemporaryFile(beside: destination)
+        try second.write(Array("second".utf8))
+        #expect(try !second.commitIfAbsent(to: destination))
+        #expect(try Self.contents(destination) == "first")
+        #expect(try Self.names(scratch) == ["file"])
+    }
+
+    @Test("commitKeepingOpen hands over a descriptor of the installed file")
+    func commitKeepingOpen() throws {
+        let scratch = try TemporaryDirectory()
+        let destination = scratch.path + "/file"
+        let file = try TemporaryFile(beside: destination, readable: true)
+        try file.write(Array("abc".utf8))
+        let descriptor = try file.commitKeepingOpen(to: destination, durability: .none)
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 3)
+        #expect(pread(descriptor, &buffer, 3, 0) == 3)
+        #expect(buffer == Array("abc".utf8))
+        #expect(try Self.names(scratch) == ["file"])
+    }
+
+    @Test("an unnamed file leaves no name behind")
+    func unnamed() throws {
+        let scratch = try TemporaryDirectory()
+        let descriptor = try TemporaryFile.unnamed(in: scratch.path)
+        defer { close(descriptor) }
+        #expect(write(descriptor, "x", 1) == 1)
+        #expect(try Self.names(scratch).isEmpty)
+    }
+
+    @Test("a directory the process may not write: a typed error, the old destination intact, nothing left")
+    func readOnlyDirectory() throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.makeDirectory("locked")
+        let destination = scratch.path + "/locked/file"
+        try Data("old".utf8).write(to: URL(filePath: destination))
+        #expect(chmod(scratch.path + "/locked", 0o555) == 0)
+        defer { chmod(scratch.path + "/locked", 0o755) }
+        let error = #expect(throws: StowageError.self) {
+            try withoutPrivileges {
+                let file = try TemporaryFile(beside: destination)
+                try file.write(Array("new".utf8))
+                try file.commit(to: destination, durability: .synchronized)
+            }
+        }
+        #expect(error?.code == .permissionDenied, "\(String(describing: error))")
+        #expect(try Self.contents(destination) == "old")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/locked") == ["file"])
+    }
+
+    /// Runs `body` with file access checked as an unprivileged user: root writes into any
+    /// directory, so on Linux this thread's file-system uid becomes `nobody` meanwhile
+    /// (`setfsuid(2)` is per thread and drops `CAP_DAC_OVERRIDE` with it).
+    func withoutPrivileges<T>(_ body: () throws -> T) throws -> T {
+        #if os(Linux)
+        guard geteuid() == 0 else { return try body() }
+        // Glibc's module map leaves out <sys/fsuid.h>; the function is in libc all the same.
+        let symbol = try #require(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setfsuid"))
+        let setfsuid = unsafeBitCast(symbol, to: (@convention(c) (uid_t) -> Int32).self)
+        _ = setfsuid(65534)
+        defer { _ = setfsuid(0) }
+        #expect(setfsuid(UInt32.max) == 65534, "file access is checked as nobody")
+        return try body()
+        #else
+        return try body()
+        #endif
+    }
+}
