@@ -50,7 +50,7 @@ extension HTTPCache: Purging {
     /// Trims the disk tier now (expired entries, then least recently used down to its target,
     /// and below it until `request.bytesToFree` bytes are gone), then empties the memory tier.
     ///
-    /// Disk first, as ``CacheLevels`` orders every removal: memory emptied first would let a
+    /// Disk first, as `CacheLevels` orders every removal: memory emptied first would let a
     /// read in between promote a disk copy the trim is about to remove, and that copy would
     /// then outlive it in memory. Emptying memory counts as a removal, so a read begun before
     /// keeps nothing it found on disk.

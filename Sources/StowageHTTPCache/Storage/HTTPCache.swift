@@ -87,8 +87,8 @@ public final class HTTPCache: Sendable {
     ///   is not touched and `diskCapacity` is not used;
     /// - and a `memoryCapacity` of 0 as well: disabled, every request goes to the origin.
     ///
-    /// - Throws: ``StowageError`` `.invalidConfiguration` (a negative capacity, a shared level
-    ///   without a disk tier, …), or another ``StowageError`` when the directory or its index cannot be
+    /// - Throws: `StowageError` `.invalidConfiguration` (a negative capacity, a shared level
+    ///   without a disk tier, …), or another `StowageError` when the directory or its index cannot be
     ///   opened.
     public init(directory: URL?, configuration: Configuration = Configuration()) throws {
         _ = try directory?.checkedFileSystemPath(subject: "the HTTP cache directory")
