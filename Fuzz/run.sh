@@ -31,7 +31,7 @@ fuzz_manifest() {
     # StowageCore and the cleaner's parsing files as one module: their `import StowageCore`
     # lines go, CStowageShims comes in through a module map and its C file.
     rm -f "$OUT"/manifest-src/*.swift
-    for file in $(find Sources/StowageCore -name '*.swift') Sources/StowageCache/Cleaner/{ManifestParser,CleanManifest,CleanTask,EntryPattern}.swift Sources/StowageCache/Shared/ContainerPath.swift; do
+    for file in $(find Sources/StowageCore -name '*.swift') Sources/StowageHousekeeping/Cleaner/{ManifestParser,CleanManifest,CleanTask,EntryPattern}.swift; do
         sed '/^import StowageCore$/d' "$file" > "$OUT/manifest-src/$(echo "$file" | tr / _)"
     done
     cp Sources/CStowageShims/include/*.h "$OUT/shims/"

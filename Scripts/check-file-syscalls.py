@@ -79,8 +79,8 @@ ALLOWED: dict[str, str] = {
     "Sources/StowageHousekeeping/Purgeable/PurgeableRegistryFile.swift": "lstat of the registry",
     "Sources/StowageHousekeeping/StorageMonitor/TemporaryFiles.swift": "opens a probe file",
     # Not stores: Linux pressure-stall files (a write arms a trigger), the wake-up pipe.
-    "Sources/StowageCache/Memory/MemoryPressureSource+StallFiles.swift": "PSI trigger files (write, poll)",
-    "Sources/StowageCache/Memory/MemoryPressureSource+Linux.swift": "PSI trigger and wake-up pipe",
+    "Sources/StowageCache/MemoryPressure/MemoryPressureSource+StallFiles.swift": "PSI trigger files (write, poll)",
+    "Sources/StowageCache/MemoryPressure/MemoryPressureSource+Linux.swift": "PSI trigger and wake-up pipe",
     "Sources/StowageCLI/Commands/Proxy/ProxyConfigFile.swift": "stat of the config file's mode",
     # The bench measures raw-file baselines and builds its fixtures by design.
     "Sources/StowageBench/": "baselines and fixtures",
