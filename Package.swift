@@ -261,10 +261,9 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 "StowageRedis",
                 "StowageSharedTier",
-                // The tests' redis-server launcher: one way to start a server, tests and bench alike.
-                "StowageRedisTestSupport",
-                // ChildProcess: du and redis-benchmark start as the tests' children do.
-                "StowageTestSupport",
+                // ChildProcess and the redis-server launcher, shared with the tests: du,
+                // redis-benchmark and redis-server start as the tests' children do.
+                "StowageProcessSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -273,17 +272,25 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // What every test target shares: temporary directories, manual clocks, eventually, child
-        // commands, the tests' own failure type. On StowageCore only, so the core's tests stay light.
+        // Child processes for the tests and the bench: ChildProcess (posix_spawn, in place of
+        // Foundation's Process), a free loopback port, a redis-server on it. Not a product, and
+        // Foundation only, so the core's tests stay light.
         .target(
-            name: "StowageTestSupport",
-            dependencies: ["StowageCore", "StowageCache", "CStowageSpawn"],
-            path: "Tests/StowageTestSupport",
+            name: "StowageProcessSupport",
+            dependencies: ["CStowageSpawn"],
             swiftSettings: swiftSettings
         ),
         // posix_spawn's close-from and chdir actions, which Glibc's module map hides from Swift:
-        // ChildProcess, the tests' replacement for Foundation's Process, needs them.
-        .target(name: "CStowageSpawn", path: "Tests/CStowageSpawn"),
+        // ChildProcess needs them.
+        .target(name: "CStowageSpawn"),
+        // What every test target shares: temporary directories, manual clocks, eventually, child
+        // commands (re-exported from StowageProcessSupport), the tests' own failure type.
+        .target(
+            name: "StowageTestSupport",
+            dependencies: ["StowageCore", "StowageCache", "StowageProcessSupport"],
+            path: "Tests/StowageTestSupport",
+            swiftSettings: swiftSettings
+        ),
         // The one child process of the test suites, with a subcommand per suite that needs
         // another process: killed mid-write, sharing a directory, a second shared-tier node.
         .executableTarget(
@@ -407,7 +414,7 @@ let package = Package(
         // free loopback ports in temporary directories, for the Redis and shared-tier tests.
         .target(
             name: "StowageRedisTestSupport",
-            dependencies: ["StowageRedis", "StowageTestSupport"],
+            dependencies: ["StowageRedis", "StowageProcessSupport", "StowageTestSupport"],
             path: "Tests/StowageRedisTestSupport",
             swiftSettings: swiftSettings
         ),

@@ -82,6 +82,8 @@ ALLOWED: dict[str, str] = {
     "Sources/StowageCache/MemoryPressure/MemoryPressureSource+StallFiles.swift": "PSI trigger files (write, poll)",
     "Sources/StowageCache/MemoryPressure/MemoryPressureSource+Linux.swift": "PSI trigger and wake-up pipe",
     "Sources/StowageCLI/Commands/Proxy/ProxyConfigFile.swift": "stat of the config file's mode",
+    # Child processes for the tests and the bench: /dev/null for the child's unset streams.
+    "Sources/StowageProcessSupport/ChildProcess.swift": "opens /dev/null for a child's standard streams",
     # The bench measures raw-file baselines and builds its fixtures by design.
     "Sources/StowageBench/": "baselines and fixtures",
 }

@@ -1,7 +1,7 @@
 import Foundation
 import StowageCache
+import StowageProcessSupport
 import StowageRedis
-import StowageRedisTestSupport
 import StowageSharedTier
 
 /// `hybrid-cache.disk-read-1KiB`: `HybridCache.value(forKey:)` served by the disk level, with a

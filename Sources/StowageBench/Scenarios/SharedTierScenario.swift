@@ -2,8 +2,8 @@ import Foundation
 import NIOCore
 import NIOPosix
 import StowageCache
+import StowageProcessSupport
 import StowageRedis
-import StowageRedisTestSupport
 import StowageSharedTier
 import Synchronization
 

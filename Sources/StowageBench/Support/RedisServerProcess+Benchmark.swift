@@ -1,7 +1,7 @@
 import Foundation
-import StowageRedisTestSupport
+import StowageProcessSupport
 
-// The bench's Redis is the tests' (`StowageRedisTestSupport`): one launcher of redis-server.
+// The bench's Redis is the tests' (`StowageProcessSupport`): one launcher of redis-server.
 extension RedisServerProcess {
     /// Whether the shared-tier scenarios can run: `redis-server`, `redis-cli` and
     /// `redis-benchmark` are installed (apt `redis-server redis-tools`).

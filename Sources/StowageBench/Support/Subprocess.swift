@@ -1,9 +1,9 @@
 import Foundation
 import StowageCore
-import StowageTestSupport
+import StowageProcessSupport
 
-/// Runs external tools for baselines and fixtures, through the tests' `ChildProcess` (Foundation's
-/// `Process.run()` can crash on Linux: see ChildProcess).
+/// Runs external tools for baselines and fixtures through `ChildProcess`, the tests' own child
+/// processes (Foundation's `Process.run()` can crash on Linux: see ChildProcess).
 enum Subprocess {
     /// Runs `arguments` through `/usr/bin/env` and returns its standard output; throws on failure.
     @discardableResult

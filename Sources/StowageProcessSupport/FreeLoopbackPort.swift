@@ -19,7 +19,7 @@ public func freeLoopbackPort() throws -> Int {
         if port > 22_700 { break }
         if isFreeLoopbackPort(port), isFreeLoopbackPort(port + 10_000) { return port }
     }
-    throw TestFailure("no free port found")
+    throw ProcessFailure("no free port found")
 }
 
 private func isFreeLoopbackPort(_ port: Int) -> Bool {

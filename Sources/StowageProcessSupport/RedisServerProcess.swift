@@ -1,9 +1,8 @@
 import Foundation
-import StowageRedis
-import StowageTestSupport
 import Synchronization
 
-/// A real `redis-server` on a free 127.0.0.1 port in its own temporary directory, for tests.
+/// A real `redis-server` on a free 127.0.0.1 port in its own temporary directory, for the tests
+/// and the bench (its shared-tier scenarios).
 ///
 /// ```swift
 /// let server = try await RedisServerProcess.start()
@@ -57,18 +56,6 @@ public final class RedisServerProcess: Sendable {
 
     /// `redis://127.0.0.1:PORT`.
     public var url: String { "redis://127.0.0.1:\(port)" }
-
-    /// A configuration for this server with generous timeouts: the suites run in parallel on a
-    /// small, shared machine, where a handshake can take seconds.
-    public var configuration: RedisConfiguration {
-        var configuration = RedisConfiguration(host: "127.0.0.1", port: port)
-        // Generous: the whole test suite runs in parallel on two cores, and tests that wait for
-        // child processes can hold Swift's cooperative threads for seconds.
-        configuration.connectTimeout = .seconds(30)
-        configuration.commandTimeout = .seconds(30)
-        configuration.poolWaitTimeout = .seconds(30)
-        return configuration
-    }
 
     /// (Re)starts the server on the same port and directory and waits until it answers.
     public func start() async throws {
@@ -170,7 +157,7 @@ public final class RedisServerProcess: Sendable {
         guard answered else {
             let log = (try? String(contentsOf: directory.appending(path: "redis.log"), encoding: .utf8)) ?? ""
             let tail = log.split(separator: "\n").suffix(5).joined(separator: "\n")
-            throw TestFailure("redis-server on port \(port) did not answer within 30 s; its log ends:\n\(tail)")
+            throw ProcessFailure("redis-server on port \(port) did not answer within 30 s; its log ends:\n\(tail)")
         }
     }
 
@@ -193,12 +180,12 @@ public final class RedisServerProcess: Sendable {
     /// reading the pipe to its end would wait for that server to exit.
     @discardableResult
     public static func run(_ tool: String, _ arguments: [String]) throws -> String {
-        guard let url = executable(tool) else { throw TestFailure("\(tool) is not installed") }
+        guard let url = executable(tool) else { throw ProcessFailure("\(tool) is not installed") }
         let outputURL = FileManager.default.temporaryDirectory.appending(
             path: "stowage-redis-output-\(UUID().uuidString)"
         )
         guard FileManager.default.createFile(atPath: outputURL.path, contents: nil) else {
-            throw TestFailure("cannot create \(outputURL.path)")
+            throw ProcessFailure("cannot create \(outputURL.path)")
         }
         defer { try? FileManager.default.removeItem(at: outputURL) }
         let output = try FileHandle(forWritingTo: outputURL)
@@ -213,7 +200,7 @@ public final class RedisServerProcess: Sendable {
         try output.close()
         let text = String(decoding: try Data(contentsOf: outputURL), as: UTF8.self)
         guard exit == ChildExit(status: 0, wasSignaled: false) else {
-            throw TestFailure(
+            throw ProcessFailure(
                 "\(tool) \(arguments.joined(separator: " ")) exited \(exit.status): \(text)"
             )
         }
