@@ -207,7 +207,8 @@ let package = Package(
         .target(
             name: "StowageSharedTier",
             dependencies: [
-                "StowageCache", "StowageRedis",
+                "StowageCore", "StowageCache", "StowageRedis",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -312,7 +313,7 @@ let package = Package(
             name: "StowageCacheTests",
             dependencies: [
                 "StowageTestWorker",
-                "StowageCache", "StowageHousekeeping", "StowageTestSupport",
+                "StowageCore", "StowageCache", "StowageHousekeeping", "StowageTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -326,6 +327,7 @@ let package = Package(
             dependencies: [
                 "StowageHousekeeping", "StowageCore", "StowageTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
@@ -333,7 +335,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StowagePreferencesTests",
-            dependencies: ["StowageTestWorker", "StowagePreferences", "StowageTestSupport"],
+            dependencies: ["StowageTestWorker", "StowagePreferences", "StowageCore", "StowageTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -343,25 +345,31 @@ let package = Package(
         ),
         .testTarget(
             name: "StowageDatabaseTests",
-            dependencies: ["StowageDatabase", "StowageTestSupport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "StowageDatabase", "StowageCore", "StowageTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "StowageSecretsTests",
-            dependencies: ["StowageSecrets", "StowageTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "StowageSecrets", "StowageCore", "StowageTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "StowageStoresTests",
             dependencies: [
                 "StowageTestWorker",
-                "StowageStores", "StowageCache", "StowageHousekeeping", "StowagePreferences",
+                "StowageStores", "StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences",
                 "StowageDatabase", "StowageTestSupport",
                 "StowageSecrets",
                 "StowageHTTPCache",
                 "StowageCookies",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -382,6 +390,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/StowageHTTPTestSupport",
             swiftSettings: swiftSettings
@@ -398,7 +407,7 @@ let package = Package(
         .testTarget(
             name: "StowageProxyTests",
             dependencies: [
-                "StowageProxy", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
+                "StowageProxy", "StowageHTTPCache", "StowageHTTPClient", "StowageHTTPTestSupport", "StowageCore",
                 "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport", "StowageCache",
                 "StowageTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -433,8 +442,9 @@ let package = Package(
             name: "StowageSharedTierTests",
             dependencies: [
                 "StowageTestWorker",
-                "StowageCache", "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport",
+                "StowageCore", "StowageCache", "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport",
                 "StowageTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
