@@ -270,9 +270,3 @@ public struct ProxyConfiguration: Sendable {
         return (host, port)
     }
 }
-
-/// The proxy's errors are `StowageError`s: `.invalidArgument` for a malformed option,
-/// `.invalidConfiguration` for a value out of range,
-/// `.unreachable` and `.refused` from ``ProxyAdminClient``.
-@available(*, deprecated, renamed: "StowageError")
-public typealias ProxyError = StowageError

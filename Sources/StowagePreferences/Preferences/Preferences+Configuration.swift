@@ -32,8 +32,4 @@ extension Preferences {
         /// A configuration with the defaults above.
         public init() {}
     }
-
-    /// The former name of ``Configuration``.
-    @available(*, deprecated, renamed: "Configuration")
-    public typealias Options = Configuration
 }
