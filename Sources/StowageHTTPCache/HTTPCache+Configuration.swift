@@ -68,6 +68,12 @@ extension HTTPCache {
         public var logger: Logger
         /// A level shared with other nodes (e.g. `RedisSharedTier`): two proxies or clients with
         /// the same shared level serve each other's stored responses. `nil`: local only.
+        ///
+        /// Only a shared cache (``CacheRules/kind`` `.shared`) may have one. A private cache stores
+        /// what one user may see (`Cache-Control: private`, answers to requests with
+        /// `Authorization`, RFC 9111 §3.5 and §5.2.2.7); a level other nodes read would hand those
+        /// to every user of every node, so opening a private cache with a shared tier throws
+        /// `StowageError` `.invalidConfiguration`.
         public var sharedTier: (any SharedCacheTier)?
         /// The largest body put in the shared level; responses with larger bodies stay local
         /// (their records are not shared either). Default 1 MB.
@@ -121,6 +127,14 @@ extension HTTPCache {
                 )
             }
             try rules.validate()
+            if sharedTier != nil, rules.kind != .shared {
+                throw StowageError(
+                    code: .invalidConfiguration,
+                    message: "a \(rules.kind) cache cannot have a sharedTier: it stores responses meant for one user "
+                        + "(Cache-Control: private, answers to requests with Authorization), and other nodes would "
+                        + "serve them to everyone; set rules.kind = .shared, or leave sharedTier nil"
+                )
+            }
             try CacheRules.checkDuration(sharedTimeToLive, named: "sharedTimeToLive")
             guard collapseTimeout > .zero, collapseTimeout <= .seconds(86_400) else {
                 throw StowageError(

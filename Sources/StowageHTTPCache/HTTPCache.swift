@@ -158,7 +158,9 @@ public final class HTTPCache: Sendable {
     /// Removes every stored response.
     ///
     /// Every other handle of the cache's directory, in this process or another, drops its memory
-    /// tier before its next read.
+    /// tier before its next read. The shared level (``Configuration/sharedTier``) is left alone,
+    /// as `HybridCache.removeAll()` leaves it: other nodes keep serving what they share. To drop
+    /// responses everywhere, use ``ban(urlPrefix:)`` or ``ban(tag:)``, which reach every node.
     public func removeAll() async throws {
         try await levels.removeAll()
     }

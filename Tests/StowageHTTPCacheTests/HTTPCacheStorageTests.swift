@@ -258,4 +258,19 @@ import Testing
             #expect(error?.description.hasPrefix("invalid configuration: ") == true)
         }
     }
+
+    @Test("A private cache with a shared tier is refused: other nodes would serve one user's responses")
+    func privateCacheWithSharedTier() async throws {
+        try withTemporaryDirectory { root in
+            var configuration = HTTPCache.Configuration(kind: .private)
+            configuration.sharedTier = InMemorySharedLevel().node()
+            let error = #expect(throws: StowageError.self) {
+                _ = try HTTPCache(directory: root, configuration: configuration)
+            }
+            #expect(error?.code == .invalidConfiguration)
+            #expect(error?.message.contains("sharedTier") == true)
+            configuration.rules.kind = .shared
+            _ = try HTTPCache(directory: root, configuration: configuration)
+        }
+    }
 }
