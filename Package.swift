@@ -131,7 +131,7 @@ let package = Package(
             name: "StowageStores",
             dependencies: [
                 "StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences", "StowageDatabase",
-                "StowageSecrets", "StowageHTTPCache", "StowageCookies",
+                "StowageSecrets", "StowageCookies",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -6,7 +6,7 @@ extension HTTPCache {
     /// The file that marks a directory as an HTTP cache and records its layout version: how
     /// records and bodies sit in the disk cache. Reports tell HTTP caches from other disk caches
     /// by it; a layout newer than this code knows is refused, never misread.
-    public static let layoutFileName = ".stowage-http-cache"
+    public static let layoutFileName = StoreMarker.httpCacheFileName
 
     /// The layout this code writes.
     static let layoutVersion = 1

@@ -1,7 +1,6 @@
 import Foundation
 import StowageCache
 import StowageCore
-import StowageHTTPCache
 import StowageHousekeeping
 
 /// What a container's caches location holds, and its purgeable directories: classified once,
@@ -39,8 +38,7 @@ struct CachesInventory {
             guard StoreFiles.isDirectory(url), DiskCache.isDiskCache(url) else {
                 return Entry(name: name, url: url, kind: .loose)
             }
-            let isHTTPCache = FileManager.default.fileExists(atPath: url.appending(path: HTTPCache.layoutFileName).path)
-            return Entry(name: name, url: url, kind: isHTTPCache ? .httpCache : .diskCache)
+            return Entry(name: name, url: url, kind: StoreMarker.isHTTPCache(url) ? .httpCache : .diskCache)
         }
     }
 }
