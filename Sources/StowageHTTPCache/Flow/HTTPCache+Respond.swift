@@ -75,6 +75,9 @@ extension HTTPCache {
 
     /// ``respond(to:body:policy:fetch:)``, noting in `trace` why it answers as it does; the
     /// steps after the decision (validation, storing) come in the response's own trace.
+    ///
+    /// The decision is ``ResponsePlan``'s (no I/O); this looks the request up when the plan
+    /// asks to and carries the plan out.
     private func respond(
         to request: HTTPRequest,
         body: HTTPBody?,
@@ -82,86 +85,60 @@ extension HTTPCache {
         fetch: @escaping HTTPFetch,
         trace: inout [TraceNote]
     ) async throws -> CachedResponse {
-        guard request.method == .get || request.method == .head else {
-            trace.append(
-                "§4.4 \(request.method) is not cacheable: forwarded, then stored responses it touches are invalidated"
-            )
-            return try await forwardUnsafe(request, body: body, fetch: fetch)
+        var plan = plan(for: request, policy: policy, noting: &trace)
+        var now = self.now
+        if plan == .lookUp {
+            let records = try await variants(for: rules.key(for: request))
+            let record = selectVariant(request, in: records)
+            trace.append(lookupNote(records: records, found: record != nil))
+            now = self.now  // ages are worked out from after the lookup, as served
+            plan = self.plan(for: request, policy: policy, found: record, now: now, noting: &trace)
         }
+        return try await perform(plan, for: request, body: body, now: now, fetch: fetch, trace: &trace)
+    }
+
+    /// Carries out `plan` for `request`, decided at `now`: the effects of the decision.
+    private func perform(
+        _ plan: ResponsePlan,
+        for request: HTTPRequest,
+        body: HTTPBody?,
+        now: Double,
+        fetch: @escaping HTTPFetch,
+        trace: inout [TraceNote]
+    ) async throws -> CachedResponse {
         let key = rules.key(for: request)
-        let requestCC = request.headerFields.cacheControl
-        if policy != .useProtocolCachePolicy { trace.append("policy \(policy)") }
-        if let rule = configuration.bypass.first(where: { $0.matches(request) }) {
-            trace.append("bypass (\(rule)): the cache is not consulted; the response is stored when storable")
-            return try await forward(request, key: key, outcome: .bypass, collapse: false, fetch: fetch)
-        }
-        if policy == .reloadIgnoringLocalAndRemoteCacheData {
-            trace.append(
-                "reloadIgnoringLocalAndRemoteCacheData: the cache is not consulted; no-cache asks caches upstream to reload"
-            )
-            return try await forward(
-                Self.reloadingEverywhere(request),
-                key: key,
-                outcome: .miss,
-                collapse: false,
-                fetch: fetch
-            )
-        }
-        if policy == .reloadIgnoringLocalCacheData || requestCC.noStore {
-            trace.append(
-                requestCC.noStore
-                    ? "§5.2.1.5 the request has no-store: the cache is not consulted"
-                    : "reloadIgnoringLocalCacheData: the cache is not consulted"
-            )
-            return try await forward(request, key: key, outcome: .miss, collapse: false, fetch: fetch)
-        }
-        let records = try await variants(for: key)
-        let record = selectVariant(request, in: records)
-        trace.append(lookupNote(records: records, found: record != nil))
-        let now = self.now
-        switch policy {
-        case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
-            if let record, let served = try await serve(record, to: request, now: now, outcome: nil) {
-                trace.append("\(policy): the stored response is used whatever its age")
+        switch plan {
+        case .forwardUnsafe:
+            return try await forwardUnsafe(request, body: body, fetch: fetch)
+        case .forward(let forwarded, let outcome, let collapse):
+            return try await forward(forwarded, key: key, outcome: outcome, collapse: collapse, fetch: fetch)
+        case .lookUp:
+            preconditionFailure("respond(to:body:policy:fetch:trace:) looks the request up before performing")
+        case .serve(let record, let outcome, let note, let otherwise):
+            if let served = try await serve(record, to: request, now: now, outcome: outcome) {
+                if let note { trace.append(note) }
                 return served
             }
-            if policy == .returnCacheDataDontLoad {
+            switch otherwise {
+            case .forward(let note):
+                if let note { trace.append(note) }
+                return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+            case .notCached:
                 trace.append("returnCacheDataDontLoad: nothing stored, the origin is not contacted")
                 throw Self.notCachedError(key)
             }
-            return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
-        case .reloadRevalidatingCacheData:
-            guard let record else {
-                return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
-            }
-            trace.append("reloadRevalidatingCacheData: validate with the origin")
-            return try await validate(request, record: record, key: key, fetch: fetch)
-        case .useProtocolCachePolicy, .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData:
-            break
-        }
-        switch rules.decide(request, stored: record?.stored, now: now, noting: &trace) {
-        case .serve(let outcome):
-            if let record, let served = try await serve(record, to: request, now: now, outcome: outcome) {
-                return served
-            }
-            trace.append("the stored body is gone: forwarded")
-            return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
-        case .serveStaleAndRevalidate:
-            guard let record, let served = try await serve(record, to: request, now: now, outcome: .stale) else {
+        case .serveStaleAndRevalidate(let record):
+            guard let served = try await serve(record, to: request, now: now, outcome: .stale) else {
                 trace.append("the stored body is gone: forwarded")
                 return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
             }
             revalidateInBackground(request, record: record, key: key, fetch: fetch)
             return served
-        case .validate:
-            guard let record else {
-                return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
-            }
+        case .validate(let record):
             return try await validate(request, record: record, key: key, fetch: fetch)
-        case .forward:
-            return try await forward(request, key: key, outcome: .miss, collapse: true, fetch: fetch)
+        case .notCached:
+            throw Self.notCachedError(key)
         case .unsatisfiable:
-            // §5.2.1.7: only-if-cached with nothing usable: 504.
             var response = HTTPResponse(status: .gatewayTimeout)
             response.headerFields[.contentLength] = "0"
             return CachedResponse(
