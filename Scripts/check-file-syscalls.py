@@ -73,10 +73,6 @@ ALLOWED: dict[str, str] = {
     # Secrets and other small stores: checks that the file is a regular file of the owner.
     "Sources/StowageSecrets/SecureFiles.swift": "opens with O_NOFOLLOW and checks owner and mode",
     "Sources/StowageSecrets/KeyFile.swift": "creates the key file exclusively",
-    "Sources/StowageStores/Users/UserSpaces.swift": "renames a user's directory to a tombstone",
-    "Sources/StowageStores/Discovery/StoreFiles.swift": "lstat to classify stores",
-    "Sources/StowageDatabase/UserDatabases.swift": "renames a user's database directory aside",
-    "Sources/StowageHousekeeping/Purgeable/PurgeableRegistryFile.swift": "lstat of the registry",
     "Sources/StowageHousekeeping/StorageMonitor/TemporaryFiles.swift": "opens a probe file",
     # Not stores: Linux pressure-stall files (a write arms a trigger), the wake-up pipe.
     "Sources/StowageCache/MemoryPressure/MemoryPressureSource+StallFiles.swift": "PSI trigger files (write, poll)",

@@ -149,9 +149,8 @@ public final class UserDatabases: Sendable {
             return []
         } catch {
             // Foundation's NSError names no cause a person can act on; the system call does.
-            var status = stat()
             let path = directory.path(percentEncoded: false)
-            if stat(path, &status) != 0 {
+            if FileStatus.of(path) == nil {
                 if errno == ENOENT { return [] }
                 throw StowageError.syscall(.current, "list the user databases in", path: path)
             }
@@ -248,7 +247,7 @@ public final class UserDatabases: Sendable {
                 path: ".removing-\(user)-\(UInt32.random(in: 0...UInt32.max))",
                 directoryHint: .isDirectory
             )
-            guard rename(directory.path, leftover.path) == 0 else {
+            guard FileNames.rename(directory.path, to: leftover.path) else {
                 throw StowageError.syscall(.current, "move the user's directory away", path: directory.path)
             }
             try deleteTree(leftover)

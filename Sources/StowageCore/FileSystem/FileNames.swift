@@ -18,6 +18,15 @@ package enum FileNames {
         unlink(path) == 0
     }
 
+    /// `rmdir(2)`: removes the empty directory `path`.
+    ///
+    /// - Returns: Whether it was removed; `false` (with `errno`) when it was not there, not
+    ///   empty, or could not be removed.
+    @discardableResult
+    package static func removeDirectory(_ path: String) -> Bool {
+        rmdir(path) == 0
+    }
+
     /// `rename(2)`: moves `source` to `destination`, replacing a file there.
     ///
     /// - Returns: Whether it moved; `false` with `errno` set otherwise.

@@ -30,8 +30,7 @@ struct PurgeableRegistryFile: Sendable {
     /// - Throws: `StowageError` `.corrupt` naming the file when it cannot be decoded.
     func read() throws -> [PurgeableDirectory] {
         let path = url.fileSystemPath
-        var status = stat()
-        if lstat(path, &status) != 0 {
+        if FileStatus.of(path) == nil {
             guard errno == ENOENT else { throw StowageError.syscall(.current, "examine", path: path) }
             return []
         }

@@ -18,15 +18,14 @@ enum StoreFiles {
     /// The regular files among `paths` (missing ones count as nothing).
     static func measure(_ paths: [String]) throws -> Measured {
         var measured = Measured()
-        var status = stat()
         for path in paths {
-            guard lstat(path, &status) == 0 else {
+            guard let status = FileStatus.of(path) else {
                 if errno == ENOENT { continue }
                 throw StowageError.syscall(.current, "examine", path: path)
             }
-            guard (status.st_mode & S_IFMT) == S_IFREG else { continue }
-            measured.logical = measured.logical + ByteCount(Int64(status.st_size))
-            measured.allocated = measured.allocated + ByteCount(Int64(status.st_blocks) * 512)
+            guard status.type == .regular else { continue }
+            measured.logical = measured.logical + ByteCount(status.size)
+            measured.allocated = measured.allocated + ByteCount(status.allocatedBytes)
             measured.files += 1
         }
         return measured
@@ -39,7 +38,6 @@ enum StoreFiles {
 
     /// Whether `url` is a directory (not following a final symbolic link).
     static func isDirectory(_ url: URL) -> Bool {
-        var status = stat()
-        return lstat(url.fileSystemPath, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+        FileStatus.of(url.fileSystemPath)?.type == .directory
     }
 }

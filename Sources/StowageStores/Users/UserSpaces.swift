@@ -184,7 +184,7 @@ public final class UserSpaces: Sendable {
             path: Self.tombstonePrefix(user) + String(UInt32.random(in: 0...UInt32.max), radix: 16),
             directoryHint: .isDirectory
         )
-        guard rename(directory.fileSystemPath, tombstone.fileSystemPath) == 0 else {
+        guard FileNames.rename(directory.fileSystemPath, to: tombstone.fileSystemPath) else {
             if errno == ENOENT { return nil }
             throw StowageError.syscall(.current, "move the user's directory away", path: directory.fileSystemPath)
         }
@@ -207,7 +207,7 @@ public final class UserSpaces: Sendable {
                 path: failure.path
             )
         }
-        guard rmdir(url.fileSystemPath) == 0 || errno == ENOENT else {
+        guard FileNames.removeDirectory(url.fileSystemPath) || errno == ENOENT else {
             throw StowageError.syscall(.current, "remove", path: url.fileSystemPath)
         }
         return report
