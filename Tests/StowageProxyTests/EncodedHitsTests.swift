@@ -106,4 +106,26 @@ import Testing
         let entry = Self.entry("/s", headers: small.headers, body: 10, answer: answer)
         #expect(EncodedHits.size(of: entry) == ("X-Pad".count + 3 + 4) + 10 + 2 + 256)
     }
+
+    @Test("a refresh replaces only the entry it was worked out from, and the byte count follows the new head")
+    func refreshReplacesItsOwnEntry() async throws {
+        let answer = try await Self.answer()
+        let hits = EncodedHits(maximumBytes: 1 << 20)
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/r")
+        let hash = EncodedHits.hash(head)
+        let original = Self.entry("/r", body: 10, answer: answer)
+        hits.insert(original, hash: hash)
+        var refreshedHead = original.head
+        refreshedHead.headers.replaceOrAdd(name: "Age", value: "12345")
+        let refreshed = original.refreshed(head: refreshedHead, fieldsValidUntil: original.fieldsValidUntil + 1)
+        hits.replace(original, with: refreshed, hash: hash)
+        #expect(hits.entry(for: head, hash: hash) === refreshed)
+        // An entry put in its place meanwhile (another request's answer) is not overwritten.
+        let newer = Self.entry("/r", body: 20, answer: answer)
+        hits.insert(newer, hash: hash)
+        hits.replace(refreshed, with: original, hash: hash)
+        #expect(hits.entry(for: head, hash: hash) === newer)
+        // What the bound counts of the refreshed entry: its longer head.
+        #expect(EncodedHits.size(of: refreshed) == EncodedHits.size(of: original) + "Age".count + "12345".count + 4)
+    }
 }

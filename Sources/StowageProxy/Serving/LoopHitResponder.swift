@@ -47,20 +47,19 @@ final class LoopHitResponder: Sendable {
         if encodable {
             hash = EncodedHits.hash(head)
             if let entry = hits.entry(for: head, hash: hash), decisionStands(entry) {
-                let outcome = entry.answer.served.outcome
+                let outcome = entry.outcome
                 handler.metrics.record(outcome)
                 handler.metrics.recordServed(entry.body.readableBytes, outcome: outcome)
                 // The cache's clock, as dateClock is.
                 if dateClock.now().timeIntervalSince1970 >= entry.fieldsValidUntil {
                     // The same response a whole second or more on: its Age and ttl of now, kept
                     // for the rest of that second.
-                    var refreshed = entry
+                    var head = entry.head
                     let (age, cacheStatus, validUntil) = handler.cache.currentFieldsSeconds(of: entry.answer)
-                    refreshed.head.headers.replaceOrAdd(name: "Age", value: age)
-                    refreshed.head.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
-                    refreshed.fieldsValidUntil = validUntil
-                    hits.refresh(refreshed, hash: hash)
-                    return Answer(head: refreshed.head, body: entry.body)
+                    head.headers.replaceOrAdd(name: "Age", value: age)
+                    head.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
+                    hits.replace(entry, with: entry.refreshed(head: head, fieldsValidUntil: validUntil), hash: hash)
+                    return Answer(head: head, body: entry.body)
                 }
                 return Answer(head: entry.head, body: entry.body)
             }
