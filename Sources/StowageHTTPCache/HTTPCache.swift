@@ -45,6 +45,10 @@ public final class HTTPCache: Sendable {
     let revalidations: RequestCollapser
     /// Requests per key, for ``Configuration/minimumUses``.
     let uses: UseCounter
+    /// Answers from memory given lately, given again while they stand: at most an eighth of
+    /// the memory capacity in bodies (they are the memory tier's own bytes while it keeps them).
+    /// None while the logger is at debug level, where each decision is logged.
+    let recentAnswers: RecentAnswers
 
     /// What the memory tier holds: the variant records of a URL, or one body.
     enum MemoryEntry: Sendable {
@@ -130,6 +134,10 @@ public final class HTTPCache: Sendable {
         collapser = RequestCollapser(clock: configuration.waitClock)
         uses = UseCounter()
         revalidations = RequestCollapser(clock: configuration.waitClock)
+        recentAnswers = RecentAnswers(
+            maximumBytes: configuration.logger.logLevel > .debug
+                ? Int(clamping: configuration.memoryCapacity.rawValue / 8) : 0
+        )
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.
@@ -163,6 +171,7 @@ public final class HTTPCache: Sendable {
     /// responses everywhere, use ``ban(urlPrefix:)`` or ``ban(tag:)``, which reach every node.
     public func removeAll() async throws {
         try await levels.removeAll()
+        recentAnswers.removeAll()
     }
 
     /// Removes the stored responses (all variants) of `request`'s URI.

@@ -19,8 +19,16 @@ extension HTTPCache {
     /// - Returns: The response, its body in memory and how it was served; `nil` when the answer
     ///   needs storage, the origin or a decision `respond` makes asynchronously.
     public func respondFromMemory(to request: HTTPRequest) -> CachedResponse? {
-        memoryAnswer(to: request)?.served
+        guard keepsRecentAnswers else { return memoryAnswer(to: request)?.served }
+        if let kept = recentAnswers.answer(to: request), isCurrent(kept) { return kept.served }
+        guard let answer = memoryAnswer(to: request) else { return nil }
+        recentAnswers.keep(answer, for: request)
+        return answer.served
     }
+
+    /// Whether ``respondFromMemory(to:)`` gives an answer again without deciding again
+    /// (``RecentAnswers``).
+    var keepsRecentAnswers: Bool { recentAnswers.maximumBytes > 0 }
 
     /// ``respondFromMemory(to:)`` with how long the answer stays the same: a server that sees the
     /// same request again may send the same bytes while ``isCurrent(_:)`` holds, without

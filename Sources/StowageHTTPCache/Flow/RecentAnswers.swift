@@ -1,0 +1,62 @@
+import HTTPTypes
+import Synchronization
+
+/// Answers from memory given lately, by the request they answered, so the same request again
+/// gets the same answer without deciding again while ``HTTPCache/isCurrent(_:)`` holds: within
+/// the second its `Age` and `Cache-Status` stay the same, and while the records it came from
+/// are still the ones in memory. The caching proxy keeps its hits as encoded bytes the same
+/// way, as Varnish keeps an object's response head ready to send.
+///
+/// A request matches only an equal request (method, target and every field): whatever a field
+/// changes (`Vary`, conditions, `Cache-Control`), a request that differs gets its own entry.
+/// Bounded: at most ``maximumEntries`` entries and `maximumBytes` of bodies (plus a fixed 512
+/// per entry, for the request and the head); entries chosen at random make room, as Redis's
+/// `allkeys-random`.
+final class RecentAnswers: Sendable {
+    static let maximumEntries = 4_096
+    /// The bytes entries may hold; 0 keeps nothing.
+    let maximumBytes: Int
+
+    private struct Table {
+        var entries: [HTTPRequest: MemoryAnswer] = [:]
+        var bytes = 0
+    }
+
+    private let table = Mutex(Table())
+
+    init(maximumBytes: Int) {
+        self.maximumBytes = max(0, maximumBytes)
+    }
+
+    /// The answer last given to `request`, if one is kept; whether it stands is for the caller.
+    func answer(to request: HTTPRequest) -> MemoryAnswer? {
+        table.withLock { $0.entries[request] }
+    }
+
+    /// Keeps `answer` for `request`, making room at random when the bound is reached.
+    func keep(_ answer: MemoryAnswer, for request: HTTPRequest) {
+        let size = Self.size(of: answer)
+        guard size <= maximumBytes else { return }
+        table.withLock { table in
+            if let replaced = table.entries.removeValue(forKey: request) { table.bytes -= Self.size(of: replaced) }
+            while !table.entries.isEmpty,
+                table.entries.count >= Self.maximumEntries || table.bytes + size > maximumBytes
+            {
+                let evicted = table.entries.remove(at: table.entries.startIndex)
+                table.bytes -= Self.size(of: evicted.value)
+            }
+            table.entries[request] = answer
+            table.bytes += size
+        }
+    }
+
+    /// Forgets every answer: what they hold (bodies) is no longer kept alive by the table.
+    func removeAll() {
+        table.withLock { $0 = Table() }
+    }
+
+    /// The bytes `answer` counts for: its body and a fixed 512.
+    static func size(of answer: MemoryAnswer) -> Int {
+        (answer.served.body.bytesInMemory?.count ?? 0) + 512
+    }
+}
