@@ -20,7 +20,7 @@ extension HTTPCache {
     ///   needs storage, the origin or a decision `respond` makes asynchronously.
     public func respondFromMemory(to request: HTTPRequest) -> CachedResponse? {
         guard keepsRecentAnswers else { return memoryAnswer(to: request)?.served }
-        if let kept = recentAnswers.answer(to: request), isCurrent(kept) { return kept.served }
+        if let kept = recentAnswers.answer(to: request), isCurrent(kept.answer) { return kept.answer.served }
         guard let answer = memoryAnswer(to: request) else { return nil }
         recentAnswers.keep(answer, for: request)
         return answer.served

@@ -18,8 +18,15 @@ final class RecentAnswers: Sendable {
     let maximumBytes: Int
 
     private struct Table {
-        var entries: [HTTPRequest: MemoryAnswer] = [:]
+        var entries: [RequestIdentity: Kept] = [:]
         var bytes = 0
+    }
+
+    /// An answer as kept: taken out of the table with one reference count, not a copy of each
+    /// of the answer's references.
+    final class Kept: Sendable {
+        let answer: MemoryAnswer
+        init(_ answer: MemoryAnswer) { self.answer = answer }
     }
 
     private let table = Mutex(Table())
@@ -29,23 +36,28 @@ final class RecentAnswers: Sendable {
     }
 
     /// The answer last given to `request`, if one is kept; whether it stands is for the caller.
-    func answer(to request: HTTPRequest) -> MemoryAnswer? {
-        table.withLock { $0.entries[request] }
+    func answer(to request: HTTPRequest) -> Kept? {
+        let identity = RequestIdentity(request)
+        return table.withLock { $0.entries[identity] }
     }
 
     /// Keeps `answer` for `request`, making room at random when the bound is reached.
     func keep(_ answer: MemoryAnswer, for request: HTTPRequest) {
         let size = Self.size(of: answer)
         guard size <= maximumBytes else { return }
+        let identity = RequestIdentity(request)
+        let kept = Kept(answer)
         table.withLock { table in
-            if let replaced = table.entries.removeValue(forKey: request) { table.bytes -= Self.size(of: replaced) }
+            if let replaced = table.entries.removeValue(forKey: identity) {
+                table.bytes -= Self.size(of: replaced.answer)
+            }
             while !table.entries.isEmpty,
                 table.entries.count >= Self.maximumEntries || table.bytes + size > maximumBytes
             {
                 let evicted = table.entries.remove(at: table.entries.startIndex)
-                table.bytes -= Self.size(of: evicted.value)
+                table.bytes -= Self.size(of: evicted.value.answer)
             }
-            table.entries[request] = answer
+            table.entries[identity] = kept
             table.bytes += size
         }
     }
@@ -58,5 +70,42 @@ final class RecentAnswers: Sendable {
     /// The bytes `answer` counts for: its body and a fixed 512.
     static func size(of answer: MemoryAnswer) -> Int {
         (answer.served.body.bytesInMemory?.count ?? 0) + 512
+    }
+}
+
+/// A request as ``RecentAnswers`` tells requests apart: method, scheme, authority, path and every
+/// field, in order. Cheaper than `HTTPRequest`'s own `Hashable`, which hashes its fields grouped
+/// by name (a dictionary per hash) so that differently ordered fields compare equal; here a
+/// request with the same fields in another order is only another entry.
+struct RequestIdentity: Hashable {
+    let method: String
+    let scheme: String?
+    let authority: String?
+    let path: String?
+    let fields: HTTPFields
+
+    init(_ request: HTTPRequest) {
+        method = request.method.rawValue
+        scheme = request.scheme
+        authority = request.authority
+        path = request.path
+        fields = request.headerFields
+    }
+
+    static func == (lhs: RequestIdentity, rhs: RequestIdentity) -> Bool {
+        lhs.path == rhs.path && lhs.authority == rhs.authority && lhs.method == rhs.method
+            && lhs.scheme == rhs.scheme && lhs.fields.count == rhs.fields.count
+            && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(path)
+        hasher.combine(authority)
+        hasher.combine(method)
+        hasher.combine(scheme)
+        for field in fields {
+            hasher.combine(field.name.canonicalName)
+            hasher.combine(field.value)
+        }
     }
 }
