@@ -5,7 +5,11 @@
 #
 # CACHE_TESTS_DIR is a checkout of https://github.com/http-tests/cache-tests. Only node (>= 18,
 # for its built-in fetch) is needed: the suite's npm dependencies serve its web export, except
-# undici, which the three interim-* tests import (without it they report an error).
+# undici 7, which the interim-* tests import (without it they report an error). Debian 12 has
+# undici 5 only (`apt-get install node-undici`): when the checkout has no node_modules/undici and
+# /usr/share/nodejs/undici exists, Scripts/cache-tests-undici (undici 7's `Agent.compose` and
+# handler API over undici 5) is linked in, and NODE_PATH points at /usr/share/nodejs for undici
+# 5's own dependencies.
 #
 # Starts the suite's origin server and a proxy with a fresh cache in front of it on free ports,
 # runs every test (or TEST_ID alone, with the suite's request/response dump), writes the results
@@ -43,6 +47,11 @@ proxy=$(sed -n 's/^listening on //p' "$scratch/proxy.out")
 [ -n "$proxy" ] || { cat "$scratch/proxy.log" >&2; exit 2; }
 
 cd "$suite"
+if [ ! -e node_modules/undici ] && [ -d /usr/share/nodejs/undici ]; then
+    mkdir -p node_modules
+    ln -s "$here/Scripts/cache-tests-undici" node_modules/undici
+fi
+[ -d /usr/share/nodejs ] && export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 if [ -n "$test_id" ]; then
     npm_config_base="http://$proxy" npm_config_id="$test_id" node --no-warnings test-engine/cli.mjs
     exit 0
