@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "StowageProxy", targets: ["StowageProxy"]),
         .library(name: "StowageRedis", targets: ["StowageRedis"]),
         .library(name: "StowageSharedTier", targets: ["StowageSharedTier"]),
+        .library(name: "StowageTesting", targets: ["StowageTesting"]),
         .executable(name: "stowage", targets: ["StowageCLI"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
@@ -273,6 +274,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // For users' tests and Stowage's own: manual and stepped clocks, temporary directories,
+        // and an in-memory shared level with outages, lost invalidations and slow calls.
+        .target(
+            name: "StowageTesting",
+            dependencies: ["StowageCore", "StowageCache"],
+            swiftSettings: swiftSettings
+        ),
         // Child processes for the tests and the bench: ChildProcess (posix_spawn, in place of
         // Foundation's Process), a free loopback port, a redis-server on it. Not a product, and
         // Foundation only, so the core's tests stay light.
@@ -284,11 +292,11 @@ let package = Package(
         // posix_spawn's close-from and chdir actions, which Glibc's module map hides from Swift:
         // ChildProcess needs them.
         .target(name: "CStowageSpawn"),
-        // What every test target shares: temporary directories, manual clocks, eventually, child
+        // What every test target shares: StowageTesting (re-exported), eventually, child
         // commands (re-exported from StowageProcessSupport), the tests' own failure type.
         .target(
             name: "StowageTestSupport",
-            dependencies: ["StowageCore", "StowageCache", "StowageProcessSupport"],
+            dependencies: ["StowageCore", "StowageCache", "StowageProcessSupport", "StowageTesting"],
             path: "Tests/StowageTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -313,7 +321,7 @@ let package = Package(
             name: "StowageCacheTests",
             dependencies: [
                 "StowageTestWorker",
-                "StowageCore", "StowageCache", "StowageHousekeeping", "StowageTestSupport",
+                "StowageCore", "StowageCache", "StowageHousekeeping", "StowageTestSupport", "StowageTesting",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),

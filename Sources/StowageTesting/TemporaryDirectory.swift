@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// A fresh directory under the system's temporary directory, removed when the value goes away.
 public final class TemporaryDirectory: Sendable {
     /// The directory.
@@ -52,8 +48,8 @@ public final class TemporaryDirectory: Sendable {
 
     /// Whether anything (a link included, not followed) is at `relative`.
     public func exists(_ relative: String) -> Bool {
-        var status = stat()
-        return lstat(url.appending(path: relative).path, &status) == 0
+        // attributesOfItem examines the link itself, as lstat(2) does.
+        (try? FileManager.default.attributesOfItem(atPath: url.appending(path: relative).path)) != nil
     }
 }
 

@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Each node takes its own handle (``node()``): a change made through one handle reaches the
 /// others as an invalidation and never comes back to its sender, as with Redis. While the level
-/// is down (``goDown(interruptingInvalidations:)``) every call throws; ``comeBack(emptied:)``
+/// is down (``goDown(interruptingInvalidations:)``) every call throws; ``comeBack(emptied:notifying:)``
 /// answers again and, as `RedisSharedTier` does when its subscription returns, tells every node
 /// `.all` (or `.emptied` when it lost its values).
 ///
