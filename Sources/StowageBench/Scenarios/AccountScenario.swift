@@ -75,6 +75,8 @@ struct AccountScenario: Scenario {
             try imageCache.setData(image, forKey: "image-\(index)", timeToLive: ttl)
             try api.setData(response, forKey: "GET /items/\(index)", timeToLive: ttl)
         }
+        try imageCache.close()
+        try api.close()
         let preferences = try Preferences.open(suite: "standard", in: container)
         for index in 0..<100 { try preferences.set(index, for: PreferenceKey<Int>("key\(index)", default: 0)) }
         let temporary = try container.directory(for: .temporary)

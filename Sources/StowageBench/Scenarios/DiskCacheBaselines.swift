@@ -9,6 +9,12 @@ protocol BenchStore: Sendable {
     init(directory: URL) throws
     func set(_ value: Data, forKey key: String) throws
     func get(_ key: String) throws -> Data?
+    /// Ends the store's life once its timings are taken; nothing to do for most contenders.
+    func close() throws
+}
+
+extension BenchStore {
+    func close() throws {}
 }
 
 /// Stowage's disk cache, limits off so the bench measures writes and reads only.
@@ -21,6 +27,7 @@ struct StowageStore: BenchStore {
     }
     func set(_ value: Data, forKey key: String) throws { try cache.setData(value, forKey: key) }
     func get(_ key: String) throws -> Data? { try cache.data(forKey: key) }
+    func close() throws { try cache.close() }
 }
 
 /// One file per key through Foundation, names from the key's hash as SDImageCache does.

@@ -76,6 +76,7 @@ struct DiskCacheHotPathScenario: Scenario {
             for key in keys where try floor.get(key) == value { matches += 1 }
             times["sqlite-c", default: []].append(Subprocess.seconds(clock.now - start))
         }
+        try await cache.close()
         let perOperation = times.mapValues { median($0) / Double(keyCount) * 1e6 }
         return ScenarioResult(
             name: name,
@@ -111,6 +112,7 @@ struct DiskCacheHotPathScenario: Scenario {
             times["with-final-flush", default: []].append(Subprocess.seconds(clock.now - start))
             let readBack = try deferred.data(forKey: keys[keyCount / 2])
             ok = ok && readBack == value
+            try deferred.close()
 
             // The same deferred writes flagged opportunistic: each reads the volume's capacity
             // (one statvfs) first, Apple's storage guide's gate for nice-to-have data.
@@ -125,12 +127,13 @@ struct DiskCacheHotPathScenario: Scenario {
             }
             ok = ok && skipped == 0
             times["opportunistic", default: []].append(Subprocess.seconds(clock.now - start))
-            try opportunistic.flush()
+            try opportunistic.close()
 
             let durable = try open(root.appending(path: "durable-\(repetition)"))
             start = clock.now
             for key in keys { try durable.setData(value, forKey: key) }
             times["durable", default: []].append(Subprocess.seconds(clock.now - start))
+            try durable.close()
 
             let floor = try SQLiteCStore(directory: root.appending(path: "sqlite-c-\(repetition)"))
             start = clock.now
@@ -179,6 +182,7 @@ struct DiskCacheHotPathScenario: Scenario {
                     Double(keys.count) / Subprocess.seconds(clock.now - start)
                 )
                 let stored = try cache.usage().count
+                try cache.close()
                 ok = ok && failures.load(ordering: .relaxed) == 0 && stored == keys.count
             }
         }

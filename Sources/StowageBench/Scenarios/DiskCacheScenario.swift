@@ -73,6 +73,7 @@ struct DiskCacheScenario: Scenario {
                         let readBack = try store.get(keys[keyCount / 2])
                         ok = ok && readBack == value
                     }
+                    try store.close()
                 case .get:
                     let store = prepared[contender.name]!
                     let timed = try BenchContext.median(1) {
@@ -85,6 +86,7 @@ struct DiskCacheScenario: Scenario {
                 }
             }
         }
+        for store in prepared.values { try store.close() }
         let python =
             onlyStowage
             ? nil

@@ -81,6 +81,7 @@ struct HybridDiskReadScenario: Scenario {
                 ok = ok && matched == keyCount
             }
         }
+        try await cache.close()
         let medians = times.map { $0.sorted()[$0.count / 2] }
         return ScenarioResult(
             name: name,

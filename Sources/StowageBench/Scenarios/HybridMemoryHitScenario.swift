@@ -64,6 +64,7 @@ struct HybridMemoryHitScenario: Scenario {
             checks.append(Self.nanoseconds(clock.now - start) / 10_000_000)
             ok = ok && sum == 0
         }
+        try await cache.close()
         return ScenarioResult(
             name: name,
             unit: "ns/op",

@@ -41,17 +41,17 @@ extension DiskCache {
     /// asks (``purge(_:)``).
     @discardableResult
     public func trim(freeing bytes: ByteCount) async throws -> TrimReport {
-        try await withCheckedThrowingContinuation { continuation in
-            trimQueue.async {
-                continuation.resume(with: Result { try self.trimNow(freeing: bytes.rawValue) })
-            }
+        guard let report = try await maintenance.run({ try self.trimNow(freeing: bytes.rawValue) }) else {
+            throw closedError()
         }
+        return report
     }
 
     /// The synchronous overload of `trim(freeing:)`: the same work on the calling thread.
     @discardableResult
     public func trim(freeing bytes: ByteCount) throws -> TrimReport {
-        try trimQueue.sync { try trimNow(freeing: bytes.rawValue) }
+        guard let report = try maintenance.run({ try trimNow(freeing: bytes.rawValue) }) else { throw closedError() }
+        return report
     }
 
     func isOverLimit(count: Int, size: Int64) -> Bool {
@@ -60,25 +60,12 @@ extension DiskCache {
         return false
     }
 
-    /// Starts a background trim unless one is already waiting to run.
+    /// Queues a background trim on the maintenance lane unless one is already waiting to run.
     func scheduleTrim() {
-        guard trimScheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        else { return }
-        trimQueue.async { [weak self] in
-            guard let self else { return }
-            self.trimScheduled.store(false, ordering: .releasing)
-            do {
-                _ = try self.trimNow()
-            } catch {
-                self.configuration.logger.error(
-                    "background trim failed: \(error)",
-                    metadata: ["cache": "\(self.configuration.name)"]
-                )
-            }
-        }
+        maintenance.schedule(.trim) { [weak self] in _ = try self?.trimNow() }
     }
 
-    /// The trim itself; always on `trimQueue`.
+    /// The trim itself; always on the maintenance lane.
     private func trimNow(freeing bytesToFree: Int64 = 0) throws -> TrimReport {
         try flushStagedWrites()
         try flushAccessLog()

@@ -43,8 +43,9 @@ public final class DiskCache: Sendable {
     let files: DiskCacheFiles
     let counters: CacheCounters
     let accessLog = Mutex<[String: Double]>([:])
-    let trimScheduled = Atomic<Bool>(false)
-    let trimQueue = DispatchQueue(label: "stowage.disk-cache.trim")
+    /// Runs the background work — trims, access-time batches, staged-write commits, WAL
+    /// checkpoints — one job at a time; `close()` drains it.
+    let maintenance: DiskCacheMaintenance
     let processLock: LockFile
     /// ``Lifecycle``: open, closing or closed.
     let lifecycle = Atomic<UInt8>(Lifecycle.open)
@@ -60,8 +61,6 @@ public final class DiskCache: Sendable {
     let staging: DiskCacheStaging?
     /// Held while staged writes commit, so a removal that follows a flush sees them committed.
     let stagedFlushLock = Mutex<Void>(())
-    /// Where staged writes are committed in the background.
-    let stagedFlushQueue = DispatchQueue(label: "stowage.disk-cache.staged-flush")
 
     /// Buffered access times are written to the index once this many are pending.
     static let accessLogFlushCount = 512
@@ -113,10 +112,17 @@ public final class DiskCache: Sendable {
             configuration: configuration,
             isOnlyUser: isOnlyUser
         )
+        let maintenance = DiskCacheMaintenance(name: configuration.name, logger: configuration.logger)
+        self.maintenance = maintenance
+        let checkpointer = index.checkpointer
         commits = DiskCacheCommitQueue(
             index: index,
             budget: configuration.budget,
-            accounting: configuration.sizeAccounting
+            accounting: configuration.sizeAccounting,
+            afterCommit: {
+                guard let checkpointer, checkpointer.commitFinished() else { return }
+                maintenance.schedule(.checkpoint) { checkpointer.checkpoint() }
+            }
         )
         if case .deferred(let maximumDelay) = configuration.durability {
             staging = DiskCacheStaging(maximumDelay: maximumDelay)
@@ -192,14 +198,14 @@ public final class DiskCache: Sendable {
                 ordering: .acquiringAndReleasing
             ).exchanged
         else { return }
-        // Background work already queued (a trim, an access-time batch, a staged flush) first.
-        trimQueue.sync {}
-        stagedFlushQueue.sync {}
+        // Background work already queued (a trim, an access-time batch, a staged flush, a
+        // checkpoint) finishes first; the commits below queue nothing more, and nothing runs on
+        // the lane again.
+        maintenance.drain()
         var failure: (any Error)?
         do { try flushStagedWrites() } catch { failure = error }
         do { try flushAccessLog() } catch { failure = failure ?? error }
         lifecycle.store(Lifecycle.closed, ordering: .releasing)
-        trimQueue.sync {}  // anything queued meanwhile now finds the cache closed
         index.checkpointer?.close()
         index.reader?.closeIdleConnections()
         do {
@@ -464,30 +470,14 @@ public final class DiskCache: Sendable {
         counters.recordWrite(bytes: entry.size)
         // The write is staged either way; a failed commit drops it as the scheduled flush would.
         if isFull { try flushStagedWrites() }
-        if schedulesFlush { scheduleStagedFlush(after: staging.maximumDelay) }
-        return .stored
-    }
-
-    /// Commits the staged writes on ``stagedFlushQueue`` once `delay` has passed on
-    /// ``Configuration/deferredCommitClock``. The timer holds the cache weakly: it does not keep
-    /// a released cache alive.
-    private func scheduleStagedFlush(after delay: Duration) {
-        let clock = configuration.deferredCommitClock
-        Task { [weak self] in
-            // Never cancelled: the sleep ends only when the delay has passed.
-            try? await clock.sleep(for: delay)
-            self?.stagedFlushQueue.async { [weak self] in
-                guard let self else { return }
-                do {
-                    try self.flushStagedWrites()
-                } catch {
-                    self.configuration.logger.error(
-                        "staged writes could not be committed and are lost: \(error)",
-                        metadata: ["cache": "\(self.configuration.name)"]
-                    )
-                }
+        if schedulesFlush {
+            // On ``Configuration/deferredCommitClock``; the job holds the cache weakly, so a
+            // released cache is not kept alive by its timer.
+            maintenance.schedule(.stagedFlush, after: staging.maximumDelay, on: configuration.deferredCommitClock) {
+                [weak self] in try self?.flushStagedWrites()
             }
         }
+        return .stored
     }
 
     /// Commits the writes staged by ``Durability/deferred(maximumDelay:)`` now; without it, does
@@ -650,8 +640,8 @@ public final class DiskCache: Sendable {
         return reference < now - maximumAge
     }
 
-    /// Buffers `key`'s access time; a full buffer is written to the index on the trim queue, so
-    /// no read waits for a write (or runs one on a cooperative thread).
+    /// Buffers `key`'s access time; a full buffer is written to the index on the maintenance
+    /// lane, so no read waits for a write (or runs one on a cooperative thread).
     func recordAccess(key: String, at time: Double) {
         // A read racing close(): its access time is dropped rather than left for no flush.
         guard lifecycle.load(ordering: .relaxed) == Lifecycle.open else { return }
@@ -660,13 +650,7 @@ public final class DiskCache: Sendable {
             return log.count == Self.accessLogFlushCount
         }
         if shouldFlush {
-            trimQueue.async { [self] in
-                do {
-                    try flushAccessLog()
-                } catch {
-                    configuration.logger.warning("could not record access times: \(error)")
-                }
-            }
+            maintenance.schedule(.accessLogFlush) { [weak self] in try self?.flushAccessLog() }
         }
     }
 

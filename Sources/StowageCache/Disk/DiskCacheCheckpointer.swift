@@ -1,35 +1,29 @@
-import Dispatch
 import GRDBSQLite
 import Synchronization
 
-/// Copies the index's write-ahead log back into the database file on a background thread, so
+/// Copies the index's write-ahead log back into the database file in the background, so
 /// writers do not wait for it.
 ///
 /// SQLite checkpoints on the committing connection by default (every 1,000 WAL pages): the
 /// writer that crosses the mark copies the pages and waits for two `fdatasync`s, about 5 µs on
 /// every 1 KiB set averaged out (`disk-cache.set-1KiB`). Here the writer's connection only
-/// checkpoints past ``fallbackPages`` (a bound on the WAL should this thread fall behind), and
-/// the commit queue calls ``commitFinished()`` after each commit: every
-/// ``commitsPerCheckpoint`` commits a `PASSIVE` checkpoint runs on a connection of this thread's
-/// own, beside the writers (a passive checkpoint takes no lock a writer needs). Durability is
-/// unchanged: a commit is in the WAL, and synced as the durability says, before it returns.
+/// checkpoints past ``fallbackPages`` (a bound on the WAL should the checkpoints fall behind),
+/// and the commit queue calls ``commitFinished()`` after each commit: every
+/// ``commitsPerCheckpoint`` commits the cache queues a `PASSIVE` checkpoint
+/// (``checkpoint()``) on its maintenance lane, on a connection of the checkpointer's own, beside
+/// the writers (a passive checkpoint takes no lock a writer needs). Durability is unchanged: a
+/// commit is in the WAL, and synced as the durability says, before it returns.
 final class DiskCacheCheckpointer: Sendable {
     /// WAL pages past which the writer's own connection checkpoints anyway.
     static let fallbackPages = 8_000
     /// Commits between background checkpoints (a 1 KiB set writes about 5 pages).
     static let commitsPerCheckpoint = 200
 
-    private struct State {
-        var commits = 0
-        var isRunning = false
-        var isClosed = false
-    }
-
     private let path: String
     private let synchronous: Bool
-    private let state = Mutex(State())
-    private let queue = DispatchQueue(label: "org.stowage.disk-cache.checkpoint")
-    /// Opened on the first checkpoint, used only on `queue`.
+    /// Commits since the last checkpoint was asked for.
+    private let commits = Mutex(0)
+    /// Opened on the first checkpoint; used by one checkpoint at a time (the maintenance lane's).
     private let connection = Mutex<OpaquePointer?>(nil)
 
     init(path: String, synchronous: Bool) {
@@ -44,36 +38,30 @@ final class DiskCacheCheckpointer: Sendable {
         }
     }
 
-    /// Counts a commit; every ``commitsPerCheckpoint`` starts a background checkpoint unless
-    /// one is running.
-    func commitFinished() {
-        let starts = state.withLock { state in
-            state.commits += 1
-            guard state.commits >= Self.commitsPerCheckpoint, !state.isRunning, !state.isClosed else { return false }
-            state.commits = 0
-            state.isRunning = true
+    /// Counts a commit.
+    ///
+    /// - Returns: Whether a checkpoint is due (every ``commitsPerCheckpoint`` commits): the
+    ///   caller queues ``checkpoint()``.
+    func commitFinished() -> Bool {
+        commits.withLock { commits in
+            commits += 1
+            guard commits >= Self.commitsPerCheckpoint else { return false }
+            commits = 0
             return true
-        }
-        guard starts else { return }
-        queue.async { [self] in
-            checkpoint()
-            state.withLock { $0.isRunning = false }
         }
     }
 
-    /// Waits for a running checkpoint, starts no more, and closes the connection.
+    /// Closes the connection; a later ``checkpoint()`` would open another, so the cache calls
+    /// this once its maintenance lane has drained.
     func close() {
-        state.withLock { $0.isClosed = true }
-        queue.sync {
-            connection.withLock { connection in
-                if let open = connection { sqlite3_close_v2(open) }
-                connection = nil
-            }
+        connection.withLock { connection in
+            if let open = connection { sqlite3_close_v2(open) }
+            connection = nil
         }
     }
 
     /// One passive checkpoint; failures are left to the next one (and to the writer's fallback).
-    private func checkpoint() {
+    func checkpoint() {
         connection.withLock { connection in
             if connection == nil { connection = Self.open(path: path, synchronous: synchronous) }
             guard let connection else { return }

@@ -59,14 +59,22 @@ final class DiskCacheCommitQueue: Sendable {
     private let index: DiskCacheIndex
     private let budget: Budget?
     private let accounting: DiskCache.SizeAccounting
+    /// Called by the leader after each batch (the cache counts commits toward a checkpoint).
+    private let afterCommit: @Sendable () -> Void
     private let state = Mutex(State())
     /// Writes per transaction at most, so one commit stays short.
     private static let batchLimit = 512
 
-    init(index: DiskCacheIndex, budget: Budget? = nil, accounting: DiskCache.SizeAccounting = .logical) {
+    init(
+        index: DiskCacheIndex,
+        budget: Budget? = nil,
+        accounting: DiskCache.SizeAccounting = .logical,
+        afterCommit: @escaping @Sendable () -> Void = {}
+    ) {
         self.index = index
         self.budget = budget
         self.accounting = accounting
+        self.afterCommit = afterCommit
     }
 
     /// Commits `writes` (in one transaction with each other, and with whatever other callers
@@ -103,7 +111,7 @@ final class DiskCacheCommitQueue: Sendable {
             return Array(taken)
         }
         commit(batch)
-        index.checkpointer?.commitFinished()
+        afterCommit()
         for ticket in batch.dropFirst() { ticket.done.signal() }
         let next = state.withLock { state in
             if state.queued.isEmpty { state.isCommitting = false }

@@ -166,7 +166,8 @@ struct DiskCacheIndex: Sendable {
         configuration.label = "stowage.disk-cache"
         configuration.prepareDatabase { db in
             try db.execute(sql: Self.synchronousPragmas(synchronous))
-            // The checkpointer's thread does the work; this only bounds the WAL if it falls behind.
+            // The maintenance lane checkpoints (DiskCacheCheckpointer); this only bounds the WAL
+            // should it fall behind.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(DiskCacheCheckpointer.fallbackPages)")
         }
         self.path = path

@@ -32,7 +32,15 @@ public struct UserSpace: Sendable {
     /// The user's scratch files.
     public var temporaryDirectory: URL { Self.temporaryDirectory(of: user, in: container) }
 
-    /// The user's disk cache `name` (one path component).
+    /// Opens the user's disk cache `name` (one path component).
+    ///
+    /// The caller owns the cache it gets and closes it (`DiskCache.close()`) when done, as with
+    /// any `DiskCache`: closing commits its staged writes and buffered access times and ends its
+    /// background work; releasing it unclosed does no I/O, so what it had staged is lost. Each
+    /// call opens a new handle; close each one.
+    ///
+    /// - Throws: `StowageError` `.invalidArgument` for a name that is not 1 to 200 letters,
+    ///   digits, `.`, `-` or `_`; otherwise what `DiskCache.init(directory:configuration:)` throws.
     public func diskCache(_ name: String, configuration: DiskCache.Configuration? = nil) throws -> DiskCache {
         guard PlainName.isValid(name, maximumLength: 200, extra: [], allowsLeadingDot: false) else {
             throw StowageError.invalidArgument(
