@@ -49,6 +49,9 @@ public final class DiskCache: Sendable {
     let processLock: LockFile
     /// ``Lifecycle``: open, closing or closed.
     let lifecycle = Atomic<UInt8>(Lifecycle.open)
+    /// Writes past their check that the cache is open: `close()` waits for them before its
+    /// final commit, so none is staged after it and lost once acknowledged.
+    let writesInFlight = Atomic<Int>(0)
     /// Advanced by ``removeAll()`` and retired when the directory is removed, in any process;
     /// memory tiers over this cache (``HybridCache``, the HTTP cache) follow it.
     package let storeGeneration: StoreGeneration
@@ -195,9 +198,12 @@ public final class DiskCache: Sendable {
             lifecycle.compareExchange(
                 expected: Lifecycle.open,
                 desired: Lifecycle.closing,
-                ordering: .acquiringAndReleasing
+                ordering: .sequentiallyConsistent
             ).exchanged
         else { return }
+        // Writes already past their check finish staging first: one staged after the commit
+        // below would be acknowledged and lost.
+        while writesInFlight.load(ordering: .sequentiallyConsistent) > 0 { Thread.sleep(forTimeInterval: 0.000_1) }
         // Background work already queued (a trim, an access-time batch, a staged flush, a
         // checkpoint) finishes first; the commits below queue nothing more, and nothing runs on
         // the lane again.
@@ -427,7 +433,11 @@ public final class DiskCache: Sendable {
         priority: WritePriority = .important
     ) throws -> WriteOutcome {
         try Self.checkStorable(key: key, tag: tag)
-        guard lifecycle.load(ordering: .acquiring) == Lifecycle.open else { throw closedError() }
+        // Counted before the check (both sequentially consistent, as close()'s are): either
+        // close() sees this write and waits for it, or the write sees close() and is refused.
+        writesInFlight.wrappingAdd(1, ordering: .sequentiallyConsistent)
+        defer { writesInFlight.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
+        guard lifecycle.load(ordering: .sequentiallyConsistent) == Lifecycle.open else { throw closedError() }
         switch priority {
         case .opportunistic:
             if let available = try opportunisticShortfall(for: data.count) {
