@@ -40,7 +40,7 @@ func makeNode(
         disk: try DiskCache(directory: scratch.url.appending(path: name), configuration: .init(name: name)),
         serializer: StringSerializer(),
         shared: tier,
-        sharedOptions: options
+        configuration: HybridCache.Configuration(sharedLevel: options)
     )
     // Runs until the test shuts the tier down (its invalidation stream ends).
     if running { Task { try await cache.run() } }

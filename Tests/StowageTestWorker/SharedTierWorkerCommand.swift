@@ -47,7 +47,7 @@ enum SharedTierWorkerCommand {
                 ),
                 serializer: StringSerializer(),
                 shared: tier,
-                sharedOptions: options
+                configuration: HybridCache.Configuration(sharedLevel: options)
             )
             // Hears other nodes' invalidations until the process ends.
             Task { try await cache.run() }

@@ -1,11 +1,11 @@
 import StowageCore
 
 extension HybridCache {
-    /// How a ``HybridCache`` weighs the values it keeps in memory.
+    /// How a ``HybridCache`` weighs the values it keeps in memory and uses its shared level.
     ///
     /// The memory and disk levels keep their own configurations (``MemoryCache/Configuration``,
     /// ``DiskCache/Configuration``); this one holds what only the hybrid knows: a value and its
-    /// encoded bytes together.
+    /// encoded bytes together, and how it works with the other nodes (``sharedLevel``).
     ///
     /// ```swift
     /// // An image costs its decoded bitmap, not its compressed file (SDWebImage's `sd_memoryCost`).
@@ -27,12 +27,24 @@ extension HybridCache {
         /// it was (an earlier value for the key stays readable).
         public var cost: @Sendable (_ value: Value, _ encodedByteCount: Int) -> Int
 
+        /// How the cache works with its shared level, when it has one: the load lock's lease, the
+        /// wait for another node's load and its polls, invalidations of disk copies, the check
+        /// of disk copies after missed invalidations, and the writes kept during an outage.
+        /// Default: ``SharedTierOptions``' defaults.
+        public var sharedLevel: SharedTierOptions
+
         /// A configuration costing values by `cost`.
         ///
-        /// - Parameter cost: A value's memory cost from the value and its encoded size in bytes.
-        ///   Default: the encoded size.
-        public init(cost: @escaping @Sendable (_ value: Value, _ encodedByteCount: Int) -> Int = { $1 }) {
+        /// - Parameters:
+        ///   - cost: A value's memory cost from the value and its encoded size in bytes. Default:
+        ///     the encoded size.
+        ///   - sharedLevel: How the shared level is used. Default: ``SharedTierOptions``' defaults.
+        public init(
+            cost: @escaping @Sendable (_ value: Value, _ encodedByteCount: Int) -> Int = { $1 },
+            sharedLevel: SharedTierOptions = SharedTierOptions()
+        ) {
             self.cost = cost
+            self.sharedLevel = sharedLevel
         }
 
         /// The largest cost ``cost`` may return: 2⁴⁸, the bytes a 48-bit virtual address space

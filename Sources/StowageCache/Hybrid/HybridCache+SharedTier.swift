@@ -60,7 +60,7 @@ extension HybridCache {
             key: key,
             timeToLive: timeToLive,
             shared: shared,
-            clock: sharedOptions.waitClock,
+            clock: configuration.sharedLevel.waitClock,
             load: load
         )
     }
@@ -73,7 +73,7 @@ extension HybridCache {
         clock: C,
         load: @Sendable () async throws -> Value
     ) async throws -> Value {
-        let deadline = clock.now.advanced(by: sharedOptions.loadWaitTimeout)
+        let deadline = clock.now.advanced(by: configuration.sharedLevel.loadWaitTimeout)
         var reason = "timed out waiting for the node that holds the lock"
         // Times the lock was free yet no readable value there, in a row: once means the loader
         // failed (take over); twice, that the value there is one this node cannot read (another
@@ -84,7 +84,7 @@ extension HybridCache {
                 let acquired = await shared.health.call(
                     "lock",
                     {
-                        try await shared.tier.lockForLoading(key: key, lease: sharedOptions.loadLockLease)
+                        try await shared.tier.lockForLoading(key: key, lease: configuration.sharedLevel.loadLockLease)
                     }
                 )
             else {
@@ -99,10 +99,10 @@ extension HybridCache {
                 break
             }
             // Another node is loading: poll until its value lands, its lock goes, or time runs out.
-            var pause = sharedOptions.pollInterval
+            var pause = configuration.sharedLevel.pollInterval
             while clock.now < deadline {
                 try await clock.sleep(for: min(pause, clock.now.duration(to: deadline)))
-                pause = min(pause * 2, sharedOptions.maximumPollInterval)
+                pause = min(pause * 2, configuration.sharedLevel.maximumPollInterval)
                 if let value = await sharedValue(forKey: key) { return value }
                 let isLocked = await shared.health.call("lock-state") {
                     try await shared.tier.isLockedForLoading(key: key)

@@ -74,9 +74,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public let serializer: any CacheSerializer<Value>
     /// The level shared with other nodes, if any.
     public let shared: (any SharedCacheTier)?
-    /// How the shared level is used.
-    public let sharedOptions: SharedTierOptions
-    /// How values are costed in memory.
+    /// How values are costed in memory and the shared level is used.
     public let configuration: Configuration
     /// Loads and computations in flight, by key: concurrent callers share one.
     let loads = Mutex<[String: Task<Value, any Error>]>([:])
@@ -92,14 +90,13 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   - disk: The disk tier; its limits apply to the bytes on disk.
     ///   - serializer: How values are stored on disk (and in the shared level).
     ///   - shared: A level shared with other processes or machines; `nil` for a local cache.
-    ///   - sharedOptions: Lock lease, load wait and polling for the shared level.
-    ///   - configuration: How values are costed in memory. Default: by their encoded size.
+    ///   - configuration: How values are costed in memory (default: by their encoded size) and
+    ///     how the shared level is used (``Configuration/sharedLevel``).
     public init(
         memory: MemoryCache<String, Value>,
         disk: DiskCache,
         serializer: some CacheSerializer<Value>,
         shared: (any SharedCacheTier)? = nil,
-        sharedOptions: SharedTierOptions = SharedTierOptions(),
         configuration: Configuration = Configuration()
     ) {
         self.configuration = configuration
@@ -107,11 +104,10 @@ public final class HybridCache<Value: Sendable>: Sendable {
         self.disk = disk
         self.serializer = serializer
         self.shared = shared
-        self.sharedOptions = sharedOptions
         let sharedLevel = shared.map {
             SharedLevel(
                 tier: $0,
-                options: sharedOptions,
+                options: configuration.sharedLevel,
                 name: disk.configuration.name,
                 logger: disk.configuration.logger,
                 clock: disk.configuration.clock

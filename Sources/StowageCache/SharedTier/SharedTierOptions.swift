@@ -1,4 +1,4 @@
-/// How a ``HybridCache`` uses its ``SharedCacheTier``.
+/// How a ``HybridCache`` uses its ``SharedCacheTier``: ``HybridCache/Configuration/sharedLevel``.
 public struct SharedTierOptions: Sendable {
     /// Longest a node holds a key's load lock; a loader that takes longer loses it (and its
     /// fenced write is refused) so a crashed node never blocks the others for long.
