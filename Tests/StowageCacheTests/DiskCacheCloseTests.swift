@@ -5,6 +5,7 @@ import ServiceLifecycle
 import StowageCache
 import StowageCore
 import StowageTestSupport
+import Synchronization
 import Testing
 
 /// `DiskCache.close()` ends a cache's life: it commits what is pending (staged writes, access
@@ -104,6 +105,45 @@ struct DiskCacheCloseTests {
         try await reopened.close()
     }
 
+    // MARK: - Racing close()
+
+    @Test("a deferred write racing close() either throws .closed or is in the index a new handle opens")
+    func deferredWritesRacingClose() async throws {
+        for round in 0..<12 {
+            let scratch = try TemporaryDirectory()
+            let directory = Self.directory(scratch)
+            let cache = try DiskCache(directory: directory, configuration: Self.configuration())
+            let acknowledged = AcknowledgedKeys()
+            // Two writers of file-sized values (the file write widens the window between the
+            // write's open check and its staging) until the cache refuses them.
+            let writers = (0..<2).map { writer in
+                Task {
+                    try await onOwnThread {
+                        for index in 0... {
+                            let key = "round\(round)-writer\(writer)-\(index)"
+                            do {
+                                try cache.setData(Data(repeating: UInt8(index % 251), count: 20_000), forKey: key)
+                            } catch let error as StowageError where error.code == .closed {
+                                return
+                            }
+                            acknowledged.keys.withLock { $0.append(key) }
+                        }
+                    }
+                }
+            }
+            while acknowledged.keys.withLock({ $0.count }) < 4 { try await Task.sleep(for: .milliseconds(1)) }
+            try await cache.close()
+            for writer in writers { try await writer.value }
+
+            let reopened = try DiskCache(directory: directory, configuration: Self.configuration())
+            let keys = acknowledged.keys.withLock { $0 }
+            let lost = try keys.filter { try reopened.data(forKey: $0) == nil }
+            #expect(lost.isEmpty, "round \(round): \(lost.count) of \(keys.count) acknowledged writes lost: \(lost)")
+            try await reopened.close()
+            if !lost.isEmpty { break }
+        }
+    }
+
     @Test("a hybrid cache's run closes its disk level when the service group shuts down gracefully")
     func hybridRunClosesOnGracefulShutdown() async throws {
         let scratch = try TemporaryDirectory()
@@ -137,6 +177,11 @@ struct DiskCacheCloseTests {
         try await cache.close()
         #expect(cache.disk.isClosed)
     }
+}
+
+/// The keys whose writes returned, shared with the writer threads.
+private final class AcknowledgedKeys: Sendable {
+    let keys = Mutex<[String]>([])
 }
 
 /// The blocking `close()`, called from a synchronous context.

@@ -195,6 +195,9 @@ public final class DiskCache: Sendable {
         // Background work already queued (a trim, an access-time batch, a staged flush) first.
         trimQueue.sync {}
         stagedFlushQueue.sync {}
+        // From here a write that passed its open check just before close() began is refused
+        // rather than staged after the flush below took what it commits.
+        staging?.seal()
         var failure: (any Error)?
         do { try flushStagedWrites() } catch { failure = error }
         do { try flushAccessLog() } catch { failure = failure ?? error }
@@ -458,7 +461,17 @@ public final class DiskCache: Sendable {
             try commit(entry, forKey: key)
             return .stored
         }
-        let (replacedFile, schedulesFlush, isFull) = staging.stage(entry, forKey: key, storeGeneration: generation)
+        guard
+            let (replacedFile, schedulesFlush, isFull) = staging.stage(
+                entry,
+                forKey: key,
+                storeGeneration: generation
+            )
+        else {
+            // close() took its last snapshot since the check above: this write would never commit.
+            if let file = entry.file { files.remove([file]) }
+            throw closedError()
+        }
         if let replacedFile { files.remove([replacedFile]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
         counters.recordWrite(bytes: entry.size)
