@@ -144,6 +144,40 @@ struct DiskCacheCloseTests {
         }
     }
 
+    @Test("removeAll() after close() throws .closed without advancing the generation other handles follow")
+    func removeAllAfterCloseLeavesGeneration() throws {
+        let scratch = try TemporaryDirectory()
+        let other = try DiskCache(directory: Self.directory(scratch))
+        let cache = try DiskCache(directory: Self.directory(scratch))
+        try other.setData(Data("v".utf8), forKey: "k")
+        let generation = other.storeGeneration.value
+        try cache.close()
+        let error = #expect(throws: StowageError.self) { try cache.removeAll() }
+        #expect(error?.code == .closed, "\(String(describing: error))")
+        #expect(other.storeGeneration.value == generation, "the closed handle cleared the other handles' memory tiers")
+        #expect(try other.data(forKey: "k") == Data("v".utf8))
+        try other.close()
+    }
+
+    @Test("flush(), and reads and removals of a key with NUL, throw .closed after close() too")
+    func remainingOperationsAfterClose() async throws {
+        for configuration in [DiskCache.Configuration(name: "test"), Self.configuration()] {
+            let scratch = try TemporaryDirectory()
+            let cache = try DiskCache(directory: Self.directory(scratch), configuration: configuration)
+            try await cache.close()
+            func expectClosed(_ name: String, _ body: () throws -> Void) {
+                let error = #expect(throws: StowageError.self, "\(name)") { try body() }
+                #expect(error?.code == .closed, "\(name): \(String(describing: error))")
+            }
+            expectClosed("flush") { try cache.flush() }
+            expectClosed("data of a NUL key") { _ = try cache.data(forKey: "a\0b") }
+            expectClosed("contains a NUL key") { _ = try cache.contains(key: "a\0b") }
+            expectClosed("removeData of a NUL key") { try cache.removeData(forKey: "a\0b") }
+            let error = await #expect(throws: StowageError.self) { try await cache.flush() }
+            #expect(error?.code == .closed)
+        }
+    }
+
     @Test("a hybrid cache's run closes its disk level when the service group shuts down gracefully")
     func hybridRunClosesOnGracefulShutdown() async throws {
         let scratch = try TemporaryDirectory()

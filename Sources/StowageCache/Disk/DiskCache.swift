@@ -329,10 +329,10 @@ public final class DiskCache: Sendable {
 
     /// `key`'s staged write, or its row in the index.
     func currentEntry(forKey key: String) throws -> DiskCacheIndex.Entry? {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         guard !Self.containsNUL(key) else { return nil }  // never stored (checkStorable)
         // A removed cache serves nothing, even from the files this handle still holds open.
         guard !StoreGeneration.isRetired(followGeneration()) else { return nil }
-        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         if let staged = staging?.entry(forKey: key) { return staged }
         return try indexCall { try index.entry(forKey: key) }
     }
@@ -510,6 +510,7 @@ public final class DiskCache: Sendable {
     /// - Throws: `StowageError` when the commit fails; the staged writes are then dropped
     ///   (their keys read as before the writes), as a crash would have.
     public func flush() throws {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         try flushStagedWrites()
     }
 
@@ -571,6 +572,7 @@ public final class DiskCache: Sendable {
     /// The synchronous overload of `removeData(forKey:)`: the same work on the calling thread.
     @discardableResult
     public func removeData(forKey key: String) throws -> Bool {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         guard !Self.containsNUL(key) else { return false }  // never stored (checkStorable)
         try flushStagedWrites()
         let removal = try indexCall {
@@ -592,6 +594,8 @@ public final class DiskCache: Sendable {
     /// read: memory tiers over it (``HybridCache``, the HTTP cache) drop what they hold, and
     /// writes another process staged before the clear are dropped instead of committed.
     public func removeAll() throws {
+        // Before the generation moves: a closed handle must not clear other handles' memory tiers.
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         try flushStagedWrites()
         accessLog.withLock { $0.removeAll() }
         // Before, so memory tiers stop serving at once; after, so none keeps a value it read
