@@ -178,6 +178,46 @@ struct DiskCacheCloseTests {
         }
     }
 
+    @Test("a streaming write begun after close() throws .closed and creates no file")
+    func streamingWriteBegunAfterClose() throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try DiskCache(directory: Self.directory(scratch))
+        try cache.close()
+        let error = #expect(throws: StowageError.self) { _ = try cache.beginStreamingWrite(forKey: "k") }
+        #expect(error?.code == .closed, "\(String(describing: error))")
+        let temporaries = try FileManager.default.contentsOfDirectory(
+            atPath: Self.directory(scratch).path(percentEncoded: false) + "/tmp"
+        )
+        #expect(temporaries.isEmpty, "\(temporaries)")
+    }
+
+    @Test("a streaming write begun before close() and used after throws .closed and puts nothing in data/")
+    func streamingWriteUsedAfterClose() throws {
+        let scratch = try TemporaryDirectory()
+        let directory = Self.directory(scratch)
+        let cache = try DiskCache(directory: directory)
+        let writer = try cache.beginStreamingWrite(forKey: "k")
+        try Array(repeating: UInt8(1), count: 100_000).withUnsafeBytes { try writer.write($0) }
+        try cache.close()
+        // Watch data/ for the moment the file would pass through it.
+        let data = directory.path(percentEncoded: false) + "/data"
+        let before = try FileManager.default.subpathsOfDirectory(atPath: data)
+        let writeError = #expect(throws: StowageError.self) {
+            try Array(repeating: UInt8(2), count: 10).withUnsafeBytes { try writer.write($0) }
+        }
+        #expect(writeError?.code == .closed, "\(String(describing: writeError))")
+        let commitError = #expect(throws: StowageError.self) { try writer.commit() }
+        #expect(commitError?.code == .closed, "\(String(describing: commitError))")
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: data) == before)
+        let temporaries = try FileManager.default.contentsOfDirectory(
+            atPath: directory.path(percentEncoded: false) + "/tmp"
+        )
+        #expect(temporaries.isEmpty, "the abandoned value's temporary is removed: \(temporaries)")
+        let reopened = try DiskCache(directory: directory)
+        #expect(try reopened.data(forKey: "k") == nil)
+        try reopened.close()
+    }
+
     @Test("a hybrid cache's run closes its disk level when the service group shuts down gracefully")
     func hybridRunClosesOnGracefulShutdown() async throws {
         let scratch = try TemporaryDirectory()

@@ -227,6 +227,12 @@ public final class DiskCache: Sendable {
         try await BlockingWork.run { try self.close() }
     }
 
+    /// Throws ``closedError()`` once `close()` has begun: for writes, which a closing cache no
+    /// longer takes.
+    func checkOpen() throws {
+        guard lifecycle.load(ordering: .acquiring) == Lifecycle.open else { throw closedError() }
+    }
+
     /// The error of an operation on a closed cache.
     func closedError() -> StowageError {
         StowageError(
