@@ -205,6 +205,31 @@ struct TemporaryFileTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/locked") == ["file"])
     }
 
+    @Test("a destination with a NUL byte is refused naming it, and nothing is created where the C string ends")
+    func destinationWithNUL() throws {
+        let scratch = try TemporaryDirectory()
+        let destination = scratch.path + "/file\0/../../elsewhere"
+        let error = #expect(throws: StowageError.self) {
+            let file = try TemporaryFile(beside: destination)
+            try file.write(Array("new".utf8))
+            try file.commit(to: destination, durability: .none)
+        }
+        #expect(error?.code == .invalidArgument, "\(String(describing: error))")
+        #expect(error?.message.contains("NUL") == true, "\(String(describing: error))")
+        #expect(try Self.names(scratch).isEmpty, "nothing written at the path the kernel would have seen")
+
+        let inDirectory = #expect(throws: StowageError.self) {
+            let file = try TemporaryFile(in: scratch.path + "/x\0y")
+            _ = file.descriptor
+        }
+        #expect(inDirectory?.code == .invalidArgument)
+        let committed = #expect(throws: StowageError.self) {
+            try TemporaryFile(beside: scratch.path + "/file").commit(to: scratch.path + "/file\0x", durability: .none)
+        }
+        #expect(committed?.code == .invalidArgument, "\(String(describing: committed))")
+        #expect(try Self.names(scratch).isEmpty)
+    }
+
     /// Runs `body` with file access checked as an unprivileged user: root writes into any
     /// directory, so on Linux this thread's file-system uid becomes `nobody` meanwhile
     /// (`setfsuid(2)` is per thread and drops `CAP_DAC_OVERRIDE` with it).

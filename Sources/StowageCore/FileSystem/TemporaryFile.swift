@@ -59,6 +59,7 @@ package struct TemporaryFile: ~Copyable {
     ///   - readable: Open for reading too (`O_RDWR`), for callers that map the file.
     /// - Throws: ``StowageError`` naming the temporary path.
     package init(beside destination: String, permissions: mode_t = 0o600, readable: Bool = false) throws {
+        try Self.checkNoNUL(destination)
         try self.init(
             path: destination + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
             permissions: permissions,
@@ -74,11 +75,24 @@ package struct TemporaryFile: ~Copyable {
     /// - Parameter action: What the file is for, as errors name it (`"create cache file"`).
     /// - Throws: ``StowageError`` naming the temporary path.
     package init(in directory: String, permissions: mode_t = 0o600, action: String = "create") throws {
+        try Self.checkNoNUL(directory)
         try self.init(
             path: directory + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).tmp",
             permissions: permissions,
             readable: false,
             action: action
+        )
+    }
+
+    /// Refuses a path with a NUL byte: the system call would see the path end there and act on
+    /// another file than the one named (``PathInput``).
+    private static func checkNoNUL(_ path: String) throws {
+        guard let offset = path.utf8.firstIndex(of: 0).map({ path.utf8.distance(from: path.utf8.startIndex, to: $0) })
+        else { return }
+        throw StowageError.invalidArgument(
+            "cannot write \(PathInput.quoted(path, limit: 1_024)): the path contains a NUL byte at byte \(offset), "
+                + "where a system call would end it; fix the path where it was made",
+            path: path
         )
     }
 
@@ -178,6 +192,7 @@ package struct TemporaryFile: ~Copyable {
     /// - Returns: `true` when this file was installed, `false` when `destination` existed.
     /// - Throws: ``StowageError`` naming `destination`; the temporary is removed either way.
     package consuming func commitIfAbsent(to destination: String, action: String = "create") throws -> Bool {
+        try Self.checkNoNUL(destination)
         guard link(path, destination) == 0 else {
             if errno == EEXIST { return false }
             throw StowageError.syscall(.current, action, path: destination)
@@ -186,6 +201,7 @@ package struct TemporaryFile: ~Copyable {
     }
 
     private func prepareCommit(to destination: String, durability: Durability, replacing: Replacement) throws {
+        try Self.checkNoNUL(destination)
         if durability == .synchronized { try synchronize() }
         guard replacing == .regularFile else { return }
         var status = stat()
