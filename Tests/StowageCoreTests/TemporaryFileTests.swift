@@ -230,6 +230,20 @@ struct TemporaryFileTests {
         #expect(try Self.names(scratch).isEmpty)
     }
 
+    @Test("a destination whose name is as long as a name may be (255 bytes) is written", arguments: [255, 250, 200])
+    func longestName(length: Int) throws {
+        let scratch = try TemporaryDirectory()
+        // Two-byte characters too: a shortened temporary name must stay valid UTF-8.
+        let name = String(repeating: "é", count: length / 2) + String(repeating: "a", count: length % 2)
+        #expect(name.utf8.count == length)
+        let destination = scratch.path + "/" + name
+        let file = try TemporaryFile(beside: destination)
+        try file.write(Array("value".utf8))
+        try file.commit(to: destination, durability: .synchronized)
+        #expect(try Self.contents(destination) == "value")
+        #expect(try Self.names(scratch) == [name])
+    }
+
     /// Runs `body` with file access checked as an unprivileged user: root writes into any
     /// directory, so on Linux this thread's file-system uid becomes `nobody` meanwhile
     /// (`setfsuid(2)` is per thread and drops `CAP_DAC_OVERRIDE` with it).

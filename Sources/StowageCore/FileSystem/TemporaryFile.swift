@@ -61,7 +61,7 @@ package struct TemporaryFile: ~Copyable {
     package init(beside destination: String, permissions: mode_t = 0o600, readable: Bool = false) throws {
         try Self.checkNoNUL(destination)
         try self.init(
-            path: destination + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+            path: Self.temporaryPrefix(beside: destination) + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
             permissions: permissions,
             readable: readable,
             action: "create"
@@ -82,6 +82,26 @@ package struct TemporaryFile: ~Copyable {
             readable: false,
             action: action
         )
+    }
+
+    /// The start of the names of the temporaries ``init(beside:permissions:readable:)`` makes
+    /// for `destination`: `destination.tmp-`, with the destination's name shortened (on a
+    /// character boundary) when a temporary's name would pass `NAME_MAX` (255 bytes), so that
+    /// a destination whose name is as long as a name may be can still be written. Whoever
+    /// removes leftovers matches on it.
+    package static func temporaryPrefix(beside destination: String) -> String {
+        let slash = destination.utf8.lastIndex(of: UInt8(ascii: "/"))
+        let directory = slash.map { String(destination[...$0]) } ?? ""
+        let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
+        // ".tmp-" + a PID (at most 10 digits) + "-" + a UInt32 (at most 10 digits).
+        let room = 255 - 26
+        guard name.utf8.count > room else { return destination + ".tmp-" }
+        var shortened = ""
+        for character in name {
+            guard shortened.utf8.count + character.utf8.count <= room else { break }
+            shortened.append(character)
+        }
+        return directory + shortened + ".tmp-"
     }
 
     /// Refuses a path with a NUL byte: the system call would see the path end there and act on
