@@ -244,6 +244,14 @@ struct TemporaryFileTests {
         #expect(try Self.names(scratch) == [name])
     }
 
+    @Test(
+        "a write past a file size limit (EFBIG: ulimit -f, a FAT volume's 4 GiB) says what limit it hit and what to do"
+    )
+    func fileSizeLimit() throws {
+        let error = StowageError.syscall(Errno(rawValue: EFBIG), "write", path: "/x/file")
+        #expect(error.message.contains("ulimit -f"), "\(error)")
+    }
+
     /// Runs `body` with file access checked as an unprivileged user: root writes into any
     /// directory, so on Linux this thread's file-system uid becomes `nobody` meanwhile
     /// (`setfsuid(2)` is per thread and drops `CAP_DAC_OVERRIDE` with it).
