@@ -207,6 +207,14 @@ public struct ProxyConfiguration: Sendable {
                 "the proxy's \(name) is \(timeout); give a duration above 0 and at most one day (86400 s)"
             )
         }
+        // getaddrinfo(3) reads a port out of range modulo 65536 (70000 binds 4464, 65536 a free
+        // port): refused here rather than listening somewhere else.
+        for (name, port) in [("port", port), ("admin.port", admin?.port)] {
+            guard let port, !(0...65_535).contains(port) else { continue }
+            throw StowageError.invalidConfiguration(
+                "the proxy's \(name) is \(port); give a port from 0 to 65535 (0 picks a free one)"
+            )
+        }
         guard maximumRequestBodySize.rawValue >= 0 else {
             throw StowageError.invalidConfiguration(
                 "the proxy's maximumRequestBodySize is \(maximumRequestBodySize.rawValue) bytes; give 0 or more"

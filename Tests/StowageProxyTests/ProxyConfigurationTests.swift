@@ -63,4 +63,26 @@ import Testing
         #expect(error.code == .invalidConfiguration)
         #expect(error.message.contains("rules.staleWhileUpdatingGrace"), "\(error)")
     }
+
+    // MARK: - Addresses
+
+    @Test(
+        "a port out of 0...65535 is invalidConfiguration naming the setting, not a listener on the port getaddrinfo wraps it to",
+        arguments: [(-1, false), (65_536, false), (70_000, false), (-1, true), (70_000, true)]
+    )
+    func portOutOfRange(port: Int, admin: Bool) throws {
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        var configuration = try configuration(in: scratch.url)
+        if admin {
+            configuration.admin = .init(port: port, token: nil)
+        } else {
+            configuration.port = port
+        }
+        let error = try #require(throws: StowageError.self) { try configuration.validate() }
+        #expect(error.code == .invalidConfiguration, "\(error)")
+        #expect(error.message.contains(admin ? "admin.port" : "port"), "\(error)")
+        #expect(error.message.contains("\(port)") && error.message.contains("65535"), "\(error)")
+    }
+
 }
