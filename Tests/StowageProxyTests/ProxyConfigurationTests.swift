@@ -85,4 +85,34 @@ import Testing
         #expect(error.message.contains("\(port)") && error.message.contains("65535"), "\(error)")
     }
 
+    @Test(
+        "an upstream with a query, a fragment, a control byte, a space, a bad port or no host is refused",
+        arguments: [
+            "http://127.0.0.1:8000/base?token=1", "http://127.0.0.1:8000/#top", "http://127.0.0.1:8000#top",
+            "http://127.0.0.1:8000?x", "http://127.0.0.1:8000/a\r\nX-Injected: 1", "http://127.0.0.1\r\n:8000",
+            "http://127.0.0.1:8000/a\0b", "http://127.0.0.1:8000/a b", "http://127.0.0.1\t:8000",
+            "http://127.0.0.1:99999", "http://127.0.0.1:-1", "http://127.0.0.1:http", "http://127.0.0.1:",
+            "http://:8000", "http://[::1", "http://user:pass@127.0.0.1:8000",
+        ]
+    )
+    func upstreamRefused(text: String) throws {
+        let error = try #require(throws: StowageError.self) { try ProxyConfiguration.Upstream(parsing: text) }
+        #expect(error.code == .invalidArgument, "\(error)")
+        #expect(error.message.contains("upstream"), "\(error)")
+        #expect(!error.message.contains("\r") && !error.message.contains("\n"), "control bytes are escaped: \(error)")
+    }
+
+    @Test(
+        "an upstream with a host, an optional port in range and a path prefix is taken",
+        arguments: [
+            ("http://127.0.0.1:8000", "127.0.0.1:8000", ""), ("https://example.com/api/", "example.com", "/api"),
+            ("http://[::1]:8080/x", "[::1]:8080", "/x"), ("HTTP://h:65535", "h:65535", ""),
+            ("http://[::1]", "[::1]", ""),
+        ]
+    )
+    func upstreamTaken(text: String, authority: String, basePath: String) throws {
+        let upstream = try ProxyConfiguration.Upstream(parsing: text)
+        #expect(upstream.authority == authority)
+        #expect(upstream.basePath == basePath)
+    }
 }
