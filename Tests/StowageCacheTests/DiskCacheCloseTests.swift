@@ -144,6 +144,27 @@ struct DiskCacheCloseTests {
         }
     }
 
+    @Test("close() from many tasks at once: each returns only once the staged writes are in the index")
+    func concurrentCloses() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try DiskCache(directory: Self.directory(scratch), configuration: Self.configuration())
+        let count = 4_000  // under the staging's own limit: close() commits them all
+        for index in 0..<count { try await cache.setData(Data("value \(index)".utf8), forKey: "k\(index)") }
+        let indexPath = Self.directory(scratch).path(percentEncoded: false) + "/index.sqlite"
+        let seen = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    try await cache.close()
+                    // What another process opening the cache now would find.
+                    let index = try DatabaseQueue(path: indexPath)
+                    return try await index.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entry") ?? 0 }
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(seen == Array(repeating: count, count: 8), "rows seen after each close() returned: \(seen)")
+    }
+
     @Test("removeAll() after close() throws .closed without advancing the generation other handles follow")
     func removeAllAfterCloseLeavesGeneration() throws {
         let scratch = try TemporaryDirectory()

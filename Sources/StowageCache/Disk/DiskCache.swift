@@ -48,6 +48,9 @@ public final class DiskCache: Sendable {
     let processLock: LockFile
     /// ``Lifecycle``: open, closing or closed.
     let lifecycle = Atomic<UInt8>(Lifecycle.open)
+    /// Held for the whole of `close()`, so that a second caller returns once the first has
+    /// committed and closed, not while it drains (only closes ever wait on it).
+    let closeLock = Mutex<Void>(())
     /// Advanced by ``removeAll()`` and retired when the directory is removed, in any process;
     /// memory tiers over this cache (``HybridCache``, the HTTP cache) follow it.
     package let storeGeneration: StoreGeneration
@@ -176,7 +179,7 @@ public final class DiskCache: Sendable {
     /// (``Durability/deferred(maximumDelay:)``), the buffered access times, a trim or checkpoint
     /// running in the background. Afterwards every operation throws `StowageError` `.closed`,
     /// and another handle (in this process or another) sees everything written before.
-    /// Closing again does nothing.
+    /// Closing again does nothing; a close racing another returns once that one has finished.
     ///
     /// Call it when done with the cache (a ``HybridCache`` or an `HTTPCache` closes theirs,
     /// and their swift-service-lifecycle `run()` does when the service group shuts down):
@@ -185,6 +188,11 @@ public final class DiskCache: Sendable {
     /// - Throws: `StowageError` when the staged writes or the access times cannot be committed;
     ///   the cache is closed all the same.
     public func close() throws {
+        try closeLock.withLock { _ in try closeOnce() }
+    }
+
+    /// The work of `close()`, done by its first caller.
+    private func closeOnce() throws {
         guard
             lifecycle.compareExchange(
                 expected: Lifecycle.open,
