@@ -186,7 +186,8 @@ public struct ProxyConfiguration: Sendable {
     /// 64-bit nanosecond timers.
     public static let maximumTimeout = Duration.seconds(86_400)
 
-    /// Checks the timeouts, the request body limit and that ``cache`` is a shared cache
+    /// Checks the timeouts, the ports, the request body limit, the admin listener
+    /// (``AdminListener/validate()``) and that ``cache`` is a shared cache
     /// (`StowageError` `.invalidConfiguration` naming the property and what it takes);
     /// ``CachingProxy/init(configuration:)`` calls it, and the cache checks the rest of
     /// ``cache`` when it opens.
@@ -215,6 +216,8 @@ public struct ProxyConfiguration: Sendable {
                 "the proxy's \(name) is \(port); give a port from 0 to 65535 (0 picks a free one)"
             )
         }
+        // What run() would refuse is refused here, before a cache directory is opened.
+        try admin?.validate()
         guard maximumRequestBodySize.rawValue >= 0 else {
             throw StowageError.invalidConfiguration(
                 "the proxy's maximumRequestBodySize is \(maximumRequestBodySize.rawValue) bytes; give 0 or more"

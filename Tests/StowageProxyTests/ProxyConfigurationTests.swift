@@ -85,6 +85,22 @@ import Testing
         #expect(error.message.contains("\(port)") && error.message.contains("65535"), "\(error)")
     }
 
+    @Test("validate() refuses an admin listener off loopback without a token, as run() would")
+    func adminListenerCheckedByValidate() throws {
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        var configuration = try configuration(in: scratch.url)
+        configuration.admin = .init(host: "0.0.0.0", port: 0, token: nil)
+        let error = try #require(throws: StowageError.self) { try configuration.validate() }
+        #expect(error.code == .invalidConfiguration, "\(error)")
+        #expect(error.message.contains("token"), "\(error)")
+        #expect(throws: StowageError.self) { _ = try CachingProxy(configuration: configuration) }
+        configuration.admin = .init(host: "0.0.0.0", port: 0, token: "")
+        #expect(throws: StowageError.self) { try configuration.validate() }
+        configuration.admin = .init(host: "0.0.0.0", port: 0, token: "secret")
+        try configuration.validate()
+    }
+
     @Test(
         "an upstream with a query, a fragment, a control byte, a space, a bad port or no host is refused",
         arguments: [
