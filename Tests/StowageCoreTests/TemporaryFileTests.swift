@@ -114,6 +114,37 @@ struct TemporaryFileTests {
         #expect(scratch.exists("directory/inside"))
     }
 
+    @Test("a FIFO or a socket at the destination is refused with .regularFile, and stays")
+    func specialFileDestination() throws {
+        let scratch = try TemporaryDirectory()
+        let fifo = scratch.path + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let socketPath = scratch.path + "/socket"
+        let socketDescriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socketDescriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0)
+        for (destination, what) in [(fifo, "FIFO"), (socketPath, "socket")] {
+            let error = #expect(throws: StowageError.self, "\(what)") {
+                let file = try TemporaryFile(beside: destination)
+                try file.write(Array("new".utf8))
+                try file.commit(to: destination, durability: .none)
+            }
+            #expect(error?.code == .invalidArgument, "\(what): \(String(describing: error))")
+            #expect(error?.message.contains("not a regular file") == true, "\(String(describing: error))")
+            let type = try FileManager.default.attributesOfItem(atPath: destination)[.type] as? FileAttributeType
+            #expect(type != .typeRegular, "the \(what) was replaced")
+        }
+        #expect(try Self.names(scratch) == ["fifo", "socket"])
+    }
+
     @Test("with .anyFile a link in the destination's place is replaced by the file, the target untouched")
     func anyFileReplacesLink() throws {
         let scratch = try TemporaryDirectory()

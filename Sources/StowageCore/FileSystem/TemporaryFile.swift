@@ -32,8 +32,8 @@ package struct TemporaryFile: ~Copyable {
 
     /// What a commit may replace at the destination.
     package enum Replacement: Sendable {
-        /// Only a regular file (or nothing): a symbolic link or a directory at the destination
-        /// is refused with `.invalidArgument`, leaving both in place.
+        /// Only a regular file (or nothing): a symbolic link, a directory, a FIFO, a socket or
+        /// a device at the destination is refused with `.invalidArgument`, and left in place.
         case regularFile
         /// Whatever is there except a directory, without looking first (one system call less):
         /// for a store's own files, where a link in a file's place is damage to overwrite.
@@ -230,9 +230,13 @@ package struct TemporaryFile: ~Copyable {
             throw StowageError.syscall(.current, "examine", path: destination)
         }
         switch status.st_mode & S_IFMT {
+        case S_IFREG: break
         case S_IFLNK: throw Self.refusal(destination, "is a symbolic link")
         case S_IFDIR: throw Self.refusal(destination, "is a directory")
-        default: break
+        // A FIFO, socket or device (a caller's `/dev/null`, run as root) is not replaced either.
+        case S_IFIFO: throw Self.refusal(destination, "is a FIFO")
+        case S_IFSOCK: throw Self.refusal(destination, "is a socket")
+        default: throw Self.refusal(destination, "is a device")
         }
     }
 
