@@ -165,6 +165,21 @@ struct DiskCacheCloseTests {
         #expect(seen == Array(repeating: count, count: 8), "rows seen after each close() returned: \(seen)")
     }
 
+    @Test("close() of a cache its staged writes take over its size limit logs no error")
+    func closeOverLimitLogsNoError() throws {
+        let scratch = try TemporaryDirectory()
+        let messages = CapturedMessages()
+        var configuration = Self.configuration()
+        configuration.sizeLimit = ByteCount(1_000)
+        configuration.logger = Logger(label: "test") { _ in CapturingLogHandler(messages: messages) }
+        let cache = try DiskCache(directory: Self.directory(scratch), configuration: configuration)
+        for index in 0..<20 { try cache.setData(Data(repeating: 1, count: 200), forKey: "k\(index)") }
+        // The commit close() makes is over the limit and schedules a trim, which runs closed.
+        try cache.close()
+        let errors = messages.list.withLock { $0 }.filter { $0.level >= .error }
+        #expect(errors.isEmpty, "\(errors.map(\.message))")
+    }
+
     @Test("removeAll() after close() throws .closed without advancing the generation other handles follow")
     func removeAllAfterCloseLeavesGeneration() throws {
         let scratch = try TemporaryDirectory()
@@ -271,6 +286,27 @@ struct DiskCacheCloseTests {
         #expect(!cache.disk.isClosed)
         try await cache.close()
         #expect(cache.disk.isClosed)
+    }
+}
+
+/// Log messages a ``CapturingLogHandler`` received.
+private final class CapturedMessages: Sendable {
+    let list = Mutex<[(level: Logger.Level, message: String)]>([])
+}
+
+/// Keeps every message logged through it.
+private struct CapturingLogHandler: LogHandler {
+    let messages: CapturedMessages
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        messages.list.withLock { $0.append((event.level, "\(event.message)")) }
     }
 }
 

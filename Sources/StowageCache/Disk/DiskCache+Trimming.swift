@@ -69,6 +69,9 @@ extension DiskCache {
             self.trimScheduled.store(false, ordering: .releasing)
             do {
                 _ = try self.trimNow()
+            } catch let error as StowageError where error.code == .closed {
+                // close() ran first (its own commit may have scheduled this trim): nothing
+                // failed, and the next handle trims after its first write over the limit.
             } catch {
                 self.configuration.logger.error(
                     "background trim failed: \(error)",
