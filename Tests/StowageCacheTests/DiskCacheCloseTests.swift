@@ -111,15 +111,17 @@ struct DiskCacheCloseTests {
     func deferredWritesRacingClose() async throws {
         for round in 0..<12 {
             let scratch = try TemporaryDirectory()
+            defer { withExtendedLifetime(scratch) {} }
             let directory = Self.directory(scratch)
             let cache = try DiskCache(directory: directory, configuration: Self.configuration())
             let acknowledged = AcknowledgedKeys()
             // Two writers of file-sized values (the file write widens the window between the
-            // write's open check and its staging) until the cache refuses them.
+            // write's open check and its staging) until the cache refuses them, or 500 each
+            // when this task is slow to close it (under load): well under the staging's limit.
             let writers = (0..<2).map { writer in
                 Task {
                     try await onOwnThread {
-                        for index in 0... {
+                        for index in 0..<500 {
                             let key = "round\(round)-writer\(writer)-\(index)"
                             do {
                                 try cache.setData(Data(repeating: UInt8(index % 251), count: 20_000), forKey: key)
@@ -147,6 +149,7 @@ struct DiskCacheCloseTests {
     @Test("close() from many tasks at once: each returns only once the staged writes are in the index")
     func concurrentCloses() async throws {
         let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
         let cache = try DiskCache(directory: Self.directory(scratch), configuration: Self.configuration())
         let count = 4_000  // under the staging's own limit: close() commits them all
         for index in 0..<count { try await cache.setData(Data("value \(index)".utf8), forKey: "k\(index)") }
@@ -230,6 +233,7 @@ struct DiskCacheCloseTests {
     @Test("a streaming write begun before close() and used after throws .closed and puts nothing in data/")
     func streamingWriteUsedAfterClose() throws {
         let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
         let directory = Self.directory(scratch)
         let cache = try DiskCache(directory: directory)
         let writer = try cache.beginStreamingWrite(forKey: "k")
