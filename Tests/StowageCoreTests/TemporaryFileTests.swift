@@ -120,7 +120,11 @@ struct TemporaryFileTests {
         let fifo = scratch.path + "/fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
         let socketPath = scratch.path + "/socket"
+        #if canImport(Darwin)
+        let socketDescriptor = socket(AF_UNIX, SOCK_STREAM, 0)
+        #elseif canImport(Glibc)
         let socketDescriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
         defer { close(socketDescriptor) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
