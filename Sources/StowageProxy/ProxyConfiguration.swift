@@ -186,7 +186,8 @@ public struct ProxyConfiguration: Sendable {
     /// 64-bit nanosecond timers.
     public static let maximumTimeout = Duration.seconds(86_400)
 
-    /// Checks the timeouts, the ports, the request body limit, the admin listener
+    /// Checks the upstream (as ``Upstream/init(parsing:)`` does), the timeouts, the ports, the
+    /// request body limit, the admin listener
     /// (``AdminListener/validate()``) and that ``cache`` is a shared cache
     /// (`StowageError` `.invalidConfiguration` naming the property and what it takes);
     /// ``CachingProxy/init(configuration:)`` calls it, and the cache checks the rest of
@@ -215,6 +216,12 @@ public struct ProxyConfiguration: Sendable {
             throw StowageError.invalidConfiguration(
                 "the proxy's \(name) is \(port); give a port from 0 to 65535 (0 picks a free one)"
             )
+        }
+        // Upstream's parts are public: one set by hand gets the checks parsing makes.
+        do {
+            _ = try Upstream(parsing: upstream.description)
+        } catch let error as StowageError {
+            throw StowageError.invalidConfiguration("the proxy's upstream is not usable: \(error.message)")
         }
         // What run() would refuse is refused here, before a cache directory is opened.
         try admin?.validate()

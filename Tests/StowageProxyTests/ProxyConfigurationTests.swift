@@ -102,6 +102,22 @@ import Testing
     }
 
     @Test(
+        "validate() refuses an upstream whose parts were set to what parsing refuses",
+        arguments: [("ftp", "127.0.0.1:9", ""), ("http", "127.0.0.1:9\r\nX: y", ""), ("http", "127.0.0.1:9", "/a?b")]
+    )
+    func upstreamPartsChecked(scheme: String, authority: String, basePath: String) throws {
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        var configuration = try configuration(in: scratch.url)
+        configuration.upstream.scheme = scheme
+        configuration.upstream.authority = authority
+        configuration.upstream.basePath = basePath
+        let error = try #require(throws: StowageError.self) { try configuration.validate() }
+        #expect(error.code == .invalidConfiguration, "\(error)")
+        #expect(error.message.contains("upstream"), "\(error)")
+    }
+
+    @Test(
         "an upstream with a query, a fragment, a control byte, a space, a bad port or no host is refused",
         arguments: [
             "http://127.0.0.1:8000/base?token=1", "http://127.0.0.1:8000/#top", "http://127.0.0.1:8000#top",
