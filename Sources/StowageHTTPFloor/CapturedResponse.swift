@@ -16,8 +16,15 @@ struct CapturedResponse: Sendable {
         }
         let lines = String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n")
         let status = lines.first.map { $0.split(separator: " ", maxSplits: 2) } ?? []
-        guard status.count >= 2, status[0] == "HTTP/1.1", let code = Int(status[1]) else {
-            throw ValidationError("\(path): the first line is not an HTTP/1.1 status line")
+        // RFC 9112 §4: the status code is three digits (NIO's custom status would trap on a
+        // negative one).
+        guard status.count >= 2, status[0] == "HTTP/1.1", status[1].count == 3,
+            status[1].allSatisfy({ $0.isASCII && $0.isNumber }), let code = Int(status[1]), (100...599).contains(code)
+        else {
+            throw ValidationError(
+                "\(path): the first line is not an HTTP/1.1 status line with a status from 100 to 599 "
+                    + "('HTTP/1.1 200 OK'); capture the response with 'curl --raw -i'"
+            )
         }
         var fields = HTTPHeaders()
         for line in lines.dropFirst() {

@@ -186,7 +186,9 @@ public struct ProxyConfiguration: Sendable {
     /// 64-bit nanosecond timers.
     public static let maximumTimeout = Duration.seconds(86_400)
 
-    /// Checks the timeouts, the request body limit and that ``cache`` is a shared cache
+    /// Checks the upstream (as ``Upstream/init(parsing:)`` does), the timeouts, the ports, the
+    /// request body limit, the admin listener
+    /// (``AdminListener/validate()``) and that ``cache`` is a shared cache
     /// (`StowageError` `.invalidConfiguration` naming the property and what it takes);
     /// ``CachingProxy/init(configuration:)`` calls it, and the cache checks the rest of
     /// ``cache`` when it opens.
@@ -207,6 +209,22 @@ public struct ProxyConfiguration: Sendable {
                 "the proxy's \(name) is \(timeout); give a duration above 0 and at most one day (86400 s)"
             )
         }
+        // getaddrinfo(3) reads a port out of range modulo 65536 (70000 binds 4464, 65536 a free
+        // port): refused here rather than listening somewhere else.
+        for (name, port) in [("port", port), ("admin.port", admin?.port)] {
+            guard let port, !(0...65_535).contains(port) else { continue }
+            throw StowageError.invalidConfiguration(
+                "the proxy's \(name) is \(port); give a port from 0 to 65535 (0 picks a free one)"
+            )
+        }
+        // Upstream's parts are public: one set by hand gets the checks parsing makes.
+        do {
+            _ = try Upstream(parsing: upstream.description)
+        } catch let error as StowageError {
+            throw StowageError.invalidConfiguration("the proxy's upstream is not usable: \(error.message)")
+        }
+        // What run() would refuse is refused here, before a cache directory is opened.
+        try admin?.validate()
         guard maximumRequestBodySize.rawValue >= 0 else {
             throw StowageError.invalidConfiguration(
                 "the proxy's maximumRequestBodySize is \(maximumRequestBodySize.rawValue) bytes; give 0 or more"
@@ -227,19 +245,35 @@ public struct ProxyConfiguration: Sendable {
         ///
         /// - Throws: `StowageError` `.invalidArgument` naming what is wrong.
         public init(parsing text: String) throws {
+            let quoted = PathInput.quoted(text)
             guard let schemeEnd = text.range(of: "://") else {
-                throw StowageError.invalidArgument("the upstream '\(text)' has no scheme; write it as http://host:port")
+                throw StowageError.invalidArgument("the upstream \(quoted) has no scheme; write it as http://host:port")
             }
             let scheme = text[..<schemeEnd.lowerBound].lowercased()
             guard scheme == "http" || scheme == "https" else {
-                throw StowageError.invalidArgument("the upstream '\(text)' must use http or https, not \(scheme)")
+                throw StowageError.invalidArgument(
+                    "the upstream \(quoted) must use http or https, not \(PathInput.quoted(scheme))"
+                )
+            }
+            // Every request's path is appended to the upstream's: a query or fragment there, or a
+            // byte a request line cannot carry (RFC 9112 §3: no space or control byte), would
+            // garble every request rather than fail once at start.
+            if let bad = text.unicodeScalars.first(where: {
+                $0.value <= 0x20 || $0.value == 0x7F || $0 == "?" || $0 == "#"
+            }) {
+                let what = bad == "?" ? "a query ('?')" : bad == "#" ? "a fragment ('#')" : "a space or control byte"
+                throw StowageError.invalidArgument(
+                    "the upstream \(quoted) contains \(what); give scheme, host, port and an optional path prefix "
+                        + "only, e.g. http://127.0.0.1:8000/api"
+                )
             }
             let rest = text[schemeEnd.upperBound...]
             let slash = rest.firstIndex(of: "/") ?? rest.endIndex
             let authority = String(rest[..<slash])
-            guard !authority.isEmpty, !authority.contains("@"), !authority.contains(" ") else {
+            guard !authority.contains("@"), Self.isHostAndPort(authority) else {
                 throw StowageError.invalidArgument(
-                    "the upstream '\(text)' has no valid host; write it as http://host:port"
+                    "the upstream \(quoted) has no valid host and port; write it as http://host:port, with a port "
+                        + "from 1 to 65535 and no user or password"
                 )
             }
             var basePath = String(rest[slash...])
@@ -251,6 +285,29 @@ public struct ProxyConfiguration: Sendable {
 
         /// The text logs and messages show.
         public var description: String { "\(scheme)://\(authority)\(basePath)" }
+
+        /// Whether `authority` is `host`, `host:port`, `[IPv6]` or `[IPv6]:port`, with a non-empty
+        /// host and a port of digits from 1 to 65535.
+        private static func isHostAndPort(_ authority: String) -> Bool {
+            var host = Substring(authority)
+            var port: Substring?
+            if host.hasPrefix("[") {
+                guard let close = host.firstIndex(of: "]") else { return false }
+                let after = host[host.index(after: close)...]
+                if !after.isEmpty {
+                    guard after.hasPrefix(":") else { return false }
+                    port = after.dropFirst()
+                }
+                host = host[host.index(after: host.startIndex)..<close]
+            } else if let colon = host.lastIndex(of: ":") {
+                port = host[host.index(after: colon)...]
+                host = host[..<colon]
+            }
+            guard !host.isEmpty, !host.contains("[") && !host.contains("]") else { return false }
+            guard let port else { return true }
+            return !port.isEmpty && port.count <= 5 && port.allSatisfy { $0.isASCII && $0.isNumber }
+                && (1...65_535).contains(Int(port) ?? 0)
+        }
     }
 
     /// Parses a listen address `host:port` (IPv6 as `[::1]:8080`).

@@ -114,6 +114,41 @@ struct TemporaryFileTests {
         #expect(scratch.exists("directory/inside"))
     }
 
+    @Test("a FIFO or a socket at the destination is refused with .regularFile, and stays")
+    func specialFileDestination() throws {
+        let scratch = try TemporaryDirectory()
+        let fifo = scratch.path + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let socketPath = scratch.path + "/socket"
+        #if canImport(Darwin)
+        let socketDescriptor = socket(AF_UNIX, SOCK_STREAM, 0)
+        #elseif canImport(Glibc)
+        let socketDescriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        defer { close(socketDescriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(socketPath.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0)
+        for (destination, what) in [(fifo, "FIFO"), (socketPath, "socket")] {
+            let error = #expect(throws: StowageError.self, "\(what)") {
+                let file = try TemporaryFile(beside: destination)
+                try file.write(Array("new".utf8))
+                try file.commit(to: destination, durability: .none)
+            }
+            #expect(error?.code == .invalidArgument, "\(what): \(String(describing: error))")
+            #expect(error?.message.contains("not a regular file") == true, "\(String(describing: error))")
+            let type = try FileManager.default.attributesOfItem(atPath: destination)[.type] as? FileAttributeType
+            #expect(type != .typeRegular, "the \(what) was replaced")
+        }
+        #expect(try Self.names(scratch) == ["fifo", "socket"])
+    }
+
     @Test("with .anyFile a link in the destination's place is replaced by the file, the target untouched")
     func anyFileReplacesLink() throws {
         let scratch = try TemporaryDirectory()
@@ -203,6 +238,53 @@ struct TemporaryFileTests {
         #expect(error?.code == .permissionDenied, "\(String(describing: error))")
         #expect(try Self.contents(destination) == "old")
         #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/locked") == ["file"])
+    }
+
+    @Test("a destination with a NUL byte is refused naming it, and nothing is created where the C string ends")
+    func destinationWithNUL() throws {
+        let scratch = try TemporaryDirectory()
+        let destination = scratch.path + "/file\0/../../elsewhere"
+        let error = #expect(throws: StowageError.self) {
+            let file = try TemporaryFile(beside: destination)
+            try file.write(Array("new".utf8))
+            try file.commit(to: destination, durability: .none)
+        }
+        #expect(error?.code == .invalidArgument, "\(String(describing: error))")
+        #expect(error?.message.contains("NUL") == true, "\(String(describing: error))")
+        #expect(try Self.names(scratch).isEmpty, "nothing written at the path the kernel would have seen")
+
+        let inDirectory = #expect(throws: StowageError.self) {
+            let file = try TemporaryFile(in: scratch.path + "/x\0y")
+            _ = file.descriptor
+        }
+        #expect(inDirectory?.code == .invalidArgument)
+        let committed = #expect(throws: StowageError.self) {
+            try TemporaryFile(beside: scratch.path + "/file").commit(to: scratch.path + "/file\0x", durability: .none)
+        }
+        #expect(committed?.code == .invalidArgument, "\(String(describing: committed))")
+        #expect(try Self.names(scratch).isEmpty)
+    }
+
+    @Test("a destination whose name is as long as a name may be (255 bytes) is written", arguments: [255, 250, 200])
+    func longestName(length: Int) throws {
+        let scratch = try TemporaryDirectory()
+        // Two-byte characters too: a shortened temporary name must stay valid UTF-8.
+        let name = String(repeating: "é", count: length / 2) + String(repeating: "a", count: length % 2)
+        #expect(name.utf8.count == length)
+        let destination = scratch.path + "/" + name
+        let file = try TemporaryFile(beside: destination)
+        try file.write(Array("value".utf8))
+        try file.commit(to: destination, durability: .synchronized)
+        #expect(try Self.contents(destination) == "value")
+        #expect(try Self.names(scratch) == [name])
+    }
+
+    @Test(
+        "a write past a file size limit (EFBIG: ulimit -f, a FAT volume's 4 GiB) says what limit it hit and what to do"
+    )
+    func fileSizeLimit() throws {
+        let error = StowageError.syscall(Errno(rawValue: EFBIG), "write", path: "/x/file")
+        #expect(error.message.contains("ulimit -f"), "\(error)")
     }
 
     /// Runs `body` with file access checked as an unprivileged user: root writes into any

@@ -42,6 +42,7 @@ extension DiskCache {
 
         /// Appends `bytes` to the value.
         package func write(_ bytes: UnsafeRawBufferPointer) throws {
+            try cache.checkOpen()
             try state.withLock { state in
                 guard state.file != nil else { throw finishedError() }
                 try state.file!.write(bytes, action: "write cache file")
@@ -57,6 +58,8 @@ extension DiskCache {
             let name = DiskCacheFileName.make(forKey: key)
             let (size, checksum): (Int64, UInt32) = try state.withLock { state in
                 guard let file = state.file.take() else { throw finishedError() }
+                // After close() the value goes with its temporary (dropped here), never into data/.
+                try cache.checkOpen()
                 try cache.files.moveIntoPlace(file, as: name)
                 return (state.size, state.checksum)
             }
@@ -136,6 +139,7 @@ extension DiskCache {
     /// Starts writing the value of `key` in pieces.
     package func beginStreamingWrite(forKey key: String) throws -> StreamingWrite {
         try Self.checkStorable(key: key, tag: nil)
+        try checkOpen()
         return try StreamingWrite(cache: self, key: key)
     }
 

@@ -49,9 +49,9 @@ public final class DiskCache: Sendable {
     let processLock: LockFile
     /// ``Lifecycle``: open, closing or closed.
     let lifecycle = Atomic<UInt8>(Lifecycle.open)
-    /// Writes past their check that the cache is open: `close()` waits for them before its
-    /// final commit, so none is staged after it and lost once acknowledged.
-    let writesInFlight = Atomic<Int>(0)
+    /// Held for the whole of `close()`, so that a second caller returns once the first has
+    /// committed and closed, not while it drains (only closes ever wait on it).
+    let closeLock = Mutex<Void>(())
     /// Advanced by ``removeAll()`` and retired when the directory is removed, in any process;
     /// memory tiers over this cache (``HybridCache``, the HTTP cache) follow it.
     package let storeGeneration: StoreGeneration
@@ -185,7 +185,7 @@ public final class DiskCache: Sendable {
     /// (``Durability/deferred(maximumDelay:)``), the buffered access times, a trim or checkpoint
     /// running in the background. Afterwards every operation throws `StowageError` `.closed`,
     /// and another handle (in this process or another) sees everything written before.
-    /// Closing again does nothing.
+    /// Closing again does nothing; a close racing another returns once that one has finished.
     ///
     /// Call it when done with the cache (a ``HybridCache`` or an `HTTPCache` closes theirs,
     /// and their swift-service-lifecycle `run()` does when the service group shuts down):
@@ -194,6 +194,11 @@ public final class DiskCache: Sendable {
     /// - Throws: `StowageError` when the staged writes or the access times cannot be committed;
     ///   the cache is closed all the same.
     public func close() throws {
+        try closeLock.withLock { _ in try closeOnce() }
+    }
+
+    /// The work of `close()`, done by its first caller.
+    private func closeOnce() throws {
         guard
             lifecycle.compareExchange(
                 expected: Lifecycle.open,
@@ -201,13 +206,13 @@ public final class DiskCache: Sendable {
                 ordering: .sequentiallyConsistent
             ).exchanged
         else { return }
-        // Writes already past their check finish staging first: one staged after the commit
-        // below would be acknowledged and lost.
-        while writesInFlight.load(ordering: .sequentiallyConsistent) > 0 { Thread.sleep(forTimeInterval: 0.000_1) }
         // Background work already queued (a trim, an access-time batch, a staged flush, a
         // checkpoint) finishes first; the commits below queue nothing more, and nothing runs on
         // the lane again.
         maintenance.drain()
+        // From here a write that passed its open check just before close() began is refused
+        // rather than staged after the flush below took what it commits.
+        staging?.seal()
         var failure: (any Error)?
         do { try flushStagedWrites() } catch { failure = error }
         do { try flushAccessLog() } catch { failure = failure ?? error }
@@ -234,6 +239,12 @@ public final class DiskCache: Sendable {
     /// See `close()`; the work runs off Swift's cooperative threads.
     public func close() async throws {
         try await BlockingWork.run { try self.close() }
+    }
+
+    /// Throws ``closedError()`` once `close()` has begun: for writes, which a closing cache no
+    /// longer takes.
+    func checkOpen() throws {
+        guard lifecycle.load(ordering: .acquiring) == Lifecycle.open else { throw closedError() }
     }
 
     /// The error of an operation on a closed cache.
@@ -338,10 +349,10 @@ public final class DiskCache: Sendable {
 
     /// `key`'s staged write, or its row in the index.
     func currentEntry(forKey key: String) throws -> DiskCacheIndex.Entry? {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         guard !Self.containsNUL(key) else { return nil }  // never stored (checkStorable)
         // A removed cache serves nothing, even from the files this handle still holds open.
         guard !StoreGeneration.isRetired(followGeneration()) else { return nil }
-        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         if let staged = staging?.entry(forKey: key) { return staged }
         return try indexCall { try index.entry(forKey: key) }
     }
@@ -433,11 +444,7 @@ public final class DiskCache: Sendable {
         priority: WritePriority = .important
     ) throws -> WriteOutcome {
         try Self.checkStorable(key: key, tag: tag)
-        // Counted before the check (both sequentially consistent, as close()'s are): either
-        // close() sees this write and waits for it, or the write sees close() and is refused.
-        writesInFlight.wrappingAdd(1, ordering: .sequentiallyConsistent)
-        defer { writesInFlight.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
-        guard lifecycle.load(ordering: .sequentiallyConsistent) == Lifecycle.open else { throw closedError() }
+        try checkOpen()
         switch priority {
         case .opportunistic:
             if let available = try opportunisticShortfall(for: data.count) {
@@ -474,7 +481,17 @@ public final class DiskCache: Sendable {
             try commit(entry, forKey: key)
             return .stored
         }
-        let (replacedFile, schedulesFlush, isFull) = staging.stage(entry, forKey: key, storeGeneration: generation)
+        guard
+            let (replacedFile, schedulesFlush, isFull) = staging.stage(
+                entry,
+                forKey: key,
+                storeGeneration: generation
+            )
+        else {
+            // close() took its last snapshot since the check above: this write would never commit.
+            if let file = entry.file { files.remove([file]) }
+            throw closedError()
+        }
         if let replacedFile { files.remove([replacedFile]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
         counters.recordWrite(bytes: entry.size)
@@ -497,6 +514,7 @@ public final class DiskCache: Sendable {
     /// - Throws: `StowageError` when the commit fails; the staged writes are then dropped
     ///   (their keys read as before the writes), as a crash would have.
     public func flush() throws {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         try flushStagedWrites()
     }
 
@@ -558,6 +576,7 @@ public final class DiskCache: Sendable {
     /// The synchronous overload of `removeData(forKey:)`: the same work on the calling thread.
     @discardableResult
     public func removeData(forKey key: String) throws -> Bool {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         guard !Self.containsNUL(key) else { return false }  // never stored (checkStorable)
         try flushStagedWrites()
         let removal = try indexCall {
@@ -579,6 +598,8 @@ public final class DiskCache: Sendable {
     /// read: memory tiers over it (``HybridCache``, the HTTP cache) drop what they hold, and
     /// writes another process staged before the clear are dropped instead of committed.
     public func removeAll() throws {
+        // Before the generation moves: a closed handle must not clear other handles' memory tiers.
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         try flushStagedWrites()
         accessLog.withLock { $0.removeAll() }
         // Before, so memory tiers stop serving at once; after, so none keeps a value it read

@@ -30,6 +30,8 @@ final class DiskCacheStaging: Sendable {
         var committing: [String: UInt64] = [:]
         /// Bytes of the inline values staged, which the staging holds in memory.
         var inlineBytes = 0
+        /// Set by ``seal()``: the cache is closing and takes no more writes.
+        var isSealed = false
     }
 
     /// Staged writes at most before the writer commits them itself: a writer faster than the
@@ -52,13 +54,14 @@ final class DiskCacheStaging: Sendable {
     /// - Returns: The file of a staged write it replaced, to remove (never committed and not
     ///   being committed, so nobody else points at it), whether the caller must schedule a
     ///   flush, and whether the staging is full (``writeLimit``, ``inlineByteLimit``), so the
-    ///   caller must flush now.
+    ///   caller must flush now; `nil` once ``seal()`` was called, when nothing is staged.
     func stage(
         _ entry: DiskCacheIndex.Entry,
         forKey key: String,
         storeGeneration: UInt64
-    ) -> (replacedFile: String?, schedulesFlush: Bool, isFull: Bool) {
+    ) -> (replacedFile: String?, schedulesFlush: Bool, isFull: Bool)? {
         state.withLock { state in
+            guard !state.isSealed else { return nil }
             let generation = state.nextGeneration
             state.nextGeneration += 1
             let staged = Staged(entry: entry, generation: generation, storeGeneration: storeGeneration)
@@ -70,6 +73,12 @@ final class DiskCacheStaging: Sendable {
             let isCommitting = replaced.map { state.committing[key] == $0.generation } ?? false
             return (isCommitting ? nil : replaced?.entry.file, schedulesFlush, isFull)
         }
+    }
+
+    /// Refuses every later ``stage(_:forKey:storeGeneration:)``: `close()` calls it before its
+    /// last flush, so that flush's snapshot holds every write that was acknowledged.
+    func seal() {
+        state.withLock { $0.isSealed = true }
     }
 
     /// The staged entry for `key`, if any.

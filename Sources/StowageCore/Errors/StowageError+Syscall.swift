@@ -34,6 +34,12 @@ extension StowageError {
         case ENAMETOOLONG: (.ioError, "the path or one of its names is too long for the file system; shorten it")
         case EIO: (.ioError, "the device reported a read or write failure; check the volume (dmesg) before retrying")
         case EBUSY: (.ioError, "the file or its mount is in use; retry when it is released")
+        case EFBIG:
+            (
+                .ioError,
+                "the file would pass the process's file size limit (ulimit -f) or the file system's largest "
+                    + "file; raise the limit or write to another volume"
+            )
         default: (.ioError, "")
         }
     }

@@ -32,8 +32,8 @@ package struct TemporaryFile: ~Copyable {
 
     /// What a commit may replace at the destination.
     package enum Replacement: Sendable {
-        /// Only a regular file (or nothing): a symbolic link or a directory at the destination
-        /// is refused with `.invalidArgument`, leaving both in place.
+        /// Only a regular file (or nothing): a symbolic link, a directory, a FIFO, a socket or
+        /// a device at the destination is refused with `.invalidArgument`, and left in place.
         case regularFile
         /// Whatever is there except a directory, without looking first (one system call less):
         /// for a store's own files, where a link in a file's place is damage to overwrite.
@@ -59,8 +59,9 @@ package struct TemporaryFile: ~Copyable {
     ///   - readable: Open for reading too (`O_RDWR`), for callers that map the file.
     /// - Throws: ``StowageError`` naming the temporary path.
     package init(beside destination: String, permissions: mode_t = 0o600, readable: Bool = false) throws {
+        try Self.checkNoNUL(destination)
         try self.init(
-            path: destination + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+            path: Self.temporaryPrefix(beside: destination) + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
             permissions: permissions,
             readable: readable,
             action: "create"
@@ -74,11 +75,44 @@ package struct TemporaryFile: ~Copyable {
     /// - Parameter action: What the file is for, as errors name it (`"create cache file"`).
     /// - Throws: ``StowageError`` naming the temporary path.
     package init(in directory: String, permissions: mode_t = 0o600, action: String = "create") throws {
+        try Self.checkNoNUL(directory)
         try self.init(
             path: directory + "/\(getpid())-\(UInt64.random(in: 0...UInt64.max)).tmp",
             permissions: permissions,
             readable: false,
             action: action
+        )
+    }
+
+    /// The start of the names of the temporaries ``init(beside:permissions:readable:)`` makes
+    /// for `destination`: `destination.tmp-`, with the destination's name shortened (on a
+    /// character boundary) when a temporary's name would pass `NAME_MAX` (255 bytes), so that
+    /// a destination whose name is as long as a name may be can still be written. Whoever
+    /// removes leftovers matches on it.
+    package static func temporaryPrefix(beside destination: String) -> String {
+        let slash = destination.utf8.lastIndex(of: UInt8(ascii: "/"))
+        let directory = slash.map { String(destination[...$0]) } ?? ""
+        let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
+        // ".tmp-" + a PID (at most 10 digits) + "-" + a UInt32 (at most 10 digits).
+        let room = 255 - 26
+        guard name.utf8.count > room else { return destination + ".tmp-" }
+        var shortened = ""
+        for character in name {
+            guard shortened.utf8.count + character.utf8.count <= room else { break }
+            shortened.append(character)
+        }
+        return directory + shortened + ".tmp-"
+    }
+
+    /// Refuses a path with a NUL byte: the system call would see the path end there and act on
+    /// another file than the one named (``PathInput``).
+    private static func checkNoNUL(_ path: String) throws {
+        guard let offset = path.utf8.firstIndex(of: 0).map({ path.utf8.distance(from: path.utf8.startIndex, to: $0) })
+        else { return }
+        throw StowageError.invalidArgument(
+            "cannot write \(PathInput.quoted(path, limit: 1_024)): the path contains a NUL byte at byte \(offset), "
+                + "where a system call would end it; fix the path where it was made",
+            path: path
         )
     }
 
@@ -178,6 +212,7 @@ package struct TemporaryFile: ~Copyable {
     /// - Returns: `true` when this file was installed, `false` when `destination` existed.
     /// - Throws: ``StowageError`` naming `destination`; the temporary is removed either way.
     package consuming func commitIfAbsent(to destination: String, action: String = "create") throws -> Bool {
+        try Self.checkNoNUL(destination)
         guard link(path, destination) == 0 else {
             if errno == EEXIST { return false }
             throw StowageError.syscall(.current, action, path: destination)
@@ -186,6 +221,7 @@ package struct TemporaryFile: ~Copyable {
     }
 
     private func prepareCommit(to destination: String, durability: Durability, replacing: Replacement) throws {
+        try Self.checkNoNUL(destination)
         if durability == .synchronized { try synchronize() }
         guard replacing == .regularFile else { return }
         var status = stat()
@@ -194,9 +230,13 @@ package struct TemporaryFile: ~Copyable {
             throw StowageError.syscall(.current, "examine", path: destination)
         }
         switch status.st_mode & S_IFMT {
+        case S_IFREG: break
         case S_IFLNK: throw Self.refusal(destination, "is a symbolic link")
         case S_IFDIR: throw Self.refusal(destination, "is a directory")
-        default: break
+        // A FIFO, socket or device (a caller's `/dev/null`, run as root) is not replaced either.
+        case S_IFIFO: throw Self.refusal(destination, "is a FIFO")
+        case S_IFSOCK: throw Self.refusal(destination, "is a socket")
+        default: throw Self.refusal(destination, "is a device")
         }
     }
 

@@ -430,7 +430,8 @@ final class PreferencesLog {
     /// be running then).
     func removeLeftoverTemporaries() {
         let url = URL(fileURLWithPath: path)
-        let prefix = url.lastPathComponent + ".tmp-"
+        // The name TemporaryFile gives them, shortened as it does for a long file name.
+        let prefix = URL(fileURLWithPath: TemporaryFile.temporaryPrefix(beside: path)).lastPathComponent
         let directory = url.deletingLastPathComponent().path
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for name in names where name.hasPrefix(prefix) {
