@@ -29,6 +29,8 @@ public final class CachingProxy: Sendable {
     /// The shared cache.
     public let cache: HTTPCache
     let transport: UpstreamTransport
+    /// The client for an `http://` upstream (``UpstreamClient``); `nil` for `https://`.
+    let client: UpstreamClient?
     let handler: ProxyHandler
     let metrics: ProxyMetrics
 
@@ -45,8 +47,22 @@ public final class CachingProxy: Sendable {
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),
             timeout: configuration.upstreamTimeout
         )
+        if configuration.upstream.scheme == "http" {
+            var upstream = UpstreamClient.Configuration()
+            upstream.readTimeout = configuration.upstreamTimeout
+            upstream.timeout = configuration.upstreamTimeout
+            client = UpstreamClient(configuration: upstream)
+        } else {
+            client = nil
+        }
         metrics = ProxyMetrics()
-        handler = ProxyHandler(configuration: configuration, cache: cache, transport: transport, metrics: metrics)
+        handler = ProxyHandler(
+            configuration: configuration,
+            cache: cache,
+            transport: transport,
+            client: client,
+            metrics: metrics
+        )
     }
 
     /// Serves until cancelled or, with `handlingSignals`, until SIGINT or SIGTERM; then stops
@@ -65,7 +81,7 @@ public final class CachingProxy: Sendable {
         try configuration.admin?.validate()
         let handler = self.handler
         let server = ProxyServer(
-            respond: { await handler.respond(to: $0) },
+            respond: { await handler.respond(to: $0, interims: $1) },
             hitResponder: LoopHitResponder(handler: handler, dateClock: configuration.cache.clock),
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             headTimeout: configuration.requestHeadTimeout,
@@ -98,7 +114,7 @@ public final class CachingProxy: Sendable {
             )
             services.append(
                 ProxyServer(
-                    respond: { await adminHandler.respond(to: $0) },
+                    respond: { request, _ in await adminHandler.respond(to: request) },
                     configuration: ServerConfiguration(address: .hostname(admin.host, port: admin.port)),
                     headTimeout: configuration.requestHeadTimeout,
                     keepAliveTimeout: configuration.keepAliveTimeout,
@@ -127,6 +143,7 @@ public final class CachingProxy: Sendable {
             try await group.run()
         } catch {
             try? await cache.close()
+            client?.shutdown()
             try? await transport.client.shutdown()
             throw error
         }
@@ -136,6 +153,7 @@ public final class CachingProxy: Sendable {
         } catch {
             logger.error("closing the proxy's cache: \(error)")
         }
+        client?.shutdown()
         try await transport.client.shutdown()
     }
 }
