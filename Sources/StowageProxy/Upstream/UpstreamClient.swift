@@ -121,8 +121,11 @@ final class UpstreamClient: Sendable {
     }
 
     static func response(from head: HTTPResponseHead) -> HTTPResponse {
+        // NIO's decoder knows no reason phrase for some codes (103): take swift-http-types'.
+        let code = Int(head.status.code)
+        let phrase = head.status.reasonPhrase
         var response = HTTPResponse(
-            status: .init(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
+            status: phrase.isEmpty ? HTTPResponse.Status(code: code) : .init(code: code, reasonPhrase: phrase)
         )
         response.headerFields = UpstreamTransport.fields(from: head.headers)
         return response

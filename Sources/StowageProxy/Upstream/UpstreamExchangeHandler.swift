@@ -155,7 +155,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 state = reusable ? .idle(since: .now()) : .closed
                 resumeHeldRead(context: context)
                 exchange.ended(reusable)
-                if !reusable { context.close(promise: nil) }
+                if reusable { scheduleCheck() } else { context.close(promise: nil) }
             }
         }
     }
