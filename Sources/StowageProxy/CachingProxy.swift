@@ -10,7 +10,9 @@ import StowageHTTPClient
 import UnixSignals
 
 /// A caching reverse proxy: a shared RFC 9111 cache in front of one origin, on Hummingbird,
-/// forwarding with AsyncHTTPClient.
+/// forwarding to an `http://` upstream with its own HTTP/1.1 client on SwiftNIO (kept-alive
+/// connections per origin, interim responses passed on) and to an `https://` one with
+/// AsyncHTTPClient.
 ///
 /// ```swift
 /// let proxy = try CachingProxy(configuration: .init(
@@ -22,7 +24,9 @@ import UnixSignals
 /// It keeps connections alive, streams bodies both ways, adds `Age` and `Cache-Status`
 /// (RFC 9211), collapses concurrent requests for one uncached URL into one upstream fetch,
 /// answers 502 when the upstream fails and 504 when it times out (or a stale response when
-/// `stale-if-error` allows), and 400 to requests that do not parse.
+/// `stale-if-error` allows), and 400 to requests that do not parse. It forwards an `http://`
+/// upstream's interim responses (`100 Continue`, `103 Early Hints`) to HTTP/1.1 clients and
+/// never stores them (RFC 9110 §15.2).
 public final class CachingProxy: Sendable {
     /// The configuration.
     public let configuration: ProxyConfiguration
