@@ -42,6 +42,39 @@ import Testing
         }
     }
 
+    @Test("requests collapsed onto one fetch: only the request that went upstream gets the interim response")
+    func onlyTheFetchingRequestForwards() async throws {
+        let origin = try ScriptedUpstream { received in
+            .sendPausing(
+                "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n",
+                milliseconds: 600,
+                then: ok("v\(received.index)", "Cache-Control: max-age=60")
+            )
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let port = h.proxyPort
+            let transcripts = try await withThrowingTaskGroup(of: String.self) { group in
+                for delay in [0, 150, 300] {
+                    group.addTask {
+                        try await Task.sleep(for: .milliseconds(delay))
+                        return try await onOwnThread {
+                            let socket = try RawSocket(port: port)
+                            socket.send("GET /slow HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+                            return socket.readTextUntilClosed()
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            // However the requests fell (collapsed, or a hit after the store), one went upstream.
+            #expect(origin.requestCount == 1)
+            #expect(transcripts.allSatisfy { $0.hasSuffix("v1") }, "\(transcripts)")
+            let forwarded = transcripts.filter { $0.contains("HTTP/1.1 103 ") }
+            #expect(forwarded.count == 1, "\(transcripts)")
+        }
+    }
+
     @Test("§15.2: an HTTP/1.0 client gets no interim response, only the final one")
     func noInterimsToHTTP10() async throws {
         let origin = try ScriptedUpstream { received in

@@ -27,6 +27,9 @@ final class ScriptedUpstream: Sendable {
     enum Answer: Sendable {
         /// Sends the bytes and waits for the next request on the connection.
         case send(String)
+        /// Sends the first bytes, waits `pause` milliseconds, sends the rest, and waits for the
+        /// next request: an origin that takes its time after an interim response.
+        case sendPausing(String, milliseconds: UInt32, then: String)
         /// Sends the bytes, then closes.
         case sendAndClose(String)
         /// Sends the bytes, then says nothing more until the peer closes or the origin stops.
@@ -81,6 +84,10 @@ final class ScriptedUpstream: Sendable {
                 switch script(Received(index: index, connection: number, method: method, path: path)) {
                 case .send(let text):
                     guard send(text, on: connection) else { return }
+                case .sendPausing(let first, let milliseconds, let rest):
+                    guard send(first, on: connection) else { return }
+                    usleep(milliseconds * 1_000)
+                    guard send(rest, on: connection) else { return }
                 case .sendAndClose(let text):
                     _ = send(text, on: connection)
                     shutdown(connection, Int32(SHUT_RDWR))
