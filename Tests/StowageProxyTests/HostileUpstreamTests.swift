@@ -103,7 +103,9 @@ import Testing
                 socket.send("GET /bad HTTP/1.1\r\nHost: proxy\r\n\r\n")
                 return socket.readResponse()
             }
-            #expect(outcome == nil, "the response is cut, not completed")
+            // Cut mid-body; or, on a starved machine where the head itself came past the 1 s
+            // deadline, a 504. Never a completed response.
+            #expect(outcome == nil || outcome?.head.hasPrefix("HTTP/1.1 504") == true, "\(outcome?.head ?? "")")
             #expect(started.duration(to: .now) < .seconds(28))
             #expect(try await h.get("/good").text == "fine")
         }
