@@ -53,7 +53,12 @@ final class UpstreamClient: Sendable {
         }
         let final = Self.response(from: response.head)
         let length = final.headerFields[.contentLength].flatMap { Int64($0) }
-        return (final, HTTPBody(response.body.map { Array($0.readableBytesView) }, length: length))
+        let consumption = response.consumption
+        let body = response.body.map { buffer in
+            consumption.took()
+            return Array(buffer.readableBytesView)
+        }
+        return (final, HTTPBody(body, length: length))
     }
 
     /// Closes the idle connections; exchanges in progress finish on theirs.

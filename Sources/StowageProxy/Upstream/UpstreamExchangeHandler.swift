@@ -10,8 +10,9 @@ import StowageCore
 /// - The body streams to an ``UpstreamResponseBody``: while its consumer has enough, the handler
 ///   holds the channel's reads back, so the socket is read as fast as the body is taken.
 /// - Deadlines: the response head must come before the request's deadline; once the request is
-///   sent, the upstream may not stay silent longer than the read timeout (paused while reads are
-///   held back); an idle connection closes after the idle timeout. One timer serves all three:
+///   sent, the upstream may not stay silent longer than the read timeout while the proxy waits
+///   for it (not while reads are held back, nor before the body's consumer starts:
+///   ``BodyConsumption``); an idle connection closes after the idle timeout. One timer serves all three:
 ///   it fires at the earliest and looks again (a timer per body part would cost more than it saves).
 /// - After a response that ends where its framing says (RFC 9112 §6.3) on a persistent
 ///   connection, the exchange ends reusable; every other end closes the connection.
@@ -36,7 +37,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     private enum State {
         case idle(since: NIODeadline)
         case awaitingHead(Exchange, interims: Int, receivedPart: Bool)
-        case streamingBody(Exchange, UpstreamResponseBody.Source, isReusable: Bool)
+        case streamingBody(Exchange, UpstreamResponseBody.Source, isReusable: Bool, consumption: BodyConsumption)
         case closed
     }
 
@@ -137,13 +138,15 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 finishOnDeinit: false,
                 delegate: demand
             )
+            let consumption = BodyConsumption()
             state = .streamingBody(
                 exchange,
                 body.source,
-                isReusable: head.isKeepAlive && Self.isFramed(head, isHead: exchange.isHead)
+                isReusable: head.isKeepAlive && Self.isFramed(head, isHead: exchange.isHead),
+                consumption: consumption
             )
-            exchange.promise.succeed(UpstreamResponse(head: head, body: body.sequence))
-        case .streamingBody(let exchange, let source, let isReusable):
+            exchange.promise.succeed(UpstreamResponse(head: head, body: body.sequence, consumption: consumption))
+        case .streamingBody(let exchange, let source, let isReusable, _):
             switch part {
             case .head:
                 close(.brokenResponse)
@@ -180,7 +183,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// The body's consumer stopped before its end: the rest of it would be the next exchange's
     /// first bytes, so the connection closes.
     func bodyDropped(exchange: UInt64) {
-        guard exchange == exchangeID, case .streamingBody(let current, _, _) = state else { return }
+        guard exchange == exchangeID, case .streamingBody(let current, _, _, _) = state else { return }
         state = .closed
         current.ended(false)
         context?.close(promise: nil)
@@ -231,7 +234,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .awaitingHead(let exchange, _, _):
             exchange.promise.fail(StowageError.upstream(failure, origin: origin, underlying: underlying))
             exchange.ended(false)
-        case .streamingBody(let exchange, let source, _):
+        case .streamingBody(let exchange, let source, _, _):
             source.finish(StowageError.upstream(failure, origin: origin, underlying: underlying))
             exchange.ended(false)
         case .idle, .closed:
@@ -250,8 +253,8 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .awaitingHead(let exchange, _, _):
             guard requestComplete else { return exchange.deadline }
             return min(exchange.deadline, lastRead + readTimeout)
-        case .streamingBody:
-            return readsPaused ? nil : lastRead + readTimeout
+        case .streamingBody(_, _, _, let consumption):
+            return readsPaused ? nil : max(lastRead, consumption.last ?? lastRead) + readTimeout
         case .closed:
             return nil
         }
@@ -282,8 +285,14 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
             close(.deadlineExceeded)
         case .awaitingHead where requestComplete && now >= lastRead + readTimeout:
             close(.readTimeout)
-        case .streamingBody where !readsPaused && now >= lastRead + readTimeout:
-            close(.readTimeout)
+        case .streamingBody(_, _, _, let consumption) where !readsPaused:
+            // Not before the consumer has started: until then the proxy is not waiting.
+            if let taken = consumption.last, now >= max(lastRead, taken) + readTimeout {
+                close(.readTimeout)
+            } else {
+                if consumption.last == nil { lastRead = now }
+                scheduleCheck()
+            }
         default:
             scheduleCheck()
         }

@@ -32,4 +32,6 @@ struct UpstreamBodyDemand: NIOAsyncSequenceProducerDelegate {
 struct UpstreamResponse: Sendable {
     var head: HTTPResponseHead
     var body: UpstreamResponseBody
+    /// Where the body's consumer notes each part it takes.
+    var consumption: BodyConsumption
 }
