@@ -90,7 +90,7 @@ public struct UpstreamTransport: Sendable {
     }
 
     /// RFC 9110 §9.2.2: methods whose request may be sent again with the same effect.
-    static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
+    package static func isIdempotent(_ method: HTTPRequest.Method) -> Bool {
         [.get, .head, .options, .trace, .put, .delete].contains(method)
     }
 
@@ -103,7 +103,7 @@ public struct UpstreamTransport: Sendable {
 
     /// Request fields to send upstream: hop-by-hop fields, the fields `Connection` names and
     /// `Host` stay behind.
-    static func headers(from fields: HTTPFields) -> HTTPHeaders {
+    package static func headers(from fields: HTTPFields) -> HTTPHeaders {
         var excluded: Set<String> = [
             "connection", "proxy-connection", "keep-alive", "te", "transfer-encoding", "upgrade", "host",
             "proxy-authorization", "content-length",
@@ -122,7 +122,7 @@ public struct UpstreamTransport: Sendable {
     }
 
     /// Response fields as swift-http-types fields; names that are not valid tokens are dropped.
-    static func fields(from headers: HTTPHeaders) -> HTTPFields {
+    package static func fields(from headers: HTTPHeaders) -> HTTPFields {
         var fields = HTTPFields()
         fields.reserveCapacity(headers.count)
         for (name, value) in headers {

@@ -10,7 +10,9 @@ import StowageHTTPClient
 import UnixSignals
 
 /// A caching reverse proxy: a shared RFC 9111 cache in front of one origin, on Hummingbird,
-/// forwarding with AsyncHTTPClient.
+/// forwarding to an `http://` upstream with its own HTTP/1.1 client on SwiftNIO (kept-alive
+/// connections per origin, interim responses passed on) and to an `https://` one with
+/// AsyncHTTPClient.
 ///
 /// ```swift
 /// let proxy = try CachingProxy(configuration: .init(
@@ -22,13 +24,17 @@ import UnixSignals
 /// It keeps connections alive, streams bodies both ways, adds `Age` and `Cache-Status`
 /// (RFC 9211), collapses concurrent requests for one uncached URL into one upstream fetch,
 /// answers 502 when the upstream fails and 504 when it times out (or a stale response when
-/// `stale-if-error` allows), and 400 to requests that do not parse.
+/// `stale-if-error` allows), and 400 to requests that do not parse. It forwards an `http://`
+/// upstream's interim responses (`100 Continue`, `103 Early Hints`) to HTTP/1.1 clients and
+/// never stores them (RFC 9110 §15.2).
 public final class CachingProxy: Sendable {
     /// The configuration.
     public let configuration: ProxyConfiguration
     /// The shared cache.
     public let cache: HTTPCache
     let transport: UpstreamTransport
+    /// The client for an `http://` upstream (``UpstreamClient``); `nil` for `https://`.
+    let client: UpstreamClient?
     let handler: ProxyHandler
     let metrics: ProxyMetrics
 
@@ -45,8 +51,22 @@ public final class CachingProxy: Sendable {
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),
             timeout: configuration.upstreamTimeout
         )
+        if configuration.upstream.scheme == "http" {
+            var upstream = UpstreamClient.Configuration()
+            upstream.readTimeout = configuration.upstreamTimeout
+            upstream.timeout = configuration.upstreamTimeout
+            client = UpstreamClient(configuration: upstream)
+        } else {
+            client = nil
+        }
         metrics = ProxyMetrics()
-        handler = ProxyHandler(configuration: configuration, cache: cache, transport: transport, metrics: metrics)
+        handler = ProxyHandler(
+            configuration: configuration,
+            cache: cache,
+            transport: transport,
+            client: client,
+            metrics: metrics
+        )
     }
 
     /// Serves until cancelled or, with `handlingSignals`, until SIGINT or SIGTERM; then stops
@@ -65,7 +85,7 @@ public final class CachingProxy: Sendable {
         try configuration.admin?.validate()
         let handler = self.handler
         let server = ProxyServer(
-            respond: { await handler.respond(to: $0) },
+            respond: { await handler.respond(to: $0, interims: $1) },
             hitResponder: LoopHitResponder(handler: handler, dateClock: configuration.cache.clock),
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             headTimeout: configuration.requestHeadTimeout,
@@ -98,7 +118,7 @@ public final class CachingProxy: Sendable {
             )
             services.append(
                 ProxyServer(
-                    respond: { await adminHandler.respond(to: $0) },
+                    respond: { request, _ in await adminHandler.respond(to: request) },
                     configuration: ServerConfiguration(address: .hostname(admin.host, port: admin.port)),
                     headTimeout: configuration.requestHeadTimeout,
                     keepAliveTimeout: configuration.keepAliveTimeout,
@@ -127,6 +147,7 @@ public final class CachingProxy: Sendable {
             try await group.run()
         } catch {
             try? await cache.close()
+            client?.shutdown()
             try? await transport.client.shutdown()
             throw error
         }
@@ -136,6 +157,7 @@ public final class CachingProxy: Sendable {
         } catch {
             logger.error("closing the proxy's cache: \(error)")
         }
+        client?.shutdown()
         try await transport.client.shutdown()
     }
 }

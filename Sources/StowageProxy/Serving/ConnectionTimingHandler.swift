@@ -33,6 +33,8 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
         var version: HTTPVersion
         var isKeepAlive: Bool
         var isHead: Bool
+        /// Whether its final (non-1xx) head has been written.
+        var isAnswered = false
     }
 
     private let headTimeout: TimeAmount
@@ -157,8 +159,16 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(var head) where head.status.code >= 200:  // a 1xx is interim: the response goes on
+        case .head(let head) where head.status.code < 200:
+            // An interim response goes on only ahead of its request's final head, and only to
+            // HTTP/1.1: RFC 9110 §15.2, a server must not send a 1xx to an HTTP/1.0 client.
+            guard let request = pending.first, !request.isAnswered, request.version.minor >= 1 else {
+                promise?.succeed(())
+                return
+            }
+        case .head(var head):
             guard let request = pending.first else { break }
+            pending[0].isAnswered = true
             closesAfterResponse = !request.isKeepAlive
             if request.version.minor == 0 {
                 head.version = request.version

@@ -14,18 +14,37 @@ struct ProxyHandler: Sendable {
     let configuration: ProxyConfiguration
     let cache: HTTPCache
     let transport: UpstreamTransport
+    /// The client for an `http://` upstream; `nil` for `https://`, which goes through `transport`.
+    let client: UpstreamClient?
     let metrics: ProxyMetrics
-    /// The upstream exchange, timed into ``ProxyMetrics/upstreamDuration``.
-    private let fetch: HTTPFetch
 
-    init(configuration: ProxyConfiguration, cache: HTTPCache, transport: UpstreamTransport, metrics: ProxyMetrics) {
+    init(
+        configuration: ProxyConfiguration,
+        cache: HTTPCache,
+        transport: UpstreamTransport,
+        client: UpstreamClient?,
+        metrics: ProxyMetrics
+    ) {
         self.configuration = configuration
         self.cache = cache
         self.transport = transport
+        self.client = client
         self.metrics = metrics
-        let upstream = transport.asFetch
+    }
+
+    /// The upstream exchange, timed into ``ProxyMetrics/upstreamDuration``; interim responses go
+    /// to `interims`.
+    private func fetch(forwardingTo interims: InterimForwarder?) -> HTTPFetch {
         let timer = metrics.upstreamDuration
-        fetch = { request, body in
+        let upstream: HTTPFetch
+        if let client {
+            upstream = { request, body in
+                try await client.fetch(request, body: body, interim: { interims?.forward($0) })
+            }
+        } else {
+            upstream = transport.asFetch
+        }
+        return { request, body in
             let start = ContinuousClock.now
             defer { timer.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - start)) }
             return try await upstream(request, body)
@@ -37,7 +56,8 @@ struct ProxyHandler: Sendable {
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
-    func respond(to request: Request) async -> Response {
+    /// The response to `request`; the upstream's interim responses to it go to `interims`.
+    func respond(to request: Request, interims: InterimForwarder? = nil) async -> Response {
         if let refusal = Self.refuseHost(request.head) { return refusal }
         let upstreamRequest = upstream(request.head)
         let hasBody = request.head.method != .get && request.head.method != .head
@@ -60,7 +80,11 @@ struct ProxyHandler: Sendable {
             }
         }
         do {
-            let served = try await cache.respond(to: upstreamRequest, body: body, fetch: fetch)
+            let served = try await cache.respond(
+                to: upstreamRequest,
+                body: body,
+                fetch: fetch(forwardingTo: interims)
+            )
             metrics.record(served.outcome)
             configuration.logger.debug(
                 "\(request.head.method) \(request.head.path ?? "/") \(served.response.status.code) \(served.outcome)"
@@ -134,6 +158,9 @@ struct ProxyHandler: Sendable {
 
     /// 504 for timeouts, 502 for every other upstream failure.
     static func status(for error: any Error) -> HTTPResponse.Status {
+        if let failure = (error as? StowageError)?.upstreamFailure {
+            return failure.isTimeout ? .gatewayTimeout : .badGateway
+        }
         if let error = error as? HTTPClientError,
             [
                 HTTPClientError.deadlineExceeded, .readTimeout, .connectTimeout, .getConnectionFromPoolTimeout,

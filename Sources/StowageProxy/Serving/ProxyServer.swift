@@ -20,7 +20,9 @@ import StowageHTTPCache
 /// Connections go through ``ProxyHTTP1Channel``: head and idle deadlines, and HTTP/1.0's one
 /// request per connection.
 struct ProxyServer: Service {
-    let respond: @Sendable (Request) async -> Response
+    /// Answers a request; interim responses from the upstream go to the forwarder, which is
+    /// closed once the response is ready.
+    let respond: @Sendable (Request, InterimForwarder) async -> Response
     /// Answers hits held in memory on the event loop, before `respond` (``MemoryHitHandler``).
     var hitResponder: LoopHitResponder? = nil
     let configuration: ServerConfiguration
@@ -56,8 +58,10 @@ struct ProxyServer: Service {
             configuration: configuration,
             eventLoopGroup: NIOSingletons.posixEventLoopGroup,
             logger: logger,
-            responder: { request, responseWriter, _ in
-                var response = await respond(request)
+            responder: { request, responseWriter, channel in
+                let interims = InterimForwarder(channel: channel)
+                var response = await respond(request, interims)
+                interims.close()
                 if response.headers[.date] == nil {
                     response.headers[.date] = HTTPDate.format(Int64(dateClock.now().timeIntervalSince1970))
                 }

@@ -1,0 +1,37 @@
+import NIOCore
+import NIOHTTP1
+
+/// A response body as the upstream connection reads it: chunks handed over with backpressure,
+/// so the connection reads from the socket only as fast as the body is taken.
+typealias UpstreamResponseBody = NIOThrowingAsyncSequenceProducer<
+    ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, UpstreamBodyDemand
+>
+
+/// What a consumer of an ``UpstreamResponseBody`` tells the connection: read more, or stop (the
+/// body was dropped before its end, so the connection cannot carry another exchange).
+///
+/// It names its exchange: a late signal about an exchange that ended must not touch the next one.
+struct UpstreamBodyDemand: NIOAsyncSequenceProducerDelegate {
+    let handler: NIOLoopBound<UpstreamExchangeHandler>
+    let exchange: UInt64
+
+    func produceMore() {
+        let handler = self.handler
+        let exchange = self.exchange
+        handler.eventLoop.execute { handler.value.resumeReading(exchange: exchange) }
+    }
+
+    func didTerminate() {
+        let handler = self.handler
+        let exchange = self.exchange
+        handler.eventLoop.execute { handler.value.bodyDropped(exchange: exchange) }
+    }
+}
+
+/// A response head from the upstream and its body.
+struct UpstreamResponse: Sendable {
+    var head: HTTPResponseHead
+    var body: UpstreamResponseBody
+    /// Where the body's consumer notes each part it takes.
+    var consumption: BodyConsumption
+}

@@ -1,0 +1,113 @@
+import Foundation
+import StowageHTTPTestSupport
+import StowageTestSupport
+import Testing
+
+/// An `http://` origin that answers badly: the client gets a 502 or 504, or a response cut short,
+/// and nothing broken is stored; the proxy goes on serving.
+@Suite struct HostileUpstreamTests {
+    /// A bad answer to `/bad`; every other path gets a good one.
+    static func origin(_ bad: ScriptedUpstream.Answer) throws -> ScriptedUpstream {
+        try ScriptedUpstream { received in
+            received.path == "/bad" ? bad : .send(ok("fine", "Cache-Control: no-store"))
+        }
+    }
+
+    @Test(
+        "a bad answer is a 502, nothing is stored, and the next request is served",
+        arguments: [
+            ("garbage", ScriptedUpstream.Answer.sendAndClose("HELLO THERE\r\n\r\n")),
+            ("a status line that does not parse", .sendAndHang("HTTP/1.1 abc OK\r\nContent-Length: 0\r\n\r\n")),
+            (
+                "a head over 80 KiB",
+                .sendAndHang(
+                    "HTTP/1.1 200 OK\r\nX-Big: \(String(repeating: "x", count: 200_000))\r\nContent-Length: 2\r\n\r\nok"
+                )
+            ),
+            ("a close before any answer", .close),
+            ("a close in the middle of the head", .sendAndClose("HTTP/1.1 200 OK\r\nContent-Le")),
+        ]
+    )
+    func badAnswerIsBadGateway(_ name: String, _ answer: ScriptedUpstream.Answer) async throws {
+        let origin = try Self.origin(answer)
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstreamTimeout: .seconds(20), upstream: origin.baseURL, script: { _ in .init() }) {
+            h in
+            let started = ContinuousClock.now
+            let reply = try await h.get("/bad")
+            #expect(reply.status == 502, "\(name): \(reply.status) \(reply.text)")
+            #expect(started.duration(to: .now) < .seconds(15), "\(name): a prompt answer, not the timeout")
+            let again = try await h.get("/bad")
+            #expect(!again.cacheStatus.contains("hit"), "\(name): \(again.cacheStatus)")
+            let next = try await h.get("/good")
+            #expect(next.status == 200 && next.text == "fine", "\(name): \(next.status) \(next.text)")
+        }
+    }
+
+    @Test("an origin that never sends a head is a 504 within the upstream timeout")
+    func silentOriginIsGatewayTimeout() async throws {
+        let origin = try Self.origin(.sendAndHang(""))
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstreamTimeout: .seconds(1), upstream: origin.baseURL, script: { _ in .init() }) {
+            h in
+            let started = ContinuousClock.now
+            let reply = try await h.get("/bad")
+            #expect(reply.status == 504, "\(reply.status) \(reply.text)")
+            #expect(started.duration(to: .now) < .seconds(30))
+            #expect(try await h.get("/good").text == "fine")
+        }
+    }
+
+    @Test("a body cut short by the close is never completed nor stored")
+    func truncatedBodyIsNotStored() async throws {
+        let origin = try Self.origin(
+            .sendAndClose(
+                "HTTP/1.1 200 OK\r\nContent-Length: 200000\r\nCache-Control: max-age=60\r\n\r\n"
+                    + String(repeating: "t", count: 100_000)
+            )
+        )
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let port = h.proxyPort
+            for _ in 1...2 {
+                let outcome = try await onOwnThread { () -> (head: String, body: String)? in
+                    let socket = try RawSocket(port: port)
+                    socket.send("GET /bad HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                    return socket.readResponse()
+                }
+                if let outcome {
+                    // A short body collected before the head is sent is refused whole.
+                    #expect(outcome.head.hasPrefix("HTTP/1.1 502"), "\(outcome.head)")
+                }
+            }
+            #expect(origin.requestCount == 2, "the truncated response was not served from the cache")
+            #expect(try await h.get("/good").text == "fine")
+        }
+    }
+
+    @Test("an origin that stalls mid-body: the client's response is cut within the timeout, nothing stored")
+    func stallMidBodyIsCut() async throws {
+        let origin = try Self.origin(
+            .sendAndHang(
+                "HTTP/1.1 200 OK\r\nContent-Length: 2000000\r\nCache-Control: no-store\r\n\r\n"
+                    + String(repeating: "s", count: 300_000)
+            )
+        )
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstreamTimeout: .seconds(1), upstream: origin.baseURL, script: { _ in .init() }) {
+            h in
+            let port = h.proxyPort
+            let started = ContinuousClock.now
+            let outcome = try await onOwnThread { () -> (head: String, body: String)? in
+                let socket = try RawSocket(port: port, receiveTimeout: 30)
+                socket.send("GET /bad HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                return socket.readResponse()
+            }
+            // Cut mid-body; or, on a starved machine where the head itself came past the 1 s
+            // deadline, a 504. Never a completed response.
+            #expect(outcome == nil || outcome?.head.hasPrefix("HTTP/1.1 504") == true, "\(outcome?.head ?? "")")
+            #expect(started.duration(to: .now) < .seconds(28))
+            #expect(try await h.get("/good").text == "fine")
+        }
+    }
+}
