@@ -49,6 +49,8 @@ public final class HTTPCache: Sendable {
     /// the memory capacity in bodies (they are the memory tier's own bytes while it keeps them).
     /// None while the logger is at debug level, where each decision is logged.
     let recentAnswers: RecentAnswers
+    /// URLs whose last response could not be stored: not collapsed for a while.
+    let uncacheableURLs = UncacheableURLs()
 
     /// What the memory tier holds: the variant records of a URL, or one body.
     enum MemoryEntry: Sendable {

@@ -17,7 +17,9 @@ extension HTTPCache {
         let collapseKey = key.uri
         let leads: Bool
         // A disabled cache stores nothing a waiting request could be served: each one fetches.
-        if collapse, mode != .disabled, configuration.collapsesRequests, request.method == .get,
+        // Nor may a URL whose last response could not be stored (Varnish's hit-for-miss).
+        let marked = collapse && uncacheableURLs.contains(collapseKey, now: now)
+        if collapse, !marked, mode != .disabled, configuration.collapsesRequests, request.method == .get,
             !CacheRules.isConditional(request)
         {
             leads = collapser.tryLead(collapseKey)
@@ -73,6 +75,11 @@ extension HTTPCache {
             throw error
         }
         if !store.isUnderWay { finish(false) }
+        if store.isUncacheable {
+            uncacheableURLs.mark(collapseKey, now: now)
+        } else if marked, store.isUnderWay {
+            uncacheableURLs.forget(collapseKey)
+        }
         var served = CachedResponse(
             response: response,
             body: store.body,
@@ -80,6 +87,12 @@ extension HTTPCache {
         )
         served.userInfo = store.userInfo
         served.trace = ["fetched from the origin: \(response.status.code)", store.note]
+        if marked {
+            served.trace.insert(
+                "not collapsed: this URL's last response could not be stored (hit-for-miss, as Varnish's)",
+                at: 0
+            )
+        }
         return served
     }
 

@@ -19,6 +19,10 @@ extension HTTPCache {
         var detail: String? = nil
         /// The will-cache hook's user info stored with the response.
         var userInfo: [String: String] = [:]
+        /// RFC 9111 §3 does not let the response be stored (not a refusal of the hook, the
+        /// size limits or the volume): its URL skips request collapsing for a while
+        /// (``UncacheableURLs``).
+        var isUncacheable = false
 
         /// RFC 9211 `detail`: `storing` for a store still under way — the field goes out with the
         /// head, before the body is read, so it says what is true then: the store has started
@@ -50,7 +54,10 @@ extension HTTPCache {
         }
         var candidate: StoreCandidate
         switch admission(of: response, for: request, responseTime: responseTime) {
-        case .refused(let note, let detail): return refused(note, detail: detail, serving: body)
+        case .refused(let note, let detail):
+            var outcome = refused(note, detail: detail, serving: body)
+            outcome.isUncacheable = mode != .disabled  // refused by the rules, not by a cache that stores nothing
+            return outcome
         case .admitted(let admitted): candidate = admitted
         }
         if configuration.minimumUses > 1 {
