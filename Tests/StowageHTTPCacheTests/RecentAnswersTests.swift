@@ -84,4 +84,22 @@ import Testing
             #expect(cache.recentAnswers.answer(to: request(.get, "/r9")) == nil)
         }
     }
+
+    @Test("A clock set back: the answer kept is not given again with the Age of a later time")
+    func clockSetBack() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, _ in ok("v1", [("Cache-Control", "max-age=60")], clock: clock) }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            clock.advance(by: .milliseconds(10_500))
+            #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "10")
+            // Given: the clock is set back 8 s (an NTP step).
+            clock.advance(by: .seconds(-8))
+            // Then: the answer is the one worked out now, as `memoryAnswer` and `respond` give it.
+            let decided = try #require(cache.memoryAnswer(to: request()))
+            #expect(decided.served.response.headerFields[.age] == "2")
+            #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "2")
+        }
+    }
 }
