@@ -251,4 +251,29 @@ import Testing
             #expect(good.text == "fine")
         }
     }
+
+    @Test("a cacheable HEAD response, then a GET: the GET gets the body, never the HEAD's empty one")
+    func headThenGet() async throws {
+        let origin = try ScriptedUpstream { received in
+            let response = ok("v\(received.index)", "Cache-Control: max-age=60", "ETag: \"e\"")
+            return .send(received.method == "HEAD" ? String(response.dropLast(2)) : response)
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstreamTimeout: .seconds(20), upstream: origin.baseURL, script: { _ in .init() }) {
+            h in
+            let head = try await h.get("/a", method: .HEAD)
+            #expect(head.status == 200 && head.body.isEmpty)
+            let get = try await h.get("/a")
+            #expect(
+                get.status == 200 && get.text.count == 2 && get.text.hasPrefix("v"),
+                "\(get.text) \(get.cacheStatus)"
+            )
+            let again = try await h.get("/a")
+            #expect(again.text == get.text, "\(again.text) \(again.cacheStatus)")
+            let head2 = try await h.get("/a", method: .HEAD)
+            #expect(head2.status == 200 && head2.body.isEmpty)
+            let last = try await h.get("/a")
+            #expect(last.text == get.text)
+        }
+    }
 }
