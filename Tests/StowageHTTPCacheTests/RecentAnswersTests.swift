@@ -102,4 +102,30 @@ import Testing
             #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "2")
         }
     }
+
+    @Test("Requests with large fields count them: the bound holds however large a request is")
+    func largeRequestsCountTheirFields() async throws {
+        let answers = RecentAnswers(maximumBytes: 4 * (512 + 100))
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, _ in
+                ok(String(repeating: "x", count: 100), [("Cache-Control", "max-age=60")], clock: clock)
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            // Given: requests that differ in a 4 KiB field each, answered from memory.
+            let padded = (0..<10).map { n in
+                request(.get, "/resource", [("X-Pad", String(n) + String(repeating: "p", count: 4_096))])
+            }
+            for padded in padded {
+                answers.keep(try #require(cache.memoryAnswer(to: padded)), for: padded)
+            }
+            // Then: what is kept holds no more request bytes than the bound.
+            let kept = padded.filter { answers.answer(to: $0) != nil }.count
+            #expect(
+                kept * 4_096 <= answers.maximumBytes,
+                "\(kept) entries of 4 KiB kept in \(answers.maximumBytes) bytes"
+            )
+        }
+    }
 }
