@@ -276,4 +276,24 @@ import Testing
             #expect(last.text == get.text)
         }
     }
+
+    @Test("a client that leaves mid-body: the upstream connection is not reused with the rest of that body")
+    func clientLeavesMidBody() async throws {
+        let large = String(repeating: "b", count: 4_000_000)
+        let origin = try Self.origin { _ in .send(ok(large, "Cache-Control: no-store")) }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstreamTimeout: .seconds(20), upstream: origin.baseURL, script: { _ in .init() }) {
+            h in
+            let port = h.proxyPort
+            _ = try await onOwnThread { () -> String? in
+                let socket = try RawSocket(port: port, receiveTimeout: 20, receiveBuffer: 4_096)
+                socket.send("GET /bad HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                return socket.readHead()
+            }
+            for _ in 1...3 {
+                let next = try await h.get("/good")
+                #expect(next.status == 200 && next.text == "fine", "\(next.status) \(next.text.prefix(40))")
+            }
+        }
+    }
 }
