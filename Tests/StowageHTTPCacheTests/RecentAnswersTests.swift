@@ -84,4 +84,48 @@ import Testing
             #expect(cache.recentAnswers.answer(to: request(.get, "/r9")) == nil)
         }
     }
+
+    @Test("A clock set back: the answer kept is not given again with the Age of a later time")
+    func clockSetBack() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, _ in ok("v1", [("Cache-Control", "max-age=60")], clock: clock) }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            clock.advance(by: .milliseconds(10_500))
+            #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "10")
+            // Given: the clock is set back 8 s (an NTP step).
+            clock.advance(by: .seconds(-8))
+            // Then: the answer is the one worked out now, as `memoryAnswer` and `respond` give it.
+            let decided = try #require(cache.memoryAnswer(to: request()))
+            #expect(decided.served.response.headerFields[.age] == "2")
+            #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "2")
+        }
+    }
+
+    @Test("Requests with large fields count them: the bound holds however large a request is")
+    func largeRequestsCountTheirFields() async throws {
+        let answers = RecentAnswers(maximumBytes: 4 * (512 + 100))
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock)
+            let origin = TestOrigin { _, _ in
+                ok(String(repeating: "x", count: 100), [("Cache-Control", "max-age=60")], clock: clock)
+            }
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            // Given: requests that differ in a 4 KiB field each, answered from memory.
+            let padded = (0..<10).map { n in
+                request(.get, "/resource", [("X-Pad", String(n) + String(repeating: "p", count: 4_096))])
+            }
+            for padded in padded {
+                answers.keep(try #require(cache.memoryAnswer(to: padded)), for: padded)
+            }
+            // Then: what is kept holds no more request bytes than the bound.
+            let kept = padded.filter { answers.answer(to: $0) != nil }.count
+            #expect(
+                kept * 4_096 <= answers.maximumBytes,
+                "\(kept) entries of 4 KiB kept in \(answers.maximumBytes) bytes"
+            )
+        }
+    }
 }

@@ -36,6 +36,7 @@ import Testing
             uri: uri,
             headers: headers,
             head: HTTPResponseHead(version: .http1_1, status: .ok),
+            fieldsValidFrom: answer.workedOutAtSeconds,
             fieldsValidUntil: answer.validUntilSeconds,
             body: ByteBuffer(repeating: 0x61, count: body),
             answer: answer,
@@ -117,7 +118,11 @@ import Testing
         hits.insert(original, hash: hash)
         var refreshedHead = original.head
         refreshedHead.headers.replaceOrAdd(name: "Age", value: "12345")
-        let refreshed = original.refreshed(head: refreshedHead, fieldsValidUntil: original.fieldsValidUntil + 1)
+        let refreshed = original.refreshed(
+            head: refreshedHead,
+            fieldsValidFrom: original.fieldsValidUntil,
+            fieldsValidUntil: original.fieldsValidUntil + 1
+        )
         hits.replace(original, with: refreshed, hash: hash)
         #expect(hits.entry(for: head, hash: hash) === refreshed)
         // An entry put in its place meanwhile (another request's answer) is not overwritten.

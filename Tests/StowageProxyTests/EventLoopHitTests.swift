@@ -5,6 +5,7 @@ import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
 import StowageTestSupport
+import Synchronization
 import Testing
 
 /// Hits held in memory are answered on the connection's event loop (`MemoryHitHandler`); these
@@ -138,6 +139,35 @@ import Testing
             let stale = try await Self.repeated("GET /age HTTP/1.1\r\nHost: proxy\r\n\r\n", port: h.proxyPort, count: 1)
             #expect(Self.field("Cache-Status", in: stale.first??.head)?.contains("hit") == false)
             #expect(h.origin.requestCount == 2)
+        }
+    }
+
+    @Test("a hit answered again from the bytes kept for it after the clock is set back: the Age of now")
+    func reusedBytesFollowAClockSetBack() async throws {
+        let clock = ManualClock(startingAt: Date())
+        try await ProxyHarness.run(
+            configure: { $0.cache.clock = clock.cacheClock },
+            script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: "aging") }
+        ) { h in
+            _ = try await h.get("/age")
+            // Given: hits at +10 s, then the clock set back 8 s (an NTP step).
+            let steps: [Duration] = [.seconds(10), .seconds(-8)]
+            let step = Mutex(0)
+            let responses = try await Self.repeated(
+                "GET /age HTTP/1.1\r\nHost: proxy\r\n\r\n",
+                port: h.proxyPort,
+                count: 3,
+                between: {
+                    let index = step.withLock { index in
+                        defer { index += 1 }
+                        return index
+                    }
+                    clock.advance(by: steps[index])
+                }
+            )
+            let ages = responses.map { Self.field("Age", in: $0?.head) }
+            #expect(ages == ["0", "10", "2"].map(Optional.some), "\(ages)")
+            #expect(h.origin.requestCount == 1)
         }
     }
 

@@ -10,8 +10,10 @@ public enum StoreMarker {
     /// The file that marks an HTTP cache's directory: `.stowage-http-cache`.
     public static let httpCacheFileName = ".stowage-http-cache"
 
-    /// Whether `directory` holds an HTTP cache's marker.
+    /// Whether `directory` holds an HTTP cache's marker: a regular file, as `HTTPCache` writes
+    /// it. A directory, FIFO or symbolic link of that name marks nothing (a link is not followed
+    /// out of the directory).
     public static func isHTTPCache(_ directory: URL) -> Bool {
-        FileManager.default.fileExists(atPath: directory.appending(path: httpCacheFileName).path)
+        FileStatus.of(directory.appending(path: httpCacheFileName).fileSystemPath)?.type == .regular
     }
 }

@@ -69,6 +69,7 @@ extension HTTPCache {
         finish(&reused.served, for: request, trace: trace)
         return MemoryAnswer(
             served: reused.served,
+            workedOutAtSeconds: now,
             validUntilSeconds: validUntil,
             decisionValidUntilSeconds: asksNothing ? max(validUntil, now + reused.ttl) : validUntil,
             recordKey: recordKey,
@@ -108,12 +109,16 @@ extension HTTPCache {
         )
     }
 
-    /// Whether `answer` is still the answer to its request: its time has not run out and the
-    /// records it was worked out from are still the ones in memory (not replaced, freshened by
-    /// a 304, purged, invalidated, evicted, or cleared with the disk cache by another process).
+    /// Whether `answer` is still the answer to its request: its time has not run out (nor been
+    /// set back before it was worked out) and the records it was worked out from are still the
+    /// ones in memory (not replaced, freshened by a 304, purged, invalidated, evicted, or
+    /// cleared with the disk cache by another process).
     /// An O(1) check while nothing changed.
     public func isCurrent(_ answer: MemoryAnswer) -> Bool {
-        guard now < answer.validUntilSeconds else { return false }
+        // Not before the time it was worked out either: a clock set back (an NTP step) would
+        // otherwise keep the `Age` of a later time until the clock caught up.
+        let now = self.now
+        guard now < answer.validUntilSeconds, now >= answer.workedOutAtSeconds else { return false }
         return recordsAreCurrent(answer)
     }
 
@@ -144,6 +149,9 @@ public struct MemoryAnswer: Sendable {
     /// The cache clock's time from which the decision may change (``HTTPCache/decisionStands(_:)``);
     /// not before ``validUntil``.
     public var decisionValidUntil: Date { Date(timeIntervalSince1970: decisionValidUntilSeconds) }
+    /// The cache clock's time, in seconds since 1970, at which it was worked out: before it
+    /// (the clock set back) it is not current either.
+    package let workedOutAtSeconds: Double
     /// ``validUntil`` in seconds since 1970, as the hit paths compare it.
     package let validUntilSeconds: Double
     /// ``decisionValidUntil`` in seconds since 1970.

@@ -9,9 +9,9 @@ import Synchronization
 ///
 /// A request matches only an equal request (method, target and every field): whatever a field
 /// changes (`Vary`, conditions, `Cache-Control`), a request that differs gets its own entry.
-/// Bounded: at most ``maximumEntries`` entries and `maximumBytes` of bodies (plus a fixed 512
-/// per entry, for the request and the head); entries chosen at random make room, as Redis's
-/// `allkeys-random`.
+/// Bounded: at most ``maximumEntries`` entries and `maximumBytes` of bodies (plus 512 per entry
+/// for the request and the head, or the request's target and fields when they are more); entries
+/// chosen at random make room, as Redis's `allkeys-random`.
 final class RecentAnswers: Sendable {
     static let maximumEntries = 4_096
     /// The bytes entries may hold; 0 keeps nothing.
@@ -26,7 +26,12 @@ final class RecentAnswers: Sendable {
     /// of the answer's references.
     final class Kept: Sendable {
         let answer: MemoryAnswer
-        init(_ answer: MemoryAnswer) { self.answer = answer }
+        /// The bytes it counts for (``size(of:for:)``).
+        let size: Int
+        init(_ answer: MemoryAnswer, size: Int) {
+            self.answer = answer
+            self.size = size
+        }
     }
 
     private let table = Mutex(Table())
@@ -43,19 +48,19 @@ final class RecentAnswers: Sendable {
 
     /// Keeps `answer` for `request`, making room at random when the bound is reached.
     func keep(_ answer: MemoryAnswer, for request: HTTPRequest) {
-        let size = Self.size(of: answer)
+        let size = Self.size(of: answer, for: request)
         guard size <= maximumBytes else { return }
         let identity = RequestIdentity(request)
-        let kept = Kept(answer)
+        let kept = Kept(answer, size: size)
         table.withLock { table in
             if let replaced = table.entries.removeValue(forKey: identity) {
-                table.bytes -= Self.size(of: replaced.answer)
+                table.bytes -= replaced.size
             }
             while !table.entries.isEmpty,
                 table.entries.count >= Self.maximumEntries || table.bytes + size > maximumBytes
             {
                 let evicted = table.entries.remove(at: table.entries.startIndex)
-                table.bytes -= Self.size(of: evicted.value.answer)
+                table.bytes -= evicted.value.size
             }
             table.entries[identity] = kept
             table.bytes += size
@@ -67,9 +72,15 @@ final class RecentAnswers: Sendable {
         table.withLock { $0 = Table() }
     }
 
-    /// The bytes `answer` counts for: its body and a fixed 512.
-    static func size(of answer: MemoryAnswer) -> Int {
-        (answer.served.body.bytesInMemory?.count ?? 0) + 512
+    /// The bytes `answer` to `request` counts for: its body and 512, or the request's target and
+    /// fields when they are more (a client's requests with large fields, each kept, would
+    /// otherwise hold far more than the bound).
+    static func size(of answer: MemoryAnswer, for request: HTTPRequest) -> Int {
+        var requestBytes = (request.path?.utf8.count ?? 0) + (request.authority?.utf8.count ?? 0)
+        for field in request.headerFields {
+            requestBytes += field.name.rawName.utf8.count + field.value.utf8.count + 4
+        }
+        return (answer.served.body.bytesInMemory?.count ?? 0) + max(512, requestBytes)
     }
 }
 

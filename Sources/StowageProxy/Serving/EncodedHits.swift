@@ -32,7 +32,9 @@ final class EncodedHits: Sendable {
         let headers: HTTPHeaders
         /// The response head, for the HTTP/1 encoder.
         let head: HTTPResponseHead
-        /// Until when (the cache's clock) its `Age` and `Cache-Status` are those of now.
+        /// From when and until when (the cache's clock) its `Age` and `Cache-Status` are those of
+        /// now: before it, the clock was set back.
+        let fieldsValidFrom: Double
         let fieldsValidUntil: Double
         let body: ByteBuffer
         let answer: MemoryAnswer
@@ -46,6 +48,7 @@ final class EncodedHits: Sendable {
             uri: String,
             headers: HTTPHeaders,
             head: HTTPResponseHead,
+            fieldsValidFrom: Double,
             fieldsValidUntil: Double,
             body: ByteBuffer,
             answer: MemoryAnswer,
@@ -55,6 +58,7 @@ final class EncodedHits: Sendable {
             self.uri = uri
             self.headers = headers
             self.head = head
+            self.fieldsValidFrom = fieldsValidFrom
             self.fieldsValidUntil = fieldsValidUntil
             self.body = body
             self.answer = answer
@@ -62,14 +66,15 @@ final class EncodedHits: Sendable {
             self.addedDateSecond = addedDateSecond
         }
 
-        /// This entry with `head` (its `Age` and `Cache-Status` brought up to date), valid until
-        /// `fieldsValidUntil`.
-        func refreshed(head: HTTPResponseHead, fieldsValidUntil: Double) -> Entry {
+        /// This entry with `head` (its `Age` and `Cache-Status` brought up to date), valid from
+        /// `fieldsValidFrom` until `fieldsValidUntil`.
+        func refreshed(head: HTTPResponseHead, fieldsValidFrom: Double, fieldsValidUntil: Double) -> Entry {
             Entry(
                 method: method,
                 uri: uri,
                 headers: headers,
                 head: head,
+                fieldsValidFrom: fieldsValidFrom,
                 fieldsValidUntil: fieldsValidUntil,
                 body: body,
                 answer: answer,

@@ -51,14 +51,16 @@ final class LoopHitResponder: Sendable {
                 handler.metrics.record(outcome)
                 handler.metrics.recordServed(entry.body.readableBytes, outcome: outcome)
                 // The cache's clock, as dateClock is.
-                if dateClock.now().timeIntervalSince1970 >= entry.fieldsValidUntil {
-                    // The same response a whole second or more on: its Age and ttl of now, kept
-                    // for the rest of that second.
+                let now = dateClock.now().timeIntervalSince1970
+                if now >= entry.fieldsValidUntil || now < entry.fieldsValidFrom {
+                    // The same response a whole second or more on (or the clock set back): its
+                    // Age and ttl of now, kept for the rest of that second.
                     var head = entry.head
                     let (age, cacheStatus, validUntil) = handler.cache.currentFieldsSeconds(of: entry.answer)
                     head.headers.replaceOrAdd(name: "Age", value: age)
                     head.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
-                    hits.replace(entry, with: entry.refreshed(head: head, fieldsValidUntil: validUntil), hash: hash)
+                    let refreshed = entry.refreshed(head: head, fieldsValidFrom: now, fieldsValidUntil: validUntil)
+                    hits.replace(entry, with: refreshed, hash: hash)
                     return Answer(head: head, body: entry.body)
                 }
                 return Answer(head: entry.head, body: entry.body)
@@ -81,6 +83,7 @@ final class LoopHitResponder: Sendable {
             uri: head.uri,
             headers: head.headers,
             head: responseHead,
+            fieldsValidFrom: answer.workedOutAtSeconds,
             fieldsValidUntil: answer.validUntilSeconds,
             body: body,
             answer: answer,

@@ -121,6 +121,11 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .awaitingHead(let exchange, let interims, _):
             guard case .head(let head) = part else { return close(.brokenResponse) }
             if head.status == .switchingProtocols { return close(.unexpectedUpgrade) }
+            // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 message means its framing is
+            // faulty, whatever the coding says: refused, and the connection closed.
+            if head.version.major == 1, head.version.minor == 0, head.headers.contains(name: "transfer-encoding") {
+                return close(.brokenResponse)
+            }
             if head.status.code < 200 {
                 guard interims < configuration.maximumInterimResponses else {
                     return close(.tooManyInterimResponses)
