@@ -11,7 +11,7 @@ import Testing
 /// as always.
 @Suite struct HitForMissTests {
     /// An origin answering `no-store` (or `cacheControl`), which holds each `no-store` request
-    /// after the first until `together` more have arrived (at most five seconds): it sees how
+    /// after the first until `together` more have arrived (at most 30 seconds): it sees how
     /// many requests the cache lets through at once.
     final class HoldingOrigin: Sendable {
         struct Counts {
@@ -35,7 +35,7 @@ import Testing
                     return (counts.total == 1, counts.cacheControl)
                 }
                 if !first, cacheControl == "no-store" {
-                    let deadline = ContinuousClock.now + .seconds(5)
+                    let deadline = ContinuousClock.now + .seconds(30)  // generous: a loaded machine
                     // Arrivals after the first: a barrier that opens once `together` have come.
                     while self.counts.withLock({ $0.total - 1 }) < self.together, ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(2))
@@ -61,7 +61,6 @@ import Testing
             let first = try await cache.respond(to: request(), fetch: origin.fetch)
             #expect(try await text(first) == "ok")
             origin.counts.withLock { $0.most = 0 }
-            let started = ContinuousClock.now
             let traces = try await withThrowingTaskGroup(of: [String].self) { group in
                 for _ in 0..<8 {
                     group.addTask {
@@ -73,7 +72,7 @@ import Testing
                 return try await group.reduce(into: [[String]]()) { $0.append($1) }
             }
             #expect(origin.counts.withLock { $0.most } == 8, "requests let through at once")
-            #expect(ContinuousClock.now - started < .seconds(4), "no request waited for another's fetch")
+            // None waited for another's fetch (collapsed requests would, for up to collapseTimeout).
             #expect(traces.allSatisfy { $0.contains { $0.contains("hit-for-miss") } })
 
             // The URL turns cacheable: its response is stored and served, as always.

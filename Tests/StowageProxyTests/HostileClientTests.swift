@@ -242,7 +242,12 @@ import Glibc
                 socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
                 return socket.readResponse()  // nil: the connection ended before Content-Length bytes
             }
-            #expect(outcome == nil, "the response is cut, not completed")
+            // Cut, not completed; or, on a starved machine where even the head came later than
+            // the 1 s deadline, a 504 (bounded all the same).
+            #expect(
+                outcome == nil || outcome?.head.hasPrefix("HTTP/1.1 504") == true,
+                "the response is cut, not completed: \(String(describing: outcome?.head))"
+            )
             // Unbounded, the read would end at the socket's 30 s receive timeout.
             #expect(started.duration(to: .now) < .seconds(28))
             let again = try await onOwnThread { () -> String? in
