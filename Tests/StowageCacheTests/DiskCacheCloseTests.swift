@@ -175,15 +175,15 @@ struct DiskCacheCloseTests {
     @Test("close() of a cache its staged writes take over its size limit logs no error")
     func closeOverLimitLogsNoError() throws {
         let scratch = try TemporaryDirectory()
-        let messages = CapturedMessages()
+        let records = RecordingLogHandler.Records()
         var configuration = Self.configuration()
         configuration.sizeLimit = ByteCount(1_000)
-        configuration.logger = Logger(label: "test") { _ in CapturingLogHandler(messages: messages) }
+        configuration.logger = Logger(label: "test") { _ in RecordingLogHandler(records: records) }
         let cache = try DiskCache(directory: Self.directory(scratch), configuration: configuration)
         for index in 0..<20 { try cache.setData(Data(repeating: 1, count: 200), forKey: "k\(index)") }
         // The commit close() makes is over the limit and schedules a trim, which runs closed.
         try cache.close()
-        let errors = messages.list.withLock { $0 }.filter { $0.level >= .error }
+        let errors = records.all.filter { $0.level >= .error }
         #expect(errors.isEmpty, "\(errors.map(\.message))")
     }
 
@@ -294,27 +294,6 @@ struct DiskCacheCloseTests {
         #expect(!cache.disk.isClosed)
         try await cache.close()
         #expect(cache.disk.isClosed)
-    }
-}
-
-/// Log messages a ``CapturingLogHandler`` received.
-private final class CapturedMessages: Sendable {
-    let list = Mutex<[(level: Logger.Level, message: String)]>([])
-}
-
-/// Keeps every message logged through it.
-private struct CapturingLogHandler: LogHandler {
-    let messages: CapturedMessages
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        messages.list.withLock { $0.append((event.level, "\(event.message)")) }
     }
 }
 
