@@ -42,7 +42,7 @@ extension HTTPCache {
         /// (nginx's `proxy_cache_min_uses`), so one-off URLs do not push out popular ones.
         /// Default 1: store at once.
         public var minimumUses: Int
-        /// Response fields whose values tag a stored response for ``HTTPCache/ban(tag:)``
+        /// Response fields whose values tag a stored response for ``HTTPCache/invalidate(tag:)``
         /// (space- or comma-separated), e.g. `Surrogate-Key` and `Cache-Tag`. They are removed
         /// from what clients receive, as CDNs do. Default none (the proxy sets both).
         public var tagFields: [HTTPField.Name]

@@ -170,7 +170,7 @@ public final class HTTPCache: Sendable {
     /// Every other handle of the cache's directory, in this process or another, drops its memory
     /// tier before its next read. The shared level (``Configuration/sharedTier``) is left alone,
     /// as `HybridCache.removeAll()` leaves it: other nodes keep serving what they share. To drop
-    /// responses everywhere, use ``ban(urlPrefix:)`` or ``ban(tag:)``, which reach every node.
+    /// responses everywhere, use ``invalidate(urlPrefix:)`` or ``invalidate(tag:)``, which reach every node.
     public func removeAll() async throws {
         try await levels.removeAll()
         recentAnswers.removeAll()

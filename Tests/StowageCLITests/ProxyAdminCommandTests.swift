@@ -9,7 +9,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// `stowage proxy purge|ban` and the admin token, end to end: a real proxy process, a real
+/// `stowage proxy invalidate` and the admin token, end to end: a real proxy process, a real
 /// origin, the real `stowage` client.
 @Suite struct ProxyAdminCommandTests {
     /// The test process's environment without `$STOWAGE_ADMIN_TOKEN`: the token comes only from
@@ -34,9 +34,11 @@ import FoundationNetworking
         }
     }
 
-    // MARK: - --admin-token reaches purge and ban
+    // MARK: - --admin-token reaches invalidate
 
-    @Test("purge and ban --admin-token TOKEN give the token to the listener (not only $STOWAGE_ADMIN_TOKEN)")
+    @Test(
+        "invalidate (by URL and by tag) --admin-token TOKEN give the token to the listener (not only $STOWAGE_ADMIN_TOKEN)"
+    )
     func adminTokenOptionReachesSubcommands() async throws {
         let origin = try await TestOriginServer.start { r in
             .init(fields: [("Cache-Control", "max-age=600"), ("Surrogate-Key", "product-42")], body: "v\(r.index)")
@@ -53,23 +55,29 @@ import FoundationNetworking
         _ = try await URLSession.shared.data(from: page)
 
         let purged = try await StowageExecutable.run(
-            ["proxy", "purge", "--admin", "127.0.0.1:\(adminPort)", "--admin-token", token, "\(origin.baseURL)/page"],
+            [
+                "proxy", "invalidate", "--admin", "127.0.0.1:\(adminPort)", "--admin-token", token,
+                "\(origin.baseURL)/page",
+            ],
             environment: Self.environment
         )
         #expect(purged.status == 0, "\(purged.standardError)")
-        #expect(purged.standardOutput == "purged \(origin.baseURL)/page\n")
+        #expect(purged.standardOutput == "removed \(origin.baseURL)/page\n")
 
         _ = try await URLSession.shared.data(from: page)
-        // The order of `ban --help`'s example.
+        // The order of `invalidate --help`'s example.
         let banned = try await StowageExecutable.run(
-            ["proxy", "ban", "--tag", "product-42", "--admin", "127.0.0.1:\(adminPort)", "--admin-token", token],
+            [
+                "proxy", "invalidate", "--tag", "product-42", "--admin", "127.0.0.1:\(adminPort)", "--admin-token",
+                token,
+            ],
             environment: Self.environment
         )
         #expect(banned.status == 0, "\(banned.standardError)")
-        #expect(banned.standardOutput == "banned 1\n")
+        #expect(banned.standardOutput == "removed 1\n")
 
         let wrong = try await StowageExecutable.run(
-            ["proxy", "ban", "--tag", "x", "--admin", "127.0.0.1:\(adminPort)", "--admin-token", "other"],
+            ["proxy", "invalidate", "--tag", "x", "--admin", "127.0.0.1:\(adminPort)", "--admin-token", "other"],
             environment: Self.environment
         )
         #expect(wrong.status == 2)
@@ -120,10 +128,10 @@ import FoundationNetworking
         }
     }
 
-    @Test("purge --admin-token with a token no listener can take is a usage error (exit 64), nothing sent")
+    @Test("invalidate --admin-token with a token no listener can take is a usage error (exit 64), nothing sent")
     func unsendableClientTokenRefused() async throws {
         let outcome = try await StowageExecutable.run(
-            ["proxy", "purge", "--admin", "127.0.0.1:1", "--admin-token", "a\r\nb", "http://example.com/"],
+            ["proxy", "invalidate", "--admin", "127.0.0.1:1", "--admin-token", "a\r\nb", "http://example.com/"],
             environment: Self.environment
         )
         #expect(outcome.status == 64)
@@ -133,7 +141,7 @@ import FoundationNetworking
     // MARK: - The main listener is not the admin listener
 
     @Test(
-        "purge --admin <the main listener> exits 2 saying it is not an admin listener; the origin never sees the token",
+        "invalidate --admin <the main listener> exits 2 saying it is not an admin listener; the origin never sees the token",
         arguments: [false, true]
     )
     func purgeAtMainListenerRefused(originImpersonatesAdmin: Bool) async throws {
@@ -160,7 +168,7 @@ import FoundationNetworking
         ])
         let main = "127.0.0.1:\(proxy.port)"
         let purge = try await StowageExecutable.run(
-            ["proxy", "purge", "--admin", main, "--admin-token", token, "\(origin.baseURL)/page"],
+            ["proxy", "invalidate", "--admin", main, "--admin-token", token, "\(origin.baseURL)/page"],
             environment: Self.environment
         )
         #expect(purge.status == 2, "\(purge.standardOutput) \(purge.standardError)")
@@ -169,7 +177,7 @@ import FoundationNetworking
         var withVariable = Self.environment
         withVariable["STOWAGE_ADMIN_TOKEN"] = token
         let ban = try await StowageExecutable.run(
-            ["proxy", "ban", "--prefix", origin.baseURL, "--admin", main],
+            ["proxy", "invalidate", "--prefix", origin.baseURL, "--admin", main],
             environment: withVariable
         )
         #expect(ban.status == 2)

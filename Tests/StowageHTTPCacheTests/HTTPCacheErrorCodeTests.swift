@@ -38,11 +38,11 @@ import Testing
         #expect(error.description.hasPrefix("invalid configuration: "))
     }
 
-    @Test("a relative URL given to purge(url:) is invalidArgument, not a configuration error")
+    @Test("a relative URL given to invalidate(url:) is invalidArgument, not a configuration error")
     func purgeRelativeURL() async throws {
         try await withTemporaryDirectory { root in
             let cache = try makeCache(root, clock: ManualClock(startingAt: t0))
-            let error = try await #require(throws: StowageError.self) { try await cache.purge(url: "/relative") }
+            let error = try await #require(throws: StowageError.self) { try await cache.invalidate(url: "/relative") }
             #expect(error.code == .invalidArgument)
             #expect(error.message.contains("absolute URL"))
         }

@@ -250,22 +250,22 @@ import Testing
             #expect(try await get("/news/1").served.outcome == .hit)
             #expect(try await get("/about").served.response.headerFields[HTTPField.Name("Cache-Tag")!] == nil)
 
-            #expect(try await cache.ban(tag: "news") == 2)
+            #expect(try await cache.invalidate(tag: "news") == 2)
             #expect(try await get("/news/1").served.outcome == .miss)
             #expect(try await get("/news/2").served.outcome == .miss)
             #expect(try await get("/shop/cart").served.outcome == .hit)
 
-            #expect(try await cache.ban(urlPrefix: "http://origin.test/shop/") == 1)
+            #expect(try await cache.invalidate(urlPrefix: "http://origin.test/shop/") == 1)
             #expect(try await get("/shop/cart").served.outcome == .miss)
 
-            #expect(try await cache.purge(url: "http://origin.test/about"))
-            #expect(try await !cache.purge(url: "http://origin.test/never"))
+            #expect(try await cache.invalidate(url: "http://origin.test/about"))
+            #expect(try await !cache.invalidate(url: "http://origin.test/never"))
             #expect(try await get("/about").served.outcome == .miss)
             await #expect {
-                try await cache.purge(url: "/relative")
+                try await cache.invalidate(url: "/relative")
             } throws: { ($0 as? StowageError)?.code == .invalidArgument }
             // Everything was tagged "all" (the Cache-Tag field).
-            #expect(try await cache.ban(tag: "all") == 4)
+            #expect(try await cache.invalidate(tag: "all") == 4)
         }
     }
 

@@ -26,7 +26,7 @@ import Testing
             #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "2")
             clock.advance(by: .seconds(1))
             #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "3")
-            try await cache.purge(url: "http://origin.test/resource")
+            try await cache.invalidate(url: "http://origin.test/resource")
             #expect(cache.respondFromMemory(to: request()) == nil, "a purged response is not given again")
             #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .miss)
             #expect(origin.count == 2)

@@ -188,7 +188,7 @@ import Testing
             )
             #expect(conditional.allSatisfy { $0?.head.hasPrefix("HTTP/1.1 304") == true }, "\(conditional)")
             let admin = try ProxyAdminClient(address: "127.0.0.1:\(h.adminPort ?? 0)")
-            #expect(try await admin.purge(url: h.origin.baseURL + "/kept"))
+            #expect(try await admin.invalidate(url: h.origin.baseURL + "/kept"))
             let after = try await Self.repeated(request, port: h.proxyPort, count: 2)
             #expect(after.map { $0?.body } == ["v2", "v2"], "purged: fetched again, then kept again")
             #expect(h.origin.requestCount == 2)

@@ -176,7 +176,7 @@ import Testing
             #expect(h.origin.requestCount == 3)
 
             let admin = try ProxyAdminClient(address: "127.0.0.1:\(h.adminPort ?? 0)")
-            #expect(try await admin.purge(url: h.origin.baseURL + "/page"))
+            #expect(try await admin.invalidate(url: h.origin.baseURL + "/page"))
             #expect(try await h.get("/page", headers: [("X-Tenant", "a")]).text == "a-v4")
             #expect(try await h.get("/page", headers: [("X-Tenant", "b")]).text == "b-v5")
         }
@@ -319,17 +319,17 @@ import Testing
             for path in ["/news/1", "/news/2", "/img/a", "/img/b", "/about"] { _ = try await h.get(path) }
             let address = "127.0.0.1:\(h.adminPort ?? 0)"
             let admin = try ProxyAdminClient(address: address, token: "s3cret")
-            #expect(try await admin.ban(tag: "news") == 2)
-            #expect(try await admin.ban(prefix: h.origin.baseURL + "/img/") == 2)
-            #expect(try await admin.ban(prefix: h.origin.baseURL + "/img/") == 0)
-            #expect(try await admin.purge(url: h.origin.baseURL + "/about"))
-            #expect(try await admin.purge(url: h.origin.baseURL + "/about") == false)
+            #expect(try await admin.invalidate(tag: "news") == 2)
+            #expect(try await admin.invalidate(urlPrefix: h.origin.baseURL + "/img/") == 2)
+            #expect(try await admin.invalidate(urlPrefix: h.origin.baseURL + "/img/") == 0)
+            #expect(try await admin.invalidate(url: h.origin.baseURL + "/about"))
+            #expect(try await admin.invalidate(url: h.origin.baseURL + "/about") == false)
             #expect(h.origin.requestCount == 5)
             _ = try await h.get("/about")
             #expect(h.origin.requestCount == 6, "purged, so fetched again")
 
             let wrong = try ProxyAdminClient(address: address, token: "wrong")
-            let refused = await #expect(throws: StowageError.self) { try await wrong.ban(tag: "news") }
+            let refused = await #expect(throws: StowageError.self) { try await wrong.invalidate(tag: "news") }
             #expect(
                 refused?.code == .refused && refused?.message.contains("401") == true,
                 "\(String(describing: refused))"
@@ -338,7 +338,7 @@ import Testing
         // Port 1 on loopback: nothing listens there.
         let nobody = try ProxyAdminClient(address: "127.0.0.1:1", timeout: .seconds(5))
         let unreachable = await #expect(throws: StowageError.self) {
-            try await nobody.purge(url: "http://example.com/")
+            try await nobody.invalidate(url: "http://example.com/")
         }
         #expect(unreachable?.code == .unreachable)
         #expect(throws: StowageError.self) { try ProxyAdminClient(address: "no-port") }

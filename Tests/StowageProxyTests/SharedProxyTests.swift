@@ -78,7 +78,7 @@ struct SharedProxyTests {
             #expect(fleet.origin.requestCount == 3)
 
             // Only the first proxy knows /news/1 is tagged, only the second /news/2.
-            #expect(try await first.proxy.cache.ban(tag: "news") == 1)
+            #expect(try await first.proxy.cache.invalidate(tag: "news") == 1)
             #expect(
                 try await first.tier.entry(forKey: fleet.recordKey("/news/1")) == nil,
                 "the banning proxy removed the shared copy"

@@ -35,7 +35,7 @@ enum HTTPCacheWorkerCommand {
         _ = try await second.body.collect(upTo: 1 << 20)
         let large = HTTPRequest(method: .get, scheme: "https", authority: "origin.test", path: "/large")
         _ = try await cache.respond(to: large, fetch: fetch).body.collect(upTo: 1 << 20)
-        _ = try await cache.ban(urlPrefix: "https://origin.test/l")
+        _ = try await cache.invalidate(urlPrefix: "https://origin.test/l")
         MemoryPressureSource.shared.notify(.critical)
         try await cache.removeResponses(for: request)
         _ = try await cache.purge(PurgeRequest())

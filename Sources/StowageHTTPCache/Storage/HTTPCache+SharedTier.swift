@@ -104,7 +104,7 @@ extension HTTPCache {
 
     /// Tells the other nodes sharing the level to apply a ban (`prefix` is a tag's or a URL
     /// prefix's index range); a level that cannot is logged, not thrown: the ban stands here.
-    func broadcastBan(_ prefix: String) async {
+    func broadcastInvalidation(_ prefix: String) async {
         guard let shared = configuration.sharedTier else { return }
         do {
             try await shared.invalidate(keysWithPrefix: prefix)
@@ -117,15 +117,15 @@ extension HTTPCache {
     }
 
     /// Applies another node's ban here: a tag's (`k TAG `) or a URL prefix's (`m PREFIX`) stored
-    /// responses go, as the node's own ``ban(tag:)`` / ``ban(urlPrefix:)`` would remove them
+    /// responses go, as the node's own ``invalidate(tag:)`` / ``invalidate(urlPrefix:)`` would remove them
     /// (shared copies included, which reach nodes that never saw the tag); other keys under the
     /// prefix are dropped from memory and disk.
     func applyBan(_ prefix: String) async {
         do {
             if prefix.hasPrefix("k "), prefix.hasSuffix(" ") {
-                _ = try await banLocally(tag: String(prefix.dropFirst(2).dropLast()))
+                _ = try await invalidateLocally(tag: String(prefix.dropFirst(2).dropLast()))
             } else if prefix.hasPrefix("m ") {
-                _ = try await banLocally(urlPrefix: String(prefix.dropFirst(2)))
+                _ = try await invalidateLocally(urlPrefix: String(prefix.dropFirst(2)))
             } else {
                 await levels.drop(keysWithPrefix: prefix, reason: "copies another node banned")
             }

@@ -81,17 +81,17 @@ struct AdminHandler: Sendable {
         do {
             switch (path, query["url"], query["prefix"], query["tag"]) {
             case ("/purge", let url?, nil, nil):
-                let purged = try await cache.purge(url: url)
+                let purged = try await cache.invalidate(url: url)
                 metrics.recordPurge(.url, removed: purged ? 1 : 0)
                 return purged
                     ? ProxyHandler.plainResponse(.ok, "purged \(url)")
                     : ProxyHandler.plainResponse(.notFound, "nothing stored for \(url)")
             case ("/ban", nil, let prefix?, nil) where !prefix.isEmpty:
-                let count = try await cache.ban(urlPrefix: prefix)
+                let count = try await cache.invalidate(urlPrefix: prefix)
                 metrics.recordPurge(.prefix, removed: count)
                 return ProxyHandler.plainResponse(.ok, "banned \(count)")
             case ("/ban", nil, nil, let tag?) where !tag.isEmpty:
-                let count = try await cache.ban(tag: tag)
+                let count = try await cache.invalidate(tag: tag)
                 metrics.recordPurge(.tag, removed: count)
                 return ProxyHandler.plainResponse(.ok, "banned \(count)")
             default:

@@ -4,13 +4,13 @@ import NIOCore
 import NIOHTTP1
 import StowageCore
 
-/// Talks to a running proxy's admin listener (``ProxyConfiguration/AdminListener``): purge one
-/// URL, ban by prefix or tag, read the metrics page. `stowage proxy purge` and `stowage proxy
-/// ban` are this type on the command line.
+/// Talks to a running proxy's admin listener (``ProxyConfiguration/AdminListener``): invalidate
+/// one URL, a URL prefix or a tag, read the metrics page. `stowage proxy invalidate` is this type
+/// on the command line.
 ///
 /// ```swift
 /// let admin = try ProxyAdminClient(address: "127.0.0.1:9000", token: ProcessInfo.processInfo.environment["STOWAGE_ADMIN_TOKEN"])
-/// let removed = try await admin.ban(tag: "product-42")
+/// let removed = try await admin.invalidate(tag: "product-42")
 /// ```
 ///
 /// The token goes to the admin listener and nowhere else. Every request is sent first without
@@ -57,18 +57,18 @@ public final class ProxyAdminClient: Sendable {
     /// - Throws: `StowageError`: `.unreachable` when the listener does not answer, `.refused`
     ///   when it answers with an error (a wrong token, a relative URL) or the address is not an
     ///   admin listener.
-    public func purge(url: String) async throws -> Bool {
+    public func invalidate(url: String) async throws -> Bool {
         let (status, _) = try await post("/purge", ["url": url])
         return status == .ok
     }
 
     /// Removes every stored response whose URL starts with `prefix`; returns how many URLs.
-    public func ban(prefix: String) async throws -> Int {
+    public func invalidate(urlPrefix prefix: String) async throws -> Int {
         try Self.count(of: await post("/ban", ["prefix": prefix]))
     }
 
     /// Removes every stored response tagged `tag` (`Surrogate-Key` / `Cache-Tag`); returns how many URLs.
-    public func ban(tag: String) async throws -> Int {
+    public func invalidate(tag: String) async throws -> Int {
         try Self.count(of: await post("/ban", ["tag": tag]))
     }
 

@@ -43,46 +43,22 @@ struct AdminAddressOptions: ParsableArguments {
     }
 }
 
-/// `stowage proxy purge URL…`: removes URLs' stored responses from a running proxy.
-struct ProxyPurgeCommand: AsyncParsableCommand {
+/// `stowage proxy invalidate URL… | --prefix P | --tag T`: removes stored responses from a running
+/// proxy through its admin listener (Varnish's purge and ban; "purge" alone is `stowage purge`,
+/// which frees space).
+struct ProxyInvalidateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "purge",
-        abstract: "Remove the stored responses of URLs from a running proxy's cache (its admin listener).",
-        discussion: """
-            Example: stowage proxy purge --admin 127.0.0.1:9000 https://example.com/a https://example.com/b
-
-            URLs are the upstream's (the cache's keys). Prints 'purged URL' or 'not stored URL' per URL; \
-            exit 0 either way, 2 when the listener cannot be reached or refuses.
-            """
-    )
-
-    @OptionGroup var address: AdminAddressOptions
-
-    @ParentCommand var proxy: ProxyCommand
-
-    @Argument(help: "Absolute URLs to purge.")
-    var urls: [String]
-
-    func run() async throws {
-        try await address.withClient(parent: proxy) { client in
-            for url in urls {
-                print(try await client.purge(url: url) ? "purged \(url)" : "not stored \(url)")
-            }
-        }
-    }
-}
-
-/// `stowage proxy ban --prefix P | --tag T`: removes many stored responses from a running proxy.
-struct ProxyBanCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "ban",
+        commandName: "invalidate",
         abstract:
-            "Remove every stored response under a URL prefix, or tagged with a Surrogate-Key/Cache-Tag, from a running proxy.",
+            "Remove stored responses from a running proxy's cache: by URL, URL prefix or tag (its admin listener).",
         discussion: """
-            Examples: stowage proxy ban --prefix https://example.com/img/
-                      stowage proxy ban --tag product-42 --admin 10.0.0.5:9000 --admin-token "$TOKEN"
+            Examples: stowage proxy invalidate --admin 127.0.0.1:9000 https://example.com/a https://example.com/b
+                      stowage proxy invalidate --prefix https://example.com/img/
+                      stowage proxy invalidate --tag product-42 --admin 10.0.0.5:9000 --admin-token "$TOKEN"
 
-            Prints 'banned N' (the URLs removed).
+            URLs are the upstream's (the cache's keys). With URLs, prints 'removed URL' or 'not stored URL' \
+            per URL; with --prefix or --tag (a Surrogate-Key / Cache-Tag value), 'removed N' (the URLs \
+            removed). Exit 0 either way, 2 when the listener cannot be reached or refuses.
             """
     )
 
@@ -96,22 +72,30 @@ struct ProxyBanCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Remove every response the origin tagged with this.", valueName: "TAG"))
     var tag: String?
 
+    @Argument(help: "Absolute URLs to remove.")
+    var urls: [String] = []
+
     func validate() throws {
-        let given = [prefix, tag].compactMap { $0 }
-        guard given.count == 1, given[0].isEmpty == false else {
-            throw ValidationError("give exactly one of --prefix URL_PREFIX or --tag TAG, not empty")
+        let given = (urls.isEmpty ? 0 : 1) + (prefix == nil ? 0 : 1) + (tag == nil ? 0 : 1)
+        guard given == 1 else {
+            throw ValidationError("give URLs, or --prefix URL_PREFIX, or --tag TAG: exactly one of the three")
+        }
+        if prefix?.isEmpty == true || tag?.isEmpty == true {
+            throw ValidationError("--prefix and --tag need a value that is not empty")
         }
     }
 
     func run() async throws {
         try await address.withClient(parent: proxy) { client in
-            let count: Int
             if let prefix {
-                count = try await client.ban(prefix: prefix)
+                print("removed \(try await client.invalidate(urlPrefix: prefix))")
+            } else if let tag {
+                print("removed \(try await client.invalidate(tag: tag))")
             } else {
-                count = try await client.ban(tag: tag ?? "")
+                for url in urls {
+                    print(try await client.invalidate(url: url) ? "removed \(url)" : "not stored \(url)")
+                }
             }
-            print("banned \(count)")
         }
     }
 }

@@ -37,10 +37,10 @@ struct ProxyCommand: AsyncParsableCommand {
             options on the command line come after the file's, so a single-valued one wins and a \
             repeatable one adds.
 
-            With --admin-listen, 'stowage proxy purge URL' and 'stowage proxy ban --prefix P | \
-            --tag T' remove stored responses from the running proxy.
+            With --admin-listen, 'stowage proxy invalidate URL | --prefix P | --tag T' removes \
+            stored responses from the running proxy.
             """,
-        subcommands: [ProxyPurgeCommand.self, ProxyBanCommand.self]
+        subcommands: [ProxyInvalidateCommand.self]
     )
 
     @Option(help: ArgumentHelp("Read options from a JSON file (keys are the long option names).", valueName: "FILE"))

@@ -83,9 +83,9 @@ enum ProxyConfigFile {
     /// itself, before ArgumentParser spends time on them.
     static func checkCounts(_ options: some Collection<String>, total: Int) throws {
         try checkRepeats(options)
-        // The subcommand's name comes first: a `purge` or `ban` elsewhere is an option's value
-        // (`--cache-key-header ban`) and must not lift the bound.
-        let isAdminCommand = options.first == "purge" || options.first == "ban"
+        // The subcommand's name comes first: an `invalidate` elsewhere is an option's value
+        // (`--cache-key-header invalidate`) and must not lift the bound.
+        let isAdminCommand = options.first == "invalidate"
         if !isAdminCommand, total > maximumArguments {
             throw ValidationError(
                 "stowage proxy is given \(total) arguments; at most \(maximumArguments) (in --config and on the "

@@ -4,9 +4,12 @@ import StowageCache
 import StowageCore
 import Synchronization
 
-// Purges and bans: what an operator removes by URL, by URL prefix, or by surrogate key. Tags are
-// kept as index entries `k <tag> <uri>` beside the records (`m <uri>`), so a ban by tag is one
-// range scan of the index, whatever the cache's size.
+// Invalidation: what an operator removes by URL, by URL prefix, or by surrogate key (Varnish's
+// purge and ban, Fastly's purge by surrogate key). The word "purge" in Stowage's API means one
+// thing only, freeing space under storage pressure (`Purging`, `purge(_:)`); the proxy's admin
+// listener keeps Varnish's wire names (`PURGE`, `/purge`, `/ban`) for operators' tools. Tags are
+// kept as index entries `k <tag> <uri>` beside the records (`m <uri>`), so invalidating a tag is
+// one range scan of the index, whatever the cache's size.
 
 extension HTTPCache {
     static func tagKey(_ tag: String, uri: String) -> String { "k " + tag + " " + uri }
@@ -27,7 +30,7 @@ extension HTTPCache {
     }
 
     /// Records that `uri`'s stored response carries `tags` (in the disk cache's index: a cache
-    /// without a disk tier keeps no tags, and ``ban(tag:)`` finds nothing in it).
+    /// without a disk tier keeps no tags, and ``invalidate(tag:)`` finds nothing in it).
     func recordTags(_ tags: [String], uri: String) async throws {
         guard let disk else { return }
         for tag in tags { try await disk.setData(Data(), forKey: Self.tagKey(tag, uri: uri)) }
@@ -38,11 +41,12 @@ extension HTTPCache {
     ///
     /// - Returns: Whether anything was stored for it.
     @discardableResult
-    public func purge(url: String) async throws -> Bool {
+    public func invalidate(url: String) async throws -> Bool {
         guard let key = CacheKey(reference: url, base: CacheKey(uri: "")) else {
             throw StowageError(
                 code: .invalidArgument,
-                message: "purge needs an absolute URL such as https://example.com/a, not \(url.debugDescription)"
+                message:
+                    "invalidate(url:) needs an absolute URL such as https://example.com/a, not \(url.debugDescription)"
             )
         }
         let shaped = rules.keyRules.apply(to: key)
@@ -53,16 +57,16 @@ extension HTTPCache {
 
     /// Removes every stored response whose URL starts with `prefix` (e.g.
     /// `https://example.com/images/`); returns how many URLs went here. With a shared level, every
-    /// node sharing it applies the same ban.
+    /// node sharing it removes the same URLs.
     @discardableResult
-    public func ban(urlPrefix prefix: String) async throws -> Int {
-        let count = try await banLocally(urlPrefix: prefix)
-        await broadcastBan("m " + prefix)
+    public func invalidate(urlPrefix prefix: String) async throws -> Int {
+        let count = try await invalidateLocally(urlPrefix: prefix)
+        await broadcastInvalidation("m " + prefix)
         return count
     }
 
-    /// ``ban(urlPrefix:)`` on this node only.
-    func banLocally(urlPrefix prefix: String) async throws -> Int {
+    /// ``invalidate(urlPrefix:)`` on this node only.
+    func invalidateLocally(urlPrefix prefix: String) async throws -> Int {
         let recordKeys = try await recordKeys(withPrefix: "m " + prefix)
         for recordKey in recordKeys { try await remove(CacheKey(uri: String(recordKey.dropFirst(2)))) }
         return recordKeys.count
@@ -70,18 +74,18 @@ extension HTTPCache {
 
     /// Removes every stored response tagged `tag` by a ``Configuration/tagFields`` field
     /// (`Surrogate-Key`, `Cache-Tag`); returns how many URLs went here. With a shared level,
-    /// every node sharing it applies the same ban: each removes the responses it stored with
+    /// every node sharing it does the same: each removes the responses it stored with
     /// the tag, and their shared copies with them, so a node that took a tagged response from
     /// the shared level loses it too.
     @discardableResult
-    public func ban(tag: String) async throws -> Int {
-        let count = try await banLocally(tag: tag)
-        await broadcastBan(Self.tagKey(tag, uri: ""))
+    public func invalidate(tag: String) async throws -> Int {
+        let count = try await invalidateLocally(tag: tag)
+        await broadcastInvalidation(Self.tagKey(tag, uri: ""))
         return count
     }
 
-    /// ``ban(tag:)`` on this node only.
-    func banLocally(tag: String) async throws -> Int {
+    /// ``invalidate(tag:)`` on this node only.
+    func invalidateLocally(tag: String) async throws -> Int {
         let prefix = Self.tagKey(tag, uri: "")
         guard let disk else { return 0 }
         let tagKeys = try await disk.keys(withPrefix: prefix)
