@@ -7,6 +7,11 @@ import StowageTestSupport
 import Synchronization
 import Testing
 
+/// The shared level's rules (outage replay, confirmation of disk copies, gaps, fills that an
+/// invalidation overtakes) are tested in milliseconds against StowageTesting's
+/// `InMemorySharedLevel`, through both facades (`SharedLevelEngineTests`). What stays here is
+/// what only a real server shows: expiry, pub/sub between processes, the load lock, a server
+/// killed or paused mid-call, the circuit breaker.
 @Suite("Shared tier on Redis", .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"))
 struct SharedTierTests {
     @Test("reads fall through memory → disk → Redis and fill the levels above; TTL becomes Redis expiry")
@@ -325,32 +330,6 @@ struct SharedTierTests {
         // Writes reach Redis again.
         try await cache.setValue("after", forKey: "recovered")
         #expect(try await tier.entry(forKey: "recovered")?.data == Data("after".utf8))
-    }
-
-    @Test("during a gap disk copies are served unconfirmed; once invalidations flow again (.all) they are confirmed")
-    func gapServesUnconfirmed() async throws {
-        let fleet = try await Fleet()
-        defer { fleet.close() }
-        // Published invalidations: the DEL below, from a plain client, reaches no node — as
-        // values lost by a server restarting empty do not.
-        let (cache, _) = try await fleet.node(
-            namespace: "t9",
-            name: "a",
-            invalidations: .publish
-        )
-        try await cache.setValue("v", forKey: "k")
-        _ = try fleet.server.cli(["DEL", "t9:{=k}"])
-        // A gap ended: the disk copy now predates the horizon, and memory is empty.
-        await cache.apply(.all)
-        // Another gap begins; a server coming back may be coming back empty, so its "no value"
-        // must not refute the copy.
-        await cache.apply(.interrupted)
-        #expect(try await cache.value(forKey: "k") == "v")
-        #expect(try await cache.disk.data(forKey: "k") == Data("v".utf8))
-        // The gap ends with the values kept: copies are confirmed again, and Redis has none.
-        await cache.apply(.all)
-        #expect(try await cache.value(forKey: "k") == nil)
-        #expect(try await cache.disk.data(forKey: "k") == nil)
     }
 
     @Test(
