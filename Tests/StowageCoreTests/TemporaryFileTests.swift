@@ -1,6 +1,7 @@
 import Foundation
 import StowageCore
 import StowageTestSupport
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -209,6 +210,49 @@ struct TemporaryFileTests {
         #expect(pread(descriptor, &buffer, 3, 0) == 3)
         #expect(buffer == Array("abc".utf8))
         #expect(try Self.names(scratch) == ["file"])
+    }
+
+    @Test(
+        ".synchronized flushes the new name's directory (and the one above a directory it made); .none flushes none"
+    )
+    func synchronizedCommitFlushesDirectories() throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.makeDirectory("plain")
+        try scratch.makeDirectory("flushed")
+        try scratch.makeDirectory("made")
+        try scratch.makeDirectory("linked")
+        func flushed(_ name: String) -> Bool {
+            TemporaryFile.synchronizedDirectories.withLock { $0.contains(scratch.path + "/" + name) }
+        }
+        try TemporaryFile(beside: scratch.path + "/plain/file").commit(
+            to: scratch.path + "/plain/file",
+            durability: .none
+        )
+        #expect(!flushed("plain"))
+        try TemporaryFile(beside: scratch.path + "/flushed/file").commit(
+            to: scratch.path + "/flushed/file",
+            durability: .synchronized
+        )
+        #expect(flushed("flushed"))
+        try TemporaryFile(in: scratch.path + "/made").commit(
+            to: scratch.path + "/made/ab/file",
+            durability: .synchronized,
+            createsParentDirectory: true
+        )
+        #expect(flushed("made/ab"))
+        #expect(flushed("made"), "the directory the commit created is a new name in its parent")
+        let descriptor = try TemporaryFile(beside: scratch.path + "/made/kept").commitKeepingOpen(
+            to: scratch.path + "/made/kept",
+            durability: .synchronized
+        )
+        close(descriptor)
+        #expect(
+            try TemporaryFile(beside: scratch.path + "/linked/file").commitIfAbsent(
+                to: scratch.path + "/linked/file",
+                durability: .synchronized
+            )
+        )
+        #expect(flushed("linked"))
     }
 
     @Test("an unnamed file leaves no name behind")

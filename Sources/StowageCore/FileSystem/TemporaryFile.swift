@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,7 +28,11 @@ package struct TemporaryFile: ~Copyable {
         /// the new name with missing data on file systems that do not order the two.
         case none
         /// Flushes the file to stable storage before the rename
-        /// (``FileDescriptorIO/synchronize(_:dataOnly:action:path:)``).
+        /// (``FileDescriptorIO/synchronize(_:dataOnly:action:path:)``), and its directory after
+        /// it (and the directory above, when the commit created the file's directory): the new
+        /// name is a change to the directory, which POSIX leaves in memory until that directory
+        /// is flushed (fsync(2): "an explicit fsync() on a file descriptor for the directory is
+        /// also needed"), as SQLite's journal and LevelDB's manifest do.
         case synchronized
     }
 
@@ -187,7 +193,12 @@ package struct TemporaryFile: ~Copyable {
         try prepareCommit(to: destination, durability: durability, replacing: replacing)
         isDescriptorTaken = true
         close(descriptor)
-        try install(at: destination, createsParentDirectory: createsParentDirectory, action: action)
+        try install(
+            at: destination,
+            durability: durability,
+            createsParentDirectory: createsParentDirectory,
+            action: action
+        )
     }
 
     /// As ``commit(to:durability:replacing:createsParentDirectory:action:)``, but leaves the
@@ -200,24 +211,40 @@ package struct TemporaryFile: ~Copyable {
         action: String = "replace"
     ) throws -> Int32 {
         try prepareCommit(to: destination, durability: durability, replacing: replacing)
-        try install(at: destination, createsParentDirectory: false, action: action)
         isDescriptorTaken = true
+        do {
+            try install(at: destination, durability: durability, createsParentDirectory: false, action: action)
+        } catch {
+            // Not installed: the temporary goes, and its descriptor with it. Installed but its
+            // directory not flushed: the file stays, the caller gets the error, not the descriptor.
+            close(descriptor)
+            throw error
+        }
         return descriptor
     }
 
     /// Gives the file its final name only if nothing has it yet (`link(2)`, then the temporary
     /// name goes): for creating a file that another process may be creating at the same moment.
-    /// Flush first (``synchronize(action:)``) when the contents must survive a power loss.
     ///
     /// - Returns: `true` when this file was installed, `false` when `destination` existed.
     /// - Throws: ``StowageError`` naming `destination`; the temporary is removed either way.
-    package consuming func commitIfAbsent(to destination: String, action: String = "create") throws -> Bool {
+    ///
+    /// With ``Durability/synchronized``, the file is flushed before the link and its directory
+    /// after it, as ``commit(to:durability:replacing:createsParentDirectory:action:)`` does.
+    package consuming func commitIfAbsent(
+        to destination: String,
+        durability: Durability = .none,
+        action: String = "create"
+    ) throws -> Bool {
         try Self.checkNoNUL(destination)
+        if durability == .synchronized { try synchronize() }
         guard link(path, destination) == 0 else {
             if errno == EEXIST { return false }
             throw StowageError.syscall(.current, action, path: destination)
         }
-        return true  // dropping `self` closes the file and removes the temporary name
+        // Dropping `self` closes the file and removes the temporary name.
+        if durability == .synchronized { try Self.synchronizeDirectory(Self.directory(of: destination)) }
+        return true
     }
 
     private func prepareCommit(to destination: String, durability: Durability, replacing: Replacement) throws {
@@ -240,18 +267,52 @@ package struct TemporaryFile: ~Copyable {
         }
     }
 
-    private mutating func install(at destination: String, createsParentDirectory: Bool, action: String) throws {
+    private mutating func install(
+        at destination: String,
+        durability: Durability,
+        createsParentDirectory: Bool,
+        action: String
+    ) throws {
+        let parent = Self.directory(of: destination)
+        var createdParent = false
         if rename(path, destination) != 0 {
-            guard createsParentDirectory, errno == ENOENT, let slash = destination.lastIndex(of: "/") else {
-                throw Self.renameError(destination, action: action)
-            }
-            let parent = String(destination[..<slash])
-            if mkdir(parent, 0o700) != 0 && errno != EEXIST {
+            guard createsParentDirectory, errno == ENOENT else { throw Self.renameError(destination, action: action) }
+            if mkdir(parent, 0o700) == 0 {
+                createdParent = true
+            } else if errno != EEXIST {
                 throw StowageError.syscall(.current, "create directory", path: parent)
             }
             guard rename(path, destination) == 0 else { throw Self.renameError(destination, action: action) }
         }
         isCommitted = true
+        guard durability == .synchronized else { return }
+        try Self.synchronizeDirectory(parent)
+        if createdParent { try Self.synchronizeDirectory(Self.directory(of: parent)) }
+    }
+
+    /// The directory part of `path` (`.` for a bare name, `/` for a name at the root).
+    private static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The directories commits flushed last (at most 256): for tests, which cannot see a flush
+    /// otherwise.
+    package static let synchronizedDirectories = Mutex<[String]>([])
+
+    /// Flushes `directory`'s entries (a new or renamed name in it) to stable storage.
+    ///
+    /// - Throws: ``StowageError`` naming `directory`; the file is installed either way, but a
+    ///   power loss may take its new name back.
+    private static func synchronizeDirectory(_ directory: String) throws {
+        let descriptor = systemOpen(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
+        guard descriptor >= 0 else { throw StowageError.syscall(.current, "flush directory", path: directory) }
+        defer { close(descriptor) }
+        try FileDescriptorIO.synchronize(descriptor, action: "flush directory", path: directory)
+        synchronizedDirectories.withLock { recent in
+            if recent.count == 256 { recent.removeFirst(128) }
+            recent.append(directory)
+        }
     }
 
     /// The rename's error; a directory in the destination's place gets the typed refusal.

@@ -373,7 +373,9 @@ final class PreferencesLog {
         let file = try writeFile(at: path, records: [])
         do {
             // `false`: another process created it first.
-            _ = try file.commitIfAbsent(to: path, action: "create the preferences file")
+            // Flushed with its directory: a log whose name a power loss takes back would take
+            // every flushed append with it.
+            _ = try file.commitIfAbsent(to: path, durability: .synchronized, action: "create the preferences file")
         } catch let error as StowageError where error.code == .notFound {
             // That process's open removed this temporary as a leftover: the file exists now,
             // and the caller reopens it.
@@ -417,7 +419,9 @@ final class PreferencesLog {
         // Flag first: if the rename never happens, openers find the same file and clear it.
         storeSuperseded(true)
         do {
-            try file.commit(to: path, durability: .none, action: "replace the preferences file")
+            // `.synchronized` for the directory: a rename a power loss takes back would bring the
+            // old log back without the appends flushed to this one since.
+            try file.commit(to: path, durability: .synchronized, action: "replace the preferences file")
         } catch {
             storeSuperseded(false)
             throw error
