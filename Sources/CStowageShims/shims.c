@@ -89,3 +89,29 @@ int stowage_status_at(int directory, const char *name, struct stowage_file_statu
     stowage_fill_from_stat(&plain, status);
     return 0;
 }
+
+#if defined(__linux__)
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+// Linux: openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS (5.6+); -1 with ENOSYS where the
+// kernel or a seccomp filter does not offer it, for the caller's component-by-component walk.
+// Apple: O_NOFOLLOW_ANY (macOS 11, iOS 14), which refuses a link anywhere in the path; `..` is
+// refused by the caller on both.
+int stowage_open_beneath(int directory, const char *path, int flags) {
+#if defined(__linux__) && defined(SYS_openat2)
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (unsigned long long)(unsigned int)flags;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+    return (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
+#elif defined(__APPLE__) && defined(O_NOFOLLOW_ANY)
+    return openat(directory, path, flags | O_NOFOLLOW_ANY);
+#else
+    (void)directory; (void)path; (void)flags;
+    errno = ENOSYS;
+    return -1;
+#endif
+}

@@ -99,6 +99,62 @@ struct DiskCacheIntegrityTests {
         #expect(try Data(contentsOf: outside) == Data(repeating: 9, count: 30_000), "the outside file is untouched")
     }
 
+    @Test(
+        "a hash subdirectory replaced by a link to an outside directory: reads miss, writes and removals never reach it"
+    )
+    func symlinkedSubdirectory() throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        try cache.setData(Data(repeating: 1, count: 30_000), forKey: "v")
+        let file = try #require(
+            try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+                try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 'v'")
+            }
+        )
+        let subdirectory = String(file.prefix(while: { $0 != "/" }))
+        let name = String(file.dropFirst(subdirectory.count + 1))
+        // The real subdirectory moves outside the cache; a link to it takes its place.
+        let outside = scratch.path + "/outside"
+        let linked = directory.path(percentEncoded: false) + "/data/" + subdirectory
+        #expect(rename(linked, outside) == 0)
+        #expect(symlink(outside, linked) == 0)
+
+        #expect(try cache.data(forKey: "v") == nil, "read through the link: a miss")
+        try cache.setData(Data(repeating: 2, count: 30_000), forKey: "v")
+        try cache.setData(Data(repeating: 3, count: 30_000), forKey: "w")
+        #expect(try Data(contentsOf: URL(filePath: outside + "/" + name)) == Data(repeating: 1, count: 30_000))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == [name], "no write landed outside")
+        #expect(try cache.data(forKey: "v") == Data(repeating: 2, count: 30_000))
+        try cache.removeData(forKey: "v")
+        try cache.removeData(forKey: "w")
+        #expect(FileManager.default.fileExists(atPath: outside + "/" + name), "no removal reached outside")
+
+        // `data` and `tmp` themselves replaced by links: the next open puts real directories back.
+        try cache.close()
+        let elsewhere = scratch.path + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: false)
+        for part in ["data", "tmp"] {
+            let path = directory.path(percentEncoded: false) + "/" + part
+            #expect(rename(path, scratch.path + "/old-" + part) == 0)
+            #expect(symlink(elsewhere, path) == 0)
+        }
+        let reopened = try DiskCache(directory: directory)
+        try reopened.setData(Data(repeating: 4, count: 30_000), forKey: "x")
+        #expect(try reopened.data(forKey: "x") == Data(repeating: 4, count: 30_000))
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty,
+            "nothing written through a link"
+        )
+        for part in ["data", "tmp"] {
+            let type = try FileManager.default.attributesOfItem(
+                atPath: directory.path(percentEncoded: false) + "/" + part
+            )[.type]
+            #expect(type as? FileAttributeType == .typeDirectory)
+        }
+        try reopened.close()
+    }
+
     @Test("a value file replaced by a FIFO is a prompt miss, not a hang (also for a streamed read)")
     func fifoFile() throws {
         let scratch = try TemporaryDirectory()

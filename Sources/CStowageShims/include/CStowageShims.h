@@ -62,6 +62,11 @@ struct stowage_file_status {
 /// no statx), `fstatat` with `st_birthtimespec` on Apple platforms. Returns 0 or -1 with errno.
 int stowage_status_at(int directory, const char *name, struct stowage_file_status *status);
 
+/// Opens `path` (relative, no `..`) below the directory open at `directory` without following a
+/// symbolic link anywhere on the way; -1 with `errno` (`ELOOP` for a link, `ENOSYS` where the
+/// system has no such call).
+int stowage_open_beneath(int directory, const char *path, int flags);
+
 /// CRC-32C (Castagnoli) of `count` bytes at `bytes`, continuing from `crc` (0 to start):
 /// the SSE 4.2 / ARMv8 CRC instruction where the CPU has it, a table otherwise.
 uint32_t stowage_crc32c(uint32_t crc, const void *bytes, size_t count);

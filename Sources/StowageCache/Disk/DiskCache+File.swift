@@ -174,7 +174,7 @@ extension DiskCache {
     /// An inline value as an unnamed file under the cache's `tmp/`: created, written, unlinked
     /// at once (nothing is left behind, even if the process dies) and rewound.
     private func copyToUnnamedFile(_ data: Data) throws -> ValueFile {
-        let descriptor = try TemporaryFile.unnamed(in: files.temporaryDirectory, action: "create temporary file")
+        let descriptor = try TemporaryFile.unnamed(in: files.temporary, action: "create temporary file")
         let temporary = files.temporaryDirectory + " (unnamed file)"
         do {
             try data.withUnsafeBytes {

@@ -80,13 +80,14 @@ extension DiskCache {
     /// than ``orphanGracePeriod``.
     func collectOrphans(isOnlyUser: Bool) throws {
         let cutoff = Date().timeIntervalSince1970 - (isOnlyUser ? -1 : Self.orphanGracePeriod)
-        func isOldEnough(_ path: String) -> Bool {
-            guard let status = FileStatus.of(path) else { return false }
+        // Through the open directories, never by path: a link planted in a subdirectory's place
+        // is skipped, and nothing outside the cache's directory is examined or removed.
+        func isOldEnough(_ name: String, in directory: OpenDirectory) -> Bool {
+            guard let status = FileStatus.at(directory.descriptor, name) else { return false }
             return status.modificationTime.rounded(.down) < cutoff
         }
-        for name in Self.names(in: files.temporaryDirectory) {
-            let path = files.temporaryDirectory + "/" + name
-            if isOldEnough(path) { FileNames.remove(path) }
+        for name in Self.names(in: files.temporary) where isOldEnough(name, in: files.temporary) {
+            files.temporary.removeEntry(name)
         }
         let indexed = try indexCall {
             try index.pool.read { db in
@@ -95,13 +96,16 @@ extension DiskCache {
         }
         var present = Set<String>()
         var removedFiles = 0
-        for subdirectory in Self.names(in: files.dataDirectory) {
-            for name in Self.names(in: files.dataDirectory + "/" + subdirectory) {
-                let relative = subdirectory + "/" + name
+        for subdirectoryName in Self.names(in: files.data) {
+            guard let subdirectory = try? files.data.childDirectory(subdirectoryName, creating: false) else {
+                continue
+            }
+            for name in Self.names(in: subdirectory) {
+                let relative = subdirectoryName + "/" + name
                 if indexed.contains(relative) {
                     present.insert(relative)
-                } else if isOldEnough(files.path(of: relative)) {
-                    FileNames.remove(files.path(of: relative))
+                } else if isOldEnough(name, in: subdirectory) {
+                    subdirectory.removeEntry(name)
                     removedFiles += 1
                 }
             }
@@ -138,7 +142,7 @@ extension DiskCache {
     }
 
     /// The entries of a directory, without `.` and `..`; empty when it cannot be read.
-    static func names(in directory: String) -> [String] {
-        (try? OpenDirectory.names(at: directory)) ?? []
+    static func names(in directory: OpenDirectory) -> [String] {
+        (try? directory.entries().map(\.name)) ?? []
     }
 }

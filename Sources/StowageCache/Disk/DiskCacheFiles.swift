@@ -14,18 +14,30 @@ import Darwin
 /// complete, and a crash leaves at worst an orphan that ``DiskCache`` collects on open.
 /// POSIX calls throughout: Foundation's `Data.write(options: .atomic)` costs about 10× more
 /// per small file on Linux (see the `disk-cache` benchmarks).
+///
+/// `data/`, `tmp/` and the hash subdirectories are reached through descriptors opened without
+/// following symbolic links, and value files are opened with no link allowed on the way
+/// (``OpenDirectory/openBeneath(_:flags:)``): a link planted in a subdirectory's place makes
+/// a read a miss and a write replace the link with a real directory, never act on files
+/// outside the cache's directory.
 struct DiskCacheFiles: Sendable {
     let dataDirectory: String
     let temporaryDirectory: String
     let synchronous: Bool
+    /// `data/`, open.
+    let data: OpenDirectory
+    /// `tmp/`, open.
+    let temporary: OpenDirectory
 
     init(root: String, synchronous: Bool) throws {
         dataDirectory = root + "/data"
         temporaryDirectory = root + "/tmp"
         self.synchronous = synchronous
-        for directory in [dataDirectory, temporaryDirectory] {
-            try DirectoryCreation.createDirectory(at: URL(filePath: directory, directoryHint: .isDirectory))
-        }
+        try DirectoryCreation.createDirectory(at: URL(filePath: root, directoryHint: .isDirectory))
+        let rootDirectory = try OpenDirectory.open(path: root)
+        // A link or file in `data`'s or `tmp`'s place is damage: replaced by a real directory.
+        data = try rootDirectory.childDirectory("data", creating: true)!
+        temporary = try rootDirectory.childDirectory("tmp", creating: true)!
     }
 
     func path(of name: String) -> String { dataDirectory + "/" + name }
@@ -39,40 +51,62 @@ struct DiskCacheFiles: Sendable {
 
     /// A new file under `tmp/` for a value being written; removed unless moved into place.
     func makeTemporaryFile() throws -> TemporaryFile {
-        try TemporaryFile(in: temporaryDirectory, action: "create cache file")
+        try TemporaryFile(in: temporary, action: "create cache file")
     }
 
     /// Flushes the complete file when the cache writes synchronously and renames it to `name`
-    /// under `data/`, creating the hash's subdirectory on first use. Whatever stands at the
-    /// name (a link or FIFO put there is damage) is replaced without a look first.
+    /// (`HH/…`) under `data/`, creating the hash's subdirectory on first use (and replacing
+    /// whatever is not a directory in its place). Whatever stands at the name (a link or FIFO put
+    /// there is damage) is replaced without a look first.
     func moveIntoPlace(_ file: consuming TemporaryFile, as name: String) throws {
+        let (subdirectoryName, fileName) = Self.split(name)
+        var created = false
+        let subdirectory: OpenDirectory
+        if let existing = data.openChild(subdirectoryName) {
+            subdirectory = existing
+        } else {
+            subdirectory = try data.childDirectory(subdirectoryName, creating: true)!
+            created = true
+        }
         try file.commit(
-            to: path(of: name),
+            into: subdirectory,
+            name: fileName,
             durability: synchronous ? .synchronized : .none,
-            replacing: .anyFile,
-            createsParentDirectory: true,
             action: "move cache file to"
         )
+        if synchronous && created {
+            // The new subdirectory is a new name in `data/`.
+            try FileDescriptorIO.synchronize(data.descriptor, action: "flush directory", path: dataDirectory)
+        }
     }
 
-    /// Opens the value file `name` for reading: never through a symbolic link, never blocking
-    /// on a FIFO, and only when it is a regular file of `expectedSize` bytes.
+    /// `HH/rest` as its two parts.
+    private static func split(_ name: String) -> (subdirectory: String, file: String) {
+        guard let slash = name.firstIndex(of: "/") else { return ("", name) }
+        return (String(name[..<slash]), String(name[name.index(after: slash)...]))
+    }
+
+    /// Opens the value file `name` for reading: never through a symbolic link (anywhere on the
+    /// way from `data/`), never blocking on a FIFO, and only when it is a regular file of
+    /// `expectedSize` bytes.
     ///
     /// - Returns: The open descriptor, or `nil` when the file is gone, or is a link, a FIFO, a
-    ///   device, a directory or of another length — damage the caller treats as a miss.
+    ///   device, a directory or of another length, or a link stands in its subdirectory's
+    ///   place — damage the caller treats as a miss.
     func openValue(_ name: String, expectedSize: Int64) throws -> Int32? {
-        let path = path(of: name)
         // O_NONBLOCK: opening a FIFO put in a value's place would otherwise wait for a writer.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        let descriptor = data.openBeneath(name, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
-            if errno == ENOENT || errno == ELOOP || errno == ENXIO { return nil }
-            throw StowageError.syscall(.current, "open cache file", path: path)
+            if errno == ENOENT || errno == ELOOP || errno == ENXIO || errno == ENOTDIR || errno == EXDEV {
+                return nil
+            }
+            throw StowageError.syscall(.current, "open cache file", path: path(of: name))
         }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let error = Errno.current
             FileDescriptorIO.close(descriptor)
-            throw StowageError.syscall(error, "examine", path: path)
+            throw StowageError.syscall(error, "examine", path: path(of: name))
         }
         guard status.st_mode & S_IFMT == S_IFREG, Int64(status.st_size) == expectedSize, expectedSize >= 0 else {
             FileDescriptorIO.close(descriptor)
@@ -109,8 +143,16 @@ struct DiskCacheFiles: Sendable {
         return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
     }
 
-    /// Unlinks files whose index rows are gone; a file already gone is fine.
+    /// Unlinks files whose index rows are gone; a file already gone is fine, and so is a
+    /// subdirectory that is gone or is not a directory (nothing of the cache's is there).
     func remove(_ names: [String]) {
-        for name in names { FileNames.remove(path(of: name)) }
+        var opened: (name: String, directory: OpenDirectory?)? = nil
+        for name in names {
+            let (subdirectoryName, fileName) = Self.split(name)
+            if opened?.name != subdirectoryName {
+                opened = (subdirectoryName, try? data.childDirectory(subdirectoryName, creating: false))
+            }
+            opened?.directory?.removeEntry(fileName)
+        }
     }
 }

@@ -50,6 +50,10 @@ package struct TemporaryFile: ~Copyable {
     package let path: String
     /// The temporary file, open for writing (and reading with `readable`).
     package let descriptor: Int32
+    /// The directory the file was made in through its descriptor, and its name there; `nil`
+    /// and the path for a file made by path.
+    private let directory: OpenDirectory?
+    private let name: String
     /// Set once the file has its final name; then neither close nor removal is left to `deinit`.
     private var isCommitted = false
     /// Set when a commit handed the descriptor to the caller.
@@ -128,6 +132,34 @@ package struct TemporaryFile: ~Copyable {
         guard descriptor >= 0 else { throw StowageError.syscall(.current, action, path: path) }
         self.path = path
         self.descriptor = descriptor
+        directory = nil
+        name = path
+    }
+
+    /// Creates a temporary file (`PID-RANDOM.tmp`) in the open `directory`: where the directory
+    /// is reached through its descriptor, a symbolic link put in its place later cannot move the
+    /// file elsewhere. Commit it with ``commit(into:name:durability:action:)``.
+    ///
+    /// - Parameter action: What the file is for, as errors name it (`"create cache file"`).
+    /// - Throws: ``StowageError`` naming the temporary path.
+    package init(
+        in directory: OpenDirectory,
+        permissions: mode_t = 0o600,
+        readable: Bool = false,
+        action: String = "create"
+    ) throws {
+        let name = "\(getpid())-\(UInt64.random(in: 0...UInt64.max)).tmp"
+        let descriptor = openat(
+            directory.descriptor,
+            name,
+            (readable ? O_RDWR : O_WRONLY) | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+            permissions
+        )
+        guard descriptor >= 0 else { throw StowageError.syscall(.current, action, path: directory.pathOf(name)) }
+        self.path = directory.pathOf(name)
+        self.descriptor = descriptor
+        self.directory = directory
+        self.name = name
     }
 
     /// A file with no name in `directory`: created read-write and unlinked at once, so nothing
@@ -146,9 +178,42 @@ package struct TemporaryFile: ~Copyable {
         return file.descriptor  // dropping `file` unlinks the name
     }
 
+    /// A file with no name in the open `directory`, as the path-taking `unnamed(in:action:)` makes.
+    package static func unnamed(in directory: OpenDirectory, action: String = "create") throws -> Int32 {
+        var file = try TemporaryFile(in: directory, readable: true, action: action)
+        file.isDescriptorTaken = true
+        return file.descriptor  // dropping `file` unlinks the name
+    }
+
     deinit {
         if !isDescriptorTaken { close(descriptor) }
-        if !isCommitted { unlink(path) }
+        if !isCommitted {
+            if let directory { unlinkat(directory.descriptor, name, 0) } else { unlink(path) }
+        }
+    }
+
+    /// Flushes as `durability` asks, closes the file and renames it to `name` in the open
+    /// `destination` directory, both ends reached through their descriptors: for a store that
+    /// keeps its directories open so that a link put in their place cannot redirect its writes.
+    /// Whatever stands at `name` except a directory is replaced (``Replacement/anyFile``).
+    ///
+    /// - Throws: ``StowageError``: `.invalidArgument` when a directory stands at `name`; the
+    ///   system call's error otherwise. The temporary is removed and the destination left as it was.
+    package consuming func commit(
+        into destination: OpenDirectory,
+        name destinationName: String,
+        durability: Durability,
+        action: String = "replace"
+    ) throws {
+        if durability == .synchronized { try synchronize() }
+        isDescriptorTaken = true
+        close(descriptor)
+        let renamed = renameat(directory?.descriptor ?? AT_FDCWD, name, destination.descriptor, destinationName)
+        guard renamed == 0 else { throw Self.renameError(destination.pathOf(destinationName), action: action) }
+        isCommitted = true
+        guard durability == .synchronized else { return }
+        try FileDescriptorIO.synchronize(destination.descriptor, action: "flush directory", path: destination.path)
+        Self.noteSynchronized(destination.path)
     }
 
     /// Appends `bytes` at the current position.
@@ -309,6 +374,10 @@ package struct TemporaryFile: ~Copyable {
         guard descriptor >= 0 else { throw StowageError.syscall(.current, "flush directory", path: directory) }
         defer { close(descriptor) }
         try FileDescriptorIO.synchronize(descriptor, action: "flush directory", path: directory)
+        noteSynchronized(directory)
+    }
+
+    private static func noteSynchronized(_ directory: String) {
         synchronizedDirectories.withLock { recent in
             if recent.count == 256 { recent.removeFirst(128) }
             recent.append(directory)

@@ -1,0 +1,71 @@
+import CStowageShims
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// Work below an open directory that a symbolic link planted inside it cannot lead out of: a
+// store's own subdirectories are opened with O_NOFOLLOW, files below them with openat2's
+// RESOLVE_NO_SYMLINKS (Linux) or O_NOFOLLOW_ANY (Apple), so a link in a subdirectory's place
+// turns a write, a removal or a read into an error or a miss, never an act on a file elsewhere.
+
+extension OpenDirectory {
+    /// The child directory `name`, opened without following a symbolic link.
+    ///
+    /// - Parameter creating: Make it (`0700`) when it is missing; and when a symbolic link, a
+    ///   file or anything else that is not a directory stands in its place, remove that first
+    ///   (for a store's own subdirectories, where such a thing is damage).
+    /// - Returns: `nil` when it is missing (or not a directory) and `creating` is `false`.
+    /// - Throws: `StowageError` naming the child when it can be neither opened nor made.
+    package func childDirectory(_ name: String, creating: Bool) throws -> OpenDirectory? {
+        if let child = openChild(name) { return child }
+        let error = errno
+        guard error == ENOENT || error == ELOOP || error == ENOTDIR else {
+            throw StowageError.syscall(Errno(rawValue: error), "open directory", path: pathOf(name))
+        }
+        guard creating else { return nil }
+        if error != ENOENT, unlinkat(descriptor, name, 0) != 0, errno != ENOENT {
+            throw StowageError.syscall(.current, "remove what stands in a directory's place", path: pathOf(name))
+        }
+        if mkdirat(descriptor, name, 0o700) != 0, errno != EEXIST {
+            throw StowageError.syscall(.current, "create directory", path: pathOf(name))
+        }
+        guard let child = openChild(name) else {
+            throw StowageError.syscall(.current, "open directory", path: pathOf(name))
+        }
+        return child
+    }
+
+    /// Removes the entry `name` (not a directory; a symbolic link is removed as a link).
+    ///
+    /// - Returns: Whether it was there and went.
+    @discardableResult
+    package func removeEntry(_ name: String) -> Bool {
+        unlinkat(descriptor, name, 0) == 0
+    }
+
+    /// Opens `relativePath` (names joined by `/`, no `..`, no leading `/`) below this directory
+    /// without following a symbolic link anywhere on the way.
+    ///
+    /// - Returns: The descriptor, or -1 with `errno` (`ELOOP` or `ENOTDIR` where a link stands
+    ///   in the path, `ENOENT`, `EINVAL` for a path that would leave the directory).
+    package func openBeneath(_ relativePath: String, flags: Int32) -> Int32 {
+        let components = relativePath.split(separator: "/", omittingEmptySubsequences: false)
+        guard !relativePath.hasPrefix("/"), !components.contains(where: { $0 == ".." || $0.isEmpty }) else {
+            errno = EINVAL
+            return -1
+        }
+        let opened = stowage_open_beneath(descriptor, relativePath, flags | O_NOFOLLOW)
+        guard opened < 0, errno == ENOSYS || errno == EPERM else { return opened }
+        // No openat2 (a kernel before 5.6, or a seccomp filter that refuses it): one component
+        // at a time, each with O_NOFOLLOW.
+        var current = self
+        for component in components.dropLast() {
+            guard let child = current.openChild(String(component)) else { return -1 }
+            current = child
+        }
+        return openat(current.descriptor, String(components.last ?? ""), flags | O_NOFOLLOW)
+    }
+}
