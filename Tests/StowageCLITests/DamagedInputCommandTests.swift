@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 17, items 4 and 11, as a shell user meets them.
+/// Damaged files and odd inputs, as a shell user meets them.
 @Suite("damaged and odd inputs on the command line")
 struct DamagedInputCommandTests {
     @Test("prefs list on a suite with a damaged record lists what survived, says so on stderr and exits 1")

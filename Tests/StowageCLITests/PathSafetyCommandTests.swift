@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 17 items 1, 3 and 11 as a shell user meets them.
+/// Paths with NUL or control bytes, `..` and links, as a shell user meets them.
 @Suite("paths on the command line")
 struct PathSafetyCommandTests {
     @Test("clean --manifest with 'Documents/..\\u0000/..\\u0000' (the reported reproduction) empties nothing")

@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 17, item 8: a full volume must not keep a disk cache (and so the proxy) from opening.
+/// A full volume must not keep a disk cache (and so the proxy) from opening.
 @Suite("DiskCache on a full volume", .enabled(if: SmallVolume.canMount, "needs to mount a tmpfs (root)"))
 struct DiskCacheFullVolumeTests {
     @Test(

@@ -5,9 +5,8 @@ import StowageCore
 import StowageTestSupport
 import Testing
 
-/// Issue 17, items 5 and 9: a damaged index is rebuilt wherever the damage is; a wrong
-/// `totals` row is repaired instead of evicting every write. (Ported from the disk-cache
-/// helper's branch.)
+/// A damaged index is rebuilt wherever the damage is; a wrong
+/// `totals` row is repaired instead of evicting every write.
 @Suite("DiskCache index repair")
 struct DiskCacheIndexRepairTests {
     private func open(_ scratch: TemporaryDirectory) throws -> DiskCache {

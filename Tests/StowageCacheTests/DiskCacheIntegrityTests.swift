@@ -10,7 +10,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 17, item 6: damaged bytes are a miss, never a wrong answer. Every value carries a
+/// Damaged bytes are a miss, never a wrong answer. Every value carries a
 /// CRC-32C verified on read; value files are opened without following links and without
 /// blocking, and must be regular files.
 @Suite("DiskCache integrity")

@@ -6,7 +6,7 @@ import Testing
 
 @testable import StowageCache
 
-/// Paths that arrive with NUL or control bytes (issue 17, item 1): a system call stops at the
+/// Paths that arrive with NUL or control bytes: a system call stops at the
 /// first NUL, so `..\0` would act as `..` after every check on the Swift string had passed.
 @Suite("paths from manifests and registries")
 struct PathInputTests {

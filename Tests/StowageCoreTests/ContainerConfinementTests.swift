@@ -8,7 +8,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 17, item 12: a location directory (`Library/Caches`, or `Library` above it) replaced by
+/// A location directory (`Library/Caches`, or `Library` above it) replaced by
 /// a symbolic link. Stowage follows such a link only when it stays inside the container's root.
 @Suite("Container confinement")
 struct ContainerConfinementTests {

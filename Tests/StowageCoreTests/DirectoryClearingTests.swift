@@ -112,7 +112,7 @@ struct DirectoryClearingTests {
     }
 }
 
-/// Issue 17, item 3: the refusal to clear through a symbolic link, judged on what is opened.
+/// The refusal to clear through a symbolic link, judged on what is opened.
 @Suite("DirectoryClearing through links")
 struct DirectoryClearingLinkTests {
     @Test(

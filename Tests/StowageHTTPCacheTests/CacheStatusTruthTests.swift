@@ -5,7 +5,7 @@ import StowageHTTPCache
 import StowageTestSupport
 import Testing
 
-/// Issue 17, item 10: `Cache-Status` says `stored` only for a response that was stored.
+/// `Cache-Status` says `stored` only for a response that was stored.
 @Suite struct CacheStatusTruthTests {
     @Test("RFC 9211 §2.7: a response whose store fails is not announced as stored, and is not served later")
     func failedStoreIsNotStored() async throws {

@@ -4,7 +4,7 @@ import Testing
 
 @testable import StowagePreferences
 
-/// Issue 17, item 4: one flipped byte costs the damaged record only; the header never
+/// One flipped byte costs the damaged record only; the header never
 /// overrules the records; damage is reported and the damaged file kept.
 @Suite("preferences recovery")
 struct PreferencesRecoveryTests {

@@ -13,8 +13,8 @@ import Testing
 import Glibc
 #endif
 
-/// Clients that are slow, incomplete or malformed must never take the proxy down (issue 17,
-/// items 2, 7 and 10). Everything runs against the real proxy and real sockets on 127.0.0.1.
+/// Clients that are slow, incomplete or malformed must never take the proxy down.
+/// Everything runs against the real proxy and real sockets on 127.0.0.1.
 // Serialized: the first test holds 60 dispatch threads in blocking reads for a moment, which
 // would delay the raw sockets of the others.
 @Suite(.serialized) struct HostileClientTests {
@@ -167,7 +167,7 @@ import Glibc
     }
 }
 
-/// Issue 17, item 7, and item 10's `Cache-Status`: an upstream that stalls or fails mid-body.
+/// An upstream that stalls or fails mid-body.
 /// Interim responses from the upstream (RFC 9110 §15.2).
 @Suite struct InterimResponseTests {
     @Test("§15.2 / RFC 8297: an upstream's 103 Early Hints is never taken or stored as the final response")

@@ -12,7 +12,7 @@ extension Scratch {
     var keyFile: String { url.path(percentEncoded: false) + "/Library/Preferences/keys/secrets.key" }
 }
 
-/// Issue 17, item 6 for secrets: what stands in a key file's or an item's place is opened
+/// What stands in a key file's or an item's place is opened
 /// without following links or blocking, and refused unless it is a regular file.
 @Suite("secret files that are not files")
 struct SecretFileTypeTests {

@@ -6,7 +6,7 @@ import StowageCore
 /// and resume with its result — the tax every async disk API pays before any disk work. The
 /// baseline `direct` is the same closure called in place; the ratio is the hop's cost in calls.
 ///
-/// Candidates (issue 18): `dispatch` (``BlockingWork``'s pool, what every async disk API uses
+/// Candidates: `dispatch` (``BlockingWork``'s pool, what every async disk API uses
 /// for long work), `dispatch-concurrent` (a concurrent `DispatchQueue`, what it used before), `nio-thread-pool`
 /// (`NIOThreadPool.runIfActive`, two threads), `task-executor` (`withTaskExecutorPreference` on
 /// two dedicated threads), `inline` (an `async` function that does the work on the caller's

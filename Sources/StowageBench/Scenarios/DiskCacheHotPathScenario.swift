@@ -3,7 +3,7 @@ import StowageCache
 import StowageCore
 import Synchronization
 
-/// The disk cache's hot path beyond one blocking call at a time (issue 18):
+/// The disk cache's hot path beyond one blocking call at a time:
 /// - `disk-cache.get-1KiB-async`: `await data(forKey:)` per key, against the blocking read of the
 ///   same store (the async tax) and `sqlite-c`.
 /// - `disk-cache.set-1KiB-deferred`: sets with ``DiskCache/Durability/deferred(maximumDelay:)``

@@ -60,25 +60,24 @@ struct BenchTarget: Encodable, Sendable {
 }
 
 extension BenchTarget {
-    /// Every scenario's goals, by scenario name: the spec's ("as fast as du") and those the
-    /// issues set (Benchmarks/README.md). Scenarios without goals only report.
+    /// Every scenario's goals, by scenario name (Benchmarks/README.md). Scenarios without goals only report.
     static let byScenario: [String: [BenchTarget]] = [
-        "disk-usage.tree-100k": [.ratio(atMost: 1.1, against: "du", "spec §1: as fast as du (10% for noise)")],
+        "disk-usage.tree-100k": [.ratio(atMost: 1.1, against: "du", "as fast as du (10% for noise)")],
         "memory-cache.set-get": [
             .ratio(atMost: 2, against: "dictionary+mutex", "within 2x a bare dictionary"),
             .ratio(atMost: 0.2, against: "NSCache", "5x NSCache"),
         ],
         "disk-cache.get-1KiB": [
-            .ratio(atMost: 1.5, against: "sqlite-c", "issue 18 §1"),
-            .value(atMost: 4, "issue 18 §1: a 1 KiB hit in 4 µs"),
+            .ratio(atMost: 1.5, against: "sqlite-c", "within 1.5x SQLite's C API"),
+            .value(atMost: 4, "a 1 KiB hit in 4 µs"),
         ],
-        "disk-cache.get-1KiB-async": [.excess(atMost: 5, over: "blocking", "issue 18 §2: blocking + 5 µs")],
+        "disk-cache.get-1KiB-async": [.excess(atMost: 5, over: "blocking", "the blocking read + 5 µs")],
         "disk-cache.set-1KiB": [
-            .ratio(atMost: 1.0 / 3, against: "python-diskcache", "issue 18 §3: 3x python-diskcache"),
-            .value(atMost: 35, "issue 18 §3"),
+            .ratio(atMost: 1.0 / 3, against: "python-diskcache", "3x python-diskcache"),
+            .value(atMost: 35, "a durable 1 KiB set in 35 µs"),
         ],
-        "disk-cache.set-1KiB-deferred": [.value(atMost: 5, "issue 18 §3: 5 µs sustained")],
-        "disk-cache.set-1KiB-8-writers": [.ratio(atLeast: 4, against: "1-writer", "issue 18 §3: 4x one writer")],
+        "disk-cache.set-1KiB-deferred": [.value(atMost: 5, "5 µs sustained")],
+        "disk-cache.set-1KiB-8-writers": [.ratio(atLeast: 4, against: "1-writer", "4x one writer")],
         "cleaner.clean-100k": [.ratio(atMost: 1.5, against: "rm -rf", "within 1.5x rm -rf")],
         "purge.sweep-100k": [.ratio(atMost: 1.5, against: "find -mtime -delete", "within 1.5x find -delete")],
         "account.report": [.ratio(atMost: 0.1, against: "disk-usage walk", "10x a walk of the container")],
@@ -91,10 +90,10 @@ extension BenchTarget {
             .ratio(atMost: 1.5, against: "by-hand-async", "within 1.5x the same read written by hand")
         ],
         "shared-tier.get-1KiB": [
-            .ratio(atMost: 1 / 0.9, against: "redis-benchmark", "issue 20 §3: 0.9x its throughput")
+            .ratio(atMost: 1 / 0.9, against: "redis-benchmark", "0.9x its throughput")
         ],
         "shared-tier.set-1KiB": [
-            .ratio(atMost: 1 / 0.9, against: "redis-benchmark", "issue 20 §3: 0.9x its throughput")
+            .ratio(atMost: 1 / 0.9, against: "redis-benchmark", "0.9x its throughput")
         ],
     ]
 }
