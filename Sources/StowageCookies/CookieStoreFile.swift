@@ -107,13 +107,6 @@ enum CookieStoreFile {
     /// Removes temporary files a killed writer left beside `url` (`NAME.tmp-PID-RANDOM`, as
     /// `AtomicFile` names them) whose process is gone.
     static func removeAbandonedTemporaries(beside url: URL) {
-        let directory = url.deletingLastPathComponent()
-        let prefix = url.lastPathComponent + ".tmp-"
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.fileSystemPath) else { return }
-        for name in names where name.hasPrefix(prefix) {
-            let pidText = name.dropFirst(prefix.count).prefix(while: { $0 != "-" })
-            guard let pid = pid_t(pidText), pid != getpid() else { continue }
-            if kill(pid, 0) != 0, errno == ESRCH { FileNames.remove(directory.appending(path: name).fileSystemPath) }
-        }
+        TemporaryFile.removeLeftovers(in: url.deletingLastPathComponent().fileSystemPath)
     }
 }

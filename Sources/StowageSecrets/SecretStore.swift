@@ -52,6 +52,10 @@ public final class SecretStore: Sendable {
         self.area = area
         try SecureFiles.createDirectory(directory)
         try SecureFiles.createDirectory(directory.appending(path: "items", directoryHint: .isDirectory))
+        // An item or header write killed between its temporary and the rename left the temporary.
+        for part in [directory, directory.appending(path: "items", directoryHint: .isDirectory)] {
+            TemporaryFile.removeLeftovers(in: part.path(percentEncoded: false))
+        }
         let header = try StoreHeader.loadOrCreate(in: directory, masterKey: masterKey)
         key = try Self.resolve(masterKey, header: header, storeDirectory: directory)
         try header.verify(key: key, area: area, storePath: directory.path)

@@ -255,6 +255,34 @@ struct TemporaryFileTests {
         #expect(flushed("linked"))
     }
 
+    /// The id of a process that has exited.
+    static func deadProcessID() throws -> pid_t {
+        let process = Process()
+        process.executableURL = URL(filePath: "/bin/true")
+        try process.run()
+        process.waitUntilExit()
+        return process.processIdentifier
+    }
+
+    @Test("leftover temporaries of processes that are gone are removed; a running one's, and other names, stay")
+    func leftoversOfDeadProcesses() throws {
+        let scratch = try TemporaryDirectory()
+        let dead = try Self.deadProcessID()
+        let outside = scratch.path + "-outside"
+        try Data("precious".utf8).write(to: URL(filePath: outside))
+        defer { unlink(outside) }
+        let gone = ["items.json.tmp-\(dead)-123", "k.secret.tmp-\(dead)-4294967295"]
+        let kept = [
+            "mine.tmp-\(getpid())-1", "init.tmp-1-1", "a.tmp-x-1", "a.tmp-12", "a.tmp-\(dead)-", "b.txt",
+            "a.tmp-\(dead)-1-2", "a.tmp-\(dead)-99999999999",
+        ]
+        for name in gone + kept { try Data().write(to: URL(filePath: scratch.path + "/" + name)) }
+        #expect(symlink(outside, scratch.path + "/link.tmp-\(dead)-7") == 0)
+        #expect(TemporaryFile.removeLeftovers(in: scratch.path) == 3)
+        #expect(try Self.names(scratch) == kept.sorted())
+        #expect(try String(contentsOfFile: outside, encoding: .utf8) == "precious", "a link goes, not its target")
+    }
+
     @Test("an unnamed file leaves no name behind")
     func unnamed() throws {
         let scratch = try TemporaryDirectory()

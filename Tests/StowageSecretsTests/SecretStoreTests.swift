@@ -53,6 +53,23 @@ struct SecretStoreTests {
         #expect(bytes.range(of: Data("s3cret".utf8)) == nil)
     }
 
+    @Test("opening removes the temporaries a writer killed before its rename left; the items stay")
+    func leftoverTemporariesRemoved() throws {
+        let scratch = try Scratch()
+        let key = SecretStore.MasterKey.key(SymmetricKey(size: .bits256))
+        let directory = scratch.url.appending(path: "store")
+        try SecretStore(directory: directory, masterKey: key).set("value", service: "s", account: "a")
+        let process = Process()
+        process.executableURL = URL(filePath: "/bin/true")
+        try process.run()
+        process.waitUntilExit()
+        let leftover = directory.appending(path: "items/0a.secret.tmp-\(process.processIdentifier)-42")
+        try Data(repeating: 7, count: 64).write(to: leftover)
+        let reopened = try SecretStore(directory: directory, masterKey: key)
+        #expect(!FileManager.default.fileExists(atPath: leftover.path(percentEncoded: false)))
+        #expect(try reopened.secret(service: "s", account: "a") == Data("value".utf8))
+    }
+
     @Test("a wrong key or passphrase is refused as such")
     func wrongKey() throws {
         let scratch = try Scratch()
