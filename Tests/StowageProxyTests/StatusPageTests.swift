@@ -92,17 +92,26 @@ import Testing
                 #expect(try await h.admin(.POST, "/ban?prefix=https%3A%2F%2Fexample.com%2F\(index)").status == 200)
             }
             #expect(try await h.admin(.POST, "/ban?tag=\(encoded)").status == 200)
+            // A purge URL with markup and quotes in its query, as a caller may send one.
+            let url = "https://example.com/a?q=</script><script>\"'"
+            let purge = try await h.admin(
+                .POST,
+                "/purge?url=" + (url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            )
+            #expect(purge.status == 404, "nothing stored, taken all the same: \(purge.text)")
             let reply = try await h.admin(.GET, "/status.json")
             #expect(!reply.body.contains { $0 < 0x20 }, "no raw control character in the JSON")
             #expect(reply.body.count < 20 * 2_000, "20 entries of at most 256 characters each: \(reply.body.count)")
             let status = try ProxyStatus.decode(reply.body)
             #expect(status.recentInvalidations.count == 20, "only the latest 20 are kept")
-            let newest = try #require(status.recentInvalidations.first)
+            let purged = try #require(status.recentInvalidations.first)
+            #expect(purged.kind == "url" && purged.target == url && purged.removed == 0)
+            let newest = status.recentInvalidations[1]
             #expect(newest.kind == "tag")
             #expect(newest.target.count == RecentInvalidations.maximumTargetLength)
             #expect(newest.target.hasPrefix("</script><script>alert(\"x\")</script>'\u{01}\u{1B}[31m\nAAA"))
             #expect(newest.target.hasSuffix("…"))
-            #expect(status.recentInvalidations[1].target == "https://example.com/29", "newest first")
+            #expect(status.recentInvalidations[2].target == "https://example.com/29", "newest first")
         }
     }
 
