@@ -417,7 +417,7 @@ let package = Package(
             dependencies: [
                 "StowageProxy", "StowageHTTPCache", "StowageHTTPClient", "StowageHTTPTestSupport", "StowageCore",
                 "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport", "StowageCache",
-                "StowageTestSupport",
+                "StowageTestSupport", "StowageTesting",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -114,8 +114,10 @@ public final class CachingProxy: Sendable {
                 cache: cache,
                 token: admin.token,
                 registry: configuration.metricsRegistry,
-                metrics: metrics
+                metrics: metrics,
+                upstream: "\(configuration.upstream)"
             )
+            services.append(StatusSampler(counters: metrics.activity.counters, rate: metrics.activity.rate))
             services.append(
                 ProxyServer(
                     respond: { request, _ in await adminHandler.respond(to: request) },

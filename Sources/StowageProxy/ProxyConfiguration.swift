@@ -77,7 +77,9 @@ public struct ProxyConfiguration: Sendable {
         /// The port; 0 picks a free one.
         public var port: Int
         /// The token every admin request must give as `Authorization: Bearer TOKEN`; required
-        /// unless ``host`` is a loopback address.
+        /// unless ``host`` is a loopback address. The status page's GETs (`/`, `/status.json`,
+        /// `/status.js`, `/status.css`) also take it as the password of HTTP Basic credentials,
+        /// which a browser asks for; purge, ban and `/metrics` take the Bearer form only.
         public var token: String?
 
         /// A listener on `host`:`port` that requires `token` (required off loopback).

@@ -1,3 +1,4 @@
+import Foundation
 import Metrics
 import StowageCore
 import StowageHTTPCache
@@ -16,12 +17,17 @@ import StowageHTTPCache
 /// | `stowage_proxy_purged_entries_total` | counter | |
 /// | `stowage_proxy_cache_bytes` | gauge | `tier`: memory, disk (read at each scrape) |
 /// | `stowage_proxy_cache_entries` | gauge | disk entries, bodies and records (read at each scrape) |
+///
+/// The same events go to ``activity`` for the status page (`GET /status.json`), which needs no
+/// metrics backend.
 struct ProxyMetrics: Sendable {
+    /// The proxy's own figures for the status page.
+    let activity: ProxyActivity
     private let outcomes: [CacheOutcome: Counter]
-    let upstreamErrors: Counter
+    private let upstreamErrors: Counter
     private let servedFromCache: Counter
     private let servedFromUpstream: Counter
-    let upstreamDuration: Timer
+    private let upstreamDuration: Metrics.Timer
     private let purges: [PurgeKind: Counter]
     let purgedEntries: Counter
     private let memoryBytes: Gauge
@@ -33,7 +39,8 @@ struct ProxyMetrics: Sendable {
         case url, prefix, tag
     }
 
-    init() {
+    init(activity: ProxyActivity = ProxyActivity()) {
+        self.activity = activity
         var outcomes: [CacheOutcome: Counter] = [:]
         for outcome in [CacheOutcome.hit, .miss, .revalidated, .stale, .bypass] {
             outcomes[outcome] = Counter(
@@ -45,7 +52,10 @@ struct ProxyMetrics: Sendable {
         upstreamErrors = Counter(label: "stowage_proxy_upstream_errors_total")
         servedFromCache = Counter(label: "stowage_proxy_served_bytes_total", dimensions: [("source", "cache")])
         servedFromUpstream = Counter(label: "stowage_proxy_served_bytes_total", dimensions: [("source", "upstream")])
-        upstreamDuration = Timer(label: "stowage_proxy_upstream_duration_seconds", preferredDisplayUnit: .seconds)
+        upstreamDuration = Metrics.Timer(
+            label: "stowage_proxy_upstream_duration_seconds",
+            preferredDisplayUnit: .seconds
+        )
         var purges: [PurgeKind: Counter] = [:]
         for kind in PurgeKind.allCases {
             purges[kind] = Counter(label: "stowage_proxy_purges_total", dimensions: [("kind", kind.rawValue)])
@@ -57,21 +67,39 @@ struct ProxyMetrics: Sendable {
         diskEntries = Gauge(label: "stowage_proxy_cache_entries")
     }
 
-    func record(_ outcome: CacheOutcome) { outcomes[outcome]?.increment() }
+    func record(_ outcome: CacheOutcome) {
+        outcomes[outcome]?.increment()
+        activity.counters.record(outcome)
+    }
+
+    /// Counts one request the upstream failed (answered 502 or 504).
+    func recordUpstreamError() {
+        upstreamErrors.increment()
+        activity.counters.recordUpstreamError()
+    }
+
+    /// Records how long one upstream exchange took, until its response head.
+    func recordUpstreamDuration(_ duration: Duration, endedAt: ContinuousClock.Instant) {
+        upstreamDuration.recordNanoseconds(duration.saturatingNanoseconds)
+        activity.latencies.record(duration, endedAt: endedAt)
+    }
 
     /// Counts `count` body bytes sent to a client for a response of `outcome`.
     func recordServed(_ count: Int, outcome: CacheOutcome) {
         guard count > 0 else { return }
+        activity.counters.recordServed(count, outcome: outcome)
         switch outcome {
         case .hit, .stale, .revalidated: servedFromCache.increment(by: count)
         case .miss, .bypass: servedFromUpstream.increment(by: count)
         }
     }
 
-    /// Counts one admin purge or ban and the stored responses it removed.
-    func recordPurge(_ kind: PurgeKind, removed: Int) {
+    /// Counts one admin purge or ban of `target` (a URL, a URL prefix or a tag) and the stored
+    /// responses it removed, and keeps it for the status page's recent list.
+    func recordPurge(_ kind: PurgeKind, target: String, removed: Int, at time: Date) {
         purges[kind]?.increment()
         purgedEntries.increment(by: removed)
+        activity.invalidations.record(kind, target: target, removed: removed, at: time)
     }
 
     /// Reads the cache's size into the gauges (before a scrape).

@@ -179,14 +179,14 @@ import Glibc
 
         let admin = ["--admin", "127.0.0.1:\(adminPort)"]
         let purged = try await StowageExecutable.run(
-            ["proxy", "purge"] + admin + ["\(origin.baseURL)/page", "\(origin.baseURL)/never"]
+            ["proxy", "invalidate"] + admin + ["\(origin.baseURL)/page", "\(origin.baseURL)/never"]
         )
         #expect(purged.status == 0, "\(purged.standardError)")
-        #expect(purged.standardOutput == "purged \(origin.baseURL)/page\nnot stored \(origin.baseURL)/never\n")
+        #expect(purged.standardOutput == "removed \(origin.baseURL)/page\nnot stored \(origin.baseURL)/never\n")
         let (again, _) = try await URLSession.shared.data(from: page)
         #expect(String(decoding: again, as: UTF8.self) == "v2")
-        let banned = try await StowageExecutable.run(["proxy", "ban", "--prefix", origin.baseURL + "/"] + admin)
-        #expect(banned.standardOutput == "banned 1\n", "\(banned.standardError)")
+        let banned = try await StowageExecutable.run(["proxy", "invalidate", "--prefix", origin.baseURL + "/"] + admin)
+        #expect(banned.standardOutput == "removed 1\n", "\(banned.standardError)")
 
         let (afterPurges, _) = try await URLSession.shared.data(
             from: try #require(URL(string: "http://127.0.0.1:\(adminPort)/metrics"))
@@ -199,20 +199,21 @@ import Glibc
         await origin.stop()
     }
 
-    @Test("stowage proxy purge and ban: clear usage errors, and exit 2 with a message when no listener answers")
+    @Test("stowage proxy invalidate: clear usage errors, and exit 2 with a message when no listener answers")
     func adminCommandErrors() async throws {
         for (arguments, message) in [
-            (["proxy", "purge"], "Missing expected argument '<urls> ...'"),
-            (["proxy", "ban", "--prefix", "a", "--tag", "b"], "exactly one of --prefix"),
-            (["proxy", "ban", "--tag", ""], "exactly one of --prefix"),
-            (["proxy", "ban", "--tag", "x", "--admin", "nohost"], "--admin"),
+            (["proxy", "invalidate"], "exactly one of the three"),
+            (["proxy", "invalidate", "--prefix", "a", "--tag", "b"], "exactly one of the three"),
+            (["proxy", "invalidate", "--prefix", "a", "http://example.com/"], "exactly one of the three"),
+            (["proxy", "invalidate", "--tag", ""], "not empty"),
+            (["proxy", "invalidate", "--tag", "x", "--admin", "nohost"], "--admin"),
         ] {
             let outcome = try await StowageExecutable.run(arguments)
             #expect(outcome.status == 64, "\(arguments)")
             #expect(outcome.standardError.contains(message), "\(outcome.standardError)")
         }
         let unreachable = try await StowageExecutable.run([
-            "proxy", "purge", "--admin", "127.0.0.1:1", "http://example.com/",
+            "proxy", "invalidate", "--admin", "127.0.0.1:1", "http://example.com/",
         ])
         #expect(unreachable.status == 2)
         #expect(unreachable.standardError.contains("did not answer"), "\(unreachable.standardError)")

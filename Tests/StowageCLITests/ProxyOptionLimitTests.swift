@@ -75,9 +75,12 @@ import Testing
         #expect(outcome.status == 64)
         #expect(outcome.standardError.contains("is given 2002 arguments; at most 2000"), "\(outcome.standardError)")
 
-        // A `ban` that is an option's value, not the subcommand, does not lift the bound.
+        // An `invalidate` that is an option's value, not the subcommand, does not lift the bound.
         let disguised = try await StowageExecutable.run(
-            ["proxy", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0", "--cache-key-header", "ban"]
+            [
+                "proxy", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0", "--cache-key-header",
+                "invalidate",
+            ]
                 + (0..<999).flatMap { ["--cache-bypass", "header:X-B\($0)", "--cache-key-ignore-query", "q\($0)"] }
         )
         #expect(disguised.status == 64)
@@ -86,9 +89,9 @@ import Testing
             "\(disguised.standardError.prefix(300))"
         )
 
-        // `purge URL…` is not the proxy's own option list: many URLs reach the listener (none here).
+        // `invalidate URL…` is not the proxy's own option list: many URLs reach the listener (none here).
         let urls = (0..<2_500).map { "http://example.com/\($0)" }
-        let purge = try await StowageExecutable.run(["proxy", "purge", "--admin", "127.0.0.1:1"] + urls)
+        let purge = try await StowageExecutable.run(["proxy", "invalidate", "--admin", "127.0.0.1:1"] + urls)
         #expect(purge.status == 2, "\(purge.standardError.prefix(300))")
         #expect(purge.standardError.contains("did not answer"))
     }

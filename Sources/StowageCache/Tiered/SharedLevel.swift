@@ -63,7 +63,7 @@ package final class SharedLevel: Sendable {
         self.logger = logger
         self.clock = clock
         self.sharedCopy = sharedCopy
-        health = SharedTierHealth(name: name, logger: logger)
+        health = SharedTierHealth(name: name, logger: logger, now: clock.now)
         counters = CacheCounters(name: name, tier: "shared")
         horizon = InvalidationHorizon(clock: clock)
         pendingWrites = PendingSharedWrites(limit: options.maximumPendingWrites)

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Metrics
 import Synchronization
@@ -8,19 +9,34 @@ import Synchronization
 /// Metric: `stowage_cache_shared_tier_failures_total` (dimension `cache`).
 package final class SharedTierHealth: Sendable {
     private let isDown = Atomic<Bool>(false)
+    /// When the current outage began, in milliseconds since 1970; 0 while the level answers.
+    private let outageStartMilliseconds = Atomic<Int64>(0)
     private let failureCount = Atomic<Int>(0)
+    private let now: @Sendable () -> Date
     private let failures: Counter
     private let logger: Logger
     private let name: String
     private let recovery = Mutex<(@Sendable () -> Void)?>(nil)
 
-    package init(name: String, logger: Logger) {
+    /// - Parameter now: The time an outage is dated by (the level's cache clock).
+    package init(name: String, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) {
         self.name = name
         self.logger = logger
+        self.now = now
         failures = Counter(label: "stowage_cache_shared_tier_failures_total", dimensions: [("cache", name)])
     }
 
     package var failureTotal: Int { failureCount.load(ordering: .relaxed) }
+
+    /// Whether the last call to the level succeeded (`true` before the first call).
+    package var isHealthy: Bool { !isDown.load(ordering: .relaxed) }
+
+    /// When the current outage began (its first failed call); `nil` while the level answers.
+    package var outageStart: Date? {
+        guard isDown.load(ordering: .relaxed) else { return nil }
+        let milliseconds = outageStartMilliseconds.load(ordering: .relaxed)
+        return milliseconds == 0 ? nil : Date(timeIntervalSince1970: Double(milliseconds) / 1_000)
+    }
 
     /// Runs `handler` each time the shared level answers again after an outage.
     package func whenRecovered(_ handler: @escaping @Sendable () -> Void) {
@@ -30,6 +46,7 @@ package final class SharedTierHealth: Sendable {
     package func recordSuccess() {
         guard isDown.load(ordering: .relaxed) else { return }
         if isDown.exchange(false, ordering: .relaxed) {
+            outageStartMilliseconds.store(0, ordering: .relaxed)
             logger.notice("shared cache tier reachable again; using it", metadata: ["cache": "\(name)"])
             recovery.withLock { $0 }?()
         }
@@ -39,6 +56,7 @@ package final class SharedTierHealth: Sendable {
         failureCount.add(1, ordering: .relaxed)
         failures.increment()
         if !isDown.exchange(true, ordering: .relaxed) {
+            outageStartMilliseconds.store(Int64(now().timeIntervalSince1970 * 1_000), ordering: .relaxed)
             logger.warning(
                 "shared cache tier unreachable; serving from memory and disk until it is back",
                 metadata: ["cache": "\(name)", "operation": "\(operation)", "error": "\(error)"]

@@ -14,12 +14,16 @@ import StowageHTTPCache
 /// POST /ban?prefix=https://example.com/img/   200 banned N
 /// POST /ban?tag=product-42                    200 banned N   (Surrogate-Key / Cache-Tag)
 /// GET  /metrics                               Prometheus text, when a registry was given
+/// GET  /status.json                           the status document (``ProxyStatus``)
+/// GET  /                                      the status page (and /status.js, /status.css)
 /// ```
 ///
 /// With ``ProxyConfiguration/AdminListener/token`` set, every request needs
 /// `Authorization: Bearer TOKEN` (401 with an RFC 6750 §3 `WWW-Authenticate: Bearer
 /// realm="stowage-admin"` challenge otherwise); without one the listener must be on a loopback
-/// address (checked when the proxy starts).
+/// address (checked when the proxy starts). The status page's GETs also take the token as the
+/// password of HTTP Basic credentials (RFC 7617), which a browser asks for
+/// (`AdminHandler+StatusPage.swift`).
 ///
 /// Every answer carries `Stowage-Admin: 1`, which the main listener never passes on from an
 /// origin: ``ProxyAdminClient`` sends its token only to a server that answered with both.
@@ -28,6 +32,8 @@ struct AdminHandler: Sendable {
     let token: String?
     let registry: PrometheusCollectorRegistry?
     let metrics: ProxyMetrics
+    /// The upstream's URL, as the status page shows it.
+    let upstream: String
 
     /// The field that marks the admin listener's answers.
     static let markerField = HTTPField.Name("Stowage-Admin")!
@@ -41,9 +47,15 @@ struct AdminHandler: Sendable {
     }
 
     private func answer(_ request: Request) async -> Response {
+        let path = request.uri.path
+        let isStatusPage = Self.statusPagePaths.contains(path) && request.method == .get
         if let token {
             let given = request.headers[.authorization]
-            guard let given, Self.isToken(given, equalTo: token) else {
+            let accepted =
+                given.map {
+                    Self.isToken($0, equalTo: token) || (isStatusPage && Self.isBasicToken($0, equalTo: token))
+                } ?? false
+            guard accepted else {
                 var refusal = ProxyHandler.plainResponse(
                     .unauthorized,
                     "give the admin token: Authorization: Bearer TOKEN"
@@ -51,10 +63,24 @@ struct AdminHandler: Sendable {
                 // RFC 6750 §3.1: a request that carried a token is told it was not the right one.
                 refusal.headers[.wwwAuthenticate] =
                     "Bearer realm=\"\(Self.realm)\"" + (given == nil ? "" : ", error=\"invalid_token\"")
+                if isStatusPage {
+                    // RFC 7617 §2: the challenge a browser answers by asking for a user name and
+                    // password; the token is the password. Only the read-only page takes it: a
+                    // browser sends remembered Basic credentials with any site's form POST, so
+                    // /purge and /ban taking them would be open to cross-site requests.
+                    refusal.headers.append(
+                        HTTPField(name: .wwwAuthenticate, value: "Basic realm=\"\(Self.realm)\", charset=\"UTF-8\"")
+                    )
+                }
                 return refusal
             }
+        } else if isStatusPage, !Self.isLiteralHost(request.head.authority) {
+            return ProxyHandler.plainResponse(
+                .misdirectedRequest,
+                "open the status page at the listener's IP address or localhost (a listener without a token answers no other host name, against DNS rebinding)"
+            )
         }
-        let path = request.uri.path
+        if isStatusPage { return await statusPage(path) }
         if path == "/metrics", let registry {
             guard request.method == .get else {
                 return ProxyHandler.plainResponse(.methodNotAllowed, "use GET for /metrics")
@@ -69,9 +95,12 @@ struct AdminHandler: Sendable {
             )
         }
         guard path == "/purge" || path == "/ban" else {
+            if Self.statusPagePaths.contains(path) {
+                return ProxyHandler.plainResponse(.methodNotAllowed, "use GET for \(path)")
+            }
             return ProxyHandler.plainResponse(
                 .notFound,
-                "admin endpoints: POST /purge?url=URL, POST /ban?prefix=URL_PREFIX, POST /ban?tag=TAG"
+                "admin endpoints: POST /purge?url=URL, POST /ban?prefix=URL_PREFIX, POST /ban?tag=TAG, GET /metrics, GET /status.json, GET / (the status page)"
             )
         }
         guard request.method == .post else {
@@ -82,17 +111,17 @@ struct AdminHandler: Sendable {
             switch (path, query["url"], query["prefix"], query["tag"]) {
             case ("/purge", let url?, nil, nil):
                 let purged = try await cache.invalidate(url: url)
-                metrics.recordPurge(.url, removed: purged ? 1 : 0)
+                metrics.recordPurge(.url, target: url, removed: purged ? 1 : 0, at: cache.configuration.clock.now())
                 return purged
                     ? ProxyHandler.plainResponse(.ok, "purged \(url)")
                     : ProxyHandler.plainResponse(.notFound, "nothing stored for \(url)")
             case ("/ban", nil, let prefix?, nil) where !prefix.isEmpty:
                 let count = try await cache.invalidate(urlPrefix: prefix)
-                metrics.recordPurge(.prefix, removed: count)
+                metrics.recordPurge(.prefix, target: prefix, removed: count, at: cache.configuration.clock.now())
                 return ProxyHandler.plainResponse(.ok, "banned \(count)")
             case ("/ban", nil, nil, let tag?) where !tag.isEmpty:
                 let count = try await cache.invalidate(tag: tag)
-                metrics.recordPurge(.tag, removed: count)
+                metrics.recordPurge(.tag, target: tag, removed: count, at: cache.configuration.clock.now())
                 return ProxyHandler.plainResponse(.ok, "banned \(count)")
             default:
                 return ProxyHandler.plainResponse(

@@ -32,10 +32,10 @@ struct ProxyHandler: Sendable {
         self.metrics = metrics
     }
 
-    /// The upstream exchange, timed into ``ProxyMetrics/upstreamDuration``; interim responses go
-    /// to `interims`.
+    /// The upstream exchange, timed into ``ProxyMetrics/recordUpstreamDuration(_:endedAt:)``;
+    /// interim responses go to `interims`.
     private func fetch(forwardingTo interims: InterimForwarder?) -> HTTPFetch {
-        let timer = metrics.upstreamDuration
+        let metrics = self.metrics
         let upstream: HTTPFetch
         if let client {
             upstream = { request, body in
@@ -46,14 +46,12 @@ struct ProxyHandler: Sendable {
         }
         return { request, body in
             let start = ContinuousClock.now
-            defer { timer.recordNanoseconds(Self.nanoseconds(ContinuousClock.now - start)) }
+            defer {
+                let end = ContinuousClock.now
+                metrics.recordUpstreamDuration(end - start, endedAt: end)
+            }
             return try await upstream(request, body)
         }
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     /// The response to `request`; the upstream's interim responses to it go to `interims`.
@@ -96,7 +94,7 @@ struct ProxyHandler: Sendable {
                 metrics: metrics
             )
         } catch {
-            metrics.upstreamErrors.increment()
+            metrics.recordUpstreamError()
             let status = Self.status(for: error)
             configuration.logger.warning(
                 "upstream failed: \(error)",

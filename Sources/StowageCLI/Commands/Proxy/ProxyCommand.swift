@@ -38,7 +38,9 @@ struct ProxyCommand: AsyncParsableCommand {
             repeatable one adds.
 
             With --admin-listen, 'stowage proxy invalidate URL | --prefix P | --tag T' removes \
-            stored responses from the running proxy.
+            stored responses from the running proxy, and a browser opened at http://HOST:PORT/ \
+            shows its status page (requests, hit ratio, cache size, upstream latency, recent \
+            purges; the same figures as JSON at /status.json).
             """,
         subcommands: [ProxyInvalidateCommand.self]
     )
@@ -123,7 +125,7 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Take purge and ban requests on HOST:PORT (POST /purge?url=, /ban?prefix=, /ban?tag=).",
+            "Take purge and ban requests on HOST:PORT (POST /purge?url=, /ban?prefix=, /ban?tag=) and serve the status page (GET /, /status.json).",
             valueName: "HOST:PORT"
         )
     )
@@ -133,7 +135,7 @@ struct ProxyCommand: AsyncParsableCommand {
         help: ArgumentHelp(
             "The token admin requests must give (Authorization: Bearer TOKEN); required off loopback. Default: $STOWAGE_ADMIN_TOKEN.",
             discussion:
-                "The admin listener speaks plain HTTP: keep it on loopback or a private network, or put TLS in front.",
+                "The admin listener speaks plain HTTP: keep it on loopback or a private network, or put TLS in front. A browser opening the status page is asked for a user name (any) and a password (the token).",
             valueName: "TOKEN"
         )
     )
