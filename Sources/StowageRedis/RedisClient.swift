@@ -45,7 +45,7 @@ public final class RedisClient: RedisCommandExecuting {
     @discardableResult
     public func send(_ command: RedisCommand) async throws -> RESPValue {
         commands.increment()
-        return try await configuration.activeTracer.withAnySpan(RedisTracing.SpanName.command, ofKind: .client) {
+        return try await configuration.activeTracer.withSpanIfTracing(RedisTracing.SpanName.command, ofKind: .client) {
             span in
             span.recordRedis([command], server: configuration)
             do {
@@ -62,7 +62,7 @@ public final class RedisClient: RedisCommandExecuting {
     /// Sends `commands` on one connection in one write; replies in order, error replies as values.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
         self.commands.increment(by: Int64(commands.count))
-        return try await configuration.activeTracer.withAnySpan(RedisTracing.SpanName.pipeline, ofKind: .client) {
+        return try await configuration.activeTracer.withSpanIfTracing(RedisTracing.SpanName.pipeline, ofKind: .client) {
             span in
             span.recordRedis(commands, server: configuration)
             do {

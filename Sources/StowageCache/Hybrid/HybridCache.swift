@@ -152,7 +152,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     @usableFromInline
     func valueBelowMemory(forKey key: String) async throws -> Value? {
         let tracer = levels.activeTracer
-        return try await tracer.withAnySpan(CacheTracing.SpanName.get) { span in
+        return try await tracer.withSpanIfTracing(CacheTracing.SpanName.get) { span in
             span.recordCacheKey(key, cacheName: disk.configuration.name)
             let found = try await valueBelowMemory(forKey: key, tracer: tracer, span: span)
             if span.isRecording { span.attributes[CacheTracing.Attribute.hit] = found != nil }
@@ -163,7 +163,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// ``valueBelowMemory(forKey:)`` inside its span: notes in `span` the level that answered.
     private func valueBelowMemory(forKey key: String, tracer: any Tracer, span: any Span) async throws -> Value? {
         let read = levels.beginRead()
-        let stored = try await tracer.withAnySpan(CacheTracing.SpanName.diskRead) { diskSpan in
+        let stored = try await tracer.withSpanIfTracing(CacheTracing.SpanName.diskRead) { diskSpan in
             diskSpan.recordCacheKey(key, cacheName: disk.configuration.name)
             let stored = try await disk.storedData(forKey: key)
             if diskSpan.isRecording {
@@ -329,7 +329,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
             timeToLive: timeToLive,
             keepsInMemory: placement.keepsInMemory
         ) {
-            try await levels.activeTracer.withAnySpan(CacheTracing.SpanName.diskWrite) { span in
+            try await levels.activeTracer.withSpanIfTracing(CacheTracing.SpanName.diskWrite) { span in
                 span.recordCacheKey(key, cacheName: disk.configuration.name)
                 if placement == .memoryOnly {
                     // SDImageCache's `storeImage:forKey:toDisk:NO` leaves the disk alone; here the

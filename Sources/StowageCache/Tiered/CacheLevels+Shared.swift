@@ -47,7 +47,7 @@ extension CacheLevels {
     /// One read of `key` from the shared level, in a ``CacheTracing/SpanName/sharedRead`` span
     /// (marked as an error when the level did not answer); `nil` when it did not answer.
     private func sharedEntry(_ key: String, from shared: SharedLevel) async -> SharedCacheEntry?? {
-        await activeTracer.withAnySpan(CacheTracing.SpanName.sharedRead, ofKind: .client) { span in
+        await activeTracer.withSpanIfTracing(CacheTracing.SpanName.sharedRead, ofKind: .client) { span in
             span.recordCacheKey(key, cacheName: disk?.configuration.name)
             let answer = await shared.health.call("get") { try await shared.tier.entry(forKey: key) }
             if span.isRecording {
@@ -89,7 +89,8 @@ extension CacheLevels {
     /// the replay when the shared level does not take it.
     package func writeShared(_ data: Data, forKey key: String, timeToLive: Duration?) async {
         guard let shared = sharedLevel else { return }
-        let taken: Void? = await activeTracer.withAnySpan(CacheTracing.SpanName.sharedWrite, ofKind: .client) { span in
+        let taken: Void? = await activeTracer.withSpanIfTracing(CacheTracing.SpanName.sharedWrite, ofKind: .client) {
+            span in
             span.recordCacheKey(key, cacheName: disk?.configuration.name)
             if span.isRecording { span.attributes[CacheTracing.Attribute.bytes] = data.count }
             let taken: Void? = await shared.health.call("set") {

@@ -36,7 +36,7 @@ extension HTTPCache {
         // A hit held in memory needs no suspension: answered as the event loop of a server is.
         // No span for it either: a memory hit makes no tracing call (HTTPCacheTracing).
         if policy == .useProtocolCachePolicy, let served = respondFromMemory(to: request) { return served }
-        return try await levels.activeTracer.withAnySpan(HTTPCacheTracing.SpanName.respond) { span in
+        return try await levels.activeTracer.withSpanIfTracing(HTTPCacheTracing.SpanName.respond) { span in
             var trace: [TraceNote] = []
             trace.reserveCapacity(4)  // a hit notes 3 steps: one allocation, not one per growth
             let request = rules.keyRules.removingIgnoredParameters(from: request)

@@ -24,7 +24,8 @@ extension HTTPCache {
         body: HTTPBody?,
         through fetch: HTTPFetch
     ) async throws -> (HTTPResponse, HTTPBody) {
-        try await levels.activeTracer.withAnySpan(HTTPCacheTracing.SpanName.originFetch, ofKind: .client) { span in
+        try await levels.activeTracer.withSpanIfTracing(HTTPCacheTracing.SpanName.originFetch, ofKind: .client) {
+            span in
             if span.isRecording {
                 span.attributes[HTTPCacheTracing.Attribute.requestMethod] = request.method.rawValue
                 span.attributes[HTTPCacheTracing.Attribute.urlFull] = rules.key(for: request).uri
@@ -45,7 +46,7 @@ extension HTTPCache {
         key: CacheKey,
         onDone: @escaping @Sendable (Bool) -> Void
     ) async throws -> StoreOutcome {
-        try await levels.activeTracer.withAnySpan(HTTPCacheTracing.SpanName.store) { span in
+        try await levels.activeTracer.withSpanIfTracing(HTTPCacheTracing.SpanName.store) { span in
             let outcome = try await storeIfAllowed(exchanged, for: request, key: key, onDone: onDone)
             if span.isRecording { span.attributes[HTTPCacheTracing.Attribute.stored] = outcome.isUnderWay }
             return outcome

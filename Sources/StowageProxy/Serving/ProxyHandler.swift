@@ -4,6 +4,7 @@ import HummingbirdCore
 import Logging
 import Metrics
 import NIOCore
+import StowageCache
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPClient
@@ -71,7 +72,8 @@ struct ProxyHandler: Sendable {
         let tracer = configuration.tracer ?? InstrumentationSystem.tracer
         var context = ServiceContext.current ?? .topLevel
         tracer.extract(request.head.headerFields, into: &context, using: HTTPFieldsExtractor())
-        return await tracer.withAnySpan(ProxyTracing.SpanName.request, context: context, ofKind: .server) { span in
+        return await tracer.withSpanIfTracing(ProxyTracing.SpanName.request, context: context, ofKind: .server) {
+            span in
             if span.isRecording {
                 span.attributes[HTTPCacheTracing.Attribute.requestMethod] = request.head.method.rawValue
                 span.attributes[ProxyTracing.Attribute.urlPath] = request.head.path ?? "/"

@@ -78,7 +78,7 @@ public final class RedisClusterClient: RedisCommandExecuting {
     /// redirections, and returns the reply.
     @discardableResult
     public func send(_ command: RedisCommand) async throws -> RESPValue {
-        try await seeds[0].activeTracer.withAnySpan(RedisTracing.SpanName.command, ofKind: .client) { span in
+        try await seeds[0].activeTracer.withSpanIfTracing(RedisTracing.SpanName.command, ofKind: .client) { span in
             span.recordRedis([command], server: nil)
             return try await sendRedirected(command)
         }
@@ -168,7 +168,7 @@ public final class RedisClusterClient: RedisCommandExecuting {
     /// otherwise, and for any command redirected on the way, one by one through ``send(_:)``.
     /// Replies in order, error replies as values.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
-        try await seeds[0].activeTracer.withAnySpan(RedisTracing.SpanName.pipeline, ofKind: .client) { span in
+        try await seeds[0].activeTracer.withSpanIfTracing(RedisTracing.SpanName.pipeline, ofKind: .client) { span in
             span.recordRedis(commands, server: nil)
             return try await pipelineBySlot(commands)
         }
