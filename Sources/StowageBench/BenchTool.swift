@@ -43,7 +43,7 @@ struct BenchTool: AsyncParsableCommand {
             CleanerScenario(), PurgeSweepScenario(), AccountScenario(),
         ]
         + SharedTierScenario.all + [HybridDiskReadScenario(), HybridMemoryHitScenario(), ChecksumScenario()]
-        + AsyncHopScenario.all
+        + AsyncHopScenario.all + [TracingSpanScenario()]
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())

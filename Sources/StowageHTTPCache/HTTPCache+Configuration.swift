@@ -3,6 +3,7 @@ import HTTPTypes
 import Logging
 import StowageCache
 import StowageCore
+import Tracing
 
 extension HTTPCache {
     /// How an ``HTTPCache`` behaves; every property has a documented default.
@@ -80,6 +81,11 @@ extension HTTPCache {
         public var sharedBodyLimit: ByteCount
         /// How long records and bodies live in the shared level. Default one day.
         public var sharedTimeToLive: Duration
+        /// Where the spans of decisions that are not memory hits go, with the origin fetch and the
+        /// store under them (see ``HTTPCacheTracing``). Default `nil`: the process's tracer,
+        /// `InstrumentationSystem.tracer`, read once per decision (a no-op tracer until the
+        /// application bootstraps one). Tests pass an `InMemoryTracer` here.
+        public var tracer: (any Tracer)?
 
         /// A configuration with the defaults above.
         public init(kind: CacheKind = .private, name: String = "stowage") {
@@ -103,6 +109,7 @@ extension HTTPCache {
             sharedTier = nil
             sharedBodyLimit = ByteCount(1_000_000)
             sharedTimeToLive = .seconds(86_400)
+            tracer = nil
         }
 
         func validate() throws {

@@ -131,7 +131,8 @@ public final class HTTPCache: Sendable {
             memory: memory,
             disk: disk,
             shared: Self.sharedLevel(configuration),
-            logger: configuration.logger
+            logger: configuration.logger,
+            tracer: configuration.tracer
         )
         collapser = RequestCollapser(clock: configuration.waitClock)
         uses = UseCounter()

@@ -46,7 +46,9 @@ public final class CachingProxy: Sendable {
     public init(configuration: ProxyConfiguration) throws {
         try configuration.validate()
         self.configuration = configuration
-        cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: configuration.cache)
+        var cacheConfiguration = configuration.cache
+        if cacheConfiguration.tracer == nil { cacheConfiguration.tracer = configuration.tracer }
+        cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),
             timeout: configuration.upstreamTimeout

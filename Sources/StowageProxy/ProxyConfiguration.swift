@@ -5,6 +5,7 @@ import Prometheus
 import StowageCache
 import StowageCore
 import StowageHTTPCache
+import Tracing
 
 /// How a ``CachingProxy`` listens, where it forwards and how it caches.
 public struct ProxyConfiguration: Sendable {
@@ -69,6 +70,12 @@ public struct ProxyConfiguration: Sendable {
     /// process bootstraps swift-metrics with a `PrometheusMetricsFactory` on it so the cache's and
     /// the proxy's counters land there (`stowage proxy --admin-listen` does). Default `nil`.
     public var metricsRegistry: PrometheusCollectorRegistry?
+    /// Where the proxy's spans go: one server span per request that is not a memory hit
+    /// answered on the event loop (see `ProxyTracing`), with the cache's spans under it. Default
+    /// `nil`: the process's tracer, `InstrumentationSystem.tracer`, read once per request (a
+    /// no-op tracer until the application bootstraps one). The cache uses it too unless
+    /// ``cache``'s own `tracer` is set. Tests pass an `InMemoryTracer` here.
+    public var tracer: (any Tracer)?
 
     /// The admin listener's address and token.
     public struct AdminListener: Sendable, Hashable {
@@ -182,6 +189,7 @@ public struct ProxyConfiguration: Sendable {
         cache = Self.defaultCache
         admin = nil
         metricsRegistry = nil
+        tracer = nil
     }
 
     /// The longest timeout the proxy takes: one day. Longer ones overflowed the event loop's

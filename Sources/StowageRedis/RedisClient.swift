@@ -1,6 +1,7 @@
 import Logging
 import Metrics
 import NIOCore
+import Tracing
 
 /// A client for one Redis (or Valkey, or any RESP server): pooled, pipelined connections,
 /// RESP3 with RESP2 fallback, TLS for `rediss://`.
@@ -44,26 +45,34 @@ public final class RedisClient: RedisCommandExecuting {
     @discardableResult
     public func send(_ command: RedisCommand) async throws -> RESPValue {
         commands.increment()
-        do {
-            return try await pool.withSharedConnection(exclusive: command.needsOwnConnection) {
-                try await $0.send(command)
+        return try await configuration.activeTracer.withSpanIfTracing(RedisTracing.SpanName.command, ofKind: .client) {
+            span in
+            span.recordRedis([command], server: configuration)
+            do {
+                return try await pool.withSharedConnection(exclusive: command.needsOwnConnection) {
+                    try await $0.send(command)
+                }
+            } catch {
+                recordFailure(error)
+                throw error
             }
-        } catch {
-            recordFailure(error)
-            throw error
         }
     }
 
     /// Sends `commands` on one connection in one write; replies in order, error replies as values.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
         self.commands.increment(by: Int64(commands.count))
-        do {
-            return try await pool.withSharedConnection(exclusive: commands.contains { $0.needsOwnConnection }) {
-                try await $0.pipeline(commands)
+        return try await configuration.activeTracer.withSpanIfTracing(RedisTracing.SpanName.pipeline, ofKind: .client) {
+            span in
+            span.recordRedis(commands, server: configuration)
+            do {
+                return try await pool.withSharedConnection(exclusive: commands.contains { $0.needsOwnConnection }) {
+                    try await $0.pipeline(commands)
+                }
+            } catch {
+                recordFailure(error)
+                throw error
             }
-        } catch {
-            recordFailure(error)
-            throw error
         }
     }
 

@@ -1,4 +1,5 @@
 import StowageCore
+import Tracing
 
 extension HybridCache {
     /// How a ``HybridCache`` weighs the values it keeps in memory and uses its shared level.
@@ -33,18 +34,27 @@ extension HybridCache {
         /// Default: ``SharedTierOptions``' defaults.
         public var sharedLevel: SharedTierOptions
 
+        /// Where the spans of reads that miss memory and of writes go (see ``CacheTracing``).
+        /// Default `nil`: the process's tracer, `InstrumentationSystem.tracer`, read once per
+        /// operation (a no-op tracer until the application bootstraps one). Tests pass an
+        /// `InMemoryTracer` here rather than bootstrapping the process-wide system.
+        public var tracer: (any Tracer)?
+
         /// A configuration costing values by `cost`.
         ///
         /// - Parameters:
         ///   - cost: A value's memory cost from the value and its encoded size in bytes. Default:
         ///     the encoded size.
         ///   - sharedLevel: How the shared level is used. Default: ``SharedTierOptions``' defaults.
+        ///   - tracer: Where spans go; `nil` (the default) for `InstrumentationSystem.tracer`.
         public init(
             cost: @escaping @Sendable (_ value: Value, _ encodedByteCount: Int) -> Int = { $1 },
-            sharedLevel: SharedTierOptions = SharedTierOptions()
+            sharedLevel: SharedTierOptions = SharedTierOptions(),
+            tracer: (any Tracer)? = nil
         ) {
             self.cost = cost
             self.sharedLevel = sharedLevel
+            self.tracer = tracer
         }
 
         /// The largest cost ``cost`` may return: 2⁴⁸, the bytes a 48-bit virtual address space

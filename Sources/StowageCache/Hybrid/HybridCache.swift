@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import StowageCore
 import Synchronization
+import Tracing
 
 /// Memory in front of disk, optionally in front of a level shared by a fleet: typed values,
 /// written through to every level, read from the nearest.
@@ -113,7 +114,13 @@ public final class HybridCache<Value: Sendable>: Sendable {
                 clock: disk.configuration.clock
             )
         }
-        levels = CacheLevels(memory: memory, disk: disk, shared: sharedLevel, logger: disk.configuration.logger)
+        levels = CacheLevels(
+            memory: memory,
+            disk: disk,
+            shared: sharedLevel,
+            logger: disk.configuration.logger,
+            tracer: configuration.tracer
+        )
     }
 
     /// The value for `key` from memory, else from disk (then kept in memory), else from the
@@ -139,10 +146,40 @@ public final class HybridCache<Value: Sendable>: Sendable {
 
     /// The rest of ``value(forKey:)`` after a memory miss: disk (confirmed against the shared
     /// level when it may have missed an invalidation), else the shared level.
+    ///
+    /// Traced (``CacheTracing/SpanName/get``, with the disk and shared reads under it); the
+    /// memory hit before it is not.
     @usableFromInline
     func valueBelowMemory(forKey key: String) async throws -> Value? {
+        let tracer = levels.activeTracer
+        return try await tracer.withSpanIfTracing(CacheTracing.SpanName.get) { span in
+            span.recordCacheKey(key, cacheName: disk.configuration.name)
+            let found = try await valueBelowMemory(forKey: key, tracer: tracer, span: span)
+            if span.isRecording { span.attributes[CacheTracing.Attribute.hit] = found != nil }
+            return found
+        }
+    }
+
+    /// ``valueBelowMemory(forKey:)`` inside its span: notes in `span` the level that answered.
+    private func valueBelowMemory(forKey key: String, tracer: any Tracer, span: any Span) async throws -> Value? {
         let read = levels.beginRead()
-        guard let stored = try await disk.storedData(forKey: key) else { return await sharedValue(forKey: key) }
+        let stored = try await tracer.withSpanIfTracing(CacheTracing.SpanName.diskRead) { diskSpan in
+            diskSpan.recordCacheKey(key, cacheName: disk.configuration.name)
+            let stored = try await disk.storedData(forKey: key)
+            if diskSpan.isRecording {
+                diskSpan.attributes[CacheTracing.Attribute.hit] = stored != nil
+                if let stored { diskSpan.attributes[CacheTracing.Attribute.bytes] = stored.data.count }
+            }
+            return stored
+        }
+        guard let stored else {
+            let shared = await sharedValue(forKey: key)
+            if shared != nil, span.isRecording {
+                span.attributes[CacheTracing.Attribute.level] = CacheTracing.Level.shared
+            }
+            return shared
+        }
+        if span.isRecording { span.attributes[CacheTracing.Attribute.level] = CacheTracing.Level.disk }
         if let confirmed = await levels.confirmDiskCopy(
             key,
             storedAt: stored.modified,
@@ -292,27 +329,51 @@ public final class HybridCache<Value: Sendable>: Sendable {
             timeToLive: timeToLive,
             keepsInMemory: placement.keepsInMemory
         ) {
-            if placement == .memoryOnly {
-                // SDImageCache's `storeImage:forKey:toDisk:NO` leaves the disk alone; here the
-                // older disk copy goes, or it would be read back once memory evicts the new value.
-                _ = try await disk.removeData(forKey: key)
-                return
-            }
-            outcome = try await BlockingWork.run {
-                let outcome = try self.disk.store(
+            try await levels.activeTracer.withSpanIfTracing(CacheTracing.SpanName.diskWrite) { span in
+                span.recordCacheKey(key, cacheName: disk.configuration.name)
+                if placement == .memoryOnly {
+                    // SDImageCache's `storeImage:forKey:toDisk:NO` leaves the disk alone; here the
+                    // older disk copy goes, or it would be read back once memory evicts the new value.
+                    _ = try await disk.removeData(forKey: key)
+                    return
+                }
+                if span.isRecording { span.attributes[CacheTracing.Attribute.bytes] = data.count }
+                outcome = try await writeToDisk(
                     data,
                     forKey: key,
-                    timeToLive: timeToLive?.timeInterval,
+                    timeToLive: timeToLive,
                     tag: tag,
                     computeSeconds: computeSeconds,
                     priority: priority
                 )
-                // The older disk copy must not outlive the newer value memory now holds.
-                if case .skippedForLowSpace = outcome { _ = try self.disk.removeData(forKey: key) }
-                return outcome
             }
         }
         return outcome
+    }
+
+    /// The disk half of ``storeLocally(_:data:forKey:timeToLive:tag:computeSeconds:priority:placement:)``,
+    /// off the cooperative pool.
+    private func writeToDisk(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: Duration?,
+        tag: String?,
+        computeSeconds: Double?,
+        priority: DiskCache.WritePriority
+    ) async throws -> DiskCache.WriteOutcome {
+        try await BlockingWork.run {
+            let outcome = try self.disk.store(
+                data,
+                forKey: key,
+                timeToLive: timeToLive?.timeInterval,
+                tag: tag,
+                computeSeconds: computeSeconds,
+                priority: priority
+            )
+            // The older disk copy must not outlive the newer value memory now holds.
+            if case .skippedForLowSpace = outcome { _ = try self.disk.removeData(forKey: key) }
+            return outcome
+        }
     }
 
     /// Removes `key` from every tier (other nodes drop their copies), or from the one level

@@ -3,6 +3,7 @@ import Logging
 import ServiceLifecycle
 import StowageCore
 import Synchronization
+import Tracing
 
 // The shared level behind memory and disk (`SharedLevel`): reads that fill the local levels,
 // writes and removals that are kept for a replay while it is down, the confirmation of disk
@@ -28,7 +29,7 @@ extension CacheLevels {
         guard let shared = sharedLevel, shared.pendingWrites.change(forKey: key) == nil else { return .absent }
         let removalsBefore = removalCount
         let entry: SharedCacheEntry
-        switch await shared.health.call("get", { try await shared.tier.entry(forKey: key) }) {
+        switch await sharedEntry(key, from: shared) {
         case .none: return .unreachable
         case .some(.none):
             shared.counters.recordMiss()
@@ -41,6 +42,24 @@ extension CacheLevels {
             await drop(key, includingDisk: shared.invalidatesDisk, reason: "a shared fill an invalidation overtook")
         }
         return .found(found)
+    }
+
+    /// One read of `key` from the shared level, in a ``CacheTracing/SpanName/sharedRead`` span
+    /// (marked as an error when the level did not answer); `nil` when it did not answer.
+    private func sharedEntry(_ key: String, from shared: SharedLevel) async -> SharedCacheEntry?? {
+        await activeTracer.withSpanIfTracing(CacheTracing.SpanName.sharedRead, ofKind: .client) { span in
+            span.recordCacheKey(key, cacheName: disk?.configuration.name)
+            let answer = await shared.health.call("get") { try await shared.tier.entry(forKey: key) }
+            if span.isRecording {
+                switch answer {
+                case .none: span.setStatus(SpanStatus(code: .error, message: "the shared level did not answer"))
+                case .some(let entry):
+                    span.attributes[CacheTracing.Attribute.hit] = entry != nil
+                    if let entry { span.attributes[CacheTracing.Attribute.bytes] = entry.data.count }
+                }
+            }
+            return answer
+        }
     }
 
     /// Confirms a disk copy of `key` stored at `modified` against the shared level, when it was
@@ -70,8 +89,15 @@ extension CacheLevels {
     /// the replay when the shared level does not take it.
     package func writeShared(_ data: Data, forKey key: String, timeToLive: Duration?) async {
         guard let shared = sharedLevel else { return }
-        let taken: Void? = await shared.health.call("set") {
-            try await shared.tier.setData(data, forKey: key, timeToLive: timeToLive)
+        let taken: Void? = await activeTracer.withSpanIfTracing(CacheTracing.SpanName.sharedWrite, ofKind: .client) {
+            span in
+            span.recordCacheKey(key, cacheName: disk?.configuration.name)
+            if span.isRecording { span.attributes[CacheTracing.Attribute.bytes] = data.count }
+            let taken: Void? = await shared.health.call("set") {
+                try await shared.tier.setData(data, forKey: key, timeToLive: timeToLive)
+            }
+            if taken == nil { span.setStatus(SpanStatus(code: .error, message: "the shared level did not answer")) }
+            return taken
         }
         shared.settleOrKeep(.set, forKey: key, taken: taken != nil)
     }

@@ -1,6 +1,7 @@
 import Logging
 import StowageCore
 import Synchronization
+import Tracing
 
 /// The levels of a tiered cache, memory in front of disk, optionally in front of a level shared
 /// by a fleet (``SharedLevel``), and the one place that decides the order in which copies enter
@@ -57,12 +58,23 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     let keyLocks = KeyLocks()
     /// The level shared with other nodes, behind disk; `nil` for a local cache.
     package let sharedLevel: SharedLevel?
+    /// Where the spans of reads and writes below memory go; `nil` for the process's tracer
+    /// (``activeTracer``).
+    package let tracer: (any Tracer)?
 
-    /// The levels `memory` in front of `disk` (`nil`: memory alone), in front of `shared`.
-    package init(memory: MemoryCache<String, Value>, disk: DiskCache?, shared: SharedLevel? = nil, logger: Logger) {
+    /// The levels `memory` in front of `disk` (`nil`: memory alone), in front of `shared`; spans
+    /// go to `tracer` (`nil`: the process's).
+    package init(
+        memory: MemoryCache<String, Value>,
+        disk: DiskCache?,
+        shared: SharedLevel? = nil,
+        logger: Logger,
+        tracer: (any Tracer)? = nil
+    ) {
         self.memory = memory
         self.disk = disk
         self.logger = logger
+        self.tracer = tracer
         sharedLevel = shared
         generationWatch = disk.map { GenerationWatch($0.storeGeneration) }
         shared?.health.whenRecovered { [weak self] in

@@ -69,7 +69,7 @@ extension HTTPCache {
         let response = exchanged.response
         let store: StoreOutcome
         do {
-            store = try await storeIfAllowed(exchanged, for: request, key: key, onDone: finish)
+            store = try await storeIfAllowedTraced(exchanged, for: request, key: key, onDone: finish)
         } catch {
             finish(false)
             throw error
@@ -112,7 +112,7 @@ extension HTTPCache {
         body: HTTPBody?,
         fetch: @escaping HTTPFetch
     ) async throws -> CachedResponse {
-        let (response, responseBody) = try await fetch(request, body)
+        let (response, responseBody) = try await fetchTraced(request, body: body, through: fetch)
         try await invalidate(after: request, response: response)
         var served = CachedResponse(
             response: response,

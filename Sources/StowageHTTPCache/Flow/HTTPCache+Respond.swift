@@ -1,6 +1,8 @@
 import Foundation
 import HTTPTypes
 import Logging
+import StowageCache
+import Tracing
 
 extension HTTPCache {
     /// Answers `request` from the cache or the origin, following `policy` and RFC 9111.
@@ -32,13 +34,18 @@ extension HTTPCache {
         fetch: @escaping HTTPFetch
     ) async throws -> CachedResponse {
         // A hit held in memory needs no suspension: answered as the event loop of a server is.
+        // No span for it either: a memory hit makes no tracing call (HTTPCacheTracing).
         if policy == .useProtocolCachePolicy, let served = respondFromMemory(to: request) { return served }
-        var trace: [TraceNote] = []
-        trace.reserveCapacity(4)  // a hit notes 3 steps: one allocation, not one per growth
-        let request = rules.keyRules.removingIgnoredParameters(from: request)
-        var served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
-        finish(&served, for: request, trace: trace)
-        return served
+        return try await levels.activeTracer.withSpanIfTracing(HTTPCacheTracing.SpanName.respond) { span in
+            var trace: [TraceNote] = []
+            trace.reserveCapacity(4)  // a hit notes 3 steps: one allocation, not one per growth
+            let request = rules.keyRules.removingIgnoredParameters(from: request)
+            if span.isRecording { recordRequest(request, on: span) }
+            var served = try await respond(to: request, body: body, policy: policy, fetch: fetch, trace: &trace)
+            finish(&served, for: request, trace: trace)
+            if span.isRecording { recordAnswer(served, on: span) }
+            return served
+        }
     }
 
     /// What every answer gets on its way out: the decision's steps before the response's own,

@@ -75,7 +75,7 @@ extension HTTPCache {
             )
             return served
         }
-        let store = try await storeIfAllowed(exchanged, for: request, key: key, onDone: { _ in })
+        let store = try await storeIfAllowedTraced(exchanged, for: request, key: key, onDone: { _ in })
         var served = CachedResponse(response: response, body: store.body, status: status(.miss, after: store, response))
         served.userInfo = store.userInfo
         served.trace = [

@@ -1,4 +1,5 @@
 import HTTPTypes
+import Tracing
 
 /// A response from the origin with the two readings of the cache's clock that RFC 9111 §4.2.3
 /// ages it by: when the request went out and when the response came back.
@@ -17,7 +18,7 @@ extension HTTPCache {
     /// Sends `request` (no body) through `fetch`, reading the cache's clock before and after.
     func exchange(_ request: HTTPRequest, through fetch: HTTPFetch) async throws -> OriginExchange {
         let requestTime = now
-        let (response, body) = try await fetch(request, nil)
+        let (response, body) = try await fetchTraced(request, body: nil, through: fetch)
         return OriginExchange(response: response, body: body, requestTime: requestTime, responseTime: now)
     }
 }

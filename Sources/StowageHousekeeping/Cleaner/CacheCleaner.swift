@@ -1,5 +1,6 @@
 import Logging
 import StowageCore
+import Tracing
 
 /// The manifest-driven cache cleaner: `APUserCacheCleaner`'s design, made safe and observable.
 ///
@@ -39,6 +40,10 @@ public final class CacheCleaner: Sendable {
     /// What a run's `timeLimit` is measured by.
     public let timeLimitClock: any Clock<Duration>
 
+    /// Where the span of each run goes (see ``HousekeepingTracing``); `nil` for the process's
+    /// tracer, `InstrumentationSystem.tracer`.
+    public let tracer: (any Tracer)?
+
     /// A cleaner for `container`.
     ///
     /// - Parameters:
@@ -47,16 +52,20 @@ public final class CacheCleaner: Sendable {
     ///   - logger: Where runs are logged; silent by default.
     ///   - timeLimitClock: What `run(_:dryRun:timeLimit:)`'s limit is measured by; default
     ///     `ContinuousClock()`, tests pass a clock they move.
+    ///   - tracer: Where the span of each run goes; `nil` (the default) for
+    ///     `InstrumentationSystem.tracer`, a no-op tracer until the application bootstraps one.
     public init(
         container: Container,
         handlers: CleanHandlers = CleanHandlers(),
         logger: Logger = Logger(label: "org.stowage.cleaner", factory: SwiftLogNoOpLogHandler.init),
-        timeLimitClock: any Clock<Duration> = ContinuousClock()
+        timeLimitClock: any Clock<Duration> = ContinuousClock(),
+        tracer: (any Tracer)? = nil
     ) {
         self.container = container
         self.handlers = handlers
         self.logger = logger
         self.timeLimitClock = timeLimitClock
+        self.tracer = tracer
     }
 
     /// Starts cleaning and returns its progress; see ``CleanProgress``.
@@ -87,13 +96,24 @@ public final class CacheCleaner: Sendable {
                 .map { Deadline(after: $0, on: timeLimitClock) },
             gate: ProgressGate { continuation.yield($0) }
         )
+        let tracer = tracer ?? InstrumentationSystem.tracer
         let task = Task {
             do {
                 if let timeLimit { try TimeLimitCheck.validate(timeLimit) }
-                let report = try await withTaskCancellationHandler {
-                    try await job.run(manifest)
-                } onCancel: {
-                    cancellation.cancel()
+                let report = try await tracer.withAnySpan(HousekeepingTracing.SpanName.cleanerRun) { span in
+                    let report = try await withTaskCancellationHandler {
+                        try await job.run(manifest)
+                    } onCancel: {
+                        cancellation.cancel()
+                    }
+                    if span.isRecording {
+                        span.attributes[HousekeepingTracing.Attribute.bytesFreed] = Int(report.bytesFreed.rawValue)
+                        span.attributes[HousekeepingTracing.Attribute.dryRun] = report.isDryRun
+                        span.attributes[HousekeepingTracing.Attribute.taskCount] = report.tasks.count
+                        span.attributes[HousekeepingTracing.Attribute.errorCount] = report.errors.count
+                        span.attributes[HousekeepingTracing.Attribute.reachedTimeLimit] = report.reachedTimeLimit
+                    }
+                    return report
                 }
                 continuation.yield(.done(report))
                 continuation.finish()

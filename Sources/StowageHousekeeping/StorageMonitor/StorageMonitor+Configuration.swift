@@ -1,5 +1,6 @@
 import Logging
 import StowageCore
+import Tracing
 
 extension StorageMonitor {
     /// When the volume counts as short of space, and how often to look.
@@ -26,6 +27,10 @@ extension StorageMonitor {
         /// Whether, with a container (through the purgeable directories), files and directories
         /// marked purgeable inside it are removed after the caches (``MarkedItems``). Default `true`.
         public var purgesMarkedItems = true
+        /// Where the span of each purge goes (see ``HousekeepingTracing``). Default `nil`: the
+        /// process's tracer, `InstrumentationSystem.tracer` (a no-op tracer until the application
+        /// bootstraps one). Tests pass an `InMemoryTracer` here.
+        public var tracer: (any Tracer)?
 
         /// Creates a configuration; the defaults are documented on each property.
         public init(
@@ -84,4 +89,9 @@ extension StorageMonitor {
         /// Whether the time limit stopped the check before the pressure was relieved.
         public var reachedTimeLimit = false
     }
+}
+
+extension StorageMonitor.Configuration {
+    /// The tracer for one purge: ``tracer``, else the process's.
+    var activeTracer: any Tracer { tracer ?? InstrumentationSystem.tracer }
 }

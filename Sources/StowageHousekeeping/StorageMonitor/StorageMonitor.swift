@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import StowageCore
 import Synchronization
+import Tracing
 
 /// Watches the volume's opportunistic capacity and, when it runs low, purges tier by tier until
 /// the pressure is gone (Apple's storage-management guide's `StorageMonitor`): temporary files,
@@ -109,6 +110,23 @@ public final class StorageMonitor: Sendable {
         let capacity = self.capacity
         let before = try await BlockingWork.run { try capacity() }
         guard configuration.isUnderPressure(before) else { return nil }
+        // A span per purge, not per check: checks run every `interval`, most of them finding room.
+        return try await configuration.activeTracer.withAnySpan(HousekeepingTracing.SpanName.purge) { span in
+            let report = try await relieve(from: before, deadline: deadline)
+            if span.isRecording {
+                span.attributes[HousekeepingTracing.Attribute.bytesFreed] = Int(report.bytesFreed.rawValue)
+                span.attributes[HousekeepingTracing.Attribute.stillUnderPressure] = report.isStillUnderPressure
+                span.attributes[HousekeepingTracing.Attribute.reachedTimeLimit] = report.reachedTimeLimit
+                span.attributes[HousekeepingTracing.Attribute.errorCount] = report.errors.count
+            }
+            return report
+        }
+    }
+
+    /// The purge of ``check(timeLimit:)`` once it found pressure at `before`: tier by tier until
+    /// the volume has room again or `deadline` passes.
+    private func relieve(from before: VolumeCapacity, deadline: Deadline?) async throws -> Report {
+        let capacity = self.capacity
         let logger = configuration.logger
         logger.warning(
             "storage pressure: purging",

@@ -4,9 +4,11 @@ import HummingbirdCore
 import Logging
 import Metrics
 import NIOCore
+import StowageCache
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPClient
+import Tracing
 
 /// Answers one client request: through the shared cache to the upstream, then back with
 /// `Age`, `Cache-Status` and without hop-by-hop fields.
@@ -33,8 +35,9 @@ struct ProxyHandler: Sendable {
     }
 
     /// The upstream exchange, timed into ``ProxyMetrics/recordUpstreamDuration(_:endedAt:)``;
-    /// interim responses go to `interims`.
-    private func fetch(forwardingTo interims: InterimForwarder?) -> HTTPFetch {
+    /// interim responses go to `interims`. The current trace goes with the request when `tracer`
+    /// injects one (W3C `traceparent` with an OpenTelemetry tracer), so the origin's spans join it.
+    private func fetch(forwardingTo interims: InterimForwarder?, tracer: any Tracer) -> HTTPFetch {
         let metrics = self.metrics
         let upstream: HTTPFetch
         if let client {
@@ -45,6 +48,10 @@ struct ProxyHandler: Sendable {
             upstream = transport.asFetch
         }
         return { request, body in
+            var request = request
+            if let context = ServiceContext.current {
+                tracer.inject(context, into: &request.headerFields, using: HTTPFieldsInjector())
+            }
             let start = ContinuousClock.now
             defer {
                 let end = ContinuousClock.now
@@ -55,7 +62,38 @@ struct ProxyHandler: Sendable {
     }
 
     /// The response to `request`; the upstream's interim responses to it go to `interims`.
+    ///
+    /// Traced: one ``ProxyTracing/SpanName/request`` server span, continuing the trace the
+    /// client's request carries when the tracer extracts one (W3C `traceparent` with an
+    /// OpenTelemetry tracer). The memory hits answered on the event loop never come here.
     func respond(to request: Request, interims: InterimForwarder? = nil) async -> Response {
+        let tracer = configuration.tracer ?? InstrumentationSystem.tracer
+        var context = ServiceContext.current ?? .topLevel
+        tracer.extract(request.head.headerFields, into: &context, using: HTTPFieldsExtractor())
+        return await tracer.withSpanIfTracing(ProxyTracing.SpanName.request, context: context, ofKind: .server) {
+            span in
+            if span.isRecording {
+                span.attributes[HTTPCacheTracing.Attribute.requestMethod] = request.head.method.rawValue
+                span.attributes[ProxyTracing.Attribute.urlPath] = request.head.path ?? "/"
+            }
+            let response = await respond(to: request, interims: interims, tracer: tracer, span: span)
+            if span.isRecording {
+                span.attributes[HTTPCacheTracing.Attribute.responseStatusCode] = response.status.code
+                // OpenTelemetry's HTTP server spans: a 5xx is an error, a 4xx is the client's.
+                if response.status.kind == .serverError { span.setStatus(SpanStatus(code: .error)) }
+            }
+            return response
+        }
+    }
+
+    /// ``respond(to:interims:)`` inside its span: notes the cache's outcome and the upstream's
+    /// failure in `span`, and sends the trace on to the upstream through `tracer`.
+    private func respond(
+        to request: Request,
+        interims: InterimForwarder?,
+        tracer: any Tracer,
+        span: any Span
+    ) async -> Response {
         if let refusal = Self.refuseHost(request.head) { return refusal }
         let upstreamRequest = upstream(request.head)
         let hasBody = request.head.method != .get && request.head.method != .head
@@ -81,8 +119,9 @@ struct ProxyHandler: Sendable {
             let served = try await cache.respond(
                 to: upstreamRequest,
                 body: body,
-                fetch: fetch(forwardingTo: interims)
+                fetch: fetch(forwardingTo: interims, tracer: tracer)
             )
+            if span.isRecording { span.attributes[HTTPCacheTracing.Attribute.outcome] = served.outcome.rawValue }
             metrics.record(served.outcome)
             configuration.logger.debug(
                 "\(request.head.method) \(request.head.path ?? "/") \(served.response.status.code) \(served.outcome)"
@@ -94,6 +133,7 @@ struct ProxyHandler: Sendable {
                 metrics: metrics
             )
         } catch {
+            span.recordError(error)
             metrics.recordUpstreamError()
             let status = Self.status(for: error)
             configuration.logger.warning(

@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import Synchronization
+import Tracing
 
 /// A client for a Redis Cluster: routes each command to the master that serves its key's slot,
 /// follows `MOVED` and `ASK` redirections, and re-reads the slot map when the topology changes.
@@ -77,6 +78,14 @@ public final class RedisClusterClient: RedisCommandExecuting {
     /// redirections, and returns the reply.
     @discardableResult
     public func send(_ command: RedisCommand) async throws -> RESPValue {
+        try await seeds[0].activeTracer.withSpanIfTracing(RedisTracing.SpanName.command, ofKind: .client) { span in
+            span.recordRedis([command], server: nil)
+            return try await sendRedirected(command)
+        }
+    }
+
+    /// ``send(_:)`` inside its span.
+    private func sendRedirected(_ command: RedisCommand) async throws -> RESPValue {
         let slot = command.key.map { RedisHashSlot.slot(for: $0.readableBytesView) }
         var target = try await node(forSlot: slot)
         // A read may go to a replica once; anything unusual there sends it to the master.
@@ -159,6 +168,14 @@ public final class RedisClusterClient: RedisCommandExecuting {
     /// otherwise, and for any command redirected on the way, one by one through ``send(_:)``.
     /// Replies in order, error replies as values.
     public func pipeline(_ commands: [RedisCommand]) async throws -> [RESPValue] {
+        try await seeds[0].activeTracer.withSpanIfTracing(RedisTracing.SpanName.pipeline, ofKind: .client) { span in
+            span.recordRedis(commands, server: nil)
+            return try await pipelineBySlot(commands)
+        }
+    }
+
+    /// ``pipeline(_:)`` inside its span.
+    private func pipelineBySlot(_ commands: [RedisCommand]) async throws -> [RESPValue] {
         let slots = Set(commands.compactMap { $0.key.map { RedisHashSlot.slot(for: $0.readableBytesView) } })
         var replies: [RESPValue]
         if slots.count <= 1 {

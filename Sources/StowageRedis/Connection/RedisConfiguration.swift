@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Tracing
 
 /// Where a Redis server is and how to talk to it: address, credentials, database, TLS,
 /// protocol version, pool size, timeouts and reconnect backoff.
@@ -107,6 +108,10 @@ public struct RedisConfiguration: Sendable {
     public var logger: Logger
     /// The event loops the connections run on; NIO's shared singleton by default.
     public var eventLoopGroup: any EventLoopGroup
+    /// Where the spans of commands and pipelines go (see ``RedisTracing``). Default `nil`: the
+    /// process's tracer, `InstrumentationSystem.tracer`, read once per command (a no-op tracer
+    /// until the application bootstraps one). Tests pass an `InMemoryTracer` here.
+    public var tracer: (any Tracer)?
 
     /// A server at `host:port` with the defaults: no credentials, database 0, plain TCP, RESP3
     /// with RESP2 fallback, 16 connections (2 of them shared by concurrent callers), 5 s connect
@@ -126,6 +131,7 @@ public struct RedisConfiguration: Sendable {
         readsFromReplicas = false
         logger = Logger(label: "org.stowage.redis", factory: SwiftLogNoOpLogHandler.init)
         eventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        tracer = nil
     }
 
     /// A server from a URL: `redis://[[user]:password@]host[:port][/database]`, or `rediss://…`
