@@ -3,7 +3,7 @@
 # (Sources/StowageMiddlewareBench, release) with the same route twice, `/cached/catalog` behind
 # the middleware and `/uncached/catalog` bare, on loopback, wrk against each in turn.
 #
-# The handler builds 100 records and encodes them with JSONEncoder (about 4 KiB of JSON),
+# The handler builds 100 records and encodes them with JSONEncoder (5,532 bytes of JSON),
 # `Cache-Control: public, max-age=3600`: the per-request work of a small JSON API. Uncached,
 # every request runs it; cached, the middleware answers from the memory tier after the first.
 #
@@ -74,7 +74,7 @@ read -r cached_rps cached_p99 <<< "$(run_wrk /cached/catalog)"
 ratio=$(awk -v c="$cached_rps" -v u="$uncached_rps" 'BEGIN { printf "%.2f", (u > 0 ? c / u : 0) }')
 
 cat <<JSON
-{"name": "middleware.cached-vs-uncached-4kib-json", "body_bytes": $size, "duration": "$DURATION",
+{"name": "middleware.cached-vs-uncached-json-100-records", "body_bytes": $size, "duration": "$DURATION",
  "connections": $CONNECTIONS, "threads": $THREADS,
  "cached": {"requests_per_second": $cached_rps, "p99_ms": $cached_p99},
  "uncached": {"requests_per_second": $uncached_rps, "p99_ms": $uncached_p99},
