@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "StowageHTTPCache", targets: ["StowageHTTPCache"]),
         .library(name: "StowageHTTPClient", targets: ["StowageHTTPClient"]),
         .library(name: "StowageProxy", targets: ["StowageProxy"]),
+        .library(name: "StowageHummingbird", targets: ["StowageHummingbird"]),
         .library(name: "StowageRedis", targets: ["StowageRedis"]),
         .library(name: "StowageSharedTier", targets: ["StowageSharedTier"]),
         .library(name: "StowageTesting", targets: ["StowageTesting"]),
@@ -196,6 +197,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Response-cache middleware for Hummingbird apps: HTTPCache in front of the app's own
+        // handlers. Its own module, so neither the core nor the cache pulls in Hummingbird.
+        .target(
+            name: "StowageHummingbird",
+            dependencies: [
+                "StowageCore", "StowageHTTPCache",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The shared tier, part 1: a RESP3/RESP2 Redis client on SwiftNIO (standalone and Cluster,
         // pool, pub/sub, TLS). Knows nothing of caches, so it stays usable on its own.
         .target(
@@ -256,6 +269,18 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The application Benchmarks/middleware-load.sh loads: one route cached by
+        // StowageHummingbird's middleware and the same route bare. Not a product.
+        .executableTarget(
+            name: "StowageMiddlewareBench",
+            dependencies: [
+                "StowageHTTPCache", "StowageHummingbird",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -472,6 +497,17 @@ let package = Package(
                 "StowageTestWorker",
                 "StowageCore", "StowageCache", "StowageSharedTier", "StowageRedis", "StowageRedisTestSupport",
                 "StowageTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StowageHummingbirdTests",
+            dependencies: [
+                "StowageHummingbird", "StowageHTTPCache", "StowageCore", "StowageTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings

@@ -203,13 +203,10 @@ public struct ProxyConfiguration: Sendable {
     /// ``CachingProxy/init(configuration:)`` calls it, and the cache checks the rest of
     /// ``cache`` when it opens.
     public func validate() throws {
-        guard cache.rules.kind == .shared else {
-            throw StowageError.invalidConfiguration(
-                "the proxy's cache.rules.kind is \(cache.rules.kind); a proxy answers many clients, so its cache "
-                    + "must be shared (RFC 9111 §3.5: private responses are not stored for everyone); "
-                    + "set cache.rules.kind = .shared or start from ProxyConfiguration.defaultCache"
-            )
-        }
+        try cache.requireShared(
+            by: "the proxy's cache",
+            remedy: "set cache.rules.kind = .shared or start from ProxyConfiguration.defaultCache"
+        )
         for (name, timeout) in [
             ("upstreamTimeout", upstreamTimeout), ("requestBodyIdleTimeout", requestBodyIdleTimeout),
             ("requestHeadTimeout", requestHeadTimeout), ("keepAliveTimeout", keepAliveTimeout),

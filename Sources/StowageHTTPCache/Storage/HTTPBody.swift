@@ -48,6 +48,12 @@ public struct HTTPBody: AsyncSequence, Sendable {
         self.length = length
     }
 
+    /// A body read from the producer `makeProducer` creates when iteration starts.
+    init(length: Int64?, producer makeProducer: @escaping @Sendable () -> any ChunkProducing) {
+        storage = .stream(makeProducer)
+        self.length = length
+    }
+
     /// The bytes, when the body is held in memory.
     public var bytesInMemory: [UInt8]? {
         if case .bytes(let bytes) = storage { return bytes }

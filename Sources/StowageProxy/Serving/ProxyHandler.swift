@@ -181,14 +181,15 @@ struct ProxyHandler: Sendable {
 
     /// The client's request re-addressed to the upstream (the cache key is the upstream URL).
     func upstream(_ head: HTTPRequest) -> HTTPRequest {
-        var request = head
+        var request = head.addressed(
+            scheme: configuration.upstream.scheme,
+            authority: configuration.upstream.authority,
+            pathPrefix: configuration.upstream.basePath
+        )
         // NIO's HTTP/1 decoder reads `M-SEARCH` as its `HTTPMethod.MSEARCH`, whose raw value
         // drops the dash; the parser accepts no method spelled `MSEARCH`, so this is always
         // the client's `M-SEARCH` (SSDP, UPnP), which the origin must see as sent.
         if request.method.rawValue == "MSEARCH" { request.method = Self.mSearch }
-        request.scheme = configuration.upstream.scheme
-        request.authority = configuration.upstream.authority
-        request.path = configuration.upstream.basePath + (head.path ?? "/")
         return request
     }
 
@@ -212,13 +213,7 @@ struct ProxyHandler: Sendable {
     }
 
     /// Connection-specific fields never forwarded to the client (RFC 9110 §7.6.1).
-    static let hopByHop: [HTTPField.Name] = [
-        .connection, .transferEncoding, .upgrade, .te, .proxyAuthenticate,
-        HTTPField.Name("Keep-Alive")!, HTTPField.Name("Proxy-Connection")!,
-    ]
-
-    /// The name of the opt-in debug field that carries ``CachedResponse/trace``.
-    static let traceField = HTTPField.Name("Stowage-Cache-Trace")!
+    static let hopByHop = HTTPField.Name.hopByHop
 
     /// The client's response for `served`; with `metrics`, the body bytes sent are counted by
     /// where they came from (as they stream, for a body not in memory).
@@ -231,7 +226,7 @@ struct ProxyHandler: Sendable {
         var fields = clientFields(of: served, trace: trace)
         let status = served.response.status
         let body: ResponseBody
-        if method == .head || status.code == 304 || status.code == 204 {
+        if !served.hasContent(forMethod: method) {
             body = ResponseBody()
         } else if let bytes = served.body.bytesInMemory {
             body = ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
@@ -252,29 +247,10 @@ struct ProxyHandler: Sendable {
     /// The fields of the client's response for `served`: its own, without hop-by-hop fields
     /// and the admin marker, with `Cache-Status` (and the trace when asked for).
     static func clientFields(of served: CachedResponse, trace: Bool) -> HTTPFields {
-        var fields = served.response.headerFields
-        for name in fields[values: .connection].flatMap({ $0.split(separator: ",") }) {
-            if let named = HTTPField.Name(String(name.trimmingPrefix(while: { $0 == " " }))) {
-                fields[values: named] = []
-            }
-        }
-        for name in hopByHop { fields[values: name] = [] }
+        var fields = served.clientFields(includingTrace: trace)
         // Only the admin listener may say it is one: an origin cannot pose as it to the admin
         // client through this listener and be sent the admin token.
         fields[values: AdminHandler.markerField] = []
-        fields[.cacheStatus] = served.status.description
-        if trace {
-            // Field values are visible ASCII (RFC 9110 §5.5): "§" becomes "section ".
-            var text = ""
-            for scalar in served.trace.joined(separator: " | ").unicodeScalars {
-                if scalar == "§" {
-                    text += "section "
-                } else {
-                    text.unicodeScalars.append(scalar.isASCII && scalar.value >= 0x20 ? scalar : "?")
-                }
-            }
-            fields[traceField] = text
-        }
         return fields
     }
 

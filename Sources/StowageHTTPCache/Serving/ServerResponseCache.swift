@@ -1,0 +1,121 @@
+import HTTPTypes
+
+/// A shared ``HTTPCache`` in front of a server's own handlers, as Rack::Cache, Django's cache
+/// middleware or ASP.NET Core's output caching are: what the server middlewares
+/// (`StowageHummingbird`'s, `StowageVapor`'s) share, framework-neutral.
+///
+/// The handler is the origin: ``respond(to:body:fetch:)`` answers from the cache or calls
+/// `fetch`, which runs the handler, under the caching proxy's rules (Vary,
+/// `Cache-Control` and `CDN-Cache-Control`, validators and 304s, request collapsing,
+/// `stale-while-revalidate`, invalidation, `Cache-Status`).
+///
+/// ```swift
+/// let responses = try ServerResponseCache(cache: cache)
+/// guard let answer = try await responses.respond(to: head, body: nil, fetch: runHandler) else {
+///     return try await runHandler(head, nil)   // left alone
+/// }
+/// ```
+public struct ServerResponseCache: Sendable {
+    /// What the middleware keys on when a request does not say, and what it leaves alone.
+    public struct Configuration: Sendable {
+        /// The scheme of the cache key for requests without one (an HTTP/1 server's requests
+        /// have none). Default `http`; say `https` behind a TLS terminator.
+        public var scheme: String
+        /// The host (and port) of the cache key for requests without an authority (no `Host`).
+        /// Default `nil`: such requests go to the handler uncached.
+        public var authority: String?
+        /// Requests the cache leaves alone: they go straight to the handler, and their responses
+        /// get no `Cache-Status`. Default none.
+        public var passesThrough: @Sendable (HTTPRequest) -> Bool
+        /// Adds `Stowage-Cache-Trace` to every cached answer: why the cache answered as it
+        /// did, step by step. For debugging; default `false`.
+        public var sendsTrace: Bool
+
+        /// The defaults: `http`, the request's own `Host`, nothing left alone, no trace.
+        public init() {
+            scheme = "http"
+            authority = nil
+            passesThrough = { _ in false }
+            sendsTrace = false
+        }
+    }
+
+    /// What the cache answers: the client's response head (with `Cache-Status`) and its body,
+    /// `nil` when the response has none (`HEAD`, 204, 304).
+    public struct Answer: Sendable {
+        /// The response head to send.
+        public var head: HTTPResponse
+        /// The body to send, `nil` for none.
+        public var body: HTTPBody?
+        /// How the cache served it.
+        public var outcome: CacheOutcome
+    }
+
+    /// The shared cache.
+    public let cache: HTTPCache
+    /// The configuration.
+    public let configuration: Configuration
+
+    /// Puts `cache` in front of a server's handlers.
+    ///
+    /// - Throws: `StowageError` `.invalidConfiguration` when `cache` is private: a server
+    ///   answers many clients, and a private cache would give one user's `private` responses to
+    ///   the next.
+    public init(cache: HTTPCache, configuration: Configuration = Configuration()) throws {
+        try cache.configuration.requireShared(
+            by: "the response cache's HTTPCache configuration",
+            remedy: "open the HTTPCache with HTTPCache.Configuration(kind: .shared)"
+        )
+        self.cache = cache
+        self.configuration = configuration
+    }
+
+    /// The request as the cache keys it, `nil` for one left alone (``Configuration/passesThrough``
+    /// or no authority to key on).
+    public func keyedRequest(for head: HTTPRequest) -> HTTPRequest? {
+        guard !configuration.passesThrough(head) else { return nil }
+        guard let authority = head.authority.flatMap({ $0.isEmpty ? nil : $0 }) ?? configuration.authority else {
+            return nil
+        }
+        return head.addressed(scheme: head.scheme ?? configuration.scheme, authority: authority)
+    }
+
+    /// Answers `head` from the cache or through `fetch` (the handler), `nil` when the request
+    /// is left alone and the caller runs its handler itself.
+    ///
+    /// `fetch` gets the request as the handler should see it: the cache's (its conditional
+    /// fields when validating, ignored query parameters removed) with the scheme and authority
+    /// the server gave it. It may be called after this returns, for a `stale-while-revalidate`
+    /// refresh in the background.
+    ///
+    /// - Parameters:
+    ///   - head: The request as the server received it.
+    ///   - body: Its body, for methods other than `GET` and `HEAD`.
+    ///   - fetch: Runs the handler.
+    /// - Throws: What `fetch` throws when no stored response may stand in for the handler's.
+    public func respond(to head: HTTPRequest, body: HTTPBody?, fetch: @escaping HTTPFetch) async throws -> Answer? {
+        guard let keyed = keyedRequest(for: head) else { return nil }
+        let scheme = head.scheme
+        let authority = head.authority
+        let served = try await cache.respond(to: keyed, body: body) { request, body in
+            var request = request
+            request.scheme = scheme
+            request.authority = authority
+            return try await fetch(request, body)
+        }
+        return answer(for: served, method: head.method)
+    }
+
+    /// The client's answer for `served`, to a `method` request.
+    func answer(for served: CachedResponse, method: HTTPRequest.Method) -> Answer {
+        var head = served.response
+        head.headerFields = served.clientFields(includingTrace: configuration.sendsTrace)
+        guard served.hasContent(forMethod: method) else {
+            return Answer(head: head, body: nil, outcome: served.outcome)
+        }
+        if let bytes = served.body.bytesInMemory {
+            head.headerFields[.contentLength] = String(bytes.count)
+        }
+        return Answer(head: head, body: served.body, outcome: served.outcome)
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import StowageHTTPCache
+import StowageHummingbird
+import StowageTestSupport
+import Synchronization
+
+/// Counts a handler's calls, so a test can tell a hit (no call) from a miss.
+final class CallCounter: Sendable {
+    private let count = Mutex(0)
+
+    /// Counts one call and returns how many there have been.
+    @discardableResult
+    func increment() -> Int {
+        count.withLock {
+            $0 += 1
+            return $0
+        }
+    }
+
+    var value: Int { count.withLock { $0 } }
+}
+
+/// `Surrogate-Key`, the field the tests tag responses with.
+let surrogateKey = HTTPField.Name("Surrogate-Key")!
+
+/// A shared cache in `directory` that reads tags from `Surrogate-Key`.
+func makeSharedCache(in directory: URL) throws -> HTTPCache {
+    var configuration = HTTPCache.Configuration(kind: .shared, name: "stowage")
+    configuration.tagFields = [surrogateKey]
+    return try HTTPCache(directory: directory, configuration: configuration)
+}
+
+/// Runs `body` with a test client of an application whose router caches through `cache`,
+/// with the routes `routes` adds.
+func withCachedApp(
+    cache: HTTPCache,
+    setup: TestingSetup = .router,
+    routes: (Router<BasicRequestContext>) -> Void,
+    _ body: @Sendable (any TestClientProtocol) async throws -> Void
+) async throws {
+    let router = Router()
+    router.add(middleware: try ResponseCacheMiddleware(cache: cache))
+    routes(router)
+    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    try await app.test(setup, body)
+}
+
+extension ByteBuffer {
+    /// The buffer's bytes as UTF-8 text.
+    var text: String { String(buffer: self) }
+}
