@@ -83,8 +83,9 @@ extension HTTPCache {
         public var sharedTimeToLive: Duration
         /// Where the spans of decisions that are not memory hits go, with the origin fetch and the
         /// store under them (see ``HTTPCacheTracing``). Default `nil`: the process's tracer,
-        /// `InstrumentationSystem.tracer`, read once per decision (a no-op tracer until the
-        /// application bootstraps one). Tests pass an `InMemoryTracer` here.
+        /// `InstrumentationSystem.tracer`, read once when the cache is made (a no-op tracer
+        /// until the application bootstraps one: bootstrap it before making caches). Tests pass
+        /// an `InMemoryTracer` here.
         public var tracer: (any Tracer)?
 
         /// A configuration with the defaults above.

@@ -35,8 +35,9 @@ extension HybridCache {
         public var sharedLevel: SharedTierOptions
 
         /// Where the spans of reads that miss memory and of writes go (see ``CacheTracing``).
-        /// Default `nil`: the process's tracer, `InstrumentationSystem.tracer`, read once per
-        /// operation (a no-op tracer until the application bootstraps one). Tests pass an
+        /// Default `nil`: the process's tracer, `InstrumentationSystem.tracer`, read once when
+        /// the cache is made (a no-op tracer until the application bootstraps one: bootstrap it
+        /// before making caches). Tests pass an
         /// `InMemoryTracer` here rather than bootstrapping the process-wide system.
         public var tracer: (any Tracer)?
 

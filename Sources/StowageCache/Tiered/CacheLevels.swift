@@ -58,9 +58,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     let keyLocks = KeyLocks()
     /// The level shared with other nodes, behind disk; `nil` for a local cache.
     package let sharedLevel: SharedLevel?
-    /// Where the spans of reads and writes below memory go; `nil` for the process's tracer
-    /// (``activeTracer``).
-    package let tracer: (any Tracer)?
+    /// Where the spans of reads and writes below memory go: the tracer the levels were given,
+    /// else the process's (`InstrumentationSystem.tracer`, a no-op tracer until one is
+    /// bootstrapped), read once when the levels are made. Reading the process's tracer takes a
+    /// lock and a cast, about half a microsecond (the bench runner's `tracing.noop-span` row),
+    /// a tenth of a disk hit, so it is not read per operation; bootstrap the tracing system
+    /// before making caches, as a service's `main` does before it builds its services.
+    package let activeTracer: any Tracer
 
     /// The levels `memory` in front of `disk` (`nil`: memory alone), in front of `shared`; spans
     /// go to `tracer` (`nil`: the process's).
@@ -74,7 +78,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         self.memory = memory
         self.disk = disk
         self.logger = logger
-        self.tracer = tracer
+        activeTracer = tracer ?? InstrumentationSystem.tracer
         sharedLevel = shared
         generationWatch = disk.map { GenerationWatch($0.storeGeneration) }
         shared?.health.whenRecovered { [weak self] in
