@@ -64,6 +64,26 @@ struct SharedLevelEngineTests {
     }
 
     @Test(
+        "a replay the shared level refuses (its channel back before its calls answer) is tried again, with no other call",
+        arguments: Facade.allCases
+    )
+    func refusedReplayRetried(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        fleet.level.goDown(interruptingInvalidations: false)
+        try await a.write("v1", forKey: "k")
+        #expect(a.pendingSharedWrites > 0)
+        // The channel says it is back while calls still fail (a Redis client's circuit breaker
+        // not yet closed): the replay is refused.
+        await a.apply(.all)
+        #expect(a.pendingSharedWrites > 0)
+        fleet.level.comeBack(notifying: false)
+        try await eventually(timeout: .seconds(20)) { a.pendingSharedWrites == 0 }
+        #expect(try await b.read("k") == "v1")
+    }
+
+    @Test(
         "the first call that succeeds after an outage sends what waits, with no word from the channel",
         arguments: Facade.allCases
     )

@@ -210,15 +210,35 @@ extension CacheLevels {
                     shared.pendingWrites.sent(pending)
                     return true
                 }
-                guard let outcome else { return }
+                guard let outcome else {
+                    scheduleReplayRetry(shared)
+                    return
+                }
                 if outcome { sent += 1 }
             }
         }
+        shared.replayRetryMilliseconds.store(100, ordering: .relaxed)
         shared.overflowLogged.store(false, ordering: .relaxed)
         logger.notice(
             "sent the changes made while the shared level was down",
             metadata: ["cache": "\(shared.name)", "changes": "\(sent)"]
         )
+    }
+
+    /// Tries a refused replay again after a pause (100 ms, doubling up to 5 s), until every
+    /// change is sent. A replay can start while the shared level's calls still fail, as when its
+    /// invalidation channel is back (`.all`) before its client's circuit breaker has closed; no
+    /// call then succeeds to mark the recovery, and without this the changes would wait for the
+    /// end of the next outage.
+    private func scheduleReplayRetry(_ shared: SharedLevel) {
+        guard !shared.replayRetryScheduled.exchange(true, ordering: .acquiring) else { return }
+        let milliseconds = shared.replayRetryMilliseconds.load(ordering: .relaxed)
+        shared.replayRetryMilliseconds.store(min(milliseconds * 2, 5_000), ordering: .relaxed)
+        Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(milliseconds))
+            shared.replayRetryScheduled.store(false, ordering: .releasing)
+            await self?.replaySharedWrites()
+        }
     }
 
     /// Sends one change the shared level missed; returns whether it took it.

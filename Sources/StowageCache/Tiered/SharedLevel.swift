@@ -38,6 +38,10 @@ package final class SharedLevel: Sendable {
     let sharedCopy: SharedCopy?
     /// Whether a replay of ``pendingWrites`` is under way (one at a time).
     let replaying = Atomic<Bool>(false)
+    /// Set while a replay the shared level refused part-way waits to be tried again
+    /// (`CacheLevels.replaySharedWrites`); the pause before it, in milliseconds, doubles up to 5 s.
+    let replayRetryScheduled = Atomic<Bool>(false)
+    let replayRetryMilliseconds = Atomic<Int>(100)
     /// Whether "too many pending writes" was logged in this outage.
     let overflowLogged = Atomic<Bool>(false)
     let name: String
