@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Prometheus
 import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageTesting
@@ -228,6 +229,25 @@ import Testing
             // The page's own GETs carry the fields and are still answered.
             let page = try await h.admin(.GET, "/status.json", headers: [("Sec-Fetch-Site", "same-origin")])
             #expect(page.status == 200)
+        }
+    }
+
+    @Test("without a token, GET /metrics answers only an IP address or localhost as Host, as the page does")
+    func metricsHostNames() async throws {
+        try await ProxyHarness.run(
+            configure: {
+                $0.admin = .init(port: 0)
+                $0.metricsRegistry = .init()
+            },
+            script: versioned(maxAge: 60)
+        ) { h in
+            let port = h.adminPort ?? 0
+            let rebound = try await h.admin(.GET, "/metrics", host: "attacker.example:\(port)")
+            #expect(rebound.status == 421, "\(rebound.text)")
+            let address = try await h.admin(.GET, "/metrics", host: "127.0.0.1:\(port)")
+            #expect(address.status == 200)
+            let named = try await h.admin(.GET, "/metrics", host: "localhost:\(port)")
+            #expect(named.status == 200)
         }
     }
 

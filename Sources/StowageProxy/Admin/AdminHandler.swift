@@ -21,9 +21,10 @@ import StowageHTTPCache
 /// With ``ProxyConfiguration/AdminListener/token`` set, every request needs
 /// `Authorization: Bearer TOKEN` (401 with an RFC 6750 §3 `WWW-Authenticate: Bearer
 /// realm="stowage-admin"` challenge otherwise); without one the listener must be on a loopback
-/// address (checked when the proxy starts). The status page's GETs also take the token as the
-/// password of HTTP Basic credentials (RFC 7617), which a browser asks for
-/// (`AdminHandler+StatusPage.swift`). A request other than a GET that a web page sent
+/// address (checked when the proxy starts), and the status page and `/metrics` answer only a
+/// `Host` that is an IP address or `localhost` (against DNS rebinding). The status page's GETs
+/// also take the token as the password of HTTP Basic credentials (RFC 7617), which a browser
+/// asks for (`AdminHandler+StatusPage.swift`). A request other than a GET that a web page sent
 /// (``isFromBrowserPage(_:)``) is refused with 403, token or not.
 ///
 /// Every answer carries `Stowage-Admin: 1`, which the main listener never passes on from an
@@ -81,10 +82,11 @@ struct AdminHandler: Sendable {
                 }
                 return refusal
             }
-        } else if isStatusPage, !Self.isLiteralHost(request.head.authority) {
+        } else if isStatusPage || path == "/metrics", !Self.isLiteralHost(request.head.authority) {
+            // The page and /metrics are what a web page could read through a rebound name.
             return ProxyHandler.plainResponse(
                 .misdirectedRequest,
-                "open the status page at the listener's IP address or localhost (a listener without a token answers no other host name, against DNS rebinding)"
+                "open \(path) at the listener's IP address or localhost (a listener without a token answers no other host name, against DNS rebinding)"
             )
         }
         if isStatusPage { return await statusPage(path) }
