@@ -78,6 +78,33 @@ struct DiskCacheIntegrityTests {
         #expect(cache.statistics.damaged == files.count)
     }
 
+    @Test("a directory in a value file's place is a miss, and is collected: no name is damaged for good")
+    func directoryInValuePlace() throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        var cache: DiskCache? = try DiskCache(directory: directory)
+        try cache?.setData(Data(repeating: 1, count: 30_000), forKey: "v")
+        let file = try #require(
+            try DatabaseQueue(path: directory.appending(path: "index.sqlite").path).read { db in
+                try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 'v'")
+            }
+        )
+        let path = directory.path(percentEncoded: false) + "/data/" + file
+        #expect(unlink(path) == 0)
+        #expect(mkdir(path, 0o700) == 0)
+        #expect(try cache?.data(forKey: "v") == nil)
+        #expect(cache?.statistics.damaged == 1)
+        #expect(!FileManager.default.fileExists(atPath: path), "the damaged entry's directory is removed with it")
+        // One planted where no entry points: collected as an orphan when the cache opens.
+        let orphan = directory.path(percentEncoded: false) + "/data/" + file.prefix(2) + "/orphan"
+        #expect(mkdir(orphan, 0o700) == 0)
+        cache = nil
+        cache = try DiskCache(directory: directory)
+        #expect(!FileManager.default.fileExists(atPath: orphan), "an orphan directory is collected")
+        try cache?.setData(Data(repeating: 2, count: 30_000), forKey: "v")
+        #expect(try cache?.data(forKey: "v") == Data(repeating: 2, count: 30_000))
+    }
+
     @Test("a value file replaced by a symbolic link to an outside file of the same size is a miss")
     func symlinkedFile() throws {
         let scratch = try TemporaryDirectory()

@@ -59,6 +59,48 @@ import Tracing
         }
     }
 
+    @Test("credentials in a query string reach no span: url.path has no query, url.full has them REDACTED")
+    func queryCredentialsRedacted() async throws {
+        let tracer = InMemoryTracer()
+        try await ProxyHarness.run(configure: { $0.tracer = tracer }, script: versioned(maxAge: 60, prefix: "v")) { h in
+            let reply = try await h.get("/signed?page=2&access_token=SECRET1&X-Amz-Signature=SECRET2&Sig=SECRET3")
+            #expect(reply.text == "v1")
+            let spans = try await finishedSpans(of: tracer, including: ProxyTracing.SpanName.request)
+            #expect(!spans.isEmpty)
+            for span in spans {
+                span.attributes.forEach { key, attribute in
+                    #expect(!"\(attribute)".contains("SECRET"), "\(span.operationName) \(key): \(attribute)")
+                }
+            }
+            let request = try #require(spans.first { $0.operationName == ProxyTracing.SpanName.request })
+            #expect(text(request, ProxyTracing.Attribute.urlPath) == "/signed", "OpenTelemetry's url.path has no query")
+            let decision = try #require(spans.first { $0.operationName == HTTPCacheTracing.SpanName.respond })
+            let uri = try #require(text(decision, HTTPCacheTracing.Attribute.urlFull))
+            #expect(
+                uri.hasSuffix("/signed?page=2&access_token=REDACTED&X-Amz-Signature=REDACTED&Sig=REDACTED"),
+                "\(uri)"
+            )
+        }
+    }
+
+    @Test(
+        "redaction: userinfo and the credential parameters go, everything else stays as it was",
+        arguments: [
+            ("https://user:pw@example.com/a?b=1", "https://REDACTED:REDACTED@example.com/a?b=1"),
+            ("https://a@b@example.com?sig=x", "https://REDACTED:REDACTED@example.com?sig=REDACTED"),
+            (
+                "http://example.com/p?token=t&x&=y&key=&k%65y=z#token=f",
+                "http://example.com/p?token=REDACTED&x&=y&key=REDACTED&k%65y=REDACTED#token=f"
+            ),
+            ("http://example.com/@user?q=1", "http://example.com/@user?q=1"),
+            ("/relative?apikey=1", "/relative?apikey=REDACTED"),
+            ("no uri at all", "no uri at all"),
+        ]
+    )
+    func redaction(uri: String, expected: String) {
+        #expect(HTTPCacheTracing.redacted(uri) == expected)
+    }
+
     @Test("an origin that cannot be reached: the error is recorded and the spans' status is error")
     func failingOrigin() async throws {
         let tracer = InMemoryTracer()

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Prometheus
 import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageTesting
@@ -199,6 +200,67 @@ import Testing
         }
     }
 
+    @Test(
+        "without a token, a POST a web page sent (Origin, Sec-Fetch-Site) is refused: no cross-site purge or ban"
+    )
+    func crossSiteWritesRefused() async throws {
+        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0) }, script: versioned(maxAge: 60)) { h in
+            let first = try await h.get("/kept")
+            #expect(first.text == "v1")
+            let target = "http://127.0.0.1:\(h.origin.port)/kept"
+            let encoded = target.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            // What a form on another site sends: a simple POST, never preflighted.
+            for headers in [
+                [("Origin", "https://attacker.example"), ("Content-Type", "application/x-www-form-urlencoded")],
+                [("Origin", "null"), ("Content-Type", "text/plain")],
+                [("Sec-Fetch-Site", "cross-site")],
+                [("Sec-Fetch-Site", "same-origin"), ("Origin", "http://rebound.example:8080")],
+            ] {
+                let purge = try await h.admin(.POST, "/purge?url=\(encoded)", headers: headers)
+                #expect(purge.status == 403, "\(headers): \(purge.text)")
+                let ban = try await h.admin(.POST, "/ban?tag=any", headers: headers)
+                #expect(ban.status == 403, "\(headers)")
+            }
+            #expect(try await h.get("/kept").cacheStatus.hasPrefix("stowage; hit"), "nothing was purged")
+            #expect(try await h.status().recentInvalidations.isEmpty)
+            // A script (no Origin) and a request typed by the user (Sec-Fetch-Site: none) still work.
+            let typed = try await h.admin(.POST, "/purge?url=\(encoded)", headers: [("Sec-Fetch-Site", "none")])
+            #expect(typed.status == 200, "\(typed.text)")
+            // The page's own GETs carry the fields and are still answered.
+            let page = try await h.admin(.GET, "/status.json", headers: [("Sec-Fetch-Site", "same-origin")])
+            #expect(page.status == 200)
+        }
+    }
+
+    @Test("without a token, GET /metrics answers only an IP address or localhost as Host, as the page does")
+    func metricsHostNames() async throws {
+        try await ProxyHarness.run(
+            configure: {
+                $0.admin = .init(port: 0)
+                $0.metricsRegistry = .init()
+            },
+            script: versioned(maxAge: 60)
+        ) { h in
+            let port = h.adminPort ?? 0
+            let rebound = try await h.admin(.GET, "/metrics", host: "attacker.example:\(port)")
+            #expect(rebound.status == 421, "\(rebound.text)")
+            let address = try await h.admin(.GET, "/metrics", host: "127.0.0.1:\(port)")
+            #expect(address.status == 200)
+            let named = try await h.admin(.GET, "/metrics", host: "localhost:\(port)")
+            #expect(named.status == 200)
+        }
+    }
+
+    @Test("a Host with anything after the bracketed IPv6 literal but a port is not a literal host")
+    func bracketedHostTail() {
+        for authority in ["[::1].attacker.example", "[::1]attacker.example", "[]", "[]:80", "[::1]:"] {
+            #expect(AdminHandler.isLiteralHost(authority) == false, "\(authority)")
+        }
+        for authority in ["[::1]", "[::1]:8080", "[::ffff:127.0.0.1]:1"] {
+            #expect(AdminHandler.isLiteralHost(authority), "\(authority)")
+        }
+    }
+
     // MARK: The page
 
     @Test("the page and its resources carry the strict policy, nosniff and no-store; the page has nothing inline")
@@ -291,12 +353,14 @@ extension ProxyHarness {
         _ method: HTTPMethod,
         _ path: String,
         authorization: String? = nil,
-        host: String? = nil
+        host: String? = nil,
+        headers: [(String, String)] = []
     ) async throws
         -> Reply
     {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(adminPort ?? 0)" + path)
         request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         if let host { request.headers.replaceOrAdd(name: "Host", value: host) }
         let response = try await client.execute(request, timeout: .seconds(60))

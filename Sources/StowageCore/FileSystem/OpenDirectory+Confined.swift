@@ -38,12 +38,17 @@ extension OpenDirectory {
         return child
     }
 
-    /// Removes the entry `name` (not a directory; a symbolic link is removed as a link).
+    /// Removes the entry `name`: a file, or an empty directory standing in a file's place (a
+    /// store's own names are files, so a directory there is damage that would otherwise stay for
+    /// good); a symbolic link is removed as a link, and a directory with anything in it stays.
     ///
     /// - Returns: Whether it was there and went.
     @discardableResult
     package func removeEntry(_ name: String) -> Bool {
-        unlinkat(descriptor, name, 0) == 0
+        if unlinkat(descriptor, name, 0) == 0 { return true }
+        // unlink(2) of a directory: EISDIR on Linux, EPERM on Apple's systems (POSIX allows both).
+        guard errno == EISDIR || errno == EPERM else { return false }
+        return unlinkat(descriptor, name, AT_REMOVEDIR) == 0
     }
 
     /// Opens `relativePath` (names joined by `/`, no `..`, no leading `/`) below this directory

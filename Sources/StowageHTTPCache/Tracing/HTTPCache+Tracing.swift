@@ -6,7 +6,7 @@ extension HTTPCache {
     /// The request's attributes on a ``HTTPCacheTracing/SpanName/respond`` span.
     func recordRequest(_ request: HTTPRequest, on span: any Span) {
         span.attributes[HTTPCacheTracing.Attribute.requestMethod] = request.method.rawValue
-        span.attributes[HTTPCacheTracing.Attribute.urlFull] = rules.key(for: request).uri
+        span.attributes[HTTPCacheTracing.Attribute.urlFull] = HTTPCacheTracing.redacted(rules.key(for: request).uri)
     }
 
     /// The answer's attributes on a ``HTTPCacheTracing/SpanName/respond`` span.
@@ -28,7 +28,9 @@ extension HTTPCache {
             span in
             if span.isRecording {
                 span.attributes[HTTPCacheTracing.Attribute.requestMethod] = request.method.rawValue
-                span.attributes[HTTPCacheTracing.Attribute.urlFull] = rules.key(for: request).uri
+                span.attributes[HTTPCacheTracing.Attribute.urlFull] = HTTPCacheTracing.redacted(
+                    rules.key(for: request).uri
+                )
             }
             let (response, responseBody) = try await fetch(request, body)
             if span.isRecording {

@@ -9,7 +9,8 @@
 ///
 /// Attributes follow OpenTelemetry's HTTP semantic conventions where they have one
 /// (`http.request.method`, `http.response.status_code`, `url.full`); `url.full` is the cache
-/// key's URI (the request's URL without the query parameters the key rules ignore).
+/// key's URI (the request's URL without the query parameters the key rules ignore), with the
+/// credentials a URL may carry redacted (``redacted(_:)``), as OpenTelemetry asks of `url.full`.
 public enum HTTPCacheTracing {
     /// Span names.
     public enum SpanName {
@@ -27,7 +28,7 @@ public enum HTTPCacheTracing {
         public static let requestMethod = "http.request.method"
         /// OpenTelemetry `http.response.status_code`: the status answered, an integer.
         public static let responseStatusCode = "http.response.status_code"
-        /// OpenTelemetry `url.full`: the cache key's URI, a string.
+        /// OpenTelemetry `url.full`: the cache key's URI with credentials redacted, a string.
         public static let urlFull = "url.full"
         /// How the cache answered: a ``CacheOutcome`` raw value (`hit`, `miss`, `revalidated`,
         /// `stale`, `bypass`), a string; a response the rules refused to store is a `miss`

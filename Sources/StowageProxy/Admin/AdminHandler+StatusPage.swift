@@ -73,8 +73,16 @@ extension AdminHandler {
         var host = Substring(authority)
         if host.hasPrefix("[") {
             // [IPv6]:port
+            // [IPv6] or [IPv6]:port and nothing else: `[::1].attacker.example` is a name.
             guard let end = host.firstIndex(of: "]") else { return false }
-            return host[host.index(after: host.startIndex)..<end].allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+            let address = host[host.index(after: host.startIndex)..<end]
+            let tail = host[host.index(after: end)...]
+            let port = tail.dropFirst()
+            guard
+                tail.isEmpty
+                    || (tail.first == ":" && !port.isEmpty && port.allSatisfy(\.isASCII) && UInt16(port) != nil)
+            else { return false }
+            return address.contains(":") && address.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
         }
         if let colon = host.lastIndex(of: ":") { host = host[..<colon] }
         if host.lowercased() == "localhost" { return true }

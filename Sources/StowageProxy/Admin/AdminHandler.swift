@@ -21,9 +21,11 @@ import StowageHTTPCache
 /// With ``ProxyConfiguration/AdminListener/token`` set, every request needs
 /// `Authorization: Bearer TOKEN` (401 with an RFC 6750 §3 `WWW-Authenticate: Bearer
 /// realm="stowage-admin"` challenge otherwise); without one the listener must be on a loopback
-/// address (checked when the proxy starts). The status page's GETs also take the token as the
-/// password of HTTP Basic credentials (RFC 7617), which a browser asks for
-/// (`AdminHandler+StatusPage.swift`).
+/// address (checked when the proxy starts), and the status page and `/metrics` answer only a
+/// `Host` that is an IP address or `localhost` (against DNS rebinding). The status page's GETs
+/// also take the token as the password of HTTP Basic credentials (RFC 7617), which a browser
+/// asks for (`AdminHandler+StatusPage.swift`). A request other than a GET that a web page sent
+/// (``isFromBrowserPage(_:)``) is refused with 403, token or not.
 ///
 /// Every answer carries `Stowage-Admin: 1`, which the main listener never passes on from an
 /// origin: ``ProxyAdminClient`` sends its token only to a server that answered with both.
@@ -49,6 +51,12 @@ struct AdminHandler: Sendable {
     private func answer(_ request: Request) async -> Response {
         let path = request.uri.path
         let isStatusPage = Self.statusPagePaths.contains(path) && request.method == .get
+        if request.method != .get, Self.isFromBrowserPage(request.headers) {
+            return ProxyHandler.plainResponse(
+                .forbidden,
+                "the admin listener takes no request a web page sent (it carried Origin or Sec-Fetch-Site); send it from a script or `stowage proxy invalidate`"
+            )
+        }
         if let token {
             let given = request.headers[.authorization]
             let accepted =
@@ -74,10 +82,11 @@ struct AdminHandler: Sendable {
                 }
                 return refusal
             }
-        } else if isStatusPage, !Self.isLiteralHost(request.head.authority) {
+        } else if isStatusPage || path == "/metrics", !Self.isLiteralHost(request.head.authority) {
+            // The page and /metrics are what a web page could read through a rebound name.
             return ProxyHandler.plainResponse(
                 .misdirectedRequest,
-                "open the status page at the listener's IP address or localhost (a listener without a token answers no other host name, against DNS rebinding)"
+                "open \(path) at the listener's IP address or localhost (a listener without a token answers no other host name, against DNS rebinding)"
             )
         }
         if isStatusPage { return await statusPage(path) }
@@ -148,6 +157,18 @@ struct AdminHandler: Sendable {
             difference |= byte ^ expected[index % expected.count]
         }
         return difference == 0
+    }
+
+    /// Whether `fields` say a browser sent the request for a web page: an `Origin` field (sent
+    /// with every cross-origin request and every POST, RFC 6454 §7 and the Fetch standard) or a
+    /// `Sec-Fetch-Site` other than `none` (a request the user typed). Without a token, a page on
+    /// any site can POST a form or a `no-cors` fetch to a loopback listener, which is not
+    /// preflighted (a CORS "simple request"): refusing these, as Django's and Go's
+    /// `CrossOriginProtection` CSRF checks do, keeps /purge and /ban to scripts and the CLI.
+    static func isFromBrowserPage(_ fields: HTTPFields) -> Bool {
+        if fields[.origin] != nil { return true }
+        if let site = fields[HTTPField.Name("Sec-Fetch-Site")!], site != "none" { return true }
+        return false
     }
 
     /// `a=1&b=x%20y` → `["a": "1", "b": "x y"]`; a name given twice keeps its first value.

@@ -74,7 +74,8 @@ struct ProxyHandler: Sendable {
             span in
             if span.isRecording {
                 span.attributes[HTTPCacheTracing.Attribute.requestMethod] = request.head.method.rawValue
-                span.attributes[ProxyTracing.Attribute.urlPath] = request.head.path ?? "/"
+                // OpenTelemetry's url.path has no query: a query string may carry a credential.
+                span.attributes[ProxyTracing.Attribute.urlPath] = request.uri.path
             }
             let response = await respond(to: request, interims: interims, tracer: tracer, span: span)
             if span.isRecording {

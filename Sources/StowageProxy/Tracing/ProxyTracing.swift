@@ -20,7 +20,8 @@ public enum ProxyTracing {
 
     /// Attribute keys beyond the HTTP cache's (`HTTPCacheTracing.Attribute`).
     public enum Attribute {
-        /// OpenTelemetry `url.path`: the path the client asked for, query included, a string.
+        /// OpenTelemetry `url.path`: the path the client asked for, without the query (which
+        /// may carry a credential; the cache's `url.full` has it, redacted), a string.
         public static let urlPath = "url.path"
     }
 }
