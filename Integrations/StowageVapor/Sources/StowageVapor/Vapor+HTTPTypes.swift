@@ -27,13 +27,14 @@ extension HTTPHeaders {
 }
 
 extension Request {
-    /// The request head as swift-http-types has it: `Host` becomes the authority (as
-    /// NIOHTTPTypesHTTP1 does for HTTP/1), the scheme is left unset.
+    /// The request head as swift-http-types has it: the first `Host` becomes the authority and
+    /// any other stays in the fields (as NIOHTTPTypesHTTP1 does for HTTP/1, so the cache can
+    /// leave such a request alone), the scheme is left unset.
     var httpRequest: HTTPRequest {
         var fields = headers.httpFields
         let hostName = HTTPField.Name("Host")!
         let hosts = fields[values: hostName]
-        fields[values: hostName] = []
+        fields[values: hostName] = Array(hosts.dropFirst())
         let target = url.string
         let path = target.hasPrefix("/") || target == "*" ? target : (url.path + (url.query.map { "?" + $0 } ?? ""))
         return HTTPRequest(

@@ -1,0 +1,54 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import StowageHTTPCache
+import StowageVapor
+import Testing
+import Vapor
+import VaporTesting
+
+@Suite("Vapor response-cache middleware: hostile requests")
+struct HostileRequestTests {
+    @Test("A GET with a body reaches the responder with that body, and two bodies never share an answer")
+    func getWithBodyReachesResponder() async throws {
+        let calls = CallCounter()
+        try await withCachedApp { app in
+            app.get("search") { request in
+                calls.increment()
+                return response("results for \(request.body.string ?? "")", headers: ["Cache-Control": "max-age=60"])
+            }
+        } _: { app, _ in
+            for query in ["cats", "dogs"] {
+                let answer = try await app.testing().sendRequest(
+                    .GET,
+                    "/search",
+                    headers: ["Content-Length": String(query.utf8.count)],
+                    body: ByteBuffer(string: query)
+                )
+                #expect(answer.text == "results for \(query)")
+            }
+            #expect(calls.value == 2)
+        }
+    }
+
+    @Test("A request with a second Host field is answered uncached")
+    func secondHostIsNotCached() async throws {
+        let calls = CallCounter()
+        try await withCachedApp { app in
+            app.get("links") { request in
+                calls.increment()
+                let named = request.headers[.host].last ?? "?"
+                return response("http://\(named)/home", headers: ["Cache-Control": "max-age=60"])
+            }
+        } _: { app, _ in
+            var twoHosts = HTTPHeaders()
+            twoHosts.add(name: .host, value: "localhost")
+            twoHosts.add(name: .host, value: "evil.example")
+            _ = try await app.testing().sendRequest(.GET, "/links", headers: twoHosts)
+            let next = try await app.testing().sendRequest(.GET, "/links", headers: ["Host": "localhost"])
+            #expect(next.text == "http://localhost/home")
+            #expect(calls.value == 2)
+        }
+    }
+}
