@@ -206,4 +206,33 @@ struct ResponseCacheHostileRequestTests {
             try await cache.close()
         }
     }
+
+    @Test(
+        "A path the router reads as another (empty or dot segments, encoded characters) survives no invalidation",
+        arguments: ["//page", "/x//page", "/./page", "/x/../page", "/%70age", "/pag%65"]
+    )
+    func unnormalizedPathIsNotStored(path: String) async throws {
+        try await withTemporaryDirectory { root in
+            let cache = try makeSharedCache(in: root)
+            let calls = CallCounter()
+            try await withCachedApp(cache: cache) { router in
+                router.get("/page") { _, _ in
+                    let call = calls.increment()
+                    return Response(
+                        status: .ok,
+                        headers: [.cacheControl: "max-age=600"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(string: "page \(call)"))
+                    )
+                }
+            } _: { client in
+                let first = try await client.execute(uri: path, method: .get)
+                guard first.status == .ok else { return }  // the router does not route it: nothing to hide
+                // Taken down: invalidating the page's URL must reach every spelling of it.
+                _ = try await cache.invalidate(url: "http://localhost/page")
+                let second = try await client.execute(uri: path, method: .get)
+                #expect(second.body.text != first.body.text)
+            }
+            try await cache.close()
+        }
+    }
 }

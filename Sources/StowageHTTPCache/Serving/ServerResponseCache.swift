@@ -74,7 +74,8 @@ public struct ServerResponseCache: Sendable {
     }
 
     /// The request as the cache keys it, `nil` for one left alone: ``Configuration/passesThrough``,
-    /// no authority to key on, a second `Host` field, or a `GET` or `HEAD` with content.
+    /// no authority to key on, a second `Host` field, a path with an empty or dot segment
+    /// (`//`, `/./`, `/../`), or a `GET` or `HEAD` with content.
     ///
     /// A request with two `Host` fields is one a server must refuse (RFC 9112 §3.2); HTTP/1
     /// servers key on the first and leave the second in the fields, where a handler that reads
@@ -87,9 +88,20 @@ public struct ServerResponseCache: Sendable {
         guard let authority = head.authority.flatMap({ $0.isEmpty ? nil : $0 }) ?? configuration.authority else {
             return nil
         }
-        guard head.headerFields[Self.host] == nil else { return nil }
+        guard head.headerFields[Self.host] == nil, !Self.hasEmptyOrDotSegment(head.path ?? "/") else { return nil }
         if head.method == .get || head.method == .head, Self.declaresContent(head) { return nil }
         return head.addressed(scheme: configuration.scheme ?? head.scheme ?? "http", authority: authority)
+    }
+
+    /// Whether `path` (before its query) has an empty segment (`//`) or a dot segment (`.`,
+    /// `..`, RFC 3986 §3.3): routers read such a path as another (Hummingbird's routes `//page`
+    /// as `/page`), so a stored copy under it would outlive the invalidation of the URL it
+    /// answers as.
+    static func hasEmptyOrDotSegment(_ path: String) -> Bool {
+        let target = path.prefix { $0 != "?" && $0 != "#" }
+        return target.split(separator: "/", omittingEmptySubsequences: false).dropFirst().dropLast().contains {
+            $0.isEmpty || $0 == "." || $0 == ".."
+        } || target.hasSuffix("/.") || target.hasSuffix("/..")
     }
 
     /// `Host`: HTTP/1 conversions move the first into the authority; any left is a second.
