@@ -51,4 +51,18 @@ struct HostileRequestTests {
             #expect(calls.value == 2)
         }
     }
+
+    @Test("A route's status code outside 100...999 fails that request instead of stopping the process")
+    func outOfRangeStatusFailsRequest() async throws {
+        try await withCachedApp { app in
+            app.get("odd") { _ in
+                Response(status: .custom(code: 1000, reasonPhrase: "Odd"), body: .init(string: "odd"))
+            }
+            app.get("fine") { _ in response("fine", headers: ["Cache-Control": "max-age=60"]) }
+        } _: { app, _ in
+            let odd = try await app.testing().sendRequest(.GET, "/odd")
+            #expect(odd.status == .internalServerError)
+            #expect(try await app.testing().sendRequest(.GET, "/fine").text == "fine")
+        }
+    }
 }
