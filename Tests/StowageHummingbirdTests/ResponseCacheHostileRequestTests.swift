@@ -235,4 +235,44 @@ struct ResponseCacheHostileRequestTests {
             try await cache.close()
         }
     }
+
+    @Test("A response to a request with a Cookie is not shared unless it says so (public, s-maxage, Vary: Cookie)")
+    func cookieRequestAnswerIsNotShared() async throws {
+        try await withTemporaryDirectory { root in
+            let cache = try makeSharedCache(in: root)
+            let calls = CallCounter()
+            try await withCachedApp(cache: cache) { router in
+                router.get("/me") { request, _ in
+                    calls.increment()
+                    // Personalised by the session cookie, with freshness meant for the browser.
+                    return Response(
+                        status: .ok,
+                        headers: [.cacheControl: "max-age=60"],
+                        body: ResponseBody(
+                            byteBuffer: ByteBuffer(string: "hello \(request.headers[.cookie] ?? "nobody")")
+                        )
+                    )
+                }
+                router.get("/catalog") { _, _ in
+                    let call = calls.increment()
+                    return Response(
+                        status: .ok,
+                        headers: [.cacheControl: "public, max-age=60"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(string: "catalog \(call)"))
+                    )
+                }
+            } _: { client in
+                let alice = try await client.execute(uri: "/me", method: .get, headers: [.cookie: "session=alice"])
+                #expect(alice.body.text == "hello session=alice")
+                let anonymous = try await client.execute(uri: "/me", method: .get)
+                #expect(anonymous.body.text == "hello nobody")
+                #expect(calls.value == 2)
+                // An explicitly public answer is shared, cookie or not.
+                _ = try await client.execute(uri: "/catalog", method: .get, headers: [.cookie: "session=alice"])
+                let catalog = try await client.execute(uri: "/catalog", method: .get)
+                #expect(catalog.body.text == "catalog 3")
+            }
+            try await cache.close()
+        }
+    }
 }

@@ -130,13 +130,39 @@ public struct ServerResponseCache: Sendable {
         guard let keyed = keyedRequest(for: head) else { return nil }
         let scheme = head.scheme
         let authority = head.authority
+        let sendsCookie = head.headerFields[.cookie] != nil
         let served = try await cache.respond(to: keyed, body: body) { request, body in
             var request = request
             request.scheme = scheme
             request.authority = authority
-            return try await fetch(request, body)
+            var (response, responseBody) = try await fetch(request, body)
+            if sendsCookie { Self.keepPrivateUnlessShared(&response) }
+            return (response, responseBody)
         }
         return answer(for: served, method: head.method)
+    }
+
+    /// Adds `private` to a response made for a request with a `Cookie` that does not say it may
+    /// be shared (`public`, `s-maxage`, a targeted `CDN-Cache-Control`, or `Vary` naming
+    /// `Cookie`), as Rack::Cache's `private_headers` does: a handler's answer to a session is
+    /// usually that session's, and its `max-age` is meant for the browser. RFC 9111 §3.5 asks
+    /// the same of requests with `Authorization`. A 304 is left as it is: its fields refresh
+    /// the stored response, which was not made for this request.
+    static func keepPrivateUnlessShared(_ response: inout HTTPResponse) {
+        guard response.status.code != 304 else { return }
+        let fields = response.headerFields
+        let cacheControl = fields.cacheControl
+        if cacheControl.isPrivate || cacheControl.noStore || cacheControl.isPublic
+            || cacheControl.sharedMaxAge.isPresent
+        {
+            return
+        }
+        if fields[HTTPField.Name("CDN-Cache-Control")!] != nil { return }
+        let varied = fields[values: .vary].flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingWhitespace().lowercased()
+        }
+        if varied.contains("cookie") || varied.contains("*") { return }
+        response.headerFields[.cacheControl] = (["private"] + fields[values: .cacheControl]).joined(separator: ", ")
     }
 
     /// The client's answer for `served`, to a `method` request.
