@@ -65,4 +65,22 @@ struct HostileRequestTests {
             #expect(try await app.testing().sendRequest(.GET, "/fine").text == "fine")
         }
     }
+
+    @Test("A response to a request with a Cookie is not shared unless it says so")
+    func cookieRequestAnswerIsNotShared() async throws {
+        let calls = CallCounter()
+        try await withCachedApp { app in
+            app.get("me") { request in
+                calls.increment()
+                let cookie = request.headers.first(name: .cookie) ?? "nobody"
+                return response("hello \(cookie)", headers: ["Cache-Control": "max-age=60"])
+            }
+        } _: { app, _ in
+            let alice = try await app.testing().sendRequest(.GET, "/me", headers: ["Cookie": "session=alice"])
+            #expect(alice.text == "hello session=alice")
+            #expect(alice.headers.first(name: "Cache-Control") == "private, max-age=60")
+            #expect(try await app.testing().sendRequest(.GET, "/me").text == "hello nobody")
+            #expect(calls.value == 2)
+        }
+    }
 }
