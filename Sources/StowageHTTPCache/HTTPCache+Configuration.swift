@@ -60,6 +60,11 @@ extension HTTPCache {
         /// How long a collapsed request waits for the first one before fetching on its own.
         /// Default 5 s, nginx's `proxy_cache_lock_timeout`.
         public var collapseTimeout: Duration
+        /// How many variants (`Vary`, RFC 9111 §4.1) of one URL are kept; storing one more drops
+        /// the oldest. A client sending a new value of a field the origin varies on
+        /// (`User-Agent`, `Accept-Language`) would otherwise grow the URL's variant list, read on
+        /// every lookup and rewritten on every store, without bound. Default 32.
+        public var maximumVariantsPerURL: Int
         /// Where time comes from; tests move it by hand. Default the system clock.
         public var clock: CacheClock
         /// What waits (the request collapser's ``collapseTimeout``) are measured by. Default
@@ -104,6 +109,7 @@ extension HTTPCache {
             willCache = nil
             collapsesRequests = true
             collapseTimeout = .seconds(5)
+            maximumVariantsPerURL = 32
             clock = .system
             waitClock = ContinuousClock()
             logger = Logger(label: "org.stowage.http-cache", factory: SwiftLogNoOpLogHandler.init)
@@ -154,6 +160,12 @@ extension HTTPCache {
                 throw StowageError(
                     code: .invalidConfiguration,
                     message: "maximumBodySize must be more than 0 bytes, or nil"
+                )
+            }
+            guard maximumVariantsPerURL >= 1 else {
+                throw StowageError(
+                    code: .invalidConfiguration,
+                    message: "maximumVariantsPerURL is \(maximumVariantsPerURL); it must be 1 or more"
                 )
             }
             guard minimumUses >= 1 else {

@@ -20,7 +20,8 @@ import StowageHTTPCache
 ///
 /// Only what a handler allows is stored: a response without `Cache-Control` freshness (or a
 /// validator and heuristics) is not reused, `private` and `Set-Cookie` responses are never
-/// given to another client. Bodies stream both ways; request bodies go to the handler as sent.
+/// given to another client, nor is a response to a request with a `Cookie` unless it is
+/// `public`, has `s-maxage` or `CDN-Cache-Control`, or varies on `Cookie`. Bodies stream both ways; request bodies go to the handler as sent.
 ///
 /// A middleware's next handler can only be called while the middleware runs, so a
 /// `stale-while-revalidate` refresh that starts after the stale answer went out fails (it is

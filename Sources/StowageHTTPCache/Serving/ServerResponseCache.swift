@@ -18,9 +18,12 @@ import HTTPTypes
 public struct ServerResponseCache: Sendable {
     /// What the middleware keys on when a request does not say, and what it leaves alone.
     public struct Configuration: Sendable {
-        /// The scheme of the cache key for requests without one (an HTTP/1 server's requests
-        /// have none). Default `http`; say `https` behind a TLS terminator.
-        public var scheme: String
+        /// The scheme of the cache key, in place of the request's own. Default `nil`: the
+        /// request's scheme (Hummingbird gives `https` when it terminates TLS itself, `http`
+        /// otherwise), `http` for a request without one (Vapor's). Say `https` behind a TLS
+        /// terminator, so the keys are the URLs clients asked for and `https` invalidations
+        /// reach them.
+        public var scheme: String?
         /// The host (and port) of the cache key for requests without an authority (no `Host`).
         /// Default `nil`: such requests go to the handler uncached.
         public var authority: String?
@@ -31,9 +34,9 @@ public struct ServerResponseCache: Sendable {
         /// did, step by step. For debugging; default `false`.
         public var sendsTrace: Bool
 
-        /// The defaults: `http`, the request's own `Host`, nothing left alone, no trace.
+        /// The defaults: the request's own scheme and `Host`, nothing left alone, no trace.
         public init() {
-            scheme = "http"
+            scheme = nil
             authority = nil
             passesThrough = { _ in false }
             sendsTrace = false
@@ -70,14 +73,44 @@ public struct ServerResponseCache: Sendable {
         self.configuration = configuration
     }
 
-    /// The request as the cache keys it, `nil` for one left alone (``Configuration/passesThrough``
-    /// or no authority to key on).
+    /// The request as the cache keys it, `nil` for one left alone: ``Configuration/passesThrough``,
+    /// no authority to key on, a second `Host` field, a path with an empty or dot segment
+    /// (`//`, `/./`, `/../`), or a `GET` or `HEAD` with content.
+    ///
+    /// A request with two `Host` fields is one a server must refuse (RFC 9112 §3.2); HTTP/1
+    /// servers key on the first and leave the second in the fields, where a handler that reads
+    /// it would put another host's links in a response stored for this one. A `GET` or `HEAD`
+    /// with content (`Content-Length` other than 0, or `Transfer-Encoding`) has content whose
+    /// meaning the cache key does not include (RFC 9110 §9.3.1, §9.3.2): the handler gets it
+    /// as sent, and its answer is not shared with requests that sent other content.
     public func keyedRequest(for head: HTTPRequest) -> HTTPRequest? {
         guard !configuration.passesThrough(head) else { return nil }
         guard let authority = head.authority.flatMap({ $0.isEmpty ? nil : $0 }) ?? configuration.authority else {
             return nil
         }
-        return head.addressed(scheme: head.scheme ?? configuration.scheme, authority: authority)
+        guard head.headerFields[Self.host] == nil, !Self.hasEmptyOrDotSegment(head.path ?? "/") else { return nil }
+        if head.method == .get || head.method == .head, Self.declaresContent(head) { return nil }
+        return head.addressed(scheme: configuration.scheme ?? head.scheme ?? "http", authority: authority)
+    }
+
+    /// Whether `path` (before its query) has an empty segment (`//`) or a dot segment (`.`,
+    /// `..`, RFC 3986 §3.3): routers read such a path as another (Hummingbird's routes `//page`
+    /// as `/page`), so a stored copy under it would outlive the invalidation of the URL it
+    /// answers as.
+    static func hasEmptyOrDotSegment(_ path: String) -> Bool {
+        let target = path.prefix { $0 != "?" && $0 != "#" }
+        return target.split(separator: "/", omittingEmptySubsequences: false).dropFirst().dropLast().contains {
+            $0.isEmpty || $0 == "." || $0 == ".."
+        } || target.hasSuffix("/.") || target.hasSuffix("/..")
+    }
+
+    /// `Host`: HTTP/1 conversions move the first into the authority; any left is a second.
+    private static let host = HTTPField.Name("Host")!
+
+    /// Whether `head` says content follows it (RFC 9112 §6.1, §6.2).
+    static func declaresContent(_ head: HTTPRequest) -> Bool {
+        if head.headerFields[.transferEncoding] != nil { return true }
+        return head.headerFields[values: .contentLength].contains { $0.trimmingPrefix(while: { $0 == " " }) != "0" }
     }
 
     /// Answers `head` from the cache or through `fetch` (the handler), `nil` when the request
@@ -97,13 +130,39 @@ public struct ServerResponseCache: Sendable {
         guard let keyed = keyedRequest(for: head) else { return nil }
         let scheme = head.scheme
         let authority = head.authority
+        let sendsCookie = head.headerFields[.cookie] != nil
         let served = try await cache.respond(to: keyed, body: body) { request, body in
             var request = request
             request.scheme = scheme
             request.authority = authority
-            return try await fetch(request, body)
+            var (response, responseBody) = try await fetch(request, body)
+            if sendsCookie { Self.keepPrivateUnlessShared(&response) }
+            return (response, responseBody)
         }
         return answer(for: served, method: head.method)
+    }
+
+    /// Adds `private` to a response made for a request with a `Cookie` that does not say it may
+    /// be shared (`public`, `s-maxage`, a targeted `CDN-Cache-Control`, or `Vary` naming
+    /// `Cookie`), as Rack::Cache's `private_headers` does: a handler's answer to a session is
+    /// usually that session's, and its `max-age` is meant for the browser. RFC 9111 §3.5 asks
+    /// the same of requests with `Authorization`. A 304 is left as it is: its fields refresh
+    /// the stored response, which was not made for this request.
+    static func keepPrivateUnlessShared(_ response: inout HTTPResponse) {
+        guard response.status.code != 304 else { return }
+        let fields = response.headerFields
+        let cacheControl = fields.cacheControl
+        if cacheControl.isPrivate || cacheControl.noStore || cacheControl.isPublic
+            || cacheControl.sharedMaxAge.isPresent
+        {
+            return
+        }
+        if fields[HTTPField.Name("CDN-Cache-Control")!] != nil { return }
+        let varied = fields[values: .vary].flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingWhitespace().lowercased()
+        }
+        if varied.contains("cookie") || varied.contains("*") { return }
+        response.headerFields[.cacheControl] = (["private"] + fields[values: .cacheControl]).joined(separator: ", ")
     }
 
     /// The client's answer for `served`, to a `method` request.

@@ -97,12 +97,19 @@ extension HTTPCache {
     }
 
     /// Adds (or replaces the one with the same `Vary` values) a variant of `key`, removing
-    /// the replaced variant's body.
+    /// the replaced variant's body, and the oldest variants beyond
+    /// ``Configuration/maximumVariantsPerURL`` with theirs.
     func addVariant(_ record: VariantRecord, for key: CacheKey) async throws {
         var records = try await variants(for: key)
-        let replaced = records.filter { $0.stored.varyingFields == record.stored.varyingFields }
+        var replaced = records.filter { $0.stored.varyingFields == record.stored.varyingFields }
         records.removeAll { $0.stored.varyingFields == record.stored.varyingFields }
         records.append(record)
+        // Appended in order of storing: the first are the oldest.
+        let excess = records.count - configuration.maximumVariantsPerURL
+        if excess > 0 {
+            replaced += records.prefix(excess)
+            records.removeFirst(excess)
+        }
         try await writeVariants(records, for: key)
         for old in replaced where old.bodyKey != record.bodyKey { try await removeBody(old.bodyKey) }
     }

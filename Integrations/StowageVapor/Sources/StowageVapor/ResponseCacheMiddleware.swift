@@ -16,10 +16,15 @@ import Vapor
 /// ```
 ///
 /// Only what a responder allows is stored: `private` and `Set-Cookie` responses are never
-/// given to another client. Request bodies go to the responder as sent. A cached answer streams
+/// given to another client, nor is a response to a request with a `Cookie` unless it is
+/// `public`, has `s-maxage` or `CDN-Cache-Control`, or varies on `Cookie`. Request bodies go to the responder as sent. A cached answer streams
 /// to the client; a responder's body built with `Response.Body(stream:)` or
 /// `Response.Body(asyncStream:)` is collected before the cache reads it, since Vapor does not
-/// let anything but its own server read such a body as it is written.
+/// let anything but its own server read such a body as it is written. Because of that, a plain
+/// `asyncStream` callback that throws without writing `.error` leaves Vapor's collecting promise
+/// unfulfilled (a debug build stops with "leaking promise"), and a stream that never writes
+/// `.end` never completes: use `Response.Body(managedAsyncStream:)`, or leave such routes alone
+/// with `ServerResponseCache.Configuration.passesThrough`.
 public struct ResponseCacheMiddleware: AsyncMiddleware {
     /// The cache and what it keys on.
     public let responses: ServerResponseCache

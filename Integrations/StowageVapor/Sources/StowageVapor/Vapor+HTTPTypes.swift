@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
+import StowageCore
 import StowageHTTPCache
 import Vapor
 
@@ -27,13 +28,14 @@ extension HTTPHeaders {
 }
 
 extension Request {
-    /// The request head as swift-http-types has it: `Host` becomes the authority (as
-    /// NIOHTTPTypesHTTP1 does for HTTP/1), the scheme is left unset.
+    /// The request head as swift-http-types has it: the first `Host` becomes the authority and
+    /// any other stays in the fields (as NIOHTTPTypesHTTP1 does for HTTP/1, so the cache can
+    /// leave such a request alone), the scheme is left unset.
     var httpRequest: HTTPRequest {
         var fields = headers.httpFields
         let hostName = HTTPField.Name("Host")!
         let hosts = fields[values: hostName]
-        fields[values: hostName] = []
+        fields[values: hostName] = Array(hosts.dropFirst())
         let target = url.string
         let path = target.hasPrefix("/") || target == "*" ? target : (url.path + (url.query.map { "?" + $0 } ?? ""))
         return HTTPRequest(
@@ -70,7 +72,18 @@ extension Request {
 extension Response {
     /// This response as the cache's origin response: its head (with `Content-Length` when
     /// the body's size is known) and its body.
+    ///
+    /// - Throws: `StowageError` `.invalidArgument` for a status code outside 100...999, which
+    ///   swift-http-types cannot hold (its initializer would stop the process).
     func originResponse(on eventLoop: any EventLoop) async throws -> (HTTPResponse, HTTPBody) {
+        // RFC 9110 §15: a status code is three digits; Vapor's `.custom` takes any number.
+        guard (100...999).contains(status.code) else {
+            throw StowageError(
+                code: .invalidArgument,
+                message: "the route answered with status code \(status.code); a status code has three digits "
+                    + "(RFC 9110 §15), so answer with one from 100 to 999"
+            )
+        }
         var head = HTTPResponse(
             status: HTTPResponse.Status(code: Int(status.code), reasonPhrase: status.reasonPhrase),
             headerFields: headers.httpFields
