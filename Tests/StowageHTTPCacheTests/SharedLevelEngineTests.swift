@@ -79,7 +79,7 @@ struct SharedLevelEngineTests {
         await a.apply(.all)
         #expect(a.pendingSharedWrites > 0)
         fleet.level.comeBack(notifying: false)
-        try await eventually(timeout: .seconds(20)) { a.pendingSharedWrites == 0 }
+        try await eventually { a.pendingSharedWrites == 0 }
         #expect(try await b.read("k") == "v1")
     }
 

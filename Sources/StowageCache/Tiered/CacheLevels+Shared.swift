@@ -194,7 +194,15 @@ extension CacheLevels {
         guard let shared = sharedLevel, !shared.pendingWrites.isEmpty,
             !shared.replaying.exchange(true, ordering: .acquiring)
         else { return }
-        defer { shared.replaying.store(false, ordering: .releasing) }
+        let refused = await replayPasses(to: shared)
+        shared.replaying.store(false, ordering: .releasing)
+        // Scheduled only once this replay no longer counts as under way: a retry that found it
+        // still running would return at once, and nothing would try again.
+        if refused { scheduleReplayRetry(shared) }
+    }
+
+    /// The passes of ``replaySharedWrites()``; returns whether the shared level refused a change.
+    private func replayPasses(to shared: SharedLevel) async -> Bool {
         var sent = 0
         // Pass after pass: a change the shared level missed while a pass ran (it failed and came
         // back, and the replay its recovery asked for found this one under way) waits for the next.
@@ -210,10 +218,7 @@ extension CacheLevels {
                     shared.pendingWrites.sent(pending)
                     return true
                 }
-                guard let outcome else {
-                    scheduleReplayRetry(shared)
-                    return
-                }
+                guard let outcome else { return true }
                 if outcome { sent += 1 }
             }
         }
@@ -223,6 +228,7 @@ extension CacheLevels {
             "sent the changes made while the shared level was down",
             metadata: ["cache": "\(shared.name)", "changes": "\(sent)"]
         )
+        return false
     }
 
     /// Tries a refused replay again after a pause (100 ms, doubling up to 5 s), until every
