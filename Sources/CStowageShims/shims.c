@@ -96,8 +96,10 @@ int stowage_status_at(int directory, const char *name, struct stowage_file_statu
 #include <unistd.h>
 #endif
 
-// Linux: openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS (5.6+); -1 with ENOSYS where the
-// kernel or a seccomp filter does not offer it, for the caller's component-by-component walk.
+// Linux: openat2(2) with RESOLVE_NO_SYMLINKS (5.6+); -1 with ENOSYS where the kernel or a
+// seccomp filter does not offer it, for the caller's component-by-component walk. Not
+// RESOLVE_BENEATH: the caller refuses `..` and absolute paths itself, so it would add nothing
+// but its EAGAIN when a rename races a lookup.
 // Apple: O_NOFOLLOW_ANY (macOS 11, iOS 14), which refuses a link anywhere in the path; `..` is
 // refused by the caller on both.
 int stowage_open_beneath(int directory, const char *path, int flags) {
@@ -105,7 +107,7 @@ int stowage_open_beneath(int directory, const char *path, int flags) {
     struct open_how how;
     memset(&how, 0, sizeof how);
     how.flags = (unsigned long long)(unsigned int)flags;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+    how.resolve = RESOLVE_NO_SYMLINKS;
     return (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
 #elif defined(__APPLE__) && defined(O_NOFOLLOW_ANY)
     return openat(directory, path, flags | O_NOFOLLOW_ANY);

@@ -11,7 +11,9 @@ import Testing
 
 /// The disk cache's maintenance lane: one serial queue for the trims, access-time batches,
 /// staged-write commits and checkpoints, with coalescing, timers and a drain that `close()` uses.
-@Suite("DiskCache maintenance lane", .timeLimit(.minutes(1)))
+// Serialized, and the cache test's gate closed from its own thread: its semaphore waits would
+// otherwise hold cooperative threads that a loaded run's other suites need.
+@Suite("DiskCache maintenance lane", .serialized, .timeLimit(.minutes(3)))
 struct DiskCacheMaintenanceTests {
     /// What the jobs of a test did, in order.
     private final class Journal: Sendable {
@@ -197,7 +199,8 @@ struct DiskCacheMaintenanceTests {
         // Given the lane held by a job, a staged write's timer pending, and 12 entries committed
         // (a background trim to half the count limit queued behind the gate)
         let gate = Gate()
-        gate.close(cache.maintenance)
+        let maintenance = cache.maintenance
+        try await onOwnThread { gate.close(maintenance) }
         for index in 0..<12 { try await cache.setData(Data("v\(index)".utf8), forKey: "k\(index)") }
         try await eventually { clock.sleeperCount == 1 }
         try await cache.flush()

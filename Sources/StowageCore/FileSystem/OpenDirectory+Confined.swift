@@ -63,7 +63,8 @@ extension OpenDirectory {
             return -1
         }
         let opened = stowage_open_beneath(descriptor, relativePath, flags | O_NOFOLLOW)
-        guard opened < 0, errno == ENOSYS || errno == EPERM else { return opened }
+        // EAGAIN: the kernel saw a race it will not resolve; the walk below has no such case.
+        guard opened < 0, errno == ENOSYS || errno == EPERM || errno == EAGAIN else { return opened }
         // No openat2 (a kernel before 5.6, or a seccomp filter that refuses it): one component
         // at a time, each with O_NOFOLLOW.
         var current = self
