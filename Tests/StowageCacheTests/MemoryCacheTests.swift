@@ -101,6 +101,39 @@ import Testing
         expectSound(cache)
     }
 
+    @Test("the content version moves on every store, removal, eviction, expiry and clear, and never on a read")
+    func contentVersion() throws {
+        let clock = ManualClock()
+        let cache: MemoryCache<String, Int> = try makeCache(countLimit: 2, clock: clock)
+        var last = cache.contentVersion
+        func expectMoved(_ what: String, _ moved: Bool = true) {
+            let now = cache.contentVersion
+            #expect((now != last) == moved, "\(what)")
+            last = now
+        }
+        cache.setValue(1, forKey: "a")
+        expectMoved("a store")
+        _ = cache.value(forKey: "a")
+        _ = cache.value(forKey: "missing")
+        expectMoved("reads", false)
+        cache.setValue(2, forKey: "a")
+        expectMoved("a replacement")
+        cache.setValue(3, forKey: "b", timeToLive: .seconds(1))
+        cache.setValue(4, forKey: "c")  // evicts "a"
+        expectMoved("stores and an eviction")
+        _ = cache.removeValue(forKey: "missing")
+        expectMoved("removing a missing key", false)
+        clock.advance(by: .seconds(2))
+        #expect(cache.value(forKey: "b") == nil)
+        expectMoved("an expiry found by a read")
+        _ = cache.removeValue(forKey: "c")
+        expectMoved("a removal")
+        cache.setValue(5, forKey: "d")
+        expectMoved("a store")
+        cache.removeAll()
+        expectMoved("a clear")
+    }
+
     // MARK: - Time-to-live
 
     @Test("a per-entry time-to-live expires on lookup, measured with the injected clock")

@@ -40,7 +40,8 @@ import Testing
             fieldsValidUntil: answer.validUntilSeconds,
             body: ByteBuffer(repeating: 0x61, count: body),
             answer: answer,
-            addedDateSecond: nil
+            addedDateSecond: nil,
+            memoryVersion: .max
         )
     }
 
@@ -105,7 +106,10 @@ import Testing
         #expect(hits.entry(for: padded, hash: EncodedHits.hash(padded)) == nil)
         let small = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/s", headers: ["X-Pad": "abc"])
         let entry = Self.entry("/s", headers: small.headers, body: 10, answer: answer)
-        #expect(EncodedHits.size(of: entry) == ("X-Pad".count + 3 + 4) + 10 + 2 + 256)
+        // The request's fields, the response as written (`HTTP/1.1 200 OK`, the `Content-Length`
+        // its framing adds, the empty line, the body), the target and 256.
+        let response = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n".utf8.count + 10
+        #expect(EncodedHits.size(of: entry) == ("X-Pad".count + 3 + 4) + response + 2 + 256)
     }
 
     @Test("a refresh replaces only the entry it was worked out from, and the byte count follows the new head")
@@ -121,7 +125,8 @@ import Testing
         let refreshed = original.refreshed(
             head: refreshedHead,
             fieldsValidFrom: original.fieldsValidUntil,
-            fieldsValidUntil: original.fieldsValidUntil + 1
+            fieldsValidUntil: original.fieldsValidUntil + 1,
+            memoryVersion: .max
         )
         hits.replace(original, with: refreshed, hash: hash)
         #expect(hits.entry(for: head, hash: hash) === refreshed)

@@ -30,11 +30,14 @@ extension MemoryCache {
         @usableFromInline let countLimit: Int
         /// Most total cost kept; `Int.max` for no limit.
         @usableFromInline let costLimit: Int
+        /// Advanced by every insertion and removal (``MemoryCache/contentVersion``).
+        @usableFromInline let contentChanges: MemoryCacheContentChanges
 
         @usableFromInline
-        init(countLimit: Int, costLimit: Int) {
+        init(countLimit: Int, costLimit: Int, contentChanges: MemoryCacheContentChanges) {
             self.countLimit = countLimit
             self.costLimit = costLimit
+            self.contentChanges = contentChanges
         }
 
         deinit {
@@ -81,6 +84,7 @@ extension MemoryCache {
         @inlinable
         mutating func insert(_ value: Value, forKey key: Key, cost: Int, expiry: Double) -> Insertion {
             var insertion = Insertion()
+            contentChanges.advance()
             // The running total must not pass Int.max (an overflow traps), even without a cost
             // limit: least recently used entries make room first, as a limit of Int.max would.
             while cost > Int.max - totalCost, tail >= 0 {
@@ -209,6 +213,7 @@ extension MemoryCache {
         @inlinable
         mutating func takeOut(_ slot: Int32, reason: EvictionReason) -> Removal {
             let position = Int(slot)
+            contentChanges.advance()
             unlink(slot)
             let cost = links[position].cost
             totalCost -= cost

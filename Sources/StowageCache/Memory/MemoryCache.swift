@@ -32,6 +32,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     // generic entry points across modules: 4-8x in MemoryCacheScenario).
     @usableFromInline let storage: Mutex<Storage>
     private let counters: CacheCounters
+    @usableFromInline let contentChanges = MemoryCacheContentChanges()
 
     /// Creates an empty cache.
     ///
@@ -43,7 +44,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         try configuration.validate()
         self.configuration = configuration
         storage = Mutex(
-            Storage(countLimit: configuration.countLimit ?? .max, costLimit: configuration.costLimit ?? .max)
+            Storage(
+                countLimit: configuration.countLimit ?? .max,
+                costLimit: configuration.costLimit ?? .max,
+                contentChanges: contentChanges
+            )
         )
         counters = CacheCounters(name: configuration.name, tier: "memory")
         configuration.memoryPressureSource?.register(self)
@@ -235,8 +240,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let countLimit = configuration.countLimit ?? .max
         let costLimit = configuration.costLimit ?? .max
         let removed = storage.withLock { storage in
-            var removed = Storage(countLimit: countLimit, costLimit: costLimit)
+            var removed = Storage(countLimit: countLimit, costLimit: costLimit, contentChanges: contentChanges)
             swap(&storage, &removed)
+            contentChanges.advance()
             return removed
         }
         counters.recordEviction(reason, count: removed.count, bytes: Int64(removed.totalCost))

@@ -87,6 +87,33 @@ extension HTTPCache {
         return recordsAreCurrent(answer)
     }
 
+    /// ``decisionStands(_:)`` at `now`, for a caller that last found it standing when memory's
+    /// contents were at version `seen` (``MemoryCache/contentVersion``): while they have not
+    /// changed since, only the time is compared; otherwise the records are looked up again
+    /// (which also keeps them recently used). `seen` `nil` always looks them up.
+    ///
+    /// - Returns: The version of memory's contents at which the decision stands; `nil` when it
+    ///   does not.
+    package func decisionStands(_ answer: MemoryAnswer, now: Double, seenAt seen: UInt64?) -> UInt64? {
+        guard now < answer.decisionValidUntilSeconds else { return nil }
+        levels.followStoreGeneration()
+        // Read before the lookup: a change after it moves the version past the one returned.
+        let version = memory.contentVersion
+        if version == seen { return version }
+        guard case .variants(let records) = memory.value(forKey: answer.recordKey), records == answer.records else {
+            return nil
+        }
+        return version
+    }
+
+    /// The version of memory's contents (``MemoryCache/contentVersion``), read before an answer
+    /// is worked out from them: ``decisionStands(_:now:seenAt:)`` with it is never wrong, at
+    /// worst a lookup more.
+    package var memoryContentVersion: UInt64 {
+        levels.followStoreGeneration()
+        return memory.contentVersion
+    }
+
     /// The `Age` and `Cache-Status` values of `answer` now, as ``respondFromMemory(to:)`` would
     /// set them, and until when they stay so: for a server that sends an answer again while
     /// ``decisionStands(_:)``.

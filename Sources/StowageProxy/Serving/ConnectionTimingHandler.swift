@@ -32,6 +32,7 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     private struct PendingRequest {
         var version: HTTPVersion
         var isKeepAlive: Bool
+        /// Whether it is a `HEAD` request, whose response has no body (RFC 9110 §9.3.2).
         var isHead: Bool
         /// Whether its final (non-1xx) head has been written.
         var isAnswered = false
@@ -46,6 +47,13 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var pending: [PendingRequest] = []
     /// Whether the response being written must close the connection when it ends.
     private var closesAfterResponse = false
+    /// Whether the response being written answers a `HEAD` request: its body, if any is
+    /// written, is dropped, and its end frames nothing. NIO's encoder is not told the request's
+    /// method (``ProxyHTTP1Channel``), so it would frame a length-less head as chunked and end
+    /// it with a last chunk.
+    private var suppressesBody = false
+    /// Its place in the pipeline, for ``encodedResponseWritten()``; set while it is in one.
+    private var context: ChannelHandlerContext?
     /// Whether a request part arrived in the current read (so the read was not a partial head).
     private var readDeliveredPart = false
     /// Whether bytes of a next request arrived while a response was still being written.
@@ -71,6 +79,7 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         if context.channel.isActive { arm(headTimeout, context: context) }
     }
 
@@ -80,6 +89,7 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
         stopTimer()
         disarmSend()
     }
@@ -170,6 +180,7 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
             guard let request = pending.first else { break }
             pending[0].isAnswered = true
             closesAfterResponse = !request.isKeepAlive
+            suppressesBody = request.isHead
             if request.version.minor == 0 {
                 head.version = request.version
                 let bodiless =
@@ -184,18 +195,39 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
             }
             context.write(wrapOutboundOut(.head(head)), promise: promise)
             return
+        case .body where suppressesBody:
+            promise?.succeed(())
+            return
         case .end:
             if !pending.isEmpty { pending.removeFirst() }
+            var data = data
+            if suppressesBody {
+                // Nothing to frame: an empty write keeps the promise in order.
+                suppressesBody = false
+                data = wrapOutboundOut(.body(.byteBuffer(ByteBuffer())))
+            }
             if closesAfterResponse {
                 context.writeAndFlush(data, promise: promise)
                 context.close(promise: nil)
                 return
             }
             armAfterResponse(context: context)
+            context.write(data, promise: promise)
+            return
         default:
             break
         }
         context.write(data, promise: promise)
+    }
+
+    /// Records that the oldest request, a keep-alive HTTP/1.1 request, was answered with an
+    /// encoded response written past this handler (``MemoryHitHandler``), as a head and end
+    /// written through it would.
+    func encodedResponseWritten() {
+        guard let context, !pending.isEmpty else { return }
+        assert(pending[0].isKeepAlive && pending[0].version.minor >= 1)
+        pending.removeFirst()
+        armAfterResponse(context: context)
     }
 
     /// With no request left to answer, the idle deadline, or the head deadline when the next

@@ -8,7 +8,7 @@ import Synchronization
 /// the same request again gets the same response without deciding again — the way Varnish keeps
 /// an object's response head ready to send.
 ///
-/// An entry holds the response head and the body as a buffer, and is used only
+/// An entry holds the response as the bytes to write (``EncodedResponse``), and is used only
 /// while the cache says its answer stands (``HTTPCache/isCurrent(_:)``: the same records in
 /// memory, and within the second in which the response's `Age` and `Cache-Status` stay the
 /// same) and the proxy's `Date` for it, when it adds one, is the same second. A request matches
@@ -30,18 +30,22 @@ final class EncodedHits: Sendable {
         let method: HTTPMethod
         let uri: String
         let headers: HTTPHeaders
-        /// The response head, for the HTTP/1 encoder.
+        /// The response head, framed by `Content-Length` (``EncodedResponse/framed(_:bodyLength:)``).
         let head: HTTPResponseHead
+        /// The head and body as the bytes to write.
+        let encoded: EncodedResponse
         /// From when and until when (the cache's clock) its `Age` and `Cache-Status` are those of
         /// now: before it, the clock was set back.
         let fieldsValidFrom: Double
         let fieldsValidUntil: Double
-        let body: ByteBuffer
         let answer: MemoryAnswer
         /// `answer`'s outcome, read on every hit without copying the answer out.
         let outcome: CacheOutcome
         /// The second (since 1970) of the `Date` the proxy added; `nil` when the origin's is used.
         let addedDateSecond: Int64?
+        /// The version of the cache's memory contents at which `answer` was last found to
+        /// stand (``HTTPCache/decisionStands(_:now:seenAt:)``).
+        let memoryVersion: Atomic<UInt64>
 
         init(
             method: HTTPMethod,
@@ -52,23 +56,34 @@ final class EncodedHits: Sendable {
             fieldsValidUntil: Double,
             body: ByteBuffer,
             answer: MemoryAnswer,
-            addedDateSecond: Int64?
+            addedDateSecond: Int64?,
+            memoryVersion: UInt64,
+            isFramed: Bool = false
         ) {
             self.method = method
             self.uri = uri
             self.headers = headers
-            self.head = head
+            self.head = isFramed ? head : EncodedResponse.framed(head, bodyLength: body.readableBytes)
+            encoded = EncodedResponse(head: self.head, body: body)
             self.fieldsValidFrom = fieldsValidFrom
             self.fieldsValidUntil = fieldsValidUntil
-            self.body = body
             self.answer = answer
             outcome = answer.served.outcome
             self.addedDateSecond = addedDateSecond
+            self.memoryVersion = Atomic(memoryVersion)
         }
 
-        /// This entry with `head` (its `Age` and `Cache-Status` brought up to date), valid from
-        /// `fieldsValidFrom` until `fieldsValidUntil`.
-        func refreshed(head: HTTPResponseHead, fieldsValidFrom: Double, fieldsValidUntil: Double) -> Entry {
+        /// The response body (a view of ``encoded``'s bytes, not a copy).
+        var body: ByteBuffer { encoded.body }
+
+        /// This entry with `head` (its own, with `Age` and `Cache-Status` brought up to date),
+        /// valid from `fieldsValidFrom` until `fieldsValidUntil`, standing at `memoryVersion`.
+        func refreshed(
+            head: HTTPResponseHead,
+            fieldsValidFrom: Double,
+            fieldsValidUntil: Double,
+            memoryVersion: UInt64
+        ) -> Entry {
             Entry(
                 method: method,
                 uri: uri,
@@ -78,7 +93,9 @@ final class EncodedHits: Sendable {
                 fieldsValidUntil: fieldsValidUntil,
                 body: body,
                 answer: answer,
-                addedDateSecond: addedDateSecond
+                addedDateSecond: addedDateSecond,
+                memoryVersion: memoryVersion,
+                isFramed: true
             )
         }
 
@@ -133,11 +150,10 @@ final class EncodedHits: Sendable {
         }
     }
 
-    /// The bytes `entry` holds, as the bound counts them: request and response fields, target,
-    /// body and a fixed 256.
+    /// The bytes `entry` holds, as the bound counts them: request fields, the encoded response
+    /// (head and body), the target and a fixed 256.
     static func size(of entry: Entry) -> Int {
-        fieldBytes(entry.headers) + fieldBytes(entry.head.headers) + entry.body.readableBytes + entry.uri.utf8.count
-            + 256
+        fieldBytes(entry.headers) + entry.encoded.byteCount + entry.uri.utf8.count + 256
     }
 
     /// The bytes of `headers`' names and values, with four for each line's separators.

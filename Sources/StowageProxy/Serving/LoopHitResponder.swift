@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOHTTPTypesHTTP1
 import StowageCore
 import StowageHTTPCache
+import Synchronization
 
 /// Works out on the event loop the answer to a request that a hit held in memory can give
 /// (``MemoryHitHandler`` writes it).
@@ -14,14 +15,13 @@ import StowageHTTPCache
 /// and body worked out for it then (``EncodedHits``); another gets the cache's answer from
 /// memory (``ProxyHandler/respondFromMemory(to:)``), kept for next time when it has a body.
 final class LoopHitResponder: Sendable {
-    /// What to write: a response for the HTTP/1 encoder (and the connection handling before
-    /// it, which answers HTTP/1.0 in kind and closes when asked to). The encoder writes every
-    /// response: NIO's server pipeline pairs it with the request decoder, which queues each
-    /// request's method there so a response to `HEAD` is sent without a body; bytes written
-    /// past it would leave that queue a request behind.
-    struct Answer {
-        var head: HTTPResponseHead
-        var body: ByteBuffer?
+    /// What to write.
+    enum Answer {
+        /// A response for the HTTP/1 encoder (and the connection handling before it, which
+        /// answers HTTP/1.0 in kind and closes when asked to).
+        case response(HTTPResponseHead, body: ByteBuffer?)
+        /// The bytes of a response to a keep-alive HTTP/1.1 `GET`, written past the encoder.
+        case encoded(EncodedResponse)
     }
 
     private let handler: ProxyHandler
@@ -46,26 +46,46 @@ final class LoopHitResponder: Sendable {
         var hash = 0
         if encodable {
             hash = EncodedHits.hash(head)
-            if let entry = hits.entry(for: head, hash: hash), decisionStands(entry) {
-                let outcome = entry.outcome
-                handler.metrics.record(outcome)
-                handler.metrics.recordServed(entry.body.readableBytes, outcome: outcome)
+            if let entry = hits.entry(for: head, hash: hash) {
                 // The cache's clock, as dateClock is.
                 let now = dateClock.now().timeIntervalSince1970
-                if now >= entry.fieldsValidUntil || now < entry.fieldsValidFrom {
-                    // The same response a whole second or more on (or the clock set back): its
-                    // Age and ttl of now, kept for the rest of that second.
+                // Within the second its `Age` and `Cache-Status` were worked out for, memory
+                // contents unchanged since are enough; a whole second or more on (or the clock set
+                // back) the records are looked up again, which keeps them recently used.
+                let fieldsCurrent = now < entry.fieldsValidUntil && now >= entry.fieldsValidFrom
+                let seen = entry.memoryVersion.load(ordering: .relaxed)
+                if dateStands(entry, now: now),
+                    let version = handler.cache.decisionStands(
+                        entry.answer,
+                        now: now,
+                        seenAt: fieldsCurrent ? seen : nil
+                    )
+                {
+                    let outcome = entry.outcome
+                    handler.metrics.record(outcome)
+                    handler.metrics.recordServed(entry.encoded.bodyLength, outcome: outcome)
+                    if fieldsCurrent {
+                        if version != seen { entry.memoryVersion.store(version, ordering: .relaxed) }
+                        return .encoded(entry.encoded)
+                    }
+                    // The same response with its Age and ttl of now, kept for the rest of that second.
                     var head = entry.head
                     let (age, cacheStatus, validUntil) = handler.cache.currentFieldsSeconds(of: entry.answer)
                     head.headers.replaceOrAdd(name: "Age", value: age)
                     head.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
-                    let refreshed = entry.refreshed(head: head, fieldsValidFrom: now, fieldsValidUntil: validUntil)
+                    let refreshed = entry.refreshed(
+                        head: head,
+                        fieldsValidFrom: now,
+                        fieldsValidUntil: validUntil,
+                        memoryVersion: version
+                    )
                     hits.replace(entry, with: refreshed, hash: hash)
-                    return Answer(head: head, body: entry.body)
+                    return .encoded(refreshed.encoded)
                 }
-                return Answer(head: entry.head, body: entry.body)
             }
         }
+        // Read before the answer is worked out, so a change meanwhile is seen as one.
+        let memoryVersion = encodable ? handler.cache.memoryContentVersion : .max
         guard let request = try? HTTPRequest(head, secure: false, splitCookie: false),
             let (response, body, answer) = handler.respondFromMemory(to: request)
         else { return nil }
@@ -77,7 +97,7 @@ final class LoopHitResponder: Sendable {
             addedDateSecond = second
         }
         let responseHead = HTTPResponseHead(complete)
-        guard encodable, let body else { return Answer(head: responseHead, body: body) }
+        guard encodable, head.method == .GET, let body else { return .response(responseHead, body: body) }
         let entry = EncodedHits.Entry(
             method: head.method,
             uri: head.uri,
@@ -87,16 +107,16 @@ final class LoopHitResponder: Sendable {
             fieldsValidUntil: answer.validUntilSeconds,
             body: body,
             answer: answer,
-            addedDateSecond: addedDateSecond
+            addedDateSecond: addedDateSecond,
+            memoryVersion: memoryVersion
         )
         hits.insert(entry, hash: hash)
-        return Answer(head: responseHead, body: body)
+        return .encoded(entry.encoded)
     }
 
-    /// Whether `entry` may be sent again (with its `Age` and `Cache-Status` brought up to now): the
-    /// cache's decision stands, and a `Date` the proxy added is of this second.
-    private func decisionStands(_ entry: EncodedHits.Entry) -> Bool {
-        if let second = entry.addedDateSecond, Int64(dateClock.now().timeIntervalSince1970) != second { return false }
-        return handler.cache.decisionStands(entry.answer)
+    /// Whether a `Date` the proxy added to `entry` is of the second of `now`.
+    private func dateStands(_ entry: EncodedHits.Entry, now: Double) -> Bool {
+        guard let second = entry.addedDateSecond else { return true }
+        return Int64(now) == second
     }
 }

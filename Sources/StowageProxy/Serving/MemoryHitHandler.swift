@@ -21,6 +21,10 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let responder: LoopHitResponder
+    /// The connection's deadlines and request bookkeeping, told of responses written past it.
+    private let timing: ConnectionTimingHandler
+    /// Where encoded responses are written, past NIO's HTTP/1 encoder.
+    private let outbound: OutboundByteCounter
     /// Requests passed on to the async path whose responses have not ended.
     private var passedOn = 0
     /// Whether the rest of a request answered here (its body, its end) is being dropped.
@@ -28,8 +32,10 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Whether a response was written here since the last flush.
     private var needsFlush = false
 
-    init(responder: LoopHitResponder) {
+    init(responder: LoopHitResponder, timing: ConnectionTimingHandler, outbound: OutboundByteCounter) {
         self.responder = responder
+        self.timing = timing
+        self.outbound = outbound
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -77,9 +83,18 @@ final class MemoryHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func write(_ answer: LoopHitResponder.Answer, context: ChannelHandlerContext) {
-        context.write(wrapOutboundOut(.head(answer.head)), promise: nil)
-        if let body = answer.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
-        context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        switch answer {
+        case .response(let head, let body):
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            if let body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+            context.write(wrapOutboundOut(.end(nil)), promise: nil)
+        case .encoded(let response):
+            // Every earlier response has been written (`passedOn` is 0), so these bytes follow
+            // them on the wire.
+            timing.encodedResponseWritten()
+            outbound.writeEncoded(response.bytes)
+            if let body = response.separateBody { outbound.writeEncoded(body) }
+        }
         needsFlush = true
     }
 }

@@ -9,6 +9,24 @@ final class OutboundByteCounter: ChannelOutboundHandler, RemovableChannelHandler
 
     /// Every byte written through this handler on this connection.
     private(set) var queued: Int64 = 0
+    /// Its place in the pipeline, for ``writeEncoded(_:)``; set while it is in one.
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    /// Writes the bytes of an encoded response (``EncodedResponse``) toward the socket, past the
+    /// HTTP/1 encoder, counted as every other write is.
+    func writeEncoded(_ bytes: ByteBuffer) {
+        guard let context else { return }
+        queued += Int64(bytes.readableBytes)
+        context.write(NIOAny(IOData.byteBuffer(bytes)), promise: nil)
+    }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         queued += Int64(unwrapOutboundIn(data).readableBytes)

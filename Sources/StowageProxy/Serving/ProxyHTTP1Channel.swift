@@ -32,12 +32,15 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             // First, so it sees every byte the encoder writes (the send deadline's progress).
             let outboundBytes = OutboundByteCounter()
             try channel.pipeline.syncOperations.addHandler(outboundBytes)
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                withPipeliningAssistance: false,  // NIOAsyncChannel reads one request at a time
-                withErrorHandling: false,  // HummingbirdCore answers parse errors with 400
-                withOutboundHeaderValidation: false,  // swift-http-types validated the fields
-                withEncoderConfiguration: .init(),
-                withDecoderLimitConfiguration: .init()
+            // NIO's HTTP/1 codec, as `configureHTTPServerPipeline` adds it without pipelining
+            // assistance, error handling (HummingbirdCore answers parse errors with 400) or
+            // header validation (swift-http-types validated the fields), but with the decoder
+            // not telling the encoder each request's method: hits kept as bytes are written past
+            // the encoder, which would otherwise pair the next response with the wrong request.
+            // `ConnectionTimingHandler` leaves the body out of responses to HEAD instead.
+            try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder(configuration: .init()))
+            try channel.pipeline.syncOperations.addHandler(
+                ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes))
             )
             let timing = ConnectionTimingHandler(
                 headTimeout: headTimeout,
@@ -48,7 +51,7 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             try channel.pipeline.syncOperations.addHandler(timing)
             if let hitResponder {
                 try channel.pipeline.syncOperations.addHandler(
-                    MemoryHitHandler(responder: hitResponder)
+                    MemoryHitHandler(responder: hitResponder, timing: timing, outbound: outboundBytes)
                 )
             }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
