@@ -1,25 +1,45 @@
 #!/usr/bin/env bash
-# Load test of StowageHummingbird's ResponseCacheMiddleware: one Hummingbird server
-# (Sources/StowageMiddlewareBench, release) with the same route twice, `/cached/catalog` behind
-# the middleware and `/uncached/catalog` bare, on loopback, wrk against each in turn.
+# Load test of Stowage's response-cache middlewares: for each framework, one server (release)
+# with the same route twice, `/cached/catalog` behind the middleware and `/uncached/catalog`
+# bare, on loopback, wrk against each in turn.
 #
-# The handler builds 100 records and encodes them with JSONEncoder (5,532 bytes of JSON),
-# `Cache-Control: public, max-age=3600`: the per-request work of a small JSON API. Uncached,
-# every request runs it; cached, the middleware answers from the memory tier after the first.
+#   hummingbird  StowageHummingbird's ResponseCacheMiddleware, Sources/StowageMiddlewareBench
+#   vapor        StowageVapor's ResponseCacheMiddleware,
+#                Integrations/StowageVapor/Sources/StowageVaporMiddlewareBench (its own package:
+#                the release build resolves and compiles Vapor, 10+ minutes on 2 cores the
+#                first time)
 #
-# Prints one JSON object on stdout (req/s and p99 of each route, the ratio cached / uncached);
-# wrk's output and progress go to stderr. The server listens on a port the kernel picks and is
-# stopped on exit, by process id.
+# The handler builds 100 records and encodes them with JSONEncoder (5,532 bytes of JSON, keys
+# sorted), `Cache-Control: public, max-age=3600`: the per-request work of a small JSON API. Both
+# servers answer the same bytes. Uncached, every request runs it; cached, the middleware answers
+# from the memory tier after the first.
 #
-#   Benchmarks/middleware-load.sh            # DURATION=10s CONNECTIONS=32 THREADS=2 by default
+# Prints one JSON object per framework on stdout, one a line (req/s and p99 of each route, the
+# ratio cached / uncached, whether both routes answered the same bytes and the cached one said
+# `Cache-Status: ...; hit`); wrk's output and progress go to stderr. Each server listens on a
+# port the kernel picks and is stopped before the next starts, by process id.
+#
+#   Benchmarks/middleware-load.sh                        # DURATION=10s CONNECTIONS=32 THREADS=2
+#   FRAMEWORKS=vapor Benchmarks/middleware-load.sh       # FRAMEWORKS="hummingbird vapor" by default
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-2}
+FRAMEWORKS=${FRAMEWORKS:-hummingbird vapor}
 
 log() { echo "middleware-load: $*" >&2; }
+
+for framework in $FRAMEWORKS; do
+    case $framework in
+    hummingbird | vapor) ;;
+    *)
+        log "unknown framework '$framework' in FRAMEWORKS: say hummingbird, vapor or both"
+        exit 2
+        ;;
+    esac
+done
 
 if ! command -v wrk >/dev/null; then
     log "installing wrk"
@@ -28,35 +48,35 @@ if ! command -v wrk >/dev/null; then
     apt-get install -y -q wrk >&2
 fi
 
-log "building StowageMiddlewareBench in release"
-swift build -c release --product StowageMiddlewareBench >&2
-SERVER=$(swift build -c release --show-bin-path)/StowageMiddlewareBench
+server_binary() { # framework -> path of its release server, built
+    case $1 in
+    hummingbird)
+        log "building StowageMiddlewareBench in release"
+        swift build -c release --product StowageMiddlewareBench >&2
+        echo "$(swift build -c release --show-bin-path)/StowageMiddlewareBench"
+        ;;
+    vapor)
+        log "building StowageVaporMiddlewareBench in release"
+        swift build -c release --package-path Integrations/StowageVapor --product StowageVaporMiddlewareBench >&2
+        echo "$(swift build -c release --package-path Integrations/StowageVapor --show-bin-path)/StowageVaporMiddlewareBench"
+        ;;
+    esac
+}
 
 WORK=$(mktemp -d /tmp/stowage-middleware-load.XXXXXX)
 SERVER_PID=""
+stop_server() {
+    if [ -n "$SERVER_PID" ]; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        SERVER_PID=""
+    fi
+}
 cleanup() {
-    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+    stop_server
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-"$SERVER" > "$WORK/server.out" 2> "$WORK/server.err" &
-SERVER_PID=$!
-PORT=""
-for _ in $(seq 1 300); do
-    PORT=$(awk '/^listening / { print $2 }' "$WORK/server.out" 2>/dev/null)
-    [ -n "$PORT" ] && break
-    sleep 0.1
-done
-[ -n "$PORT" ] || { log "the server did not start"; cat "$WORK/server.err" >&2; exit 1; }
-log "listening on 127.0.0.1:$PORT"
-
-# Both routes answer the same bytes; the cached one says it came from the cache.
-ok=true
-[ "$(curl -s "http://127.0.0.1:$PORT/uncached/catalog" | md5sum)" = \
-    "$(curl -s "http://127.0.0.1:$PORT/cached/catalog" | md5sum)" ] || ok=false
-curl -si "http://127.0.0.1:$PORT/cached/catalog" | grep -qi '^cache-status:.*hit' || ok=false
-size=$(curl -s "http://127.0.0.1:$PORT/uncached/catalog" | wc -c)
 
 run_wrk() { # path -> "req/s p99-ms"
     local output
@@ -67,16 +87,51 @@ run_wrk() { # path -> "req/s p99-ms"
         /^Requests\/sec:/ { rps = $2 } $1 == "99%" { p99 = ms($2) } END { print rps, p99 }'
 }
 
-log "wrk against /uncached/catalog"
-read -r uncached_rps uncached_p99 <<< "$(run_wrk /uncached/catalog)"
-log "wrk against /cached/catalog"
-read -r cached_rps cached_p99 <<< "$(run_wrk /cached/catalog)"
-ratio=$(awk -v c="$cached_rps" -v u="$uncached_rps" 'BEGIN { printf "%.2f", (u > 0 ? c / u : 0) }')
+# Build every server first, so no compiler runs while wrk measures.
+declare -A SERVERS
+for framework in $FRAMEWORKS; do
+    SERVERS[$framework]=$(server_binary "$framework")
+done
 
-cat <<JSON
-{"name": "middleware.cached-vs-uncached-json-100-records", "body_bytes": $size, "duration": "$DURATION",
- "connections": $CONNECTIONS, "threads": $THREADS,
- "cached": {"requests_per_second": $cached_rps, "p99_ms": $cached_p99},
- "uncached": {"requests_per_second": $uncached_rps, "p99_ms": $uncached_p99},
- "ratio_cached_over_uncached": $ratio, "ok": $ok}
-JSON
+for framework in $FRAMEWORKS; do
+    "${SERVERS[$framework]}" > "$WORK/$framework.out" 2> "$WORK/$framework.err" &
+    SERVER_PID=$!
+    PORT=""
+    for _ in $(seq 1 300); do
+        PORT=$(awk '/^listening / { print $2 }' "$WORK/$framework.out" 2>/dev/null)
+        [ -n "$PORT" ] && break
+        sleep 0.1
+    done
+    [ -n "$PORT" ] || { log "the $framework server did not start"; cat "$WORK/$framework.err" >&2; exit 1; }
+    log "$framework listening on 127.0.0.1:$PORT"
+
+    # Both routes answer the same bytes; the cached one says it came from the cache.
+    same_bytes=true
+    uncached_md5=$(curl -s "http://127.0.0.1:$PORT/uncached/catalog" | md5sum)
+    [ "$uncached_md5" = "$(curl -s "http://127.0.0.1:$PORT/cached/catalog" | md5sum)" ] || same_bytes=false
+    cache_hit=true
+    curl -si "http://127.0.0.1:$PORT/cached/catalog" | grep -qi '^cache-status:.*hit' || cache_hit=false
+    size=$(curl -s "http://127.0.0.1:$PORT/uncached/catalog" | wc -c)
+    echo "$uncached_md5" > "$WORK/$framework.md5"
+
+    log "$framework: wrk against /uncached/catalog"
+    read -r uncached_rps uncached_p99 <<< "$(run_wrk /uncached/catalog)"
+    log "$framework: wrk against /cached/catalog"
+    read -r cached_rps cached_p99 <<< "$(run_wrk /cached/catalog)"
+    ratio=$(awk -v c="$cached_rps" -v u="$uncached_rps" 'BEGIN { printf "%.2f", (u > 0 ? c / u : 0) }')
+    stop_server
+
+    ok=false
+    [ "$same_bytes" = true ] && [ "$cache_hit" = true ] && ok=true
+    echo "{\"name\": \"middleware.cached-vs-uncached-json-100-records\", \"framework\": \"$framework\"," \
+        "\"body_bytes\": $size, \"duration\": \"$DURATION\", \"connections\": $CONNECTIONS, \"threads\": $THREADS," \
+        "\"cached\": {\"requests_per_second\": $cached_rps, \"p99_ms\": $cached_p99}," \
+        "\"uncached\": {\"requests_per_second\": $uncached_rps, \"p99_ms\": $uncached_p99}," \
+        "\"ratio_cached_over_uncached\": $ratio, \"same_bytes\": $same_bytes, \"cache_hit\": $cache_hit, \"ok\": $ok}"
+done
+
+# The frameworks' handlers answer the same bytes, so their rows compare like with like.
+if [ "$(cat "$WORK"/*.md5 | sort -u | wc -l)" -gt 1 ]; then
+    log "the frameworks' servers answered different bodies: their rows do not compare"
+    exit 1
+fi

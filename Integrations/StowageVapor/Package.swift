@@ -37,6 +37,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Benchmarks/middleware-load.sh's Vapor server (FRAMEWORKS=vapor). An executable target
+        // of the root package: `swift build --product` builds it, and no package depending on
+        // StowageVapor sees it.
+        .executableTarget(
+            name: "StowageVaporMiddlewareBench",
+            dependencies: [
+                "StowageVapor",
+                .product(name: "StowageHTTPCache", package: "Stowage"),
+                .product(name: "Vapor", package: "vapor"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StowageVaporTests",
             dependencies: [
@@ -49,6 +61,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

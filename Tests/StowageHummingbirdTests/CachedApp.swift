@@ -34,19 +34,33 @@ func makeSharedCache(in directory: URL) throws -> HTTPCache {
     return try HTTPCache(directory: directory, configuration: configuration)
 }
 
-/// Runs `body` with a test client of an application whose router caches through `cache`,
-/// with the routes `routes` adds.
+/// Runs `body` with a test client of an application whose router caches through a fresh shared
+/// cache (``makeSharedCache(in:)``) in a temporary directory named after the test, with the
+/// routes `routes` adds, and with that cache; the cache is closed afterwards, also when `body`
+/// throws.
 func withCachedApp(
-    cache: HTTPCache,
+    _ name: String = #function,
+    configuration: ServerResponseCache.Configuration = .init(),
     setup: TestingSetup = .router,
     routes: (Router<BasicRequestContext>) -> Void,
-    _ body: @Sendable (any TestClientProtocol) async throws -> Void
+    _ body: @Sendable (any TestClientProtocol, HTTPCache) async throws -> Void
 ) async throws {
-    let router = Router()
-    router.add(middleware: try ResponseCacheMiddleware(cache: cache))
-    routes(router)
-    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-    try await app.test(setup, body)
+    try await withTemporaryDirectory(name) { root in
+        let cache = try makeSharedCache(in: root)
+        let outcome: Result<Void, any Error>
+        do {
+            let router = Router()
+            router.add(middleware: try ResponseCacheMiddleware(cache: cache, configuration: configuration))
+            routes(router)
+            let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+            try await app.test(setup) { client in try await body(client, cache) }
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        try await cache.close()
+        try outcome.get()
+    }
 }
 
 extension ByteBuffer {
