@@ -60,14 +60,7 @@ struct DiskCacheFiles: Sendable {
     /// there is damage) is replaced without a look first.
     func moveIntoPlace(_ file: consuming TemporaryFile, as name: String) throws {
         let (subdirectoryName, fileName) = Self.split(name)
-        var created = false
-        let subdirectory: OpenDirectory
-        if let existing = data.openChild(subdirectoryName) {
-            subdirectory = existing
-        } else {
-            subdirectory = try data.childDirectory(subdirectoryName, creating: true)!
-            created = true
-        }
+        let (subdirectory, created) = try data.openOrMakeChildDirectory(subdirectoryName)
         try file.commit(
             into: subdirectory,
             name: fileName,

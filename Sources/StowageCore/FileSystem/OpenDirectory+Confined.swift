@@ -20,12 +20,30 @@ extension OpenDirectory {
     /// - Returns: `nil` when it is missing (or not a directory) and `creating` is `false`.
     /// - Throws: `StowageError` naming the child when it can be neither opened nor made.
     package func childDirectory(_ name: String, creating: Bool) throws -> OpenDirectory? {
-        if let child = openChild(name) { return child }
+        try openChildDirectory(name, creating: creating).0
+    }
+
+    /// The child directory `name`, as `childDirectory(name, creating: true)` gives it.
+    ///
+    /// - Returns: The directory, and whether it was missing at the first look: its name is then
+    ///   new in this directory (made here, or by another writer a moment before), and a caller
+    ///   that flushes must flush this directory for it.
+    /// - Throws: `StowageError` naming the child when it can be neither opened nor made.
+    package func openOrMakeChildDirectory(_ name: String) throws -> (directory: OpenDirectory, wasMissing: Bool) {
+        let (directory, wasMissing) = try openChildDirectory(name, creating: true)
+        // With `creating`, a child is returned or an error thrown.
+        return (directory!, wasMissing)
+    }
+
+    /// One open when the child is there; one failed open, a `mkdirat` and an open when it is
+    /// missing and `creating` asks for it.
+    private func openChildDirectory(_ name: String, creating: Bool) throws -> (OpenDirectory?, wasMissing: Bool) {
+        if let child = openChild(name) { return (child, false) }
         let error = errno
         guard error == ENOENT || error == ELOOP || error == ENOTDIR else {
             throw StowageError.syscall(Errno(rawValue: error), "open directory", path: pathOf(name))
         }
-        guard creating else { return nil }
+        guard creating else { return (nil, true) }
         if error != ENOENT, unlinkat(descriptor, name, 0) != 0, errno != ENOENT {
             throw StowageError.syscall(.current, "remove what stands in a directory's place", path: pathOf(name))
         }
@@ -35,7 +53,7 @@ extension OpenDirectory {
         guard let child = openChild(name) else {
             throw StowageError.syscall(.current, "open directory", path: pathOf(name))
         }
-        return child
+        return (child, true)
     }
 
     /// Removes the entry `name`: a file, or an empty directory standing in a file's place (a
