@@ -136,6 +136,18 @@ struct DiskCacheFiles: Sendable {
         return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
     }
 
+    /// Removes everything in `data/` through the descriptor opened when the cache was opened,
+    /// never by path: a link put in the cache directory's place, or in `data`'s, since then
+    /// cannot lead the removal to another directory's files.
+    ///
+    /// - Returns: The entries that could not be removed.
+    /// - Throws: `StowageError` when `data/` cannot be read.
+    func removeAllValues() throws -> [ClearReport.Failure] {
+        var removal = TreeRemoval(cancellation: nil)
+        try removal.removeContents(of: data)
+        return removal.failures
+    }
+
     /// Unlinks files whose index rows are gone; a file already gone is fine, and so is a
     /// subdirectory that is gone or is not a directory (nothing of the cache's is there).
     func remove(_ names: [String]) {
