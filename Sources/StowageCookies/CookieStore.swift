@@ -147,7 +147,8 @@ public final class CookieStore: Sendable {
         clock: CacheClock = .system
     ) throws -> CookieStore {
         try DirectoryCreation.createDirectory(at: url.deletingLastPathComponent())
-        CookieStoreFile.removeAbandonedTemporaries(beside: url)
+        // Temporaries of the cookie file that a writer killed mid-write left (its process gone).
+        TemporaryFile.removeLeftovers(beside: url.fileSystemPath)
         let contents = try CookieStoreFile.read(url)
         return CookieStore(
             fileURL: url,

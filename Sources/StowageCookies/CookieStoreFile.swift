@@ -103,10 +103,4 @@ enum CookieStoreFile {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 8 - digits.count) + digits
     }
-
-    /// Removes temporary files a killed writer left beside `url` (`NAME.tmp-PID-RANDOM`, as
-    /// `AtomicFile` names them) whose process is gone.
-    static func removeAbandonedTemporaries(beside url: URL) {
-        TemporaryFile.removeLeftovers(in: url.deletingLastPathComponent().fileSystemPath)
-    }
 }

@@ -121,6 +121,20 @@ import Glibc
         #expect(leftovers == ["cookies.stowcookies"])
     }
 
+    @Test("opening removes the cookie file's temporaries a dead process left; a running one's and other files' stay")
+    func leftoverTemporaries() throws {
+        let scratch = try TemporaryDirectory()
+        try scratch.makeDirectory("Cookies")
+        let file = scratch.url.appending(path: "Cookies/cookies.stowcookies")
+        let dead = try deadProcessID()
+        let gone = "cookies.stowcookies.tmp-\(dead)-1"
+        let kept = ["cookies.stowcookies.tmp-\(getpid())-2", "notes.txt.tmp-\(dead)-3"]
+        for name in [gone] + kept { try Data().write(to: scratch.url.appending(path: "Cookies/" + name)) }
+        _ = try open(file)
+        let names = try FileManager.default.contentsOfDirectory(atPath: scratch.path + "/Cookies")
+        #expect(names.sorted() == kept.sorted())
+    }
+
     /// The worker's cookie number `index` (`CookiesWorkerCommand.value`).
     func workerCookie(_ index: Int) -> String { "c\(index)=v\(index)-" + String(repeating: "x", count: index % 200) }
 }

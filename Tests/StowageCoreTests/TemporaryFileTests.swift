@@ -255,19 +255,10 @@ struct TemporaryFileTests {
         #expect(flushed("linked"))
     }
 
-    /// The id of a process that has exited.
-    static func deadProcessID() throws -> pid_t {
-        let process = Process()
-        process.executableURL = URL(filePath: "/bin/true")
-        try process.run()
-        process.waitUntilExit()
-        return process.processIdentifier
-    }
-
     @Test("leftover temporaries of processes that are gone are removed; a running one's, and other names, stay")
     func leftoversOfDeadProcesses() throws {
         let scratch = try TemporaryDirectory()
-        let dead = try Self.deadProcessID()
+        let dead = try deadProcessID()
         let outside = scratch.path + "-outside"
         try Data("precious".utf8).write(to: URL(filePath: outside))
         defer { unlink(outside) }
@@ -281,6 +272,25 @@ struct TemporaryFileTests {
         #expect(TemporaryFile.removeLeftovers(in: scratch.path) == 3)
         #expect(try Self.names(scratch) == kept.sorted())
         #expect(try String(contentsOfFile: outside, encoding: .utf8) == "precious", "a link goes, not its target")
+    }
+
+    @Test("leftovers beside one file: only that file's temporaries of processes that are gone, long names included")
+    func leftoversBesideOneFile() throws {
+        let scratch = try TemporaryDirectory()
+        let dead = try deadProcessID()
+        // A name as long as a name may be: its temporaries carry a shortened prefix.
+        let long = String(repeating: "n", count: 255)
+        let longPrefix = try #require(
+            TemporaryFile.temporaryPrefix(beside: scratch.path + "/" + long).split(separator: "/").last
+        )
+        let gone = ["suite.prefs.tmp-\(dead)-1", "\(longPrefix)\(dead)-2"]
+        let kept = [
+            "suite.prefs.tmp-\(getpid())-3", "other.prefs.tmp-\(dead)-4", "suite.prefs", "xsuite.prefs.tmp-\(dead)-5",
+        ]
+        for name in gone + kept { try Data().write(to: URL(filePath: scratch.path + "/" + name)) }
+        #expect(TemporaryFile.removeLeftovers(beside: scratch.path + "/suite.prefs") == 1)
+        #expect(TemporaryFile.removeLeftovers(beside: scratch.path + "/" + long) == 1)
+        #expect(try Self.names(scratch) == kept.sorted())
     }
 
     @Test("an unnamed file leaves no name behind")

@@ -1,5 +1,6 @@
 import Foundation
 import StowageCore
+import StowageTestSupport
 import Testing
 
 @testable import StowagePreferences
@@ -103,5 +104,22 @@ struct PreferencesRecoveryTests {
             try preferences.set(.string("value 50"), forName: "key50")
         }
         #expect(try Self.open(file).values.count == 51)
+    }
+
+    @Test("opening removes the file's temporaries a dead process left; a running process's and another file's stay")
+    func leftoverTemporaries() throws {
+        let scratch = try PreferencesTestDirectory()
+        let file = scratch.file()
+        let dead = try deadProcessID()
+        // Killed mid-compaction (dead), a compaction still under way (running), another suite's.
+        let gone = "suite.stowprefs.tmp-\(dead)-1"
+        let kept = ["suite.stowprefs.tmp-\(getpid())-2", "other.stowprefs.tmp-\(dead)-3"]
+        for name in [gone] + kept { try Data().write(to: scratch.url.appending(path: name)) }
+        let preferences = try Preferences.open(at: file)
+        try preferences.set(.int(1), forName: "opened")
+        let temporaries = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter {
+            $0.contains(".tmp-")
+        }
+        #expect(temporaries.sorted() == kept.sorted())
     }
 }

@@ -44,7 +44,17 @@ extension DiskCache {
             for suffix in ["", "-wal", "-shm"] {
                 if !FileNames.rename(path + suffix, to: path + ".damaged" + suffix) { FileNames.remove(path + suffix) }
             }
-            _ = try DirectoryClearing.clearContents(of: URL(filePath: files.dataDirectory))
+            let failures = try files.removeAllValues()
+            if !failures.isEmpty {
+                // What stays has no row pointing at it: orphan collection takes it later.
+                configuration.logger.warning(
+                    "disk cache rebuild could not remove every old value file",
+                    metadata: [
+                        "path": "\(files.dataDirectory)", "failures": "\(failures.count)",
+                        "first": "\(failures[0])", "cache": "\(configuration.name)",
+                    ]
+                )
+            }
             do {
                 return try DiskCacheIndex(
                     path: path,

@@ -60,14 +60,7 @@ struct DiskCacheFiles: Sendable {
     /// there is damage) is replaced without a look first.
     func moveIntoPlace(_ file: consuming TemporaryFile, as name: String) throws {
         let (subdirectoryName, fileName) = Self.split(name)
-        var created = false
-        let subdirectory: OpenDirectory
-        if let existing = data.openChild(subdirectoryName) {
-            subdirectory = existing
-        } else {
-            subdirectory = try data.childDirectory(subdirectoryName, creating: true)!
-            created = true
-        }
+        let (subdirectory, created) = try data.openOrMakeChildDirectory(subdirectoryName)
         try file.commit(
             into: subdirectory,
             name: fileName,
@@ -141,6 +134,18 @@ struct DiskCacheFiles: Sendable {
             return nil
         }
         return Data(bytesNoCopy: buffer, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+    }
+
+    /// Removes everything in `data/` through the descriptor opened when the cache was opened,
+    /// never by path: a link put in the cache directory's place, or in `data`'s, since then
+    /// cannot lead the removal to another directory's files.
+    ///
+    /// - Returns: The entries that could not be removed.
+    /// - Throws: `StowageError` when `data/` cannot be read.
+    func removeAllValues() throws -> [ClearReport.Failure] {
+        var removal = TreeRemoval(cancellation: nil)
+        try removal.removeContents(of: data)
+        return removal.failures
     }
 
     /// Unlinks files whose index rows are gone; a file already gone is fine, and so is a

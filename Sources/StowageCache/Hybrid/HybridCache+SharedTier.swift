@@ -56,6 +56,8 @@ extension HybridCache {
             try await setValue(loaded, forKey: key, timeToLive: timeToLive)
             return loaded
         }
+        // Checked here, the first throwing call that uses them: `HybridCache.init` does not throw.
+        try configuration.sharedLevel.validate()
         return try await loadCoordinated(
             key: key,
             timeToLive: timeToLive,

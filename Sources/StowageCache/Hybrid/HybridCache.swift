@@ -438,7 +438,9 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///     ``ReadPolicy/useCacheElseLoad``.
     ///   - load: Produces the value on a miss, e.g. a download.
     /// - Throws: The load's error, or a `StowageError` from the disk tier; with
-    ///   ``ReadPolicy/returnCacheDontLoad``, `StowageError` with code `.notFound` on a miss.
+    ///   ``ReadPolicy/returnCacheDontLoad``, `StowageError` with code `.notFound` on a miss;
+    ///   with a shared level, `StowageError` with code `.invalidConfiguration` on a load when
+    ///   ``Configuration/sharedLevel`` does not pass ``SharedTierOptions/validate()``.
     @inlinable
     public func value(
         forKey key: String,

@@ -1,4 +1,11 @@
+import StowageCore
+
 /// How a ``HybridCache`` uses its ``SharedCacheTier``: ``HybridCache/Configuration/sharedLevel``.
+///
+/// The options are checked (``validate()``) where they are used: a load through the shared level
+/// (``HybridCache/value(forKey:timeToLive:policy:orLoad:)``) throws `StowageError` with code
+/// `.invalidConfiguration` instead of polling the shared level without a pause or locking
+/// with a lease that has already run out.
 public struct SharedTierOptions: Sendable {
     /// Longest a node holds a key's load lock; a loader that takes longer loses it (and its
     /// fenced write is refused) so a crashed node never blocks the others for long.
@@ -22,7 +29,8 @@ public struct SharedTierOptions: Sendable {
     /// they are, until they expire.
     public var confirmsDiskCopies = true
     /// Most keys whose writes or removals a node keeps to send when the shared level answers
-    /// again after an outage; changes past it stay local (logged once per outage).
+    /// again after an outage; changes past it stay local (logged once per outage). At least 0
+    /// (0 keeps none).
     public var maximumPendingWrites = 10_000
 
     /// What the load wait and the polls are measured by. Default `ContinuousClock()`; tests
@@ -31,4 +39,40 @@ public struct SharedTierOptions: Sendable {
 
     /// The defaults described on each property.
     public init() {}
+
+    /// Checks every option.
+    ///
+    /// - Throws: `StowageError` `.invalidConfiguration` naming the option, its value and what is
+    ///   allowed: ``loadLockLease``, ``pollInterval`` and ``maximumPollInterval`` more than zero,
+    ///   ``loadWaitTimeout`` zero or more (zero: load at once, without waiting for another
+    ///   node), ``maximumPollInterval`` at least ``pollInterval``, and ``maximumPendingWrites``
+    ///   zero or more.
+    public func validate() throws {
+        for (name, value, example) in [
+            ("loadLockLease", loadLockLease, ".seconds(30)"), ("pollInterval", pollInterval, ".milliseconds(5)"),
+            ("maximumPollInterval", maximumPollInterval, ".milliseconds(100)"),
+        ] where value <= .zero {
+            throw StowageError.invalidConfiguration(
+                "SharedTierOptions.\(name) is \(value); give a duration more than zero (e.g. \(example))"
+            )
+        }
+        guard loadWaitTimeout >= .zero else {
+            throw StowageError.invalidConfiguration(
+                "SharedTierOptions.loadWaitTimeout is \(loadWaitTimeout); give zero or more (zero loads at once "
+                    + "without waiting for another node's load; the default is .seconds(10))"
+            )
+        }
+        guard maximumPollInterval >= pollInterval else {
+            throw StowageError.invalidConfiguration(
+                "SharedTierOptions.maximumPollInterval (\(maximumPollInterval)) is shorter than pollInterval "
+                    + "(\(pollInterval)); give a maximum at least as long as the first pause"
+            )
+        }
+        guard maximumPendingWrites >= 0 else {
+            throw StowageError.invalidConfiguration(
+                "SharedTierOptions.maximumPendingWrites is \(maximumPendingWrites); give zero or more "
+                    + "(zero keeps no change to send after an outage; the default is 10000)"
+            )
+        }
+    }
 }

@@ -16,11 +16,32 @@ extension TemporaryFile {
     /// - Returns: How many leftovers went; 0 when the directory cannot be read.
     @discardableResult
     package static func removeLeftovers(in directory: String) -> Int {
+        removeLeftovers(in: directory, namedWith: "")
+    }
+
+    /// Removes the leftovers (as ``removeLeftovers(in:)`` judges them) of the temporaries made
+    /// beside `destination` only: names that start with its ``temporaryPrefix(beside:)``
+    /// (shortened as it is for a long name). For a file that shares its directory with files a
+    /// caller does not own (a preferences suite or a cookie file in a directory of the app's
+    /// choosing), whose temporaries are not its to judge.
+    ///
+    /// - Returns: How many leftovers went; 0 when the directory cannot be read.
+    @discardableResult
+    package static func removeLeftovers(beside destination: String) -> Int {
+        let prefix = temporaryPrefix(beside: destination)
+        guard let slash = prefix.utf8.lastIndex(of: UInt8(ascii: "/")) else {
+            return removeLeftovers(in: ".", namedWith: prefix)
+        }
+        let directory = slash == prefix.utf8.startIndex ? "/" : String(prefix[..<slash])
+        return removeLeftovers(in: directory, namedWith: String(prefix[prefix.utf8.index(after: slash)...]))
+    }
+
+    private static func removeLeftovers(in directory: String, namedWith prefix: String) -> Int {
         guard let opened = try? OpenDirectory.open(path: directory), let entries = try? opened.entries() else {
             return 0
         }
         var removed = 0
-        for entry in entries {
+        for entry in entries where entry.name.utf8.starts(with: prefix.utf8) {
             guard let process = creator(ofTemporaryNamed: entry.name), !isRunning(process) else { continue }
             if opened.removeEntry(entry.name) { removed += 1 }
         }

@@ -377,8 +377,9 @@ final class PreferencesLog {
             // every flushed append with it.
             _ = try file.commitIfAbsent(to: path, durability: .synchronized, action: "create the preferences file")
         } catch let error as StowageError where error.code == .notFound {
-            // That process's open removed this temporary as a leftover: the file exists now,
-            // and the caller reopens it.
+            // The temporary went before the link. Opens remove only temporaries of processes
+            // that are gone, so only one that cannot see this process (another PID namespace:
+            // a container sharing the directory) gets here; the caller looks at the path again.
         }
     }
 
@@ -427,20 +428,6 @@ final class PreferencesLog {
             throw error
         }
         return log
-    }
-
-    /// Removes temporary files that a process killed mid-creation or mid-compaction left
-    /// beside `path`. Call with the exclusive lock of the current file held (no compaction can
-    /// be running then).
-    func removeLeftoverTemporaries() {
-        let url = URL(fileURLWithPath: path)
-        // The name TemporaryFile gives them, shortened as it does for a long file name.
-        let prefix = URL(fileURLWithPath: TemporaryFile.temporaryPrefix(beside: path)).lastPathComponent
-        let directory = url.deletingLastPathComponent().path
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names where name.hasPrefix(prefix) {
-            unlink(directory + "/" + name)
-        }
     }
 }
 

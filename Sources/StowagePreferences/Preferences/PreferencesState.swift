@@ -58,7 +58,9 @@ struct PreferencesState {
                 )
                 log.clearStaleSupersededFlag()
             }
-            log.removeLeftoverTemporaries()
+            // Temporaries a process killed mid-creation or mid-compaction left beside the file;
+            // a running process's stays (its commit is still to come).
+            TemporaryFile.removeLeftovers(beside: path)
             return log
         }
     }
