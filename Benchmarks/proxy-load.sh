@@ -8,9 +8,10 @@
 #
 # The cached cases also run against the NIO floor (Sources/StowageHTTPFloor): a minimal SwiftNIO
 # server answering the very bytes the proxy served (captured with curl) from memory, through the
-# same HTTP/1 codec and event-loop group, doing nothing else. "stowage / nio-floor" is the share
-# of what a NIO server can do on this machine that the proxy reaches; "nio-floor / nginx" is the
-# gap no work inside the proxy can close.
+# same HTTP/1 codec and event-loop group, doing nothing else; and against the raw floor, the same
+# server writing the captured bytes as one buffer without NIO's response encoder (as the proxy
+# writes hits it keeps as bytes). "stowage / nio-raw-floor" is the share of what a NIO server can
+# do on this machine that the proxy reaches.
 #
 # Prints one JSON array on stdout (the bench runner's shape per case: stowage, baselines, ratios,
 # ok, notes, with each server's p99 latency and the proxy's resident memory after the case);
@@ -30,6 +31,7 @@ NGINX_PORT=${NGINX_PORT:-18102}
 STOWAGE_PORT=${STOWAGE_PORT:-18103}
 VARNISH_PORT=${VARNISH_PORT:-18104}
 FLOOR_PORT=${FLOOR_PORT:-18105}
+RAW_FLOOR_PORT=${RAW_FLOOR_PORT:-18106}
 
 log() { echo "proxy-load: $*" >&2; }
 
@@ -57,7 +59,9 @@ WORK=$(mktemp -d /tmp/stowage-proxy-load.XXXXXX)
 NGINX_PID=""
 STOWAGE_PID=""
 FLOOR_PID=""
+RAW_FLOOR_PID=""
 cleanup() {
+    [ -n "$RAW_FLOOR_PID" ] && kill -TERM "$RAW_FLOOR_PID" 2>/dev/null && wait "$RAW_FLOOR_PID" 2>/dev/null || true
     [ -n "$STOWAGE_PID" ] && kill -TERM "$STOWAGE_PID" 2>/dev/null && wait "$STOWAGE_PID" 2>/dev/null || true
     [ -n "$FLOOR_PID" ] && kill -TERM "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null || true
     [ -f "$WORK/nginx.pid" ] && kill -QUIT "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
@@ -162,9 +166,17 @@ curl -s --raw -i "http://127.0.0.1:$STOWAGE_PORT/big" > "$WORK/floor-big.http"
     --route "/big=$WORK/floor-big.http" --prefix "/items/=$WORK/floor-items.http" \
     > "$WORK/logs/floor.out" 2> "$WORK/logs/floor.err" &
 FLOOR_PID=$!
+# The same responses written as captured, one buffer each, without NIO's response encoder: the
+# floor of answering from memory at all (the proxy writes hits it keeps as bytes that way).
+"$FLOOR" --raw --listen "127.0.0.1:$RAW_FLOOR_PORT" --route "/item=$WORK/floor-item.http" \
+    --route "/big=$WORK/floor-big.http" --prefix "/items/=$WORK/floor-items.http" \
+    > "$WORK/logs/raw-floor.out" 2> "$WORK/logs/raw-floor.err" &
+RAW_FLOOR_PID=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/floor.out" 2>/dev/null && break; sleep 0.1; done
-floor_sum=$(curl -s "http://127.0.0.1:$FLOOR_PORT/big" | md5sum)
-[ "$floor_sum" = "$(curl -s "http://127.0.0.1:$STOWAGE_PORT/big" | md5sum)" ] || ok=false
+for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/raw-floor.out" 2>/dev/null && break; sleep 0.1; done
+stowage_big_sum=$(curl -s "http://127.0.0.1:$STOWAGE_PORT/big" | md5sum)
+[ "$(curl -s "http://127.0.0.1:$FLOOR_PORT/big" | md5sum)" = "$stowage_big_sum" ] || ok=false
+[ "$(curl -s "http://127.0.0.1:$RAW_FLOOR_PORT/big" | md5sum)" = "$stowage_big_sum" ] || ok=false
 
 run_wrk() { # port path [script] -> "req/s p99-ms"
     local output
@@ -184,12 +196,14 @@ for case in "cached-1kib /item" "cached-1kib-10k-urls / $WORK/random-url.lua" "c
     read -r varnish_rps varnish_p99 <<< "$(run_wrk "$VARNISH_PORT" "$path" "$script")"
     log "$name: wrk against stowage proxy"
     read -r stowage_rps stowage_p99 <<< "$(run_wrk "$STOWAGE_PORT" "$path" "$script")"
-    floor_rps=0 floor_p99=0
+    floor_rps=0 floor_p99=0 raw_rps=0 raw_p99=0
     if [ "$name" != miss-no-store ]; then
         log "$name: wrk against the NIO floor"
         read -r floor_rps floor_p99 <<< "$(run_wrk "$FLOOR_PORT" "$path" "$script")"
+        log "$name: wrk against the raw NIO floor"
+        read -r raw_rps raw_p99 <<< "$(run_wrk "$RAW_FLOOR_PORT" "$path" "$script")"
     fi
-    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99")
+    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99")
 done
 
 python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "${results[@]}" <<'PY'
@@ -207,6 +221,7 @@ for result in results:
     stowage, nginx, varnish, stowage_p99, nginx_p99, varnish_p99 = map(float, figures[:6])
     rss = int(figures[6])
     floor, floor_p99 = float(figures[7]), float(figures[8])
+    raw_floor, raw_floor_p99 = float(figures[9]), float(figures[10])
     baselines = {"nginx": nginx, "varnish": varnish}
     ratios = {
         "nginx": round(stowage / nginx, 3) if nginx else None,
@@ -217,6 +232,10 @@ for result in results:
         baselines["nio-floor"] = floor
         ratios["nio-floor"] = round(stowage / floor, 3)
         p99["nio-floor"] = floor_p99
+    if raw_floor:
+        baselines["nio-raw-floor"] = raw_floor
+        ratios["nio-raw-floor"] = round(stowage / raw_floor, 3)
+        p99["nio-raw-floor"] = raw_floor_p99
     documents.append({
         "name": f"proxy-load.{name}",
         "unit": "req/s",
@@ -225,6 +244,7 @@ for result in results:
         "ok": ok == "true",
         "ratios": ratios,
         "floor_vs_nginx": round(floor / nginx, 3) if floor and nginx else None,
+        "raw_floor_vs_nginx": round(raw_floor / nginx, 3) if raw_floor and nginx else None,
         "p99_ms": p99,
         "p99_ratio_nginx": round(stowage_p99 / nginx_p99, 3) if nginx_p99 else None,
         "stowage_rss_mib": round(rss / 1024, 1),
@@ -233,7 +253,8 @@ for result in results:
                  f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
                  f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "
                  f"built-in VCL and -s malloc; stowage --memory-capacity 64MB, resident memory after the case; "
-                 f"nio-floor = the proxy's captured responses answered from memory by a bare SwiftNIO HTTP/1 server",
+                 f"nio-floor = the proxy's captured responses answered from memory by a bare SwiftNIO HTTP/1 server; "
+                 f"nio-raw-floor = the same, written as the captured bytes without NIO's response encoder",
     })
 print(json.dumps(documents, indent=2))
 PY

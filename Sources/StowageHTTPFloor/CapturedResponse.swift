@@ -8,6 +8,8 @@ import NIOHTTP1
 struct CapturedResponse: Sendable {
     let head: HTTPResponseHead
     let body: ByteBuffer
+    /// The whole response as captured, for `--raw`.
+    let bytes: ByteBuffer
 
     init(contentsOf path: String) throws {
         let bytes = try Self.read(path)
@@ -40,6 +42,7 @@ struct CapturedResponse: Sendable {
         }
         head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: code), headers: fields)
         body = ByteBuffer(bytes: bodyBytes)
+        self.bytes = ByteBuffer(bytes: bytes)
     }
 
     private static func endOfHead(in bytes: [UInt8]) -> Int? {

@@ -7,7 +7,10 @@ import NIOPosix
 ///
 /// It answers every request from memory with a response captured earlier (status line, fields
 /// and body, byte for byte), through the same NIO HTTP/1 codec and event-loop group the proxy
-/// uses, and does nothing else: no cache lookup, no freshness, no timers, no logging.
+/// uses, and does nothing else: no cache lookup, no freshness, no timers, no logging. With
+/// `--raw` it writes the captured bytes as one buffer without NIO's response encoder (requests
+/// are still parsed by NIO's decoder), as the proxy writes hits it keeps as bytes: the floor of
+/// answering from memory at all.
 /// `Benchmarks/proxy-load.sh` runs it beside `stowage proxy`, nginx and Varnish with the
 /// responses the proxy served, so "Stowage / NIO floor" says how much of the gap to nginx is the
 /// proxy's own work and how much is what a NIO server can do at all.
@@ -33,6 +36,9 @@ struct HTTPFloorServer: ParsableCommand {
     )
     var prefixes: [String] = []
 
+    @Flag(help: "Write each captured response as one buffer, without NIO's HTTP/1 response encoder.")
+    var raw = false
+
     func run() throws {
         let (host, port) = try Self.address(listen)
         let table = try CapturedResponses(
@@ -44,9 +50,14 @@ struct HTTPFloorServer: ParsableCommand {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(CapturedResponseHandler(table: table))
+                channel.eventLoop.makeCompletedFuture { [raw] in
+                    if raw {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(RawCapturedResponseHandler(table: table))
+                    } else {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try channel.pipeline.syncOperations.addHandler(CapturedResponseHandler(table: table))
+                    }
                 }
             }
             .bind(host: host, port: port)
