@@ -25,6 +25,10 @@ import Vapor
 /// unfulfilled (a debug build stops with "leaking promise"), and a stream that never writes
 /// `.end` never completes: use `Response.Body(managedAsyncStream:)`, or leave such routes alone
 /// with `ServerResponseCache.Configuration.passesThrough`.
+///
+/// Vapor's server adds its own `Date` to every response it writes, so an answer from the cache
+/// goes out with that one (the time of sending) instead of the stored response's, which would
+/// make two: how long the cache has held it is in `Age` (RFC 9111 §4.2.3).
 public struct ResponseCacheMiddleware: AsyncMiddleware {
     /// The cache and what it keys on.
     public let responses: ServerResponseCache

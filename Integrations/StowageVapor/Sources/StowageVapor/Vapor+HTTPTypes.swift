@@ -69,6 +69,19 @@ extension Request {
     }
 }
 
+extension HTTPFields {
+    /// These fields as NIO's headers without `Date`: Vapor's `HTTPServerResponseEncoder` adds
+    /// its own `date` to every response it writes, whatever the response has, and RFC 9110
+    /// §6.6.1 allows one. The one sent is then Vapor's, the time of sending; the stored
+    /// response's age goes in `Age` (RFC 9111 §4), which a downstream cache adds to its own
+    /// count (RFC 9111 §4.2.3), as nginx serves its cache hits with its own `Date`.
+    var leavingDateToVapor: HTTPHeaders {
+        var fields = self
+        fields[.date] = nil
+        return HTTPHeaders(fields)
+    }
+}
+
 extension Response {
     /// This response as the cache's origin response: its head (with `Content-Length` when
     /// the body's size is known) and its body.
@@ -131,6 +144,6 @@ extension Response {
         } else {
             body = Response.Body(byteBufferAllocator: allocator)
         }
-        self.init(status: status, headers: HTTPHeaders(answer.head.headerFields), body: body)
+        self.init(status: status, headers: answer.head.headerFields.leavingDateToVapor, body: body)
     }
 }
