@@ -95,6 +95,16 @@ struct ProxyHandler: Sendable {
         tracer: any Tracer,
         span: any Span
     ) async -> Response {
+        if request.head.method == .connect {
+            // RFC 9110 §9.3.6: a 2xx to CONNECT turns the connection into a tunnel, which this
+            // reverse proxy does not open; forwarded, an origin's 2xx would reach the client as a
+            // framed response it takes for tunnel bytes. §15.6.2: 501 for a method not supported.
+            return Self.plainResponse(
+                .notImplemented,
+                "the proxy does not open tunnels (CONNECT); send requests for the origin's resources",
+                closing: true
+            )
+        }
         if let refusal = Self.refuseHost(request.head) { return refusal }
         let upstreamRequest = upstream(request.head)
         let hasBody = request.head.method != .get && request.head.method != .head
