@@ -379,3 +379,100 @@ extension EncodedHitAttackTests {
         }
     }
 }
+
+extension EncodedHitAttackTests {
+    @Test(
+        "what an odd origin stored is sent from kept bytes as the async path sends it",
+        arguments: [
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nKeep-Alive: timeout=5\r\nCache-Control: max-age=600\r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: max-age=600\r\n\r\n4\r\nbody\r\n0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\nCache-Control: max-age=600\r\n\r\n4\r\nbody\r\n0\r\nX-T: 1\r\n\r\n",
+            "HTTP/1.1 200 Fine Thanks\r\nCache-Control: max-age=600\r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.1 203 Non-Authoritative Information\r\nCache-Control: max-age=600\r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.1 299 Whatever\r\nCache-Control: max-age=600\r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.1 404 Not Found\r\nCache-Control: max-age=600\r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nX-Empty:\r\nX-Spaces:   a  b   \r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length:  4 \r\nDate: Mon, 01 Jan 2024 00:00:00 GMT\r\n\r\nbody",
+            "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.0 200 OK\r\nCache-Control: max-age=600\r\n\r\nbody",
+            "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: 4\r\n\r\nbodyEXTRA",
+        ]
+    )
+    func oddStoredResponsesOnBothPaths(stored: String) async throws {
+        let upstream = try ScriptedUpstream { received in
+            if received.path == "/slow" {
+                return .sendPausing("", milliseconds: 300, then: ok("slow", "Cache-Control: no-store"))
+            }
+            return stored.hasPrefix("HTTP/1.0") || stored.contains("Connection: close") || stored.hasSuffix("EXTRA")
+                ? .sendAndClose(stored) : .send(stored)
+        }
+        defer { upstream.stop() }
+        try await ProxyHarness.run(upstream: upstream.baseURL, script: { _ in .init() }) { h in
+            _ = try await h.get("/odd")
+            let request = "GET /odd HTTP/1.1\r\nHost: proxy\r\n\r\n"
+            let (loop, async) = try await EventLoopHitAttackTests.bothPaths(request, port: h.proxyPort)
+            #expect(
+                EventLoopHitAttackTests.comparable(loop) == EventLoopHitAttackTests.comparable(async),
+                "\(stored.debugDescription)"
+            )
+            #expect(loop?.field("connection") == nil, "\(String(describing: loop))")
+        }
+    }
+}
+
+extension EncodedHitAttackTests {
+    @Test("connections on both loops hammering one URL while it is purged and refetched never go back to an older body")
+    func hammeringThroughPurges() async throws {
+        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0) }, script: Self.script) { h in
+            _ = try await h.get("/v/hot")
+            let port = h.proxyPort
+            let stop = StopFlag()
+            let request = "GET /v/hot HTTP/1.1\r\nHost: proxy\r\n\r\n"
+            let readers = (0..<6).map { _ in
+                Task {
+                    try await onOwnThread { () -> [Int] in
+                        let socket = try RawSocket(port: port, receiveTimeout: 60)
+                        var versions: [Int] = []
+                        while !stop.isSet.load(ordering: .relaxed) {
+                            socket.send(request + request)
+                            for response in Self.read(socket, bodiless: [false, false]) {
+                                versions.append(Int(response.text.dropFirst()) ?? -1)
+                            }
+                        }
+                        return versions
+                    }
+                }
+            }
+            let url = h.origin.baseURL + "/v/hot"
+            var last = ""
+            for _ in 0..<10 {
+                try await Task.sleep(for: .milliseconds(50))
+                #expect(try await h.admin(.POST, "/purge?url=\(url)").status == 200)
+                last = try await h.get("/v/hot").text
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            stop.isSet.store(true, ordering: .relaxed)
+            let newest = Int(last.dropFirst()) ?? -1
+            for reader in readers {
+                let versions = try await reader.value
+                #expect(!versions.isEmpty && !versions.contains(-1))
+                // Never back to an older body once a newer one was served on the connection.
+                #expect(versions == versions.sorted(), "\(versions)")
+                #expect((versions.last ?? 0) <= newest)
+            }
+            // And after the last refetch, every new request gets it.
+            let after = try await onOwnThread { () -> [String] in
+                let socket = try RawSocket(port: port, receiveTimeout: 60)
+                socket.send(request + request)
+                return Self.read(socket, bodiless: [false, false]).map(\.text)
+            }
+            #expect(after == [last, last])
+        }
+    }
+}
+
+/// Tells the readers of a test to stop.
+private final class StopFlag: Sendable {
+    let isSet = Atomic<Bool>(false)
+}
