@@ -238,7 +238,13 @@ struct ProxyHandler: Sendable {
         let status = served.response.status
         let body: ResponseBody
         if !served.hasContent(forMethod: method) {
-            body = ResponseBody()
+            // RFC 9110 §8.6: a HEAD response may omit Content-Length but must not state one the
+            // GET's content would not have; Hummingbird gives an empty body's length, 0. Without
+            // a stated length, a body of unknown length leaves the framing to NIO's encoder, as
+            // the answer from memory on the event loop does (ConnectionTimingHandler sends none).
+            body =
+                method == .head && fields[.contentLength] == nil
+                ? ResponseBody(contentLength: nil) { writer in try await writer.finish(nil) } : ResponseBody()
         } else if let bytes = served.body.bytesInMemory {
             body = ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
             fields[.contentLength] = String(bytes.count)
