@@ -507,6 +507,14 @@ extension EncodedHitAttackTests {
                 asyncSocket.send("GET /slow HTTP/1.1\r\nHost: proxy\r\n\r\n" + head + get)
                 return (loop, Array(Self.read(asyncSocket, bodiless: [false, true, false]).dropFirst()))
             }
+            // HTTP/1.0 has no chunked coding: the HEAD keeps the connection all the same.
+            let old = try await onOwnThread { () -> [Parsed] in
+                let socket = try RawSocket(port: port, receiveTimeout: 60)
+                socket.send("HEAD /lengthless HTTP/1.0\r\nHost: proxy\r\nConnection: keep-alive\r\n\r\n" + get)
+                return Self.read(socket, bodiless: [true, false])
+            }
+            #expect(old.map(\.text) == ["", "body"], "\(old)")
+            #expect(old.first?.field("transfer-encoding") == nil && old.first?.field("content-length") == nil)
             for (path, responses) in [("loop", loop), ("async", async)] {
                 #expect(responses.map(\.text) == ["", "body"], "\(path): \(responses)")
                 // The GET's content is 4 bytes: a HEAD must not say 0 (it may say nothing).
@@ -514,6 +522,37 @@ extension EncodedHitAttackTests {
                 #expect(length == nil || length == "4", "\(path): \(responses)")
             }
             #expect(loop.first?.field("transfer-encoding") == async.first?.field("transfer-encoding"))
+        }
+    }
+}
+
+extension EncodedHitAttackTests {
+    @Test(
+        "requests differing only in a Vary field's case, order or repetition each get their own variant on both paths",
+        arguments: [
+            "Accept: a", "accept: a", "Accept: b", "Accept: a\r\nAccept: b", "Accept: b\r\nAccept: a",
+            "Accept: a, b", "Accept: a\r\nX-Other: 1", "X-Other: 1\r\nAccept: a", "",
+        ]
+    )
+    func varyingFieldsOnBothPaths(fields: String) async throws {
+        let script: TestOriginServer.Script = { received in
+            if received.head.path == "/slow" {
+                return .init(fields: [("Cache-Control", "no-store")], body: "slow", delay: .milliseconds(300))
+            }
+            let accept = received.head.headerFields[values: .accept].joined(separator: "|")
+            return .init(fields: [("Cache-Control", "max-age=600"), ("Vary", "Accept")], body: "accept=\(accept)")
+        }
+        try await ProxyHarness.run(script: script) { h in
+            // Another variant first, so the records hold more than one.
+            _ = try await h.get("/varied", headers: [("Accept", "z")])
+            let request = "GET /varied HTTP/1.1\r\nHost: proxy\r\n" + (fields.isEmpty ? "" : fields + "\r\n") + "\r\n"
+            let (loop, async) = try await EventLoopHitAttackTests.bothPaths(request, port: h.proxyPort)
+            #expect(
+                EventLoopHitAttackTests.comparable(loop) == EventLoopHitAttackTests.comparable(async),
+                "\(request.debugDescription)"
+            )
+            #expect(loop?.text.hasPrefix("accept=") == true)
+            #expect(loop?.text != "accept=z", "\(request.debugDescription)")
         }
     }
 }
