@@ -304,6 +304,27 @@ import Glibc
         }
     }
 
+    @Test("a client that half-closes behind a slow request and kept hits gets every response, in order")
+    func halfClosingBehindSlowRequest() async throws {
+        try await ProxyHarness.run(script: Self.script) { h in
+            _ = try await h.get("/k")
+            let get = "GET /k HTTP/1.1\r\nHost: proxy\r\n\r\n"
+            let slow = "GET /slow HTTP/1.1\r\nHost: proxy\r\n\r\n"
+            let port = h.proxyPort
+            let responses = try await onOwnThread { () -> [Parsed] in
+                let socket = try RawSocket(port: port, receiveTimeout: 60)
+                socket.send(get + get + slow + get + get + slow + get)
+                shutdown(socket.descriptorForTests, Int32(SHUT_WR))
+                return Self.read(socket, bodiless: Array(repeating: false, count: 7))
+            }
+            #expect(
+                responses.map(\.text) == [
+                    "body of /k", "body of /k", "slow", "body of /k", "body of /k", "slow", "body of /k",
+                ]
+            )
+        }
+    }
+
     @Test("the status page counts every kept hit and its body bytes")
     func statusCountsKeptHits() async throws {
         try await ProxyHarness.run(configure: { $0.admin = .init(port: 0) }, script: Self.script) { h in
@@ -403,6 +424,10 @@ extension EncodedHitAttackTests {
             "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nbody",
             "HTTP/1.0 200 OK\r\nCache-Control: max-age=600\r\n\r\nbody",
             "HTTP/1.1 200 OK\r\nCache-Control: max-age=600\r\nContent-Length: 4\r\n\r\nbodyEXTRA",
+            "HTTP/1.1 204 No Content\r\nCache-Control: max-age=600\r\n\r\n",
+            "HTTP/1.1 204 No Content\r\nCache-Control: max-age=600\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 301 Moved Permanently\r\nLocation: /x\r\nCache-Control: max-age=600\r\nContent-Length: 4\r\n\r\nbody",
+            "HTTP/1.1 410 Gone\r\nCache-Control: max-age=600\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         ]
     )
     func oddStoredResponsesOnBothPaths(stored: String) async throws {
@@ -415,7 +440,13 @@ extension EncodedHitAttackTests {
         }
         defer { upstream.stop() }
         try await ProxyHarness.run(upstream: upstream.baseURL, script: { _ in .init() }) { h in
-            _ = try await h.get("/odd")
+            let port = h.proxyPort
+            // Stored through a raw socket: a client library would follow the redirect.
+            _ = try await onOwnThread {
+                let socket = try RawSocket(port: port, receiveTimeout: 60)
+                socket.send("GET /odd HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+                return socket.readUntilClosed().bytes
+            }
             let request = "GET /odd HTTP/1.1\r\nHost: proxy\r\n\r\n"
             let (loop, async) = try await EventLoopHitAttackTests.bothPaths(request, port: h.proxyPort)
             #expect(
