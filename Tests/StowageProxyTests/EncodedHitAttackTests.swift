@@ -625,6 +625,41 @@ extension EncodedHitAttackTests {
     }
 }
 
+extension EncodedHitAttackTests {
+    @Test("send_timeout: a slow steady reader of 800 pipelined 16 KiB kept hits gets all of them")
+    func slowReaderOfManyKeptHits() async throws {
+        try await ProxyHarness.run(configure: { $0.sendTimeout = .seconds(2) }, script: Self.script) { h in
+            _ = try await h.get("/bytes/16384")
+            let port = h.proxyPort
+            let count = 800
+            let (received, expected) = try await onOwnThread { () -> (Int, Int) in
+                let socket = try RawSocket(port: port, receiveTimeout: 30, receiveBuffer: 65_536)
+                socket.send(String(repeating: "GET /bytes/16384 HTTP/1.1\r\nHost: proxy\r\n\r\n", count: count))
+                // The first response's size (a later one may be longer by Age's digits), then
+                // about 4 MiB/s for the rest: over 3 s in all, longer than the send timeout.
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                var total = 0
+                var responseSize = 0
+                var data: [UInt8] = []
+                while responseSize == 0 || total < responseSize * count {
+                    usleep(15_000)
+                    let read = socket.receive(into: &buffer)
+                    if read <= 0 { break }
+                    total += read
+                    if responseSize == 0 {
+                        data += buffer[..<read]
+                        if let end = data.firstRange(of: Array("\r\n\r\n".utf8)) {
+                            responseSize = end.upperBound + 16_384
+                        }
+                    }
+                }
+                return (total, responseSize * count)
+            }
+            #expect(expected > 0 && received >= expected, "\(received) of \(expected) bytes")
+        }
+    }
+}
+
 /// Tells the readers of a test to stop.
 private final class StopFlag: Sendable {
     let isSet = Atomic<Bool>(false)
