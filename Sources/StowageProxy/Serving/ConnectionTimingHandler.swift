@@ -16,8 +16,8 @@ import NIOHTTP1
 ///   sent forever. A slow but steady reader is not: the deadline restarts whenever it takes
 ///   bytes, however large the buffer it is reading from.
 /// - **Persistence** (RFC 9112 §9.3): a request that is not keep-alive (HTTP/1.0 without
-///   `Connection: keep-alive`, or `Connection: close` in any spelling) gets its response, then
-///   the connection closes. An HTTP/1.0 client gets an HTTP/1.0 response, so a body of unknown
+///   `Connection: keep-alive`, `Connection: close` in any spelling, or a `CONNECT`, after which
+///   NIO's decoder reads no request) gets its response, then the connection closes. An HTTP/1.0 client gets an HTTP/1.0 response, so a body of unknown
 ///   length is delimited by the close (1.0 has no chunked coding).
 ///
 /// A request body has its own deadline (`RequestBodyReader`); the origin's time is bounded by
@@ -138,7 +138,9 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
         if case .head(var head) = unwrapInboundIn(data) {
             disarm()
             nextRequestStarted = false
-            let isKeepAlive = head.isKeepAlive
+            // After a CONNECT, NIO's request decoder reads no further request on the connection
+            // (the rest would be a tunnel's bytes): its answer ends it.
+            let isKeepAlive = head.isKeepAlive && head.method != .CONNECT
             pending.append(
                 PendingRequest(version: head.version, isKeepAlive: isKeepAlive, isHead: head.method == .HEAD)
             )

@@ -95,6 +95,16 @@ struct ProxyHandler: Sendable {
         tracer: any Tracer,
         span: any Span
     ) async -> Response {
+        if request.head.method == .connect {
+            // RFC 9110 §9.3.6: a 2xx to CONNECT turns the connection into a tunnel, which this
+            // reverse proxy does not open; forwarded, an origin's 2xx would reach the client as a
+            // framed response it takes for tunnel bytes. §15.6.2: 501 for a method not supported.
+            return Self.plainResponse(
+                .notImplemented,
+                "the proxy does not open tunnels (CONNECT); send requests for the origin's resources",
+                closing: true
+            )
+        }
         if let refusal = Self.refuseHost(request.head) { return refusal }
         let upstreamRequest = upstream(request.head)
         let hasBody = request.head.method != .get && request.head.method != .head
@@ -228,7 +238,13 @@ struct ProxyHandler: Sendable {
         let status = served.response.status
         let body: ResponseBody
         if !served.hasContent(forMethod: method) {
-            body = ResponseBody()
+            // RFC 9110 §8.6: a HEAD response may omit Content-Length but must not state one the
+            // GET's content would not have; Hummingbird gives an empty body's length, 0. Without
+            // a stated length, a body of unknown length leaves the framing to NIO's encoder, as
+            // the answer from memory on the event loop does (ConnectionTimingHandler sends none).
+            body =
+                method == .head && fields[.contentLength] == nil
+                ? ResponseBody(contentLength: nil) { writer in try await writer.finish(nil) } : ResponseBody()
         } else if let bytes = served.body.bytesInMemory {
             body = ResponseBody(byteBuffer: ByteBuffer(bytes: bytes))
             fields[.contentLength] = String(bytes.count)
