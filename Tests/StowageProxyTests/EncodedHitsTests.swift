@@ -39,7 +39,7 @@ import Testing
             fieldsValidFrom: answer.workedOutAtSeconds,
             fieldsValidUntil: answer.validUntilSeconds,
             body: ByteBuffer(repeating: 0x61, count: body),
-            answer: answer,
+            answer: KeptMemoryAnswer(answer),
             addedDateSecond: nil,
             memoryVersion: .max
         )

@@ -94,15 +94,14 @@ extension HTTPCache {
     ///
     /// - Returns: The version of memory's contents at which the decision stands; `nil` when it
     ///   does not.
-    package func decisionStands(_ answer: MemoryAnswer, now: Double, seenAt seen: UInt64?) -> UInt64? {
-        guard now < answer.decisionValidUntilSeconds else { return nil }
+    package func decisionStands(_ kept: KeptMemoryAnswer, now: Double, seenAt seen: UInt64?) -> UInt64? {
+        guard now < kept.answer.decisionValidUntilSeconds else { return nil }
         levels.followStoreGeneration()
         // Read before the lookup: a change after it moves the version past the one returned.
         let version = memory.contentVersion
         if version == seen { return version }
-        guard case .variants(let records) = memory.value(forKey: answer.recordKey), records == answer.records else {
-            return nil
-        }
+        guard case .variants(let records) = memory.value(forKey: kept.answer.recordKey), records == kept.answer.records
+        else { return nil }
         return version
     }
 
@@ -118,20 +117,27 @@ extension HTTPCache {
     /// set them, and until when they stay so: for a server that sends an answer again while
     /// ``decisionStands(_:)``.
     public func currentFields(of answer: MemoryAnswer) -> (age: String, cacheStatus: String, validUntil: Date) {
-        let fields = currentFieldsSeconds(of: answer)
+        let fields = currentFieldsSeconds(stored: answer.stored, outcome: answer.served.outcome)
         return (fields.age, fields.cacheStatus, Date(timeIntervalSince1970: fields.validUntil))
     }
 
     /// ``currentFields(of:)`` with the time in seconds since 1970, for the proxy's event-loop
     /// hit path, which compares it on every request.
     package func currentFieldsSeconds(
-        of answer: MemoryAnswer
+        of kept: KeptMemoryAnswer
+    ) -> (age: String, cacheStatus: String, validUntil: Double) {
+        currentFieldsSeconds(stored: kept.answer.stored, outcome: kept.outcome)
+    }
+
+    private func currentFieldsSeconds(
+        stored: StoredResponse,
+        outcome: CacheOutcome
     ) -> (age: String, cacheStatus: String, validUntil: Double) {
         let now = self.now
-        let age = rules.currentAgeSeconds(of: answer.stored, now: now)
-        let ttl = rules.freshnessSeconds(of: answer.stored) - age
+        let age = rules.currentAgeSeconds(of: stored, now: now)
+        let ttl = rules.freshnessSeconds(of: stored) - age
         return (
-            String(Int(max(0, age))), status(answer.served.outcome, ttl: ttl).description,
+            String(Int(max(0, age))), status(outcome, ttl: ttl).description,
             Self.nextChange(age: age, ttl: ttl, now: now)
         )
     }
@@ -186,4 +192,18 @@ public struct MemoryAnswer: Sendable {
     let recordKey: String
     let records: [VariantRecord]
     let stored: StoredResponse
+}
+
+/// A ``MemoryAnswer`` held by reference, for a server that keeps answers and checks them on
+/// every request: passing it costs one reference count, where the answer itself (a dozen
+/// references) is copied field by field.
+package final class KeptMemoryAnswer: Sendable {
+    package let answer: MemoryAnswer
+    /// The answer's outcome.
+    package let outcome: CacheOutcome
+
+    package init(_ answer: MemoryAnswer) {
+        self.answer = answer
+        outcome = answer.served.outcome
+    }
 }

@@ -17,7 +17,7 @@ import Synchronization
 /// fields), a request that differs gets its own entry.
 ///
 /// Bounded: at most ``maximumEntries`` entries and ``maximumBytes`` of request fields, response
-/// heads and bodies (a quarter of the cache's memory capacity, as the proxy makes it); when
+/// heads and bodies (half the cache's memory capacity, as the proxy makes it); when
 /// either is reached, entries chosen at random make room for the new one. A request whose
 /// fields are over ``maximumRequestFieldBytes`` is not kept.
 final class EncodedHits: Sendable {
@@ -38,9 +38,11 @@ final class EncodedHits: Sendable {
         /// now: before it, the clock was set back.
         let fieldsValidFrom: Double
         let fieldsValidUntil: Double
-        let answer: MemoryAnswer
-        /// `answer`'s outcome, read on every hit without copying the answer out.
-        let outcome: CacheOutcome
+        /// The cache's answer it was encoded from, by reference (shared with its refreshed
+        /// entries).
+        let answer: KeptMemoryAnswer
+        /// `answer`'s outcome.
+        var outcome: CacheOutcome { answer.outcome }
         /// The second (since 1970) of the `Date` the proxy added; `nil` when the origin's is used.
         let addedDateSecond: Int64?
         /// The version of the cache's memory contents at which `answer` was last found to
@@ -55,7 +57,7 @@ final class EncodedHits: Sendable {
             fieldsValidFrom: Double,
             fieldsValidUntil: Double,
             body: ByteBuffer,
-            answer: MemoryAnswer,
+            answer: KeptMemoryAnswer,
             addedDateSecond: Int64?,
             memoryVersion: UInt64,
             isFramed: Bool = false
@@ -68,7 +70,6 @@ final class EncodedHits: Sendable {
             self.fieldsValidFrom = fieldsValidFrom
             self.fieldsValidUntil = fieldsValidUntil
             self.answer = answer
-            outcome = answer.served.outcome
             self.addedDateSecond = addedDateSecond
             self.memoryVersion = Atomic(memoryVersion)
         }

@@ -35,7 +35,7 @@ final class LoopHitResponder: Sendable {
         self.handler = handler
         self.dateClock = dateClock
         let capacity = handler.configuration.cache.memoryCapacity.rawValue
-        hits = EncodedHits(maximumBytes: Int(clamping: capacity / 4))
+        hits = EncodedHits(maximumBytes: Int(clamping: capacity / 2))
         // Not while each request is logged, nor with the trace, which states the age.
         keepsEncodedAnswers = handler.configuration.logger.logLevel > .debug && !handler.configuration.sendsTrace
     }
@@ -106,7 +106,7 @@ final class LoopHitResponder: Sendable {
             fieldsValidFrom: answer.workedOutAtSeconds,
             fieldsValidUntil: answer.validUntilSeconds,
             body: body,
-            answer: answer,
+            answer: KeptMemoryAnswer(answer),
             addedDateSecond: addedDateSecond,
             memoryVersion: memoryVersion
         )
