@@ -96,13 +96,10 @@ extension HTTPCache {
     ///   does not.
     package func decisionStands(_ kept: KeptMemoryAnswer, now: Double, seenAt seen: UInt64?) -> UInt64? {
         guard now < kept.answer.decisionValidUntilSeconds else { return nil }
-        levels.followStoreGeneration()
         // Read before the lookup: a change after it moves the version past the one returned.
-        let version = memory.contentVersion
+        let version = memoryContentVersion
         if version == seen { return version }
-        guard case .variants(let records) = memory.value(forKey: kept.answer.recordKey), records == kept.answer.records
-        else { return nil }
-        return version
+        return recordsInMemory(kept.answer) ? version : nil
     }
 
     /// The version of memory's contents (``MemoryCache/contentVersion``), read before an answer
@@ -157,6 +154,11 @@ extension HTTPCache {
 
     private func recordsAreCurrent(_ answer: MemoryAnswer) -> Bool {
         levels.followStoreGeneration()
+        return recordsInMemory(answer)
+    }
+
+    /// Whether the records `answer` was worked out from are the ones in memory.
+    private func recordsInMemory(_ answer: MemoryAnswer) -> Bool {
         guard case .variants(let records) = memory.value(forKey: answer.recordKey) else { return false }
         return records == answer.records  // the same storage compares in O(1)
     }
