@@ -26,12 +26,42 @@ public final class RedisClient: RedisCommandExecuting {
     /// The configuration every connection uses.
     public let configuration: RedisConfiguration
     let pool: RedisConnectionPool
+
+    /// The executor of the event loop this client's connections live on.
+    ///
+    /// Callers that mostly talk to Redis run faster on it: their commands are written and their
+    /// replies resumed on the thread that reads the socket, with no hand-over between threads per
+    /// call. On this machine that takes 16 callers' pipelines of 1 KiB `SET`s from about 0.55× to
+    /// about 1.0× of `redis-benchmark -P 16` (`stowage-bench --filter shared-tier`).
+    ///
+    /// ```swift
+    /// try await withThrowingTaskGroup(of: Void.self) { group in
+    ///     for batch in batches {
+    ///         group.addTask(executorPreference: redis.taskExecutor) {
+    ///             _ = try await redis.pipeline(batch)
+    ///         }
+    ///     }
+    ///     try await group.waitForAll()
+    /// }
+    /// ```
+    ///
+    /// Such a task must not block (no blocking file or lock waits, no long computations): while
+    /// it runs, no reply on any of the client's connections is read. Tasks on other executors
+    /// are unaffected and may use the client as before.
+    public let taskExecutor: any TaskExecutor
     private let commands: Counter
 
-    /// A client for `configuration`'s server. Connections open on first use.
+    /// A client for `configuration`'s server. Connections open on first use, all of them on one
+    /// event loop of `configuration.eventLoopGroup` (``taskExecutor``'s).
     public init(configuration: RedisConfiguration) {
         self.configuration = configuration
-        pool = RedisConnectionPool(configuration: configuration)
+        // One loop for every connection: a task on `taskExecutor` then finds each connection's
+        // channel on its own thread, whichever connection the pool hands it.
+        let eventLoop = configuration.eventLoopGroup.next()
+        var placed = configuration
+        placed.eventLoopGroup = eventLoop
+        taskExecutor = RedisEventLoopExecutor(eventLoop)
+        pool = RedisConnectionPool(configuration: placed)
         commands = Counter(label: "stowage_redis_commands_total", dimensions: [("server", configuration.address)])
     }
 

@@ -21,8 +21,10 @@ import Synchronization
 ///   `STOWAGE_BENCH_MULTIPLEXED=0` to give each read a connection of its own instead, and
 ///   `STOWAGE_BENCH_INVALIDATIONS=publish` for the fallback (`SET` on the pool, then the node's
 ///   coalesced invalidation `PUBLISH`).
-/// - Pipelined: each caller sends 16 `GET`s/`SET`s per round trip with `RedisClient.pipeline`.
-///   Baseline: `redis-benchmark … -P 16`.
+/// - Pipelined: each caller sends 16 `GET`s/`SET`s per round trip with `RedisClient.pipeline`,
+///   from a task on the client's `taskExecutor` (the event loop its connections live on), as
+///   `redis-benchmark` runs its clients on the thread that reads their sockets. Baseline:
+///   `redis-benchmark … -P 16`. The notes also give the same callers on the global executor.
 ///
 /// `ok` means every get returned the 1 KiB that was set. Skipped (ok, no figures) when
 /// redis-server, redis-cli or redis-benchmark is not installed.
@@ -65,6 +67,10 @@ struct SharedTierScenario: Scenario {
         if let threads = ProcessInfo.processInfo.environment["STOWAGE_BENCH_EL_THREADS"].flatMap({ Int($0) }) {
             configuration.eventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: threads)
         }
+        // The client's connections and the floor's share one loop, so both run their callers
+        // on the same executor (the client's `taskExecutor`).
+        let eventLoop = configuration.eventLoopGroup.next()
+        configuration.eventLoopGroup = eventLoop
         let client = RedisClient(configuration: configuration)
         let publishes = ProcessInfo.processInfo.environment["STOWAGE_BENCH_INVALIDATIONS"] == "publish"
         let tier = try RedisSharedTier(
@@ -83,6 +89,7 @@ struct SharedTierScenario: Scenario {
         var stowageTimes: [Double] = []
         var baselineTimes: [Double] = []
         var floorTimes: [Double] = []
+        var globalExecutorTimes: [Double] = []
         var ok = true
         // `STOWAGE_BENCH_ONLY_STOWAGE=1` drops the baseline, to profile the client alone (`perf record`).
         let onlyStowage = ProcessInfo.processInfo.environment["STOWAGE_BENCH_ONLY_STOWAGE"] == "1"
@@ -96,14 +103,21 @@ struct SharedTierScenario: Scenario {
                 host: "127.0.0.1",
                 port: server.port,
                 connections: configuration.multiplexedConnections,
-                group: configuration.eventLoopGroup
+                group: eventLoop
             ) : nil
         if let floorClient {
-            _ = try await measureFloor(floorClient, value: value, operations: operations / 10)
+            _ = try await measureFloor(
+                floorClient,
+                executor: client.taskExecutor,
+                value: value,
+                operations: operations / 10
+            )
         }
         // Warm up connections and code paths, then rotate the contenders' order per repetition.
         if !onlyFloor { _ = try await measure(tier: tier, client: client, value: value, operations: operations / 10) }
-        let contenders = onlyStowage ? [0] : onlyFloor ? [2] : floorClient == nil ? [0, 1] : [0, 1, 2]
+        // Contender 3: the pipelined callers on the global executor instead (notes only).
+        let contenders =
+            onlyStowage ? [0] : onlyFloor ? [2] : floorClient == nil ? [0, 1] : isPipelined ? [0, 1, 2, 3] : [0, 1, 2]
         for iteration in 0..<min(context.iterations, 3) {
             let shift = iteration % contenders.count
             for contender in contenders[shift...] + contenders[..<shift] {
@@ -124,9 +138,24 @@ struct SharedTierScenario: Scenario {
                         requests: operations
                     )
                     baselineTimes.append(1e9 / rates[operation == .get ? "GET" : "SET"]!)
-                } else if let floorClient {
-                    let (seconds, matches) = try await measureFloor(floorClient, value: value, operations: operations)
+                } else if contender == 2, let floorClient {
+                    let (seconds, matches) = try await measureFloor(
+                        floorClient,
+                        executor: client.taskExecutor,
+                        value: value,
+                        operations: operations
+                    )
                     floorTimes.append(seconds * 1e9 / Double(operations))
+                    ok = ok && matches
+                } else {
+                    let (seconds, matches) = try await measure(
+                        tier: tier,
+                        client: client,
+                        value: value,
+                        operations: operations,
+                        onClientExecutor: false
+                    )
+                    globalExecutorTimes.append(seconds * 1e9 / Double(operations))
                     ok = ok && matches
                 }
             }
@@ -135,6 +164,8 @@ struct SharedTierScenario: Scenario {
         let stowage = stowageTimes.isEmpty ? floorTimes[0] : stowageTimes.sorted()[stowageTimes.count / 2]
         let baseline = baselineTimes.isEmpty ? stowage : baselineTimes.sorted()[baselineTimes.count / 2]
         let floor = floorTimes.isEmpty ? nil : floorTimes.sorted()[floorTimes.count / 2]
+        let globalExecutor =
+            globalExecutorTimes.isEmpty ? nil : globalExecutorTimes.sorted()[globalExecutorTimes.count / 2]
         var baselines = [baselineName: baseline]
         if let floor { baselines["nio-minimal"] = floor }
         return ScenarioResult(
@@ -145,7 +176,8 @@ struct SharedTierScenario: Scenario {
             ok: ok,
             notes: "\(callers) concurrent callers, \(operations) ops of \(valueSize) B values over \(keyCount) keys"
                 + (isPipelined
-                    ? ", \(depth) commands per round trip (RedisClient.pipeline)" : " through RedisSharedTier")
+                    ? ", \(depth) commands per round trip (RedisClient.pipeline) from tasks on the client's taskExecutor"
+                    : " through RedisSharedTier")
                 + " on \(configuration.multiplexedConnections) shared connections"
                 + (isPipelined || operation == .get
                     ? "" : tier.isTracking ? ", writes on the tracking connection" : ", writes on the pool + PUBLISH")
@@ -155,6 +187,10 @@ struct SharedTierScenario: Scenario {
                     "; nio-minimal \(Int(1e9 / $0)) ops/s (\(BenchContext.format(baseline / $0))x of "
                         + "\(baselineName); stowage \(BenchContext.format($0 / stowage))x of nio-minimal)"
                 } ?? "")
+                + (globalExecutor.map {
+                    "; callers on the global executor instead: stowage \(Int($0)) ns/op "
+                        + "(\(BenchContext.format(baseline / $0))x of \(baselineName))"
+                } ?? "")
         )
     }
 
@@ -163,7 +199,8 @@ struct SharedTierScenario: Scenario {
         tier: RedisSharedTier,
         client: RedisClient,
         value: Data,
-        operations: Int
+        operations: Int,
+        onClientExecutor: Bool = true
     ) async throws
         -> (Double, Bool)
     {
@@ -173,7 +210,7 @@ struct SharedTierScenario: Scenario {
         let start = clock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for caller in 0..<callers {
-                group.addTask {
+                group.addTask(executorPreference: isPipelined && onClientExecutor ? client.taskExecutor : nil) {
                     var index = caller * 7
                     if isPipelined {
                         let header = 12
@@ -216,10 +253,12 @@ struct SharedTierScenario: Scenario {
 }
 
 extension SharedTierScenario {
-    /// Seconds for `operations` operations through ``MinimalPipelinedClient``: the same callers,
-    /// keys, values and depth as ``measure``, each caller encoding its round's RESP by hand.
+    /// Seconds for `operations` operations through ``MinimalPipelinedClient``: the same callers
+    /// on the same executor, keys, values and depth as ``measure``, each caller encoding its
+    /// round's RESP by hand.
     fileprivate func measureFloor(
         _ client: MinimalPipelinedClient,
+        executor: any TaskExecutor,
         value: Data,
         operations: Int
     ) async throws -> (Double, Bool) {
@@ -229,7 +268,7 @@ extension SharedTierScenario {
         let start = clock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for caller in 0..<callers {
-                group.addTask {
+                group.addTask(executorPreference: executor) {
                     var index = caller * 7
                     let payload = ByteBuffer(bytes: value)
                     let valueHeader = "$\(payload.readableBytes)\r\n"

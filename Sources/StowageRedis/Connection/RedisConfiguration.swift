@@ -106,7 +106,9 @@ public struct RedisConfiguration: Sendable {
     var sendsReadOnly = false
     /// Where the client logs reconnects and protocol errors.
     public var logger: Logger
-    /// The event loops the connections run on; NIO's shared singleton by default.
+    /// The event loops the connections run on; NIO's shared singleton by default. A
+    /// ``RedisClient`` takes one loop of the group for all its connections (its
+    /// ``RedisClient/taskExecutor``); clients made one after another take the group's loops in turn.
     public var eventLoopGroup: any EventLoopGroup
     /// Where the spans of commands and pipelines go (see ``RedisTracing``). Default `nil`: the
     /// process's tracer, `InstrumentationSystem.tracer`, read once per command (a no-op tracer
