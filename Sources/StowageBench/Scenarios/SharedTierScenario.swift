@@ -117,7 +117,8 @@ struct SharedTierScenario: Scenario {
         if !onlyFloor { _ = try await measure(tier: tier, client: client, value: value, operations: operations / 10) }
         // Contender 3: the pipelined callers on the global executor instead (notes only).
         let contenders =
-            onlyStowage ? [0] : onlyFloor ? [2] : floorClient == nil ? [0, 1] : isPipelined ? [0, 1, 2, 3] : [0, 1, 2]
+            onlyStowage
+            ? [0] : onlyFloor ? [2] : floorClient == nil ? [0, 1] : isPipelined ? [0, 1, 2, 3] : [0, 1, 2]
         for iteration in 0..<min(context.iterations, 3) {
             let shift = iteration % contenders.count
             for contender in contenders[shift...] + contenders[..<shift] {

@@ -1,0 +1,144 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import StowageRedis
+import StowageRedisTestSupport
+import Testing
+
+@Suite(
+    "RedisClient.taskExecutor",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+)
+struct RedisTaskExecutorTests {
+    @Test("a task on the executor runs on the event loop that every connection of the client lives on")
+    func connectionsLiveOnTheExecutorsLoop() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 4)
+        var configuration = server.configuration
+        configuration.eventLoopGroup = group
+        configuration.maximumConnections = 6
+        configuration.multiplexedConnections = 2
+        let client = RedisClient(configuration: configuration)
+        let executorLoop = try #require(
+            await Task(executorPreference: client.taskExecutor) { MultiThreadedEventLoopGroup.currentEventLoop }.value,
+            "a task on the executor did not run on an event loop"
+        )
+        #expect(group.makeIterator().contains { $0 === executorLoop })
+        // Three connections leased at once are three different connections, on one loop.
+        let loops = try await withThrowingTaskGroup(of: ObjectIdentifier.self) { tasks in
+            for _ in 0..<3 {
+                tasks.addTask {
+                    try await client.withConnection { connection in
+                        try await Task.sleep(for: .milliseconds(50))
+                        return ObjectIdentifier(connection.closeFuture.eventLoop)
+                    }
+                }
+            }
+            return try await tasks.reduce(into: [ObjectIdentifier]()) { $0.append($1) }
+        }
+        #expect(client.connectionCount >= 3)
+        #expect(Set(loops) == [ObjectIdentifier(executorLoop)])
+        // A second client takes the group's next loop, so clients spread over the group.
+        let other = RedisClient(configuration: configuration)
+        let otherLoop = await Task(executorPreference: other.taskExecutor) {
+            MultiThreadedEventLoopGroup.currentEventLoop
+        }.value
+        #expect(otherLoop !== executorLoop)
+        await client.shutdown()
+        await other.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    @Test("16 tasks on the executor interleave pipelines, single commands and error replies, each getting its own")
+    func concurrentCallersOnTheExecutor() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        defer { Task { await client.shutdown() } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<16 {
+                group.addTask(executorPreference: client.taskExecutor) {
+                    for round in 0..<150 {
+                        let key = "x:\(caller):\(round % 5)"
+                        let value = String(repeating: Character(UnicodeScalar(UInt8(97 + caller))), count: round * 13)
+                        let replies = try await client.pipeline([
+                            .set(key, value: RedisArgument(value)), .get(key), RedisCommand("INCR", RedisArgument(key)),
+                            .get("x:missing"),
+                        ])
+                        #expect(replies[0] == .simpleString("OK"))
+                        #expect(replies[1].string == value)
+                        // Letters are no integer: an error reply, returned as a value in its place.
+                        #expect(replies[2].errorMessage?.contains("not an integer") == true)
+                        #expect(replies[3] == .null)
+                        let counted = try await client.send(RedisCommand("INCR", RedisArgument("n:\(caller)")))
+                        #expect(counted == .integer(Int64(round + 1)))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test("tasks on the executor fail, and do not hang, when the server goes away; they work again after it returns")
+    func serverGoesAwayAndReturns() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.reconnectBackoff = .init(initial: .milliseconds(10), maximum: .milliseconds(50))
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        try await client.send(.ping)
+        // Callers on the executor wait in BLPOP-free pipelines while the server is killed.
+        let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for caller in 0..<8 {
+                group.addTask(executorPreference: client.taskExecutor) {
+                    do {
+                        for round in 0..<10_000 {
+                            _ = try await client.pipeline([.set("k\(caller)", value: RedisArgument("\(round)")), .ping])
+                        }
+                        return false
+                    } catch let error as RedisError {
+                        return [.connectionClosed, .connectionFailed].contains(error.code)
+                    }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(30))
+            server.kill()
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.allSatisfy { $0 }, "every caller should fail with a connection error once the server dies")
+        try await server.start()
+        let deadline = ContinuousClock.now + .seconds(20)
+        var answered = false
+        while !answered, ContinuousClock.now < deadline {
+            answered =
+                await Task(executorPreference: client.taskExecutor) {
+                    (try? await client.send(.ping)) == .simpleString("PONG")
+                }.value
+            if !answered { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(answered, "a task on the executor should reach the restarted server")
+    }
+
+    @Test("shutting the client down fails waiting tasks on its executor instead of leaving them suspended")
+    func shutdownWithCallersWaiting() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        // One shared connection, open before the server hangs, so the pipeline waits on it.
+        var configuration = server.configuration
+        configuration.multiplexedConnections = 1
+        let client = RedisClient(configuration: configuration)
+        try await client.send(.ping)
+        server.suspend()
+        defer { server.resume() }
+        let waiting = Task(executorPreference: client.taskExecutor) {
+            try await client.pipeline([.ping, .get("a")])
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = ContinuousClock.now
+        await client.shutdown()
+        await #expect(throws: RedisError.self) { try await waiting.value }
+        #expect(ContinuousClock.now - start < .seconds(10), "the caller waited for its command timeout (30 s)")
+    }
+}
