@@ -145,3 +145,35 @@ struct RedisMultiplexingTests {
         }
     }
 }
+
+@Suite(
+    "RedisClient shutdown during a handshake",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+)
+struct RedisShutdownDuringHandshakeTests {
+    @Test(
+        "a caller whose connection is still in its handshake with a hung server fails at shutdown, not at the connect timeout"
+    )
+    func shutdownClosesConnectionsInTheirHandshake() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.connectTimeout = .seconds(30)
+        for shared in [0, 2] {
+            configuration.multiplexedConnections = shared
+            let client = RedisClient(configuration: configuration)
+            // The kernel still accepts connections to a stopped server; HELLO gets no answer.
+            server.suspend()
+            let callers = (0..<3).map { _ in Task { try await client.send(.ping) } }
+            try await Task.sleep(for: .milliseconds(200))
+            let start = ContinuousClock.now
+            await client.shutdown()
+            for caller in callers {
+                let error = await #expect(throws: RedisError.self) { try await caller.value }
+                #expect(error?.code == .shutdown, "\(String(describing: error))")
+            }
+            #expect(ContinuousClock.now - start < .seconds(10), "callers waited for the 30 s connect timeout")
+            server.resume()
+        }
+    }
+}

@@ -48,6 +48,16 @@ public final class RedisConnection: Sendable {
         _ configuration: RedisConfiguration,
         onPush: @escaping @Sendable (RESPValue) -> Void = { _ in }
     ) async throws -> RedisConnection {
+        try await connect(configuration, onPush: onPush, recordingIn: nil)
+    }
+
+    /// ``connect(_:onPush:)``, with the channel recorded in `opening` until the handshake ends
+    /// (a pool's shutdown closes it there).
+    static func connect(
+        _ configuration: RedisConfiguration,
+        onPush: @escaping @Sendable (RESPValue) -> Void = { _ in },
+        recordingIn opening: RedisOpeningChannels?
+    ) async throws -> RedisConnection {
         try configuration.validate()
         let server = configuration.address
         let handshakeTimeout = TimeAmount.milliseconds(Int64(configuration.connectTimeout.milliseconds))
@@ -94,6 +104,11 @@ public final class RedisConnection: Sendable {
                 cause: error
             )
         }
+        if let opening, !opening.add(channel) {
+            channel.close(promise: nil)
+            throw RedisError(code: .shutdown, message: "the Redis client was shut down", server: server)
+        }
+        defer { opening?.remove(channel) }
         do {
             let handler = try await channel.eventLoop.submit {
                 NIOLoopBound(

@@ -41,6 +41,7 @@ final class RedisConnectionPool: Sendable {
 
     private let state = Mutex(State())
     private let shared: RedisSharedConnections
+    private let opening = RedisOpeningChannels()
     /// The time since the pool was made, on ``RedisConfiguration/backoffClock``.
     private let elapsed: @Sendable () -> Duration
 
@@ -155,7 +156,7 @@ final class RedisConnectionPool: Sendable {
 
     private func open() async throws -> RedisConnection {
         do {
-            let connection = try await RedisConnection.connect(configuration)
+            let connection = try await RedisConnection.connect(configuration, recordingIn: opening)
             state.withLock { state in
                 state.consecutiveFailures = 0
                 state.retryAfter = nil
@@ -171,17 +172,20 @@ final class RedisConnectionPool: Sendable {
                     server: configuration.address,
                     cause: error
                 )
-            let waiters: [Waiter] = state.withLock { state in
+            let (waiters, isShutdown): ([Waiter], Bool) = state.withLock { state in
                 state.count -= 1
+                // A handshake the shutdown cut short is no failure of the server's.
+                if state.isShutdown { return ([], true) }
                 state.consecutiveFailures += 1
                 state.lastFailure = redisError
                 state.retryAfter =
                     elapsed() + configuration.reconnectBackoff.delay(afterFailures: state.consecutiveFailures)
                 // Nobody is connected; the waiters would only wait for a timeout.
-                guard state.count == 0 else { return [] }
+                guard state.count == 0 else { return ([], false) }
                 defer { state.waiters.removeAll() }
-                return state.waiters
+                return (state.waiters, false)
             }
+            if isShutdown { throw Self.shutdownError(configuration) }
             for waiter in waiters { waiter.continuation.resume(throwing: redisError) }
             throw redisError
         }
@@ -227,8 +231,8 @@ final class RedisConnectionPool: Sendable {
         }
     }
 
-    /// Closes idle and shared connections and fails waiters; leased connections close when they
-    /// come back.
+    /// Closes idle and shared connections, and those still in their handshake, and fails waiters;
+    /// leased connections close when they come back.
     func shutdown() async {
         let sharedConnections = shared.shutdown()
         let (idle, waiters) = state.withLock { state in
@@ -241,6 +245,7 @@ final class RedisConnectionPool: Sendable {
             return (state.idle, state.waiters)
         }
         for waiter in waiters { waiter.continuation.resume(throwing: Self.shutdownError(configuration)) }
+        opening.closeAll()
         for connection in idle + sharedConnections { await connection.close() }
     }
 
