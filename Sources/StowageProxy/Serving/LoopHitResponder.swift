@@ -46,42 +46,8 @@ final class LoopHitResponder: Sendable {
         var hash = 0
         if encodable {
             hash = EncodedHits.hash(head)
-            if let entry = hits.entry(for: head, hash: hash) {
-                // The cache's clock, as dateClock is.
-                let now = dateClock.now().timeIntervalSince1970
-                // Within the second its `Age` and `Cache-Status` were worked out for, memory
-                // contents unchanged since are enough; a whole second or more on (or the clock set
-                // back) the records are looked up again, which keeps them recently used.
-                let fieldsCurrent = now < entry.fieldsValidUntil && now >= entry.fieldsValidFrom
-                let seen = entry.memoryVersion.load(ordering: .relaxed)
-                if dateStands(entry, now: now),
-                    let version = handler.cache.decisionStands(
-                        entry.answer,
-                        now: now,
-                        seenAt: fieldsCurrent ? seen : nil
-                    )
-                {
-                    let outcome = entry.outcome
-                    handler.metrics.record(outcome)
-                    handler.metrics.recordServed(entry.encoded.bodyLength, outcome: outcome)
-                    if fieldsCurrent {
-                        if version != seen { entry.memoryVersion.store(version, ordering: .relaxed) }
-                        return .encoded(entry.encoded)
-                    }
-                    // The same response with its Age and ttl of now, kept for the rest of that second.
-                    var head = entry.head
-                    let (age, cacheStatus, validUntil) = handler.cache.currentFieldsSeconds(of: entry.answer)
-                    head.headers.replaceOrAdd(name: "Age", value: age)
-                    head.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
-                    let refreshed = entry.refreshed(
-                        head: head,
-                        fieldsValidFrom: now,
-                        fieldsValidUntil: validUntil,
-                        memoryVersion: version
-                    )
-                    hits.replace(entry, with: refreshed, hash: hash)
-                    return .encoded(refreshed.encoded)
-                }
+            if let entry = hits.entry(for: head, hash: hash), let kept = keptAnswer(entry, hash: hash) {
+                return .encoded(kept)
             }
         }
         // Read before the answer is worked out, so a change meanwhile is seen as one.
@@ -112,6 +78,41 @@ final class LoopHitResponder: Sendable {
         )
         hits.insert(entry, hash: hash)
         return .encoded(entry.encoded)
+    }
+
+    /// The bytes of `entry` when its answer still stands, with `Age` and `Cache-Status` of now;
+    /// `nil` when the cache must be asked again.
+    private func keptAnswer(_ entry: EncodedHits.Entry, hash: Int) -> EncodedResponse? {
+        // The cache's clock, as dateClock is.
+        let now = dateClock.now().timeIntervalSince1970
+        // Within the second its `Age` and `Cache-Status` were worked out for, memory contents
+        // unchanged since are enough; a whole second or more on (or the clock set back) the
+        // records are looked up again, which keeps them recently used.
+        let fieldsCurrent = now < entry.fieldsValidUntil && now >= entry.fieldsValidFrom
+        let seen = entry.memoryVersion.load(ordering: .relaxed)
+        guard dateStands(entry, now: now),
+            let version = handler.cache.decisionStands(entry.answer, now: now, seenAt: fieldsCurrent ? seen : nil)
+        else { return nil }
+        let outcome = entry.outcome
+        handler.metrics.record(outcome)
+        handler.metrics.recordServed(entry.encoded.bodyLength, outcome: outcome)
+        if fieldsCurrent {
+            if version != seen { entry.memoryVersion.store(version, ordering: .relaxed) }
+            return entry.encoded
+        }
+        // The same response with its Age and ttl of now, kept for the rest of that second.
+        var head = entry.head
+        let (age, cacheStatus, validUntil) = handler.cache.currentFieldsSeconds(of: entry.answer)
+        head.headers.replaceOrAdd(name: "Age", value: age)
+        head.headers.replaceOrAdd(name: "Cache-Status", value: cacheStatus)
+        let refreshed = entry.refreshed(
+            head: head,
+            fieldsValidFrom: now,
+            fieldsValidUntil: validUntil,
+            memoryVersion: version
+        )
+        hits.replace(entry, with: refreshed, hash: hash)
+        return refreshed.encoded
     }
 
     /// Whether a `Date` the proxy added to `entry` is of the second of `now`.
