@@ -265,6 +265,21 @@ struct RedisTaskExecutorAttackTests {
     }
 }
 
+extension RedisTaskExecutorAttackTests {
+    @Test("a task started on the executor after the event loop group shut down still runs")
+    func taskAfterGroupShutdown() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var configuration = RedisConfiguration(host: "127.0.0.1", port: 1)
+        configuration.eventLoopGroup = group
+        let client = RedisClient(configuration: configuration)
+        try await group.shutdownGracefully()
+        let late = Task(executorPreference: client.taskExecutor) { 42 }
+        #expect(try await outcome(within: .seconds(2)) { await late.value }?.get() == 42)
+        let later = Task(executorPreference: client.taskExecutor) { 43 }
+        #expect(try await outcome(within: .seconds(2)) { await later.value }?.get() == 43)
+    }
+}
+
 /// The value or error of `operation`, or nil when it has not finished within `limit` (a hung
 /// operation is left behind, so a test reports it instead of hanging too).
 func outcome<T: Sendable>(
