@@ -240,6 +240,74 @@ struct RedisTaskExecutorAttackTests {
         await client.shutdown()
     }
 
+    @Test(
+        "over rediss://, callers on the executor open TLS connections, pipeline and run WATCH/MULTI/EXEC",
+        .enabled(if: TestCertificateAuthority.isAvailable, "openssl is not installed")
+    )
+    func tlsFromTheExecutor() async throws {
+        let authority = try TestCertificateAuthority(
+            in: FileManager.default.temporaryDirectory.appending(path: "stowage-tls-\(UUID().uuidString)")
+        )
+        defer { try? FileManager.default.removeItem(at: authority.directory) }
+        let tlsPort = try RedisServerProcess.freePort()
+        let server = try await RedisServerProcess.start(
+            extraArguments: authority.redisServerArguments(tlsPort: tlsPort)
+        )
+        defer { server.remove() }
+        var configuration = try RedisConfiguration(url: "rediss://localhost:\(tlsPort)")
+        configuration.connectTimeout = .seconds(30)
+        try configuration.trustCertificateAuthorities(pemFile: authority.certificate.path)
+        let client = RedisClient(configuration: configuration)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for caller in 0..<8 {
+                group.addTask(executorPreference: client.taskExecutor) {
+                    for round in 0..<20 {
+                        let key = "t:\(caller)"
+                        let replies = try await client.pipeline([
+                            .set(key, value: RedisArgument("\(round)")), .get(key),
+                        ])
+                        #expect(replies[1].string == "\(round)")
+                    }
+                    let committed = try await client.withConnection { connection in
+                        try await connection.send(RedisCommand("WATCH", RedisArgument("w:\(caller)")))
+                        try await connection.send(RedisCommand("MULTI"))
+                        try await connection.send(.set("w:\(caller)", value: "x"))
+                        return try await connection.send(RedisCommand("EXEC"))
+                    }
+                    #expect(committed.elements?.count == 1)
+                }
+            }
+            try await group.waitForAll()
+        }
+        await client.shutdown()
+    }
+
+    @Test("two clients on a one-thread group share its loop; each one's callers use the other client too")
+    func twoClientsOnOneThread() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var configuration = server.configuration
+        configuration.eventLoopGroup = group
+        let first = RedisClient(configuration: configuration)
+        let second = RedisClient(configuration: configuration)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for caller in 0..<8 {
+                let (own, other) = caller.isMultiple(of: 2) ? (first, second) : (second, first)
+                tasks.addTask(executorPreference: own.taskExecutor) {
+                    for round in 0..<50 {
+                        try await own.send(.set("two:\(caller)", value: RedisArgument("\(round)")))
+                        #expect(try await other.send(.get("two:\(caller)")).string == "\(round)")
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        await first.shutdown()
+        await second.shutdown()
+        try await group.shutdownGracefully()
+    }
+
     @Test("callers on the executor end, and do not hang, when the event loop group shuts down under them")
     func groupShutsDownUnderCallers() async throws {
         let server = try await RedisServerProcess.start()
