@@ -45,9 +45,15 @@ public final class RedisClient: RedisCommandExecuting {
     /// }
     /// ```
     ///
-    /// Such a task must not block (no blocking file or lock waits, no long computations): while
+    /// Such a task must not block (no blocking file or lock waits, no long computations, no
+    /// pipelines of many thousands of commands, which are encoded where the caller runs): while
     /// it runs, no reply on any of the client's connections is read. Tasks on other executors
     /// are unaffected and may use the client as before.
+    ///
+    /// Shut the client down and let the tasks on this executor finish before the event loop
+    /// group shuts down. A job that reaches the executor after that runs on the global
+    /// concurrent executor, since the loop no longer runs anything; the client itself cannot
+    /// open connections on a group that is gone.
     public let taskExecutor: any TaskExecutor
     private let commands: Counter
 
