@@ -177,3 +177,46 @@ struct RedisShutdownDuringHandshakeTests {
         }
     }
 }
+
+@Suite(
+    "RedisClient pool wait timeout",
+    .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+)
+struct RedisPoolWaitTimeoutTests {
+    @Test("with a zero poolWaitTimeout every caller beyond the pool fails with poolExhausted; none waits on")
+    func zeroWaitTimeoutFailsEveryWaiter() async throws {
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        var configuration = server.configuration
+        configuration.maximumConnections = 1
+        configuration.multiplexedConnections = 0
+        configuration.poolWaitTimeout = .zero
+        let client = RedisClient(configuration: configuration)
+        defer { Task { await client.shutdown() } }
+        // The pool's one connection stays busy for 3 s.
+        let blocked = Task { try await client.send(RedisCommand("BLPOP", "never", "3", keyIndex: 1)) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while client.connectionCount == 0 {
+            try #require(ContinuousClock.now < deadline)
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let codes = try await withThrowingTaskGroup(of: RedisError.Code?.self) { group in
+            for _ in 0..<200 {
+                group.addTask {
+                    do {
+                        _ = try await client.send(.ping)
+                        return nil
+                    } catch let error as RedisError {
+                        return error.code
+                    }
+                }
+            }
+            return try await group.reduce(into: [RedisError.Code?]()) { $0.append($1) }
+        }
+        // A waiter the timer missed would wait for the BLPOP to give the connection back (3 s),
+        // then get its PONG: a nil here.
+        #expect(codes.allSatisfy { $0 == .poolExhausted }, "\(codes)")
+        _ = try await blocked.value
+    }
+}

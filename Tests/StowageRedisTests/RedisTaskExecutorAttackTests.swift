@@ -30,7 +30,7 @@ struct RedisTaskExecutorAttackTests {
         let caller = Task(executorPreference: client.taskExecutor) {
             try await client.pipeline([.ping, .get("a")])
         }
-        let outcome = await outcome(within: .seconds(2)) { try await caller.value }
+        let outcome = await outcome(within: .seconds(5)) { try await caller.value }
         #expect(redisCode(outcome) == .timeout, "\(String(describing: outcome))")
         server.resume()
         await client.shutdown()
@@ -46,25 +46,28 @@ struct RedisTaskExecutorAttackTests {
         configuration.poolWaitTimeout = .milliseconds(150)
         let client = RedisClient(configuration: configuration)
         let start = ContinuousClock.now
-        let codes = try await withThrowingTaskGroup(of: RedisError.Code?.self) { group in
+        // Two callers hold both connections for 3 s; the other two must fail after about 150 ms,
+        // long before either connection comes back (2.5 s leaves room for a loaded machine).
+        let outcomes = try await withThrowingTaskGroup(of: (RedisError.Code?, Duration).self) { group in
             for _ in 0..<4 {
                 group.addTask(executorPreference: client.taskExecutor) {
                     do {
                         try await client.withConnection { connection in
                             try await connection.send(.ping)
-                            try await Task.sleep(for: .milliseconds(600))
+                            try await Task.sleep(for: .seconds(3))
                         }
-                        return nil
+                        return (nil, ContinuousClock.now - start)
                     } catch let error as RedisError {
-                        return error.code
+                        return (error.code, ContinuousClock.now - start)
                     }
                 }
             }
-            return try await group.reduce(into: [RedisError.Code?]()) { $0.append($1) }
+            return try await group.reduce(into: [(RedisError.Code?, Duration)]()) { $0.append($1) }
         }
-        #expect(codes.filter { $0 == nil }.count == 2)
-        #expect(codes.filter { $0 == .poolExhausted }.count == 2)
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(outcomes.filter { $0.0 == nil }.count == 2)
+        let exhausted = outcomes.filter { $0.0 == .poolExhausted }
+        #expect(exhausted.count == 2)
+        #expect(exhausted.allSatisfy { $0.1 < .milliseconds(2_500) }, "\(exhausted)")
         await client.shutdown()
     }
 
@@ -74,7 +77,7 @@ struct RedisTaskExecutorAttackTests {
         defer { server.remove() }
         let client = RedisClient(configuration: server.configuration)
         let popped = Task(executorPreference: client.taskExecutor) {
-            try await client.send(RedisCommand("BLPOP", "attack:list", "1"))
+            try await client.send(RedisCommand("BLPOP", "attack:list", "10"))
         }
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -90,8 +93,13 @@ struct RedisTaskExecutorAttackTests {
             }
             try await group.waitForAll()
         }
-        #expect(ContinuousClock.now - start < .milliseconds(900), "the other callers waited for BLPOP")
-        #expect(try await popped.value == .null)
+        // Queued behind the BLPOP, the callers would finish only after its 10 s.
+        #expect(ContinuousClock.now - start < .seconds(5), "the other callers waited for BLPOP")
+        try await client.send(RedisCommand("RPUSH", "attack:list", "x"))
+        #expect(
+            try await popped.value
+                == .array([.bulkString(ByteBuffer(string: "attack:list")), .bulkString(ByteBuffer(string: "x"))])
+        )
         await client.shutdown()
     }
 
@@ -114,15 +122,15 @@ struct RedisTaskExecutorAttackTests {
         }
         try await Task.sleep(for: .milliseconds(100))
         let shutdown = Task(executorPreference: client.taskExecutor) { await client.shutdown() }
-        #expect(await outcome(within: .seconds(2)) { await shutdown.value } != nil, "shutdown() hung on its own loop")
+        #expect(await outcome(within: .seconds(5)) { await shutdown.value } != nil, "shutdown() hung on its own loop")
         for task in waiting {
-            #expect(redisCode(await outcome(within: .seconds(2)) { try await task.value }) != nil)
+            #expect(redisCode(await outcome(within: .seconds(5)) { try await task.value }) != nil)
         }
         server.resume()
         // The leased connection closes when it comes back.
-        _ = await outcome(within: .seconds(2)) { try await leased.value }
+        _ = await outcome(within: .seconds(5)) { try await leased.value }
         let after = Task(executorPreference: client.taskExecutor) { try await client.send(.ping) }
-        #expect(redisCode(await outcome(within: .seconds(2)) { try await after.value }) == .shutdown)
+        #expect(redisCode(await outcome(within: .seconds(5)) { try await after.value }) == .shutdown)
     }
 
     @Test("first use on the executor: handshake over RESP2 with a database, then subscribe and publish")
@@ -143,7 +151,7 @@ struct RedisTaskExecutorAttackTests {
         let database = Task(executorPreference: client.taskExecutor) { () -> RESPValue in
             try await client.send(.set("attack:db", value: "three"))
             // Published until the subscription confirms (messages before it are lost).
-            for _ in 0..<200 {
+            for _ in 0..<2_000 {
                 if try await client.send(.publish("attack:news", message: "hello")) != .integer(0) { break }
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -153,7 +161,7 @@ struct RedisTaskExecutorAttackTests {
             }
         }
         #expect(try await database.value.string == "three")
-        let message = await outcome(within: .seconds(2)) { await received.value }
+        let message = await outcome(within: .seconds(25)) { await received.value }
         #expect(try message?.get() == "hello")
         await client.shutdown()
     }
@@ -176,7 +184,7 @@ struct RedisTaskExecutorAttackTests {
             }
         }
         for caller in callers {
-            let outcome = await outcome(within: .seconds(2)) { try await caller.value }
+            let outcome = await outcome(within: .seconds(5)) { try await caller.value }
             #expect(outcome != nil, "a caller on the executor hung")
             if reply != .unasked { #expect(redisCode(outcome) != nil) }
         }
@@ -328,7 +336,7 @@ struct RedisTaskExecutorAttackTests {
         try await Task.sleep(for: .milliseconds(50))
         try await group.shutdownGracefully()
         for caller in callers {
-            #expect(await outcome(within: .seconds(2)) { try await caller.value } != nil, "a caller hung")
+            #expect(await outcome(within: .seconds(5)) { try await caller.value } != nil, "a caller hung")
         }
     }
 }
@@ -342,9 +350,9 @@ extension RedisTaskExecutorAttackTests {
         let client = RedisClient(configuration: configuration)
         try await group.shutdownGracefully()
         let late = Task(executorPreference: client.taskExecutor) { 42 }
-        #expect(try await outcome(within: .seconds(2)) { await late.value }?.get() == 42)
+        #expect(try await outcome(within: .seconds(5)) { await late.value }?.get() == 42)
         let later = Task(executorPreference: client.taskExecutor) { 43 }
-        #expect(try await outcome(within: .seconds(2)) { await later.value }?.get() == 43)
+        #expect(try await outcome(within: .seconds(5)) { await later.value }?.get() == 43)
     }
 }
 

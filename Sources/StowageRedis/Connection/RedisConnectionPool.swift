@@ -25,6 +25,10 @@ final class RedisConnectionPool: Sendable {
         var count = 0
         var waiters: [Waiter] = []
         var nextWaiterID = 0
+        /// Waiters whose timer is armed but who have not joined ``waiters`` yet.
+        var arrivingWaiterIDs: Set<Int> = []
+        /// Arriving waiters whose timer fired before they joined: they fail as they arrive.
+        var expiredWaiterIDs: Set<Int> = []
         var consecutiveFailures = 0
         /// When connects may be tried again, in ``elapsed`` time.
         var retryAfter: Duration?
@@ -194,40 +198,49 @@ final class RedisConnectionPool: Sendable {
     private func waitForConnection() async throws -> RedisConnection {
         let id = state.withLock { state in
             state.nextWaiterID += 1
+            state.arrivingWaiterIDs.insert(state.nextWaiterID)
             return state.nextWaiterID
         }
         let timeout = configuration.poolWaitTimeout
+        let exhausted = RedisError(
+            code: .poolExhausted,
+            message: "all \(configuration.maximumConnections) connections stayed busy for \(timeout); "
+                + "raise maximumConnections or poolWaitTimeout, or send fewer commands at once",
+            server: configuration.address
+        )
+        // The timer may fire before the waiter has joined (at once for a zero timeout, on
+        // another thread): it then marks the waiter expired, and the waiter fails as it arrives.
         let timer = configuration.eventLoopGroup.any().scheduleTask(in: .milliseconds(Int64(timeout.milliseconds))) {
             [self] in
             let expired: Waiter? = state.withLock { state in
+                if state.arrivingWaiterIDs.remove(id) != nil {
+                    state.expiredWaiterIDs.insert(id)
+                    return nil
+                }
                 guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
                 return state.waiters.remove(at: index)
             }
-            expired?.continuation.resume(
-                throwing: RedisError(
-                    code: .poolExhausted,
-                    message: "all \(configuration.maximumConnections) connections stayed busy for \(timeout); "
-                        + "raise maximumConnections or poolWaitTimeout, or send fewer commands at once",
-                    server: configuration.address
-                )
-            )
+            expired?.continuation.resume(throwing: exhausted)
         }
         defer { timer.cancel() }
         return try await withCheckedThrowingContinuation { continuation in
-            let shutdown: Bool = state.withLock { state in
-                if state.isShutdown { return true }
+            let failure: RedisError? = state.withLock { state in
+                state.arrivingWaiterIDs.remove(id)
+                let expired = state.expiredWaiterIDs.remove(id) != nil
+                if state.isShutdown { return Self.shutdownError(configuration) }
                 // A connection may have come back between the decision and now.
                 while let connection = state.idle.popLast() {
                     if connection.isActive {
                         continuation.resume(returning: connection)
-                        return false
+                        return nil
                     }
                     state.count -= 1
                 }
+                if expired { return exhausted }
                 state.waiters.append(Waiter(id: id, continuation: continuation))
-                return false
+                return nil
             }
-            if shutdown { continuation.resume(throwing: Self.shutdownError(configuration)) }
+            if let failure { continuation.resume(throwing: failure) }
         }
     }
 
