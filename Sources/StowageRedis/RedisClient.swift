@@ -122,6 +122,11 @@ public final class RedisClient: RedisCommandExecuting {
         RedisSubscription(channels: channels, configuration: configuration) { [configuration] in [configuration] }
     }
 
+    /// The configuration the client opens its connections with: ``configuration`` on the
+    /// client's one event loop. A connection opened beside the pool's (the shared tier's tracking
+    /// connection) uses it to live on that loop too, where ``taskExecutor``'s tasks run.
+    package var connectionConfiguration: RedisConfiguration { pool.configuration }
+
     /// Open connections, idle and in use.
     public var connectionCount: Int { pool.connectionCount }
 

@@ -132,7 +132,7 @@ public final class RedisSharedTier: SharedCacheTier {
         let (signals, signal) = AsyncStream.makeStream(of: InvalidationSignal.self)
         self.signals = signals
         if invalidations == .automatic, let single = client as? RedisClient {
-            tracker = InvalidationTracker(configuration: single.configuration, prefix: "\(namespace):{=") {
+            tracker = InvalidationTracker(configuration: single.connectionConfiguration, prefix: "\(namespace):{=") {
                 signal.yield(.tracker($0))
             }
         } else {
