@@ -48,22 +48,27 @@ final class BudgetWatchdog: Sendable {
     /// the background until its own command timeout ends it (a NIO send does not stop on task
     /// cancellation), its result dropped.
     ///
-    /// `body` runs in a task of its own so the caller can return before it does. The caller's
-    /// continuation is resumed exactly once: it is stored only in the table entry, which is
-    /// inserted before the body task exists (so before anything can look for it), and resumed
-    /// only by whoever removes that entry under the lock — the body task when it finishes, or the
-    /// watchdog when the deadline has passed. The lock lets one of them remove it; the other finds
-    /// it gone and does nothing. Neither can be skipped: the body task always ends in `finish`,
-    /// and the watchdog runs while the table holds any entry (it clears ``isWatching`` only under
-    /// the lock, on an empty table, and `register` starts a new one under the same lock), and
-    /// it cannot be cancelled (nothing holds its task). Debug builds use a checked continuation,
-    /// which traps on a second resume, so the tests would catch a broken proof.
+    /// `body` runs in a task of its own so the caller can return before it does: in the caller's
+    /// task it would hold the caller until the send ends, and cancelling does not end a send.
+    ///
+    /// The caller's continuation is resumed exactly once. It is stored only in the call's table
+    /// entry, which is inserted before the body task exists (so before anything can look for it),
+    /// and resumed only by whoever removes that entry under the lock: the body task when it
+    /// finishes, or the watchdog once the deadline has passed. The lock lets one of them remove
+    /// it; the other finds it gone and does nothing. Neither can be skipped: the body task always
+    /// ends in `finish`, and the watchdog runs while the table holds any entry (it clears
+    /// ``isWatching`` only under the lock, on an empty table, and `register` starts a new one
+    /// under the same lock) and cannot be cancelled (nothing holds its task). Debug builds use a
+    /// checked continuation, which traps on a second resume, so the tests would catch a broken
+    /// proof.
     func within<T: Sendable>(
         _ operation: String,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         try await withBudgetContinuation { (continuation: BudgetContinuation<T>) in
             let id = register(Waiter(continuation: continuation, operation: operation))
+            // Not `Task.immediate` (starting `body` on this thread up to its send): measured
+            // no faster on `shared-tier.get-1KiB` (median of three runs 12.3 µs per GET against 10.0).
             Task {
                 let result: Result<T, any Error>
                 do {
