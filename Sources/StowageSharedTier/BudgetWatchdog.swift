@@ -123,8 +123,8 @@ final class BudgetWatchdog: Sendable {
             }
             for waiter in expired { waiter.expire(budget: budget) }
             guard let wake else { return }
-            // Nothing cancels this task; if something did, the loop would still end once the
-            // table is empty, failing calls late rather than never.
+            // Nothing cancels this task (nothing holds it); if something did, the sleep would
+            // return at once and the loop spin until the table empties, still failing every call.
             try? await Task.sleep(until: wake, tolerance: tolerance, clock: .continuous)
         }
     }
