@@ -22,12 +22,15 @@ final class CircuitBreaker: Sendable {
     private let probe: @Sendable () async throws -> Void
     private let onClose = Mutex<(@Sendable () -> Void)?>(nil)
     private let logger: Logger
+    /// Bounds every call, the probes included, by ``RedisSharedTier/Options/requestBudget``.
+    private let watchdog: BudgetWatchdog
 
     /// - Parameter probe: Asks Redis something cheap; bounded by the request budget here.
     init(options: RedisSharedTier.Options, logger: Logger, probe: @escaping @Sendable () async throws -> Void) {
         self.options = options
         self.logger = logger
         self.probe = probe
+        watchdog = BudgetWatchdog(budget: options.requestBudget)
     }
 
     /// Runs `handler` each time the breaker closes after being open.
@@ -52,7 +55,7 @@ final class CircuitBreaker: Sendable {
             throw error
         }
         do {
-            return try await Self.within(options.requestBudget, operation: operation, body)
+            return try await within(operation, body)
         } catch {
             if Self.opens(on: error) { open(after: error, operation: operation) }
             throw error
@@ -95,7 +98,7 @@ final class CircuitBreaker: Sendable {
             do { try await clock.sleep(for: pause) } catch { return }
             guard isOpen else { return }
             do {
-                try await Self.within(options.requestBudget, operation: "probe", probe)
+                try await within("probe", probe)
                 close()
                 return
             } catch {
@@ -112,76 +115,12 @@ final class CircuitBreaker: Sendable {
             || error.code == .poolExhausted || error.code == .clusterUnavailable
     }
 
-    /// `body`'s result, or a `.timeout` error once `budget` has passed; `body` then goes on in
-    /// the background until its own command timeout ends it (a NIO send does not stop on task
-    /// cancellation), its result dropped.
-    static func within<T: Sendable>(
-        _ budget: Duration,
-        operation: String,
-        _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        let race = Race<T>()
-        return try await withCheckedThrowingContinuation { continuation in
-            race.begin(continuation)
-            Task {
-                do {
-                    race.finish(.success(try await body()))
-                } catch {
-                    race.finish(.failure(error))
-                }
-            }
-            race.setTimer(
-                Task {
-                    guard (try? await Task.sleep(for: budget)) != nil else { return }
-                    race.finish(
-                        .failure(
-                            RedisError(
-                                code: .timeout,
-                                message: "Redis did not answer \(operation) within the shared tier's request budget "
-                                    + "(\(budget)); raise RedisSharedTier.Options.requestBudget if Redis is slow "
-                                    + "rather than hung"
-                            )
-                        )
-                    )
-                }
-            )
-        }
-    }
-}
-
-/// The first of a call and its budget's timer to finish resumes the caller.
-private final class Race<T: Sendable>: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<T, any Error>?
-        var timer: Task<Void, Never>?
+    /// `body`'s result, or a `.timeout` error once the request budget has passed (see
+    /// ``BudgetWatchdog/within(_:_:)``).
+    func within<T: Sendable>(_ operation: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await watchdog.within(operation, body)
     }
 
-    private let state = Mutex(State())
-
-    func begin(_ continuation: CheckedContinuation<T, any Error>) {
-        state.withLock { $0.continuation = continuation }
-    }
-
-    /// Keeps `timer` to cancel when the call finishes first; cancels it if it already has.
-    func setTimer(_ timer: Task<Void, Never>) {
-        let isFinished = state.withLock { state in
-            if state.continuation == nil { return true }
-            state.timer = timer
-            return false
-        }
-        if isFinished { timer.cancel() }
-    }
-
-    func finish(_ result: Result<T, any Error>) {
-        let (continuation, timer) = state.withLock { state in
-            defer {
-                state.continuation = nil
-                state.timer = nil
-            }
-            return (state.continuation, state.timer)
-        }
-        guard let continuation else { return }
-        timer?.cancel()
-        continuation.resume(with: result)
-    }
+    /// Whether the watchdog that times calls out runs now; it stops once no call is in flight.
+    var isWatchdogRunning: Bool { watchdog.isWatching }
 }
