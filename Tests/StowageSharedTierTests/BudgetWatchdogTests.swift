@@ -140,7 +140,9 @@ struct BudgetWatchdogTests {
             }
         }
         #expect(successes + timeouts == 1_000)
-        #expect(successes > 0 && timeouts > 0, "\(successes) successes, \(timeouts) timeouts")
+        // On a quiet machine both kinds come back; with every suite running at once on 2 cores
+        // the bodies may not even start within 20 ms, and all calls time out.
+        #expect(timeouts > 0, "\(successes) successes, \(timeouts) timeouts")
         #expect(watchdog.callsInFlight == 0)
         // The late bodies finish too, their results dropped.
         try await eventually(timeout: .seconds(30)) { bodiesFinished.value.load(ordering: .relaxed) == 1_000 }
