@@ -122,14 +122,19 @@ struct SharedTierScenario: Scenario {
         for iteration in 0..<min(context.iterations, 3) {
             let shift = iteration % contenders.count
             for contender in contenders[shift...] + contenders[..<shift] {
-                if contender == 0 {
+                if contender == 0 || contender == 3 {
                     let (seconds, matches) = try await measure(
                         tier: tier,
                         client: client,
                         value: value,
-                        operations: operations
+                        operations: operations,
+                        onClientExecutor: contender == 0
                     )
-                    stowageTimes.append(seconds * 1e9 / Double(operations))
+                    if contender == 0 {
+                        stowageTimes.append(seconds * 1e9 / Double(operations))
+                    } else {
+                        globalExecutorTimes.append(seconds * 1e9 / Double(operations))
+                    }
                     ok = ok && matches
                 } else if contender == 1 {
                     let rates = try server.benchmark(
@@ -139,7 +144,7 @@ struct SharedTierScenario: Scenario {
                         requests: operations
                     )
                     baselineTimes.append(1e9 / rates[operation == .get ? "GET" : "SET"]!)
-                } else if contender == 2, let floorClient {
+                } else if let floorClient {
                     let (seconds, matches) = try await measureFloor(
                         floorClient,
                         executor: client.taskExecutor,
@@ -147,16 +152,6 @@ struct SharedTierScenario: Scenario {
                         operations: operations
                     )
                     floorTimes.append(seconds * 1e9 / Double(operations))
-                    ok = ok && matches
-                } else {
-                    let (seconds, matches) = try await measure(
-                        tier: tier,
-                        client: client,
-                        value: value,
-                        operations: operations,
-                        onClientExecutor: false
-                    )
-                    globalExecutorTimes.append(seconds * 1e9 / Double(operations))
                     ok = ok && matches
                 }
             }
