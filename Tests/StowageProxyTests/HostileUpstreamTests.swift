@@ -107,7 +107,9 @@ import Testing
             // deadline, a 504. Never a completed response.
             #expect(outcome == nil || outcome?.head.hasPrefix("HTTP/1.1 504") == true, "\(outcome?.head ?? "")")
             #expect(started.duration(to: .now) < .seconds(28))
-            #expect(try await h.get("/good").text == "fine")
+            // The proxy still serves. On a machine starved by every suite at once, the first
+            // try may itself outlast the 1 s upstream timeout (a 504), so it may try again.
+            try await eventually(timeout: .seconds(30)) { (try? await h.get("/good").text) == "fine" }
         }
     }
 }

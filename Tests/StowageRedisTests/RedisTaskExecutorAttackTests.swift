@@ -46,15 +46,15 @@ struct RedisTaskExecutorAttackTests {
         configuration.poolWaitTimeout = .milliseconds(150)
         let client = RedisClient(configuration: configuration)
         let start = ContinuousClock.now
-        // Two callers hold both connections for 3 s; the other two must fail after about 150 ms,
-        // long before either connection comes back (2.5 s leaves room for a loaded machine).
+        // Two callers hold both connections for 10 s; the other two must fail after about 150 ms,
+        // long before either connection comes back (8 s leaves room for a loaded machine).
         let outcomes = try await withThrowingTaskGroup(of: (RedisError.Code?, Duration).self) { group in
             for _ in 0..<4 {
                 group.addTask(executorPreference: client.taskExecutor) {
                     do {
                         try await client.withConnection { connection in
                             try await connection.send(.ping)
-                            try await Task.sleep(for: .seconds(3))
+                            try await Task.sleep(for: .seconds(10))
                         }
                         return (nil, ContinuousClock.now - start)
                     } catch let error as RedisError {
@@ -67,7 +67,7 @@ struct RedisTaskExecutorAttackTests {
         #expect(outcomes.filter { $0.0 == nil }.count == 2)
         let exhausted = outcomes.filter { $0.0 == .poolExhausted }
         #expect(exhausted.count == 2)
-        #expect(exhausted.allSatisfy { $0.1 < .milliseconds(2_500) }, "\(exhausted)")
+        #expect(exhausted.allSatisfy { $0.1 < .seconds(8) }, "\(exhausted)")
         await client.shutdown()
     }
 
@@ -317,27 +317,39 @@ struct RedisTaskExecutorAttackTests {
         try await group.shutdownGracefully()
     }
 
-    @Test("callers on the executor end, and do not hang, when the event loop group shuts down under them")
+    @Test("callers on the executor whose pipelines are in flight end, and do not hang, when the group shuts down")
     func groupShutsDownUnderCallers() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var configuration = server.configuration
         configuration.eventLoopGroup = group
-        configuration.reconnectBackoff = .init(initial: .milliseconds(5), maximum: .milliseconds(10))
+        configuration.multiplexedConnections = 1
         let client = RedisClient(configuration: configuration)
         try await client.send(.ping)
+        // Every caller's pipeline is in flight on the one open connection when the group goes:
+        // the server is stopped, so none is answered. (A caller that needed a new connection
+        // after the group had gone would not complete: NIO cannot connect on a shut-down group,
+        // as the guide says; shut the client down first.)
+        server.suspend()
+        defer { server.resume() }
+        let sent = SentCount()
         let callers = (0..<8).map { caller in
             Task(executorPreference: client.taskExecutor) {
-                for round in 0..<1_000_000 {
-                    _ = try await client.pipeline([.set("g\(caller)", value: RedisArgument("\(round)")), .ping])
-                }
+                // Counted in the job that then enqueues the pipeline on the loop, without a
+                // suspension in between: the loop finishes that job before it starts shutting down.
+                sent.value.add(1, ordering: .relaxed)
+                return try await client.pipeline([.set("g\(caller)", value: "v"), .ping])
             }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        let deadline = ContinuousClock.now + .seconds(30)
+        while sent.value.load(ordering: .relaxed) < 8 {
+            try #require(ContinuousClock.now < deadline, "the callers did not start")
+            try await Task.sleep(for: .milliseconds(5))
+        }
         try await group.shutdownGracefully()
         for caller in callers {
-            #expect(await outcome(within: .seconds(5)) { try await caller.value } != nil, "a caller hung")
+            #expect(await outcome(within: .seconds(10)) { try await caller.value } != nil, "a caller hung")
         }
     }
 }
@@ -455,4 +467,8 @@ final class FakeServer: Sendable {
     }
 
     func stop() { channel.close(promise: nil) }
+}
+
+private final class SentCount: Sendable {
+    let value = Atomic<Int>(0)
 }
