@@ -45,7 +45,13 @@ struct WipeCrashTests {
             try process.run()
             await BlockingWork.run {
                 let deadline = Date().addingTimeInterval(30)
-                while !FileManager.default.fileExists(atPath: journal.path), process.isRunning, Date() < deadline {
+                // The journal first, then ada's data moved out of place, then the deletions: wait
+                // for the move (a kill between journal and move leaves the data in place for the
+                // next open to wipe, which a loaded machine made this test see).
+                while !FileManager.default.fileExists(atPath: journal.path)
+                    || FileManager.default.fileExists(atPath: ada.dataDirectory.path),
+                    process.isRunning, Date() < deadline
+                {
                     usleep(200)
                 }
                 usleep(5_000)  // into the deletions
