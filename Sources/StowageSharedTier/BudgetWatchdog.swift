@@ -1,3 +1,4 @@
+import StowageCore
 import StowageRedis
 import Synchronization
 
@@ -19,7 +20,8 @@ import Synchronization
 /// has no wake-ups at all.
 final class BudgetWatchdog: Sendable {
     private struct Call {
-        let deadline: ContinuousClock.Instant
+        /// Time on ``clock`` at which the call runs out of its budget.
+        let deadline: Duration
         let waiter: any ExpiringWaiter
     }
 
@@ -32,10 +34,14 @@ final class BudgetWatchdog: Sendable {
 
     /// Longest one call may take.
     let budget: Duration
+    /// What the budget is measured by: real time (``RedisSharedTier/Options/requestBudgetClock``),
+    /// or a clock a test advances.
+    private let clock: ElapsedClock
     private let state = Mutex(State())
 
-    init(budget: Duration) {
+    init(budget: Duration, clock: ElapsedClock = .continuous) {
         self.budget = budget
+        self.clock = clock
     }
 
     /// Whether the watchdog task runs now (tests check that it stops once no call is in flight).
@@ -85,7 +91,7 @@ final class BudgetWatchdog: Sendable {
         let (id, startsWatching) = state.withLock { state in
             let id = state.nextID
             state.nextID &+= 1
-            state.calls[id] = Call(deadline: .now + budget, waiter: waiter)
+            state.calls[id] = Call(deadline: clock.now + budget, waiter: waiter)
             defer { state.isWatching = true }
             return (id, !state.isWatching)
         }
@@ -101,14 +107,14 @@ final class BudgetWatchdog: Sendable {
     private func watch() async {
         let tolerance = budget / 8
         while true {
-            let (expired, wake) = state.withLock { state -> ([any ExpiringWaiter], ContinuousClock.Instant?) in
+            let (expired, wake) = state.withLock { state -> ([any ExpiringWaiter], Duration?) in
                 guard !state.calls.isEmpty else {
                     state.isWatching = false
                     return ([], nil)
                 }
-                let now = ContinuousClock.now
+                let now = clock.now
                 var expired: [any ExpiringWaiter] = []
-                var earliest: ContinuousClock.Instant?
+                var earliest: Duration?
                 for (id, call) in state.calls {
                     if call.deadline <= now {
                         expired.append(call.waiter)
@@ -125,7 +131,7 @@ final class BudgetWatchdog: Sendable {
             guard let wake else { return }
             // Nothing cancels this task (nothing holds it); if something did, the sleep would
             // return at once and the loop spin until the table empties, still failing every call.
-            try? await Task.sleep(until: wake, tolerance: tolerance, clock: .continuous)
+            try? await clock.sleep(until: wake, tolerance: tolerance)
         }
     }
 }

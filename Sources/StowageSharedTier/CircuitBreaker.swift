@@ -1,4 +1,5 @@
 import Logging
+import StowageCore
 import StowageRedis
 import Synchronization
 
@@ -30,7 +31,7 @@ final class CircuitBreaker: Sendable {
         self.options = options
         self.logger = logger
         self.probe = probe
-        watchdog = BudgetWatchdog(budget: options.requestBudget)
+        watchdog = BudgetWatchdog(budget: options.requestBudget, clock: ElapsedClock(options.requestBudgetClock))
     }
 
     /// Runs `handler` each time the breaker closes after being open.
@@ -123,4 +124,7 @@ final class CircuitBreaker: Sendable {
 
     /// Whether the watchdog that times calls out runs now; it stops once no call is in flight.
     var isWatchdogRunning: Bool { watchdog.isWatching }
+
+    /// How many calls the watchdog times now (tests wait for their calls to be in its table).
+    var callsInBudget: Int { watchdog.callsInFlight }
 }

@@ -25,6 +25,10 @@ extension RedisSharedTier {
         /// What the pauses between probes are measured by. Default `ContinuousClock()`; tests pass
         /// a clock they advance.
         public var probeClock: any Clock<Duration> = ContinuousClock()
+        /// What ``requestBudget`` is measured by. Default `ContinuousClock()`, real time, as the
+        /// network runs on; tests pass a clock they advance, so a call runs out of its budget when
+        /// the test says, not when a loaded machine happens to get there.
+        public var requestBudgetClock: any Clock<Duration> = ContinuousClock()
 
         /// The defaults described on each property.
         public init() {}

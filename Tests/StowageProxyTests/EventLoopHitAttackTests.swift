@@ -441,12 +441,13 @@ import Glibc
     func upstreamThatAlwaysCloses() async throws {
         let closer = try EarlyAnsweringOrigin(.closeEveryUnanswered)
         defer { closer.stop() }
-        try await ProxyHarness.run(upstream: closer.baseURL, script: { _ in .init() }) { h in
-            let started = ContinuousClock.now
+        // An hour's upstream timeout: a 502 that comes at all came from the closed connections,
+        // not from waiting the timeout out, however slowly a loaded machine runs the proxy.
+        try await ProxyHarness.run(upstreamTimeout: .seconds(3_600), upstream: closer.baseURL, script: { _ in .init() })
+        {
+            h in
             let reply = try await h.get("/any")
-            let took = ContinuousClock.now - started
             #expect(reply.status == 502)
-            #expect(took < .seconds(10), "took \(took)")
             #expect(closer.requestCount <= 2, "\(closer.requestCount) request heads for one GET")
             let post = try await h.get("/any", method: .POST, body: Array("x".utf8))
             #expect(post.status == 502)

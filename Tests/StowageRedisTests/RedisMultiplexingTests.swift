@@ -158,7 +158,9 @@ struct RedisShutdownDuringHandshakeTests {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         var configuration = server.configuration
-        configuration.connectTimeout = .seconds(30)
+        // An hour: a caller that fails with `.shutdown` before then was failed by the shutdown,
+        // however slowly a loaded machine runs it; no bound on real time is needed to tell.
+        configuration.connectTimeout = .seconds(3_600)
         for shared in [0, 2] {
             configuration.multiplexedConnections = shared
             let client = RedisClient(configuration: configuration)
@@ -166,13 +168,11 @@ struct RedisShutdownDuringHandshakeTests {
             server.suspend()
             let callers = (0..<3).map { _ in Task { try await client.send(.ping) } }
             try await Task.sleep(for: .milliseconds(200))
-            let start = ContinuousClock.now
             await client.shutdown()
             for caller in callers {
                 let error = await #expect(throws: RedisError.self) { try await caller.value }
                 #expect(error?.code == .shutdown, "\(String(describing: error))")
             }
-            #expect(ContinuousClock.now - start < .seconds(10), "callers waited for the 30 s connect timeout")
             server.resume()
         }
     }
