@@ -130,12 +130,16 @@ import Testing
 
     @Test("stale-if-error: with the origin down, a stale response within the window is served")
     func staleIfErrorOriginDown() async throws {
-        try await withClient(script: { _ in
-            .init(fields: [("Cache-Control", "max-age=1, stale-if-error=3600")], body: "fallback")
-        }) { client, origin in
+        let clock = ManualClock(startingAt: Date())
+        try await withClient(
+            configure: { $0.clock = clock.cacheClock },
+            script: { _ in
+                .init(fields: [("Cache-Control", "max-age=1, stale-if-error=3600")], body: "fallback")
+            }
+        ) { client, origin in
             _ = try await text(try await client.execute(get(origin)))
             await origin.stop()
-            try await Task.sleep(for: .milliseconds(2_100))
+            clock.advance(by: .seconds(2))
             let served = try await client.execute(get(origin))
             #expect(served.outcome == .stale)
             #expect(try await text(served) == "fallback")

@@ -4,6 +4,7 @@ import NIOHTTP1
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
+import StowageTestSupport
 import Testing
 
 @testable import StowageProxy
@@ -44,31 +45,40 @@ import Testing
                 ? .init(fields: [("Cache-Control", "max-age=1, must-revalidate")], body: "v1")
                 : .init(status: 503, body: "down")
         }
+        let clock = ManualClock(startingAt: Date())
         try await ProxyHarness.run(
-            configure: { $0.cache.rules.staleIfErrorGrace = .seconds(3_600) },
+            configure: {
+                $0.cache.rules.staleIfErrorGrace = .seconds(3_600)
+                $0.cache.clock = clock.cacheClock
+            },
             script: script
         ) { h in
             _ = try await h.get("/page")
-            try await Task.sleep(for: .milliseconds(2_100))
+            clock.advance(by: .seconds(2))
             let stale = try await h.get("/page")
             #expect(stale.status == 200 && stale.text == "v1")
             #expect(stale.cacheStatus.contains("fwd-status=503"), "\(stale.cacheStatus)")
         }
-        try await ProxyHarness.run(script: script) { h in
+        let laterClock = ManualClock(startingAt: Date())
+        try await ProxyHarness.run(configure: { $0.cache.clock = laterClock.cacheClock }, script: script) { h in
             _ = try await h.get("/page")
-            try await Task.sleep(for: .milliseconds(2_100))
+            laterClock.advance(by: .seconds(2))
             #expect(try await h.get("/page").status == 503, "without the grace must-revalidate forbids it")
         }
     }
 
     @Test("proxy_cache_use_stale updating + background_update: stale is served at once and refreshed behind it")
     func staleWhileUpdating() async throws {
+        let clock = ManualClock(startingAt: Date())
         try await ProxyHarness.run(
-            configure: { $0.cache.rules.staleWhileUpdatingGrace = .seconds(3_600) },
+            configure: {
+                $0.cache.rules.staleWhileUpdatingGrace = .seconds(3_600)
+                $0.cache.clock = clock.cacheClock
+            },
             script: { r in .init(fields: [("Cache-Control", "max-age=1")], body: "v\(r.index)") }
         ) { h in
             _ = try await h.get("/feed")
-            try await Task.sleep(for: .milliseconds(2_100))
+            clock.advance(by: .seconds(2))
             let stale = try await h.get("/feed")
             #expect(stale.text == "v1")
             #expect(stale.cacheStatus.hasPrefix("stowage; hit"), "served from the cache: \(stale.cacheStatus)")
