@@ -341,7 +341,7 @@ let package = Package(
             name: "StowageTestWorker",
             dependencies: [
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageStores", "StowageSharedTier",
-                "StowageRedis", "StowageHTTPCache", "StowageCookies", "StowageTestSupport",
+                "StowageRedis", "StowageHTTPCache", "StowageCookies", "StowageHousekeeping", "StowageTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             path: "Tests/StowageTestWorker",

@@ -63,29 +63,55 @@ static void stowage_fill_from_stat(const struct stat *source, struct stowage_fil
     status->birth_nanoseconds = 0;
     status->has_birth_time = 0;
 #endif
+    status->mount_id = 0;
+    status->has_mount_id = 0;
 }
+
+// STATX_MNT_ID (Linux 5.8) tells two mounts of one device apart: a bind mount of a directory
+// of the same file system has the same st_dev, so only the mount ID shows the boundary that
+// `rm --one-file-system` and `du -x` must not cross.
+#if defined(__linux__) && defined(STATX_BTIME)
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+static int stowage_statx(int directory, const char *name, int flags, struct stowage_file_status *status) {
+    struct statx extended;
+    if (statx(directory, name, flags, STATX_BASIC_STATS | STATX_BTIME | STATX_MNT_ID, &extended) != 0) return -1;
+    status->mode = extended.stx_mode;
+    status->link_count = extended.stx_nlink;
+    status->inode = extended.stx_ino;
+    status->device = makedev(extended.stx_dev_major, extended.stx_dev_minor);
+    status->blocks = (long long)extended.stx_blocks;
+    status->size = (long long)extended.stx_size;
+    status->modification_seconds = extended.stx_mtime.tv_sec;
+    status->modification_nanoseconds = extended.stx_mtime.tv_nsec;
+    status->has_birth_time = (extended.stx_mask & STATX_BTIME) ? 1 : 0;
+    status->birth_seconds = status->has_birth_time ? extended.stx_btime.tv_sec : 0;
+    status->birth_nanoseconds = status->has_birth_time ? extended.stx_btime.tv_nsec : 0;
+    status->has_mount_id = (extended.stx_mask & STATX_MNT_ID) ? 1 : 0;
+    status->mount_id = status->has_mount_id ? extended.stx_mnt_id : 0;
+    return 0;
+}
+#endif
 
 int stowage_status_at(int directory, const char *name, struct stowage_file_status *status) {
 #if defined(__linux__) && defined(STATX_BTIME)
-    struct statx extended;
-    if (statx(directory, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &extended) == 0) {
-        status->mode = extended.stx_mode;
-        status->link_count = extended.stx_nlink;
-        status->inode = extended.stx_ino;
-        status->device = makedev(extended.stx_dev_major, extended.stx_dev_minor);
-        status->blocks = (long long)extended.stx_blocks;
-        status->size = (long long)extended.stx_size;
-        status->modification_seconds = extended.stx_mtime.tv_sec;
-        status->modification_nanoseconds = extended.stx_mtime.tv_nsec;
-        status->has_birth_time = (extended.stx_mask & STATX_BTIME) ? 1 : 0;
-        status->birth_seconds = status->has_birth_time ? extended.stx_btime.tv_sec : 0;
-        status->birth_nanoseconds = status->has_birth_time ? extended.stx_btime.tv_nsec : 0;
-        return 0;
-    }
+    if (stowage_statx(directory, name, AT_SYMLINK_NOFOLLOW, status) == 0) return 0;
     if (errno != ENOSYS) return -1;
 #endif
     struct stat plain;
     if (fstatat(directory, name, &plain, AT_SYMLINK_NOFOLLOW) != 0) return -1;
+    stowage_fill_from_stat(&plain, status);
+    return 0;
+}
+
+int stowage_status_of(int descriptor, struct stowage_file_status *status) {
+#if defined(__linux__) && defined(STATX_BTIME)
+    if (stowage_statx(descriptor, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, status) == 0) return 0;
+    if (errno != ENOSYS) return -1;
+#endif
+    struct stat plain;
+    if (fstat(descriptor, &plain) != 0) return -1;
     stowage_fill_from_stat(&plain, status);
     return 0;
 }

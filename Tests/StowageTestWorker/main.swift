@@ -7,6 +7,7 @@
 //   StowageTestWorker shared-tier …    a second shared-tier node (SharedTierWorkerCommand)
 //   StowageTestWorker http-cache …     an HTTP cache with no directory (HTTPCacheWorkerCommand)
 //   StowageTestWorker cookies …        a cookie store killed mid-write (CookiesWorkerCommand)
+//   StowageTestWorker removals …       removals beside a mount, in a private mount namespace (RemovalsWorkerCommand)
 import Foundation
 
 #if canImport(Glibc)
@@ -31,7 +32,13 @@ case "stores":
 case "shared-tier": await SharedTierWorkerCommand.run(arguments)
 case "http-cache": await HTTPCacheWorkerCommand.run(arguments)
 case "cookies": CookiesWorkerCommand.run(arguments)
-default: fail("usage: StowageTestWorker cache|preferences|stores|shared-tier|http-cache|cookies ARGUMENTS…")
+case "removals":
+    do {
+        try await RemovalsWorkerCommand.run(arguments)
+    } catch {
+        fail("\(error)")
+    }
+default: fail("usage: StowageTestWorker cache|preferences|stores|shared-tier|http-cache|cookies|removals ARGUMENTS…")
 }
 
 /// Unbuffered, so the parent sees each line as soon as it is written.

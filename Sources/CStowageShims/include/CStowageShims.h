@@ -55,12 +55,20 @@ struct stowage_file_status {
     long long birth_nanoseconds;
     /// 1 when the file system reported a birth time, 0 when it has none.
     int has_birth_time;
+    /// The mount's unique ID (`statx`'s `stx_mnt_id`): two bind mounts of one device differ here.
+    unsigned long long mount_id;
+    /// 1 when `mount_id` was reported (Linux 5.8+), 0 elsewhere.
+    int has_mount_id;
 };
 
 /// Examines `name` in the directory open at `directory` without following a final symbolic
 /// link: `statx(2)` with the birth time on Linux (falling back to `fstatat` where the kernel has
 /// no statx), `fstatat` with `st_birthtimespec` on Apple platforms. Returns 0 or -1 with errno.
 int stowage_status_at(int directory, const char *name, struct stowage_file_status *status);
+
+/// Examines the file open at `descriptor` itself, as `stowage_status_at` examines an entry
+/// (`statx` with `AT_EMPTY_PATH`, `fstat` where there is none). Returns 0 or -1 with errno.
+int stowage_status_of(int descriptor, struct stowage_file_status *status);
 
 /// Opens `path` (relative, no `..`) below the directory open at `directory` without following a
 /// symbolic link anywhere on the way; -1 with `errno` (`ELOOP` for a link, `ENOSYS` where the

@@ -10,7 +10,9 @@ struct ReportCommand: AsyncParsableCommand {
         commandName: "report",
         abstract: "Show a container's locations (path, size, marks, capacity) and every store in it.",
         discussion: """
-            Missing locations are created first, with their marks, as on any first use. The stores \
+            Missing locations are created first, with their marks, as on any first use. A location's size \
+            stays on its file system, as du -x: a tree mounted inside it (another device, or a bind mount \
+            of the same one) is not counted, since no clear or purge removes it. The stores \
             table lists each disk cache (from its index), loose cache files, purgeable directory, \
             preference suite, the secret store, each user database and temporary files, with their \
             category (durable, regenerable, temporary). --json adds them under "account".

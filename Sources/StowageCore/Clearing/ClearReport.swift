@@ -7,7 +7,10 @@ public struct ClearReport: Sendable, Hashable, Codable {
     /// Allocated bytes (`st_blocks × 512`) of removed files whose last link was removed: the
     /// space the file system got back.
     public var bytesFreed: ByteCount = .zero
-    /// Entries that could not be removed, with the reason; empty when everything went.
+    /// Entries that could not be removed, with the reason; empty when everything went. A mount
+    /// point inside the directory is left whole and listed here as
+    /// `"skipped: another file system"` (``Failure/isOtherFileSystem``), as
+    /// `rm --one-file-system` skips it and exits non-zero.
     public var failures: [Failure] = []
 
     /// An entry that could not be removed.
@@ -18,6 +21,9 @@ public struct ClearReport: Sendable, Hashable, Codable {
         public var message: String
         /// The text logs and messages show.
         public var description: String { "\(path): \(message)" }
+        /// Whether the entry is a mount point of another file system or mount, left in place with
+        /// everything under it on purpose (message `"skipped: another file system"`).
+        public var isOtherFileSystem: Bool { message == FileSystemBoundary.skipMessage }
 
         /// Creates a failure record.
         public init(path: String, message: String) {

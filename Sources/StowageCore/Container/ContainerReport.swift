@@ -65,7 +65,9 @@ extension Container {
         var locations: [ContainerReport.LocationReport] = []
         for location in Location.allCases {
             let url = try await directory(for: location)
-            let usage = try await DiskUsage.measure(url)
+            // `du -x`: a mount inside a location is not the location's, and no clear or purge
+            // removes it, so its bytes are not counted as the location's.
+            let usage = try await DiskUsage.measure(url, options: DiskUsage.Options(staysOnFileSystem: true))
             locations.append(
                 ContainerReport.LocationReport(
                     location: location,

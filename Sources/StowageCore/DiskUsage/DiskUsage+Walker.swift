@@ -22,6 +22,8 @@ struct TreeWalker {
     private let options: DiskUsage.Options
     private let cancellation: CancellationFlag?
     private var rootDevice: UInt64 = 0
+    /// The measured directory's file system and mount, with ``DiskUsage/Options/staysOnFileSystem``.
+    private var rootBoundary: FileSystemBoundary?
     /// Files with more than one link seen so far, so each is counted once (like `du`).
     private var seenLinks = Set<FileIdentity>()
     private var issues: [DiskUsage.Issue] = []
@@ -63,6 +65,7 @@ struct TreeWalker {
                 report(rootPath, "cannot read directory", .current)
             } else {
                 defer { levels.forEach { close($0.descriptor) } }  // when cancelled
+                if options.staysOnFileSystem { rootBoundary = FileSystemBoundary(descriptor: descriptor) }
                 try push("", descriptor, totals: totals)
                 totals = try walk()
             }
@@ -123,6 +126,12 @@ struct TreeWalker {
         totals.count(status)
         if type == .directory {
             let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            // A bind mount of the same device has the root's st_dev: its mount ID tells (one
+            // fstat per directory, none per file).
+            if child >= 0, let rootBoundary, !rootBoundary.contains(descriptor: child) {
+                close(child)
+                return
+            }
             if child >= 0 {
                 try push(String(cString: name), child, totals: totals)
                 return

@@ -77,7 +77,11 @@ public struct DiskUsage: Sendable, Hashable, Codable {
 
     /// What to measure and how.
     public struct Options: Sendable, Hashable {
-        /// Skip entries on other file systems than the measured path's, like `du -x`. Default `false`.
+        /// Skip entries on other file systems than the measured path's, like `du -x`, and also
+        /// directories bind-mounted from the same device (which `du -x` counts, comparing only
+        /// `st_dev`): what stays is what clearing the directory could free, since no removal
+        /// crosses a mount. Default `false`, as plain `du`; ``Container/report(reserves:backupAudit:)``
+        /// measures its locations with it set.
         public var staysOnFileSystem: Bool
         /// Fill ``DiskUsage/children`` with a breakdown per immediate child. Default `false`.
         public var includesChildren: Bool

@@ -52,7 +52,13 @@ package enum ConfinedResolver {
         guard let rootDescriptor = try container.openLocationDirectory(path.location, creating: creating) else {
             return .missing(path: path.url(in: container).fileSystemPath)
         }
-        let root = OpenDirectory(descriptor: rootDescriptor, path: rootPath)
+        // Everything resolved here carries the location's file system: a removal below a mount
+        // inside the location skips it (FileSystemBoundary).
+        let root = OpenDirectory(
+            descriptor: rootDescriptor,
+            path: rootPath,
+            boundary: FileSystemBoundary(descriptor: rootDescriptor)
+        )
         let realRoot = Container.realPath(of: rootDescriptor)
 
         var stack: [OpenDirectory] = [root]

@@ -20,6 +20,9 @@ package struct FileStatus: Sendable {
     package var modificationTime: Double
     /// The birth time in seconds since 1970, `nil` where the file system has none.
     package var birthTime: Double?
+    /// The unique ID of the mount the entry is on (`statx`'s `stx_mnt_id`, Linux 5.8+); `nil`
+    /// where the system does not report one (Apple platforms, older kernels).
+    package var mountID: UInt64?
 
     /// The kind of entry.
     package var type: FileType {
@@ -34,7 +37,25 @@ package struct FileStatus: Sendable {
     package static func at(_ directory: Int32, _ name: UnsafePointer<CChar>) -> FileStatus? {
         var raw = stowage_file_status()
         guard stowage_status_at(directory, name, &raw) == 0 else { return nil }
-        return FileStatus(
+        return FileStatus(raw)
+    }
+
+    /// Examines the file or directory open at `descriptor`; `nil` with `errno` set on failure.
+    package static func of(_ descriptor: Int32) -> FileStatus? {
+        var raw = stowage_file_status()
+        guard stowage_status_of(descriptor, &raw) == 0 else { return nil }
+        return FileStatus(raw)
+    }
+
+    /// Examines `name` in the directory open at `directory`; `nil` with `errno` set on failure.
+    package static func at(_ directory: Int32, _ name: String) -> FileStatus? {
+        name.withCString { at(directory, $0) }
+    }
+}
+
+extension FileStatus {
+    fileprivate init(_ raw: stowage_file_status) {
+        self.init(
             mode: UInt32(raw.mode),
             linkCount: UInt64(raw.link_count),
             identity: FileIdentity(device: UInt64(raw.device), inode: UInt64(raw.inode)),
@@ -42,12 +63,8 @@ package struct FileStatus: Sendable {
             size: Int64(raw.size),
             modificationTime: Double(raw.modification_seconds) + Double(raw.modification_nanoseconds) / 1e9,
             birthTime: raw.has_birth_time != 0
-                ? Double(raw.birth_seconds) + Double(raw.birth_nanoseconds) / 1e9 : nil
+                ? Double(raw.birth_seconds) + Double(raw.birth_nanoseconds) / 1e9 : nil,
+            mountID: raw.has_mount_id != 0 ? UInt64(raw.mount_id) : nil
         )
-    }
-
-    /// Examines `name` in the directory open at `directory`; `nil` with `errno` set on failure.
-    package static func at(_ directory: Int32, _ name: String) -> FileStatus? {
-        name.withCString { at(directory, $0) }
     }
 }

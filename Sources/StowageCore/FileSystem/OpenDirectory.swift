@@ -13,11 +13,30 @@ package final class OpenDirectory: Sendable {
     package let descriptor: Int32
     /// The directory's path, for messages only; never passed to a system call after opening.
     package let path: String
+    /// The file system of the directory a walk started from (a container location, say), kept by
+    /// every child opened with ``openChild(_:)``: removals and measures below it stay inside it
+    /// (``TreeRemoval``, ``TreeMeasure``). `nil`: this directory's own.
+    package let boundary: FileSystemBoundary?
 
     /// Adopts `descriptor`, which this object closes.
-    package init(descriptor: Int32, path: String) {
+    ///
+    /// - Parameter boundary: The file system walks from here must stay on; `nil` for the
+    ///   directory's own.
+    package init(descriptor: Int32, path: String, boundary: FileSystemBoundary? = nil) {
         self.descriptor = descriptor
         self.path = path
+        self.boundary = boundary
+    }
+
+    /// ``boundary``, or this directory's own file system where none was given; `nil` only when
+    /// the descriptor cannot be examined.
+    package var effectiveBoundary: FileSystemBoundary? {
+        boundary ?? FileSystemBoundary(descriptor: descriptor)
+    }
+
+    /// Whether this directory is on ``boundary`` (always, without one).
+    package var isInsideBoundary: Bool {
+        boundary?.contains(descriptor: descriptor) ?? true
     }
 
     deinit { close(descriptor) }
@@ -50,7 +69,7 @@ package final class OpenDirectory: Sendable {
     package func openChild(_ name: String) -> OpenDirectory? {
         let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard child >= 0 else { return nil }
-        return OpenDirectory(descriptor: child, path: Self.join(path, name))
+        return OpenDirectory(descriptor: child, path: Self.join(path, name), boundary: boundary)
     }
 
     /// The path of the entry `name`, for messages.

@@ -16,6 +16,12 @@ import Darwin
 /// Cancellation is checked before every removal: the walk stops between files, and what was
 /// removed stays removed.
 ///
+/// No removal leaves the file system it was given, as `rm --one-file-system` does: the boundary
+/// is the directory's ``OpenDirectory/boundary`` (a container location's, for paths resolved in
+/// it) or else the first directory's own file system. A directory found on another file system
+/// or mount (``FileSystemBoundary``) is neither emptied nor removed; it is reported in
+/// ``failures`` with ``FileSystemBoundary/skipMessage``, and its parent stays.
+///
 /// ``DirectoryClearing``, the cleaner, purgeable directories and user wipes all remove through
 /// this one type.
 package struct TreeRemoval {
@@ -29,6 +35,8 @@ package struct TreeRemoval {
     private let cancellation: CancellationFlag?
     private let measuresFreedBytes: Bool
     private let onRemoved: (Int) -> Void
+    /// The file system every removal stays on, fixed by the first directory the walk is given.
+    private var boundary: FileSystemBoundary?
 
     /// - Parameters:
     ///   - measuresFreedBytes: Examine every entry before removing it, to add up
@@ -53,7 +61,27 @@ package struct TreeRemoval {
     /// - Parameter type: `d_type` from the listing, or `DT_UNKNOWN`.
     /// - Throws: `CancellationError` only; failures are collected in ``failures``.
     package mutating func remove(_ name: String, type: UInt8 = UInt8(DT_UNKNOWN), in parent: OpenDirectory) throws {
+        guard admits(parent) else { return }
         try remove(Array(name.utf8CString), shownAs: name, type: type, in: parent)
+    }
+
+    /// Whether `directory` is on the walk's file system (its own ``OpenDirectory/boundary``, or
+    /// the one the first directory fixed); reports it skipped when it is not.
+    private mutating func admits(_ directory: OpenDirectory) -> Bool {
+        if let given = directory.boundary {
+            boundary = given
+        } else if boundary == nil {
+            guard let own = directory.effectiveBoundary else {
+                fail(directory.path, "cannot examine")
+                return false
+            }
+            boundary = own
+        }
+        guard let boundary, boundary.contains(descriptor: directory.descriptor) else {
+            skip(directory.path)
+            return false
+        }
+        return true
     }
 
     /// Removes the entry named by the NUL-terminated bytes `name`, as `remove(_:type:in:)` does.
@@ -73,6 +101,9 @@ package struct TreeRemoval {
             let emptied = levels.removeLast()
             if unlinkat(emptied.parent.descriptor, emptied.name, AT_REMOVEDIR) == 0 || errno == ENOENT {
                 removed(freeing: emptied.freed)
+            } else if errno == EBUSY, isOutside(emptied.name, in: emptied.parent) {
+                // Mounted on after it was opened: what was emptied is the directory underneath.
+                skip(emptied.parent.pathOf(emptied.shownName))
             } else if errno != ENOTEMPTY || failures.isEmpty {
                 // ENOTEMPTY after a failure inside is already reported by that failure.
                 fail(emptied.parent.pathOf(emptied.shownName), "cannot remove directory")
@@ -82,6 +113,7 @@ package struct TreeRemoval {
 
     /// Removes everything inside `directory`, keeping the entries named in `keeping`.
     package mutating func removeContents(of directory: OpenDirectory, keeping: Set<String> = []) throws {
+        guard admits(directory) else { return }
         for entry in try entriesToRemove(in: directory, keeping: keeping) {
             try remove(entry.rawName, shownAs: entry.name, type: entry.type, in: directory)
         }
@@ -129,6 +161,11 @@ package struct TreeRemoval {
                 removed(freeing: freed)
                 return nil
             }
+            // A file bind-mounted over this one (Linux refuses to unlink a mount point).
+            if errno == EBUSY, isOutside(name, in: parent) {
+                skip(parent.pathOf(shown))
+                return nil
+            }
             // Linux says EISDIR, POSIX allows EPERM, for a directory.
             guard errno == EISDIR || errno == EPERM, FileStatus.at(parent.descriptor, name)?.type == .directory else {
                 if errno != ENOENT { fail(parent.pathOf(shown), "cannot remove") } else { removed() }
@@ -145,7 +182,13 @@ package struct TreeRemoval {
             }
             return nil
         }
-        let directory = OpenDirectory(descriptor: child, path: parent.pathOf(shown))
+        let directory = OpenDirectory(descriptor: child, path: parent.pathOf(shown), boundary: boundary)
+        // Judged by the descriptor just opened: a mount point, or a directory swapped for one
+        // since it was listed, is left whole with everything under it.
+        guard directory.isInsideBoundary else {
+            skip(directory.path)
+            return nil
+        }
         let entries = try entriesToRemove(in: directory)
         return Level(parent: parent, name: name, shownName: shown, directory: directory, entries: entries, freed: freed)
     }
@@ -173,6 +216,17 @@ package struct TreeRemoval {
         removedCount += 1
         bytesFreed += freed
         onRemoved(removedCount)
+    }
+
+    private func isOutside(_ name: [CChar], in parent: OpenDirectory) -> Bool {
+        name.withUnsafeBufferPointer { boundary?.isOutside($0.baseAddress!, in: parent.descriptor) ?? false }
+    }
+
+    /// Leaves `path`, on another file system or mount, in place, and says so.
+    private mutating func skip(_ path: String) {
+        let skipped = ClearReport.Failure(path: path, message: FileSystemBoundary.skipMessage)
+        // Named once however many of a clean task's entries sit in it.
+        if !failures.contains(skipped) { failures.append(skipped) }
     }
 
     private mutating func fail(_ path: String, _ what: String) {

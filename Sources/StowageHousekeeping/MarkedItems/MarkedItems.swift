@@ -32,6 +32,11 @@ import StowageCore
 ///   below a marked directory is considered on its own.
 /// - Names that are not UTF-8 are skipped and reported: Stowage never removes what it cannot
 ///   name exactly.
+/// - **Never across a mount**, as `rm --one-file-system`: a mount point inside a location (a bind
+///   mount, even of the same device, a tmpfs, an overlay) is neither searched nor taken for a
+///   marked item, even when what is mounted there carries the mark; a marked directory holding one
+///   goes without it. The mount point is reported (`"PATH: skipped: another file system"`, in
+///   ``Scan/skipped`` and ``Report/failures``), and its bytes are not counted in the item's.
 public struct MarkedItems: Purging {
     /// The container whose locations are searched.
     public let container: Container
@@ -136,7 +141,8 @@ extension MarkedItems {
         public var bytesFreed: ByteCount
         /// Marked items left in place.
         public var remaining: Int
-        /// Items that could not be removed or examined, with the reason.
+        /// Items that could not be removed or examined, with the reason, and mount points left in
+        /// place (`"PATH: skipped: another file system"`).
         public var failures: [String]
         /// Whether the time limit stopped the work: ``remaining`` then counts the marked items
         /// found before it.

@@ -52,9 +52,10 @@ struct MarkedItemsWalk {
                 try cancellation?.check()
                 let candidate = found[next]
                 switch try remove(candidate) {
-                case .removed:
+                case .removed(let skipped):
                     removed.append(candidate.item)
                     freed += candidate.item.bytes
+                    failures += skipped
                 case .gone:
                     break
                 case .failed(let failure):
@@ -98,7 +99,13 @@ struct MarkedItemsWalk {
         var rootIdentities = Set<FileIdentity>()
         for location in Location.allCases {
             guard let descriptor = try container.openLocationDirectory(location, creating: false) else { continue }
-            let directory = OpenDirectory(descriptor: descriptor, path: container.url(for: location).fileSystemPath)
+            // The location's file system bounds the walk: a mount inside it is never searched,
+            // measured or removed (as `rm --one-file-system`), and is reported.
+            let directory = OpenDirectory(
+                descriptor: descriptor,
+                path: container.url(for: location).fileSystemPath,
+                boundary: FileSystemBoundary(descriptor: descriptor)
+            )
             guard let identity = Self.identity(of: descriptor) else { continue }
             // A location inside another (a temporary directory under caches) is walked once, as
             // itself, and never taken for a marked item of the other.
@@ -119,6 +126,11 @@ struct MarkedItemsWalk {
                         if errno != ENOENT {
                             skipped.append("\(pending.parent.pathOf(pending.name)): cannot open: \(Errno.current)")
                         }
+                        continue
+                    }
+                    // Judged by what was opened: a mount that appeared since the listing is skipped.
+                    guard opened.isInsideBoundary else {
+                        skipped.append("\(opened.path): \(FileSystemBoundary.skipMessage)")
                         continue
                     }
                     (directory, components) = (opened, pending.components)
@@ -177,6 +189,8 @@ struct MarkedItemsWalk {
         }
         // FIFOs, sockets and devices are never opened: opening some has effects.
         guard status.type != .other else { return .skip(nil) }
+        // A mount point (marked or not) and what is under it belong to another file system.
+        guard directory.boundary?.contains(status) ?? true else { return .skip(FileSystemBoundary.skipMessage) }
         guard seen.insert(status.identity).inserted else { return .skip(nil) }
         let flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY
         let descriptor = openat(directory.descriptor, name, flags | (status.type == .directory ? O_DIRECTORY : 0))
@@ -205,6 +219,7 @@ struct MarkedItemsWalk {
             var holdsLocation = false
             measure(
                 child,
+                boundary: directory.boundary,
                 bytes: &bytes,
                 newestFile: &newestFile,
                 holdsLocation: &holdsLocation,
@@ -232,6 +247,7 @@ struct MarkedItemsWalk {
     /// the tree.
     private func measure(
         _ root: OpenDirectory,
+        boundary: FileSystemBoundary?,
         bytes: inout Int64,
         newestFile: inout Double?,
         holdsLocation: inout Bool,
@@ -255,6 +271,8 @@ struct MarkedItemsWalk {
             try? OpenDirectory.forEachEntry(in: directory.descriptor, path: directory.path) { name, _ in
                 guard let status = FileStatus.at(directory.descriptor, name) else { return }
                 if roots.contains(status.identity) { holdsLocation = true }
+                // A mount inside stays when the item goes (TreeRemoval): it frees nothing.
+                guard boundary?.contains(status) ?? true else { return }
                 guard seen.insert(status.identity).inserted else { return }
                 bytes += Self.freeableBytes(status)
                 guard status.type == .directory else {
@@ -275,7 +293,8 @@ struct MarkedItemsWalk {
     // MARK: - Removing
 
     private enum Removal {
-        case removed
+        /// Removed, but for the mount points inside it, which are named.
+        case removed(skipped: [String])
         /// Gone before this walk reached it (another purge got there first): it frees nothing
         /// here, and the next item is tried.
         case gone
@@ -289,7 +308,8 @@ struct MarkedItemsWalk {
         }
         var parent = OpenDirectory(
             descriptor: locationDescriptor,
-            path: container.url(for: found.item.location).fileSystemPath
+            path: container.url(for: found.item.location).fileSystemPath,
+            boundary: FileSystemBoundary(descriptor: locationDescriptor)
         )
         for component in found.parentComponents {
             guard let child = parent.openChild(component) else {
@@ -309,6 +329,10 @@ struct MarkedItemsWalk {
             )
         }
         defer { close(descriptor) }
+        // Mounted on since the scan: the item underneath is out of reach, the mount is not ours.
+        guard parent.boundary?.contains(descriptor: descriptor) ?? true else {
+            return .failed("\(found.item.path): \(FileSystemBoundary.skipMessage)")
+        }
         guard Self.identity(of: descriptor) == found.identity,
             (try? Marks.isPurgeable(descriptor: descriptor, path: found.item.path)) == true
         else {
@@ -316,10 +340,13 @@ struct MarkedItemsWalk {
         }
         var removal = TreeRemoval(cancellation: cancellation)
         try removal.remove(found.name, type: UInt8(found.item.isDirectory ? DT_DIR : DT_REG), in: parent)
-        guard removal.failures.isEmpty else {
+        let (skips, failures) = removal.failures.partitioned(by: { $0.message == FileSystemBoundary.skipMessage })
+        guard failures.isEmpty else {
             return .failed(removal.failures.map(\.description).joined(separator: "; "))
         }
-        return .removed
+        // Everything of the item's own file system went; the mounts inside it (not measured in
+        // its bytes) stay and are named.
+        return .removed(skipped: skips.map(\.description))
     }
 
     private static func identity(of descriptor: Int32) -> FileIdentity? {
@@ -334,5 +361,17 @@ extension String {
     fileprivate var visibleEscapes: String {
         unicodeScalars.map { $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0) }
             .joined()
+    }
+}
+
+extension Array {
+    /// The elements for which `belongs` holds, and the others, each in order.
+    fileprivate func partitioned(by belongs: (Element) -> Bool) -> (matching: [Element], others: [Element]) {
+        var matching: [Element] = []
+        var others: [Element] = []
+        for element in self {
+            if belongs(element) { matching.append(element) } else { others.append(element) }
+        }
+        return (matching, others)
     }
 }

@@ -89,6 +89,11 @@ struct PurgeSweep {
             report.fileSystemPath = path.url(in: container).fileSystemPath
             switch try ConfinedResolver.resolve(path, in: container, subject: subject) {
             case .directory(let directory):
+                // A registered directory that is a mount, or under one, is another file system's.
+                guard directory.isInsideBoundary else {
+                    report.failures.append(.init(path: directory.path, message: FileSystemBoundary.skipMessage))
+                    return nil
+                }
                 return directory
             case .missing:
                 return nil
@@ -143,6 +148,11 @@ private struct SweepWalk {
                     if errno != ENOENT { fail(parent.pathOf(next.name), "cannot open directory") }
                     continue
                 }
+                // A mount point is left whole, as `rm --one-file-system` leaves it.
+                guard child.isInsideBoundary else {
+                    skip(child.path)
+                    continue
+                }
                 directory = child
             } else {
                 directory = root
@@ -174,6 +184,11 @@ private struct SweepWalk {
             }
             if status.type == .directory {
                 subdirectories.append(entry.name)
+                continue
+            }
+            // A file bind-mounted over one of the directory's.
+            guard directory.boundary?.contains(status) ?? true else {
+                skip(directory.pathOf(entry.name))
                 continue
             }
             let isLastLink = status.linkCount <= 1
@@ -250,7 +265,8 @@ private struct SweepWalk {
         }
         var directory = root
         for name in names.reversed() {
-            guard let child = directory.openChild(name) else { return nil }
+            // Mounted on since the walk: not this sweep's to trim.
+            guard let child = directory.openChild(name), child.isInsideBoundary else { return nil }
             directory = child
         }
         return directory
@@ -258,5 +274,10 @@ private struct SweepWalk {
 
     private mutating func fail(_ path: String, _ what: String) {
         failures.append(.init(path: path, message: "\(what): \(Errno.current)"))
+    }
+
+    /// Leaves `path`, on another file system or mount, in place, and says so.
+    private mutating func skip(_ path: String) {
+        failures.append(.init(path: path, message: FileSystemBoundary.skipMessage))
     }
 }

@@ -165,6 +165,7 @@ public final class UserSpaces: Sendable {
         for (area, tombstone) in moved {
             guard let cleared = try delete(tombstone) else { continue }
             report.removed.append(WipeReport.Area(area: area, entries: cleared.removedCount, bytes: cleared.bytesFreed))
+            report.skipped += cleared.failures
         }
         let databases = self.databases ?? UserDatabases(container: container, migrator: DatabaseMigrator())
         report.removedDatabase = try databases.removeUser(user)
@@ -199,7 +200,12 @@ public final class UserSpaces: Sendable {
         } catch let error as StowageError where error.code == .notFound {
             return nil  // Deleted by another process finishing the same wipe.
         }
-        if let failure = report.failures.first {
+        // A mount inside the user's directories is another file system's and stays, named in the
+        // report, in the tombstone (renamed with its directory, so the user still reads as empty).
+        let skipsMounts =
+            !report.failures.isEmpty
+            && report.failures.allSatisfy { $0.message == FileSystemBoundary.skipMessage }
+        if !skipsMounts, let failure = report.failures.first {
             throw StowageError(
                 code: .ioError,
                 message: "cannot delete all of a wiped user's data (\(failure)); the wipe stays pending and is "
@@ -207,7 +213,7 @@ public final class UserSpaces: Sendable {
                 path: failure.path
             )
         }
-        guard FileNames.removeDirectory(url.fileSystemPath) || errno == ENOENT else {
+        guard skipsMounts || FileNames.removeDirectory(url.fileSystemPath) || errno == ENOENT else {
             throw StowageError.syscall(.current, "remove", path: url.fileSystemPath)
         }
         return report

@@ -20,6 +20,11 @@ public struct WipeReport: Sendable, Hashable, Codable {
     public var removed: [Area] = []
     /// Whether the user had a database, now removed.
     public var removedDatabase = false
+    /// Mount points inside the user's directories, left in place with everything under them
+    /// (`"skipped: another file system"`): a wipe never leaves the file system, as
+    /// `rm --one-file-system`. They stay in a `.wiping-` directory beside the user's, out of the
+    /// user's reach.
+    public var skipped: [ClearReport.Failure] = []
 
     /// Bytes given back in all areas (the database's files are not measured).
     public var bytesRemoved: ByteCount { removed.reduce(.zero) { $0 + $1.bytes } }

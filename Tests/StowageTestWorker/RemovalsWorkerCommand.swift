@@ -1,0 +1,59 @@
+// The removal APIs run in a child process, for tests that mount a tree inside a container in a
+// private mount namespace (PrivateMounts) first; each prints its report as one JSON document.
+//
+//   StowageTestWorker removals clear DIR           DirectoryClearing.clearContents(of: DIR)
+//   StowageTestWorker removals wipe ROOT USER      UserSpaces(container: ROOT).wipe(user: USER)
+//   StowageTestWorker removals relieve ROOT PATH   registers PATH (files older than a day) and
+//                                                  runs one StorageMonitor check on a volume
+//                                                  that is always short of space: its sweep,
+//                                                  then the marked items
+import Foundation
+import StowageCore
+import StowageHousekeeping
+import StowageStores
+
+/// `StowageTestWorker removals …`: `arguments[0]` names the command, as `CommandLine.arguments` would.
+enum RemovalsWorkerCommand {
+    /// What `relieve` prints: the failures of the monitor's sweep and marked-item purge.
+    struct Relief: Encodable {
+        var sweepFailures: [String]
+        var markedFailures: [String]
+        var bytesFreed: ByteCount
+    }
+
+    static func run(_ arguments: [String]) async throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        switch (arguments.count, arguments.dropFirst().first) {
+        case (3, "clear"):
+            let report = try await DirectoryClearing.clearContents(of: URL(filePath: arguments[2]))
+            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+        case (4, "wipe"):
+            let spaces = UserSpaces(container: Container(root: URL(filePath: arguments[2])))
+            let report = try await spaces.wipe(user: arguments[3])
+            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+        case (4, "relieve"):
+            let purgeable = PurgeableDirectories(container: Container(root: URL(filePath: arguments[2])))
+            try await purgeable.register(arguments[3], policy: .olderThan(days: 1))
+            let monitor = StorageMonitor(
+                purgeable: purgeable,
+                capacity: {
+                    VolumeCapacity(
+                        total: 100 * .gigabyte,
+                        available: .zero,
+                        reserves: .init(important: .bytes(.zero), opportunistic: .bytes(.zero))
+                    )
+                }
+            )
+            guard let report = try await monitor.check(timeLimit: .seconds(600)) else { fail("no pressure seen") }
+            let relief = Relief(
+                sweepFailures: report.sweep?.directories.flatMap { $0.failures.map(\.description) } ?? [],
+                markedFailures: report.markedItems?.failures ?? [],
+                bytesFreed: report.bytesFreed
+            )
+            say(String(decoding: try encoder.encode(relief), as: UTF8.self))
+        default:
+            fail("usage: StowageTestWorker removals clear DIR | wipe ROOT USER | relieve ROOT PATH")
+        }
+    }
+}
