@@ -525,3 +525,5 @@ let package = Package(
         ),
     ]
 )
+                // The help screens, rendered at fixed widths (helpMessage(for:columns:)).
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -8,13 +8,22 @@ struct StowageTool: AsyncParsableCommand {
         abstract:
             "Local storage and caching for Swift programs: report, measure, clear, clean and purge an app's storage.",
         discussion: """
-            Every command works on a container: the five locations (documents, application support,
-            caches, preferences, temporary) of one app. By default that is the container of the
-            'stowage' tool itself at the platform's standard places (XDG on Linux); --app ID picks
-            another app's, --root DIR a rooted container (DIR/Documents, DIR/Library/Caches, …).
+            Every command works on a container: the five locations (documents, application support, \
+            caches, preferences, temporary) of one app. By default that is the container of the \
+            'stowage' tool itself at the platform's standard places (XDG on Linux); --app ID picks \
+            another app's, --root DIR a rooted container (DIR/Documents, DIR/Library/Caches, ...).
 
-            Exit status: 0 success; 1 done, but some entries could not be read or removed (like du
+            Exit status: 0 success; 1 done, but some entries could not be read or removed (like du \
             and rm); 2 the operation failed (missing path, no permission, unsupported); 64 bad usage.
+
+            Examples:
+              stowage report --app com.example.reader
+              stowage usage --children ~/.cache
+              stowage clean --manifest PurgeableCache.plist --root /srv/app --dry-run
+              stowage proxy --upstream http://127.0.0.1:8000 --listen 127.0.0.1:8080
+
+            'stowage help COMMAND' describes one command, the manual page (man stowage) all of them; \
+            the README says how to install it and the shell completions.
             """,
         version: "0.1.0",
         subcommands: [

@@ -8,7 +8,7 @@ struct CapacityCommand: AsyncParsableCommand {
         commandName: "capacity",
         abstract: "Show the capacity of the volume holding PATH (default: the container's caches location).",
         discussion: """
-            Important usage keeps 1% of the volume (at most 1 GB) free; opportunistic usage keeps
+            Important usage keeps 1% of the volume (at most 1 GB) free; opportunistic usage keeps \
             10% (at most 10 GB) free. Change them with --important-reserve and --opportunistic-reserve.
             """
     )
@@ -21,10 +21,16 @@ struct CapacityCommand: AsyncParsableCommand {
     @Flag(help: "Print sizes as exact byte counts.")
     var bytes = false
 
-    @Option(help: "Space to keep free from important data, e.g. 500MB.", transform: { try parseSize($0) })
+    @Option(
+        help: ArgumentHelp("Space to keep free from important data, e.g. 500MB.", valueName: "SIZE"),
+        transform: { try parseSize($0) }
+    )
     var importantReserve: ByteCount?
 
-    @Option(help: "Space to keep free from opportunistic data, e.g. 5GB.", transform: { try parseSize($0) })
+    @Option(
+        help: ArgumentHelp("Space to keep free from opportunistic data, e.g. 5GB.", valueName: "SIZE"),
+        transform: { try parseSize($0) }
+    )
     var opportunisticReserve: ByteCount?
 
     func run() async throws {

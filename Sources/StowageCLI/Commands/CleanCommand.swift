@@ -11,25 +11,36 @@ struct CleanCommand: AsyncParsableCommand {
         commandName: "clean",
         abstract: "Run the clean tasks of a manifest (PurgeableCache.plist or JSON) with progress.",
         discussion: """
-            Task paths are container paths such as Library/Caches/images; entries may use * and ?.
-            Absolute paths, '..' and symbolic links leading out of the container are refused; links
-            are removed as links, never followed. Class + Selectors tasks need handlers registered in
-            the app's code, so they fail here. Progress goes to standard error (a bar on a terminal),
-            the summary to standard output. --time-limit bounds the deleting (not the measuring):
-            at the limit the clean stops between two files and reports the tasks it did not finish.
-            Exit status 1 when a task failed (not for reaching the time limit).
+            Task paths are container paths such as Library/Caches/images; entries may use * and ?. \
+            Absolute paths, '..' and symbolic links leading out of the container are refused; links \
+            are removed as links, never followed. Class + Selectors tasks need handlers registered \
+            in the app's code, so they fail here.
+
+            Progress goes to standard error (a bar on a terminal), the summary to standard output. \
+            --time-limit bounds the deleting (not the measuring): at the limit the clean stops \
+            between two files and reports the tasks it did not finish. Exit status 1 when a task \
+            failed (not for reaching the time limit).
+
+            Examples:
+              stowage clean --manifest PurgeableCache.plist --app com.example.app --dry-run
+              stowage clean --manifest clean.json --root /srv/app --time-limit 30s
             """
     )
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(help: "The manifest: a property list (XML, binary) or a .json file.")
+    @Option(help: ArgumentHelp("The manifest: a property list (XML, binary) or a .json file.", valueName: "FILE"))
     var manifest: String
 
     @Flag(help: "Measure and report what would be freed; delete nothing.")
     var dryRun = false
 
-    @Option(help: "Stop deleting after this long, e.g. 30s or 5m; the report says what was left.")
+    @Option(
+        help: ArgumentHelp(
+            "Stop deleting after this long, e.g. 30s or 5m; the report says what was left.",
+            valueName: "DURATION"
+        )
+    )
     var timeLimit: String?
 
     func validate() throws {

@@ -9,10 +9,14 @@ struct ClearCachesCommand: AsyncParsableCommand {
         commandName: "clear-caches",
         abstract: "Empty every cache of a container (temporary, disk caches, cache files, purgeable directories).",
         discussion: """
-            Durable data is never touched: documents (other than purgeable directories), application \\
-            support, preferences, secrets and databases. Disk caches are emptied through their index, \\
-            so processes that have them open stay consistent. Progress goes to standard error, the \\
+            Durable data is never touched: documents (other than purgeable directories), application \
+            support, preferences, secrets and databases. Disk caches are emptied through their index, \
+            so processes that have them open stay consistent. Progress goes to standard error, the \
             summary ("freed 12.35M") to standard output. Exit status 1 when a task failed.
+
+            Examples:
+              stowage clear-caches --app com.example.reader --dry-run
+              stowage clear-caches --root /srv/app --json
             """
     )
 

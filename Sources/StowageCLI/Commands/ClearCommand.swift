@@ -8,9 +8,13 @@ struct ClearCommand: AsyncParsableCommand {
         commandName: "clear",
         abstract: "Remove the contents of a directory or a container location, keeping the directory.",
         discussion: """
-            Symbolic links are removed, never followed. Entries that are already gone count as removed;
-            entries that cannot be removed are listed on standard error and the exit status is 1.
-            Refuses '/', the home directory and its ancestors.
+            Symbolic links are removed, never followed. Entries that are already gone count as \
+            removed; entries that cannot be removed are listed on standard error and the exit status \
+            is 1. Refuses '/', the home directory and its ancestors.
+
+            Examples:
+              stowage clear --location caches --app com.example.reader
+              stowage clear /srv/app/tmp
             """
     )
 

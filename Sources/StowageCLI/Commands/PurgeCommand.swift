@@ -12,21 +12,25 @@ struct PurgeCommand: AsyncParsableCommand {
         commandName: "purge",
         abstract: "Sweep the registered purgeable directories now (age policy, then size cap), or empty them.",
         discussion: """
-            A sweep deletes files older than each directory's policy (by modification time), then,
-            where a directory is over its cap, its oldest files (by birth time where the file system
-            records it) until it is at half the cap. --reset-all empties every registered directory
+            A sweep deletes files older than each directory's policy (by modification time), then, \
+            where a directory is over its cap, its oldest files (by birth time where the file system \
+            records it) until it is at half the cap. --reset-all empties every registered directory \
             whatever its policy (APPurgeablePath's ResetAllPurgeablePaths).
 
-            --marked removes the files and directories marked purgeable (Marks.setPurgeable, the
-            user.stowage.purgeable attribute) anywhere in the container, oldest first, never through
-            a link and never a location itself: as much as the volume needs to leave storage pressure
-            (opportunistic space under 10% or 200 MB), or at least --free SIZE, or every one with
-            --free all. --dry-run lists what would go.
+            --marked removes the files and directories marked purgeable (Marks.setPurgeable, the \
+            user.stowage.purgeable attribute) anywhere in the container, oldest first, never through \
+            a link and never a location itself: as much as the volume needs to leave storage \
+            pressure (opportunistic space under 10% or 200 MB), or at least --free SIZE, or every one \
+            with --free all. --dry-run lists what would go.
 
-            --time-limit stops any of these between two files when the time is spent; the report
-            says what was done and which directories were not reached.
+            --time-limit stops any of these between two files when the time is spent; the report \
+            says what was done and which directories were not reached. Exit status 1 when some \
+            entries could not be removed (not for reaching the time limit).
 
-            Exit status 1 when some entries could not be removed (not for reaching the time limit).
+            Examples:
+              stowage purge --app com.example.reader --time-limit 30s
+              stowage purge --marked --free 500MB --dry-run
+              stowage purge --reset-all --root /srv/app
             """
     )
 
@@ -38,13 +42,23 @@ struct PurgeCommand: AsyncParsableCommand {
     @Flag(help: "Remove the items marked purgeable instead, oldest first.")
     var marked = false
 
-    @Option(help: "With --marked: free at least this much (e.g. 500MB), or 'all' for every marked item.")
+    @Option(
+        help: ArgumentHelp(
+            "With --marked: free at least this much (e.g. 500MB), or 'all' for every marked item.",
+            valueName: "SIZE"
+        )
+    )
     var free: String?
 
     @Flag(help: "With --marked: list what would be removed and remove nothing.")
     var dryRun = false
 
-    @Option(help: "Stop after this long, e.g. 30s or 5m; the report says what was left.")
+    @Option(
+        help: ArgumentHelp(
+            "Stop after this long, e.g. 30s or 5m; the report says what was left.",
+            valueName: "DURATION"
+        )
+    )
     var timeLimit: String?
 
     func validate() throws {

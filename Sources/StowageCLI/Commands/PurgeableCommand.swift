@@ -16,7 +16,13 @@ struct PurgeableCommand: AsyncParsableCommand {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register a directory (created if missing) or update its policy and cap.",
-            discussion: "PATH is a container path such as Documents/SomePath or Library/Caches/feeds."
+            discussion: """
+                PATH is a container path such as Documents/SomePath or Library/Caches/feeds.
+
+                Examples:
+                  stowage purgeable add Library/Caches/feeds --policy 7d --cap 200MB
+                  stowage purgeable add Documents/Downloads --policy manual
+                """
         )
 
         @OptionGroup var options: GlobalOptions
@@ -24,14 +30,22 @@ struct PurgeableCommand: AsyncParsableCommand {
         @Argument(help: "The directory, relative to the container.")
         var path: String
 
-        @Option(help: "'manual' or an age in days: 3d, 7d, 14d, 30d, … (files older than that are swept).")
+        @Option(
+            help: ArgumentHelp(
+                "'manual' or an age in days: 3d, 7d, 14d, 30d, ... (files older than that are swept).",
+                valueName: "POLICY"
+            )
+        )
         var policy: String
 
         // Unconditional, so '--cap -1MB' reaches the size parser (and its message) instead of
         // being taken for an unknown option and reported as a missing value.
         @Option(
             parsing: .unconditional,
-            help: "Size cap, e.g. 200MB: over it a sweep deletes the oldest files down to half the cap."
+            help: ArgumentHelp(
+                "Size cap, e.g. 200MB: over it a sweep deletes the oldest files down to half the cap.",
+                valueName: "SIZE"
+            )
         )
         var cap: String?
 

@@ -8,15 +8,19 @@ struct UsageCommand: AsyncParsableCommand {
         commandName: "usage",
         abstract: "Measure files and directory trees: allocated bytes (as du -s -B1), logical bytes, counts.",
         discussion: """
-            Hard links are counted once per PATH, symbolic links are never followed. Entries that
+            Hard links are counted once per PATH, symbolic links are never followed. Entries that \
             cannot be read are reported on standard error and the exit status is 1, as with du.
 
-            --exclude GLOB (repeatable) skips every file or directory below PATH whose name matches
-            the shell pattern (*, ?, [...] as in fnmatch), with everything under it, like du's
-            --exclude: `stowage usage --exclude '.DS*' --exclude '*.log' DIR`. The pattern is matched
-            against names only, so it may not contain '/'; du also matches it against whole paths,
-            which only differs when a * or ? would have to match a '/'. An empty pattern or one with
-            '/' is a usage error (exit 64).
+            --exclude GLOB (repeatable) skips every file or directory below PATH whose name matches \
+            the shell pattern (*, ?, [...] as in fnmatch), with everything under it, like du's \
+            --exclude. The pattern is matched against names only, so it may not contain '/'; du also \
+            matches it against whole paths, which only differs when a * or ? would have to match a \
+            '/'. An empty pattern or one with '/' is a usage error (exit 64).
+
+            Examples:
+              stowage usage --children ~/.cache
+              stowage usage --exclude '.DS*' --exclude '*.log' --bytes DIR
+              stowage usage -x --json /var/lib/app
             """
     )
 

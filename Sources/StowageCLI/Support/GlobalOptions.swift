@@ -7,10 +7,19 @@ struct GlobalOptions: ParsableArguments {
     /// The identifier used when neither --app nor --root is given.
     static let defaultIdentifier = "stowage"
 
-    @Option(name: .customLong("app"), help: "The app identifier of the container, e.g. com.example.reader.")
+    @Option(
+        name: .customLong("app"),
+        help: ArgumentHelp("The app identifier of the container, e.g. com.example.reader.", valueName: "ID")
+    )
     var identifier: String?
 
-    @Option(name: .customLong("root"), help: "Use a rooted container at DIR (DIR/Documents, DIR/Library/Caches, …).")
+    @Option(
+        name: .customLong("root"),
+        help: ArgumentHelp(
+            "Use a rooted container at DIR (DIR/Documents, DIR/Library/Caches, ...).",
+            valueName: "DIR"
+        )
+    )
     var root: String?
 
     @Flag(help: "Print one JSON document on standard output instead of a table.")

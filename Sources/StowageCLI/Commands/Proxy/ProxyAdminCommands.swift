@@ -52,13 +52,15 @@ struct ProxyInvalidateCommand: AsyncParsableCommand {
         abstract:
             "Remove stored responses from a running proxy's cache: by URL, URL prefix or tag (its admin listener).",
         discussion: """
-            Examples: stowage proxy invalidate --admin 127.0.0.1:9000 https://example.com/a https://example.com/b
-                      stowage proxy invalidate --prefix https://example.com/img/
-                      stowage proxy invalidate --tag product-42 --admin 10.0.0.5:9000 --admin-token "$TOKEN"
-
             URLs are the upstream's (the cache's keys). With URLs, prints 'removed URL' or 'not stored URL' \
             per URL; with --prefix or --tag (a Surrogate-Key / Cache-Tag value), 'removed N' (the URLs \
             removed). Exit 0 either way, 2 when the listener cannot be reached or refuses.
+
+            Examples:
+              stowage proxy invalidate https://example.com/a https://example.com/b
+              stowage proxy invalidate --prefix https://example.com/img/
+              stowage proxy invalidate --tag product-42 --admin 10.0.0.5:9000 \\
+                --admin-token "$TOKEN"
             """
     )
 

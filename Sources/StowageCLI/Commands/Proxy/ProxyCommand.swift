@@ -16,8 +16,6 @@ struct ProxyCommand: AsyncParsableCommand {
         commandName: "proxy",
         abstract: "Run a caching reverse proxy (RFC 9111 shared cache) in front of an upstream HTTP server.",
         discussion: """
-            Example: stowage proxy --listen 127.0.0.1:8080 --upstream http://127.0.0.1:8000
-
             Responses are cached by their Cache-Control/Expires headers (s-maxage first), validated \
             with ETag/Last-Modified, and served with Age and Cache-Status. Concurrent requests for one \
             uncached URL make one upstream request. Upstream failures answer 502, timeouts 504 (or a \
@@ -41,6 +39,11 @@ struct ProxyCommand: AsyncParsableCommand {
             stored responses from the running proxy, and a browser opened at http://HOST:PORT/ \
             shows its status page (requests, hit ratio, cache size, upstream latency, recent \
             purges; the same figures as JSON at /status.json).
+
+            Examples:
+              stowage proxy --upstream http://127.0.0.1:8000 --listen 127.0.0.1:8080
+              stowage proxy --config proxy.json --shared redis://10.0.0.7:6379
+              stowage proxy --upstream http://10.0.0.2 --admin-listen 127.0.0.1:9000
             """,
         subcommands: [ProxyInvalidateCommand.self]
     )
