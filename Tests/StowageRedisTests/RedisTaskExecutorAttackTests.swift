@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import StowageRedis
 import StowageRedisTestSupport
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -45,41 +46,55 @@ struct RedisTaskExecutorAttackTests {
         configuration.multiplexedConnections = 0
         configuration.poolWaitTimeout = .milliseconds(150)
         let client = RedisClient(configuration: configuration)
-        let start = ContinuousClock.now
-        // Two callers hold both connections for 10 s; the other two must fail after about 150 ms,
-        // long before either connection comes back (8 s leaves room for a loaded machine).
-        let outcomes = try await withThrowingTaskGroup(of: (RedisError.Code?, Duration).self) { group in
-            for _ in 0..<4 {
-                group.addTask(executorPreference: client.taskExecutor) {
-                    do {
-                        try await client.withConnection { connection in
-                            try await connection.send(.ping)
-                            try await Task.sleep(for: .seconds(10))
+        // Two callers hold both connections until the test moves `hold`; the other two must fail
+        // after poolWaitTimeout while the connections are still held, however long that takes a
+        // loaded machine.
+        let hold = SteppedClock()
+        let failures = FailureCodes()
+        let outcomes = Task {
+            try await withThrowingTaskGroup(of: RedisError.Code?.self) { group in
+                for _ in 0..<4 {
+                    group.addTask(executorPreference: client.taskExecutor) {
+                        do {
+                            try await client.withConnection { connection in
+                                try await connection.send(.ping)
+                                try await hold.sleep(until: hold.now.advanced(by: .seconds(10)))
+                            }
+                            return nil
+                        } catch let error as RedisError {
+                            failures.codes.withLock { $0.append(error.code) }
+                            return error.code
                         }
-                        return (nil, ContinuousClock.now - start)
-                    } catch let error as RedisError {
-                        return (error.code, ContinuousClock.now - start)
                     }
                 }
+                return try await group.reduce(into: [RedisError.Code?]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [(RedisError.Code?, Duration)]()) { $0.append($1) }
         }
-        #expect(outcomes.filter { $0.0 == nil }.count == 2)
-        let exhausted = outcomes.filter { $0.0 == .poolExhausted }
-        #expect(exhausted.count == 2)
-        #expect(exhausted.allSatisfy { $0.1 < .seconds(8) }, "\(exhausted)")
+        try await eventually(timeout: .seconds(300)) { failures.codes.withLock { $0.count } == 2 }
+        #expect(hold.sleeperCount == 2, "both connections are still held")
+        hold.advance(by: .seconds(10))
+        let codes = try await outcomes.value
+        #expect(codes.filter { $0 == nil }.count == 2)
+        #expect(codes.filter { $0 == .poolExhausted }.count == 2, "\(codes)")
         await client.shutdown()
     }
 
-    @Test("BLPOP on the executor takes a connection of its own; other callers on the executor keep going")
+    @Test(
+        "BLPOP on the executor takes a connection of its own; other callers on the executor keep going",
+        .timeLimit(.minutes(5))
+    )
     func blockingCommandBesideOtherCallers() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         let client = RedisClient(configuration: server.configuration)
+        // BLPOP with no timeout: it returns only after the RPUSH below, which comes after the
+        // other callers are done. Callers queued behind it would never finish (the time limit
+        // catches that hang), so their finishing at all, with BLPOP still waiting, is the proof.
+        let popReturned = Atomic<Bool>(false)
         let popped = Task(executorPreference: client.taskExecutor) {
-            try await client.send(RedisCommand("BLPOP", "attack:list", "30"))
+            defer { popReturned.store(true, ordering: .sequentiallyConsistent) }
+            return try await client.send(RedisCommand("BLPOP", "attack:list", "0"))
         }
-        let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for caller in 0..<8 {
                 group.addTask(executorPreference: client.taskExecutor) {
@@ -93,9 +108,8 @@ struct RedisTaskExecutorAttackTests {
             }
             try await group.waitForAll()
         }
-        // Queued behind the BLPOP, the callers would finish only after its 30 s (the bound leaves
-        // room for a cooperative pool held up by other suites).
-        #expect(ContinuousClock.now - start < .seconds(15), "the other callers waited for BLPOP")
+        let returnedEarly = popReturned.load(ordering: .sequentiallyConsistent)
+        #expect(!returnedEarly, "BLPOP returned before anything was pushed")
         try await client.send(RedisCommand("RPUSH", "attack:list", "x"))
         #expect(
             try await popped.value
@@ -478,4 +492,9 @@ final class FakeServer: Sendable {
 
 private final class SentCount: Sendable {
     let value = Atomic<Int>(0)
+}
+
+/// The codes of the calls that failed, as they fail.
+private final class FailureCodes: Sendable {
+    let codes = Mutex<[RedisError.Code]>([])
 }
