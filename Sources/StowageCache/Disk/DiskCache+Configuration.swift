@@ -188,15 +188,18 @@ extension DiskCache {
         case created
     }
 
-    /// What opening a cache does when its index is damaged: a page that does not read back
-    /// (`PRAGMA quick_check`), or a schema that lacks a table, column or trigger of its format
-    /// (a dropped table, a `user_version` reset to 0).
+    /// What the cache does when its index is damaged: a schema that lacks a table, column or
+    /// trigger of its format (a dropped table, a `user_version` reset to 0), found at open; or a
+    /// page that does not read back, found by the whole-file check (`PRAGMA quick_check`) the
+    /// maintenance lane runs after each open, or by the first read or write that meets it.
     public enum CorruptIndexPolicy: Sendable, Hashable {
         /// Log a warning, empty the cache and start a fresh index: a cache can always be
-        /// refilled. Only done when no other process has the cache open. The value files go
-        /// too: their names hash the keys one way, so only the index can tell whose they are.
+        /// refilled. Only done when no other handle or process has the cache open. The value
+        /// files go too: their names hash the keys one way, so only the index can tell whose
+        /// they are. A read or write that met the damage then runs on the fresh index.
         case rebuild
-        /// Throw `StowageError` with code `.corrupt` and leave the files for inspection.
+        /// Throw `StowageError` with code `.corrupt` (from the open, or from each operation that
+        /// meets the damage) and leave the files for inspection.
         case fail
     }
 }

@@ -69,11 +69,14 @@ extension DiskCache {
         }
     }
 
-    /// Checks the `totals` row against the entries and rewrites it when it is wrong (logged);
-    /// returns the true totals. A wrong row (a hand edit, a damaged page, a bug) would otherwise
-    /// make every write look over the limit and be evicted at once.
-    @discardableResult
-    func repairTotalsIfWrong() throws -> (count: Int, size: Int64) {
+    /// Checks the `totals` row against the entries and rewrites it when it is wrong (logged). A
+    /// wrong row (a hand edit, a damaged page, a bug) would otherwise make every write look over
+    /// the limit and be evicted at once.
+    ///
+    /// The scan runs in a read snapshot, beside the writers; only a wrong row takes the write
+    /// lock (and is counted again inside it, where no write can slip between).
+    func repairTotalsIfWrong() throws {
+        guard try indexCall({ try index.pool.read { db in try DiskCacheIndex.totalsDisagree(db) } }) else { return }
         let (totals, wasWrong) = try indexCall { try index.write { db in try DiskCacheIndex.repairTotals(db) } }
         if wasWrong {
             configuration.logger.warning(
@@ -81,13 +84,13 @@ extension DiskCache {
                 metadata: ["count": "\(totals.count)", "size": "\(totals.size)", "cache": "\(configuration.name)"]
             )
         }
-        return totals
     }
 
     /// Removes files no row points at, rows whose file is gone, and abandoned temporary files.
     ///
     /// Alone, everything found is collected; with other processes present, only files older
-    /// than ``orphanGracePeriod``.
+    /// than ``orphanGracePeriod``. Its cost follows the value files, not the entries: the rows
+    /// with a file are read through the `entry_file` index, so inline values are never read.
     func collectOrphans(isOnlyUser: Bool) throws {
         let cutoff = Date().timeIntervalSince1970 - (isOnlyUser ? -1 : Self.orphanGracePeriod)
         // Through the open directories, never by path: a link planted in a subdirectory's place
@@ -122,7 +125,6 @@ extension DiskCache {
         }
         let missing = indexed.subtracting(present)
         do {
-            if isOnlyUser { try repairTotalsIfWrong() }
             if !missing.isEmpty {
                 try indexCall {
                     try index.write { db in
@@ -135,7 +137,7 @@ extension DiskCache {
         } catch let error as StowageError where error.code == .noSpace {
             // A full volume must not keep the cache from opening: the next open tries again.
             configuration.logger.notice(
-                "disk cache: no space to collect leftovers or repair totals now",
+                "disk cache: no space to collect leftovers now",
                 metadata: ["cache": "\(configuration.name)"]
             )
             return

@@ -102,8 +102,10 @@ extension DiskCache {
             try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) }
         }
         if isOverLimit(count: totals.count, size: totals.size) {
-            // Before evicting on the word of the `totals` row, check it against the rows.
-            _ = try repairTotalsIfWrong()
+            // Before evicting on the word of the `totals` row, check it against the rows: one
+            // scan in a read snapshot, paid once per trim (a trim takes the cache down to
+            // trimRatio of its limits, so the scan is spread over that many writes).
+            try repairTotalsIfWrong()
             totals = try indexCall {
                 try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) }
             }
@@ -126,31 +128,18 @@ extension DiskCache {
             let overCount = countTarget.map { totals.count > $0 } ?? false
             let (removal, after) = try indexCall {
                 try index.write { db in
-                    // Select exactly what is needed (at most one batch) in LRU order.
-                    let rows = try Row.fetchAll(
+                    // From the oldest row each time: no row is spared, so the ones before the
+                    // last batch's cursor are gone, and an access time moved back by another
+                    // writer meanwhile is not skipped.
+                    let batch = try DiskCacheIndex.evictBatch(
                         db,
-                        sql: "SELECT key, size, file IS NOT NULL FROM entry ORDER BY accessed LIMIT ?",
-                        arguments: [Self.trimBatchSize]
-                    )
-                    var current = try DiskCacheIndex.totals(db, accounting: accounting)
-                    var keys: [String] = []
-                    for row in rows {
-                        let stillOver =
-                            (countTarget.map { current.count > $0 } ?? false)
-                            || (sizeTarget.map { current.size > $0 } ?? false)
-                        guard stillOver else { break }
-                        keys.append(row[0])
-                        current.count -= 1
-                        current.size -= DiskCacheIndex.accountedSize(row[1], isFile: row[2], accounting: accounting)
+                        after: DiskCacheIndex.EvictionCursor(),
+                        limit: Self.trimBatchSize,
+                        accounting: accounting
+                    ) { count, size in
+                        (countTarget.map { count > $0 } ?? false) || (sizeTarget.map { size > $0 } ?? false)
                     }
-                    var removal = DiskCacheIndex.Removal()
-                    for key in keys {
-                        let part = try DiskCacheIndex.remove(db, where: "key = ?", arguments: [key])
-                        removal.count += part.count
-                        removal.files += part.files
-                        removal.bytes += part.bytes
-                    }
-                    return (removal, try DiskCacheIndex.totals(db, accounting: accounting))
+                    return (batch.removal, try DiskCacheIndex.totals(db, accounting: accounting))
                 }
             }
             files.remove(removal.files)

@@ -64,6 +64,12 @@ public final class DiskCache: Sendable {
     let staging: DiskCacheStaging?
     /// Held while staged writes commit, so a removal that follows a flush sees them committed.
     let stagedFlushLock = Mutex<Void>(())
+    /// How many times damage found while open has emptied the index (``recoverFromDamage(_:seenResets:)``).
+    let indexResets = Atomic<Int>(0)
+    /// True until `init` returns: it holds `open.lock` itself meanwhile.
+    let isOpening = Atomic<Bool>(true)
+    /// `open.lock`, which processes take to open the cache one at a time.
+    let openLockPath: String
 
     /// Buffered access times are written to the index once this many are pending.
     static let accessLogFlushCount = 512
@@ -97,7 +103,9 @@ public final class DiskCache: Sendable {
         // with the cache open; taking it exclusively tells this one it is alone, so files
         // written but never indexed (a crash mid-write) can go at once and a damaged index be
         // rebuilt. With company, only leftovers older than a grace period are touched.
-        let openLock = try LockFile(path: root + "/open.lock")
+        let openLockPath = root + "/open.lock"
+        self.openLockPath = openLockPath
+        let openLock = try LockFile(path: openLockPath)
         try openLock.lock(.exclusive)
         defer { openLock.unlock() }
         let lock = try LockFile(path: root + "/lock")
@@ -134,6 +142,8 @@ public final class DiskCache: Sendable {
         }
         counters = CacheCounters(name: configuration.name, tier: "disk")
         try collectOrphans(isOnlyUser: isOnlyUser)
+        isOpening.store(false, ordering: .releasing)
+        scheduleIntegrityCheck()
     }
 
     /// Opens the cache without blocking Swift's cooperative threads; see ``init(directory:configuration:)``.
@@ -580,7 +590,7 @@ public final class DiskCache: Sendable {
         guard !Self.containsNUL(key) else { return false }  // never stored (checkStorable)
         try flushStagedWrites()
         let removal = try indexCall {
-            try index.write { db in try DiskCacheIndex.remove(db, where: "key = ?", arguments: [key]) }
+            try index.write { db in try DiskCacheIndex.remove(db, key: key) }
         }
         files.remove(removal.files)
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
@@ -621,7 +631,8 @@ public final class DiskCache: Sendable {
     /// Expired entries count until a trim removes them.
     public func usage() throws -> (count: Int, size: ByteCount) {
         try flushStagedWrites()
-        let totals = try indexCall { try index.pool.read { db in try DiskCacheIndex.totals(db) } }
+        // One SELECT of one row is atomic by itself: no BEGIN/COMMIT around it.
+        let totals = try indexCall { try index.pool.unsafeRead { db in try DiskCacheIndex.totals(db) } }
         return (totals.count, ByteCount(totals.size))
     }
 
@@ -647,9 +658,21 @@ public final class DiskCache: Sendable {
     // MARK: - Internals shared with the extensions
 
     /// Runs an index operation, turning SQLite's errors into `StowageError`.
+    ///
+    /// Damage the operation meets goes to the corrupt-index policy
+    /// (``recoverFromDamage(_:seenResets:)``); when that empties the index, the operation runs
+    /// once more, on the fresh index (a read then misses, a write is stored).
     func indexCall<T>(_ body: () throws -> T) throws -> T {
         if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         if storeGeneration.isRetired { throw removedError() }
+        let resets = indexResets.load(ordering: .acquiring)
+        do {
+            return try body()
+        } catch let error as DatabaseError {
+            guard Self.isDamage(error), recoverFromDamage(error, seenResets: resets) else {
+                throw StowageError.index(error, path: index.path)
+            }
+        }
         do {
             return try body()
         } catch let error as DatabaseError {

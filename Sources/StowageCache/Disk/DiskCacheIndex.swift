@@ -230,16 +230,57 @@ struct DiskCacheIndex: Sendable {
                 )
             }
         }
-        // A dropped table, column or trigger passes quick_check but fails every query after.
+        // A dropped table, column or trigger fails every query after: checked here, on the few
+        // pages of the schema. Damage elsewhere in the file is the maintenance lane's
+        // `quick_check` (it reads every page: seconds at a million entries) or is met by a query;
+        // either way the corrupt-index policy decides (`DiskCache+Integrity.swift`).
         if let damage = try writer.read(Self.schemaDamage) {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: damage)
         }
-        // Damage anywhere in the file, not only in the pages open reads: quick_check reads every
-        // page (its cost: `stowage-bench --filter disk-cache.open`). A damaged page found later
-        // would otherwise fail queries for good, with the rebuild policy never asked.
-        let verdict = try writer.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check(1)") }
-        guard verdict == ["ok"] else {
-            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "quick_check: \(verdict.first ?? "no answer")")
+        try addFileIndexIfMissing(writer)
+    }
+
+    /// The index of the rows whose value is a file, which orphan collection reads at every open:
+    /// without it that read scans the whole table (every inline value). An index older Stowage
+    /// versions do not know is harmless to them, so it needs no new format; created once, here,
+    /// and skipped on a full volume (the read then scans, as before).
+    private static func addFileIndexIfMissing(_ writer: some DatabaseWriter) throws {
+        let present = try writer.read { db in
+            try Bool.fetchOne(db, sql: "SELECT COUNT(*) > 0 FROM sqlite_master WHERE name = 'entry_file'") ?? false
+        }
+        guard !present else { return }
+        do {
+            try writer.writeWithoutTransaction { db in try db.execute(sql: fileIndex) }
+        } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_FULL {
+            return
+        }
+    }
+
+    static let fileIndex = "CREATE INDEX IF NOT EXISTS entry_file ON entry(file) WHERE file IS NOT NULL"
+
+    /// What SQLite's `quick_check` finds wrong with the file (every page read, no index compared
+    /// with its table), or `nil` when it finds nothing.
+    static func quickCheck(_ db: Database) throws -> String? {
+        let verdict = try String.fetchAll(db, sql: "PRAGMA quick_check(1)")
+        return verdict == ["ok"] ? nil : "quick_check: \(verdict.first ?? "no answer")"
+    }
+
+    /// Empties a damaged index in place and gives it the current schema, through connections
+    /// already open on it: SQLite's backup API copies an empty database of the same page size
+    /// over every page (it never reads the damaged b-trees, and keeps WAL mode), and the other
+    /// connections see a new schema on their next statement.
+    static func reset(_ writer: any DatabaseWriter) throws {
+        let pageSize = try writer.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } ?? 4096
+        let empty = try DatabaseQueue()
+        try empty.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA page_size = \(pageSize)")
+            try db.execute(sql: schema)
+            try db.execute(sql: fileIndex)
+            try db.execute(sql: "PRAGMA user_version = \(formatVersion)")
+        }
+        try writer.writeWithoutTransaction { destination in
+            try empty.inDatabase { source in try source.backup(to: destination) }
+            destination.clearSchemaCache()
         }
     }
 
@@ -396,9 +437,10 @@ struct DiskCacheIndex: Sendable {
         try Int64.fetchOne(try db.cachedStatement(sql: "SELECT file_allocated FROM totals WHERE id = 0")) ?? 0
     }
 
-    /// Recomputes the `totals` row from the entries (one scan) and rewrites it when it
-    /// disagrees; returns the true totals and whether the row was wrong.
-    static func repairTotals(_ db: Database) throws -> (totals: (count: Int, size: Int64), wasWrong: Bool) {
+    /// The totals of the entries, counted (one scan), as the `totals` row records them.
+    private static func countedTotals(
+        _ db: Database
+    ) throws -> (count: Int, size: Int64, allocated: Int64, fileSize: Int64) {
         let actual = try Row.fetchOne(
             db,
             sql: """
@@ -406,25 +448,33 @@ struct DiskCacheIndex: Sendable {
                     COALESCE(SUM(\(fileSize("entry"))), 0) FROM entry
                 """
         )!
+        return (actual[0], actual[1], actual[2], actual[3])
+    }
+
+    /// Whether the `totals` row disagrees with the entries (one scan; no write lock needed).
+    static func totalsDisagree(_ db: Database) throws -> Bool {
+        let counted = try countedTotals(db)
         let recorded = try Row.fetchOne(
             db,
             sql: "SELECT count, size, file_allocated, file_size FROM totals WHERE id = 0"
         )
-        let (count, size, allocated, fileSize): (Int, Int64, Int64, Int64) = (
-            actual[0], actual[1], actual[2], actual[3]
-        )
-        let wasWrong =
-            recorded.map {
-                ($0[0] as Int, $0[1] as Int64, $0[2] as Int64, $0[3] as Int64) != (count, size, allocated, fileSize)
-            } ?? true
+        guard let recorded else { return true }
+        return (recorded[0] as Int, recorded[1] as Int64, recorded[2] as Int64, recorded[3] as Int64) != counted
+    }
+
+    /// Recomputes the `totals` row from the entries (one scan) and rewrites it when it
+    /// disagrees; returns the true totals and whether the row was wrong.
+    static func repairTotals(_ db: Database) throws -> (totals: (count: Int, size: Int64), wasWrong: Bool) {
+        let wasWrong = try totalsDisagree(db)
+        let counted = try countedTotals(db)
         if wasWrong {
             try db.execute(
                 sql:
                     "INSERT OR REPLACE INTO totals (id, count, size, file_allocated, file_size) VALUES (0, ?, ?, ?, ?)",
-                arguments: [count, size, allocated, fileSize]
+                arguments: [counted.count, counted.size, counted.allocated, counted.fileSize]
             )
         }
-        return ((count, size), wasWrong)
+        return ((counted.count, counted.size), wasWrong)
     }
 
     /// Count and total size of the values, from the `totals` row.
@@ -449,65 +499,6 @@ struct DiskCacheIndex: Sendable {
     /// What one value counts for under `accounting`: see ``totals(_:accounting:)``.
     static func accountedSize(_ size: Int64, isFile: Bool, accounting: DiskCache.SizeAccounting) -> Int64 {
         accounting == .allocated && isFile ? (size + 4095) / 4096 * 4096 : size
-    }
-
-    /// Removes least-recently-used rows, never those of `sparing`, until the accounted size is
-    /// at most `target`; inside the caller's transaction.
-    ///
-    /// - Returns: What was removed, and whether the target was reached.
-    static func evict(
-        _ db: Database,
-        downTo target: Int64,
-        accounting: DiskCache.SizeAccounting,
-        sparing: Set<String>
-    ) throws -> (removal: Removal, reached: Bool) {
-        var removal = Removal()
-        var current = try totals(db, accounting: accounting).size
-        var offset = 0
-        while current > target {
-            let rows = try Row.fetchAll(
-                db,
-                sql: "SELECT key, size, file IS NOT NULL FROM entry ORDER BY accessed LIMIT 256 OFFSET ?",
-                arguments: [offset]
-            )
-            if rows.isEmpty { break }
-            var spared = 0
-            for row in rows where current > target {
-                let key: String = row[0]
-                if sparing.contains(key) {
-                    spared += 1
-                    continue
-                }
-                let part = try remove(db, where: "key = ?", arguments: [key])
-                removal.count += part.count
-                removal.files += part.files
-                removal.bytes += part.bytes
-                current -= accountedSize(row[1], isFile: row[2], accounting: accounting)
-            }
-            offset += spared  // the rows removed no longer shift the window
-        }
-        return (removal, current <= target)
-    }
-
-    /// Deletes the rows matched by `whereClause` (oldest access first, at most `limit`).
-    static func remove(
-        _ db: Database,
-        where whereClause: String,
-        arguments: StatementArguments = [],
-        limit: Int? = nil
-    ) throws -> Removal {
-        let limitClause = limit.map { " ORDER BY accessed LIMIT \($0)" } ?? ""
-        let rows = try Row.fetchAll(
-            db,
-            sql:
-                "DELETE FROM entry WHERE key IN (SELECT key FROM entry WHERE \(whereClause)\(limitClause)) RETURNING file, size",
-            arguments: arguments
-        )
-        var removal = Removal()
-        removal.count = rows.count
-        removal.files = rows.compactMap { $0[0] as String? }
-        removal.bytes = rows.reduce(0) { $0 + ($1[1] as Int64) }
-        return removal
     }
 
     /// Records buffered access times (only ever moving them forward).

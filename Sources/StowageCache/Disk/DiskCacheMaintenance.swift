@@ -2,9 +2,10 @@ import Dispatch
 import Logging
 import Synchronization
 
-/// The disk cache's background work, one job at a time on one serial queue: the trim after a
-/// write takes the cache over a limit, the batch of buffered access times, the commit of staged
-/// writes (``DiskCache/Durability/deferred(maximumDelay:)``) and the WAL checkpoint.
+/// The disk cache's background work, one job at a time on one serial queue: the whole-index
+/// check after an open, the trim after a write takes the cache over a limit, the batch of
+/// buffered access times, the commit of staged writes
+/// (``DiskCache/Durability/deferred(maximumDelay:)``) and the WAL checkpoint.
 ///
 /// - A job already queued is not queued again: every job reads what it works on (the staged
 ///   writes, the buffered access times, the totals) when it runs, so the queued one does the
@@ -32,6 +33,8 @@ final class DiskCacheMaintenance: Sendable {
         case stagedFlush
         /// A passive WAL checkpoint (`DiskCacheCheckpointer`).
         case checkpoint
+        /// The whole-file check of the index and its totals after an open (`DiskCache+Integrity`).
+        case integrityCheck
 
         var description: String {
             switch self {
@@ -39,6 +42,7 @@ final class DiskCacheMaintenance: Sendable {
             case .accessLogFlush: "access-time flush"
             case .stagedFlush: "staged-write commit"
             case .checkpoint: "WAL checkpoint"
+            case .integrityCheck: "index integrity check"
             }
         }
 
@@ -48,6 +52,7 @@ final class DiskCacheMaintenance: Sendable {
             case .trim, .stagedFlush: .error
             case .accessLogFlush: .warning
             case .checkpoint: .debug
+            case .integrityCheck: .warning
             }
         }
 
@@ -58,6 +63,7 @@ final class DiskCacheMaintenance: Sendable {
             case .accessLogFlush: "these access times are lost"
             case .stagedFlush: "the staged writes are lost"
             case .checkpoint: "the next checkpoint copies these pages"
+            case .integrityCheck: "the next open checks the index again"
             }
         }
     }

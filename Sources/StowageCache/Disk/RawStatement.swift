@@ -85,6 +85,8 @@ struct RawStatement {
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
 
+    func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
+
     func text(_ column: Int32) -> String? {
         guard sqlite3_column_type(statement, column) != SQLITE_NULL, let bytes = sqlite3_column_text(statement, column)
         else { return nil }
