@@ -50,6 +50,10 @@ final class BudgetWatchdog: Sendable {
     /// How many calls are in flight now.
     var callsInFlight: Int { state.withLock { $0.calls.count } }
 
+    /// How many calls have started since the watchdog was made (tests tell a call that waited
+    /// for Redis from one that failed at once).
+    var callsStarted: UInt64 { state.withLock { $0.nextID } }
+
     /// `body`'s result, or a `.timeout` error once the budget has passed; `body` then goes on in
     /// the background until its own command timeout ends it (a NIO send does not stop on task
     /// cancellation), its result dropped.

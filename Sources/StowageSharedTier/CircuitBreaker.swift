@@ -127,4 +127,7 @@ final class CircuitBreaker: Sendable {
 
     /// How many calls the watchdog times now (tests wait for their calls to be in its table).
     var callsInBudget: Int { watchdog.callsInFlight }
+
+    /// How many calls, the probes included, have been given the budget since the breaker was made.
+    var callsStartedInBudget: UInt64 { watchdog.callsStarted }
 }

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import StowageRedis
 import StowageRedisTestSupport
+import StowageTestSupport
 import Testing
 
 @Suite("RedisCommand.needsOwnConnection")
@@ -61,22 +62,26 @@ struct RedisMultiplexingTests {
         #expect(client.connectionCount == 1)
     }
 
-    @Test("a blocking command gets a connection of its own and holds up no shared caller")
+    @Test(
+        "a blocking command gets a connection of its own and holds up no shared caller",
+        .timeLimit(.minutes(5))
+    )
     func blockingCommandDoesNotHoldUpOthers() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         var configuration = server.configuration
         configuration.multiplexedConnections = 1
+        // No command timeout a loaded machine could reach: the BLPOP waits until pushed.
+        configuration.commandTimeout = .seconds(3_600)
         let client = RedisClient(configuration: configuration)
         defer { Task { await client.shutdown() } }
         try await client.send(.ping)
-        // Were the SETs queued behind the BLPOP, they would finish only when it times out (60 s)
-        // and returns nil; on their own connection they finish while it still waits.
-        let blocked = Task { try await client.send(RedisCommand("BLPOP", "queue", "60", keyIndex: 1)) }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await client.send(RedisCommand("INFO", "clients")).string?.contains("blocked_clients:1") != true {
-            try #require(ContinuousClock.now < deadline, "the BLPOP never reached the server")
-            try await Task.sleep(for: .milliseconds(10))
+        // The BLPOP never times out (0) and is pushed to only after the SETs: were they queued
+        // behind it they would never finish (the time limit catches that hang); on their own
+        // connection they finish while it still waits.
+        let blocked = Task { try await client.send(RedisCommand("BLPOP", "queue", "0", keyIndex: 1)) }
+        try await eventually(timeout: .seconds(300)) {
+            try await client.send(RedisCommand("INFO", "clients")).string?.contains("blocked_clients:1") == true
         }
         for index in 0..<200 { try await client.send(.set("k\(index)", value: "v")) }
         #expect(try await client.send(RedisCommand("LLEN", "queue", keyIndex: 1)) == .integer(0))

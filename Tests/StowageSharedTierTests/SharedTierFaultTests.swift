@@ -3,10 +3,11 @@ import StowageCache
 import StowageCore
 import StowageRedis
 import StowageRedisTestSupport
-import StowageSharedTier
 import StowageTestSupport
 import Synchronization
 import Testing
+
+@testable import StowageSharedTier
 
 /// Faults of the shared level found by a hostile-input audit: purges that never reached the
 /// other nodes once Redis had lost its keys, and a hung Redis that stalled every request for
@@ -104,33 +105,35 @@ struct SharedTierFaultTests {
             fleet.close()
         }
         let probeClock = SteppedClock()
+        let budgetClock = SteppedClock()
         var tierOptions = RedisSharedTier.Options()
         tierOptions.requestBudget = .seconds(1)
+        tierOptions.requestBudgetClock = budgetClock
         tierOptions.probeClock = probeClock
-        let (a, tier) = try await fleet.node(namespace: "f3", name: "a", tierOptions: tierOptions)
+        let (a, tier) = try await fleet.node(
+            namespace: "f3",
+            name: "a",
+            tierOptions: tierOptions,
+            // Far beyond the budget: only the budget can end a call to the stopped server.
+            configure: { $0.commandTimeout = .seconds(3_600) }
+        )
         try await a.setValue("v1", forKey: "warm")
 
+        // Before the breaker, four sequential commands each waited the command timeout; now the
+        // first call waits one budget, which the test lets pass on the budget clock.
         fleet.server.suspend()
-        let clock = ContinuousClock()
-        var start = clock.now
-        #expect(try await a.value(forKey: "miss-0") { "loaded" } == "loaded")
-        let first = start.duration(to: clock.now)
-        // Before the breaker, four sequential commands each waited the 30 s command timeout
-        // (120 s); now one budget (1 s), loosely bounded for the timers of a loaded machine.
-        #expect(first < .seconds(30), "first request with Redis stopped took \(first)")
+        let first = Task { try await a.value(forKey: "miss-0") { "loaded" } }
+        try await eventually(timeout: .seconds(300)) { tier.breaker.callsInBudget == 1 }
+        budgetClock.advance(by: .seconds(1))
+        #expect(try await first.value == "loaded")
         #expect(tier.isCircuitOpen)
-        // With the breaker open no request waits for Redis: twenty of them take less than fifteen
-        // budgets together (a closed breaker would cost at least twenty); fifteen, not five,
-        // because a 2-core machine building while the suite runs stretched five to 5.4 s.
-        var slowest = Duration.zero
-        start = clock.now
+        // With the breaker open no request waits for Redis: twenty of them complete while the
+        // budget clock stands still, and none is even given the budget.
+        let started = tier.breaker.callsStartedInBudget
         for index in 1...20 {
-            let begin = clock.now
             #expect(try await a.value(forKey: "miss-\(index)") { "loaded" } == "loaded")
-            slowest = max(slowest, begin.duration(to: clock.now))
         }
-        let twenty = start.duration(to: clock.now)
-        #expect(twenty < .seconds(15), "twenty requests with the breaker open took \(twenty), the slowest \(slowest)")
+        #expect(tier.breaker.callsStartedInBudget == started, "a request with the breaker open waited for Redis")
         #expect(tier.isCircuitOpen)
 
         // Once Redis runs again, a probe (at the injected clock's pace) closes the breaker.
@@ -150,10 +153,14 @@ struct SharedTierFaultTests {
         defer { server.stop() }
         let scratch = try TemporaryDirectory()
         var configuration = try RedisConfiguration(url: server.url)
-        configuration.connectTimeout = .seconds(5)
-        configuration.commandTimeout = .seconds(5)
+        // Far beyond the budget: only the budget can end a call to the hung server.
+        configuration.connectTimeout = .seconds(3_600)
+        configuration.commandTimeout = .seconds(3_600)
         var tierOptions = RedisSharedTier.Options()
         tierOptions.requestBudget = .milliseconds(300)
+        let budgetClock = SteppedClock()
+        tierOptions.requestBudgetClock = budgetClock
+        tierOptions.probeClock = SteppedClock()
         let tier = try RedisSharedTier(
             client: RedisClient(configuration: configuration),
             namespace: "f4",
@@ -166,21 +173,17 @@ struct SharedTierFaultTests {
             serializer: StringSerializer(),
             shared: tier
         )
-        let clock = ContinuousClock()
-        var slowest = Duration.zero
-        let begin = clock.now
-        for index in 0..<5 {
-            let start = clock.now
-            #expect(try await cache.value(forKey: "k\(index)") { "loaded" } == "loaded")
-            slowest = max(slowest, start.duration(to: clock.now))
+        // Before the breaker: 4–5 sequential commands × the command timeout, every request; now
+        // the first call waits one budget (let pass on the budget clock) and nothing else waits.
+        let loads = Task { () throws -> [String?] in
+            var values: [String?] = []
+            for index in 0..<5 { values.append(try await cache.value(forKey: "k\(index)") { "loaded" }) }
+            return values
         }
-        // Before the breaker: 4–5 sequential commands × the 5 s command timeout, every request
-        // (100–125 s for five); now one budget, then nothing (0.5 s for the five on an idle
-        // machine). The bound is loose because the full suite starves the timers of a 2-core
-        // machine (27 s seen once, 70 s with builds running beside it), and still below the old
-        // cost's floor of 100 s.
-        let total = begin.duration(to: clock.now)
-        #expect(total < .seconds(95), "five requests to a hung server took \(total), the slowest \(slowest)")
+        try await eventually(timeout: .seconds(300)) { tier.breaker.callsInBudget == 1 }
+        budgetClock.advance(by: .milliseconds(300))
+        #expect(try await loads.value == Array(repeating: "loaded", count: 5))
+        #expect(tier.breaker.callsStartedInBudget == 1, "after the first budget ran out, a call still waited for Redis")
         #expect(tier.isCircuitOpen)
     }
 
