@@ -68,6 +68,13 @@ let package = Package(
         ),
         // Tiny C shim for what Glibc's module map does not show Swift (xattr, statx).
         .target(name: "CStowageShims"),
+        // The clock event-loop deadlines run on: NIO's timers, or a test clock that fires them.
+        // Apart from StowageCore so the core stays free of NIO.
+        .target(
+            name: "StowageLoopClock",
+            dependencies: ["StowageCore", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
         // memory, disk and hybrid caches. GRDB holds the disk cache's index.
         .target(
             name: "StowageCache",
@@ -179,7 +186,7 @@ let package = Package(
         .target(
             name: "StowageProxy",
             dependencies: [
-                "StowageCore", "StowageHTTPCache", "StowageHTTPClient", "StowageCache",
+                "StowageCore", "StowageHTTPCache", "StowageHTTPClient", "StowageCache", "StowageLoopClock",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -214,6 +221,7 @@ let package = Package(
         .target(
             name: "StowageRedis",
             dependencies: [
+                "StowageLoopClock",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -133,7 +133,7 @@ struct DiskCacheCloseTests {
                     }
                 }
             }
-            while acknowledged.keys.withLock({ $0.count }) < 4 { try await Task.sleep(for: .milliseconds(1)) }
+            try await eventually { acknowledged.keys.withLock { $0.count } >= 4 }
             try await cache.close()
             for writer in writers { try await writer.value }
 
@@ -269,7 +269,8 @@ struct DiskCacheCloseTests {
         let cache = HybridCache(memory: try MemoryCache(), disk: disk, serializer: StringSerializer())
         let group = ServiceGroup(configuration: .init(services: [cache], logger: Logger(label: "test")))
         let running = Task { try await group.run() }
-        try await Task.sleep(for: .milliseconds(50))
+        // A shutdown asked for before the group has started its services still runs them and
+        // shuts them down gracefully (ServiceGroup.triggerGracefulShutdown), so no wait is needed.
         try await cache.setValue("staged", forKey: "k")
         await group.triggerGracefulShutdown()
         try await running.value
@@ -288,7 +289,8 @@ struct DiskCacheCloseTests {
             serializer: StringSerializer()
         )
         let running = Task { try await cache.run() }
-        try await Task.sleep(for: .milliseconds(50))
+        // Cancelled before or after run() began waiting: either way it returns and leaves the
+        // cache open.
         running.cancel()
         try await running.value
         #expect(!cache.disk.isClosed)

@@ -1,11 +1,12 @@
 import Dispatch
 import Foundation
 import GRDB
-import StowageCache
 import StowageCore
 import StowageTestSupport
 import Synchronization
 import Testing
+
+@testable import StowageCache
 
 /// Deferred durability, group commit, the prepared read path and the access-time resolution.
 @Suite("DiskCache durability and hot path")
@@ -141,7 +142,8 @@ struct DiskCacheDurabilityTests {
         #expect(symlink(outside, index) == 0)
         // Past two checkpoint marks (every 200 commits); the writer keeps its open file.
         try await onOwnThread { for index in 0..<400 { try cache.setData(value, forKey: "k\(index)") } }
-        try await Task.sleep(for: .milliseconds(500))
+        let checkpointer = try #require(cache.index.checkpointer)
+        try await eventually { checkpointer.checkpointsAttempted >= 1 }
         #expect(size(outside) == outsideSize, "nothing was checkpointed into the link's target")
         _ = holder
     }
@@ -167,14 +169,11 @@ struct DiskCacheDurabilityTests {
         let scratch = try TemporaryDirectory()
         let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .milliseconds(10)) }
         for number in 0..<100 { try await cache.setData(Data("v\(number)".utf8), forKey: "k\(number)") }
-        var committed = 0
-        for _ in 0..<200 where committed < 100 {
-            try await Task.sleep(for: .milliseconds(10))
-            committed = try await DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
+        try await eventually {
+            try await DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM entry") ?? 0
-            }
+            } == 100
         }
-        #expect(committed == 100)
     }
 
     @Test("a deferred batch commits when its delay has passed on the deferred-commit clock")

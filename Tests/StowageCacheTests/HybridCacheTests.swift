@@ -45,11 +45,18 @@ struct HybridCacheTests {
     func runWithoutSharedLevel() async throws {
         let scratch = try TemporaryDirectory()
         let cache = try makeCache(scratch, serializer: StringSerializer())
-        let run = Task { try await cache.run() }
-        try await Task.sleep(for: .milliseconds(50))
+        let returned = Flag()
+        let run = Task {
+            try await cache.run()
+            returned.set()
+        }
+        // A write and a read through the running cache: run() is still waiting after them.
         try await cache.setValue("v", forKey: "k")
+        #expect(try await cache.value(forKey: "k") == "v")
+        #expect(!returned.isSet, "run() returned before it was cancelled")
         run.cancel()
         try await run.value
+        #expect(returned.isSet)
         #expect(try await cache.value(forKey: "k") == "v")
     }
 
@@ -79,16 +86,23 @@ struct HybridCacheTests {
         let scratch = try TemporaryDirectory()
         let cache = try makeCache(scratch, serializer: StringSerializer())
         let calls = LoadCounter()
+        let callers = LoadCounter()
+        let released = Flag()
+        // The loader holds until every caller has asked (and a moment more, the release's poll):
+        // uncoalesced callers would each have run it by then.
         let values = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<50 {
                 group.addTask {
-                    try await cache.value(forKey: "k") {
+                    callers.increment()
+                    return try await cache.value(forKey: "k") {
                         calls.increment()
-                        try await Task.sleep(for: .milliseconds(100))
+                        try await eventually { released.isSet }
                         return "loaded"
                     }
                 }
             }
+            try await eventually { callers.value == 50 && calls.value >= 1 }
+            released.set()
             return try await group.reduce(into: [String]()) { $0.append($1) }
         }
         #expect(values == Array(repeating: "loaded", count: 50))
@@ -101,12 +115,15 @@ struct HybridCacheTests {
         struct Offline: Error {}
         let scratch = try TemporaryDirectory()
         let cache = try makeCache(scratch, serializer: StringSerializer())
-        let failures = await withTaskGroup(of: Bool.self) { group in
+        let callers = LoadCounter()
+        let released = Flag()
+        let failures = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<10 {
                 group.addTask {
+                    callers.increment()
                     do {
                         _ = try await cache.value(forKey: "k") {
-                            try await Task.sleep(for: .milliseconds(50))
+                            try await eventually { released.isSet }
                             throw Offline()
                         }
                         return false
@@ -115,7 +132,9 @@ struct HybridCacheTests {
                     }
                 }
             }
-            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            try await eventually { callers.value == 10 }
+            released.set()
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         #expect(failures == 10)
         #expect(cache.memory.value(forKey: "k") == nil)
@@ -138,6 +157,13 @@ struct HybridCacheTests {
 }
 
 /// Counts loader calls across tasks.
+/// A flag one task raises for others.
+private final class Flag: Sendable {
+    private let raised = Atomic<Bool>(false)
+    func set() { raised.store(true, ordering: .releasing) }
+    var isSet: Bool { raised.load(ordering: .acquiring) }
+}
+
 final class LoadCounter: Sendable {
     private let count = Atomic<Int>(0)
     func increment() { count.add(1, ordering: .relaxed) }

@@ -1,15 +1,22 @@
 import Foundation
-import StowageCache
+import Logging
 import StowageCore
 import StowageTestSupport
 import Synchronization
 import Testing
 
+@testable import StowageCache
+
 @Suite("HybridCache memoize")
 struct MemoizeTests {
-    private func makeCache(_ scratch: TemporaryDirectory, clock: ManualClock) throws -> HybridCache<String> {
+    private func makeCache(
+        _ scratch: TemporaryDirectory,
+        clock: ManualClock,
+        logs: RecordingLogHandler.Records? = nil
+    ) throws -> HybridCache<String> {
         var configuration = DiskCache.Configuration()
         configuration.clock = clock.cacheClock
+        if let logs { configuration.logger = Logger(label: "test") { _ in RecordingLogHandler(records: logs) } }
         return HybridCache(
             memory: try MemoryCache<String, String>(),
             disk: try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration),
@@ -17,8 +24,9 @@ struct MemoizeTests {
         )
     }
 
-    /// A function to memoize that counts its runs and takes `duration` seconds; runs after the
-    /// first wait for ``release()`` (at most ten seconds) once `gated`.
+    /// A function to memoize that counts its runs and takes `duration` of real time (memoize
+    /// times its computations on the continuous clock, and the early-refresh draw scales with
+    /// that time); once `gated`, runs after the first wait for ``release()`` instead.
     private final class Computation: Sendable {
         let runs = Atomic<Int>(0)
         let finished = Atomic<Int>(0)
@@ -32,12 +40,10 @@ struct MemoizeTests {
         func release() { released.store(true, ordering: .releasing) }
         func callAsFunction() async throws -> String {
             let run = runs.add(1, ordering: .relaxed).newValue
-            try await Task.sleep(for: duration)
             if gated, run > 1 {
-                let deadline = ContinuousClock.now + .seconds(10)
-                while !released.load(ordering: .acquiring), ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(5))
-                }
+                try await eventually { released.load(ordering: .acquiring) }
+            } else {
+                try await Task.sleep(for: duration)
             }
             finished.add(1, ordering: .relaxed)
             return "v\(run)"
@@ -79,7 +85,8 @@ struct MemoizeTests {
         for _ in 0..<50 {
             _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(1_000)) { try await compute() }
         }
-        try await Task.sleep(for: .milliseconds(100))
+        // A recomputation, had one been started, is over (or running) once none is in flight.
+        try await eventually { cache.refreshesInFlight.load(ordering: .relaxed) == 0 }
         #expect(compute.runs.load(ordering: .relaxed) == 1)
         clock.advance(by: .seconds(500))
         #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(1_000)) { try await compute() } == "v2")
@@ -90,7 +97,7 @@ struct MemoizeTests {
         let scratch = try TemporaryDirectory()
         let clock = ManualClock()
         let cache = try makeCache(scratch, clock: clock)
-        let compute = Computation(duration: .milliseconds(200), gated: true)
+        let compute = Computation(gated: true)
         _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() }
         clock.advance(by: .seconds(9.99))
         // beta 10^6: the probability of not refreshing 10 ms before expiry is below 10^-7.
@@ -105,14 +112,12 @@ struct MemoizeTests {
         #expect(results == Array(repeating: "v1", count: 8))
         #expect(compute.finished.load(ordering: .relaxed) == 1, "callers waited for the recomputation")
         compute.release()
-        let deadline = ContinuousClock.now + .seconds(10)
         // The refresh stores on disk, then in memory: wait for both (a read in between is served
         // the old value from memory, as any read concurrent with a store may be).
-        while try await cache.value(forKey: "k") != "v2", ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await eventually { try await cache.value(forKey: "k") == "v2" }
         #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() } == "v2")
-        try await Task.sleep(for: .milliseconds(300))
+        // Every caller that drew a refresh started one; all have ended, the claim let one compute.
+        try await eventually { cache.refreshesInFlight.load(ordering: .relaxed) == 0 }
         #expect(compute.runs.load(ordering: .relaxed) == 2)
     }
 
@@ -121,7 +126,8 @@ struct MemoizeTests {
         struct Failure: Error {}
         let scratch = try TemporaryDirectory()
         let clock = ManualClock()
-        let cache = try makeCache(scratch, clock: clock)
+        let logs = RecordingLogHandler.Records()
+        let cache = try makeCache(scratch, clock: clock, logs: logs)
         await #expect(throws: Failure.self) {
             try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { throw Failure() }
         }
@@ -130,7 +136,9 @@ struct MemoizeTests {
         _ = try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() }
         clock.advance(by: .seconds(9.99))
         #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10), beta: 1e6) { throw Failure() } == "v1")
-        try await Task.sleep(for: .milliseconds(200))
+        // The refresh has failed (and logged it) before the value is read again.
+        try await eventually { logs.all.contains { $0.message.hasPrefix("early recomputation failed") } }
+        try await eventually { cache.refreshesInFlight.load(ordering: .relaxed) == 0 }
         #expect(try await cache.memoized(forKey: "k", timeToLive: .seconds(10)) { try await compute() } == "v1")
     }
 }

@@ -25,6 +25,10 @@ final class DiskCacheCheckpointer: Sendable {
     private let commits = Mutex(0)
     /// Opened on the first checkpoint; used by one checkpoint at a time (the maintenance lane's).
     private let connection = Mutex<OpaquePointer?>(nil)
+    /// Checkpoints run so far (whether or not they could open the index): tests wait for it
+    /// before they check what a checkpoint left alone.
+    private let attempts = Atomic<Int>(0)
+    var checkpointsAttempted: Int { attempts.load(ordering: .relaxed) }
 
     init(path: String, synchronous: Bool) {
         self.path = path
@@ -67,6 +71,7 @@ final class DiskCacheCheckpointer: Sendable {
             guard let connection else { return }
             sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
         }
+        attempts.add(1, ordering: .relaxed)
     }
 
     private static func open(path: String, synchronous: Bool) -> OpaquePointer? {

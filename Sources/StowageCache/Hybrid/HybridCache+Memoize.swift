@@ -96,7 +96,9 @@ extension HybridCache {
         guard loads.withLock({ $0[key] == nil }) else { return }
         let claimKey = "\u{FFFF}stowage.memoize.refresh:" + key
         let logger = disk.configuration.logger
+        refreshesInFlight.add(1, ordering: .relaxed)
         Task {
+            defer { refreshesInFlight.subtract(1, ordering: .relaxed) }
             do {
                 // The claim outlives the computation (a few compute times, at least a second) and
                 // is left to expire rather than removed, so callers that decided to refresh a

@@ -79,6 +79,9 @@ public final class HybridCache<Value: Sendable>: Sendable {
     public let configuration: Configuration
     /// Loads and computations in flight, by key: concurrent callers share one.
     let loads = Mutex<[String: Task<Value, any Error>]>([:])
+    /// Early recomputations started by `memoized` whose task has not ended yet: tests wait for
+    /// it to reach zero before they check that no caller recomputed a second time.
+    let refreshesInFlight = Atomic<Int>(0)
     /// Memory in front of disk in front of the shared level: reads, writes, removals and
     /// invalidations go through it, in the order that keeps memory from outliving disk (and from
     /// a clear of the disk cache), and it keeps the shared level's outage replay and horizon.

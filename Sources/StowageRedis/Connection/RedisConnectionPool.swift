@@ -1,4 +1,5 @@
 import NIOCore
+import StowageLoopClock
 import Synchronization
 
 /// Connections to one server, at most ``RedisConfiguration/maximumConnections`` of them,
@@ -210,8 +211,10 @@ final class RedisConnectionPool: Sendable {
         )
         // The timer may fire before the waiter has joined (at once for a zero timeout, on
         // another thread): it then marks the waiter expired, and the waiter fails as it arrives.
-        let timer = configuration.eventLoopGroup.any().scheduleTask(in: .milliseconds(Int64(timeout.milliseconds))) {
-            [self] in
+        let timer = LoopClock(configuration.timeoutClock).scheduleTask(
+            on: configuration.eventLoopGroup.any(),
+            in: .milliseconds(Int64(timeout.milliseconds))
+        ) { [self] in
             let expired: Waiter? = state.withLock { state in
                 if state.arrivingWaiterIDs.remove(id) != nil {
                     state.expiredWaiterIDs.insert(id)
