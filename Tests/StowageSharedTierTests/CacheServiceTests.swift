@@ -20,11 +20,13 @@ struct CacheServiceTests {
             name: "b",
             running: false
         )
+        let (witness, _) = try await fleet.node(namespace: "s1", name: "witness")
         try await b.setValue("old", forKey: "changed")
         try await b.setValue("kept", forKey: "untouched")
+        #expect(try await witness.value(forKey: "changed") == "old")
         try await a.setValue("new", forKey: "changed")
-        // A running node would have dropped "changed" by now; b, not running, still holds it.
-        try await Task.sleep(for: .milliseconds(300))
+        // A running node drops "changed" once the invalidation arrives; b, not running, holds it.
+        try await eventually { witness.memory.value(forKey: "changed") == nil }
         #expect(b.memory.value(forKey: "changed") == "old")
 
         let firstRun = Task { try await b.run() }

@@ -100,7 +100,6 @@ struct SharedTierTests {
             worker.send("get \(key)")
             #expect(try await worker.line(startingWith: "value \(key)") == "value \(key) old")
             worker.send("watch \(key)")
-            try await Task.sleep(for: .milliseconds(5))
             let start = ContinuousClock.now
             if round.isMultiple(of: 2) {
                 try await local.setValue("new", forKey: key)
@@ -112,14 +111,10 @@ struct SharedTierTests {
             // The "dropped" may come from the invalidation of the "old" write arriving late (each
             // write invalidates the others' copies); the new state must follow within moments.
             let expected = round.isMultiple(of: 2) ? "value \(key) new" : "miss \(key)"
-            let deadline = ContinuousClock.now + .seconds(10)
-            var after = ""
-            repeat {
+            try await eventually {
                 worker.send("get \(key)")
-                after = try await worker.line(startingWith: "value \(key)", orMiss: true)
-                if after != expected { try await Task.sleep(for: .milliseconds(10)) }
-            } while after != expected && ContinuousClock.now < deadline
-            #expect(after == expected)
+                return try await worker.line(startingWith: "value \(key)", orMiss: true) == expected
+            }
         }
         delays.sort()
         print(
@@ -303,7 +298,8 @@ struct SharedTierTests {
                 }
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // The callers are under way against the live server before it goes.
+        try await eventually { counters.operations.load(ordering: .relaxed) > 200 }
         let heard = tier.invalidations()
         fleet.server.kill()
         try await eventually { cache.sharedTierFailures > 0 }
@@ -387,8 +383,13 @@ struct SharedTierClusterTests {
         let scratch = try TemporaryDirectory()
         let first = "redis://127.0.0.1:\(cluster.nodes[0].port)"
         let last = "redis://127.0.0.1:\(cluster.nodes[2].port)"
-        let (a, tierA) = try await makeNode(url: first, namespace: "c1", scratch: scratch, name: "a")
-        let (b, tierB) = try await makeNode(url: last, namespace: "c1", scratch: scratch, name: "b")
+        // Load waits on a stepped clock: the loader holds until the other node waits on it.
+        let clock = SteppedClock()
+        var options = SharedTierOptions()
+        options.waitClock = clock
+        options.loadWaitTimeout = .seconds(3_600)
+        let (a, tierA) = try await makeNode(url: first, namespace: "c1", scratch: scratch, name: "a", options: options)
+        let (b, tierB) = try await makeNode(url: last, namespace: "c1", scratch: scratch, name: "b", options: options)
         defer {
             Task {
                 await tierA.shutdown()
@@ -403,17 +404,28 @@ struct SharedTierClusterTests {
         #expect(try await b.value(forKey: "key-7") == "changed")
         // The lock scripts touch value, lock and fence keys of one hash tag: one slot, no CROSSSLOT.
         let runs = LoadCounters()
-        async let fromA = a.value(forKey: "loaded") {
-            runs.operations.add(1, ordering: .relaxed)
-            try await Task.sleep(for: .milliseconds(200))
-            return "once"
+        let loads = Task {
+            async let fromA = a.value(forKey: "loaded") {
+                runs.operations.add(1, ordering: .relaxed)
+                try await eventually { clock.sleeperCount > 0 }  // the other node waits for this load
+                return "once"
+            }
+            async let fromB = b.value(forKey: "loaded") {
+                runs.operations.add(1, ordering: .relaxed)
+                try await eventually { clock.sleeperCount > 0 }
+                return "once"
+            }
+            let values = try await [fromA, fromB]
+            runs.stop.store(true, ordering: .releasing)
+            return values
         }
-        async let fromB = b.value(forKey: "loaded") {
-            runs.operations.add(1, ordering: .relaxed)
-            try await Task.sleep(for: .milliseconds(200))
-            return "once"
+        defer { loads.cancel() }
+        // Once the value has landed, the waiter's next poll on the stepped clock finds it.
+        try await eventually {
+            if runs.operations.load(ordering: .relaxed) >= 1, clock.sleeperCount > 0 { clock.advance(by: .seconds(1)) }
+            return runs.stop.load(ordering: .acquiring)
         }
-        #expect(try await [fromA, fromB] == ["once", "once"])
+        #expect(try await loads.value == ["once", "once"])
         #expect(runs.operations.load(ordering: .relaxed) == 1)
     }
 }

@@ -137,27 +137,18 @@ final class WorkerNode: Sendable {
     }
 
     /// The next line starting with `prefix` (or `miss` when `orMiss`, or matching `also`),
-    /// skipping others, or an error after `timeout`.
+    /// skipping others, or an error when none came within `timeout` (a hang catch).
     func line(
         startingWith prefix: String,
         orMiss: Bool = false,
-        timeout: Duration = .seconds(20),
+        timeout: Duration = .seconds(60),
         also: @escaping @Sendable (String) -> Bool = { _ in false }
     ) async throws -> String {
-        try await withThrowingTaskGroup(of: String.self) { group in
-            group.addTask { [self] in
-                for await line in lines where line.hasPrefix(prefix) || (orMiss && line.hasPrefix("miss")) || also(line)
-                {
-                    return line
-                }
-                throw TestFailure("the worker exited while waiting for '\(prefix)'")
+        try await firstResult(within: timeout, "no '\(prefix)' line from the worker") { [self] in
+            for await line in lines where line.hasPrefix(prefix) || (orMiss && line.hasPrefix("miss")) || also(line) {
+                return line
             }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw TestFailure("no '\(prefix)' line from the worker within \(timeout)")
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
+            throw TestFailure("the worker exited while waiting for '\(prefix)'")
         }
     }
 
@@ -168,24 +159,44 @@ final class WorkerNode: Sendable {
 
 }
 
-/// The first invalidation in `stream` that `predicate` accepts, or an error after `timeout`.
+/// The first invalidation in `stream` that `predicate` accepts, or an error when none came
+/// within `timeout` (a hang catch, at least a minute).
 func firstInvalidation(
     in stream: AsyncStream<SharedCacheInvalidation>,
     within timeout: Duration,
     where predicate: @escaping @Sendable (SharedCacheInvalidation) -> Bool = { _ in true }
 ) async throws -> SharedCacheInvalidation? {
-    try await withThrowingTaskGroup(of: SharedCacheInvalidation?.self) { group in
-        group.addTask {
-            for await invalidation in stream where predicate(invalidation) { return invalidation }
-            return nil
-        }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw TestFailure("no matching invalidation within \(timeout)")
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
+    try await firstResult(within: max(timeout, .seconds(60)), "no matching invalidation") {
+        for await invalidation in stream where predicate(invalidation) { return invalidation }
+        return nil
     }
+}
+
+/// What `body` returns or throws, or `TestFailure("\(what) within \(timeout)")` when it has
+/// neither by then (`body` is cancelled). The wait is ``eventually``'s: it only catches hangs.
+private func firstResult<T: Sendable>(
+    within timeout: Duration,
+    _ what: String,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    let outcome = Outcome<T>()
+    let task = Task {
+        do { outcome.set(.success(try await body())) } catch { outcome.set(.failure(error)) }
+    }
+    defer { task.cancel() }
+    do {
+        try await eventually(timeout: timeout) { outcome.result != nil }
+    } catch {
+        throw TestFailure("\(what) within \(timeout)")
+    }
+    return try outcome.result!.get()
+}
+
+/// The outcome of a task, once it has one.
+private final class Outcome<T: Sendable>: Sendable {
+    private let state = Mutex<Result<T, any Error>?>(nil)
+    func set(_ result: Result<T, any Error>) { state.withLock { $0 = result } }
+    var result: Result<T, any Error>? { state.withLock { $0 } }
 }
 
 extension RedisSharedTier.Options {

@@ -4,6 +4,7 @@ import StowageCore
 import StowageRedisTestSupport
 import StowageSharedTier
 import StowageTestSupport
+import Synchronization
 import Testing
 
 /// The shared level's load wait and polls follow the injected wait clock.
@@ -24,30 +25,31 @@ struct WaitClockTests {
             options: options
         )
 
-        // The holder takes the key's load lock and keeps loading.
+        // The holder takes the key's load lock and keeps loading until cancelled.
+        let (neverEnding, keepOpen) = AsyncStream<Void>.makeStream()
+        defer { keepOpen.finish() }
         let holding = Task {
             try await holder.value(forKey: "k") {
-                try await Task.sleep(for: .seconds(3_600))
+                for await _ in neverEnding {}
                 return "a"
             }
         }
         defer { holding.cancel() }
         try await eventually { try await holderTier.isLockedForLoading(key: "k") }
 
-        let waiting = Task { try await waiter.value(forKey: "k") { "b" } }
+        let done = LoadCounters()
+        let waiting = Task {
+            defer { done.stop.store(true, ordering: .releasing) }
+            return try await waiter.value(forKey: "k") { "b" }
+        }
+        defer { waiting.cancel() }
         try await eventually { clock.sleeperCount > 0 }  // polling, on the injected clock
         clock.advance(by: .seconds(3_600))
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !Task.isCancelled, ContinuousClock.now < deadline, clock.sleeperCount > 0 {
+        // Were the clock ignored the waiter would wait an hour: eventually's minute catches that.
+        try await eventually {
             clock.advance(by: .seconds(1))
-            try await Task.sleep(for: .milliseconds(5))
+            return done.stop.load(ordering: .acquiring)
         }
-        // Were the clock ignored the waiter would wait an hour: cut it short rather than hang.
-        let cutoff = Task {
-            try await Task.sleep(for: .seconds(45))
-            waiting.cancel()
-        }
-        defer { cutoff.cancel() }
         let value = try? await waiting.value
         #expect(value == "b", "past the wait timeout the waiter loads by itself")
     }
