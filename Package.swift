@@ -528,10 +528,10 @@ let package = Package(
             dependencies: [
                 "StowageCore", "StowageCLI", "StowageHTTPTestSupport", "StowageRedisTestSupport", "StowageTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                // The help screens, rendered at fixed widths (helpMessage(for:columns:)).
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
     ]
 )
-                // The help screens, rendered at fixed widths (helpMessage(for:columns:)).
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),

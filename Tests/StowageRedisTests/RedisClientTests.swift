@@ -4,6 +4,7 @@ import NIOCore
 import ServiceLifecycle
 import StowageRedis
 import StowageRedisTestSupport
+import StowageTestSupport
 import Testing
 
 @Suite(
@@ -221,64 +222,74 @@ struct RedisClientTests {
         }
     }
 
-    @Test("a pipeline without a reply in time fails with timeout naming its first unanswered command")
+    /// Waits until `server` has a client blocked in a command (`INFO clients`), asked over a
+    /// connection of its own: the command was written, so its timeout is armed.
+    private func waitUntilBlocked(_ server: RedisServerProcess) async throws {
+        let observer = RedisClient(configuration: server.configuration)
+        defer { Task { await observer.shutdown() } }
+        try await eventually {
+            let info = try await observer.send(RedisCommand("INFO", "clients")).string ?? ""
+            return info.contains("blocked_clients:1")
+        }
+    }
+
+    // A timer that never fired would leave BLPOP blocked for good: the time limit turns that
+    // hang into a failure.
+    @Test(
+        "a pipeline without a reply in time fails with timeout naming its first unanswered command",
+        .timeLimit(.minutes(1))
+    )
     func pipelineTimeout() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         var configuration = server.configuration
-        // Long enough that the PING before BLPOP is answered in time on a loaded machine (CI once
-        // saw it outlast 200 ms, and the timeout rightly named it); BLPOP never is.
+        // The timeout runs on a clock the test moves: the PING before BLPOP is answered however
+        // slowly a loaded machine runs, and BLPOP times out when the clock passes 2 s.
+        let clock = SteppedClock()
+        configuration.timeoutClock = clock
         configuration.commandTimeout = .seconds(2)
         let client = RedisClient(configuration: configuration)
         defer { Task { await client.shutdown() } }
-        var answer: RESPValue?
-        for _ in 0..<10 where answer == nil {
-            answer = try? await client.withConnection { try await $0.send(.ping) }
-        }
-        #expect(answer == .simpleString("PONG"))
-        await #expect {
+        let pipeline = Task {
             try await client.withConnection {
                 try await $0.pipeline([.ping, RedisCommand("BLPOP", "never", "0", keyIndex: 1), .ping])
             }
+        }
+        try await waitUntilBlocked(server)
+        clock.advance(by: .seconds(2))
+        // Were the timer never to fire, BLPOP would block for good: a hang, not a pass.
+        await #expect {
+            try await pipeline.value
         } throws: { error in
             guard let error = error as? RedisError else { return false }
             return error.code == .timeout && error.message.contains("BLPOP never")
         }
     }
 
-    @Test("a command without a reply in time fails with timeout and closes its connection")
+    // A timer that never fired would leave BLPOP blocked for good: the time limit turns that
+    // hang into a failure.
+    @Test("a command without a reply in time fails with timeout and closes its connection", .timeLimit(.minutes(1)))
     func commandTimeout() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         var configuration = server.configuration
+        // On a clock the test moves: the timeout passes when the test says, never while a
+        // loaded machine is merely slow to answer a PING.
+        let clock = SteppedClock()
+        configuration.timeoutClock = clock
         configuration.commandTimeout = .milliseconds(200)
         let client = RedisClient(configuration: configuration)
         defer { Task { await client.shutdown() } }
-        // Connect first, on the kind of connection BLPOP takes (one of its own, from the pool),
-        // so the time measured below is the command's, not a handshake's on a loaded machine.
-        // A PING can itself outlast 200 ms on a loaded machine: a few tries.
-        var connected: RESPValue?
-        for _ in 0..<10 where connected == nil {
-            connected = try? await client.withConnection { try await $0.send(.ping) }
-        }
-        #expect(connected == .simpleString("PONG"))
-        let sent = ContinuousClock.now
+        let blocked = Task { try await client.send(RedisCommand("BLPOP", "never", "0", keyIndex: 1)) }
+        try await waitUntilBlocked(server)
+        clock.advance(by: .milliseconds(200))
         await #expect {
-            try await client.send(RedisCommand("BLPOP", "never", "0", keyIndex: 1))
+            try await blocked.value
         } throws: { error in
             (error as? RedisError)?.code == .timeout
         }
-        // The 200 ms command timeout, not the 30 s connect timeout: the bound sits well between the
-        // two. (Measured from before the first command, connecting included, it once took 20.9 s
-        // in a fully loaded parallel suite on two cores.)
-        #expect(ContinuousClock.now - sent < .seconds(20))
-        // The client reconnects for the next command. A PING can itself outlast 200 ms on a
-        // loaded machine, so a few tries: what must not happen is that none gets through.
-        var answer: RESPValue?
-        for _ in 0..<10 where answer == nil {
-            answer = try? await client.send(.ping)
-        }
-        #expect(answer == .simpleString("PONG"))
+        // The client reconnects for the next command.
+        #expect(try await client.send(.ping) == .simpleString("PONG"))
     }
 
     @Test("server restart mid-run: commands fail fast while it is down, then the client reconnects")

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOSSL
+import StowageLoopClock
 
 /// Commands written together, and who gets their replies: one continuation per command, one
 /// continuation for all of them (a pipeline), or nobody (`SUBSCRIBE` on a subscriber connection).
@@ -97,6 +98,8 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private let server: String
     /// During the handshake the connect timeout; afterwards the configured command timeout.
     var commandTimeout: TimeAmount
+    /// What the command timeout is measured and scheduled by (``RedisConfiguration/timeoutClock``).
+    private let clock: LoopClock
     private let onPush: @Sendable (RESPValue) -> Void
     private var timeoutCheck: Scheduled<Void>?
     private var timeoutCheckDeadline = NIODeadline.distantFuture
@@ -113,11 +116,13 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     init(
         server: String,
         commandTimeout: TimeAmount,
+        clock: LoopClock,
         closeReason: RedisCloseReason,
         onPush: @escaping @Sendable (RESPValue) -> Void
     ) {
         self.server = server
         self.commandTimeout = commandTimeout
+        self.clock = clock
         self.closeReason = closeReason
         self.onPush = onPush
     }
@@ -195,7 +200,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     ) -> ByteBuffer {
         let buffer =
             request.encoded ?? RedisOutboundRequest.encode(request.commands, allocator: context.channel.allocator)
-        let deadline = NIODeadline.now() + commandTimeout
+        let deadline = clock.now() + commandTimeout
         switch request.completion {
         case .each(let continuations):
             for (index, continuation) in continuations.enumerated() {
@@ -428,7 +433,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private func scheduleTimeoutCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
         timeoutCheckDeadline = deadline
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        timeoutCheck = context.eventLoop.scheduleTask(deadline: deadline) {
+        timeoutCheck = clock.scheduleTask(on: context.eventLoop, deadline: deadline) {
             let (handler, context) = loopBound.value
             handler.timeoutCheck = nil
             handler.checkTimeouts(context: context)
@@ -437,7 +442,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
 
     private func checkTimeouts(context: ChannelHandlerContext) {
         guard let oldest = pending.first else { return }
-        if oldest.deadline <= .now() {
+        if oldest.deadline <= clock.now() {
             // The command the server has not answered: in a pipeline, the first without a reply.
             let unanswered =
                 if case .batch = oldest.completion { batchReplies.count } else { oldest.firstCommand }

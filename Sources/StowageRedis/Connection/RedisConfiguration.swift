@@ -89,6 +89,11 @@ public struct RedisConfiguration: Sendable {
     /// retrying a command answered `TRYAGAIN` or `CLUSTERDOWN`. Default `ContinuousClock()`;
     /// tests pass a clock they advance.
     public var backoffClock: any Clock<Duration>
+    /// What ``connectTimeout``, ``commandTimeout`` and ``poolWaitTimeout`` are measured by.
+    /// Default `ContinuousClock()`: real time, on the event loops' own timers. Tests pass a
+    /// clock they advance (`SteppedClock`), and a timeout fires when the clock passes it, on the
+    /// event loop that armed it, instead of after real time on a loaded machine.
+    public var timeoutClock: any Clock<Duration>
     /// In a Redis Cluster, whether ``RedisClusterClient/send(_:)`` sends read-only commands
     /// (`GET`, `EXISTS`, `MGET`, `TTL`, … — ``RedisCommand/isReadOnly``) to a replica of the
     /// slot's master, chosen at random, instead of to the master; `false` by default. Cluster
@@ -130,6 +135,7 @@ public struct RedisConfiguration: Sendable {
         multiplexedConnections = 2
         reconnectBackoff = Backoff()
         backoffClock = ContinuousClock()
+        timeoutClock = ContinuousClock()
         readsFromReplicas = false
         logger = Logger(label: "org.stowage.redis", factory: SwiftLogNoOpLogHandler.init)
         eventLoopGroup = MultiThreadedEventLoopGroup.singleton

@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import StowageLoopClock
 import Synchronization
 
 /// One connection to one Redis server: commands are pipelined (sent without waiting for
@@ -61,6 +62,7 @@ public final class RedisConnection: Sendable {
         try configuration.validate()
         let server = configuration.address
         let handshakeTimeout = TimeAmount.milliseconds(Int64(configuration.connectTimeout.milliseconds))
+        let clock = LoopClock(configuration.timeoutClock)
         let sslContext: NIOSSLContext?
         do {
             sslContext = try configuration.tls.map { try NIOSSLContext(configuration: $0) }
@@ -87,6 +89,7 @@ public final class RedisConnection: Sendable {
                         RedisChannelHandler(
                             server: server,
                             commandTimeout: handshakeTimeout,
+                            clock: clock,
                             closeReason: closeReason,
                             onPush: onPush
                         )
@@ -116,7 +119,7 @@ public final class RedisConnection: Sendable {
                     eventLoop: channel.eventLoop
                 )
             }.get()
-            return try await withHandshakeTimeout(configuration, channel: channel) {
+            return try await withHandshakeTimeout(configuration, clock: clock, channel: channel) {
                 try await handshake(configuration, channel: channel, handler: handler)
             }
         } catch {
@@ -130,14 +133,17 @@ public final class RedisConnection: Sendable {
 
     private static func withHandshakeTimeout(
         _ configuration: RedisConfiguration,
+        clock: LoopClock,
         channel: any Channel,
         _ body: @escaping @Sendable () async throws -> RedisConnection
     ) async throws -> RedisConnection {
         // The timer may already be running on the event loop when the handshake succeeds; the
         // flag keeps it from closing a connection that is about to be used.
         let finished = HandshakeState()
-        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(configuration.connectTimeout.milliseconds)))
-        {
+        let timer = clock.scheduleTask(
+            on: channel.eventLoop,
+            in: .milliseconds(Int64(configuration.connectTimeout.milliseconds))
+        ) {
             guard !finished.isDone.load(ordering: .acquiring) else { return }
             channel.pipeline.fireErrorCaught(
                 RedisError(
