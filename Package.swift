@@ -179,6 +179,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                // CachingHTTPClient is a Service: run() owns the AsyncHTTPClient it created.
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -458,6 +460,8 @@ let package = Package(
                 "StowageHTTPClient", "StowageHTTPCache", "StowageHTTPTestSupport", "StowageCore",
                 "StowageCookies", "StowageTestSupport", .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

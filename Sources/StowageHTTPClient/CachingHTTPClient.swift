@@ -4,6 +4,7 @@ import HTTPTypes
 import StowageCookies
 import StowageCore
 import StowageHTTPCache
+import Synchronization
 
 /// An HTTP client with a private RFC 9111 cache: AsyncHTTPClient underneath, `HTTPCache`
 /// in front, `URLCache`'s request policies per call.
@@ -41,6 +42,10 @@ import StowageHTTPCache
 /// `Set-Cookie` is scoped to the URL it answered (the redirect's host, then the target's), and
 /// AsyncHTTPClient drops the `Cookie` field on a redirect to another origin. Without a store
 /// (the default) no cookie is sent or kept, as before.
+///
+/// The client is a swift-service-lifecycle `Service`: in a `ServiceGroup` its ``run()`` ends on
+/// the group's graceful shutdown and shuts down the AsyncHTTPClient it created; outside one,
+/// call ``shutdown()`` when done.
 public final class CachingHTTPClient: Sendable {
     /// The cache (configure it as `CacheKind/private` for a client); `nil` when the client
     /// passes every request through.
@@ -51,6 +56,8 @@ public final class CachingHTTPClient: Sendable {
     /// The transport to origins.
     public let transport: UpstreamTransport
     private let ownsClient: Bool
+    /// Set by the first ``shutdown()``; later calls (``run()``'s after the caller's) do nothing.
+    private let isShutDown = Atomic<Bool>(false)
     /// The cookie store requests and responses go through; `nil` for none.
     public let cookies: CookieStore?
 
@@ -140,8 +147,10 @@ public final class CachingHTTPClient: Sendable {
         }
     }()
 
-    /// Shuts down the AsyncHTTPClient if this client created it.
+    /// Shuts down the AsyncHTTPClient if this client created it; once, however often it is called
+    /// (``run()`` calls it when its service group shuts down).
     public func shutdown() async throws {
-        if ownsClient { try await transport.client.shutdown() }
+        guard ownsClient, !isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        try await transport.client.shutdown()
     }
 }

@@ -26,6 +26,8 @@ public final class RedisClient: RedisCommandExecuting {
     /// The configuration every connection uses.
     public let configuration: RedisConfiguration
     let pool: RedisConnectionPool
+    /// The subscriptions ``subscribe(to:)`` made, which ``shutdown()`` ends.
+    let subscriptions = RedisSubscriptions()
 
     /// The executor of the event loop this client's connections live on.
     ///
@@ -117,9 +119,12 @@ public final class RedisClient: RedisCommandExecuting {
         try await pool.withConnection(body)
     }
 
-    /// A subscription to `channels` on a connection of its own, resubscribing after reconnects.
+    /// A subscription to `channels` on a connection of its own, resubscribing after reconnects,
+    /// until it is cancelled or the client shuts down (its ``RedisSubscription/events`` then finish).
     public func subscribe(to channels: [String]) -> RedisSubscription {
-        RedisSubscription(channels: channels, configuration: configuration) { [configuration] in [configuration] }
+        subscriptions.add(
+            RedisSubscription(channels: channels, configuration: configuration) { [configuration] in [configuration] }
+        )
     }
 
     /// The configuration the client opens its connections with: ``configuration`` on the
@@ -130,8 +135,11 @@ public final class RedisClient: RedisCommandExecuting {
     /// Open connections, idle and in use.
     public var connectionCount: Int { pool.connectionCount }
 
-    /// Closes every connection; later commands fail with ``RedisError/Code/shutdown``.
+    /// Closes every connection and ends every subscription; later commands fail with
+    /// ``RedisError/Code/shutdown``. A connection a caller holds (``withConnection(_:)``, a blocking
+    /// command) closes when the caller gives it back; ``run()`` waits for that too.
     public func shutdown() async {
+        subscriptions.shutdown()
         await pool.shutdown()
     }
 

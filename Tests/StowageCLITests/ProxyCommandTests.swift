@@ -323,14 +323,7 @@ import Glibc
         let (data, _) = try await URLSession.shared.data(from: url)
         #expect(String(decoding: data, as: UTF8.self) == "v1")
         // The record reaches Redis (through the TLS port) just after the response.
-        let deadline = ContinuousClock.now + .seconds(20)
-        var keys = ""
-        while ContinuousClock.now < deadline {
-            keys = try redis.cli(["--scan", "--pattern", "stowage-http:*"])
-            if !keys.isEmpty { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(keys.contains("stowage-http:"), "no shared record in Redis")
+        try await eventually { try redis.cli(["--scan", "--pattern", "stowage-http:*"]).contains("stowage-http:") }
         #expect(await Self.stop(process) == 0)
         let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(!log.contains("unreachable"), "\(log)")

@@ -35,11 +35,8 @@ import Testing
                     return (counts.total == 1, counts.cacheControl)
                 }
                 if !first, cacheControl == "no-store" {
-                    let deadline = ContinuousClock.now + .seconds(30)  // generous: a loaded machine
                     // Arrivals after the first: a barrier that opens once `together` have come.
-                    while self.counts.withLock({ $0.total - 1 }) < self.together, ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(2))
-                    }
+                    try await eventually { self.counts.withLock { $0.total - 1 } >= self.together }
                 }
                 self.counts.withLock { $0.inFlight -= 1 }
                 var response = HTTPResponse(status: .ok)

@@ -3,6 +3,7 @@ import InMemoryTracing
 import StowageHTTPCache
 import StowageHTTPTestSupport
 import StowageProxy
+import StowageTestSupport
 import Testing
 import Tracing
 
@@ -151,13 +152,7 @@ import Tracing
     /// response head is handed over, which may be just after the client has read the reply).
     private func finishedSpans(of tracer: InMemoryTracer, including name: String) async throws -> [FinishedInMemorySpan]
     {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let spans = tracer.finishedSpans
-            if spans.contains(where: { $0.operationName == name }) { return spans }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("no span named \(name) finished within 30 s")
+        try await eventually { tracer.finishedSpans.contains { $0.operationName == name } }
         return tracer.finishedSpans
     }
 }

@@ -37,13 +37,8 @@ struct SharedProxyTests {
             // A POST through the second proxy invalidates the URL there and, through Redis, in
             // the first proxy's memory and disk.
             _ = try await fleet.get(second, "/shared", method: .POST)
-            let deadline = ContinuousClock.now + .seconds(10)
-            var after = try await fleet.get(first, "/shared")
-            while after.text == "v1", ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-                after = try await fleet.get(first, "/shared")
-            }
-            #expect(after.text != "v1", "the first proxy kept serving the invalidated response")
+            // The first proxy stops serving the invalidated response.
+            try await eventually { try await fleet.get(first, "/shared").text != "v1" }
         }
     }
 
@@ -87,11 +82,10 @@ struct SharedProxyTests {
             // from Redis; neither may serve the banned one again.
             for proxy in [second, first] {
                 for (path, banned) in [("/news/1", "/news/1-v1"), ("/news/2", "/news/2-v2")] {
-                    let deadline = ContinuousClock.now + .seconds(30)
                     var reply = try await fleet.get(proxy, path)
-                    while reply.text == banned, ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(20))
+                    try await eventually {
                         reply = try await fleet.get(proxy, path)
+                        return reply.text != banned
                     }
                     #expect(
                         reply.text != banned,
@@ -152,10 +146,9 @@ struct SharedProxyTests {
             #expect(miss.text == "v1")
             // Stored locally as the body was read; a hit follows once the recording is done.
             var hit = try await fleet.get(node, "/local")
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !hit.cacheStatus.hasPrefix("stowage; hit"), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            try await eventually {
                 hit = try await fleet.get(node, "/local")
+                return hit.cacheStatus.hasPrefix("stowage; hit")
             }
             #expect(hit.cacheStatus.hasPrefix("stowage; hit"), "\(hit.cacheStatus)")
             #expect(hit.text == "v1" || hit.text == "v2")
@@ -291,9 +284,6 @@ private final class SharedProxyFleet: Sendable {
     /// Waits until `proxy` has shared its record of `path`: it does so once it has stored the
     /// whole body, which may be just after the client has it.
     func waitUntilShared(_ proxy: Proxy, _ path: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try await proxy.tier.entry(forKey: recordKey(path)) == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await eventually { try await proxy.tier.entry(forKey: recordKey(path)) != nil }
     }
 }

@@ -40,6 +40,8 @@ public final class RedisClusterClient: RedisCommandExecuting {
     private let movedCount = Atomic<Int>(0)
     private let askCount = Atomic<Int>(0)
     private let refreshCount = Atomic<Int>(0)
+    /// The subscriptions ``subscribe(to:)`` made, which ``shutdown()`` ends.
+    let subscriptions = RedisSubscriptions()
 
     /// Redirections followed and slot-map reads since the client was created.
     public struct Statistics: Sendable, Hashable {
@@ -209,10 +211,12 @@ public final class RedisClusterClient: RedisCommandExecuting {
     /// A subscription to `channels` on one node (cluster pub/sub reaches every node).
     public func subscribe(to channels: [String]) -> RedisSubscription {
         // PUBLISH reaches every node of a cluster, so one connection to any node hears everything.
-        RedisSubscription(channels: channels, configuration: seeds[0]) { [self] in
-            let known = state.withLock { $0.topology.nodes }
-            return known.map { seeds[0].with(host: $0.host, port: $0.port) } + seeds
-        }
+        subscriptions.add(
+            RedisSubscription(channels: channels, configuration: seeds[0]) { [self] in
+                let known = state.withLock { $0.topology.nodes }
+                return known.map { seeds[0].with(host: $0.host, port: $0.port) } + seeds
+            }
+        )
     }
 
     /// Re-reads the slot map now (concurrent calls share one request).
@@ -239,13 +243,19 @@ public final class RedisClusterClient: RedisCommandExecuting {
         try await node(forSlot: RedisHashSlot.slot(for: key)).address
     }
 
-    /// Closes the connections to every node.
+    /// Closes the connections to every node and ends every subscription. A connection a caller
+    /// holds closes when the caller gives it back; ``run()`` waits for that too.
     public func shutdown() async {
-        let pools = state.withLock { state in
+        subscriptions.shutdown()
+        for pool in shutDownPools() { await pool.shutdown() }
+    }
+
+    /// Marks the client shut down and returns its pools, for ``shutdown()`` and ``run()``.
+    func shutDownPools() -> [RedisConnectionPool] {
+        state.withLock { state in
             state.isShutdown = true
             return Array(state.pools.values)
         }
-        for pool in pools { await pool.shutdown() }
     }
 
     // MARK: - Routing

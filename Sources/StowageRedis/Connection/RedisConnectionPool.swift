@@ -35,6 +35,9 @@ final class RedisConnectionPool: Sendable {
         var retryAfter: Duration?
         var lastFailure: RedisError?
         var isShutdown = false
+        /// Every open connection, idle, leased or shared, until it is found closed: what
+        /// ``closed()`` waits for and ``closeEveryConnection()`` closes.
+        var connections: [ObjectIdentifier: RedisConnection] = [:]
     }
 
     private enum Decision {
@@ -97,6 +100,7 @@ final class RedisConnectionPool: Sendable {
             while let connection = state.idle.popLast() {
                 if connection.isActive { return .use(connection) }
                 state.count -= 1
+                state.connections[ObjectIdentifier(connection)] = nil
             }
             if state.count < configuration.maximumConnections {
                 if let retryAfter = state.retryAfter, now < retryAfter, state.count == 0 {
@@ -127,6 +131,8 @@ final class RedisConnectionPool: Sendable {
         let waiter: Waiter? = state.withLock { state in
             guard connection.isActive, !state.isShutdown else {
                 state.count -= 1
+                // After a shutdown it stays listed until it has closed (``closed()`` waits for it).
+                if !state.isShutdown { state.connections[ObjectIdentifier(connection)] = nil }
                 return nil
             }
             if !state.waiters.isEmpty { return state.waiters.removeFirst() }
@@ -162,10 +168,19 @@ final class RedisConnectionPool: Sendable {
     private func open() async throws -> RedisConnection {
         do {
             let connection = try await RedisConnection.connect(configuration, recordingIn: opening)
-            state.withLock { state in
+            let isShutdown = state.withLock { state in
                 state.consecutiveFailures = 0
                 state.retryAfter = nil
                 state.lastFailure = nil
+                // Opened after the shutdown listed what to close: nobody would close it. (The
+                // shutdown error thrown below is counted off by the `catch`.)
+                guard !state.isShutdown else { return true }
+                state.connections[ObjectIdentifier(connection)] = connection
+                return false
+            }
+            if isShutdown {
+                await connection.close()
+                throw Self.shutdownError(configuration)
             }
             return connection
         } catch {
@@ -238,6 +253,7 @@ final class RedisConnectionPool: Sendable {
                         return nil
                     }
                     state.count -= 1
+                    state.connections[ObjectIdentifier(connection)] = nil
                 }
                 if expired { return exhausted }
                 state.waiters.append(Waiter(id: id, continuation: continuation))
@@ -263,6 +279,20 @@ final class RedisConnectionPool: Sendable {
         for waiter in waiters { waiter.continuation.resume(throwing: Self.shutdownError(configuration)) }
         opening.closeAll()
         for connection in idle + sharedConnections { await connection.close() }
+    }
+
+    /// After ``shutdown()``: returns when every connection the pool opened has closed, leased
+    /// ones included once their callers have given them back (they close then).
+    func closed() async {
+        let connections = state.withLock { Array($0.connections.values) }
+        for connection in connections { try? await connection.closeFuture.get() }
+    }
+
+    /// Closes every connection now, leased ones included: their callers' commands fail with
+    /// `.connectionClosed`. For a shutdown that may not wait (the task was cancelled).
+    func closeEveryConnection() {
+        let connections = state.withLock { Array($0.connections.values) }
+        for connection in connections { connection.channel.close(promise: nil) }
     }
 
     /// Reads the time since now on `clock`.

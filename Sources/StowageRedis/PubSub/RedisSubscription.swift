@@ -56,6 +56,11 @@ public final class RedisSubscription: Sendable {
         continuation.finish()
     }
 
+    /// Returns when the subscription has ended and its connection has closed, after ``cancel()``.
+    func finished() async {
+        await task.withLock { $0 }?.value
+    }
+
     deinit { cancel() }
 
     private static func run(
