@@ -51,6 +51,9 @@ public final class HTTPCache: Sendable {
     let recentAnswers: RecentAnswers
     /// URLs whose last response could not be stored: not collapsed for a while.
     let uncacheableURLs = UncacheableURLs()
+    /// Invalidations in the order fetches see them: a response fetched before one that covers
+    /// it is not stored after it.
+    let invalidations = InvalidationOrder()
 
     /// What the memory tier holds: the variant records of a URL, or one body.
     enum MemoryEntry: Sendable {
@@ -173,13 +176,16 @@ public final class HTTPCache: Sendable {
     /// as `HybridCache.removeAll()` leaves it: other nodes keep serving what they share. To drop
     /// responses everywhere, use ``invalidate(urlPrefix:)`` or ``invalidate(tag:)``, which reach every node.
     public func removeAll() async throws {
+        await invalidations.begin(.all)
         try await levels.removeAll()
         recentAnswers.removeAll()
     }
 
     /// Removes the stored responses (all variants) of `request`'s URI.
     public func removeResponses(for request: HTTPRequest) async throws {
-        try await remove(rules.key(for: request))
+        let key = rules.key(for: request)
+        await invalidations.begin(.uri(key.uri))
+        try await remove(key)
     }
 
     /// Bytes and entries on disk (bodies and records); none without a disk tier.

@@ -16,11 +16,21 @@ public struct UpstreamTransport: Sendable {
     public let client: HTTPClient
     /// The longest a request may take, body included.
     public var timeout: Duration
+    /// What ``timeout`` is measured by. Default `ContinuousClock()`: real time, which the
+    /// client's own deadline enforces. With another clock (a `SteppedClock` a test advances) the
+    /// request fails with `HTTPClientError.deadlineExceeded` when that clock passes the timeout;
+    /// the client's own connect and read timeouts stay on real time.
+    public var timeoutClock: any Clock<Duration>
 
     /// A transport over `client`.
-    public init(client: HTTPClient, timeout: Duration = .seconds(60)) {
+    public init(
+        client: HTTPClient,
+        timeout: Duration = .seconds(60),
+        timeoutClock: any Clock<Duration> = ContinuousClock()
+    ) {
         self.client = client
         self.timeout = timeout
+        self.timeoutClock = timeoutClock
     }
 
     /// An AsyncHTTPClient configured for caching: redirects are not followed (a cache stores
@@ -63,10 +73,16 @@ public struct UpstreamTransport: Sendable {
             let length: HTTPClientRequest.Body.Length = body.length.map { .known($0) } ?? .unknown
             outgoing.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: length)
         }
-        let deadline = NIODeadline.now() + .nanoseconds(timeout.saturatingNanoseconds)
         let response: HTTPClientResponse
+        // Real time is the client's own deadline; another clock's is a timer beside the request
+        // (started here, so a retry keeps the same deadline).
+        let clock = timeoutClock is ContinuousClock ? nil : ElapsedClock(timeoutClock)
+        let deadline: NIODeadline =
+            clock == nil ? NIODeadline.now() + .nanoseconds(timeout.saturatingNanoseconds) : .distantFuture
         do {
-            response = try await client.execute(outgoing, deadline: deadline)
+            response = try await withTimeout(on: clock) { [outgoing] in
+                try await client.execute(outgoing, deadline: deadline)
+            }
         } catch let error as HTTPClientError
             where error == .remoteConnectionClosed && body == nil
             && Self.isIdempotent(request.method)
@@ -74,7 +90,9 @@ public struct UpstreamTransport: Sendable {
             // A kept-alive connection the upstream closed as the request went out (its idle
             // timeout): RFC 9112 §9.3.1 lets an idempotent request be sent again, as nginx's
             // `proxy_next_upstream error` does, on a new connection and within the same deadline.
-            response = try await client.execute(outgoing, deadline: deadline)
+            response = try await withTimeout(on: clock) { [outgoing] in
+                try await client.execute(outgoing, deadline: deadline)
+            }
         }
         var head = HTTPResponse(
             status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
@@ -87,6 +105,26 @@ public struct UpstreamTransport: Sendable {
         }
         if hops.isEmpty { hops = [Hop(url: URL(string: Self.url(of: request)), fields: head.headerFields)] }
         return (head, body, hops)
+    }
+
+    /// `body`, failed with `.deadlineExceeded` when `clock` (``timeoutClock`` wrapped when the
+    /// request started; `nil` for real time, which the client's deadline measures) shows ``timeout``.
+    private func withTimeout(
+        on clock: ElapsedClock?,
+        _ body: @escaping @Sendable () async throws -> HTTPClientResponse
+    ) async throws -> HTTPClientResponse {
+        guard let clock else { return try await body() }
+        let timeout = self.timeout
+        return try await withThrowingTaskGroup(of: HTTPClientResponse?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await clock.sleep(until: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let response = try await group.next() ?? nil else { throw HTTPClientError.deadlineExceeded }
+            return response
+        }
     }
 
     /// RFC 9110 §9.2.2: methods whose request may be sent again with the same effect.

@@ -7,6 +7,7 @@ import NIOCore
 import ServiceLifecycle
 import StowageHTTPCache
 import StowageHTTPClient
+import StowageLoopClock
 import UnixSignals
 
 /// A caching reverse proxy: a shared RFC 9111 cache in front of one origin, on Hummingbird,
@@ -51,12 +52,14 @@ public final class CachingProxy: Sendable {
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
         transport = UpstreamTransport(
             client: UpstreamTransport.makeClient(readTimeout: configuration.upstreamTimeout),
-            timeout: configuration.upstreamTimeout
+            timeout: configuration.upstreamTimeout,
+            timeoutClock: configuration.timeoutClock
         )
         if configuration.upstream.scheme == "http" {
             var upstream = UpstreamClient.Configuration()
             upstream.readTimeout = configuration.upstreamTimeout
             upstream.timeout = configuration.upstreamTimeout
+            upstream.clock = LoopClock(configuration.timeoutClock)
             client = UpstreamClient(configuration: upstream)
         } else {
             client = nil
@@ -93,6 +96,7 @@ public final class CachingProxy: Sendable {
             headTimeout: configuration.requestHeadTimeout,
             keepAliveTimeout: configuration.keepAliveTimeout,
             sendTimeout: configuration.sendTimeout,
+            timeoutClock: LoopClock(configuration.timeoutClock),
             dateClock: configuration.cache.clock,
             logger: logger,
             onServerRunning: { channel in
@@ -127,6 +131,7 @@ public final class CachingProxy: Sendable {
                     headTimeout: configuration.requestHeadTimeout,
                     keepAliveTimeout: configuration.keepAliveTimeout,
                     sendTimeout: configuration.sendTimeout,
+                    timeoutClock: LoopClock(configuration.timeoutClock),
                     dateClock: configuration.cache.clock,
                     logger: logger,
                     onServerRunning: { channel in

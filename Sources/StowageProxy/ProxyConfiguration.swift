@@ -53,6 +53,14 @@ public struct ProxyConfiguration: Sendable {
     /// it; then the connection closes (nginx's `send_timeout`, whose default this is). Bounds the
     /// connections and memory that clients who stop reading can hold. Default 60 s.
     public var sendTimeout: Duration
+    /// What the event-loop deadlines are measured and scheduled by: ``upstreamTimeout`` (the
+    /// upstream's answer and its silences), ``requestHeadTimeout``, ``keepAliveTimeout`` and
+    /// ``sendTimeout``. Default `ContinuousClock()`: real time, on the event loops' own timers.
+    /// Tests pass a clock they advance (`SteppedClock`): a deadline then passes when the clock
+    /// does, and its timer runs on the connection's event loop, instead of after real time on a
+    /// loaded machine. (An `https://` upstream's connection and read timeouts stay in
+    /// AsyncHTTPClient, on real time.)
+    public var timeoutClock: any Clock<Duration>
     /// The proxy's HTTP cache, used as given: its capacities, its RFC 9111 rules (RFC 9213
     /// targeted fields, lifetimes by status, stale graces, key rules, `Set-Cookie` handling),
     /// bypass, minimum uses, the largest body stored, its logger, and a level shared with other
@@ -186,6 +194,7 @@ public struct ProxyConfiguration: Sendable {
         requestHeadTimeout = .seconds(60)
         keepAliveTimeout = .seconds(75)
         sendTimeout = .seconds(60)
+        timeoutClock = ContinuousClock()
         cache = Self.defaultCache
         admin = nil
         metricsRegistry = nil

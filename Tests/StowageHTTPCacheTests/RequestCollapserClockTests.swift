@@ -11,8 +11,8 @@ import Testing
     func timeoutFollowsTheClock() async throws {
         let clock = SteppedClock()
         let collapser = RequestCollapser(clock: clock)
-        #expect(collapser.tryLead("k"))
-        let waiting = Task { await collapser.wait(for: "k", timeout: .seconds(3_600)) }
+        let flight = try #require(Self.lead("k", in: collapser))
+        let waiting = Task { await collapser.wait(for: flight, timeout: .seconds(3_600)) }
         try await eventually { clock.sleeperCount == 1 }
         #expect(clock.sleeperCount == 1, "the timeout sleeps on the injected clock")
         clock.advance(by: .seconds(3_599))
@@ -22,23 +22,29 @@ import Testing
         let cutoff = Task {
             try await Task.sleep(for: .seconds(45))
             // Were the clock ignored: end the wait, so the test fails instead of hanging.
-            collapser.finish("k", stored: true)
+            collapser.finish(flight, stored: true)
         }
         defer { cutoff.cancel() }
         #expect(await waiting.value == false, "timed out: fetch on its own")
-        collapser.finish("k", stored: false)
+        collapser.finish(flight, stored: false)
     }
 
     @Test("a leader that finishes wakes its waiters and their timeouts stop sleeping")
     func finishCancelsTheTimeout() async throws {
         let clock = SteppedClock()
         let collapser = RequestCollapser(clock: clock)
-        #expect(collapser.tryLead("k"))
-        let waiting = Task { await collapser.wait(for: "k", timeout: .seconds(60)) }
+        let flight = try #require(Self.lead("k", in: collapser))
+        let waiting = Task { await collapser.wait(for: flight, timeout: .seconds(60)) }
         try await eventually { clock.sleeperCount == 1 }
-        collapser.finish("k", stored: true)
+        collapser.finish(flight, stored: true)
         #expect(await waiting.value == true)
         try await eventually { clock.sleeperCount == 0 }
         #expect(clock.sleeperCount == 0, "the cancelled timeout left the clock")
+    }
+
+    /// The flight `collapser` lets the caller lead for `key`, `nil` when it would follow.
+    static func lead(_ key: String, in collapser: RequestCollapser) -> RequestCollapser.Flight? {
+        guard case .leader(let flight) = collapser.join(key, startedAt: 0) else { return nil }
+        return flight
     }
 }

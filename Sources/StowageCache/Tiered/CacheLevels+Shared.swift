@@ -170,14 +170,24 @@ extension CacheLevels {
     /// later run subscribes afresh, and since what was sent while none listened is unknown, it
     /// begins with ``SharedCacheInvalidation/all``: memory is dropped and older disk copies are
     /// confirmed before use.
-    package func run(banning ban: ((String) async -> Void)? = nil) async {
+    ///
+    /// `heard`, when given, sees each invalidation before it is applied: a cache that orders
+    /// its own fetches with invalidations (the HTTP cache's) counts it there first.
+    package func run(
+        banning ban: ((String) async -> Void)? = nil,
+        heard: ((SharedCacheInvalidation) async -> Void)? = nil
+    ) async {
         guard let shared = sharedLevel else {
             try? await gracefulShutdown()
             return
         }
         let (invalidations, isFirst) = shared.subscribe()
-        if !isFirst { await apply(.all, banning: ban) }
+        if !isFirst {
+            await heard?(.all)
+            await apply(.all, banning: ban)
+        }
         for await invalidation in invalidations.cancelOnGracefulShutdown() {
+            await heard?(invalidation)
             await apply(invalidation, banning: ban)
         }
     }

@@ -15,16 +15,21 @@ extension HTTPCache {
         fetch: @escaping HTTPFetch
     ) async throws -> CachedResponse {
         let collapseKey = key.uri
-        let leads: Bool
+        var flight: RequestCollapser.Flight?
         // A disabled cache stores nothing a waiting request could be served: each one fetches.
         // Nor may a URL whose last response could not be stored (Varnish's hit-for-miss).
         let marked = collapse && uncacheableURLs.contains(collapseKey, now: now)
         if collapse, !marked, mode != .disabled, configuration.collapsesRequests, request.method == .get,
             !CacheRules.isConditional(request)
         {
-            leads = collapser.tryLead(collapseKey)
-            if !leads {
-                let stored = await collapser.wait(for: collapseKey, timeout: configuration.collapseTimeout)
+            // A flight an invalidation of this URL overtook is not joined: what it fetched is
+            // what the invalidation removed (InvalidationOrder).
+            let role = collapser.join(collapseKey, startedAt: invalidations.current) { [invalidations] startedAt in
+                invalidations.isCovered(uri: collapseKey, tags: nil, since: startedAt)
+            }
+            switch role {
+            case .follower(let joined):
+                let stored = await collapser.wait(for: joined, timeout: configuration.collapseTimeout)
                 if stored, var served = try await storedHit(for: request, key: key) {
                     served.status.collapsed = true
                     served.trace.append("collapsed: waited for another request's fetch and served what it stored")
@@ -36,28 +41,26 @@ extension HTTPCache {
                     at: 0
                 )
                 return alone
-            }
-            // A leader that looked the key up just before the previous leader stored and
-            // finished must not fetch again: look once more, now that no one else can lead.
-            if leads {
+            case .leader(let led):
+                // A leader that looked the key up just before the previous leader stored and
+                // finished must not fetch again: look once more, now that no one else can lead.
                 let served: CachedResponse?
                 do {
                     served = try await storedHit(for: request, key: key)
                 } catch {
-                    collapser.finish(collapseKey, stored: false)
+                    collapser.finish(led, stored: false)
                     throw error
                 }
                 if var served {
-                    collapser.finish(collapseKey, stored: true)
+                    collapser.finish(led, stored: true)
                     served.trace.append("stored by a concurrent request after this one's lookup: served from the cache")
                     return served
                 }
+                flight = led
             }
-        } else {
-            leads = false
         }
-        let finish: @Sendable (Bool) -> Void = { [collapser] stored in
-            if leads { collapser.finish(collapseKey, stored: stored) }
+        let finish: @Sendable (Bool) -> Void = { [collapser, flight] stored in
+            if let flight { collapser.finish(flight, stored: stored) }
         }
         let exchanged: OriginExchange
         do {

@@ -69,7 +69,12 @@ extension HTTPCache {
                 )
             }
         }
-        try await recordTags(tags(in: response.headerFields), uri: key.uri)
+        let tags = tags(in: response.headerFields)
+        // Fetched before an invalidation that covers it: served, not stored (InvalidationOrder).
+        if invalidations.isCovered(uri: key.uri, tags: tags, since: exchanged.startedAt) {
+            return refused("not stored: an invalidation of this URL began after it was requested", serving: body)
+        }
+        try await recordTags(tags, uri: key.uri)
         let originLength = body.length ?? response.headerFields[.contentLength].flatMap({ Int64($0) })
         // The body handed to the caller: the origin's, or the same bytes once read whole.
         var served = body
@@ -132,7 +137,13 @@ extension HTTPCache {
         let record = record(of: candidate, for: request, requestTime: requestTime, responseTime: responseTime)
         let note = storeNote(for: candidate, record: record)
         let userInfo = candidate.userInfo
-        let recorder = BodyRecorder(cache: self, key: key, record: record, onDone: onDone)
+        let recorder = BodyRecorder(
+            cache: self,
+            key: key,
+            record: record,
+            order: (tags, exchanged.startedAt),
+            onDone: onDone
+        )
         if let replacement = candidate.replacement, whole == nil {
             // The origin's body streams to the caller: the hook's bytes are stored only once it
             // has arrived whole (§3.3), not for a response whose connection drops mid-body.

@@ -29,12 +29,21 @@ extension HTTPCache {
         }
         let (response, responseTime) = (exchanged.response, exchanged.responseTime)
         if response.status.code == 304 {
-            let refreshed = try await freshenVariants(
-                for: key,
-                with: response,
-                requestTime: exchanged.requestTime,
-                responseTime: responseTime
-            )
+            // A 304 to a request sent before an invalidation of the key freshens nothing: what
+            // it validated is gone, and what replaced it was not what it answered.
+            let refreshed =
+                try await invalidations.commit(
+                    uri: key.uri,
+                    tags: tags(in: record.stored.response.headerFields),
+                    startedAt: exchanged.startedAt
+                ) {
+                    try await freshenVariants(
+                        for: key,
+                        with: response,
+                        requestTime: exchanged.requestTime,
+                        responseTime: responseTime
+                    )
+                } ?? []
             let chosen = refreshed.first { $0.bodyKey == record.bodyKey } ?? refreshed.first
             if let chosen, var served = try await serve(chosen, to: request, now: responseTime, outcome: .revalidated) {
                 served.status.forwardStatus = 304
@@ -92,11 +101,11 @@ extension HTTPCache {
         key: CacheKey,
         fetch: @escaping HTTPFetch
     ) {
-        guard revalidations.tryLead(key.uri) else { return }
+        guard case .leader(let flight) = revalidations.join(key.uri, startedAt: 0) else { return }
         var backgroundRequest = request
         backgroundRequest.method = .get
         Task {
-            defer { revalidations.finish(key.uri, stored: true) }
+            defer { revalidations.finish(flight, stored: true) }
             do {
                 let served = try await validate(backgroundRequest, record: record, key: key, fetch: fetch)
                 for try await _ in served.body {}  // drain so a new response is stored

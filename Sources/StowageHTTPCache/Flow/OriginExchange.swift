@@ -12,13 +12,23 @@ struct OriginExchange {
     var requestTime: Double
     /// Seconds since 1970 when the response arrived (`response_time`).
     var responseTime: Double
+    /// The invalidations begun before the request was sent (``InvalidationOrder/current``): one
+    /// begun after it that covers the response keeps it from being stored.
+    var startedAt: UInt64
 }
 
 extension HTTPCache {
     /// Sends `request` (no body) through `fetch`, reading the cache's clock before and after.
     func exchange(_ request: HTTPRequest, through fetch: HTTPFetch) async throws -> OriginExchange {
+        let startedAt = invalidations.current
         let requestTime = now
         let (response, body) = try await fetchTraced(request, body: nil, through: fetch)
-        return OriginExchange(response: response, body: body, requestTime: requestTime, responseTime: now)
+        return OriginExchange(
+            response: response,
+            body: body,
+            requestTime: requestTime,
+            responseTime: now,
+            startedAt: startedAt
+        )
     }
 }

@@ -3,16 +3,55 @@ import Synchronization
 /// Lets one request per key go to the origin while the others wait for it (request collapsing,
 /// as nginx's `proxy_cache_lock` and Varnish's waiting list do).
 ///
-/// The first caller for a key becomes the leader; later callers wait until the leader reports
+/// The first caller for a key leads a flight; later callers wait until the leader reports
 /// whether it stored a response (then they read it from the cache) or the timeout passes (then
 /// they fetch on their own, as `proxy_cache_lock_timeout` lets them).
+///
+/// A flight that an invalidation overtook is retired: a caller that comes after the
+/// invalidation never joins it (its response would be what the invalidation removed) and leads
+/// a flight of its own; the retired flight's leader still wakes the callers that joined it.
 final class RequestCollapser: Sendable {
+    /// One leader's fetch for a key.
+    struct Flight: Sendable, Hashable {
+        let key: String
+        fileprivate let id: UInt64
+    }
+
+    /// What ``join(_:startedAt:isRetired:)`` made of the caller.
+    enum Role: Sendable {
+        /// The caller fetches; it must call ``finish(_:stored:)`` exactly once.
+        case leader(Flight)
+        /// The caller waits for the flight (``wait(for:timeout:)``).
+        case follower(Flight)
+    }
+
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<Bool, Never>
     }
 
-    private let waiting = Mutex<(nextID: UInt64, keys: [String: [Waiter]])>((0, [:]))
+    private struct Entry {
+        let id: UInt64
+        /// What the leader noted when it joined (``InvalidationOrder/current``).
+        let startedAt: UInt64
+        var waiters: [Waiter] = []
+    }
+
+    private struct State {
+        var nextID: UInt64 = 0
+        /// The flight a caller for the key joins.
+        var current: [String: Entry] = [:]
+        /// Flights an invalidation overtook, still under way, by id.
+        var retired: [UInt64: Entry] = [:]
+
+        mutating func withEntry<T>(_ flight: Flight, _ body: (inout Entry) -> T) -> T? {
+            if current[flight.key]?.id == flight.id { return body(&current[flight.key]!) }
+            if retired[flight.id] != nil { return body(&retired[flight.id]!) }
+            return nil
+        }
+    }
+
+    private let state = Mutex(State())
     /// What the timeout is measured by.
     private let clock: any Clock<Duration>
 
@@ -20,32 +59,35 @@ final class RequestCollapser: Sendable {
         self.clock = clock
     }
 
-    /// Whether the caller leads for `key`; a leader must call ``finish(_:stored:)`` exactly once.
-    func tryLead(_ key: String) -> Bool {
-        waiting.withLock { state in
-            guard state.keys[key] == nil else { return false }
-            state.keys[key] = []
-            return true
+    /// Joins the flight for `key`, or leads a new one when there is none or `isRetired` says
+    /// an invalidation overtook it (given the `startedAt` its leader joined with).
+    func join(_ key: String, startedAt: UInt64, isRetired: (UInt64) -> Bool = { _ in false }) -> Role {
+        state.withLock { state in
+            if let entry = state.current[key] {
+                if !isRetired(entry.startedAt) { return .follower(Flight(key: key, id: entry.id)) }
+                state.retired[entry.id] = entry
+            }
+            state.nextID += 1
+            state.current[key] = Entry(id: state.nextID, startedAt: startedAt)
+            return .leader(Flight(key: key, id: state.nextID))
         }
     }
 
-    /// Waits for the leader of `key`; returns whether it stored a response, or may have (the
+    /// Waits for the leader of `flight`; returns whether it stored a response, or may have (the
     /// leader finished before this caller could register), `false` on timeout or when the
     /// leader stored nothing.
-    func wait(for key: String, timeout: Duration) async -> Bool {
-        let id = waiting.withLock { state -> UInt64 in
+    func wait(for flight: Flight, timeout: Duration) async -> Bool {
+        let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
         }
         return await withTaskGroup(of: Bool?.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
-                    let registered = self.waiting.withLock { state -> Bool in
-                        guard state.keys[key] != nil else { return false }
-                        state.keys[key]!.append(Waiter(id: id, continuation: continuation))
-                        return true
+                    let registered = self.state.withLock { state -> Bool in
+                        state.withEntry(flight) { $0.waiters.append(Waiter(id: id, continuation: continuation)) } != nil
                     }
-                    // The leader finished between tryLead and here: its response may be stored.
+                    // The leader finished between joining and here: its response may be stored.
                     if !registered { continuation.resume(returning: true) }
                 }
             }
@@ -56,9 +98,11 @@ final class RequestCollapser: Sendable {
             let first = await group.next() ?? nil
             if first == nil {
                 // Timed out: take ourselves off the list so the leader does not resume us twice.
-                let waiter = waiting.withLock { state -> Waiter? in
-                    guard let index = state.keys[key]?.firstIndex(where: { $0.id == id }) else { return nil }
-                    return state.keys[key]!.remove(at: index)
+                let waiter = state.withLock { state -> Waiter? in
+                    state.withEntry(flight) { entry -> Waiter? in
+                        guard let index = entry.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                        return entry.waiters.remove(at: index)
+                    } ?? nil
                 }
                 waiter?.continuation.resume(returning: false)
             }
@@ -67,9 +111,14 @@ final class RequestCollapser: Sendable {
         }
     }
 
-    /// The leader of `key` is done; wakes every waiter.
-    func finish(_ key: String, stored: Bool) {
-        let waiters = waiting.withLock { state in state.keys.removeValue(forKey: key) ?? [] }
+    /// The leader of `flight` is done; wakes every caller waiting for it.
+    func finish(_ flight: Flight, stored: Bool) {
+        let waiters = state.withLock { state -> [Waiter] in
+            if state.current[flight.key]?.id == flight.id {
+                return state.current.removeValue(forKey: flight.key)?.waiters ?? []
+            }
+            return state.retired.removeValue(forKey: flight.id)?.waiters ?? []
+        }
         for waiter in waiters { waiter.continuation.resume(returning: stored) }
     }
 }

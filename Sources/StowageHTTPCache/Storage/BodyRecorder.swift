@@ -21,13 +21,23 @@ final class BodyRecorder: Sendable {
     private let cache: HTTPCache
     private let key: CacheKey
     private let record: VariantRecord
+    /// The response's tags, and the invalidations begun before its request was sent: one that
+    /// began since and covers it keeps the record from being stored (``InvalidationOrder``).
+    private let order: (tags: [String], startedAt: UInt64)
     private let onDone: @Sendable (Bool) -> Void
     private let state = Mutex(State())
 
-    init(cache: HTTPCache, key: CacheKey, record: VariantRecord, onDone: @escaping @Sendable (Bool) -> Void) {
+    init(
+        cache: HTTPCache,
+        key: CacheKey,
+        record: VariantRecord,
+        order: (tags: [String], startedAt: UInt64),
+        onDone: @escaping @Sendable (Bool) -> Void
+    ) {
         self.cache = cache
         self.key = key
         self.record = record
+        self.order = order
         self.onDone = onDone
     }
 
@@ -112,7 +122,17 @@ final class BodyRecorder: Sendable {
             } else {
                 try await cache.writeBody(outcome.buffer, for: record)
             }
-            try await cache.addVariant(record, for: key)
+            let added = try await cache.invalidations.commit(uri: key.uri, tags: order.tags, startedAt: order.startedAt)
+            {
+                try await cache.addVariant(record, for: key)
+            }
+            guard added == true else {
+                // Overtaken by an invalidation, or older than the variant stored meanwhile: the
+                // body goes with the record it was written for.
+                try await cache.removeBody(record.bodyKey)
+                complete(stored: false)
+                return false
+            }
             complete(stored: true)
             return true
         } catch {

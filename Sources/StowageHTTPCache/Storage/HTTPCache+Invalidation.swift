@@ -50,6 +50,7 @@ extension HTTPCache {
             )
         }
         let shaped = rules.keyRules.apply(to: key)
+        await invalidations.begin(.uri(shaped.uri))
         let existed = try await !variants(for: shaped).isEmpty
         try await remove(shaped)
         return existed
@@ -67,6 +68,7 @@ extension HTTPCache {
 
     /// ``invalidate(urlPrefix:)`` on this node only.
     func invalidateLocally(urlPrefix prefix: String) async throws -> Int {
+        await invalidations.begin(.prefix(prefix))
         let recordKeys = try await recordKeys(withPrefix: "m " + prefix)
         for recordKey in recordKeys { try await remove(CacheKey(uri: String(recordKey.dropFirst(2)))) }
         return recordKeys.count
@@ -86,6 +88,7 @@ extension HTTPCache {
 
     /// ``invalidate(tag:)`` on this node only.
     func invalidateLocally(tag: String) async throws -> Int {
+        await invalidations.begin(.tag(tag))
         let prefix = Self.tagKey(tag, uri: "")
         guard let disk else { return 0 }
         let tagKeys = try await disk.keys(withPrefix: prefix)

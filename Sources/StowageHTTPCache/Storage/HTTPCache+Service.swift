@@ -23,6 +23,6 @@ extension HTTPCache: Service {
     /// ``run()`` without the closing: for an owner that closes the cache itself once the
     /// users of the cache have stopped (`StowageProxy`'s proxy, after its listeners drain).
     package func applyInvalidations() async {
-        await levels.run(banning: applyBan)
+        await levels.run(banning: applyBan, heard: order)
     }
 }

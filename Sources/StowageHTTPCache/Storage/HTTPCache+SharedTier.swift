@@ -127,6 +127,7 @@ extension HTTPCache {
             } else if prefix.hasPrefix("m ") {
                 _ = try await invalidateLocally(urlPrefix: String(prefix.dropFirst(2)))
             } else {
+                await invalidations.begin(.all)
                 await levels.drop(keysWithPrefix: prefix, reason: "copies another node banned")
             }
         } catch {
@@ -139,6 +140,19 @@ extension HTTPCache {
 
     /// Drops what another node's change made stale here; its bans as ``applyBan(_:)`` says.
     func apply(_ invalidation: SharedCacheInvalidation) async {
+        await order(invalidation)
         await levels.apply(invalidation, banning: applyBan)
+    }
+
+    /// Counts another node's invalidation in ``invalidations`` before it is applied: its change
+    /// of a URL's records (a purge, or a newer response it stored) and its purges of everything
+    /// overtake this node's fetches as its own invalidations do. Bans are counted as they are
+    /// applied (``applyBan(_:)``), bodies not at all (every stored body has a key of its own).
+    func order(_ invalidation: SharedCacheInvalidation) async {
+        switch invalidation {
+        case .key(let key) where key.hasPrefix("m "): await invalidations.begin(.uri(String(key.dropFirst(2))))
+        case .all, .emptied: await invalidations.begin(.all)
+        case .key, .prefix, .interrupted: break
+        }
     }
 }

@@ -99,9 +99,15 @@ extension HTTPCache {
     /// Adds (or replaces the one with the same `Vary` values) a variant of `key`, removing
     /// the replaced variant's body, and the oldest variants beyond
     /// ``Configuration/maximumVariantsPerURL`` with theirs.
-    func addVariant(_ record: VariantRecord, for key: CacheKey) async throws {
+    ///
+    /// - Returns: `false`, storing nothing, when the variant it would replace answers a request
+    ///   sent after `record`'s: of two responses, the one to the later request is the more recent
+    ///   (RFC 9111 §4.2.3 `request_time`), whatever order they arrive in.
+    @discardableResult
+    func addVariant(_ record: VariantRecord, for key: CacheKey) async throws -> Bool {
         var records = try await variants(for: key)
         var replaced = records.filter { $0.stored.varyingFields == record.stored.varyingFields }
+        if replaced.contains(where: { $0.stored.requestSeconds > record.stored.requestSeconds }) { return false }
         records.removeAll { $0.stored.varyingFields == record.stored.varyingFields }
         records.append(record)
         // Appended in order of storing: the first are the oldest.
@@ -112,6 +118,7 @@ extension HTTPCache {
         }
         try await writeVariants(records, for: key)
         for old in replaced where old.bodyKey != record.bodyKey { try await removeBody(old.bodyKey) }
+        return true
     }
 
     /// Removes every variant of `key` and their bodies, from the shared level too unless
@@ -208,6 +215,9 @@ extension HTTPCache {
 
     /// §4.4: removes what an unsafe request invalidates.
     public func invalidate(after request: HTTPRequest, response: HTTPResponse) async throws {
-        for key in rules.invalidatedKeys(request: request, response: response) { try await remove(key) }
+        for key in rules.invalidatedKeys(request: request, response: response) {
+            await invalidations.begin(.uri(key.uri))
+            try await remove(key)
+        }
     }
 }

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import StowageLoopClock
 
 /// Bounds how long a client connection may hold the proxy without a request, and closes
 /// connections the client asked to close, between NIO's HTTP/1 codec and the server.
@@ -41,6 +42,8 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     private let headTimeout: TimeAmount
     private let keepAliveTimeout: TimeAmount
     private let sendTimeout: TimeAmount
+    /// What the deadlines are measured and scheduled by (``ProxyConfiguration/timeoutClock``).
+    private let clock: LoopClock
     /// Armed while the channel is not writable: the client is not taking bytes.
     private var sendDeadline: Scheduled<Void>?
     /// Requests read whose responses have not ended, oldest first (pipelining).
@@ -70,8 +73,10 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
         headTimeout: TimeAmount,
         keepAliveTimeout: TimeAmount,
         sendTimeout: TimeAmount,
+        clock: LoopClock = .system,
         outboundBytes: OutboundByteCounter
     ) {
+        self.clock = clock
         self.outboundBytes = outboundBytes
         self.headTimeout = headTimeout
         self.keepAliveTimeout = keepAliveTimeout
@@ -121,7 +126,7 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// included) minus those the channel still buffers — when it was armed and when it fires.
     private func armSend(context: ChannelHandlerContext) {
         let sentWhenArmed = outboundBytes.sent(context: context)
-        sendDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: sendTimeout) {
+        sendDeadline = clock.scheduleTask(on: context.eventLoop.assumeIsolated(), in: sendTimeout) {
             self.sendDeadline = nil
             if let before = sentWhenArmed, let now = self.outboundBytes.sent(context: context), now > before,
                 !context.channel.isWritable
@@ -252,7 +257,7 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// the timer gets a new timer.
     private func arm(_ timeout: TimeAmount, context: ChannelHandlerContext, isIdle: Bool = false) {
         deadlineIsIdle = isIdle
-        let at = NIODeadline.now() + timeout
+        let at = clock.now() + timeout
         deadline = at
         if let timer {
             if timer.at <= at { return }
@@ -262,10 +267,10 @@ final class ConnectionTimingHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     private func startTimer(at: NIODeadline, context: ChannelHandlerContext) {
-        let task = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) {
+        let task = clock.scheduleTask(on: context.eventLoop.assumeIsolated(), deadline: at) {
             self.timer = nil
             guard let deadline = self.deadline else { return }
-            if deadline > .now() {
+            if deadline > self.clock.now() {
                 self.startTimer(at: deadline, context: context)
             } else {
                 context.close(promise: nil)

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import StowageLoopClock
 
 /// The proxy's HTTP/1 connection: HummingbirdCore's `HTTP1Channel` pipeline with the proxy's
 /// ``ConnectionTimingHandler`` between NIO's HTTP/1 codec and the conversion to swift-http-types,
@@ -23,6 +24,8 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     let keepAliveTimeout: TimeAmount
     /// The longest a client may leave a full outbound buffer unread.
     let sendTimeout: TimeAmount
+    /// What the three deadlines are measured and scheduled by.
+    let timeoutClock: LoopClock
     /// Answers hits held in memory on the event loop (``MemoryHitHandler``); `nil` sends every
     /// request to `responder`.
     let hitResponder: LoopHitResponder?
@@ -46,6 +49,7 @@ struct ProxyHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 headTimeout: headTimeout,
                 keepAliveTimeout: keepAliveTimeout,
                 sendTimeout: sendTimeout,
+                clock: timeoutClock,
                 outboundBytes: outboundBytes
             )
             try channel.pipeline.syncOperations.addHandler(timing)

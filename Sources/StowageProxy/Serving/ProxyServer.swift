@@ -7,6 +7,7 @@ import NIOPosix
 import ServiceLifecycle
 import StowageCore
 import StowageHTTPCache
+import StowageLoopClock
 
 /// The proxy's HTTP/1 server: HummingbirdCore's server with a responder that leaves the
 /// response's fields as the cache made them.
@@ -32,6 +33,8 @@ struct ProxyServer: Service {
     let keepAliveTimeout: Duration
     /// The longest a client may leave its response unread (nginx's `send_timeout`).
     let sendTimeout: Duration
+    /// What the three deadlines are measured and scheduled by (``ProxyConfiguration/timeoutClock``).
+    var timeoutClock = LoopClock.system
     /// The time a `Date` field the server adds gives: the proxy cache's clock
     /// (`HTTPCache.Configuration.clock`), the one its ages are computed by.
     let dateClock: CacheClock
@@ -45,12 +48,14 @@ struct ProxyServer: Service {
         let headTimeout = TimeAmount.nanoseconds(headTimeout.saturatingNanoseconds)
         let keepAliveTimeout = TimeAmount.nanoseconds(keepAliveTimeout.saturatingNanoseconds)
         let sendTimeout = TimeAmount.nanoseconds(sendTimeout.saturatingNanoseconds)
+        let timeoutClock = self.timeoutClock
         let builder = HTTPServerBuilder { responder in
             ProxyHTTP1Channel(
                 responder: responder,
                 headTimeout: headTimeout,
                 keepAliveTimeout: keepAliveTimeout,
                 sendTimeout: sendTimeout,
+                timeoutClock: timeoutClock,
                 hitResponder: hitResponder
             )
         }

@@ -1,4 +1,5 @@
 import NIOCore
+import StowageLoopClock
 import Synchronization
 
 /// When the consumer of an ``UpstreamResponseBody`` last took a part: the read timeout counts
@@ -11,10 +12,16 @@ import Synchronization
 final class BodyConsumption: Sendable {
     /// `NIODeadline.uptimeNanoseconds` of the last take; 0 before the first.
     private let lastTake = Atomic<UInt64>(0)
+    /// The clock the connection's deadlines are on.
+    private let clock: LoopClock
 
-    /// Notes a take, now.
+    init(clock: LoopClock) {
+        self.clock = clock
+    }
+
+    /// Notes a take, now (1 ns at the earliest: 0 means none yet, and a test clock starts at 0).
     func took() {
-        lastTake.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
+        lastTake.store(max(1, clock.now().uptimeNanoseconds), ordering: .relaxed)
     }
 
     /// When the consumer last took a part; `nil` before the first.

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import StowageCore
+import StowageLoopClock
 
 extension UpstreamClient {
     /// The deadlines and limits of an ``UpstreamClient``.
@@ -25,6 +26,9 @@ extension UpstreamClient {
         var maximumInterimResponses: Int = 32
         /// The response head limits (NIO's defaults: 80 KiB of fields).
         var decoderLimits = NIOHTTPDecoderLimitConfiguration()
+        /// What the deadlines above are measured and scheduled by
+        /// (``ProxyConfiguration/timeoutClock``). Default: NIO's own.
+        var clock = LoopClock.system
 
         /// ``connectTimeout`` as NIO takes it.
         var connectTimeoutAmount: TimeAmount { .nanoseconds(connectTimeout.saturatingNanoseconds) }

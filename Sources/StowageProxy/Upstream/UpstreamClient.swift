@@ -4,6 +4,7 @@ import NIOHTTP1
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPClient
+import StowageLoopClock
 import Synchronization
 
 /// The proxy's HTTP/1.1 client for `http://` upstreams, on SwiftNIO: kept-alive connections per
@@ -39,7 +40,7 @@ final class UpstreamClient: Sendable {
     ) async throws -> (HTTPResponse, HTTPBody) {
         let pool = try pool(for: request.authority ?? "")
         let head = Self.head(of: request, body: body)
-        let deadline = NIODeadline.now() + .nanoseconds(configuration.timeout.saturatingNanoseconds)
+        let deadline = configuration.clock.now() + .nanoseconds(configuration.timeout.saturatingNanoseconds)
         let forward: @Sendable (HTTPResponseHead) -> Void = { interim(Self.response(from: $0)) }
         let response: UpstreamResponse
         do {

@@ -3,6 +3,7 @@ import NIOHTTP1
 import NIOPosix
 import StowageCore
 import StowageHTTPCache
+import StowageLoopClock
 
 /// One HTTP/1.1 connection to an upstream: NIO's request encoder and response decoder with an
 /// ``UpstreamExchangeHandler`` after them, carrying one exchange at a time.
@@ -28,7 +29,7 @@ final class UpstreamConnection: Sendable {
         configuration: UpstreamClient.Configuration,
         deadline: NIODeadline
     ) async throws -> UpstreamConnection {
-        let timeout = min(configuration.connectTimeoutAmount, deadline - .now())
+        let timeout = min(configuration.connectTimeoutAmount, deadline - configuration.clock.now())
         guard timeout > .zero else { throw StowageError.upstream(.deadlineExceeded, origin: origin) }
         let limits = configuration.decoderLimits
         let bootstrap = ClientBootstrap(group: NIOSingletons.posixEventLoopGroup)

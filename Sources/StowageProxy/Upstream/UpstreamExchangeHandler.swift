@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import StowageCore
+import StowageLoopClock
 
 /// Drives one HTTP/1.1 exchange at a time on an upstream connection, after NIO's HTTP/1 codec.
 ///
@@ -41,7 +42,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         case closed
     }
 
-    private var state = State.idle(since: .now())
+    private var state: State
     private let configuration: UpstreamClient.Configuration
     private let origin: String
     private var context: ChannelHandlerContext?
@@ -50,7 +51,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// Whether the request's last part has been written: the read timeout runs from then.
     private var requestComplete = false
     /// When the upstream last sent something (or the request was sent).
-    private var lastRead = NIODeadline.now()
+    private var lastRead: NIODeadline
     /// Whether the body's consumer has enough: reads are held back until it asks for more.
     private var readsPaused = false
     /// A read the channel asked for while reads were held back.
@@ -61,6 +62,8 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     init(configuration: UpstreamClient.Configuration, origin: String) {
         self.configuration = configuration
         self.origin = origin
+        state = .idle(since: configuration.clock.now())
+        lastRead = configuration.clock.now()
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -100,7 +103,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private func requestSent() {
         requestComplete = true
-        lastRead = .now()
+        lastRead = configuration.clock.now()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -113,7 +116,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
-        lastRead = .now()
+        lastRead = configuration.clock.now()
         switch state {
         case .idle, .closed:
             // Bytes no request asked for: the connection cannot be trusted with the next one.
@@ -143,7 +146,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 finishOnDeinit: false,
                 delegate: demand
             )
-            let consumption = BodyConsumption()
+            let consumption = BodyConsumption(clock: configuration.clock)
             state = .streamingBody(
                 exchange,
                 body.source,
@@ -160,7 +163,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
             case .end:
                 source.finish()
                 let reusable = isReusable && requestComplete && context.channel.isActive
-                state = reusable ? .idle(since: .now()) : .closed
+                state = reusable ? .idle(since: configuration.clock.now()) : .closed
                 resumeHeldRead(context: context)
                 exchange.ended(reusable)
                 if reusable { scheduleCheck() } else { context.close(promise: nil) }
@@ -180,7 +183,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     func resumeReading(exchange: UInt64) {
         guard exchange == exchangeID, readsPaused, let context else { return }
         readsPaused = false
-        lastRead = .now()
+        lastRead = configuration.clock.now()
         resumeHeldRead(context: context)
         scheduleCheck()
     }
@@ -274,14 +277,16 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
             if timer.at <= at { return }
             timer.task.cancel()
         }
-        let task = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) { self.check() }
+        let task = configuration.clock.scheduleTask(on: context.eventLoop.assumeIsolated(), deadline: at) {
+            self.check()
+        }
         timer = (task, at)
     }
 
     /// Acts on a deadline that has passed, or waits for the next.
     private func check() {
         timer = nil
-        let now = NIODeadline.now()
+        let now = configuration.clock.now()
         switch state {
         case .idle(let since) where now >= since + .nanoseconds(configuration.idleTimeout.saturatingNanoseconds):
             state = .closed
