@@ -22,8 +22,8 @@ struct StowageTool: AsyncParsableCommand {
               stowage clean --manifest PurgeableCache.plist --root /srv/app --dry-run
               stowage proxy --upstream http://127.0.0.1:8000 --listen 127.0.0.1:8080
 
-            'stowage help COMMAND' describes one command, the manual page (man stowage) all of them; \
-            the README says how to install it and the shell completions.
+            Run 'stowage help COMMAND' for one command; the manual page (man stowage) describes them \
+            all, and the README says how to install it and the shell completions.
             """,
         version: "0.1.0",
         subcommands: [

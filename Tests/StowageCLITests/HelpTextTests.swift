@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Testing
 
 @testable import StowageCLI
@@ -62,6 +63,31 @@ struct HelpTextTests {
                 Issue.record("\(path) --help at 80 columns: \"\(line)\" wraps into \"\(next)\"")
             }
         }
+    }
+
+    @Test("the manual page docs/stowage.1 says what the help says (Scripts/generate-manual.sh regenerates it)")
+    func manualPageIsCurrent() throws {
+        let repository = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let page = try String(contentsOf: repository.appending(path: "docs/stowage.1"), encoding: .utf8)
+        for (path, type) in Self.commands {
+            let configuration = type.configuration
+            let lines = [configuration.abstract] + configuration.discussion.split(separator: "\n").map(String.init)
+            for line in lines where !line.isEmpty {
+                if !page.contains(Self.manualText(line)) {
+                    Issue.record("docs/stowage.1 lacks \"\(line)\" of \(path); run Scripts/generate-manual.sh")
+                }
+                // roff reads such a line as a request: it would vanish from the page (roff(7)).
+                if line.hasPrefix(".") || line.hasPrefix("'") {
+                    Issue.record("\(path): \"\(line)\" starts with a roff control character")
+                }
+            }
+        }
+    }
+
+    /// `line` as swift-argument-parser's generate-manual writes it: ASCII only, `\\` as `\\e`.
+    static func manualText(_ line: String) -> String {
+        String(line.filter(\.isASCII)).replacing("\\", with: "\\e")
     }
 
     /// Pairs of lines of one paragraph: both flush left and not blank. Indented lines are
