@@ -34,6 +34,11 @@ import Synchronization
 /// `open(at:configuration:clock:)`); session cookies stay in memory unless
 /// ``Configuration/persistsSessionCookies``. Open one store per file and share it: two
 /// stores (or processes) on one file each overwrite the other's changes.
+///
+/// A store on a file is removed with its directory: when a user is signed out
+/// (`UserSpaces.wipe(user:)`) or a cleaner deletes the directory, every store open on it, in
+/// this process or another, is retired before the file goes (``isRemoved``): it sends no cookie
+/// and stores none from then on, as disk caches and preferences are retired.
 public final class CookieStore: Sendable {
     /// The file the store keeps its persistent cookies in; `nil` for a store in memory only.
     public let fileURL: URL?
@@ -42,6 +47,9 @@ public final class CookieStore: Sendable {
     /// The records of the file that were damaged when it was opened and were left out.
     public let damagedRecordCount: Int
     private let clock: CacheClock
+    /// The generation of the cookie file's directory, retired when the directory is removed
+    /// (`StoreGeneration`); `nil` for a store in memory only.
+    private let storeGeneration: StoreGeneration?
     private let state: Mutex<State>
     /// The generation last written to the file. Held only while the file is written, so that
     /// an older snapshot never replaces a newer one; lookups never wait for it.
@@ -106,11 +114,19 @@ public final class CookieStore: Sendable {
     ///   - configuration: Limits and rules; see ``Configuration``.
     ///   - clock: The time cookies expire by. Tests pass a clock they move.
     public convenience init(configuration: Configuration = Configuration(), clock: CacheClock = .system) {
-        self.init(fileURL: nil, cookies: [], damaged: 0, configuration: configuration, clock: clock)
+        self.init(fileURL: nil, cookies: [], damaged: 0, configuration: configuration, clock: clock, generation: nil)
     }
 
-    private init(fileURL: URL?, cookies: [Cookie], damaged: Int, configuration: Configuration, clock: CacheClock) {
+    private init(
+        fileURL: URL?,
+        cookies: [Cookie],
+        damaged: Int,
+        configuration: Configuration,
+        clock: CacheClock,
+        generation: StoreGeneration?
+    ) {
         self.fileURL = fileURL
+        storeGeneration = generation
         self.configuration = configuration
         self.clock = clock
         damagedRecordCount = damaged
@@ -146,7 +162,14 @@ public final class CookieStore: Sendable {
         configuration: Configuration = Configuration(),
         clock: CacheClock = .system
     ) throws -> CookieStore {
-        try DirectoryCreation.createDirectory(at: url.deletingLastPathComponent())
+        let directory = url.deletingLastPathComponent()
+        try DirectoryCreation.createDirectory(at: directory)
+        // The generation file is installed under a lock: two processes installing one at once
+        // would each map their own, and a removal would retire one of them only.
+        let openLock = try LockFile(path: directory.fileSystemPath + "/open.lock")
+        try openLock.lock(.exclusive)
+        defer { openLock.unlock() }
+        let generation = try StoreGeneration(directory: directory.fileSystemPath)
         // Temporaries of the cookie file that a writer killed mid-write left (its process gone).
         TemporaryFile.removeLeftovers(beside: url.fileSystemPath)
         let contents = try CookieStoreFile.read(url)
@@ -155,7 +178,8 @@ public final class CookieStore: Sendable {
             cookies: contents.cookies,
             damaged: contents.damagedRecords,
             configuration: configuration,
-            clock: clock
+            clock: clock,
+            generation: generation
         )
     }
 
@@ -234,6 +258,7 @@ public final class CookieStore: Sendable {
     /// RFC 6265 §5.3, with the limits of ``Configuration``.
     @discardableResult
     private func accept(_ header: String, from url: URL) throws -> Cookie {
+        guard !dropsRemovedCookies() else { throw removedError() }
         guard let request = CookieMatching.Request(url) else {
             throw StowageError(
                 code: .invalidArgument,
@@ -450,7 +475,7 @@ public final class CookieStore: Sendable {
     /// The cookies to send with a request to `url`, in the order RFC 6265 §5.4 gives: longer
     /// paths first, then earlier creation. Marks them used now (for eviction).
     public func cookies(for url: URL) -> [Cookie] {
-        guard let request = CookieMatching.Request(url) else { return [] }
+        guard !dropsRemovedCookies(), let request = CookieMatching.Request(url) else { return [] }
         let now = clock.now()
         return state.withLock { state in
             var matched: [Entry] = []
@@ -496,6 +521,7 @@ public final class CookieStore: Sendable {
 
     /// Every cookie that has not expired, oldest first.
     public var allCookies: [Cookie] {
+        guard !dropsRemovedCookies() else { return [] }
         let now = clock.now()
         return state.withLock { state in
             state.entries.values.filter { $0.cookie.expiresDate.map { $0 > now } ?? true }
@@ -540,9 +566,35 @@ public final class CookieStore: Sendable {
         try await BlockingWork.run { try self.persist() }
     }
 
-    /// Writes the file when it is behind the state.
+    // MARK: Removal
+
+    /// Whether the store's directory was removed while it was open (its user signed out with
+    /// `UserSpaces.wipe(user:)`, or a cleaner deleted it), in this process or another: it then
+    /// holds no cookie, sends none and stores none. Open the file again for a new, empty store.
+    /// Always `false` for a store in memory only.
+    public var isRemoved: Bool { storeGeneration?.isRetired ?? false }
+
+    /// Whether the store was removed; its cookies are dropped from memory then. One load from
+    /// shared memory while it was not.
+    private func dropsRemovedCookies() -> Bool {
+        guard isRemoved else { return false }
+        state.withLock { $0.removeAll() }
+        return true
+    }
+
+    private func removedError() -> StowageError {
+        StowageError(
+            code: .notFound,
+            message: "the cookie store was removed (its user was signed out, or its directory wiped or cleaned "
+                + "away) while open; it stores no cookie: open it again for a new store",
+            path: fileURL?.fileSystemPath
+        )
+    }
+
+    /// Writes the file when it is behind the state; nothing once the store was removed (its
+    /// directory is gone, and must not come back with the signed-out user's cookies).
     private func persist() throws {
-        guard let fileURL else { return }
+        guard let fileURL, !dropsRemovedCookies() else { return }
         let persistsSessions = configuration.persistsSessionCookies
         try writer.withLock { written in
             let now = clock.now()

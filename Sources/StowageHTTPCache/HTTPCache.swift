@@ -54,6 +54,10 @@ public final class HTTPCache: Sendable {
     /// Invalidations in the order fetches see them: a response fetched before one that covers
     /// it is not stored after it.
     let invalidations = InvalidationOrder()
+    /// A cache in memory only, in the process's registry of open stores while it is open, so
+    /// that "clear caches" (`ClearCaches`) reaches it: no directory names it. `nil` for the other
+    /// modes (a disk cache's clear reaches its memory tier through its generation file).
+    let openStore: OpenStores.Registration?
 
     /// What the memory tier holds: the variant records of a URL, or one body.
     enum MemoryEntry: Sendable {
@@ -144,6 +148,9 @@ public final class HTTPCache: Sendable {
             maximumBytes: configuration.logger.logLevel > .debug
                 ? Int(clamping: configuration.memoryCapacity.rawValue / 8) : 0
         )
+        openStore =
+            mode == .memoryOnly ? OpenStores.process.register("HTTPCache '\(configuration.name)' (memory only)") : nil
+        openStore?.whenCleared { [weak self] in try await self?.removeAll() }
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.

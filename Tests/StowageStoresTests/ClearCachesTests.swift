@@ -46,7 +46,8 @@ struct ClearCachesTests {
         let plan = try clearing.plan()
         #expect(
             plan.manifest.tasks.map(\.description) == [
-                "Path 'tmp'", "Class 'DiskCache'", "Path 'Library/Caches'", "Path 'Library/Caches/downloads'",
+                "Path 'tmp'", "Class 'DiskCache'", "Class 'OpenStores'", "Path 'Library/Caches'",
+                "Path 'Library/Caches/downloads'",
             ]
         )
 

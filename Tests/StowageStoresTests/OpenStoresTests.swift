@@ -1,7 +1,9 @@
 import Foundation
+import HTTPTypes
 import StowageCache
 import StowageCore
 import StowageDatabase
+import StowageHTTPCache
 import StowageHousekeeping
 import StowagePreferences
 import StowageStores
@@ -103,5 +105,41 @@ struct OpenStoresTests {
         #expect(try await cache.value(forKey: "latest") == "recached")
         #expect(try snapshot(durable) == before)
         #expect(preferences[Self.name] == "kept")
+    }
+
+    @Test("clear-caches empties HTTPCache.shared and the other HTTP caches kept in memory only in this process")
+    func clearCachesReachesMemoryOnlyCaches() async throws {
+        let fixture = try PopulatedContainer()
+        let memoryOnly = try HTTPCache(directory: nil)
+        #expect(memoryOnly.mode == .memoryOnly && HTTPCache.shared.mode == .memoryOnly)
+        // A URL of this test's own: other tests may use the shared cache meanwhile.
+        let request = HTTPRequest(
+            method: .get,
+            scheme: "https",
+            authority: "clear-caches.test",
+            path: "/\(UInt64.random(in: 0...UInt64.max))"
+        )
+        let fetch: HTTPFetch = { _, _ in
+            var response = HTTPResponse(status: .ok)
+            response.headerFields[.cacheControl] = "max-age=600"
+            return (response, HTTPBody(bytes: Array("cached".utf8)))
+        }
+        for cache in [memoryOnly, HTTPCache.shared] {
+            _ = try await cache.respond(to: request, fetch: fetch).body.collect(upTo: 1 << 10)
+            #expect(
+                try await cache.respond(to: request, policy: .returnCacheDataDontLoad, fetch: fetch).outcome == .hit
+            )
+        }
+
+        let report = try await ClearCaches(container: fixture.container).clear()
+        #expect(report.isComplete)
+
+        for cache in [memoryOnly, HTTPCache.shared] {
+            let error = await #expect(throws: StowageError.self) {
+                try await cache.respond(to: request, policy: .returnCacheDataDontLoad, fetch: fetch)
+            }
+            #expect(error?.code == .notCached)
+        }
+        #expect(memoryOnly.memoryUsage.rawValue == 0)
     }
 }

@@ -67,4 +67,43 @@ import Testing
         #expect(try await cache.data(forKey: "k") == nil)
         #expect(try UserSpaces(container: container).space(for: "ada").cookies().allCookies.count == 2)
     }
+
+    @Test(
+        "an open cookie store sends nothing and stores nothing after wipe(user:), run here or in another process",
+        arguments: [false, true]
+    )
+    func wipeReachesOpenCookieStore(inAnotherProcess: Bool) async throws {
+        _ = try await populate("ada")
+        _ = try await populate("bob")
+        let spaces = UserSpaces(container: container)
+        // The documented pattern: one shared store per user, handed to the client.
+        let ada = try spaces.space(for: "ada").cookies()
+        let bob = try spaces.space(for: "bob").cookies()
+        let site = URL(string: "https://example.com/")!
+        #expect(ada.cookieHeader(for: site) == "a=1; b=2")
+
+        if inAnotherProcess {
+            let process = TestWorker.process("stores", ["wipe", scratch.url.path, "ada"])
+            try process.run()
+            #expect(process.waitForExitReliably() == ChildExit(status: 0, wasSignaled: false))
+        } else {
+            try await spaces.wipe(user: "ada")
+        }
+
+        #expect(ada.isRemoved)
+        #expect(ada.cookieHeader(for: site) == nil)
+        #expect(ada.allCookies.isEmpty)
+        let refused = try #require(throws: StowageError.self) { try ada.setCookie("c=3; Max-Age=3600", from: site) }
+        #expect(refused.code == .notFound)
+        #expect(ada.cookieHeader(for: site) == nil)
+        #expect(!FileManager.default.fileExists(atPath: try #require(ada.fileURL).path), "nothing written back")
+        // Bob's store sends on.
+        #expect(!bob.isRemoved)
+        #expect(bob.cookieHeader(for: site) == "a=1; b=2")
+        // Ada signs in again: a new, empty store at the same path.
+        let again = try spaces.space(for: "ada").cookies()
+        #expect(again.allCookies.isEmpty)
+        try await again.setCookie("d=4; Max-Age=3600", from: site)
+        #expect(again.cookieHeader(for: site) == "d=4")
+    }
 }

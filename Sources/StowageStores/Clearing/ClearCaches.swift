@@ -17,7 +17,8 @@ import StowageHousekeeping
 /// disk cache in the caches location, HTTP caches first, through its index (`DiskCache.removeAll()`, so processes
 /// that have it open stay consistent, and the memory tiers of every `HybridCache` and HTTP cache
 /// over it — a running `stowage proxy` included — drop what they hold before their next read);
-/// every other entry in the caches location; and each
+/// the caches kept in memory only that are open in this process (an HTTP cache without a
+/// directory, `HTTPCache.shared`); every other entry in the caches location; and each
 /// registered purgeable directory. Documents (other than purgeable directories), application
 /// support (preferences' and secrets' data, databases) and preferences are never touched.
 ///
@@ -69,6 +70,19 @@ public struct ClearCaches: Sendable {
                     }
                     try await cache.close()
                 }
+            }
+        }
+        // Caches in memory only (an HTTP cache without a directory, `HTTPCache.shared`): no
+        // directory names them, so they are reached through the process's registry of open stores.
+        // Always planned, so the plan does not depend on what else the process has open.
+        tasks.append(.handler(className: "OpenStores", selectors: ["removeAll:memory"]))
+        handlers.register(className: "OpenStores", selector: "removeAll:memory") {
+            if let failure = await OpenStores.process.clearAll().first {
+                throw StowageError(
+                    code: .ioError,
+                    message: "could not clear \(failure.name): \(failure.error)",
+                    cause: failure.error
+                )
             }
         }
         if !looseEntries.isEmpty { tasks.append(.path("Library/Caches", entries: looseEntries)) }
