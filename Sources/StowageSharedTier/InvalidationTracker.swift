@@ -130,7 +130,9 @@ final class InvalidationTracker: Sendable {
                             )
                     )
                 )
-                try? await Task.sleep(for: configuration.reconnectBackoff.delay(afterFailures: failures))
+                try? await configuration.backoffClock.sleep(
+                    for: configuration.reconnectBackoff.delay(afterFailures: failures)
+                )
             }
         }
     }

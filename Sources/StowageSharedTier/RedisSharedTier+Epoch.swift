@@ -1,5 +1,6 @@
 import Foundation
 import StowageCache
+import StowageCore
 import StowageRedis
 
 // The shared level's epoch: a random id stored once under `NS:epoch`, with no expiry. A server
@@ -47,12 +48,12 @@ extension RedisSharedTier {
     /// reconnect on their own backoff, often a moment after the subscription has. Invalidation
     /// messages wait in the subscription's buffer meanwhile.
     private func epochAfterGap() async -> String? {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = probeClock.now + .seconds(10)
         var pause = Duration.milliseconds(20)
         while true {
             if let epoch = try? await currentEpoch() { return epoch }
-            guard ContinuousClock.now + pause < deadline, !Task.isCancelled else { return nil }
-            try? await Task.sleep(for: pause)
+            guard probeClock.now + pause < deadline, !Task.isCancelled else { return nil }
+            try? await probeClock.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(500))
         }
     }

@@ -186,6 +186,7 @@ extension RedisSharedTier {
             state.lastPurgeID = try? await latestPurgeID()
         }
         ready.store(true, ordering: .releasing)
+        readiness.fire()
     }
 
     func broadcast(_ invalidation: SharedCacheInvalidation) {

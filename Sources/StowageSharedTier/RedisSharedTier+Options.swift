@@ -22,13 +22,18 @@ extension RedisSharedTier {
         public var firstProbeDelay: Duration = .milliseconds(100)
         /// Longest pause between probes. Default 2 s, the client's longest reconnect backoff.
         public var maximumProbeDelay: Duration = .seconds(2)
-        /// What the pauses between probes are measured by. Default `ContinuousClock()`; tests pass
-        /// a clock they advance.
+        /// What the pauses between probes are measured by, and the pauses between attempts to
+        /// read the epoch after invalidations stopped (at most 10 s of them). Default
+        /// `ContinuousClock()`; tests pass a clock they advance.
         public var probeClock: any Clock<Duration> = ContinuousClock()
         /// What ``requestBudget`` is measured by. Default `ContinuousClock()`, real time, as the
         /// network runs on; tests pass a clock they advance, so a call runs out of its budget when
         /// the test says, not when a loaded machine happens to get there.
         public var requestBudgetClock: any Clock<Duration> = ContinuousClock()
+        /// The wall clock an entry's expiry is written by (milliseconds since 1970, in the
+        /// entry's header) and read against, so every node gives its copies the lifetime Redis
+        /// has left. Default `CacheClock.system`; tests pass a `ManualClock`'s.
+        public var entryClock: CacheClock = .system
 
         /// The defaults described on each property.
         public init() {}

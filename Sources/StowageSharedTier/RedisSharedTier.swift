@@ -79,6 +79,12 @@ public final class RedisSharedTier: SharedCacheTier {
     let listeners = Mutex<[UUID: AsyncStream<SharedCacheInvalidation>.Continuation]>([:])
     /// Every invalidation source is up (subscription confirmed; tracking on or unavailable).
     let ready = Atomic<Bool>(false)
+    /// Wakes ``waitUntilSubscribed(timeout:clock:)`` when ``ready`` turns `true`.
+    let readiness = ReadinessSignal()
+    /// The pauses between attempts to read the epoch after a gap (``Options/probeClock``).
+    let probeClock: ElapsedClock
+    /// The wall clock entry expiries are written and read by (``Options/entryClock``).
+    let entryClock: CacheClock
     let pump = Mutex<[Task<Void, Never>]>([])
     let signals: AsyncStream<InvalidationSignal>
     let logger: Logger
@@ -121,6 +127,8 @@ public final class RedisSharedTier: SharedCacheTier {
         }
         self.client = client
         self.namespace = namespace
+        probeClock = ElapsedClock(options.probeClock)
+        entryClock = options.entryClock
         nodeID = UUID().uuidString
         channel = "\(namespace):invalidations"
         banChannel = "\(namespace):bans"
@@ -203,13 +211,29 @@ public final class RedisSharedTier: SharedCacheTier {
     /// Waits until invalidations flow — the subscription is confirmed and tracking is on (or
     /// known to be unavailable) — and returns `false` if `timeout` passes first. A node that must
     /// not miss an invalidation from the start (tests, benchmarks) calls this.
-    public func waitUntilSubscribed(timeout: Duration = .seconds(5)) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if ready.load(ordering: .acquiring) { return true }
-            try? await Task.sleep(for: .milliseconds(2))
+    ///
+    /// - Parameters:
+    ///   - timeout: The longest wait.
+    ///   - clock: What `timeout` is measured by. Default `ContinuousClock()`; a test passes a
+    ///     clock it advances.
+    public func waitUntilSubscribed(
+        timeout: Duration = .seconds(5),
+        clock: any Clock<Duration> = ContinuousClock()
+    ) async -> Bool {
+        let elapsed = ElapsedClock(clock)
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await self.readiness.wait { self.ready.load(ordering: .acquiring) }
+                return !Task.isCancelled
+            }
+            group.addTask {
+                try? await elapsed.sleep(until: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first || ready.load(ordering: .acquiring)
         }
-        return ready.load(ordering: .acquiring)
     }
 
     /// Whether the server tracks this node's writes now: `true` while the tracking connection is
@@ -255,14 +279,16 @@ public final class RedisSharedTier: SharedCacheTier {
     /// The entry stored for `key`, or `nil` when Redis has none (or bytes of another format).
     public func entry(forKey key: String) async throws -> SharedCacheEntry? {
         let reply = try await breaker.run("GET") { try await self.client.send(.get(self.valueKey(key))) }
-        guard let bytes = reply.bytes, let decoded = SharedEntryFormat.decode(bytes) else { return nil }
+        guard let bytes = reply.bytes, let decoded = SharedEntryFormat.decode(bytes, now: entryClock.now()) else {
+            return nil
+        }
         return SharedCacheEntry(data: decoded.data, timeToLive: decoded.timeToLive.map(Duration.timeInterval))
     }
 
     /// Stores `data` for `key` with `timeToLive` as its Redis expiry; the other nodes hear of it
     /// (tracked by the server, or published).
     public func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws {
-        let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval)
+        let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval, now: entryClock.now())
         try await breaker.run("SET") {
             let (_, isTracked) = try await self.write(
                 .set(self.valueKey(key), value: RedisArgument(entry), expiry: timeToLive),
@@ -353,7 +379,7 @@ public final class RedisSharedTier: SharedCacheTier {
         timeToLive: Duration?,
         releasing lock: SharedCacheLoadLock
     ) async throws -> Bool {
-        let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval)
+        let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval, now: entryClock.now())
         // Echoed on either path: as a script's write, or as the pool's (see OwnWriteEchoes).
         let tracked = tracker != nil
         if tracked { echoes.expect(entry, forKey: key) }

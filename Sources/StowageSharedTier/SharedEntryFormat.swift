@@ -13,6 +13,8 @@ import NIOCore
 package enum SharedEntryFormat {
     static let headerLength = 12
 
+    /// `now` is the tier's ``RedisSharedTier/Options/entryClock``; tests that plant an entry
+    /// without an expiry may leave it out.
     package static func encode(_ data: Data, timeToLive: TimeInterval?, now: Date = Date()) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(headerLength + data.count)
@@ -23,7 +25,7 @@ package enum SharedEntryFormat {
         return buffer
     }
 
-    static func decode(_ buffer: ByteBuffer, now: Date = Date()) -> (data: Data, timeToLive: TimeInterval?)? {
+    static func decode(_ buffer: ByteBuffer, now: Date) -> (data: Data, timeToLive: TimeInterval?)? {
         var buffer = buffer
         guard buffer.readableBytes >= headerLength,
             buffer.readBytes(length: 4) == [UInt8(ascii: "S"), UInt8(ascii: "W"), 1, 0],

@@ -33,8 +33,8 @@ public struct SharedTierOptions: Sendable {
     /// (0 keeps none).
     public var maximumPendingWrites = 10_000
 
-    /// What the load wait and the polls are measured by. Default `ContinuousClock()`; tests
-    /// pass a clock they advance.
+    /// What the load wait, the polls and the pauses before a refused replay of missed writes is
+    /// tried again are measured by. Default `ContinuousClock()`; tests pass a clock they advance.
     public var waitClock: any Clock<Duration> = ContinuousClock()
 
     /// The defaults described on each property.

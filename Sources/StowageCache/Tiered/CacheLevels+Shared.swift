@@ -251,7 +251,7 @@ extension CacheLevels {
         let milliseconds = shared.replayRetryMilliseconds.load(ordering: .relaxed)
         shared.replayRetryMilliseconds.store(min(milliseconds * 2, 5_000), ordering: .relaxed)
         Task { [weak self] in
-            try? await Task.sleep(for: .milliseconds(milliseconds))
+            try? await shared.waitClock.sleep(for: .milliseconds(milliseconds))
             shared.replayRetryScheduled.store(false, ordering: .releasing)
             await self?.replaySharedWrites()
         }

@@ -48,6 +48,8 @@ package final class SharedLevel: Sendable {
     let logger: Logger
     /// The disk cache's clock: it dates disk copies, so it measures the horizon and lifetimes.
     let clock: CacheClock
+    /// What the pauses between replays of missed writes are measured by (``SharedTierOptions/waitClock``).
+    let waitClock: ElapsedClock
 
     /// The level `tier`, used as `options` say, for the cache `name` whose disk copies are
     /// dated by `clock`.
@@ -66,6 +68,7 @@ package final class SharedLevel: Sendable {
         self.name = name
         self.logger = logger
         self.clock = clock
+        waitClock = ElapsedClock(options.waitClock)
         self.sharedCopy = sharedCopy
         health = SharedTierHealth(name: name, logger: logger, now: clock.now)
         counters = CacheCounters(name: name, tier: "shared")
