@@ -236,4 +236,62 @@ struct MountBoundaryCommandTests {
             #expect(allocated < 1_000_000, "the mounted 4 MB file is not the location's: \(usage)")
         }
     }
+
+    @Test("clear: mounts appearing on subdirectories while the walk runs are never entered, and each is named")
+    func mountsAppearingMidWalk() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            // 600 subdirectories, each with a `sub` directory a mounter binds the outside tree
+            // over while `clear` walks: whichever the walk meets first (the mount, or the directory
+            // it opened before the mount came) it must not remove the outside tree's files.
+            let tree = fixture.directoryPath + "/tree"
+            for index in 0..<600 {
+                let sub = tree + "/d\(index)/sub"
+                try FileManager.default.createDirectory(atPath: sub, withIntermediateDirectories: true)
+                try Data("x".utf8).write(to: URL(filePath: sub + "/file"))
+            }
+            let mounter =
+                "i=0; while [ $i -lt 600 ]; do mount --bind '\(fixture.outside)' '\(tree)'/d$i/sub 2>/dev/null; "
+                + "i=$((i+3)); done"
+            let outcome = try await PrivateMounts.run(
+                mounts: [],
+                command: [
+                    "sh", "-c",
+                    "(\(mounter)) & \"$0\" clear '\(tree)' --json; status=$?; wait; "
+                        + "echo mounts-left $(grep -c ' \(tree)/' /proc/self/mountinfo) >&2; exit $status",
+                    StowageExecutable.url.path(percentEncoded: false),
+                ]
+            )
+            #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
+            let failures = try #require(try json(outcome)["failures"] as? [[String: Any]])
+            let skipped = failures.filter { $0["message"] as? String == "skipped: another file system" }
+            #expect(skipped.count == failures.count, "only mounts are left: \(failures.prefix(3))")
+            // Every mount that was made (the rest came after the walk had removed their place)
+            // is named once.
+            let left = outcome.standardError.split(separator: "\n").first { $0.hasPrefix("mounts-left ") }
+            #expect(left.map { Int($0.dropFirst("mounts-left ".count)) } == skipped.count, "\(outcome.standardError)")
+        }
+    }
+
+    @Test("purge --marked: a marked file bind-mounted from outside is another file system's, named and kept")
+    func markedFileOnAnotherMount() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            let target = fixture.directoryPath + "/report.pdf"
+            try Data("placeholder".utf8).write(to: URL(filePath: target))
+            do {
+                try Marks.setPurgeable(true, at: URL(filePath: fixture.outsideFiles[0]))
+            } catch StowageError.Code.unsupported {
+                return
+            }
+            let outcome = try await PrivateMounts.run(
+                mounts: [.bind(fixture.outsideFiles[0], at: target)],
+                command: stowage(["purge", "--root", fixture.root, "--marked", "--free", "all", "--json"])
+            )
+            #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
+            let report = try json(outcome)
+            #expect((report["removed"] as? [Any])?.isEmpty == true, "\(report)")
+            #expect(namesSkipped(report["failures"], target), "\(report)")
+        }
+    }
 }

@@ -28,11 +28,12 @@ import Testing
         }
     }
 
-    @Test("a 304 that sets a cookie does not put it into the shared entry")
+    // Under the default doNotStore, such a 304 freshens nothing at all (NotModifiedCookieTests).
+    @Test("storeWithoutCookie: a 304 that sets a cookie freshens the shared entry without putting the cookie in it")
     func notModifiedCookieIsNotStored() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: t0)
-            let cache = try makeCache(root, clock: clock, kind: .shared)
+            let cache = try makeCache(root, clock: clock, kind: .shared) { $0.rules.setCookie = .storeWithoutCookie }
             let origin = TestOrigin { request, n in
                 if request.headerFields[.ifNoneMatch] != nil {
                     return (

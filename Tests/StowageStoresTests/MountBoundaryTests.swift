@@ -95,4 +95,38 @@ struct MountBoundaryTests {
             #expect(purge.contains("\(fixture.root)/Documents/exports/mnt: \(skip)"), "\(report)")
         }
     }
+
+    /// Every file below `path` with its size, for telling whether anything in a tree changed.
+    private func listing(_ path: String) -> [String: Int] {
+        var files: [String: Int] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: path)
+        while let name = enumerator?.nextObject() as? String {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
+            if attributes?[.type] as? FileAttributeType == .typeRegular {
+                files[name] = (attributes?[.size] as? Int) ?? -1
+            }
+        }
+        return files
+    }
+
+    @Test("clear caches leaves a disk cache mounted in the caches location whole and names the mount")
+    func clearCachesWithAMountedDiskCache() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base, directory: "Library/Caches")
+            let mountedCache = fixture.outside + "/cache"
+            let made = try await PrivateMounts.run(mounts: [], command: worker(["make-cache", mountedCache]))
+            try #require(made.status == 0, "\(made.standardError)")
+            let before = listing(mountedCache)
+            try #require(!before.isEmpty)
+            let outcome = try await PrivateMounts.run(
+                mounts: [.bind(mountedCache, at: fixture.mountPoint)],
+                command: worker(["clear-caches", fixture.root])
+            )
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            #expect(listing(mountedCache) == before, "the mounted cache's files are untouched")
+            #expect(fixture.ownFileIsGone)
+            let tasks = try #require(try json(outcome)["tasks"] as? [[String: Any]], "\(outcome.standardOutput)")
+            #expect(tasks.contains { names($0["failures"], fixture.mountPoint) }, "\(tasks)")
+        }
+    }
 }

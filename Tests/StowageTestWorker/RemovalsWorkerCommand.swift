@@ -3,11 +3,14 @@
 //
 //   StowageTestWorker removals clear DIR           DirectoryClearing.clearContents(of: DIR)
 //   StowageTestWorker removals wipe ROOT USER      UserSpaces(container: ROOT).wipe(user: USER)
+//   StowageTestWorker removals clear-caches ROOT   ClearCaches(container: ROOT).clear()
+//   StowageTestWorker removals make-cache DIR      a disk cache in DIR holding one value
 //   StowageTestWorker removals relieve ROOT PATH   registers PATH (files older than a day) and
 //                                                  runs one StorageMonitor check on a volume
 //                                                  that is always short of space: its sweep,
 //                                                  then the marked items
 import Foundation
+import StowageCache
 import StowageCore
 import StowageHousekeeping
 import StowageStores
@@ -32,6 +35,13 @@ enum RemovalsWorkerCommand {
             let spaces = UserSpaces(container: Container(root: URL(filePath: arguments[2])))
             let report = try await spaces.wipe(user: arguments[3])
             say(String(decoding: try encoder.encode(report), as: UTF8.self))
+        case (3, "clear-caches"):
+            let report = try await ClearCaches(container: Container(root: URL(filePath: arguments[2]))).clear()
+            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+        case (3, "make-cache"):
+            let cache = try DiskCache(directory: URL(filePath: arguments[2]))
+            _ = try await cache.setData(Data(repeating: 1, count: 50_000), forKey: "kept")
+            say("made")
         case (4, "relieve"):
             let purgeable = PurgeableDirectories(container: Container(root: URL(filePath: arguments[2])))
             try await purgeable.register(arguments[3], policy: .olderThan(days: 1))
@@ -53,7 +63,10 @@ enum RemovalsWorkerCommand {
             )
             say(String(decoding: try encoder.encode(relief), as: UTF8.self))
         default:
-            fail("usage: StowageTestWorker removals clear DIR | wipe ROOT USER | relieve ROOT PATH")
+            fail(
+                "usage: StowageTestWorker removals clear DIR | wipe ROOT USER | clear-caches ROOT | make-cache DIR "
+                    + "| relieve ROOT PATH"
+            )
         }
     }
 }

@@ -29,6 +29,10 @@ extension HTTPCache {
         }
         let (response, responseTime) = (exchanged.response, exchanged.responseTime)
         if response.status.code == 304 {
+            // A 304 that sets a cookie in a shared cache that stores none: delivered, not stored.
+            if let served = try await answerNotModifiedSettingCookie(exchanged, record: record, request: request) {
+                return served
+            }
             // A 304 to a request sent before an invalidation of the key freshens nothing: what
             // it validated is gone, and what replaced it was not what it answered.
             let refreshed =
@@ -47,6 +51,7 @@ extension HTTPCache {
             let chosen = refreshed.first { $0.bodyKey == record.bodyKey } ?? refreshed.first
             if let chosen, var served = try await serve(chosen, to: request, now: responseTime, outcome: .revalidated) {
                 served.status.forwardStatus = 304
+                deliverCookies(of: response, in: &served, replacing: false)
                 served.trace.append("§4.3.4 the origin answered 304: the stored response was freshened and served")
                 return served
             }
@@ -59,6 +64,7 @@ extension HTTPCache {
             // same request twice for one client request.
             if var served = try await serve(record, to: request, now: responseTime, outcome: .revalidated) {
                 served.status.forwardStatus = 304
+                deliverCookies(of: response, in: &served, replacing: true)
                 served.trace.append(
                     "§4.3.4 the origin answered 304 with validators matching nothing stored: nothing was freshened; "
                         + "§4.3.3 the stored response the request nominated was served as stored"

@@ -10,9 +10,17 @@ import HTTPTypes
 ///
 /// A response whose `Cache-Control` names `Set-Cookie` in a qualified `private` (§5.2.2.7) is
 /// stored without the field whatever this says: the origin asked for exactly that.
+///
+/// A 304 that sets a cookie answers the client whose request was validated, as a 200 answers
+/// the client of the miss: in every mode that client gets the 304's `Set-Cookie` with the
+/// stored response it validated, and no other client gets it except under ``store``. Under
+/// ``doNotStore`` such a 304 freshens nothing either (Varnish's built-in VCL: merge, deliver with
+/// the cookie, mark uncacheable), so the next client validates in turn and gets its own; under
+/// ``storeWithoutCookie`` it freshens the stored response without the cookie.
 public enum SetCookieHandling: String, Sendable, Hashable, CaseIterable {
     /// Not stored: the response goes to the client that asked, and the next request goes to
-    /// the origin too. The default, nginx's and Varnish's.
+    /// the origin too; a 304 that sets a cookie does not freshen the stored response. The
+    /// default, nginx's and Varnish's.
     case doNotStore
     /// Stored without its `Set-Cookie` fields (nginx's `proxy_ignore_headers Set-Cookie` with
     /// `proxy_hide_header Set-Cookie`): the client of the miss gets its cookie, later clients

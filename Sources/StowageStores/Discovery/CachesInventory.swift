@@ -32,10 +32,18 @@ struct CachesInventory {
         purgeable = try directories.registrations().map { ($0, try directories.url(for: $0.path)) }
         let purgeablePaths = Set(purgeable.map(\.url.fileSystemPath))
         let caches = container.url(for: .caches)
+        // A tree mounted in the location (even a disk cache) is another file system's: classified
+        // as loose, so "clear caches" takes the path that stops at the mount point and names it
+        // (FileSystemBoundary), never a cache's removeAll inside it.
+        let location = try? OpenDirectory.open(path: caches.fileSystemPath)
+        let boundary = location?.effectiveBoundary
         entries = try StoreFiles.names(in: caches).compactMap { name in
             let url = caches.appending(path: name)
             guard name != "CACHEDIR.TAG", !purgeablePaths.contains(url.fileSystemPath) else { return nil }
-            guard StoreFiles.isDirectory(url), DiskCache.isDiskCache(url) else {
+            let isMounted =
+                location.flatMap { FileStatus.at($0.descriptor, name) }.map { !(boundary?.contains($0) ?? true) }
+                ?? false
+            guard !isMounted, StoreFiles.isDirectory(url), DiskCache.isDiskCache(url) else {
                 return Entry(name: name, url: url, kind: .loose)
             }
             return Entry(name: name, url: url, kind: StoreMarker.isHTTPCache(url) ? .httpCache : .diskCache)
