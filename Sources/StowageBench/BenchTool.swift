@@ -11,6 +11,8 @@ struct BenchTool: AsyncParsableCommand {
             Build in release mode: swift run -c release stowage-bench [--filter PREFIX] [--json].
             Fixtures are generated once outside the timed region, under $STOWAGE_BENCH_FIXTURES
             (default: $TMPDIR/stowage-bench-fixtures or /tmp/stowage-bench-fixtures).
+            The scale scenarios (--filter scale) run at the sizes in $STOWAGE_BENCH_SCALE_SIZES,
+            comma-separated (default 10000), e.g. 1000,10000,100000,1000000.
             """
     )
 
@@ -43,7 +45,7 @@ struct BenchTool: AsyncParsableCommand {
             CleanerScenario(), PurgeSweepScenario(), AccountScenario(),
         ]
         + SharedTierScenario.all + [HybridDiskReadScenario(), HybridMemoryHitScenario(), ChecksumScenario()]
-        + AsyncHopScenario.all + [TracingSpanScenario()]
+        + AsyncHopScenario.all + [TracingSpanScenario(), ScaleScenario()]
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())
@@ -52,10 +54,11 @@ struct BenchTool: AsyncParsableCommand {
         for scenario in Self.scenarios
         where filter.map({ exact ? scenario.name == $0 : scenario.name.hasPrefix($0) }) ?? true {
             BenchContext.progress("running \(scenario.name)…")
-            var result = try await scenario.run(context)
-            result.assess(against: BenchTarget.byScenario[result.name] ?? [])
-            results.append(result)
-            if !json { print(result.humanReadable) }
+            for var result in try await scenario.results(context) {
+                result.assess(against: BenchTarget.byScenario[result.name] ?? [])
+                results.append(result)
+                if !json { print(result.humanReadable) }
+            }
         }
         if json {
             let encoder = JSONEncoder()

@@ -5,6 +5,13 @@ protocol Scenario: Sendable {
     /// Dotted name, family first: `disk-usage.tree-100k`.
     var name: String { get }
     func run(_ context: BenchContext) async throws -> ScenarioResult
+    /// Every result the scenario measured: ``run(_:)``'s one for most; a family measured on
+    /// shared fixtures (the scale bench, one result per operation and size) returns several.
+    func results(_ context: BenchContext) async throws -> [ScenarioResult]
+}
+
+extension Scenario {
+    func results(_ context: BenchContext) async throws -> [ScenarioResult] { [try await run(context)] }
 }
 
 /// What a scenario measured, in the JSON shape CI reads.

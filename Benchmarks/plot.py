@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Draws the scale bench's curves: cost per operation against the number of entries, one line per
+system, log axes, one PNG per operation under Benchmarks/plots/.
+
+Usage: python3 Benchmarks/plot.py [RESULTS.json] [OUTPUT_DIR]
+       (defaults: Benchmarks/scale.json, Benchmarks/plots)
+
+RESULTS.json is what `stowage-bench --filter scale --json` prints: a JSON array of results named
+`scale.disk-cache.<operation>-<size>` (size as 1e3, 1e4, ...), each with Stowage's figure, its
+baselines' figures and its unit. Needs matplotlib (`pip install matplotlib`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NAME = re.compile(r"^scale\.disk-cache\.(?P<operation>[a-z-]+?)-(?P<size>1e\d+|\d+)$")
+TITLES = {
+    "open": "open a filled cache",
+    "set": "set a new 1 KiB key",
+    "get": "get a 1 KiB value (scattered keys)",
+    "remove": "remove a key",
+    "usage": "entry count and bytes",
+    "trim-half": "remove the least recently used half",
+    "set-at-limit": "set at the size limit vs below it",
+}
+# The same system keeps its colour and marker in every plot.
+STYLES = {
+    "stowage": ("tab:blue", "o", "-"),
+    "stowage-below-limit": ("tab:blue", "o", "--"),
+    "python-diskcache": ("tab:orange", "s", "-"),
+    "python-diskcache-below-limit": ("tab:orange", "s", "--"),
+    "sqlite-c": ("tab:green", "^", "-"),
+}
+
+
+def size_of(label: str) -> int:
+    if label.startswith("1e"):
+        return 10 ** int(label[2:])
+    return int(label)
+
+
+def load(path: str) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """{operation: {system: [(size, figure)]}} and each operation's unit."""
+    with open(path, encoding="utf-8") as file:
+        results = json.load(file)
+    curves: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
+    units: dict[str, str] = {}
+    for result in results:
+        match = NAME.match(result.get("name", ""))
+        if not match:
+            continue
+        operation, size = match["operation"], size_of(match["size"])
+        units[operation] = result["unit"]
+        curves[operation]["stowage"].append((size, result["stowage"]))
+        for system, figure in result.get("baselines", {}).items():
+            curves[operation][system].append((size, figure))
+    return curves, units
+
+
+def plot(curves, units, output: str) -> list[str]:
+    os.makedirs(output, exist_ok=True)
+    written = []
+    for operation, systems in sorted(curves.items()):
+        figure, axes = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+        for system in sorted(systems, key=lambda name: (name not in STYLES, name)):
+            points = sorted(systems[system])
+            colour, marker, line = STYLES.get(system, (None, "x", ":"))
+            label = system
+            if operation == "set-at-limit" and not system.endswith("below-limit"):
+                label = f"{system} at the limit"
+            axes.plot(
+                [size for size, _ in points],
+                [value for _, value in points],
+                marker=marker,
+                linestyle=line,
+                color=colour,
+                label=label,
+            )
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("entries in the cache")
+        unit = units[operation]
+        axes.set_ylabel("seconds" if unit == "s" else unit.replace("us", "µs"))
+        axes.set_title(f"DiskCache: {TITLES.get(operation, operation)}")
+        axes.grid(True, which="both", alpha=0.3)
+        axes.legend()
+        figure.tight_layout()
+        path = os.path.join(output, f"scale-disk-cache-{operation}.png")
+        figure.savefig(path)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def main(arguments: list[str]) -> int:
+    results = arguments[0] if arguments else os.path.join(HERE, "scale.json")
+    output = arguments[1] if len(arguments) > 1 else os.path.join(HERE, "plots")
+    curves, units = load(results)
+    if not curves:
+        print(f"plot.py: no scale.disk-cache results in {results}", file=sys.stderr)
+        return 1
+    for path in plot(curves, units, output):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
