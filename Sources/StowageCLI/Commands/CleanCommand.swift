@@ -13,8 +13,10 @@ struct CleanCommand: AsyncParsableCommand {
         discussion: """
             Task paths are container paths such as Library/Caches/images; entries may use * and ?. \
             Absolute paths, '..' and symbolic links leading out of the container are refused; links \
-            are removed as links, never followed. Class + Selectors tasks need handlers registered \
-            in the app's code, so they fail here.
+            are removed as links, never followed. A mount point inside a task's path is left whole, \
+            as rm --one-file-system does, and listed as "skipped: another file system" among the \
+            task's failures. Class + Selectors tasks need handlers registered in the app's code, so \
+            they fail here.
 
             Progress goes to standard error (a bar on a terminal), the summary to standard output. \
             --time-limit bounds the deleting (not the measuring): at the limit the clean stops \

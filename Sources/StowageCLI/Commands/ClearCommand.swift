@@ -12,6 +12,10 @@ struct ClearCommand: AsyncParsableCommand {
             removed; entries that cannot be removed are listed on standard error and the exit status \
             is 1. Refuses '/', the home directory and its ancestors.
 
+            A mount inside the directory (another file system, or a bind mount of the same one) is \
+            left whole with everything under it, as rm --one-file-system does, and listed as \
+            "skipped: another file system" (in "failures" with --json); the exit status is then 1.
+
             Examples:
               stowage clear --location caches --app com.example.reader
               stowage clear /srv/app/tmp

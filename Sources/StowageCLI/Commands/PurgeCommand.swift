@@ -27,6 +27,11 @@ struct PurgeCommand: AsyncParsableCommand {
             says what was done and which directories were not reached. Exit status 1 when some \
             entries could not be removed (not for reaching the time limit).
 
+            No purge leaves the file system of the location it works in: a mount point inside it (a \
+            bind mount, a tmpfs, an overlay) is neither swept, emptied nor taken for a marked item, \
+            and is listed as "skipped: another file system" (in "failures" with --json), as \
+            rm --one-file-system does.
+
             Examples:
               stowage purge --app com.example.reader --time-limit 30s
               stowage purge --marked --free 500MB --dry-run

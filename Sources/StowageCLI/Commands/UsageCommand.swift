@@ -30,7 +30,10 @@ struct UsageCommand: AsyncParsableCommand {
     @Flag(help: "Print sizes as exact byte counts instead of human-readable sizes.")
     var bytes = false
 
-    @Flag(name: [.customShort("x"), .long], help: "Skip directories on other file systems, like du -x.")
+    @Flag(
+        name: [.customShort("x"), .long],
+        help: "Skip directories on other file systems, like du -x, and bind mounts of the same one."
+    )
     var oneFileSystem = false
 
     @Option(
