@@ -264,18 +264,36 @@ public final class UserDatabases: Sendable {
         }
     }
 
+    /// Deletes `url` and everything below it through ``DirectoryClearing``, never leaving its
+    /// file system, as `rm --one-file-system`: FileManager's `removeItem` descends into a mount
+    /// point and deletes the mounted tree's files before failing on the mount point itself. A
+    /// mount inside stays, with the directory holding it (a `.removing-` name, out of any user's
+    /// reach), and is logged ("skipped: another file system"); the next removal looks again.
     private func deleteTree(_ url: URL) throws {
+        let report: ClearReport
         do {
-            try FileManager.default.removeItem(at: url)
-        } catch CocoaError.fileNoSuchFile {
-            // Another process deleted it meanwhile.
-        } catch {
+            report = try DirectoryClearing.clearContents(of: url)
+        } catch let error as StowageError where error.code == .notFound {
+            return  // Another process deleted it meanwhile.
+        }
+        if let failure = report.failures.first(where: { !$0.isOtherFileSystem }) {
             throw StowageError(
                 code: .ioError,
-                message: "cannot delete \(url.path): \(error); it holds a removed user's data, delete it by hand",
-                path: url.path,
-                cause: error
+                message: "cannot delete \(url.path): \(failure); it holds a removed user's data, delete it by hand",
+                path: url.path
             )
+        }
+        guard report.failures.isEmpty else {
+            for skipped in report.failures {
+                logger.warning(
+                    "user database directory: \(FileSystemBoundary.skipMessage)",
+                    metadata: ["path": "\(skipped.path)"]
+                )
+            }
+            return
+        }
+        guard FileNames.removeDirectory(url.path) || errno == ENOENT else {
+            throw StowageError.syscall(.current, "remove", path: url.path)
         }
     }
 

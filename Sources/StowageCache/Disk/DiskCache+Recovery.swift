@@ -99,8 +99,15 @@ extension DiskCache {
             guard let status = FileStatus.at(directory.descriptor, name) else { return false }
             return status.modificationTime.rounded(.down) < cutoff
         }
-        for name in Self.names(in: files.temporary) where isOldEnough(name, in: files.temporary) {
-            files.temporary.removeEntry(name)
+        // A mount inside the cache's directory is another file system's (FileSystemBoundary, as
+        // `rm --one-file-system`): none of its files is taken for an orphan.
+        var skipped: [String] = []
+        if files.temporary.isInsideBoundary {
+            for name in Self.names(in: files.temporary) where isOldEnough(name, in: files.temporary) {
+                files.temporary.removeEntry(name)
+            }
+        } else {
+            skipped.append(files.temporary.path)
         }
         let indexed = try indexCall {
             try index.pool.read { db in
@@ -111,6 +118,12 @@ extension DiskCache {
         var removedFiles = 0
         for subdirectoryName in Self.names(in: files.data) {
             guard let subdirectory = try? files.data.childDirectory(subdirectoryName, creating: false) else {
+                continue
+            }
+            // Its files' rows are dropped as rows without a file below: the cache forgets what
+            // is on another mount, and never removes it.
+            guard subdirectory.isInsideBoundary else {
+                skipped.append(subdirectory.path)
                 continue
             }
             for name in Self.names(in: subdirectory) {
@@ -141,6 +154,12 @@ extension DiskCache {
                 metadata: ["cache": "\(configuration.name)"]
             )
             return
+        }
+        for path in skipped {
+            configuration.logger.warning(
+                "disk cache: \(FileSystemBoundary.skipMessage)",
+                metadata: ["path": "\(path)", "cache": "\(configuration.name)"]
+            )
         }
         if removedFiles > 0 || !missing.isEmpty {
             configuration.logger.notice(

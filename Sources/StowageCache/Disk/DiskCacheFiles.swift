@@ -34,7 +34,10 @@ struct DiskCacheFiles: Sendable {
         temporaryDirectory = root + "/tmp"
         self.synchronous = synchronous
         try DirectoryCreation.createDirectory(at: URL(filePath: root, directoryHint: .isDirectory))
-        let rootDirectory = try OpenDirectory.open(path: root)
+        // The cache's directory bounds every removal below it, as `rm --one-file-system`: a
+        // mount inside it (at `data/`, `tmp/` or a hash subdirectory) is another file system's,
+        // and its files are never collected as orphans, evicted or cleared (FileSystemBoundary).
+        let rootDirectory = try OpenDirectory.open(path: root, staysOnFileSystem: true)
         // A link or file in `data`'s or `tmp`'s place is damage: replaced by a real directory.
         data = try rootDirectory.childDirectory("data", creating: true)!
         temporary = try rootDirectory.childDirectory("tmp", creating: true)!
@@ -155,7 +158,9 @@ struct DiskCacheFiles: Sendable {
         for name in names {
             let (subdirectoryName, fileName) = Self.split(name)
             if opened?.name != subdirectoryName {
-                opened = (subdirectoryName, try? data.childDirectory(subdirectoryName, creating: false))
+                // A subdirectory that is a mount point keeps its files (FileSystemBoundary).
+                let subdirectory = try? data.childDirectory(subdirectoryName, creating: false)
+                opened = (subdirectoryName, subdirectory.flatMap { $0.isInsideBoundary ? $0 : nil })
             }
             opened?.directory?.removeEntry(fileName)
         }

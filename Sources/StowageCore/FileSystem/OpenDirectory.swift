@@ -46,11 +46,22 @@ package final class OpenDirectory: Sendable {
     /// - Throws: `StowageError` (`.notFound`, `.notADirectory`, …) when it cannot be opened;
     ///   `.invalidArgument` for a path with a NUL or control byte, which the system call would
     ///   cut short and so open another directory.
-    package static func open(path: String) throws -> OpenDirectory {
+    ///
+    /// - Parameter staysOnFileSystem: Make the directory's own file system and mount the
+    ///   ``boundary`` of everything opened below it (``openChild(_:)``), as a store that removes
+    ///   files under its directory needs: a mount inside it is not its to empty
+    ///   (``FileSystemBoundary``, as `rm --one-file-system`).
+    package static func open(path: String, staysOnFileSystem: Bool = false) throws -> OpenDirectory {
         try PathInput.check(path, subject: "the directory")
         let descriptor = openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw StowageError.syscall(.current, "open directory", path: path) }
-        return OpenDirectory(descriptor: descriptor, path: path)
+        guard staysOnFileSystem else { return OpenDirectory(descriptor: descriptor, path: path) }
+        guard let boundary = FileSystemBoundary(descriptor: descriptor) else {
+            let error = StowageError.syscall(.current, "examine directory", path: path)
+            close(descriptor)
+            throw error
+        }
+        return OpenDirectory(descriptor: descriptor, path: path, boundary: boundary)
     }
 
     /// The names in the directory at `path`, without `.` and `..`, in no particular order;
