@@ -54,27 +54,19 @@ extension DiskCache {
         if verdict.totalsAreWrong { try repairTotalsIfWrong() }
     }
 
-    /// Runs `body` on `db` with SQLite's progress handler interrupting it (`SQLITE_INTERRUPT`)
-    /// once `maintenance` drains, so a long read never holds up `close()`.
+    /// Runs `body` on `db` so that draining `maintenance` interrupts it (`sqlite3_interrupt`,
+    /// which SQLite checks inside `quick_check`, unlike the progress handler): a long read never
+    /// holds up `close()`.
     private static func interruptible<T>(
         _ db: Database,
         stoppingWhen maintenance: DiskCacheMaintenance,
         _ body: () throws -> T
     ) throws -> T? {
         guard let connection = db.sqliteConnection else { return nil }
-        let context = Unmanaged.passUnretained(maintenance).toOpaque()
-        // Every 100,000 virtual-machine steps: a few milliseconds.
-        sqlite3_progress_handler(
-            connection,
-            100_000,
-            { context in
-                guard let context else { return 0 }
-                return Unmanaged<DiskCacheMaintenance>.fromOpaque(context).takeUnretainedValue().isDraining ? 1 : 0
-            },
-            context
-        )
-        defer { sqlite3_progress_handler(connection, 0, nil, nil) }
-        return try body()
+        // An address, not the pointer: the connection stays open until close() has drained the
+        // lane, and sqlite3_interrupt may be called from any thread.
+        let address = Int(bitPattern: connection)
+        return try maintenance.interruptible({ sqlite3_interrupt(OpaquePointer(bitPattern: address)) }, body)
     }
 
     /// Whether `error` says the index file is damaged.

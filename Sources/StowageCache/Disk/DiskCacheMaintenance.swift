@@ -78,6 +78,8 @@ final class DiskCacheMaintenance: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Stops the job running now early, when it registered a way (``interruptible(_:_:)``).
+    private let interrupter = Mutex<(@Sendable () -> Void)?>(nil)
     private let queue = DispatchQueue(label: "org.stowage.disk-cache.maintenance")
     private let logger: Logger
     /// The cache's name, for the log.
@@ -169,8 +171,17 @@ final class DiskCacheMaintenance: Sendable {
         }
     }
 
-    /// Ends the lane: cancels the timers, refuses new jobs, waits for the queued ones (and a
-    /// running one) to finish. Afterwards nothing runs on the lane; draining again only waits
+    /// Runs `body`, a long job's work, so that ``drain()`` calls `interrupt` instead of waiting
+    /// for it to end (at once, if draining has begun).
+    func interruptible<T>(_ interrupt: @escaping @Sendable () -> Void, _ body: () throws -> T) rethrows -> T {
+        interrupter.withLock { $0 = interrupt }
+        defer { interrupter.withLock { $0 = nil } }
+        if isDraining { interrupt() }
+        return try body()
+    }
+
+    /// Ends the lane: cancels the timers, refuses new jobs, interrupts a job that can be
+    /// (``interruptible(_:_:)``), waits for the queued ones (and a running one) to finish. Afterwards nothing runs on the lane; draining again only waits
     /// for that.
     func drain() {
         dispatchPrecondition(condition: .notOnQueue(queue))
@@ -180,6 +191,8 @@ final class DiskCacheMaintenance: Sendable {
             return Array(state.timers.values)
         }
         for timer in timers { timer.cancel() }
+        // Under the lock: the job clears its interrupter before it gives back what it interrupts.
+        interrupter.withLock { $0?() }
         queue.sync { state.withLock { $0.hasEnded = true } }
     }
 }
