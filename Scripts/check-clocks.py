@@ -73,7 +73,6 @@ ALLOWED: dict[str, str] = {
     "Sources/StowageCache/Disk/DiskCache+Recovery.swift": "compared with kernel-set modification times",
     # Not converted yet (issue 43, item 1); each entry goes once its file takes a clock.
     "Sources/StowageDatabase/UserDirectoryLock.swift": "to convert: synchronous flock poll (usleep)",
-    "Sources/StowagePreferences/Preferences/PreferencesLog.swift": "to convert: the .damaged-SECONDS name",
     "Sources/StowageHTTPCache/Parsing/HTTPDate.swift": "to convert: the RFC 850 two-digit-year pivot",
     "Sources/StowageProxy/Status/StatusSampler.swift": "to convert: the status page's once-a-second sample",
 }

@@ -52,6 +52,21 @@ struct PreferencesRecoveryTests {
         #expect(again.count == 49 && secondRecovery == nil)
     }
 
+    @Test("the damaged file's copy is dated by the configuration's clock")
+    func damagedCopyIsDatedByTheClock() throws {
+        let scratch = try PreferencesTestDirectory()
+        let file = scratch.file()
+        var bytes = try Self.write(10, to: file)
+        bytes[PreferencesLog.headerSize + (bytes.count - PreferencesLog.headerSize) / 2] ^= 0x20
+        try Data(bytes).write(to: file)
+        var configuration = Preferences.Configuration()
+        let clock = ManualClock()
+        configuration.clock = clock.cacheClock
+        let preferences = try Preferences.open(at: file, configuration: configuration)
+        let copy = try #require(preferences.recovery?.damagedCopy)
+        #expect(copy == file.path + ".damaged-\(Int(clock.secondsSince1970))")
+    }
+
     @Test("a byte flipped at any position of a 12-record log costs at most one record, never a wrong value")
     func flipAnywhere() throws {
         let scratch = try PreferencesTestDirectory()

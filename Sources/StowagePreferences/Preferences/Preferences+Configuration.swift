@@ -1,4 +1,5 @@
 import Logging
+import StowageCore
 
 extension Preferences {
     /// How far a returned `set` survives.
@@ -26,6 +27,10 @@ extension Preferences {
         /// What ``observationInterval`` is measured by. Default `ContinuousClock()`; tests pass a
         /// clock they advance.
         public var observationClock: any Clock<Duration> = ContinuousClock()
+        /// The wall clock that dates the copy a repair keeps of a damaged file
+        /// (`FILE.damaged-SECONDS`, ``PreferencesRecovery/damagedCopy``). Default
+        /// `CacheClock.system`; tests pass a `ManualClock`'s.
+        public var clock: CacheClock = .system
         /// Where the store logs repairs and compactions.
         public var logger = Logger(label: "org.stowage.preferences", factory: SwiftLogNoOpLogHandler.init)
 

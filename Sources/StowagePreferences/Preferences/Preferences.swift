@@ -35,7 +35,7 @@ public final class Preferences: Sendable {
     private init(url: URL, configuration: Configuration) throws {
         self.url = url
         self.configuration = configuration
-        state = Mutex(try PreferencesState(path: url.path, logger: configuration.logger))
+        state = Mutex(try PreferencesState(path: url.path, logger: configuration.logger, clock: configuration.clock))
     }
 
     // MARK: - Opening

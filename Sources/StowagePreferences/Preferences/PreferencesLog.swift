@@ -218,16 +218,17 @@ final class PreferencesLog {
         return scan
     }
 
-    /// Copies the file, as it is, to `PATH.damaged-SECONDS` before a repair rewrites it.
+    /// Copies the file, as it is, to `PATH.damaged-SECONDS` (`now`, in seconds since 1970)
+    /// before a repair rewrites it.
     ///
     /// - Returns: The copy's path.
-    func keepDamagedCopy() throws -> String {
+    func keepDamagedCopy(now: Date) throws -> String {
         let (bytes, filled) = try readBytes(from: 0, to: try fileSize())
-        var copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))"
+        var copy = path + ".damaged-\(Int(now.timeIntervalSince1970))"
         var output = systemOpen(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         var attempt = 1
         while output < 0 && errno == EEXIST && attempt < 100 {
-            copy = path + ".damaged-\(Int(Date().timeIntervalSince1970))-\(attempt)"
+            copy = path + ".damaged-\(Int(now.timeIntervalSince1970))-\(attempt)"
             output = systemOpen(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             attempt += 1
         }

@@ -21,10 +21,13 @@ struct PreferencesState {
     private(set) var recovery: PreferencesRecovery?
     /// Held shared while the suite is open here; compaction needs this process to be alone.
     private let users: PreferencesUsersLock
+    /// Dates the copy of a damaged file (``Preferences/Configuration/clock``).
+    private let clock: CacheClock
 
     /// Opens the log at `path` and replays it, repairing a damaged or uncommitted tail.
-    init(path: String, logger: Logger) throws {
+    init(path: String, logger: Logger, clock: CacheClock = .system) throws {
         self.logger = logger
+        self.clock = clock
         users = try PreferencesUsersLock(logPath: path)
         log = try Self.openCurrent(path: path, logger: logger)
         defer { log.unlock() }
@@ -101,7 +104,7 @@ struct PreferencesState {
         // compactIfAlone); then the damage is only skipped, and reported at every open, until a
         // process opens the suite alone and repairs it.
         let mayRewrite = scan.regions.isEmpty || users.isAlone()
-        if mayRewrite { report.damagedCopy = try log.keepDamagedCopy() }
+        if mayRewrite { report.damagedCopy = try log.keepDamagedCopy(now: clock.now()) }
         logger.warning(
             "preferences: the suite's file was damaged; kept what was sound",
             metadata: ["path": "\(log.path)", "recovery": "\(report)"]
