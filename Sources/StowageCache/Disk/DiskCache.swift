@@ -631,8 +631,7 @@ public final class DiskCache: Sendable {
     /// Expired entries count until a trim removes them.
     public func usage() throws -> (count: Int, size: ByteCount) {
         try flushStagedWrites()
-        // One SELECT of one row is atomic by itself: no BEGIN/COMMIT around it.
-        let totals = try indexCall { try index.pool.unsafeRead { db in try DiskCacheIndex.totals(db) } }
+        let totals = try indexCall { try index.totals() }
         return (totals.count, ByteCount(totals.size))
     }
 

@@ -391,6 +391,14 @@ struct DiskCacheIndex: Sendable {
         }
     }
 
+    /// Count and total size of the values, from the `totals` row: through the prepared
+    /// ``reader`` normally, through GRDB when the index is held in exclusive locking mode.
+    func totals() throws -> (count: Int, size: Int64) {
+        if let reader { return try reader.totals() }
+        // One SELECT of one row is atomic by itself: no BEGIN/COMMIT around it.
+        return try pool.unsafeRead { db in try Self.totals(db) }
+    }
+
     /// Inserts or replaces `key`'s row; returns the file of the value it replaced, if any.
     ///
     /// The hot write: GRDB's cached statements, bound and stepped through SQLite's C API

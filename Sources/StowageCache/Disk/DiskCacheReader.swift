@@ -27,13 +27,23 @@ final class DiskCacheReader: Sendable {
     ///
     /// - Throws: GRDB's `DatabaseError` with SQLite's code and message.
     func entry(forKey key: String) throws -> DiskCacheIndex.Entry? {
+        try withConnection { try $0.entry(forKey: key) }
+    }
+
+    /// Count and total size of the values, from the `totals` row: what `DiskCache.usage()` reads,
+    /// without GRDB's reader checkout (about as long again as the read itself).
+    func totals() throws -> (count: Int, size: Int64) {
+        try withConnection { try $0.totals() }
+    }
+
+    private func withConnection<T>(_ body: (ReadConnection) throws -> T) throws -> T {
         let connection = try idle.withLock { $0.popLast() } ?? ReadConnection(path: path)
         // On an error the connection is not put back: it is closed, and the next read opens another.
-        let entry = try connection.entry(forKey: key)
+        let result = try body(connection)
         idle.withLock { connections in
             if connections.count < Self.idleLimit { connections.append(connection) }
         }
-        return entry
+        return result
     }
 
     /// Closes the idle connections (they reopen on the next read).
@@ -47,6 +57,8 @@ final class DiskCacheReader: Sendable {
 private final class ReadConnection: @unchecked Sendable {
     private let connection: OpaquePointer
     private let lookup: OpaquePointer
+    /// The `totals` read, prepared on first use.
+    private var totalsRead: OpaquePointer?
 
     init(path: String) throws {
         var connection: OpaquePointer?
@@ -88,7 +100,29 @@ private final class ReadConnection: @unchecked Sendable {
 
     deinit {
         sqlite3_finalize(lookup)
+        sqlite3_finalize(totalsRead)
         sqlite3_close_v2(connection)
+    }
+
+    func totals() throws -> (count: Int, size: Int64) {
+        if totalsRead == nil {
+            let status = sqlite3_prepare_v3(
+                connection,
+                "SELECT count, size FROM totals WHERE id = 0",
+                -1,
+                UInt32(SQLITE_PREPARE_PERSISTENT),
+                &totalsRead,
+                nil
+            )
+            guard status == SQLITE_OK else { throw Self.error(status, connection) }
+        }
+        guard let totalsRead else { return (0, 0) }
+        defer { sqlite3_reset(totalsRead) }
+        switch sqlite3_step(totalsRead) {
+        case SQLITE_ROW: return (Int(sqlite3_column_int64(totalsRead, 0)), sqlite3_column_int64(totalsRead, 1))
+        case SQLITE_DONE: return (0, 0)
+        case let status: throw Self.error(status, connection)
+        }
     }
 
     func entry(forKey key: String) throws -> DiskCacheIndex.Entry? {
