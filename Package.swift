@@ -425,7 +425,6 @@ let package = Package(
                 "StowageHTTPCache",
                 "StowageCookies",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

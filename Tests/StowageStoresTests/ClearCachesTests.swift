@@ -42,7 +42,7 @@ struct ClearCachesTests {
         let open = try DiskCache(container: container, name: "images")
         #expect(try await open.usage().count == 13)
 
-        let clearing = ClearCaches(container: container)
+        let clearing = ClearCaches(container: container, openStores: OpenStores())
         let plan = try clearing.plan()
         #expect(
             plan.manifest.tasks.map(\.description) == [
@@ -87,7 +87,7 @@ struct ClearCachesTests {
         try await fixture.populate()
         let everything = [fixture.root]
         let before = try snapshot(everything)
-        let report = try await ClearCaches(container: fixture.container).clear(dryRun: true)
+        let report = try await ClearCaches(container: fixture.container, openStores: OpenStores()).clear(dryRun: true)
         #expect(report.isDryRun && report.bytesFreed.rawValue > 150_000)
         #expect(try snapshot(everything) == before)
     }

@@ -60,7 +60,7 @@ import Testing
     func notClearedByClearCaches() async throws {
         let file = try await populate("ada")
         let before = try Data(contentsOf: file)
-        let report = try await ClearCaches(container: container).clear()
+        let report = try await ClearCaches(container: container, openStores: OpenStores()).clear()
         #expect(report.isComplete)
         #expect(try Data(contentsOf: file) == before)
         let cache = try UserSpaces(container: container).space(for: "ada").diskCache("images")

@@ -32,6 +32,12 @@ case "stores":
 case "shared-tier": await SharedTierWorkerCommand.run(arguments)
 case "http-cache": await HTTPCacheWorkerCommand.run(arguments)
 case "cookies": CookiesWorkerCommand.run(arguments)
+case "open-stores":
+    do {
+        try await OpenStoresWorkerCommand.run(arguments)
+    } catch {
+        fail("\(error)")
+    }
 case "removals":
     do {
         try await RemovalsWorkerCommand.run(arguments)

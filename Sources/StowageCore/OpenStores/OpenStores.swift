@@ -54,6 +54,10 @@ package final class OpenStores: Sendable {
 
     private let state = Mutex(State())
 
+    /// An empty registry: ``process`` is the one stores register in; another is for a caller
+    /// that must not reach them (a test running beside others in one process).
+    package init() {}
+
     /// Registers a store named `name`; keep the registration as long as the store is open and
     /// tell it how to empty the store (``Registration/whenCleared(_:)``).
     package func register(_ name: String) -> Registration {

@@ -29,14 +29,27 @@ public struct ClearCaches: Sendable {
     public let container: Container
     /// Where the run is logged.
     public let logger: Logger
+    /// The registry whose caches in memory only the run empties: the process's.
+    let openStores: OpenStores
 
     /// Clears `container`'s regenerable stores; logs to `logger`.
     public init(
         container: Container,
         logger: Logger = Logger(label: "org.stowage.clear-caches", factory: SwiftLogNoOpLogHandler.init)
     ) {
+        self.init(container: container, logger: logger, openStores: .process)
+    }
+
+    /// Clears `container`'s regenerable stores and the caches in memory only registered in
+    /// `openStores`, instead of the process's (tests running beside others in one process).
+    package init(
+        container: Container,
+        logger: Logger = Logger(label: "org.stowage.clear-caches", factory: SwiftLogNoOpLogHandler.init),
+        openStores: OpenStores
+    ) {
         self.container = container
         self.logger = logger
+        self.openStores = openStores
     }
 
     /// The tasks a run would perform, in order, with the handlers they call.
@@ -76,8 +89,8 @@ public struct ClearCaches: Sendable {
         // directory names them, so they are reached through the process's registry of open stores.
         // Always planned, so the plan does not depend on what else the process has open.
         tasks.append(.handler(className: "OpenStores", selectors: ["removeAll:memory"]))
-        handlers.register(className: "OpenStores", selector: "removeAll:memory") {
-            if let failure = await OpenStores.process.clearAll().first {
+        handlers.register(className: "OpenStores", selector: "removeAll:memory") { [openStores] in
+            if let failure = await openStores.clearAll().first {
                 throw StowageError(
                     code: .ioError,
                     message: "could not clear \(failure.name): \(failure.error)",
