@@ -139,23 +139,41 @@ import Testing
         }
     }
 
-    @Test("send_timeout: a client that stops reading a large response is cut off; it cannot hold the body forever")
+    @Test(
+        "send_timeout: a client that stops reading a large response is cut off; it cannot hold the body forever",
+        .timeLimit(.minutes(2))
+    )
     func clientThatStopsReadingIsCut() async throws {
         let size = 16 << 20
+        // The send deadline runs on a clock the test moves: the client reads nothing while the
+        // clock passes it, instead of sleeping through eight real send timeouts.
+        let clock = SteppedClock()
         try await ProxyHarness.run(
-            configure: { $0.sendTimeout = .seconds(1) },
+            configure: {
+                $0.sendTimeout = .seconds(1)
+                // Beyond the clock's reach below: the head timer leaves the clock's sleepers only
+                // when the connection closes.
+                $0.requestHeadTimeout = .seconds(86_400)
+                $0.timeoutClock = clock
+            },
             script: { _ in .init(fields: [("Cache-Control", "max-age=60")], body: String(repeating: "x", count: size)) }
         ) { h in
             // Stored first, so the stalled client's response comes from the cache at once, not
             // at the pace of an origin on a loaded machine.
             #expect(try await h.get("/big").text.count == size)
-            let port = h.proxyPort
-            let (read, closed) = try await onOwnThread { () -> (Int, Bool) in
-                let socket = try RawSocket(port: port, receiveTimeout: 30, receiveBuffer: 4_096)
-                socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
-                sleep(8)  // reads nothing for eight send timeouts
-                return socket.readUntilClosed()
+            let before = clock.sleeperCount
+            let socket = try RawSocket(port: h.proxyPort, receiveTimeout: 30, receiveBuffer: 4_096)
+            socket.send("GET /big HTTP/1.1\r\nHost: proxy\r\n\r\n")
+            // The connection's head timer, then the send deadline once its buffers are full.
+            try await eventually { clock.sleeperCount == before + 2 }
+            // The deadline passes with no progress (the client reads nothing) and the connection
+            // closes, cancelling its head timer: the clock is back to the sleepers it had. (Were
+            // the deadline never to fire, the read below would get the whole body and no close.)
+            try await eventually {
+                clock.advance(by: .seconds(1))
+                return clock.sleeperCount == before
             }
+            let (read, closed) = try await onOwnThread { socket.readUntilClosed() }
             #expect(closed, "the proxy closed the connection")
             #expect(read < size, "cut off before the whole body: \(read) of \(size) bytes")
         }
