@@ -1,9 +1,10 @@
 import Logging
 import ServiceLifecycle
-import StowageRedis
 import StowageRedisTestSupport
 import Synchronization
 import Testing
+
+@testable import StowageRedis
 
 /// `RedisClient.run()` keeps swift-service-lifecycle's promise: the service owns its connections
 /// and returns only once every one of them has closed.
@@ -81,6 +82,28 @@ struct RedisClientServiceTests {
         _ = try? await running.value
         try #require(!held.isActive, "run() returned with the blocked connection still open")
         await #expect(throws: RedisError.self) { try await blocked.value }
+    }
+
+    @Test(
+        "cancellation: a connection whose handshake ends after run() closed every connection never joins the pool"
+    )
+    func cancellationClosesConnectionsOpenedLater() async throws {
+        // The race an attacker found (1 in ~1,000 cancellations): the cancellation handler listed
+        // the connections before the pool was marked shut down, so a connection that finished its
+        // handshake in between was handed to a caller, never closed, and run() waited for that
+        // caller. Here the handshake ends after the list, for certain: the caller asks for a
+        // connection only once every connection was closed.
+        let server = try await RedisServerProcess.start()
+        defer { server.remove() }
+        let client = RedisClient(configuration: server.configuration)
+        try await client.send(.ping)
+        client.pool.closeEveryConnection()
+        let error = await #expect(throws: RedisError.self) {
+            try await client.withConnection { connection in try await connection.send(.ping) }
+        }
+        #expect(error?.code == .shutdown, "\(String(describing: error))")
+        // Every connection the pool opened has closed (with the race, the late one never would).
+        if error?.code == .shutdown { await client.pool.closed() }
     }
 
     @Test("graceful shutdown ends the client's subscriptions; one made afterwards ends at once")

@@ -290,8 +290,16 @@ final class RedisConnectionPool: Sendable {
 
     /// Closes every connection now, leased ones included: their callers' commands fail with
     /// `.connectionClosed`. For a shutdown that may not wait (the task was cancelled).
+    ///
+    /// It marks the pool shut down under the same lock as it lists the connections: a connection
+    /// whose handshake ends after the list was taken is then closed by `open()` instead of joining
+    /// the pool, where nothing would close it and `closed()` would wait for its caller.
     func closeEveryConnection() {
-        let connections = state.withLock { Array($0.connections.values) }
+        let connections = state.withLock { state in
+            state.isShutdown = true
+            return Array(state.connections.values)
+        }
+        opening.closeAll()
         for connection in connections { connection.channel.close(promise: nil) }
     }
 
