@@ -205,6 +205,10 @@ struct DiskCacheTests {
         do {
             let cache = try open(scratch)
             try cache.setData(Data(count: 30_000), forKey: "a")
+            // Closed before the index is garbled: a handle merely released goes when its last
+            // reference does, and the maintenance lane's check after an open may hold one; its
+            // SQLite connections, closing then, would checkpoint the old pages over the garbage.
+            try cache.close()
         }
         let indexPath = scratch.url.appending(path: "cache/index.sqlite")
         for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: indexPath.path + suffix) }
