@@ -116,17 +116,7 @@ extension DiskCache {
             try DiskCacheIndex.reset(index.pool)
             indexResets.add(1, ordering: .releasing)
             accessLog.withLock { $0.removeAll() }
-            let failures = try files.removeAllValues()
-            if !failures.isEmpty {
-                // What stays has no row pointing at it: orphan collection takes it at the next open.
-                configuration.logger.warning(
-                    "disk cache rebuild could not remove every old value file",
-                    metadata: [
-                        "path": "\(files.dataDirectory)", "failures": "\(failures.count)",
-                        "first": "\(failures[0])", "cache": "\(configuration.name)",
-                    ]
-                )
-            }
+            try Self.removeOldValueFiles(files, configuration: configuration)
             return true
         } catch {
             configuration.logger.error(

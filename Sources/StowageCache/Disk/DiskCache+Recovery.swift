@@ -13,6 +13,20 @@ extension DiskCache {
     /// Leftovers younger than this may belong to another process's write in flight.
     static let orphanGracePeriod: TimeInterval = 120
 
+    /// Removes every value file of an index that was rebuilt empty; what cannot be removed is
+    /// logged and left, with no row pointing at it, for orphan collection to take later.
+    static func removeOldValueFiles(_ files: DiskCacheFiles, configuration: Configuration) throws {
+        let failures = try files.removeAllValues()
+        guard !failures.isEmpty else { return }
+        configuration.logger.warning(
+            "disk cache rebuild could not remove every old value file",
+            metadata: [
+                "path": "\(files.dataDirectory)", "failures": "\(failures.count)",
+                "first": "\(failures[0])", "cache": "\(configuration.name)",
+            ]
+        )
+    }
+
     /// Opens the index; a damaged one is rebuilt or reported, as the configuration says.
     static func openIndex(
         path: String,
@@ -44,17 +58,7 @@ extension DiskCache {
             for suffix in ["", "-wal", "-shm"] {
                 if !FileNames.rename(path + suffix, to: path + ".damaged" + suffix) { FileNames.remove(path + suffix) }
             }
-            let failures = try files.removeAllValues()
-            if !failures.isEmpty {
-                // What stays has no row pointing at it: orphan collection takes it later.
-                configuration.logger.warning(
-                    "disk cache rebuild could not remove every old value file",
-                    metadata: [
-                        "path": "\(files.dataDirectory)", "failures": "\(failures.count)",
-                        "first": "\(failures[0])", "cache": "\(configuration.name)",
-                    ]
-                )
-            }
+            try removeOldValueFiles(files, configuration: configuration)
             do {
                 return try DiskCacheIndex(
                     path: path,
