@@ -13,19 +13,6 @@ struct MountBoundaryAttackTests {
         [TestWorker.url.path(percentEncoded: false), "removals"] + arguments
     }
 
-    /// Every regular file below `path` with its size.
-    private func listing(_ path: String) -> [String: Int] {
-        var files: [String: Int] = [:]
-        let enumerator = FileManager.default.enumerator(atPath: path)
-        while let name = enumerator?.nextObject() as? String {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
-            if attributes?[.type] as? FileAttributeType == .typeRegular {
-                files[name] = (attributes?[.size] as? Int) ?? -1
-            }
-        }
-        return files
-    }
-
     /// Where in the cache's directory the outside tree is mounted.
     enum Place: String, CaseIterable, Sendable {
         case hashSubdirectory = "data/zz"

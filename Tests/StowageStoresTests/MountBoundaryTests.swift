@@ -96,19 +96,6 @@ struct MountBoundaryTests {
         }
     }
 
-    /// Every file below `path` with its size, for telling whether anything in a tree changed.
-    private func listing(_ path: String) -> [String: Int] {
-        var files: [String: Int] = [:]
-        let enumerator = FileManager.default.enumerator(atPath: path)
-        while let name = enumerator?.nextObject() as? String {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
-            if attributes?[.type] as? FileAttributeType == .typeRegular {
-                files[name] = (attributes?[.size] as? Int) ?? -1
-            }
-        }
-        return files
-    }
-
     @Test("clear caches leaves a disk cache mounted in the caches location whole and names the mount")
     func clearCachesWithAMountedDiskCache() async throws {
         try await withTemporaryDirectory { base in
@@ -129,4 +116,18 @@ struct MountBoundaryTests {
             #expect(tasks.contains { names($0["failures"], fixture.mountPoint) }, "\(tasks)")
         }
     }
+}
+
+/// Every regular file below `path` with its size, for telling whether anything in a tree
+/// changed (the mount suites of this target share it).
+func listing(_ path: String) -> [String: Int] {
+    var files: [String: Int] = [:]
+    let enumerator = FileManager.default.enumerator(atPath: path)
+    while let name = enumerator?.nextObject() as? String {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
+        if attributes?[.type] as? FileAttributeType == .typeRegular {
+            files[name] = (attributes?[.size] as? Int) ?? -1
+        }
+    }
+    return files
 }
