@@ -34,17 +34,16 @@ processes for the tests).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
-from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("check_file_syscalls", os.path.join(HERE, "check-file-syscalls.py"))
-check_file_syscalls = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_file_syscalls)
-check_portability = check_file_syscalls.check_portability
+sys.path.insert(0, HERE)
+import checklib  # noqa: E402
+
+check_portability = checklib.load("check-portability.py")
+Finding = checklib.Finding
 
 # Targets not checked, with the reason.
 EXCLUDED: dict[str, str] = {
@@ -76,15 +75,6 @@ ALLOWED: dict[str, str] = {
     "Sources/StowageHTTPCache/Parsing/HTTPDate.swift": "to convert: the RFC 850 two-digit-year pivot",
     "Sources/StowageProxy/Status/StatusSampler.swift": "to convert: the status page's once-a-second sample",
 }
-
-
-class Finding(NamedTuple):
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
 
 
 # (pattern, what it reads).
@@ -126,7 +116,7 @@ def code_lines(source: str) -> list[tuple[int, str]]:
     """The lines with comments and string literals blanked, interpolations (`\\(Date())`) kept."""
     lines: list[tuple[int, str]] = []
     in_multiline = False
-    for number, text, _ in check_file_syscalls.check_portability.code_lines(source):
+    for number, text, _ in check_portability.code_lines(source):
         if '"""' in text:
             parts = text.split('"""')
             kept = [part for index, part in enumerate(parts) if (index % 2 == 0) != in_multiline]
@@ -155,47 +145,19 @@ def check_source(path: str, source: str) -> list[Finding]:
     return findings
 
 
-def listed(path: str, entries: dict[str, str]) -> str | None:
-    for entry in entries:
-        if path == entry or (entry.endswith("/") and path.startswith(entry)):
-            return entry
-    return None
-
-
 def main(arguments: list[str]) -> int:
-    roots = arguments or ["Sources"]
-    missing = [root for root in roots if not os.path.exists(root)]
-    for root in missing:
-        print(f"check-clocks.py: {root}: no such file or directory", file=sys.stderr)
-    if missing:
-        return 2
-    findings: list[Finding] = []
-    used: set[str] = set()
-    for path in check_portability.swift_files(roots):
-        normalized = path.replace(os.sep, "/")
-        if listed(normalized, EXCLUDED):
-            continue
-        with open(path, encoding="utf-8") as file:
-            found = check_source(normalized, file.read())
-        entry = listed(normalized, ALLOWED)
-        if entry is not None:
-            if found:
-                used.add(entry)
-            continue
-        findings.extend(found)
-    checked_all = any(os.path.normpath(root) == "Sources" for root in roots)
-    stale = [entry for entry in ALLOWED if checked_all and entry not in used]
-    for finding in findings:
-        print(finding)
-    for entry in stale:
-        print(f"{entry}: allow-listed but reads no real time any more; remove it from ALLOWED")
-    if findings:
-        print(
-            f"{len(findings)} read(s) of real time: take the component's clock (CacheClock, an "
-            "`any Clock<Duration>` option, LoopClock for event-loop deadlines)",
-            file=sys.stderr,
-        )
-    return 1 if findings or stale else 0
+    check = checklib.AllowListedCheck(
+        tool="check-clocks.py",
+        check_source=check_source,
+        allowed=ALLOWED,
+        stale="reads no real time any more",
+        summary=lambda count: (
+            f"{count} read(s) of real time: take the component's clock (CacheClock, an "
+            "`any Clock<Duration>` option, LoopClock for event-loop deadlines)"
+        ),
+        skipped=lambda path: checklib.listed(path, EXCLUDED) is not None,
+    )
+    return checklib.run_allow_listed(check, arguments, check_portability.swift_files)
 
 
 if __name__ == "__main__":

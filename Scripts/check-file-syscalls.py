@@ -23,16 +23,16 @@ raw calls in such a file qualified.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
-from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("check_portability", os.path.join(HERE, "check-portability.py"))
-check_portability = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_portability)
+sys.path.insert(0, HERE)
+import checklib  # noqa: E402
+
+check_portability = checklib.load("check-portability.py")
+Finding = checklib.Finding
 
 # The system calls (and libc wrappers) that touch files by path or descriptor. close(2) is not
 # here: sockets, pipes and descriptors a FileSystem type handed out are closed everywhere.
@@ -85,15 +85,6 @@ ALLOWED: dict[str, str] = {
 }
 
 
-class Finding(NamedTuple):
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-
 NAMES = "|".join(FORBIDDEN)
 # An unqualified call: not a member, not after `func`.
 UNQUALIFIED = re.compile(r"(?<![\w.])(" + NAMES + r")\s*\((?!\s*\)|\s*\w+\s*:(?!:))")
@@ -134,48 +125,19 @@ def check_source(path: str, source: str) -> list[Finding]:
     return findings
 
 
-def allowance(path: str) -> str | None:
-    normalized = path.replace(os.sep, "/")
-    for entry in ALLOWED:
-        if normalized == entry or (entry.endswith("/") and normalized.startswith(entry)):
-            return entry
-    return None
-
-
 def main(arguments: list[str]) -> int:
-    roots = arguments or ["Sources"]
-    missing = [root for root in roots if not os.path.exists(root)]
-    for root in missing:
-        print(f"check-file-syscalls.py: {root}: no such file or directory", file=sys.stderr)
-    if missing:
-        return 2
-    findings: list[Finding] = []
-    used: set[str] = set()
-    for path in check_portability.swift_files(roots):
-        normalized = path.replace(os.sep, "/")
-        if normalized.startswith(BOUNDARY) or f"/{BOUNDARY}" in normalized:
-            continue
-        with open(path, encoding="utf-8") as file:
-            found = check_source(normalized, file.read())
-        entry = allowance(normalized)
-        if entry is not None:
-            if found:
-                used.add(entry)
-            continue
-        findings.extend(found)
-    checked_all = any(os.path.normpath(root) == "Sources" for root in roots)
-    stale = [entry for entry in ALLOWED if checked_all and entry not in used]
-    for finding in findings:
-        print(finding)
-    for entry in stale:
-        print(f"{entry}: allow-listed but makes no forbidden call any more; remove it from ALLOWED")
-    if findings:
-        print(
-            f"{len(findings)} raw file system call(s) outside {BOUNDARY}: use its API "
-            "(TemporaryFile, FileDescriptorIO, RegularFile, OpenDirectory, …) or add what is missing there",
-            file=sys.stderr,
-        )
-    return 1 if findings or stale else 0
+    check = checklib.AllowListedCheck(
+        tool="check-file-syscalls.py",
+        check_source=check_source,
+        allowed=ALLOWED,
+        stale="makes no forbidden call any more",
+        summary=lambda count: (
+            f"{count} raw file system call(s) outside {BOUNDARY}: use its API "
+            "(TemporaryFile, FileDescriptorIO, RegularFile, OpenDirectory, …) or add what is missing there"
+        ),
+        skipped=lambda path: path.startswith(BOUNDARY) or f"/{BOUNDARY}" in path,
+    )
+    return checklib.run_allow_listed(check, arguments, check_portability.swift_files)
 
 
 if __name__ == "__main__":

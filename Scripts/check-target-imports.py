@@ -20,16 +20,17 @@ under `path:`, else Sources/NAME (Tests/NAME for a test target). The toolchain's
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
 from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location("check_portability", os.path.join(HERE, "check-portability.py"))
-check_portability = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_portability)
+sys.path.insert(0, HERE)
+import checklib  # noqa: E402
+
+check_portability = checklib.load("check-portability.py")
+Finding = checklib.Finding
 
 # Modules of the toolchain and the platforms, which no Package.swift declares.
 SYSTEM_MODULES = frozenset(
@@ -54,15 +55,6 @@ class Target(NamedTuple):
     kind: str
     path: str
     dependencies: frozenset[str]
-
-
-class Finding(NamedTuple):
-    path: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
 
 
 def without_comments(text: str) -> str:

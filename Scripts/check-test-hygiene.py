@@ -19,16 +19,16 @@ Prints `file:line: message` per finding and exits 1 if there was any.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-_spec = importlib.util.spec_from_file_location("check_portability", os.path.join(HERE, "check-portability.py"))
-check_portability = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_portability)
+sys.path.insert(0, HERE)
+import checklib  # noqa: E402
+
+check_portability = checklib.load("check-portability.py")
 
 KNOWN_ISSUE = re.compile(r"\bwithKnownIssue\b")
 FOUNDATION_PROCESS = re.compile(r"(?<![\w.])(?:Foundation\.)?Process\s*\(\s*\)")

@@ -4,18 +4,14 @@
 Run: python3 Scripts/test_check_clocks.py   (stdlib unittest; CI runs it before the check)
 """
 
-import importlib.util
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "check-clocks.py")
-spec = importlib.util.spec_from_file_location("check_clocks", SCRIPT)
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checklib  # noqa: E402
+
+check = checklib.load("check-clocks.py")
 
 
 def reads(source: str) -> list[tuple[int, str]]:
@@ -102,14 +98,8 @@ class CheckClocksTests(unittest.TestCase):
 
 
 class MainTests(unittest.TestCase):
-    def run_in(self, files: dict[str, str]) -> subprocess.CompletedProcess:
-        directory = tempfile.mkdtemp()
-        for path, source in files.items():
-            full = os.path.join(directory, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w") as file:
-                file.write(source)
-        return subprocess.run([sys.executable, SCRIPT, "Sources"], cwd=directory, capture_output=True, text=True)
+    def run_in(self, files: dict[str, str]):
+        return checklib.run_in_tree("check-clocks.py", files)
 
     def test_excluded_targets_may_read_and_others_may_not(self):
         result = self.run_in(
@@ -131,7 +121,7 @@ class MainTests(unittest.TestCase):
         self.assertIn("CacheClock.swift: allow-listed but reads no real time", result.stdout)
 
     def test_a_missing_path_is_an_error(self):
-        result = subprocess.run([sys.executable, SCRIPT, "NoSuchDirectory"], capture_output=True, text=True)
+        result = checklib.run_in_tree("check-clocks.py", {}, "NoSuchDirectory")
         self.assertEqual(result.returncode, 2)
 
 

@@ -4,18 +4,14 @@
 Run: python3 Scripts/test_check_file_syscalls.py   (stdlib unittest; CI runs it before the check)
 """
 
-import importlib.util
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "check-file-syscalls.py")
-spec = importlib.util.spec_from_file_location("check_file_syscalls", SCRIPT)
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checklib  # noqa: E402
+
+check = checklib.load("check-file-syscalls.py")
 
 
 def names(source: str) -> list[tuple[int, str]]:
@@ -67,16 +63,8 @@ class CheckFileSyscallsTests(unittest.TestCase):
 
 
 class MainTests(unittest.TestCase):
-    def run_in(self, files: dict[str, str]) -> subprocess.CompletedProcess:
-        directory = tempfile.mkdtemp()
-        for path, source in files.items():
-            full = os.path.join(directory, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "w") as file:
-                file.write(source)
-        return subprocess.run(
-            [sys.executable, SCRIPT, "Sources"], cwd=directory, capture_output=True, text=True
-        )
+    def run_in(self, files: dict[str, str]):
+        return checklib.run_in_tree("check-file-syscalls.py", files)
 
     def test_the_boundary_may_call_and_others_may_not(self):
         result = self.run_in(
@@ -96,7 +84,7 @@ class MainTests(unittest.TestCase):
         self.assertIn("DiskCacheFiles.swift: allow-listed but makes no forbidden call", result.stdout)
 
     def test_a_missing_path_is_an_error(self):
-        result = subprocess.run([sys.executable, SCRIPT, "NoSuchDirectory"], capture_output=True, text=True)
+        result = checklib.run_in_tree("check-file-syscalls.py", {}, "NoSuchDirectory")
         self.assertEqual(result.returncode, 2)
 
 
