@@ -47,7 +47,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "Tests/StowageCacheTests/MemoizeTests.swift": (1, "memoize times the computation on the real clock (XFetch's delta); the computation must take real time"),
     "Tests/StowageStoresTests/WipeCrashTests.swift": (2, "kill -9 lands inside a wipe's deletions: the crash's timing is the subject"),
     "Tests/StowageTestWorker/CacheWorkerCommand.swift": (1, "a worker process paces its commits so the parent can kill it between two"),
-    "Tests/StowageTestWorker/SharedTierWorkerCommand.swift": (2, "a worker process's loader takes real time so loaders on two nodes overlap; one poll of its own memory"),
     "Tests/StowageCoreTests/BlockingWorkTests.swift": (1, "each item blocks its lane 20 ms, as a slow disk does, so lanes are seen to run at once"),
     "Tests/StowageHousekeepingTests/PurgeableDirectoriesTests.swift": (3, "files made a few ms apart so their birth times differ (birth time cannot be set)"),
     "Tests/StowageProxyTests/ConnectionDeadlineTests.swift": (1, "a client pausing 1 s, shorter than the send timeout, against the real socket deadline"),
@@ -69,13 +68,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "Tests/StowageCLITests/ProxyProcess.swift": (1, "a watchdog that kills a proxy process that outlives its deadline"),
     "Tests/StowageCLITests/ProxyCommandTests.swift": (1, "300 ms for redis-cli to take the only client slot; the holder reports no 'connected' event"),
     "Tests/StowageProxyTests/OperatorControlsTests.swift": (1, "a poll for the background refresh (to convert to eventually)"),
-    "Tests/StowageSharedTierTests/SharedTierTests.swift": (1, "a local loader that overlaps with worker processes' loaders, which take real time"),
-    "Tests/StowageRedisTestSupport/RedisClusterProcesses.swift": (1, "a poll while redis-cli builds the cluster (a separate process with no event)"),
-    "Tests/StowageRedisTests/RedisClusterTests.swift": (3, "load kept running 300 ms across a reshard, and one poll (to convert to eventually)"),
-    "Tests/StowageRedisTests/RedisClientTests.swift": (4, "a key's real TTL in Redis (400 ms), a settle before a negative, and two polls (to convert)"),
-    "Tests/StowageRedisTests/RedisMultiplexingTests.swift": (4, "polls of the server's client list and callers reaching a hung handshake (to convert)"),
-    "Tests/StowageRedisTests/RedisTaskExecutorTests.swift": (4, "holders on a connection and polls of the executor's callers (to convert)"),
-    "Tests/StowageRedisTests/RedisTaskExecutorAttackTests.swift": (4, "polls for callers to start, a settle before cancelling, and outcome(within:)'s cut-off"),
     "Tests/StowageTestSupport/Eventually.swift": (1, "eventually's own poll: the one place tests wait for a condition"),
 }
 

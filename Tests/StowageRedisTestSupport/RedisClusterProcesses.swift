@@ -62,22 +62,21 @@ public final class RedisClusterProcesses: Sendable {
         )
     }
 
-    /// Waits until every node reports `cluster_state:ok` and agrees on the slot map.
+    /// Waits until every node reports `cluster_state:ok` and agrees on the slot map: events of
+    /// the servers' own (gossip, replication), which ``eventually`` waits for.
     public func waitUntilConsistent() async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            let states = nodes.map { (try? $0.cli(["CLUSTER", "INFO"])) ?? "" }
-            let replication = nodes.map { (try? $0.cli(["INFO", "replication"])) ?? "" }
-            if states.allSatisfy({ $0.contains("cluster_state:ok") }),
-                replication.allSatisfy({ $0.contains("role:master") || $0.contains("master_link_status:up") }),
-                (try? RedisServerProcess.run("redis-cli", ["--cluster", "check", "127.0.0.1:\(nodes[0].port)"]))?
-                    .contains("All 16384 slots covered") == true
-            {
-                return
+        do {
+            try await eventually(timeout: .seconds(60)) {
+                let states = nodes.map { (try? $0.cli(["CLUSTER", "INFO"])) ?? "" }
+                let replication = nodes.map { (try? $0.cli(["INFO", "replication"])) ?? "" }
+                return states.allSatisfy({ $0.contains("cluster_state:ok") })
+                    && replication.allSatisfy({ $0.contains("role:master") || $0.contains("master_link_status:up") })
+                    && (try? RedisServerProcess.run("redis-cli", ["--cluster", "check", "127.0.0.1:\(nodes[0].port)"]))?
+                        .contains("All 16384 slots covered") == true
             }
-            try await Task.sleep(for: .milliseconds(200))
+        } catch {
+            throw TestFailure("the test cluster did not reach cluster_state:ok within 60 s")
         }
-        throw TestFailure("the test cluster did not reach cluster_state:ok within 60 s")
     }
 
     /// Stops every server and removes their directories.

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import StowageRedis
 import StowageRedisTestSupport
+import StowageTestSupport
 import Synchronization
 import Testing
 
@@ -89,23 +90,25 @@ struct RedisClusterTests {
                         } catch {
                             load.failures.withLock { $0.append("\(key): \(error)") }
                         }
-                        load.operations.add(1, ordering: .relaxed)
+                        load.finished(1)
                         index += 8
                     }
                 }
             }
             group.addTask {
                 defer { load.running.store(false, ordering: .relaxed) }
-                try await Task.sleep(for: .milliseconds(300))
+                // The load runs before, during and after the move: 200 operations before it
+                // starts, and 200 more once every node agrees on the new map.
+                await load.waitForOperations(200)
                 try cluster.reshard(slots: 1500, from: source, to: target)
                 try await cluster.waitUntilConsistent()
-                try await Task.sleep(for: .milliseconds(300))
+                await load.waitForOperations(load.operations.load(ordering: .relaxed) + 200)
             }
             try await group.waitForAll()
         }
         let failed = load.failures.withLock { $0 }
         #expect(failed.isEmpty, "\(failed.count) failed commands, first: \(failed.prefix(3))")
-        #expect(load.operations.load(ordering: .relaxed) > 100)
+        #expect(load.operations.load(ordering: .relaxed) >= 400)
         let statistics = client.statistics
         print("reshard under load: \(load.operations.load(ordering: .relaxed)) operations, \(statistics)")
         #expect(statistics.moved > 0)
@@ -146,7 +149,7 @@ struct RedisClusterReplicaTests {
         }
         for index in 0..<100 { try await client.send(.set("key:\(index)", value: RedisArgument(index))) }
         // Replication is asynchronous: wait until every replica has its master's keys.
-        try await waitFor(timeout: .seconds(30)) {
+        try await eventually {
             try replicas.map { try Int($0.cli(["DBSIZE"]).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 }
                 .reduce(0, +) == 100
         }
@@ -188,15 +191,6 @@ struct RedisClusterReplicaTests {
         else { return 0 }
         return Int(calls) ?? 0
     }
-
-    private func waitFor(timeout: Duration, _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("condition did not hold within \(timeout)")
-    }
 }
 
 /// What the callers of a load test share.
@@ -204,4 +198,31 @@ final class LoadState: Sendable {
     let failures = Mutex<[String]>([])
     let operations = Atomic<Int>(0)
     let running = Atomic<Bool>(true)
+    /// Those waiting for ``operations`` to reach a count, and the count each waits for.
+    private let waiters = Mutex<[(count: Int, continuation: CheckedContinuation<Void, Never>)]>([])
+
+    /// Counts `count` more finished operations and wakes those waiting for the total.
+    func finished(_ count: Int) {
+        let total = operations.add(count, ordering: .relaxed).newValue
+        let due = waiters.withLock { waiters in
+            let due = waiters.filter { $0.count <= total }
+            waiters.removeAll { $0.count <= total }
+            return due
+        }
+        for waiter in due { waiter.continuation.resume() }
+    }
+
+    /// Returns once `count` operations have finished.
+    func waitForOperations(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let isDue = waiters.withLock { waiters in
+                // `finished` counts before it takes this lock to look at the waiters: a count
+                // lands before this read, or before that look.
+                if operations.load(ordering: .relaxed) >= count { return true }
+                waiters.append((count, continuation))
+                return false
+            }
+            if isDue { continuation.resume() }
+        }
+    }
 }

@@ -117,15 +117,11 @@ struct RedisMultiplexingTests {
         #expect(client.connectionCount <= 2)
         await client.shutdown()
         #expect(client.connectionCount == 0)
-        let deadline = ContinuousClock.now + .seconds(10)
-        var clients = Int.max
-        while ContinuousClock.now < deadline {
+        // The server notices the closes in its own time: wait for its client list to show them.
+        try await eventually {
             let list = try await observer.send(RedisCommand("CLIENT", "LIST")).string ?? ""
-            clients = list.split(separator: "\n").count
-            if clients == 1 { break }
-            try await Task.sleep(for: .milliseconds(20))
+            return list.split(separator: "\n").count == 1  // only the observer is left connected
         }
-        #expect(clients == 1, "only the observer is left connected")
         await #expect {
             try await client.send(.ping)
         } throws: { error in
@@ -172,7 +168,11 @@ struct RedisShutdownDuringHandshakeTests {
             // The kernel still accepts connections to a stopped server; HELLO gets no answer.
             server.suspend()
             let callers = (0..<3).map { _ in Task { try await client.send(.ping) } }
-            try await Task.sleep(for: .milliseconds(200))
+            // Every connection being opened has sent its HELLO and waits for the answer: three
+            // with no shared connections, one per shared slot (the third caller waits for its
+            // slot's) with two.
+            let opening = shared == 0 ? 3 : shared
+            try await eventually { try server.unreadBytes().count == opening }
             await client.shutdown()
             for caller in callers {
                 let error = await #expect(throws: RedisError.self) { try await caller.value }
@@ -196,32 +196,39 @@ struct RedisPoolWaitTimeoutTests {
         configuration.maximumConnections = 1
         configuration.multiplexedConnections = 0
         configuration.poolWaitTimeout = .zero
+        // No command timeout a loaded machine could reach: the BLPOP waits until pushed.
+        configuration.commandTimeout = .seconds(3_600)
         let client = RedisClient(configuration: configuration)
         defer { Task { await client.shutdown() } }
-        // The pool's one connection stays busy for 3 s.
-        let blocked = Task { try await client.send(RedisCommand("BLPOP", "never", "3", keyIndex: 1)) }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while client.connectionCount == 0 {
-            try #require(ContinuousClock.now < deadline)
-            try await Task.sleep(for: .milliseconds(5))
+        let observer = RedisClient(configuration: server.configuration)
+        defer { Task { await observer.shutdown() } }
+        // The pool's one connection stays busy in a BLPOP until the test pushes to its list.
+        let blocked = Task { try await client.send(RedisCommand("BLPOP", "never", "0", keyIndex: 1)) }
+        try await eventually {
+            try await observer.send(RedisCommand("INFO", "clients")).string?.contains("blocked_clients:1") == true
         }
-        try await Task.sleep(for: .milliseconds(50))
-        let codes = try await withThrowingTaskGroup(of: RedisError.Code?.self) { group in
-            for _ in 0..<200 {
-                group.addTask {
-                    do {
-                        _ = try await client.send(.ping)
-                        return nil
-                    } catch let error as RedisError {
-                        return error.code
+        let callers = Task {
+            try await withThrowingTaskGroup(of: RedisError.Code?.self) { group in
+                for _ in 0..<200 {
+                    group.addTask {
+                        do {
+                            _ = try await client.send(.ping)
+                            return nil
+                        } catch let error as RedisError {
+                            return error.code
+                        }
                     }
                 }
+                return try await group.reduce(into: [RedisError.Code?]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [RedisError.Code?]()) { $0.append($1) }
         }
-        // A waiter the timer missed would wait for the BLPOP to give the connection back (3 s),
-        // then get its PONG: a nil here.
+        // A waiter the timer missed would wait for the BLPOP to give the connection back, which
+        // is only after the push below: the callers would not finish (a hang caught here).
+        let finished = await outcome(within: .seconds(120)) { try await callers.value }
+        #expect(finished != nil, "a caller waited for the busy connection instead of failing at once")
+        try await observer.send(RedisCommand("LPUSH", "never", "job", keyIndex: 1))
+        let codes = try await callers.value
         #expect(codes.allSatisfy { $0 == .poolExhausted }, "\(codes)")
-        _ = try await blocked.value
+        #expect(try await blocked.value == .array([.bulkString("never"), .bulkString("job")]))
     }
 }

@@ -31,7 +31,7 @@ struct RedisTaskExecutorAttackTests {
         let caller = Task(executorPreference: client.taskExecutor) {
             try await client.pipeline([.ping, .get("a")])
         }
-        let outcome = await outcome(within: .seconds(5)) { try await caller.value }
+        let outcome = await outcome(within: .seconds(60)) { try await caller.value }
         #expect(redisCode(outcome) == .timeout, "\(String(describing: outcome))")
         server.resume()
         await client.shutdown()
@@ -50,6 +50,9 @@ struct RedisTaskExecutorAttackTests {
         // after poolWaitTimeout while the connections are still held, however long that takes a
         // loaded machine.
         let hold = SteppedClock()
+        // Fixed before anything runs: a holder that reaches its sleep after the advance passes.
+        let holdsUntil = hold.now.advanced(by: .seconds(10))
+        let (holding, holds) = AsyncStream.makeStream(of: Void.self)
         let failures = FailureCodes()
         let outcomes = Task {
             try await withThrowingTaskGroup(of: RedisError.Code?.self) { group in
@@ -58,7 +61,8 @@ struct RedisTaskExecutorAttackTests {
                         do {
                             try await client.withConnection { connection in
                                 try await connection.send(.ping)
-                                try await hold.sleep(until: hold.now.advanced(by: .seconds(10)))
+                                holds.yield()
+                                try await hold.sleep(until: holdsUntil)
                             }
                             return nil
                         } catch let error as RedisError {
@@ -71,7 +75,13 @@ struct RedisTaskExecutorAttackTests {
             }
         }
         try await eventually(timeout: .seconds(300)) { failures.codes.withLock { $0.count } == 2 }
-        #expect(hold.sleeperCount == 2, "both connections are still held")
+        // Both holders got their connections and hold them until the advance below (a holder
+        // may still be on its way into the sleep: it was told as it went).
+        var holders = 0
+        for await _ in holding {
+            holders += 1
+            if holders == 2 { break }
+        }
         hold.advance(by: .seconds(10))
         let codes = try await outcomes.value
         #expect(codes.filter { $0 == nil }.count == 2)
@@ -135,17 +145,19 @@ struct RedisTaskExecutorAttackTests {
         let leased = Task(executorPreference: client.taskExecutor) {
             try await client.withConnection { try await $0.send(.ping) }
         }
-        try await Task.sleep(for: .milliseconds(100))
+        // Everything reached the hung server: the four pipelines on the shared connection (a
+        // 14-byte PING each) and the HELLO (22 bytes) of the connection the fifth caller opens.
+        try await eventually { try server.unreadBytes().sorted() == [22, 4 * 14] }
         let shutdown = Task(executorPreference: client.taskExecutor) { await client.shutdown() }
-        #expect(await outcome(within: .seconds(5)) { await shutdown.value } != nil, "shutdown() hung on its own loop")
+        #expect(await outcome(within: .seconds(60)) { await shutdown.value } != nil, "shutdown() hung on its own loop")
         for task in waiting {
-            #expect(redisCode(await outcome(within: .seconds(5)) { try await task.value }) != nil)
+            #expect(redisCode(await outcome(within: .seconds(60)) { try await task.value }) != nil)
         }
         server.resume()
         // The leased connection closes when it comes back.
-        _ = await outcome(within: .seconds(5)) { try await leased.value }
+        _ = await outcome(within: .seconds(60)) { try await leased.value }
         let after = Task(executorPreference: client.taskExecutor) { try await client.send(.ping) }
-        #expect(redisCode(await outcome(within: .seconds(5)) { try await after.value }) == .shutdown)
+        #expect(redisCode(await outcome(within: .seconds(60)) { try await after.value }) == .shutdown)
     }
 
     @Test("first use on the executor: handshake over RESP2 with a database, then subscribe and publish")
@@ -206,7 +218,7 @@ struct RedisTaskExecutorAttackTests {
             }
         }
         for caller in callers {
-            let outcome = await outcome(within: .seconds(5)) { try await caller.value }
+            let outcome = await outcome(within: .seconds(60)) { try await caller.value }
             #expect(outcome != nil, "a caller on the executor hung")
             if reply != .unasked { #expect(redisCode(outcome) != nil) }
         }
@@ -221,16 +233,22 @@ struct RedisTaskExecutorAttackTests {
         configuration.multiplexedConnections = 1
         let client = RedisClient(configuration: configuration)
         for _ in 0..<20 {
+            // Cancelled once every caller has had a reply: all sixteen are in their loops, and
+            // most have a pipeline in flight.
+            let (answered, answering) = AsyncStream.makeStream(of: Void.self)
             let group = Task {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     for caller in 0..<16 {
                         group.addTask(executorPreference: client.taskExecutor) {
+                            var isFirst = true
                             while true {
                                 let key = "c:\(caller)"
                                 let replies = try await client.pipeline([
                                     .set(key, value: RedisArgument("v\(caller)")), .get(key),
                                 ])
                                 #expect(replies[1].string == "v\(caller)")
+                                if isFirst { answering.yield() }
+                                isFirst = false
                                 try Task.checkCancellation()
                             }
                         }
@@ -238,7 +256,11 @@ struct RedisTaskExecutorAttackTests {
                     try await group.waitForAll()
                 }
             }
-            try await Task.sleep(for: .milliseconds(5))
+            var callers = 0
+            for await _ in answered {
+                callers += 1
+                if callers == 16 { break }
+            }
             group.cancel()
             _ = await group.result
         }
@@ -354,23 +376,23 @@ struct RedisTaskExecutorAttackTests {
         // as the guide says; shut the client down first.)
         server.suspend()
         defer { server.resume() }
-        let sent = SentCount()
+        let (started, starting) = AsyncStream.makeStream(of: Void.self)
         let callers = (0..<8).map { caller in
             Task(executorPreference: client.taskExecutor) {
-                // Counted in the job that then enqueues the pipeline on the loop, without a
+                // Told in the job that then enqueues the pipeline on the loop, without a
                 // suspension in between: the loop finishes that job before it starts shutting down.
-                sent.value.add(1, ordering: .relaxed)
+                starting.yield()
                 return try await client.pipeline([.set("g\(caller)", value: "v"), .ping])
             }
         }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while sent.value.load(ordering: .relaxed) < 8 {
-            try #require(ContinuousClock.now < deadline, "the callers did not start")
-            try await Task.sleep(for: .milliseconds(5))
+        var count = 0
+        for await _ in started {
+            count += 1
+            if count == 8 { break }
         }
         try await group.shutdownGracefully()
         for caller in callers {
-            #expect(await outcome(within: .seconds(10)) { try await caller.value } != nil, "a caller hung")
+            #expect(await outcome(within: .seconds(60)) { try await caller.value } != nil, "a caller hung")
         }
     }
 }
@@ -384,29 +406,25 @@ extension RedisTaskExecutorAttackTests {
         let client = RedisClient(configuration: configuration)
         try await group.shutdownGracefully()
         let late = Task(executorPreference: client.taskExecutor) { 42 }
-        #expect(try await outcome(within: .seconds(5)) { await late.value }?.get() == 42)
+        #expect(try await outcome(within: .seconds(60)) { await late.value }?.get() == 42)
         let later = Task(executorPreference: client.taskExecutor) { 43 }
-        #expect(try await outcome(within: .seconds(5)) { await later.value }?.get() == 43)
+        #expect(try await outcome(within: .seconds(60)) { await later.value }?.get() == 43)
     }
 }
 
 /// The value or error of `operation`, or nil when it has not finished within `limit` (a hung
-/// operation is left behind, so a test reports it instead of hanging too).
+/// operation is left behind, so a test reports it instead of hanging too). The cut-off only
+/// catches hangs: it is ``eventually``'s, the tests' one wait on time.
 func outcome<T: Sendable>(
     within limit: Duration,
     _ operation: @escaping @Sendable () async throws -> T
 ) async -> Result<T, any Error>? {
-    let first = FirstOutcome<Result<T, any Error>?>()
-    return await withCheckedContinuation { continuation in
-        first.arm(continuation)
-        Task {
-            do { first.resume(.success(try await operation())) } catch { first.resume(.failure(error)) }
-        }
-        Task {
-            try? await Task.sleep(for: limit)
-            first.resume(nil)
-        }
+    let finished = Outcome<T>()
+    Task {
+        do { finished.set(.success(try await operation())) } catch { finished.set(.failure(error)) }
     }
+    try? await eventually(timeout: limit) { finished.result != nil }
+    return finished.result
 }
 
 func redisCode<T>(_ outcome: Result<T, any Error>?) -> RedisError.Code? {
@@ -414,17 +432,11 @@ func redisCode<T>(_ outcome: Result<T, any Error>?) -> RedisError.Code? {
     return (error as? RedisError)?.code
 }
 
-/// Resumes a continuation with whichever value comes first.
-private final class FirstOutcome<Value: Sendable>: Sendable {
-    private let continuation = Mutex<CheckedContinuation<Value, Never>?>(nil)
-
-    func arm(_ continuation: CheckedContinuation<Value, Never>) {
-        self.continuation.withLock { $0 = continuation }
-    }
-
-    func resume(_ value: Value) {
-        continuation.withLock { $0.take() }?.resume(returning: value)
-    }
+/// The outcome of an operation, once it has one.
+private final class Outcome<T: Sendable>: Sendable {
+    private let state = Mutex<Result<T, any Error>?>(nil)
+    func set(_ result: Result<T, any Error>) { state.withLock { $0 = result } }
+    var result: Result<T, any Error>? { state.withLock { $0 } }
 }
 
 /// A RESP server on 127.0.0.1 that answers every read with the same lie.
@@ -488,10 +500,6 @@ final class FakeServer: Sendable {
     }
 
     func stop() { channel.close(promise: nil) }
-}
-
-private final class SentCount: Sendable {
-    let value = Atomic<Int>(0)
 }
 
 /// The codes of the calls that failed, as they fail.

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import StowageRedis
 import StowageRedisTestSupport
+import StowageTestSupport
 import Testing
 
 @Suite(
@@ -25,19 +26,29 @@ struct RedisTaskExecutorTests {
             "a task on the executor did not run on an event loop"
         )
         #expect(group.makeIterator().contains { $0 === executorLoop })
-        // Three connections leased at once are three different connections, on one loop.
+        // Three connections leased at once are three different connections, on one loop: each
+        // holder keeps its connection until all three hold one.
+        let (held, holding) = AsyncStream.makeStream(of: ObjectIdentifier.self)
+        let release = Gate()
         let loops = try await withThrowingTaskGroup(of: ObjectIdentifier.self) { tasks in
             for _ in 0..<3 {
                 tasks.addTask {
                     try await client.withConnection { connection in
-                        try await Task.sleep(for: .milliseconds(50))
+                        holding.yield(ObjectIdentifier(connection))
+                        await release.wait()
                         return ObjectIdentifier(connection.closeFuture.eventLoop)
                     }
                 }
             }
+            var connections: Set<ObjectIdentifier> = []
+            for await connection in held {
+                connections.insert(connection)
+                if connections.count == 3 { break }
+            }
+            #expect(client.connectionCount >= 3)
+            release.open()
             return try await tasks.reduce(into: [ObjectIdentifier]()) { $0.append($1) }
         }
-        #expect(client.connectionCount >= 3)
         #expect(Set(loops) == [ObjectIdentifier(executorLoop)])
         // A second client takes the group's next loop, so clients spread over the group.
         let other = RedisClient(configuration: configuration)
@@ -86,16 +97,23 @@ struct RedisTaskExecutorTests {
         defer { server.remove() }
         var configuration = server.configuration
         configuration.reconnectBackoff = .init(initial: .milliseconds(10), maximum: .milliseconds(50))
+        // The backoff waits on a clock the test moves: while the server is down every command
+        // fails at once; after the restart, one advance lets the next command reconnect.
+        let backoff = SteppedClock()
+        configuration.backoffClock = backoff
         let client = RedisClient(configuration: configuration)
         defer { Task { await client.shutdown() } }
         try await client.send(.ping)
-        // Callers on the executor wait in BLPOP-free pipelines while the server is killed.
+        // Callers on the executor wait in BLPOP-free pipelines while the server is killed: it is
+        // killed once every caller has had a reply, so all of them are mid-loop.
+        let (answered, answering) = AsyncStream.makeStream(of: Void.self)
         let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
             for caller in 0..<8 {
                 group.addTask(executorPreference: client.taskExecutor) {
                     do {
                         for round in 0..<10_000 {
                             _ = try await client.pipeline([.set("k\(caller)", value: RedisArgument("\(round)")), .ping])
+                            if round == 0 { answering.yield() }
                         }
                         return false
                     } catch let error as RedisError {
@@ -103,22 +121,20 @@ struct RedisTaskExecutorTests {
                     }
                 }
             }
-            try await Task.sleep(for: .milliseconds(30))
+            var callers = 0
+            for await _ in answered {
+                callers += 1
+                if callers == 8 { break }
+            }
             server.kill()
             return try await group.reduce(into: [Bool]()) { $0.append($1) }
         }
         #expect(outcomes.allSatisfy { $0 }, "every caller should fail with a connection error once the server dies")
         try await server.start()
-        let deadline = ContinuousClock.now + .seconds(20)
-        var answered = false
-        while !answered, ContinuousClock.now < deadline {
-            answered =
-                await Task(executorPreference: client.taskExecutor) {
-                    (try? await client.send(.ping)) == .simpleString("PONG")
-                }.value
-            if !answered { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(answered, "a task on the executor should reach the restarted server")
+        // Past the longest backoff delay and its 20% jitter: the next command reconnects.
+        backoff.advance(by: configuration.reconnectBackoff.maximum * 2)
+        let reply = try await Task(executorPreference: client.taskExecutor) { try await client.send(.ping) }.value
+        #expect(reply == .simpleString("PONG"), "a task on the executor should reach the restarted server")
     }
 
     @Test("shutting the client down fails waiting tasks on its executor instead of leaving them suspended")
@@ -128,6 +144,9 @@ struct RedisTaskExecutorTests {
         // One shared connection, open before the server hangs, so the pipeline waits on it.
         var configuration = server.configuration
         configuration.multiplexedConnections = 1
+        // An hour: a caller that fails before then was failed by the shutdown, however slowly a
+        // loaded machine runs; the cut-off below turns a caller left waiting into a failure.
+        configuration.commandTimeout = .seconds(3_600)
         let client = RedisClient(configuration: configuration)
         try await client.send(.ping)
         server.suspend()
@@ -135,10 +154,10 @@ struct RedisTaskExecutorTests {
         let waiting = Task(executorPreference: client.taskExecutor) {
             try await client.pipeline([.ping, .get("a")])
         }
-        try await Task.sleep(for: .milliseconds(100))
-        let start = ContinuousClock.now
+        // The pipeline reached the hung server (PING, 14 bytes, and GET a, 20, in one write).
+        try await eventually { try server.unreadBytes() == [34] }
         await client.shutdown()
-        await #expect(throws: RedisError.self) { try await waiting.value }
-        #expect(ContinuousClock.now - start < .seconds(10), "the caller waited for its command timeout (30 s)")
+        let failure = await outcome(within: .seconds(120)) { try await waiting.value }
+        #expect(redisCode(failure) == .connectionClosed, "\(String(describing: failure))")
     }
 }

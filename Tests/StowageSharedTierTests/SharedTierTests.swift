@@ -131,6 +131,9 @@ struct SharedTierTests {
         // before the loader's value lands, and a waiter would (correctly) load itself.
         var options = SharedTierOptions()
         options.loadWaitTimeout = .seconds(60)
+        // What this node's load does, as the workers say it: "loader-ran KEY" or "waiting KEY".
+        let (localEvents, localEvent) = AsyncStream.makeStream(of: String.self)
+        options.onWaitingForAnotherNode = { localEvent.yield("waiting \($0)") }
         let (local, _) = try await fleet.node(
             namespace: "t4",
             name: "local",
@@ -145,25 +148,47 @@ struct SharedTierTests {
         }
         defer { workers.forEach { $0.stop() } }
         for worker in workers { _ = try await worker.line(startingWith: "ready") }
+        var localEventsIterator = localEvents.makeAsyncIterator()
         for round in 0..<3 {
             let key = "report-\(round)"
             let localRuns = LoadCounters()
-            for worker in workers { worker.send("load \(key) 300") }
+            let release = Gate()
+            // Whichever node's loader runs holds it until the other two wait for it: the loads
+            // overlap because the test saw them do so, not because the loader was slow.
+            for worker in workers { worker.send("load \(key)") }
             async let localValue = local.value(forKey: key) {
                 localRuns.operations.add(1, ordering: .relaxed)
-                try await Task.sleep(for: .milliseconds(300))
+                localEvent.yield("loader-ran \(key)")
+                await release.wait()
                 return "loaded-by-test"
             }
+            var firstEvents: [String] = []
+            while let event = await localEventsIterator.next() {
+                if event.hasSuffix(" \(key)") {
+                    firstEvents.append(event)
+                    break
+                }
+            }
+            for worker in workers {
+                firstEvents.append(try await worker.line(startingWith: "loader-ran \(key)") { $0 == "waiting \(key)" })
+            }
+            #expect(
+                firstEvents.filter { $0.hasPrefix("waiting") }.count == 2,
+                "round \(round): two nodes should wait for the third's load: \(firstEvents)"
+            )
+            // Every loader is let go, also one that would run later (after the wait timeout).
+            release.open()
+            for worker in workers { worker.send("release \(key)") }
             var values = [try await localValue]
             var runs = localRuns.operations.load(ordering: .relaxed)
-            for worker in workers {
-                let line = try await worker.line(startingWith: "loaded \(key)") { $0.hasPrefix("loader-ran") }
+            for (worker, first) in zip(workers, firstEvents.dropFirst()) {
+                if first.hasPrefix("loader-ran") { runs += 1 }
+                var line = try await worker.line(startingWith: "loaded \(key)") { $0.hasPrefix("loader-ran") }
                 if line.hasPrefix("loader-ran") {
                     runs += 1
-                    values.append(String(try await worker.line(startingWith: "loaded \(key)").split(separator: " ")[2]))
-                } else {
-                    values.append(String(line.split(separator: " ")[2]))
+                    line = try await worker.line(startingWith: "loaded \(key)")
                 }
+                values.append(String(line.split(separator: " ")[2]))
             }
             #expect(runs == 1, "round \(round): the loader ran \(runs) times")
             #expect(Set(values).count == 1, "round \(round): nodes saw \(values)")

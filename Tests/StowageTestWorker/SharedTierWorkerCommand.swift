@@ -4,13 +4,19 @@
 //   StowageTestWorker shared-tier REDIS_URL NAMESPACE DIRECTORY      prints "ready" once subscribed
 //   get KEY                 → "value KEY VALUE" | "miss KEY"
 //   set KEY VALUE           → "set KEY"
-//   watch KEY               → "dropped KEY" once the memory copy is gone (polled every 0.2 ms)
-//   load KEY MILLISECONDS   → "loader-ran KEY" if this node's loader ran, then "loaded KEY VALUE"
+//   watch KEY               → "dropped KEY" once the memory copy is gone (told by the memory
+//                             level's onEviction)
+//   load KEY                → "loader-ran KEY" if this node's loader ran (it then holds until
+//                             "release KEY"), or "waiting KEY" if it waits for another node's
+//                             load; then "loaded KEY VALUE"
+//   release KEY             lets this node's loader for KEY finish (now or when it runs)
 //   quit
 import Foundation
 import StowageCache
 import StowageRedis
 import StowageSharedTier
+import StowageTestSupport
+import Synchronization
 
 /// `StowageTestWorker shared-tier …`: `arguments[0]` names the command.
 enum SharedTierWorkerCommand {
@@ -36,9 +42,13 @@ enum SharedTierWorkerCommand {
             // A minute of waiting for another node's load: the test machine may be loaded.
             var options = SharedTierOptions()
             options.loadWaitTimeout = .seconds(60)
+            options.onWaitingForAnotherNode = { say("waiting \($0)") }
+            let held = HeldLoads()
             // No memory-pressure source: "dropped" must mean an invalidation, not the machine's PSI.
             var memoryConfiguration = MemoryCache<String, String>.Configuration(name: "worker")
             memoryConfiguration.memoryPressureSource = nil
+            let watches = MemoryWatches()
+            memoryConfiguration.onEviction = { key, _, _ in watches.removed(key) }
             let cache = HybridCache(
                 memory: try MemoryCache<String, String>(configuration: memoryConfiguration),
                 disk: try DiskCache(
@@ -71,22 +81,21 @@ enum SharedTierWorkerCommand {
                     case ("watch", 2):
                         let key = words[1]
                         group.addTask {
-                            while cache.memory.value(forKey: key) != nil {
-                                try await Task.sleep(for: .microseconds(200))
-                            }
+                            await watches.waitUntilGone(key, from: cache.memory)
                             say("dropped \(key)")
                         }
-                    case ("load", 3):
+                    case ("load", 2):
                         let key = words[1]
-                        let pause = Int(words[2]) ?? 0
                         group.addTask {
                             let value = try await cache.value(forKey: key) {
                                 say("loader-ran \(key)")
-                                try await Task.sleep(for: .milliseconds(pause))
+                                await held.gate(for: key).wait()
                                 return "loaded-by-\(pid)"
                             }
                             say("loaded \(key) \(value)")
                         }
+                    case ("release", 2):
+                        held.gate(for: words[1]).open()
                     case ("quit", _):
                         group.cancelAll()
                         await tier.shutdown()
@@ -98,6 +107,45 @@ enum SharedTierWorkerCommand {
             }
         } catch {
             fail("\(error)")
+        }
+    }
+}
+
+/// The memory copies a `watch` waits to see gone, woken by the memory level's `onEviction`
+/// (which hears of every removal: an invalidation's, an expiry's, an eviction's).
+private final class MemoryWatches: Sendable {
+    private let waiters = Mutex<[String: [CheckedContinuation<Void, Never>]]>([:])
+
+    /// Wakes everyone waiting on `key`; they look again whether its copy is gone.
+    func removed(_ key: String) {
+        let woken = waiters.withLock { $0.removeValue(forKey: key) } ?? []
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Returns once `memory` holds no value for `key`.
+    func waitUntilGone(_ key: String, from memory: MemoryCache<String, String>) async {
+        while memory.value(forKey: key) != nil {
+            await withCheckedContinuation { continuation in
+                // Listed before it looks again: a removal between the look above and the listing
+                // would otherwise wake nobody.
+                waiters.withLock { $0[key, default: []].append(continuation) }
+                if memory.value(forKey: key) == nil { removed(key) }
+            }
+        }
+    }
+}
+
+/// The loaders of `load KEY`, each held at its key's gate until the test sends `release KEY`.
+private final class HeldLoads: Sendable {
+    private let gates = Mutex<[String: Gate]>([:])
+
+    /// The gate for `key`, the same one for the loader and for `release`, whichever comes first.
+    func gate(for key: String) -> Gate {
+        gates.withLock { gates in
+            if let gate = gates[key] { return gate }
+            let gate = Gate()
+            gates[key] = gate
+            return gate
         }
     }
 }

@@ -100,6 +100,7 @@ extension HybridCache {
                 reason = "the shared value is one this node cannot read"
                 break
             }
+            configuration.sharedLevel.onWaitingForAnotherNode?(key)
             // Another node is loading: poll until its value lands, its lock goes, or time runs out.
             var pause = configuration.sharedLevel.pollInterval
             while clock.now < deadline {

@@ -36,6 +36,11 @@ public struct SharedTierOptions: Sendable {
     /// What the load wait, the polls and the pauses before a refused replay of missed writes is
     /// tried again are measured by. Default `ContinuousClock()`; tests pass a clock they advance.
     public var waitClock: any Clock<Duration> = ContinuousClock()
+    /// Called with the key when a load finds another node holding the key's lock and begins to
+    /// wait for that node's value (before its first poll): the event that tells a test the
+    /// fleet's loads overlap, so it can hold the loader until the others wait instead of
+    /// making it slow. Nil by default.
+    package var onWaitingForAnotherNode: (@Sendable (_ key: String) -> Void)?
 
     /// The defaults described on each property.
     public init() {}
