@@ -84,11 +84,16 @@ struct ResponseCacheHostileRequestTests {
     @Test("Concurrent requests for one URL whose handler fails all get the error, and a later one succeeds")
     func collapsedFailureReachesEveryone() async throws {
         let calls = CallCounter()
-        try await withCachedApp(setup: .live) { router in
+        // The failing calls are held until every request has either reached the handler or
+        // waits behind the one that did (each follower's timeout sleeps on a clock that never
+        // moves, so none gives up on its own).
+        let waitClock = SteppedClock()
+        let held = Gate()
+        try await withCachedApp(setup: .live, waitClock: waitClock) { router in
             router.get("/flaky") { _, _ -> Response in
                 let call = calls.increment()
                 if call <= 4 {
-                    try await Task.sleep(for: .milliseconds(50))
+                    await held.wait()
                     throw HTTPError(.serviceUnavailable)
                 }
                 return Response(
@@ -99,12 +104,16 @@ struct ResponseCacheHostileRequestTests {
             }
         } _: { client, _ in
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                defer { held.open() }  // a failed wait must not leave the handler held
                 for _ in 0..<4 {
                     group.addTask { try await client.execute(uri: "/flaky", method: .get).status }
                 }
+                try await eventually { calls.value + waitClock.sleeperCount == 4 }
+                held.open()
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(statuses.allSatisfy { $0 == .serviceUnavailable || $0 == .ok })
+            #expect(statuses.count == 4)
+            #expect(statuses.allSatisfy { $0 == .serviceUnavailable })
             let later = try await client.execute(uri: "/flaky", method: .get)
             #expect(later.status == .ok)
             #expect(later.body.text == "recovered")
