@@ -89,11 +89,9 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
         return String(decoding: data[..<end.lowerBound], as: UTF8.self)
     }
 
-    /// Waits `microseconds` before a raw client's next write or read: the one place a slow
-    /// client's pace lives, for tests whose subject is a slow peer against the proxy's real
-    /// socket deadlines and reads (slowloris, slow steady readers, heads split across segments).
+    /// Waits `microseconds` before a raw client's next write or read (``SlowPeer``).
     static func pace(_ microseconds: useconds_t) {
-        usleep(microseconds)
+        SlowPeer.pause(microseconds: microseconds)
     }
 
     /// Reads one response: the head, then `Content-Length` bytes. `nil` when the peer closed.

@@ -113,7 +113,7 @@ final class ScriptedUpstream: Sendable {
                     guard send(text, on: connection) else { return }
                 case .sendPausing(let first, let milliseconds, let rest):
                     guard send(first, on: connection) else { return }
-                    usleep(milliseconds * 1_000)
+                    SlowPeer.pause(microseconds: milliseconds * 1_000)
                     guard send(rest, on: connection) else { return }
                 case .sendHolding(let first, let release, let rest):
                     guard send(first, on: connection) else { return }
