@@ -103,10 +103,26 @@ struct ResponseCacheHostileRequestTests {
                 )
             }
         } _: { client, _ in
+            // A connection each: the test client pipelines its requests on one connection,
+            // which the server answers one at a time.
+            let port = try #require(client.port)
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                 defer { held.open() }  // a failed wait must not leave the handler held
                 for _ in 0..<4 {
-                    group.addTask { try await client.execute(uri: "/flaky", method: .get).status }
+                    group.addTask {
+                        let connection = TestClient(host: "127.0.0.1", port: port)
+                        connection.connect()
+                        let request = TestClient.Request("/flaky", method: .get, authority: "localhost")
+                        let status: HTTPResponse.Status
+                        do {
+                            status = try await connection.execute(request).head.status
+                        } catch {
+                            try? await connection.shutdown()
+                            throw error
+                        }
+                        try await connection.shutdown()
+                        return status
+                    }
                 }
                 try await eventually { calls.value + waitClock.sleeperCount == 4 }
                 held.open()
