@@ -401,7 +401,11 @@ import Glibc
     /// A client connection to the Redis on `port` that has had its PING answered (so Redis
     /// counts it), left open; the caller closes the returned descriptor.
     static func connectAndPing(port: Int) throws -> Int32 {
+        #if canImport(Darwin)
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #elseif canImport(Glibc)
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
         guard descriptor >= 0 else { throw TestFailure("socket failed: errno \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -417,7 +421,13 @@ import Glibc
             throw TestFailure("connect to Redis on port \(port) failed: errno \(errno)")
         }
         let ping = Array("PING\r\n".utf8)
+        #if canImport(Darwin)
+        var on: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
+        _ = ping.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        #elseif canImport(Glibc)
         _ = ping.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #endif
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 256)
         while !reply.contains(UInt8(ascii: "\n")) {
