@@ -353,6 +353,7 @@ let package = Package(
                 "StowageCore", "StowageCache", "StowagePreferences", "StowageStores", "StowageSharedTier",
                 "StowageRedis", "StowageHTTPCache", "StowageCookies", "StowageHousekeeping", "StowageTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/StowageTestWorker",
             swiftSettings: swiftSettings

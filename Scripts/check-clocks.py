@@ -58,7 +58,7 @@ EXCLUDED: dict[str, str] = {
 ALLOWED: dict[str, str] = {
     # The clock abstractions themselves: where the real clock is read when no other is given.
     "Sources/StowageCore/Time/CacheClock.swift": "CacheClock.system is the wall clock",
-    "Sources/StowageCore/Time/ElapsedClock.swift": "ElapsedClock.continuous wraps ContinuousClock",
+    "Sources/StowageCore/Time/ElapsedClock.swift": "ElapsedClock.continuous wraps ContinuousClock; its blocking sleep on it is the real one",
     "Sources/StowageLoopClock/LoopClock.swift": "LoopClock.system is NIO's clock and timers",
     # AsyncHTTPClient takes its deadline as an NIODeadline on NIO's clock; with another
     # timeoutClock the transport runs a timer on that clock beside the request instead.
@@ -70,10 +70,6 @@ ALLOWED: dict[str, str] = {
     # The cutoff is compared with file modification times, which the kernel sets on the wall
     # clock: a test's ManualClock (2027) would make a file another process is writing look old.
     "Sources/StowageCache/Disk/DiskCache+Recovery.swift": "compared with kernel-set modification times",
-    # Not converted yet (issue 43, item 1); each entry goes once its file takes a clock.
-    "Sources/StowageDatabase/UserDirectoryLock.swift": "to convert: synchronous flock poll (usleep)",
-    "Sources/StowageHTTPCache/Parsing/HTTPDate.swift": "to convert: the RFC 850 two-digit-year pivot",
-    "Sources/StowageProxy/Status/StatusSampler.swift": "to convert: the status page's once-a-second sample",
 }
 
 

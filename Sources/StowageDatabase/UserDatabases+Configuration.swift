@@ -11,6 +11,10 @@ extension UserDatabases {
         /// Where opening, migration and removal are logged. Default: silent
         /// (`org.stowage.database`, no-op handler).
         public var logger: Logger
+        /// What a removal's wait for a conflicting lock is measured by (up to a second, for a
+        /// child process between `fork` and `exec` that still holds a released lock). Default:
+        /// `ContinuousClock()`; tests pass a `SteppedClock` or `TickingClock`.
+        public var waitClock: any Clock<Duration> = ContinuousClock()
 
         /// A configuration with the defaults above.
         ///

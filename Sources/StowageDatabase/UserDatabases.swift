@@ -240,7 +240,8 @@ public final class UserDatabases: Sendable {
                 in: directory,
                 exclusive: true,
                 user: user,
-                patience: Self.removalPatience
+                patience: Self.removalPatience,
+                clock: ElapsedClock(configuration.waitClock)
             )
             defer { lock.release() }
             let leftover = databasesDirectory.appending(

@@ -19,8 +19,8 @@ final class UserDirectoryLock: Sendable {
 
     private init(file: LockFile) { self.file = Mutex(file) }
 
-    /// Takes the lock in `directory` (which must exist), waiting up to `patience` while a
-    /// conflicting lock is held.
+    /// Takes the lock in `directory` (which must exist), waiting up to `patience` on `clock`
+    /// while a conflicting lock is held (trying again every 10 ms on it).
     ///
     /// A little patience matters for removals: a child process between `fork` and `exec` holds
     /// a copy of every descriptor of its parent (close-on-exec closes them only at `exec`), so a
@@ -31,16 +31,17 @@ final class UserDirectoryLock: Sendable {
         in directory: URL,
         exclusive: Bool,
         user: String,
-        patience: Duration = .zero
+        patience: Duration = .zero,
+        clock: ElapsedClock = .continuous
     ) throws -> UserDirectoryLock {
         let path = directory.appending(path: ".lock").path
-        let deadline = ContinuousClock.now + patience
+        let deadline = clock.now + patience
         var replacements = 0
         while true {
             let file = try LockFile(path: path)
             guard try file.tryLock(exclusive ? .exclusive : .shared) else {
-                if ContinuousClock.now < deadline {
-                    usleep(10_000)
+                if clock.now < deadline {
+                    clock.sleepBlocking(for: .milliseconds(10))
                     continue
                 }
                 throw StowageError(

@@ -398,6 +398,50 @@ import Glibc
 /// How `stowage proxy` ends when it cannot start: a listener that cannot bind, a Redis that
 /// refuses it (exit 2, and no "listening on" line), or a busy Redis (started on its own cache).
 @Suite struct ProxyStartFailureTests {
+    /// A client connection to the Redis on `port` that has had its PING answered (so Redis
+    /// counts it), left open; the caller closes the returned descriptor.
+    static func connectAndPing(port: Int) throws -> Int32 {
+        #if canImport(Darwin)
+        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+        #elseif canImport(Glibc)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        guard descriptor >= 0 else { throw TestFailure("socket failed: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            throw TestFailure("connect to Redis on port \(port) failed: errno \(errno)")
+        }
+        let ping = Array("PING\r\n".utf8)
+        #if canImport(Darwin)
+        var on: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<Int32>.size))
+        _ = ping.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        #elseif canImport(Glibc)
+        _ = ping.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        #endif
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while !reply.contains(UInt8(ascii: "\n")) {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            reply += buffer[..<count]
+        }
+        guard String(decoding: reply, as: UTF8.self).hasPrefix("+PONG") else {
+            close(descriptor)
+            throw TestFailure("Redis did not take the connection: \(String(decoding: reply, as: UTF8.self))")
+        }
+        return descriptor
+    }
+
     @Test("an admin address that is taken: exit 2 with a message, and 'listening on' never printed")
     func takenAdminAddressFails() async throws {
         let port = try RedisServerProcess.freePort()
@@ -431,14 +475,10 @@ import Glibc
     func busyRedisStartsDegraded() async throws {
         let redis = try await RedisServerProcess.start(extraArguments: ["--maxclients", "1"])
         defer { redis.remove() }
-        // One client takes the only slot and keeps it.
-        let holder = ChildProcess()
-        holder.executableURL = URL(filePath: "/usr/bin/env")
-        holder.arguments = ["redis-cli", "-u", redis.url, "BLPOP", "stowage-test-never", "0"]
-        holder.standardOutput = FileHandle.nullDevice
-        try holder.run()
-        defer { if holder.isRunning { holder.terminate() } }
-        try await Task.sleep(for: .milliseconds(300))
+        // One client takes the only slot and keeps it: its PONG is the event that Redis took it.
+        let redisPort = redis.port
+        let holder = try await onOwnThread { try Self.connectAndPing(port: redisPort) }
+        defer { close(holder) }
         let root = FileManager.default.temporaryDirectory.appending(path: "stowage-proxy-busy-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let origin = try await TestOriginServer.start { r in

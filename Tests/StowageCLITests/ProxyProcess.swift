@@ -33,11 +33,13 @@ final class ProxyProcess: Sendable {
 
     /// Runs `stowage proxy arguments…` (add `--listen 127.0.0.1:0`) until it prints its port
     /// (and the admin port when `expectsAdmin`) or exits.
+    ///
+    /// A proxy that does neither is killed when the task is cancelled: give the test a
+    /// `.timeLimit`, which turns such a hang into a failure.
     static func start(
         _ arguments: [String],
         expectsAdmin: Bool = false,
-        environment: [String: String]? = nil,
-        deadline: Duration = .seconds(60)
+        environment: [String: String]? = nil
     ) async throws -> Start {
         let process = ChildProcess()
         process.executableURL = StowageExecutable.url
@@ -48,24 +50,23 @@ final class ProxyProcess: Sendable {
         process.standardOutput = output
         process.standardError = errors
         try process.run()
-        let watchdog = Task.detached {
-            try await Task.sleep(for: deadline)
-            kill(process.processIdentifier, SIGKILL)
-        }
-        defer { watchdog.cancel() }
         let outputHandle = output.fileHandleForReading
         let errorHandle = errors.fileHandleForReading
-        let lines = try await onOwnThread { () -> [String] in
-            var text = ""
-            while true {
-                let lines = text.split(separator: "\n").map(String.init)
-                let listening = lines.contains { $0.hasPrefix("listening on") }
-                let admin = lines.contains { $0.hasPrefix("admin listening on") }
-                if listening && (admin || !expectsAdmin) { return lines }
-                let data = outputHandle.availableData
-                if data.isEmpty { return lines }
-                text += String(decoding: data, as: UTF8.self)
+        let lines = try await withTaskCancellationHandler {
+            try await onOwnThread { () -> [String] in
+                var text = ""
+                while true {
+                    let lines = text.split(separator: "\n").map(String.init)
+                    let listening = lines.contains { $0.hasPrefix("listening on") }
+                    let admin = lines.contains { $0.hasPrefix("admin listening on") }
+                    if listening && (admin || !expectsAdmin) { return lines }
+                    let data = outputHandle.availableData
+                    if data.isEmpty { return lines }
+                    text += String(decoding: data, as: UTF8.self)
+                }
             }
+        } onCancel: {
+            kill(process.processIdentifier, SIGKILL)
         }
         func port(after prefix: String) -> Int? {
             lines.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: ":").last }.flatMap { Int($0) }

@@ -19,7 +19,7 @@ struct DiskCacheDeferredCrashTests {
     // MARK: - A write that replaces a key while its batch commits
 
     @Test("deferred durability: a write replacing a key its flush is committing leaves the committed file in place")
-    func writeDuringCommitKeepsCommittedFile() throws {
+    func writeDuringCommitKeepsCommittedFile() async throws {
         let scratch = try TemporaryDirectory()
         var configuration = DiskCache.Configuration(name: "test")
         configuration.durability = .deferred(maximumDelay: .seconds(60))  // flushes come from the test
@@ -28,9 +28,9 @@ struct DiskCacheDeferredCrashTests {
         let index = scratch.path + "/cache/index.sqlite"
         func value(_ byte: UInt8) -> Data { Data(repeating: byte, count: 40_000) }  // a file, not inline
         // Given: a committed value, and a newer one staged.
-        try cache.setData(value(0), forKey: "k")
-        try cache.flush()
-        try cache.setData(value(1), forKey: "k")
+        try await cache.setData(value(0), forKey: "k")
+        try await cache.flush()
+        try await cache.setData(value(1), forKey: "k")
         // When: the flush of the staged value waits inside its commit (another connection holds
         // the write lock) and a third value replaces it meanwhile.
         let holder = try DatabaseQueue(path: index)
@@ -43,28 +43,27 @@ struct DiskCacheDeferredCrashTests {
                 return .rollback
             }
         }
-        locked.wait()
+        try await onOwnThread { locked.wait() }
         let flushed = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             try? cache.flush()
             flushed.signal()
         }
-        let deadline = Date().addingTimeInterval(10)
-        while staging.committingCount == 0, Date() < deadline { usleep(1_000) }
+        try await eventually { staging.committingCount > 0 }
         #expect(staging.committingCount == 1, "the flush took the staged write")
-        try cache.setData(value(2), forKey: "k")
+        try await cache.setData(value(2), forKey: "k")
         release.signal()
-        flushed.wait()
+        try await onOwnThread { flushed.wait() }
         // Then: what the index holds now — what a crash at this moment leaves — has its file.
-        let committed = try DatabaseQueue(path: index).read { db in
+        let committed = try await DatabaseQueue(path: index).read { db in
             try String.fetchOne(db, sql: "SELECT file FROM entry WHERE key = 'k'")
         }
         let file = try #require(committed)
         #expect(scratch.exists("cache/data/" + file), "the committed row's file \(file) is there")
-        #expect(try DiskCache(directory: scratch.url.appending(path: "cache")).data(forKey: "k") == value(1))
+        #expect(try await DiskCache(directory: scratch.url.appending(path: "cache")).data(forKey: "k") == value(1))
         // The newest value commits next, and removes the file it replaced.
-        try cache.flush()
-        #expect(try cache.data(forKey: "k") == value(2))
+        try await cache.flush()
+        #expect(try await cache.data(forKey: "k") == value(2))
         #expect(scratch.dataFiles().count == 1, "files: \(scratch.dataFiles())")
     }
 

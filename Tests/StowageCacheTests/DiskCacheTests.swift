@@ -200,15 +200,15 @@ struct DiskCacheTests {
     }
 
     @Test("a corrupt index is rebuilt empty by default, or reported as corrupt")
-    func corruptIndex() throws {
+    func corruptIndex() async throws {
         let scratch = try TemporaryDirectory()
         do {
             let cache = try open(scratch)
-            try cache.setData(Data(count: 30_000), forKey: "a")
+            try await cache.setData(Data(count: 30_000), forKey: "a")
             // Closed before the index is garbled: a handle merely released goes when its last
             // reference does, and the maintenance lane's check after an open may hold one; its
             // SQLite connections, closing then, would checkpoint the old pages over the garbage.
-            try cache.close()
+            try await cache.close()
         }
         let indexPath = scratch.url.appending(path: "cache/index.sqlite")
         for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: indexPath.path + suffix) }
@@ -223,21 +223,19 @@ struct DiskCacheTests {
         // hold a moment longer on a loaded machine: until then the index is (rightly) not
         // rebuilt under another user.
         var reopened: DiskCache?
-        let deadline = ContinuousClock.now + .seconds(60)
-        while reopened == nil {
+        try await eventually {
             do {
                 reopened = try open(scratch)
-            } catch let error as StowageError
-                where error.message.contains("another process has the cache open") && ContinuousClock.now < deadline
-            {
-                usleep(10_000)
+                return true
+            } catch let error as StowageError where error.message.contains("another process has the cache open") {
+                return false
             }
         }
         let rebuilt = try #require(reopened)
-        #expect(try rebuilt.usage().count == 0)
+        #expect(try await rebuilt.usage().count == 0)
         #expect(scratch.dataFiles().isEmpty)
-        try rebuilt.setData(Data("fresh".utf8), forKey: "a")
-        #expect(try rebuilt.data(forKey: "a") == Data("fresh".utf8))
+        try await rebuilt.setData(Data("fresh".utf8), forKey: "a")
+        #expect(try await rebuilt.data(forKey: "a") == Data("fresh".utf8))
     }
 
     @Test("bad configurations are invalidConfiguration errors")

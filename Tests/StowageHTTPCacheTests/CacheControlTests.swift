@@ -1,4 +1,7 @@
+import Foundation
+import HTTPTypes
 import StowageHTTPCache
+import StowageTestSupport
 import Testing
 
 /// RFC 9111 §5.2 grammar: `#cache-directive`, token or quoted-string arguments.
@@ -86,7 +89,43 @@ import Testing
         arguments: ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"]
     )
     func threeForms(text: String) {
-        #expect(HTTPDate.parse(text) == 784_111_777)
+        #expect(HTTPDate.parse(text, now: Self.january1(2026)) == 784_111_777)
+    }
+
+    @Test(
+        "RFC 9110 §5.6.7 an RFC 850 two-digit year more than 50 years after the time received is the century before",
+        arguments: [(2026, 1994), (2043, 1994), (2044, 2094), (2060, 2094), (2150, 2194)]
+    )
+    func rfc850Century(receivedIn: Int, year: Int) {
+        let parsed = HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT", now: Self.january1(receivedIn))
+        #expect(parsed == HTTPDate.parse("Sun, 06 Nov \(year) 08:49:37 GMT"))
+        let strict = HTTPDate.parseStrict("Sunday, 06-Nov-94 08:49:37 GMT", now: Self.january1(receivedIn))
+        #expect(strict == parsed)
+    }
+
+    @Test("a stored response reads an RFC 850 date against the cache clock's time it was received")
+    func storedRFC850FollowsTheClock() {
+        let clock = ManualClock(startingAt: Self.january1(2030))
+        let fields: HTTPFields = [.lastModified: "Sunday, 06-Nov-94 08:49:37 GMT"]
+        let received2030 = StoredResponse(
+            response: HTTPResponse(status: .ok, headerFields: fields),
+            requestTime: clock.now,
+            responseTime: clock.now
+        )
+        #expect(received2030.lastModified == 784_111_777, "1994: 2094 is more than 50 years after 2030")
+        clock.advance(by: .seconds(30 * 366 * 86_400))  // into 2060
+        let received2060 = StoredResponse(
+            response: HTTPResponse(status: .ok, headerFields: fields),
+            requestTime: clock.now,
+            responseTime: clock.now
+        )
+        #expect(received2060.lastModified == HTTPDate.parse("Sat, 06 Nov 2094 08:49:37 GMT"))
+        #expect(received2030.lastModified == 784_111_777, "a stored response keeps its reading")
+    }
+
+    /// New Year's Day of `year`, 00:00 UTC.
+    static func january1(_ year: Int) -> Date {
+        Date(timeIntervalSince1970: Double(HTTPDate.parse("Mon, 01 Jan \(year) 00:00:00 GMT") ?? 0))
     }
 
     @Test("IMF-fixdate formatting round-trips")

@@ -212,17 +212,25 @@ import Testing
     func collapsing() async throws {
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: t0)
-            // A timeout far longer than any load could delay the leader: this checks collapsing,
-            // not the fallback after the timeout.
-            let cache = try makeCache(root, clock: clock, kind: .shared) { $0.collapseTimeout = .seconds(120) }
-            let origin = TestOrigin { _, n in
-                Thread.sleep(forTimeInterval: 0.2)
-                return ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock)
+            // The followers' timeouts sleep on a clock that never moves: this checks collapsing,
+            // not the fallback after the timeout, however late a loaded machine runs.
+            let waitClock = SteppedClock()
+            let cache = try makeCache(root, clock: clock, kind: .shared) { $0.waitClock = waitClock }
+            let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
+            // The leader's fetch is held until the other 19 wait for it (each follower's timeout
+            // is a sleeper on the wait clock).
+            let held = Gate()
+            let fetch: HTTPFetch = { request, body in
+                await held.wait()
+                return try await origin.fetch(request, body)
             }
             let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+                defer { held.open() }  // a failed wait must not leave the leader held
                 for _ in 0..<20 {
-                    group.addTask { try await text(try await cache.respond(to: request(), fetch: origin.fetch)) }
+                    group.addTask { try await text(try await cache.respond(to: request(), fetch: fetch)) }
                 }
+                try await eventually { waitClock.sleeperCount == 19 }
+                held.open()
                 return try await group.reduce(into: [String]()) { $0.append($1) }
             }
             #expect(bodies.allSatisfy { $0 == "v1" })

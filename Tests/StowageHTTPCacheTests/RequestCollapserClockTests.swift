@@ -7,7 +7,10 @@ import Testing
 
 /// The collapse timeout follows the injected wait clock.
 @Suite struct RequestCollapserClockTests {
-    @Test("a collapsed request times out when the injected clock passes the timeout, not before")
+    @Test(
+        "a collapsed request times out when the injected clock passes the timeout, not before",
+        .timeLimit(.minutes(1))
+    )
     func timeoutFollowsTheClock() async throws {
         let clock = SteppedClock()
         let collapser = RequestCollapser(clock: clock)
@@ -16,16 +19,19 @@ import Testing
         try await eventually { clock.sleeperCount == 1 }
         #expect(clock.sleeperCount == 1, "the timeout sleeps on the injected clock")
         clock.advance(by: .seconds(3_599))
-        try await Task.sleep(for: .milliseconds(20))
+        // An advance wakes the sleepers it reaches before it returns: one still asleep now has
+        // not timed out, and the wait ends only through its timeout or the leader.
         #expect(clock.sleeperCount == 1, "not yet")
         clock.advance(by: .seconds(1))
-        let cutoff = Task {
-            try await Task.sleep(for: .seconds(45))
-            // Were the clock ignored: end the wait, so the test fails instead of hanging.
+        #expect(clock.sleeperCount == 0, "the timeout's sleep ended")
+        // Were the timeout ignored, the time limit cancels the test: then end the wait (as the
+        // leader would), so the test fails instead of hanging.
+        let timedOut = await withTaskCancellationHandler {
+            await waiting.value
+        } onCancel: {
             collapser.finish(flight, stored: true)
         }
-        defer { cutoff.cancel() }
-        #expect(await waiting.value == false, "timed out: fetch on its own")
+        #expect(timedOut == false, "timed out: fetch on its own")
         collapser.finish(flight, stored: false)
     }
 

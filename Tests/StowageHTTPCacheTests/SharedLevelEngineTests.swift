@@ -164,18 +164,21 @@ struct SharedLevelEngineTests {
         let first = a.storedKey("k1")
         let fired = Atomic<Bool>(false)
         // While a's replay sends k1, the level blips: a's write of k2 misses it, and the next
-        // call that succeeds asks for a replay, which finds this one under way.
+        // call that succeeds asks for a replay, which finds this one under way. The hook holds
+        // this replay until that one has returned.
+        let foundUnderWay = a.replaysFoundUnderWay
         fleet.level.setWriteHook { key in
             guard key == first, !fired.exchange(true, ordering: .relaxed) else { return }
             fleet.level.goDown(interruptingInvalidations: false)
             try? await a.write("second", forKey: "k2")
             fleet.level.comeBack(notifying: false)
             try? await a.write("third", forKey: "k3")
-            try? await Task.sleep(for: .milliseconds(200))
+            try? await eventually { a.replaysFoundUnderWay > foundUnderWay }
         }
         await a.apply(.all)
         let didFire = fired.load(ordering: .relaxed)
         #expect(didFire)
+        #expect(a.replaysFoundUnderWay > foundUnderWay, "the recovery's replay met this one under way")
         try await eventually(timeout: .seconds(5)) { a.pendingSharedWrites == 0 }
         #expect(try await b.read("k2") == "second")
     }
@@ -308,6 +311,8 @@ protocol EngineNode: Sendable {
     func run() async throws
     var pendingSharedWrites: Int { get }
     var sharedTierFailures: Int { get }
+    /// How many replays of its missed writes found another under way (``SharedLevel/replaysFoundUnderWay``).
+    var replaysFoundUnderWay: Int { get }
     /// The key of `key`'s entry in the levels: the one a fill from the shared level reads first.
     func storedKey(_ key: String) -> String
     /// Whether memory or disk holds that entry.
@@ -369,6 +374,7 @@ struct HybridNode: EngineNode {
     func apply(_ invalidation: SharedCacheInvalidation) async { await cache.apply(invalidation) }
     func run() async throws { try await cache.run() }
     var pendingSharedWrites: Int { cache.pendingSharedWrites }
+    var replaysFoundUnderWay: Int { cache.levels.sharedLevel?.replaysFoundUnderWay.load(ordering: .relaxed) ?? 0 }
     var sharedTierFailures: Int { cache.sharedTierFailures }
     func storedKey(_ key: String) -> String { key }
 
@@ -421,6 +427,7 @@ struct HTTPNode: EngineNode {
     func apply(_ invalidation: SharedCacheInvalidation) async { await cache.apply(invalidation) }
     func run() async throws { try await cache.run() }
     var pendingSharedWrites: Int { cache.levels.sharedLevel?.pendingCount ?? 0 }
+    var replaysFoundUnderWay: Int { cache.levels.sharedLevel?.replaysFoundUnderWay.load(ordering: .relaxed) ?? 0 }
     var sharedTierFailures: Int { cache.levels.sharedLevel?.health.failureTotal ?? 0 }
     func storedKey(_ key: String) -> String { HTTPCache.recordKey(cache.rules.key(for: request(for: key))) }
 

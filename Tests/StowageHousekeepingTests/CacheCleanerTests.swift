@@ -192,14 +192,13 @@ struct CacheCleanerTests {
         let fixture = try TestContainer()
         try fixture.manyFiles("Library/Caches/big", directories: 10, filesPerDirectory: 100)
         let consumerCancelled = Atomic<Bool>(false)
+        let cancelled = Gate()
+        defer { cancelled.open() }  // a consumer that never cancels must not leave the task held
         var handlers = CleanHandlers()
         // The first task waits until the consumer has cancelled, so the cancellation is
         // certain to arrive while the clean is running, whatever the machine's load.
         handlers.register(className: "Gate", selector: "wait") {
-            let deadline = ContinuousClock.now + .seconds(30)
-            while !consumerCancelled.load(ordering: .acquiring), ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(2))
-            }
+            await cancelled.wait()
         }
         let cleaner = CacheCleaner(container: fixture.container, handlers: handlers)
         let manifest = CleanManifest(tasks: [
@@ -210,6 +209,7 @@ struct CacheCleanerTests {
                 if case .cleaning(_, let name) = event, name.contains("Gate") {
                     withUnsafeCurrentTask { $0?.cancel() }
                     consumerCancelled.store(true, ordering: .releasing)
+                    cancelled.open()
                 }
             }
         }

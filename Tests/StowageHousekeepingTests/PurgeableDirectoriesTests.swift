@@ -164,10 +164,13 @@ struct PurgeableDirectoriesTests {
     func halfCapRule() async throws {
         let fixture = try TestContainer()
         let base = "Library/Caches/images"
-        // Ten files of 100 KB created oldest first; the cap is 600 KB, half is 300 KB.
+        // Ten files of 100 KB created oldest first, each born after the one before; the cap is
+        // 600 KB, half is 300 KB.
+        var previous: URL?
         for index in 0..<10 {
-            try fixture.file("\(base)/\(index < 5 ? "a" : "b/c")/file\(index)", bytes: 100_000)
-            if index < 9 { usleep(2_000) }
+            let relative = "\(base)/\(index < 5 ? "a" : "b/c")/file\(index)"
+            previous = try previous.map { try fixture.file(relative, bytes: 100_000, bornAfter: $0) }
+                ?? fixture.file(relative, bytes: 100_000)
         }
         let perFile = allocatedBytes(fixture.url("\(base)/a/file0"))
         let birth = hasBirthTime(fixture.root)
@@ -202,11 +205,9 @@ struct PurgeableDirectoriesTests {
         try #require(hasBirthTime(fixture.root), "this file system has no birth times")
         let base = "Library/Caches/thumbs"
         // Created first, but modified most recently: by birth time it is the oldest.
-        try fixture.file("\(base)/first", bytes: 100_000, modified: now - 10)
-        usleep(5_000)
-        try fixture.file("\(base)/second", bytes: 100_000, modified: now - 1_000)
-        usleep(5_000)
-        try fixture.file("\(base)/third", bytes: 100_000, modified: now - 2_000)
+        let first = try fixture.file("\(base)/first", bytes: 100_000, modified: now - 10)
+        let second = try fixture.file("\(base)/second", bytes: 100_000, modified: now - 1_000, bornAfter: first)
+        try fixture.file("\(base)/third", bytes: 100_000, modified: now - 2_000, bornAfter: second)
         let perFile = allocatedBytes(fixture.url("\(base)/first"))
 
         let byBirth = purgeable(fixture)

@@ -222,9 +222,11 @@ struct StorageMonitorTests {
         try await eventually { hourly.checks == 1 && clock.sleeperCount == 1 }
         await group.triggerGracefulShutdown()
         try await running.value
-        // Stopped: an hour on its clock brings no further check.
+        // Stopped: the group returns only once the monitor's run() has (its checks are awaited
+        // in that loop, none outlives it), its wait left the clock, and an hour on it brings no
+        // further check.
+        #expect(clock.sleeperCount == 0, "the monitor's wait ended with it")
         clock.advance(by: .seconds(3_600))
-        try await Task.sleep(for: .milliseconds(100))
         #expect(hourly.checks == 1)
     }
 }

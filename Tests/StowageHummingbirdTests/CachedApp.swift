@@ -27,26 +27,29 @@ final class CallCounter: Sendable {
 /// `Surrogate-Key`, the field the tests tag responses with.
 let surrogateKey = HTTPField.Name("Surrogate-Key")!
 
-/// A shared cache in `directory` that reads tags from `Surrogate-Key`.
-func makeSharedCache(in directory: URL) throws -> HTTPCache {
+/// A shared cache in `directory` that reads tags from `Surrogate-Key`; its waits (collapsed
+/// requests' timeouts) on `waitClock` when one is given.
+func makeSharedCache(in directory: URL, waitClock: (any Clock<Duration>)? = nil) throws -> HTTPCache {
     var configuration = HTTPCache.Configuration(kind: .shared, name: "stowage")
     configuration.tagFields = [surrogateKey]
+    if let waitClock { configuration.waitClock = waitClock }
     return try HTTPCache(directory: directory, configuration: configuration)
 }
 
 /// Runs `body` with a test client of an application whose router caches through a fresh shared
 /// cache (``makeSharedCache(in:)``) in a temporary directory named after the test, with the
 /// routes `routes` adds, and with that cache; the cache is closed afterwards, also when `body`
-/// throws.
+/// throws. The cache waits on `waitClock` when one is given.
 func withCachedApp(
     _ name: String = #function,
     configuration: ServerResponseCache.Configuration = .init(),
     setup: TestingSetup = .router,
+    waitClock: (any Clock<Duration>)? = nil,
     routes: (Router<BasicRequestContext>) -> Void,
     _ body: @Sendable (any TestClientProtocol, HTTPCache) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory(name) { root in
-        let cache = try makeSharedCache(in: root)
+        let cache = try makeSharedCache(in: root, waitClock: waitClock)
         let outcome: Result<Void, any Error>
         do {
             let router = Router()

@@ -84,11 +84,16 @@ struct ResponseCacheHostileRequestTests {
     @Test("Concurrent requests for one URL whose handler fails all get the error, and a later one succeeds")
     func collapsedFailureReachesEveryone() async throws {
         let calls = CallCounter()
-        try await withCachedApp(setup: .live) { router in
+        // The failing calls are held until every request has either reached the handler or
+        // waits behind the one that did (each follower's timeout sleeps on a clock that never
+        // moves, so none gives up on its own).
+        let waitClock = SteppedClock()
+        let held = Gate()
+        try await withCachedApp(setup: .live, waitClock: waitClock) { router in
             router.get("/flaky") { _, _ -> Response in
                 let call = calls.increment()
                 if call <= 4 {
-                    try await Task.sleep(for: .milliseconds(50))
+                    await held.wait()
                     throw HTTPError(.serviceUnavailable)
                 }
                 return Response(
@@ -98,13 +103,33 @@ struct ResponseCacheHostileRequestTests {
                 )
             }
         } _: { client, _ in
+            // A connection each: the test client pipelines its requests on one connection,
+            // which the server answers one at a time.
+            let port = try #require(client.port)
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                defer { held.open() }  // a failed wait must not leave the handler held
                 for _ in 0..<4 {
-                    group.addTask { try await client.execute(uri: "/flaky", method: .get).status }
+                    group.addTask {
+                        let connection = TestClient(host: "127.0.0.1", port: port)
+                        connection.connect()
+                        let request = TestClient.Request("/flaky", method: .get, authority: "localhost")
+                        let status: HTTPResponse.Status
+                        do {
+                            status = try await connection.execute(request).head.status
+                        } catch {
+                            try? await connection.shutdown()
+                            throw error
+                        }
+                        try await connection.shutdown()
+                        return status
+                    }
                 }
+                try await eventually { calls.value + waitClock.sleeperCount == 4 }
+                held.open()
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(statuses.allSatisfy { $0 == .serviceUnavailable || $0 == .ok })
+            #expect(statuses.count == 4)
+            #expect(statuses.allSatisfy { $0 == .serviceUnavailable })
             let later = try await client.execute(uri: "/flaky", method: .get)
             #expect(later.status == .ok)
             #expect(later.body.text == "recovered")

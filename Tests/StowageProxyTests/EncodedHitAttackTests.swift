@@ -465,8 +465,9 @@ extension EncodedHitAttackTests {
             _ = try await h.get("/v/hot")
             let port = h.proxyPort
             let stop = StopFlag()
+            let progress = ReaderProgress(readers: 6)
             let request = "GET /v/hot HTTP/1.1\r\nHost: proxy\r\n\r\n"
-            let readers = (0..<6).map { _ in
+            let readers = (0..<6).map { reader in
                 Task {
                     try await onOwnThread { () -> [Int] in
                         let socket = try RawSocket(port: port, receiveTimeout: 60)
@@ -476,6 +477,7 @@ extension EncodedHitAttackTests {
                             for response in Self.read(socket, bodiless: [false, false]) {
                                 versions.append(Int(response.text.dropFirst()) ?? -1)
                             }
+                            progress.count(reader)
                         }
                         return versions
                     }
@@ -484,11 +486,12 @@ extension EncodedHitAttackTests {
             let url = h.origin.baseURL + "/v/hot"
             var last = ""
             for _ in 0..<10 {
-                try await Task.sleep(for: .milliseconds(50))
+                // Every connection reads between two purges (and after the last refetch).
+                try await progress.waitForEveryReader()
                 #expect(try await h.admin(.POST, "/purge?url=\(url)").status == 200)
                 last = try await h.get("/v/hot").text
             }
-            try await Task.sleep(for: .milliseconds(50))
+            try await progress.waitForEveryReader()
             stop.isSet.store(true, ordering: .relaxed)
             let newest = Int(last.dropFirst()) ?? -1
             for reader in readers {
@@ -643,7 +646,7 @@ extension EncodedHitAttackTests {
                 var responseSize = 0
                 var data: [UInt8] = []
                 while responseSize == 0 || total < responseSize * count {
-                    usleep(15_000)
+                    RawSocket.pace(15_000)
                     let read = socket.receive(into: &buffer)
                     if read <= 0 { break }
                     total += read
@@ -664,6 +667,23 @@ extension EncodedHitAttackTests {
 /// Tells the readers of a test to stop.
 private final class StopFlag: Sendable {
     let isSet = Atomic<Bool>(false)
+}
+
+/// How many exchanges each reader connection has finished: the event a test waits for to know
+/// every connection read since its last step.
+private final class ReaderProgress: Sendable {
+    private let exchanges: Mutex<[Int]>
+
+    init(readers: Int) { exchanges = Mutex(Array(repeating: 0, count: readers)) }
+
+    /// Reader `index` finished one more exchange.
+    func count(_ index: Int) { exchanges.withLock { $0[index] += 1 } }
+
+    /// Waits until every reader has finished an exchange since this call.
+    func waitForEveryReader() async throws {
+        let seen = exchanges.withLock { $0 }
+        try await eventually { exchanges.withLock { zip($0, seen).allSatisfy { $0 > $1 } } }
+    }
 }
 
 extension EncodedHitAttackTests {

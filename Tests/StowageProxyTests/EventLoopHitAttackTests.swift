@@ -193,7 +193,7 @@ import Glibc
                     let end = min(offset + 13, bytes.count)
                     socket.trySend(Array(bytes[offset..<end]))
                     offset = end
-                    usleep(200)
+                    RawSocket.pace(200)
                 }
                 return Self.read(socket, bodiless: Array(repeating: false, count: count))
             }
@@ -395,7 +395,7 @@ import Glibc
                         return ((ContinuousClock.now - started).timeInterval, sent)
                     }
                     if result > 0 { sent += 1 }
-                    usleep(2_000)
+                    RawSocket.pace(2_000)
                 }
                 return (nil, sent)
             }
@@ -424,7 +424,7 @@ import Glibc
                 var total = 0
                 var buffer = [UInt8](repeating: 0, count: 65_536)
                 while total < size + 100 {
-                    usleep(15_000)
+                    RawSocket.pace(15_000)
                     let count = socket.receive(into: &buffer)
                     if count <= 0 { break }
                     total += count

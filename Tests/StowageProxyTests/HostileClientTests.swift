@@ -71,7 +71,7 @@ import Glibc
                 let socket = try RawSocket(port: port)
                 socket.send("POST /slow HTTP/1.1\r\nHost: proxy\r\nContent-Length: 10\r\n\r\n")
                 for byte in "0123456789" {
-                    usleep(100_000)
+                    RawSocket.pace(100_000)
                     socket.send(String(byte))
                 }
                 return socket.readResponse()

@@ -1,5 +1,7 @@
 import Foundation
+import StowageHTTPCache
 import StowageHTTPTestSupport
+import StowageProxy
 import StowageTestSupport
 import Testing
 
@@ -44,30 +46,42 @@ import Testing
 
     @Test("requests collapsed onto one fetch: only the request that went upstream gets the interim response")
     func onlyTheFetchingRequestForwards() async throws {
+        // The origin sends its interim response, then holds the final one until the other two
+        // requests wait for it (each collapsed request's timeout sleeps on a clock that never
+        // moves, so none gives up and fetches on its own).
+        let release = ScriptedUpstream.Release()
+        defer { release.open() }
         let origin = try ScriptedUpstream { received in
-            .sendPausing(
+            .sendHolding(
                 "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n",
-                milliseconds: 600,
+                until: release,
                 then: ok("v\(received.index)", "Cache-Control: max-age=60")
             )
         }
         defer { origin.stop() }
-        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+        let waitClock = SteppedClock()
+        try await ProxyHarness.run(
+            upstream: origin.baseURL,
+            configure: { $0.cache.waitClock = waitClock },
+            script: { _ in .init() }
+        ) { h in
             let port = h.proxyPort
-            let transcripts = try await withThrowingTaskGroup(of: String.self) { group in
-                for delay in [0, 150, 300] {
-                    group.addTask {
-                        try await Task.sleep(for: .milliseconds(delay))
-                        return try await onOwnThread {
-                            let socket = try RawSocket(port: port)
-                            socket.send("GET /slow HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
-                            return socket.readTextUntilClosed()
-                        }
-                    }
+            @Sendable func fetch() async throws -> String {
+                try await onOwnThread {
+                    let socket = try RawSocket(port: port)
+                    socket.send("GET /slow HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+                    return socket.readTextUntilClosed()
                 }
+            }
+            let transcripts = try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask { try await fetch() }
+                try await eventually { origin.requestCount == 1 }
+                for _ in 0..<2 { group.addTask { try await fetch() } }
+                try await eventually { waitClock.sleeperCount == 2 }
+                release.open()
                 return try await group.reduce(into: []) { $0.append($1) }
             }
-            // However the requests fell (collapsed, or a hit after the store), one went upstream.
+            // The other two were collapsed onto the one that went upstream.
             #expect(origin.requestCount == 1)
             #expect(transcripts.allSatisfy { $0.hasSuffix("v1") }, "\(transcripts)")
             let forwarded = transcripts.filter { $0.contains("HTTP/1.1 103 ") }

@@ -3,8 +3,10 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import Prometheus
+import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
+import StowageTestSupport
 import StowageTesting
 import Testing
 
@@ -315,16 +317,36 @@ import Testing
 
     @Test("requests per second over a window start from the newest sample at least that old")
     func requestRate() throws {
-        let rate = RequestRate(capacity: 4)
-        let start = ContinuousClock.now
-        #expect(rate.perSecond(requests: 5, at: start, over: .seconds(10)) == nil)
-        for second in 0..<6 { rate.sample(requests: second * 10, at: start + .seconds(second)) }
+        let clock = SteppedClock()
+        let rate = RequestRate(capacity: 4, clock: ElapsedClock(clock))
+        #expect(rate.perSecond(requests: 5, over: .seconds(10)) == nil)
+        for second in 0..<6 {
+            rate.sample(requests: second * 10)
+            clock.advance(by: .seconds(1))
+        }
         // Kept: seconds 2...5. Over 2 s at second 6: from the sample of second 4 (40 requests).
-        let recent = try #require(rate.perSecond(requests: 60, at: start + .seconds(6), over: .seconds(2)))
+        let recent = try #require(rate.perSecond(requests: 60, over: .seconds(2)))
         #expect(abs(recent.perSecond - 10) < 1e-9 && abs(recent.seconds - 2) < 1e-9)
         // Over 10 s: none that old is kept; from the oldest kept (second 2, 20 requests).
-        let oldest = try #require(rate.perSecond(requests: 60, at: start + .seconds(6), over: .seconds(10)))
+        let oldest = try #require(rate.perSecond(requests: 60, over: .seconds(10)))
         #expect(abs(oldest.perSecond - 10) < 1e-9 && abs(oldest.seconds - 4) < 1e-9)
+    }
+
+    @Test("the status sampler samples the request total once a second of the rate's clock")
+    func samplerFollowsTheClock() async throws {
+        let clock = SteppedClock()
+        let counters = ProxyCounters()
+        let rate = RequestRate(clock: ElapsedClock(clock))
+        let sampler = Task { try await StatusSampler(counters: counters, rate: rate).run() }
+        defer { sampler.cancel() }
+        // The first sample at once, then a wait of a second on the clock.
+        try await eventually { rate.sampleCount == 1 && clock.sleeperCount == 1 }
+        for _ in 0..<20 { counters.record(.hit) }
+        #expect(rate.sampleCount == 1, "no second sample before the clock moves")
+        clock.advance(by: .seconds(1))
+        try await eventually { rate.sampleCount == 2 && clock.sleeperCount == 1 }
+        let recent = try #require(rate.perSecond(requests: 20, over: .seconds(1)))
+        #expect(recent.perSecond == 20 && recent.seconds == 1)
     }
 
     static func basic(_ user: String, _ password: String) -> String {

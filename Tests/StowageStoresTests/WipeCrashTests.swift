@@ -29,8 +29,9 @@ struct WipeCrashTests {
         ])
         let journal = fixture.container.url(for: .applicationSupport).appending(path: "Stowage/wipes/ada.json")
 
-        // Kill the worker as soon as its journal exists, from a thread that does nothing else
-        // (not Swift's cooperative pool, which other tests may hold). On a loaded machine the
+        // Kill the worker once it says its deletions begin (the journal written, ada's data
+        // moved out of place: a kill between journal and move leaves the data in place for the
+        // next open to wipe), from a thread that does nothing else. On a loaded machine the
         // worker may still finish first: then give ada her files back and try again.
         var interrupted = false
         for _ in 0..<5 where !interrupted {
@@ -42,22 +43,10 @@ struct WipeCrashTests {
                 }
             }
             let process = TestWorker.process("stores", ["wipe", fixture.root.path, "ada"])
+            let output = childPipe()
+            process.standardOutput = output
             try process.run()
-            await BlockingWork.run {
-                let deadline = Date().addingTimeInterval(30)
-                // The journal first, then ada's data moved out of place, then the deletions: wait
-                // for the move (a kill between journal and move leaves the data in place for the
-                // next open to wipe, which a loaded machine made this test see).
-                while !FileManager.default.fileExists(atPath: journal.path)
-                    || FileManager.default.fileExists(atPath: ada.dataDirectory.path),
-                    process.isRunning, Date() < deadline
-                {
-                    usleep(200)
-                }
-                usleep(5_000)  // into the deletions
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
+            _ = try await kill(process, once: output.fileHandleForReading, contains: "deleting them")
             interrupted =
                 process.terminationReason == .uncaughtSignal && FileManager.default.fileExists(atPath: journal.path)
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import StowageCore
 import StowageStores
 
@@ -12,7 +13,11 @@ enum StoresWorkerCommand {
             exit(64)
         }
         let container = Container(root: URL(filePath: arguments[2]), identifier: "org.stowage.tests")
-        let report = try UserSpaces(container: container).wipe(user: arguments[3])
+        // The wipe's debug log on standard output: the parent kills this process once the
+        // deletions begin ("deleting them").
+        var logger = Logger(label: "worker") { StreamLogHandler.standardOutput(label: $0) }
+        logger.logLevel = Logger.Level.debug
+        let report = try UserSpaces(container: container, logger: logger).wipe(user: arguments[3])
         print("wiped \(report.bytesRemoved.rawValue)")
     }
 }

@@ -201,9 +201,11 @@ extension CacheLevels {
     /// Runs when a call to the shared level first succeeds after an outage, and when the
     /// invalidation channel comes back (``SharedCacheInvalidation/all``, `.emptied`).
     package func replaySharedWrites() async {
-        guard let shared = sharedLevel, !shared.pendingWrites.isEmpty,
-            !shared.replaying.exchange(true, ordering: .acquiring)
-        else { return }
+        guard let shared = sharedLevel, !shared.pendingWrites.isEmpty else { return }
+        guard !shared.replaying.exchange(true, ordering: .acquiring) else {
+            shared.replaysFoundUnderWay.add(1, ordering: .relaxed)
+            return
+        }
         let refused = await replayPasses(to: shared)
         shared.replaying.store(false, ordering: .releasing)
         // Scheduled only once this replay no longer counts as under way: a retry that found it

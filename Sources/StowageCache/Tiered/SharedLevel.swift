@@ -38,6 +38,9 @@ package final class SharedLevel: Sendable {
     let sharedCopy: SharedCopy?
     /// Whether a replay of ``pendingWrites`` is under way (one at a time).
     let replaying = Atomic<Bool>(false)
+    /// How many replays returned at once because another was under way: the event a test
+    /// waits for to know a recovery's replay met one still running.
+    package let replaysFoundUnderWay = Atomic<Int>(0)
     /// Set while a replay the shared level refused part-way waits to be tried again
     /// (`CacheLevels.replaySharedWrites`); the pause before it, in milliseconds, doubles up to 5 s.
     let replayRetryScheduled = Atomic<Bool>(false)

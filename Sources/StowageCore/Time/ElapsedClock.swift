@@ -1,3 +1,5 @@
+import Foundation
+
 /// Any `Clock<Duration>` with its instants turned into time since the clock was wrapped, so a
 /// component can keep deadlines in a table and sleep until one without being generic over the
 /// clock its user chose.
@@ -8,6 +10,7 @@
 package struct ElapsedClock: Sendable {
     private let elapsed: @Sendable () -> Duration
     private let sleeper: @Sendable (Duration, Duration?) async throws -> Void
+    private let blockingSleeper: @Sendable (Duration) -> Void
 
     /// Wraps `clock`; its present moment is offset zero.
     package init<C: Clock<Duration>>(_ clock: C) {
@@ -15,6 +18,22 @@ package struct ElapsedClock: Sendable {
         elapsed = { origin.duration(to: clock.now) }
         sleeper = { offset, tolerance in
             try await clock.sleep(until: origin.advanced(by: offset), tolerance: tolerance)
+        }
+        if C.self == ContinuousClock.self || C.self == SuspendingClock.self {
+            blockingSleeper = { duration in
+                Thread.sleep(forTimeInterval: duration.timeInterval)
+            }
+        } else {
+            // A test's clock moves when the test says: wait for its sleep on a task, holding
+            // this thread (never a cooperative one: see ``sleepBlocking(for:)``).
+            blockingSleeper = { duration in
+                let woken = DispatchSemaphore(value: 0)
+                Task {
+                    try? await clock.sleep(until: clock.now.advanced(by: duration), tolerance: nil)
+                    woken.signal()
+                }
+                woken.wait()
+            }
         }
     }
 
@@ -33,5 +52,12 @@ package struct ElapsedClock: Sendable {
     /// Suspends for `duration` on the clock.
     package func sleep(for duration: Duration) async throws {
         try await sleep(until: now + duration)
+    }
+
+    /// Blocks the calling thread for `duration` on the clock: for synchronous work that polls
+    /// (a lock another process holds). Call it on a thread of its own or a blocking lane, never
+    /// on a cooperative thread: with a test's clock the wait is a task that must run meanwhile.
+    package func sleepBlocking(for duration: Duration) {
+        blockingSleeper(duration)
     }
 }

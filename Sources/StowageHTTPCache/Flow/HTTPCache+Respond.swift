@@ -212,7 +212,7 @@ extension HTTPCache {
         let cacheStatus = status(outcome, ttl: ttl)
         var served: CachedResponse
         var needsBody = false
-        if CacheRules.isConditional(request), rules.conditionsMatch(request, stored: stored) {
+        if CacheRules.isConditional(request), rules.conditionsMatch(request, stored: stored, nowSeconds: now) {
             served = CachedResponse(response: Self.notModified(from: response), body: .empty, status: cacheStatus)
         } else {
             served = CachedResponse(response: response, body: .empty, status: cacheStatus)

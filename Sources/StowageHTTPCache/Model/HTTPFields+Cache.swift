@@ -19,13 +19,16 @@ extension HTTPFields {
 
     /// The value of a date field, or `.invalid` when present but not an HTTP-date.
     ///
-    /// - Parameter strict: Accept only the exact grammar (``HTTPDate/parseStrict(_:)``), as for
-    ///   `Expires`, where an invalid date means "already expired" (RFC 9111 §5.3).
-    func date(_ name: HTTPField.Name, strict: Bool = false) -> FieldDate {
+    /// - Parameters:
+    ///   - strict: Accept only the exact grammar (``HTTPDate/parseStrict(_:now:)``), as for
+    ///     `Expires`, where an invalid date means "already expired" (RFC 9111 §5.3).
+    ///   - now: When the fields were received, in seconds since 1970 (an RFC 850 date's century).
+    func date(_ name: HTTPField.Name, strict: Bool = false, now: Double) -> FieldDate {
         let values = self[values: name]
         guard let first = values.first else { return .absent }
         // RFC 9111 §4.2.1: with several values, use the first or treat as stale; we use the first.
-        let parsed = strict ? HTTPDate.parseStrict(first) : HTTPDate.parse(first)
+        let parsed =
+            strict ? HTTPDate.parseStrict(first, nowSeconds: now) : HTTPDate.parse(first, nowSeconds: now)
         return parsed.map(FieldDate.date) ?? .invalid
     }
 }

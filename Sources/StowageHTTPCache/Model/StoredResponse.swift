@@ -7,7 +7,7 @@ public struct StoredResponse: Sendable, Hashable {
     /// Status and header fields as stored: hop-by-hop fields removed, a `Date` added if the origin
     /// sent none (RFC 9110 §6.6.1).
     public var response: HTTPResponse {
-        didSet { facts = Facts(response.headerFields) }
+        didSet { facts = Facts(response.headerFields, receivedAt: responseSeconds) }
     }
     /// The header fields the decisions read, parsed once when the response is set: every lookup
     /// of a stored response needs them, and parsing them per lookup cost more than the rest of
@@ -102,7 +102,7 @@ public struct StoredResponse: Sendable, Hashable {
             response.headerFields[.date] = HTTPDate.format(Int64(responseTime))
         }
         self.response = response
-        self.facts = Facts(response.headerFields)
+        self.facts = Facts(response.headerFields, receivedAt: responseTime)
         self.requestSeconds = requestTime
         self.responseSeconds = responseTime
         self.varyingFields = varyingFields
@@ -134,11 +134,13 @@ public struct StoredResponse: Sendable, Hashable {
         let ageValue: Int
         let entityTag: EntityTag?
 
-        init(_ fields: HTTPFields) {
+        /// The facts of `fields`, received at `responseSeconds` (an RFC 850 date's century is
+        /// the one closest before it, RFC 9110 §5.6.7, so a record reads the same every time).
+        init(_ fields: HTTPFields, receivedAt responseSeconds: Double) {
             cacheControl = fields.cacheControl
-            date = fields.date(.date).value
-            expires = fields.date(.expires, strict: true)
-            lastModified = fields.date(.lastModified).value
+            date = fields.date(.date, now: responseSeconds).value
+            expires = fields.date(.expires, strict: true, now: responseSeconds)
+            lastModified = fields.date(.lastModified, now: responseSeconds).value
             ageValue = CacheRules.ageValue(fields)
             entityTag = fields[.eTag].flatMap { EntityTag(parsing: $0) }
         }

@@ -13,10 +13,6 @@ import Foundation
 /// callers apply the RFC's rule for invalid dates (RFC 9111 §5.3: an invalid `Expires`, such as
 /// `0`, means already expired). Fuzzed in `HTTPDateFuzzTests`: never traps, linear time.
 public enum HTTPDate {
-    private static let currentYear: Int = {
-        let formatted = format(Int64(Date().timeIntervalSince1970))
-        return Int(formatted.split(separator: " ")[3]) ?? 2026
-    }()
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
     private static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let monthNames = [
@@ -25,9 +21,19 @@ public enum HTTPDate {
 
     /// Parses an HTTP-date in any of its three forms.
     ///
-    /// - Parameter text: The field value, e.g. of `Date`, `Expires` or `Last-Modified`.
+    /// - Parameters:
+    ///   - text: The field value, e.g. of `Date`, `Expires` or `Last-Modified`.
+    ///   - now: When the value was received: an RFC 850 date's two-digit year that would be more
+    ///     than 50 years after it is the most recent past year with those digits (RFC 9110
+    ///     §5.6.7). Default: the system's date; the HTTP cache passes its clock's time of the
+    ///     exchange, so a stored response reads the same whenever it is read.
     /// - Returns: Seconds since 1970-01-01T00:00:00Z, or `nil` when `text` is not an HTTP-date.
-    public static func parse(_ text: some StringProtocol) -> Int64? {
+    public static func parse(_ text: some StringProtocol, now: Date = Date()) -> Int64? {
+        parse(text, nowSeconds: now.timeIntervalSince1970)
+    }
+
+    /// ``parse(_:now:)`` with `now` in seconds since 1970, as the cache's rules count time.
+    static func parse(_ text: some StringProtocol, nowSeconds: Double) -> Int64? {
         var scanner = DateScanner(bytes: Array(text.utf8))
         scanner.skipSpaces()
         // All three forms start with a day name; RFC 850 spells it out and follows it by a comma.
@@ -44,6 +50,7 @@ public enum HTTPDate {
                 // is the most recent past year with those digits.
                 var year = shortYear
                 if shortYear < 100 {
+                    let currentYear = civilYear(at: nowSeconds)
                     year = currentYear / 100 * 100 + shortYear
                     if year > currentYear + 50 { year -= 100 }
                 }
@@ -78,15 +85,22 @@ public enum HTTPDate {
     /// in the IMF form is invalid there, not a date far in the future. ``parse(_:)`` accepts
     /// those, as a recipient of `Date` or `Last-Modified` may.
     ///
+    /// - Parameter now: When the value was received, for an RFC 850 date's century (as in
+    ///   ``parse(_:now:)``).
     /// - Returns: Seconds since 1970, or `nil` when `text` is not exactly an HTTP-date.
-    public static func parseStrict(_ text: some StringProtocol) -> Int64? {
+    public static func parseStrict(_ text: some StringProtocol, now: Date = Date()) -> Int64? {
+        parseStrict(text, nowSeconds: now.timeIntervalSince1970)
+    }
+
+    /// ``parseStrict(_:now:)`` with `now` in seconds since 1970.
+    static func parseStrict(_ text: some StringProtocol, nowSeconds: Double) -> Int64? {
         let bytes = Array(text.utf8)
         guard let comma = bytes.firstIndex(of: UInt8(ascii: ",")) else {
             // asctime-date: "Sun Nov  6 08:49:37 1994" (the day is two digits or a space and one).
             guard bytes.count == 24, dayNames.contains(String(decoding: bytes[0..<3], as: UTF8.self)),
                 matches(bytes[3...], " @@@ _# ##:##:## ####")
             else { return nil }
-            return parse(text)
+            return parse(text, nowSeconds: nowSeconds)
         }
         let dayName = String(decoding: bytes[..<comma], as: UTF8.self)
         if dayNames.contains(dayName) {
@@ -98,7 +112,7 @@ public enum HTTPDate {
         } else {
             return nil
         }
-        return parse(text)
+        return parse(text, nowSeconds: nowSeconds)
     }
 
     private static let fullDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
@@ -153,6 +167,20 @@ public enum HTTPDate {
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         let days = era * 146_097 + dayOfEra - 719_468
         return days * 86_400 + Int64(time.0) * 3_600 + Int64(time.1) * 60 + Int64(time.2)
+    }
+
+    /// The year (UTC) at `seconds` since 1970, clamped to years 1…9999.
+    private static func civilYear(at seconds: Double) -> Int {
+        let clamped = seconds.isNaN ? 0 : min(max(seconds, -62_135_596_800), 253_402_300_799)
+        let days = Int64((clamped / 86_400).rounded(.down))
+        // Civil from days (Hinnant), as in format(_:).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        return Int(yearOfEra + era * 400 + (mp < 10 ? 0 : 1))
     }
 
     /// Formats seconds since 1970 as an IMF-fixdate, the form senders must use.

@@ -17,7 +17,7 @@ extension CacheRules {
         let tags = stored.compactMap(\.entityTag)
         if !tags.isEmpty { conditional.headerFields[.ifNoneMatch] = tags.map(\.description).joined(separator: ", ") }
         if stored.count == 1, let lastModified = stored[0].response.headerFields[.lastModified],
-            HTTPDate.parse(lastModified) != nil
+            HTTPDate.parse(lastModified, nowSeconds: stored[0].responseSeconds) != nil
         {
             conditional.headerFields[.ifModifiedSince] = lastModified
         }
@@ -33,7 +33,15 @@ extension CacheRules {
     ///
     /// `If-None-Match` takes precedence and uses weak comparison (RFC 9110 §13.1.2); without it,
     /// `If-Modified-Since` compares with `Last-Modified` (or `Date`) (§13.1.3).
-    public func conditionsMatch(_ request: HTTPRequest, stored: StoredResponse) -> Bool {
+    ///
+    /// - Parameter now: When the request was received (an RFC 850 `If-Modified-Since`'s century,
+    ///   RFC 9110 §5.6.7); the cache passes its clock's time. Default: the system's date.
+    public func conditionsMatch(_ request: HTTPRequest, stored: StoredResponse, now: Date = Date()) -> Bool {
+        conditionsMatch(request, stored: stored, nowSeconds: now.timeIntervalSince1970)
+    }
+
+    /// ``conditionsMatch(_:stored:now:)`` with `now` in seconds since 1970, as the cache counts time.
+    func conditionsMatch(_ request: HTTPRequest, stored: StoredResponse, nowSeconds: Double) -> Bool {
         guard request.method == .get || request.method == .head else { return false }
         let fields = request.headerFields
         if let ifNoneMatch = fields.combined(.ifNoneMatch) {
@@ -41,7 +49,7 @@ extension CacheRules {
             guard let tag = stored.entityTag else { return candidates.contains { $0 == nil } }
             return candidates.contains { $0 == nil || $0!.matchesWeakly(tag) }
         }
-        if let since = fields[.ifModifiedSince], let sinceDate = HTTPDate.parse(since) {
+        if let since = fields[.ifModifiedSince], let sinceDate = HTTPDate.parse(since, nowSeconds: nowSeconds) {
             guard let modified = stored.lastModified ?? stored.facts.date else { return false }
             return modified <= sinceDate
         }
@@ -53,7 +61,19 @@ extension CacheRules {
     /// A strong entity tag selects the responses with the same strong tag; a weak tag or a
     /// `Last-Modified` selects the most recent matching one; a 304 without validators selects
     /// the single stored response when it was the one validated.
-    public func responsesToFreshen(_ stored: [StoredResponse], with notModified: HTTPResponse) -> [Int] {
+    ///
+    /// - Parameter now: When the 304 was received (an RFC 850 `Last-Modified`'s century, RFC
+    ///   9110 §5.6.7); the cache passes its clock's time. Default: the system's date.
+    public func responsesToFreshen(
+        _ stored: [StoredResponse],
+        with notModified: HTTPResponse,
+        now: Date = Date()
+    ) -> [Int] {
+        responsesToFreshen(stored, with: notModified, nowSeconds: now.timeIntervalSince1970)
+    }
+
+    /// ``responsesToFreshen(_:with:now:)`` with `now` in seconds since 1970, as the cache counts time.
+    func responsesToFreshen(_ stored: [StoredResponse], with notModified: HTTPResponse, nowSeconds: Double) -> [Int] {
         let fields = notModified.headerFields
         if let tag = fields[.eTag].flatMap({ EntityTag(parsing: $0) }) {
             if !tag.isWeak {
@@ -64,7 +84,7 @@ extension CacheRules {
                 of: stored
             )
         }
-        if let lastModified = fields.date(.lastModified).value {
+        if let lastModified = fields.date(.lastModified, now: nowSeconds).value {
             return mostRecent(stored.indices.filter { stored[$0].lastModified == lastModified }, of: stored)
         }
         return stored.count == 1 ? [0] : []

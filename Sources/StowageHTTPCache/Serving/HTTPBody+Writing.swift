@@ -77,6 +77,10 @@ final class BodyPipe: Sendable {
 
     private let state = Mutex(State())
 
+    /// Whether a writer is parked on a chunk the reader has not taken: the event a test waits
+    /// for to know a write is held by backpressure.
+    var hasParkedWriter: Bool { state.withLock { $0.writer != nil } }
+
     /// Waits until the reader takes `chunk`.
     func write(_ chunk: [UInt8]) async throws {
         try await withTaskCancellationHandler {

@@ -199,7 +199,7 @@ extension HTTPCache {
         responseTime: Double
     ) async throws -> [VariantRecord] {
         var records = try await variants(for: key)
-        let indices = rules.responsesToFreshen(records.map(\.stored), with: notModified)
+        let indices = rules.responsesToFreshen(records.map(\.stored), with: notModified, nowSeconds: responseTime)
         guard !indices.isEmpty else { return [] }
         for index in indices {
             records[index].stored = rules.freshen(

@@ -18,7 +18,7 @@ extension ProxyActivity {
     ) async -> ProxyStatus {
         let totals = counters.snapshot
         let uptime = max(0, (now - start).timeInterval)
-        let recent = rate.perSecond(requests: totals.requests, at: now, over: Self.recentRequestWindow)
+        let recent = rate.perSecond(requests: totals.requests, over: Self.recentRequestWindow)
         var disk: ProxyStatus.Level?
         if cache.disk != nil {
             // A failed walk shows the capacity with no usage rather than failing the page.

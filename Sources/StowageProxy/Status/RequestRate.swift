@@ -7,35 +7,43 @@ import Synchronization
 final class RequestRate: Sendable {
     /// How many samples are kept: enough for the longest window asked for.
     let capacity: Int
+    /// What the samples are timed by, and what ``StatusSampler`` paces them by.
+    let clock: ElapsedClock
     private let samples: Mutex<[Sample]>
 
-    /// The request total at one instant.
+    /// The request total at one moment.
     struct Sample: Sendable {
         var requests: Int
-        var at: ContinuousClock.Instant
+        /// When, on ``RequestRate/clock``.
+        var at: Duration
     }
 
-    init(capacity: Int = 16) {
+    /// A rate keeping `capacity` samples, timed by `clock` (real time by default; tests pass a
+    /// `SteppedClock`).
+    init(capacity: Int = 16, clock: ElapsedClock = .continuous) {
         precondition(capacity > 1, "capacity needs to be > 1")
         self.capacity = capacity
+        self.clock = clock
         samples = Mutex([])
     }
 
-    func sample(requests: Int, at instant: ContinuousClock.Instant) {
+    /// How many samples are kept now.
+    var sampleCount: Int { samples.withLock { $0.count } }
+
+    /// Records the request total `requests` now.
+    func sample(requests: Int) {
+        let now = clock.now
         samples.withLock { samples in
-            samples.append(Sample(requests: requests, at: instant))
+            samples.append(Sample(requests: requests, at: now))
             if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
         }
     }
 
-    /// Requests per second from the newest sample at least `window` before `now` (or the
-    /// oldest, when none is that old) to `now`, with the seconds that covers; `nil` before the
-    /// first sample, or when the samples are younger than a tenth of a second.
-    func perSecond(
-        requests: Int,
-        at now: ContinuousClock.Instant,
-        over window: Duration
-    ) -> (perSecond: Double, seconds: Double)? {
+    /// Requests per second from the newest sample at least `window` old (or the oldest, when
+    /// none is that old) to now, when the total is `requests`, with the seconds that covers;
+    /// `nil` before the first sample, or when the samples are younger than a tenth of a second.
+    func perSecond(requests: Int, over window: Duration) -> (perSecond: Double, seconds: Double)? {
+        let now = clock.now
         let from = samples.withLock { samples in
             samples.last { now - $0.at >= window } ?? samples.first
         }

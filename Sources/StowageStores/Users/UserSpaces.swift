@@ -162,6 +162,9 @@ public final class UserSpaces: Sendable {
                 moved.append((area, parent.appending(path: name)))
             }
         }
+        // The user is out of place now; a crash from here on leaves tombstones the next open
+        // deletes (the kill tests wait for this line to land inside the deletions).
+        logger.debug("user's directories moved away; deleting them", metadata: ["user": "\(user)"])
         for (area, tombstone) in moved {
             guard let cleared = try delete(tombstone) else { continue }
             report.removed.append(WipeReport.Area(area: area, entries: cleared.removedCount, bytes: cleared.bytesFreed))

@@ -33,6 +33,24 @@ final class TestContainer: Sendable {
         return url
     }
 
+    /// Writes `relative` as ``file(_:bytes:modified:)`` does, born after `earlier` where the file
+    /// system records birth times.
+    ///
+    /// Birth times cannot be set, and the kernel stamps them from a coarse clock (one tick is
+    /// 1–10 ms), so files made one after another can share one. Until the new file's birth time
+    /// is later than `earlier`'s, it is removed and made again after a millisecond: the event
+    /// waited for is the kernel's clock passing `earlier`'s birth, however late a loaded machine
+    /// runs.
+    @discardableResult
+    func file(_ relative: String, bytes: Int = 4_096, modified: Double? = nil, bornAfter earlier: URL) throws -> URL {
+        while true {
+            let made = try file(relative, bytes: bytes, modified: modified)
+            guard let before = birthTime(earlier), let birth = birthTime(made), birth <= before else { return made }
+            try FileManager.default.removeItem(at: made)
+            usleep(1_000)
+        }
+    }
+
     /// Writes `directories × filesPerDirectory` one-byte files quickly (no FileManager per file).
     func manyFiles(_ relative: String, directories: Int, filesPerDirectory: Int, modified: Double? = nil) throws {
         for directory in 0..<directories {
@@ -94,6 +112,11 @@ func setModificationTime(_ url: URL, _ seconds: Double) throws {
 func allocatedBytes(_ url: URL) -> Int64 {
     var status = stat()
     return lstat(url.path, &status) == 0 ? Int64(status.st_blocks) * 512 : 0
+}
+
+/// The birth time of the file at `url` in seconds since 1970, `nil` where the file system has none.
+func birthTime(_ url: URL) -> Double? {
+    FileStatus.at(AT_FDCWD, url.path)?.birthTime
 }
 
 /// Whether the file system under `url` reports birth times through statx.

@@ -89,6 +89,11 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
         return String(decoding: data[..<end.lowerBound], as: UTF8.self)
     }
 
+    /// Waits `microseconds` before a raw client's next write or read (``SlowPeer``).
+    static func pace(_ microseconds: useconds_t) {
+        SlowPeer.pause(microseconds: microseconds)
+    }
+
     /// Reads one response: the head, then `Content-Length` bytes. `nil` when the peer closed.
     ///
     /// - Parameter pause: Microseconds to wait before each read of the body, for a client that
@@ -103,7 +108,7 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
                     head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                     .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
                 while data.count - end.upperBound < length {
-                    if pause > 0 { usleep(pause) }
+                    if pause > 0 { Self.pace(pause) }
                     let count = receive(into: &buffer)
                     guard count > 0 else { return nil }
                     data += buffer[..<count]

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import StowageTestSupport
 import Synchronization
@@ -30,6 +31,9 @@ final class ScriptedUpstream: Sendable {
         /// Sends the first bytes, waits `pause` milliseconds, sends the rest, and waits for the
         /// next request: an origin that takes its time after an interim response.
         case sendPausing(String, milliseconds: UInt32, then: String)
+        /// Sends the first bytes, waits until `release` is opened, sends the rest, and waits
+        /// for the next request: an origin that answers when the test says.
+        case sendHolding(String, until: Release, then: String)
         /// Sends the bytes, then closes.
         case sendAndClose(String)
         /// Sends the bytes, then says nothing more until the peer closes or the origin stops.
@@ -38,6 +42,29 @@ final class ScriptedUpstream: Sendable {
         case repeatThenClose(String, count: Int)
         /// Closes without answering.
         case close
+    }
+
+    /// A one-way gate the origin's threads wait at (``Answer/sendHolding(_:until:then:)``) until
+    /// the test opens it; open it in a `defer` too, so a failed test does not leave one waiting.
+    final class Release: Sendable {
+        private let state = Mutex(false)
+        private let opened = DispatchSemaphore(value: 0)
+
+        /// Lets every waiter through, now and later.
+        func open() {
+            let first = state.withLock { isOpen in
+                defer { isOpen = true }
+                return !isOpen
+            }
+            if first { opened.signal() }
+        }
+
+        /// Blocks the calling thread until ``open()``.
+        func wait() {
+            if state.withLock({ $0 }) { return }
+            opened.wait()
+            opened.signal()  // the next waiter passes too
+        }
     }
 
     private let listener: LoopbackListener
@@ -86,7 +113,11 @@ final class ScriptedUpstream: Sendable {
                     guard send(text, on: connection) else { return }
                 case .sendPausing(let first, let milliseconds, let rest):
                     guard send(first, on: connection) else { return }
-                    usleep(milliseconds * 1_000)
+                    SlowPeer.pause(microseconds: milliseconds * 1_000)
+                    guard send(rest, on: connection) else { return }
+                case .sendHolding(let first, let release, let rest):
+                    guard send(first, on: connection) else { return }
+                    release.wait()
                     guard send(rest, on: connection) else { return }
                 case .sendAndClose(let text):
                     _ = send(text, on: connection)
