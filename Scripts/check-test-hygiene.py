@@ -51,7 +51,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "Tests/StowageCoreTests/BlockingWorkTests.swift": (1, "each item blocks its lane 20 ms, as a slow disk does, so lanes are seen to run at once"),
     "Tests/StowageHousekeepingTests/PurgeableDirectoriesTests.swift": (3, "files made a few ms apart so their birth times differ (birth time cannot be set)"),
     "Tests/StowageProxyTests/ConnectionDeadlineTests.swift": (1, "a client pausing 1 s, shorter than the send timeout, against the real socket deadline"),
-    "Tests/StowageProxyTests/EventLoopHitAttackTests.swift": (3, "slow-reading and slow-writing raw clients against the proxy's event loop: their pace is the subject"),
+    "Tests/StowageProxyTests/EventLoopHitAttackTests.swift": (2, "slow-reading and slow-writing raw clients against the proxy's event loop: their pace is the subject"),
     "Tests/StowageProxyTests/EncodedHitAttackTests.swift": (3, "a slow-reading client (its pace is the subject) and two 50 ms pauses between purges and fills"),
     "Tests/StowageProxyTests/HostileClientTests.swift": (1, "a client that sends one byte every 100 ms (slowloris): its pace is the subject"),
     "Tests/StowageProxyTests/InterimForwardingTests.swift": (1, "an origin that answers after a delay, so interim responses come first"),

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import StowageCore
 import StowageHTTPCache
 import StowageHummingbird
 import StowageTestSupport
@@ -27,10 +28,14 @@ final class CallCounter: Sendable {
 /// `Surrogate-Key`, the field the tests tag responses with.
 let surrogateKey = HTTPField.Name("Surrogate-Key")!
 
-/// A shared cache in `directory` that reads tags from `Surrogate-Key`.
+/// A shared cache in `directory` that reads tags from `Surrogate-Key`, on a clock that stands
+/// still: a response's `max-age` never runs out during a test, however slowly a loaded machine
+/// runs it (a stored response's age is not what these tests are about).
 func makeSharedCache(in directory: URL) throws -> HTTPCache {
     var configuration = HTTPCache.Configuration(kind: .shared, name: "stowage")
     configuration.tagFields = [surrogateKey]
+    let start = Date()
+    configuration.clock = CacheClock { start }
     return try HTTPCache(directory: directory, configuration: configuration)
 }
 

@@ -373,7 +373,7 @@ final class LoadCounters: Sendable {
 @Suite(
     "Shared tier on a Redis Cluster",
     .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"),
-    .timeLimit(.minutes(3))
+    .timeLimit(.minutes(5))
 )
 struct SharedTierClusterTests {
     @Test("nodes on different cluster masters share values, invalidations and the load lock")
