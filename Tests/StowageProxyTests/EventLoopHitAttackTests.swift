@@ -208,7 +208,7 @@ import Glibc
             _ = try await h.get("/h")
             let port = h.proxyPort
             let responses = try await onOwnThread { () -> [Parsed] in
-                let socket = try RawSocket(port: port, receiveTimeout: 10)
+                let socket = try RawSocket(port: port, receiveTimeout: 120)
                 var responses: [Parsed] = []
                 // One request at a time, no pipelining: a hit (kept bytes), a HEAD and a GET
                 // that both go to the async path.
