@@ -39,7 +39,10 @@ struct DiskCacheRoomTests {
         #expect(try cache.data(forKey: "profile") == thumbnail)
 
         volume.free()
-        #expect(try cache.setData(thumbnail, forKey: "thumb-2", priority: .opportunistic) == .stored)
+        let afterFree = try cache.setData(thumbnail, forKey: "thumb-2", priority: .opportunistic)
+        // Seen once in a stress run (load 29): not stored after the filler went. The volume's
+        // figures say whether the space came back.
+        #expect(afterFree == .stored, "\(afterFree); \(try VolumeCapacity.forVolume(containing: URL(filePath: volume.path)))")
     }
 
     @Test("with a free-space floor, an important write first removes the cache's least recently used entries")
