@@ -42,7 +42,8 @@ struct DiskCacheRoomTests {
         let afterFree = try cache.setData(thumbnail, forKey: "thumb-2", priority: .opportunistic)
         // Seen once in a stress run (load 29): not stored after the filler went. The volume's
         // figures say whether the space came back.
-        #expect(afterFree == .stored, "\(afterFree); \(try VolumeCapacity.forVolume(containing: URL(filePath: volume.path)))")
+        let figures = try VolumeCapacity.forVolume(containing: URL(filePath: volume.path))
+        #expect(afterFree == .stored, "\(afterFree); \(figures)")
     }
 
     @Test("with a free-space floor, an important write first removes the cache's least recently used entries")
