@@ -28,30 +28,36 @@ final class CallCounter: Sendable {
 /// `Surrogate-Key`, the field the tests tag responses with.
 let surrogateKey = HTTPField.Name("Surrogate-Key")!
 
-/// A shared cache in `directory` that reads tags from `Surrogate-Key`, on a clock that stands
-/// still: a response's `max-age` never runs out during a test, however slowly a loaded machine
-/// runs it (a stored response's age is not what these tests are about).
-func makeSharedCache(in directory: URL) throws -> HTTPCache {
+/// A clock that stands still at the moment it is made: a response's `max-age` never runs out
+/// during a test on it, however slowly a loaded machine runs the test.
+func standingClock() -> CacheClock {
+    let start = Date()
+    return CacheClock { start }
+}
+
+/// A shared cache in `directory` that reads tags from `Surrogate-Key`, on `clock` (by default
+/// one that stands still: most tests here are not about a stored response's age).
+func makeSharedCache(in directory: URL, clock: CacheClock = standingClock()) throws -> HTTPCache {
     var configuration = HTTPCache.Configuration(kind: .shared, name: "stowage")
     configuration.tagFields = [surrogateKey]
-    let start = Date()
-    configuration.clock = CacheClock { start }
+    configuration.clock = clock
     return try HTTPCache(directory: directory, configuration: configuration)
 }
 
 /// Runs `body` with a test client of an application whose router caches through a fresh shared
-/// cache (``makeSharedCache(in:)``) in a temporary directory named after the test, with the
+/// cache (``makeSharedCache(in:clock:)``, on `clock`) in a temporary directory named after the test, with the
 /// routes `routes` adds, and with that cache; the cache is closed afterwards, also when `body`
 /// throws.
 func withCachedApp(
     _ name: String = #function,
     configuration: ServerResponseCache.Configuration = .init(),
     setup: TestingSetup = .router,
+    clock: CacheClock = standingClock(),
     routes: (Router<BasicRequestContext>) -> Void,
     _ body: @Sendable (any TestClientProtocol, HTTPCache) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory(name) { root in
-        let cache = try makeSharedCache(in: root)
+        let cache = try makeSharedCache(in: root, clock: clock)
         let outcome: Result<Void, any Error>
         do {
             let router = Router()
