@@ -234,14 +234,21 @@ extension CacheLevels {
     /// Runs when a call to the shared level first succeeds after an outage, and when the
     /// invalidation channel comes back (``SharedCacheInvalidation/all``, `.emptied`).
     package func replaySharedWrites() async {
-        guard let shared = sharedLevel, !shared.pendingWrites.isEmpty,
-            !shared.replaying.exchange(true, ordering: .acquiring)
-        else { return }
-        let refused = await replayPasses(to: shared)
-        shared.replaying.store(false, ordering: .releasing)
-        // Scheduled only once this replay no longer counts as under way: a retry that found it
-        // still running would return at once, and nothing would try again.
-        if refused { scheduleReplayRetry(shared) }
+        guard let shared = sharedLevel else { return }
+        // Checked again once a replay no longer counts as under way: a change kept after its last
+        // pass found nothing waiting, but before it stopped, was left by every replay asked for
+        // meanwhile (the recovery after the change's outage, its retry firing): they returned at
+        // once, and with the level up nothing else would send it (the double-checked hand-off).
+        while !shared.pendingWrites.isEmpty, !shared.replaying.exchange(true, ordering: .acquiring) {
+            let refused = await replayPasses(to: shared)
+            shared.replaying.store(false, ordering: .releasing)
+            // Scheduled only once this replay no longer counts as under way: a retry that found
+            // it still running would return at once, and nothing would try again.
+            if refused {
+                scheduleReplayRetry(shared)
+                return
+            }
+        }
     }
 
     /// The passes of ``replaySharedWrites()``; returns whether the shared level refused a change.
