@@ -281,6 +281,7 @@ public final class RedisSharedTier: SharedCacheTier {
     /// Stores `data` for `key` with `timeToLive` as its Redis expiry; the other nodes hear of it
     /// (tracked by the server, or published).
     public func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws {
+        let timeToLive = timeToLive.map(Self.bounded)
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval, now: entryClock.now())
         try await breaker.run("SET") {
             let (_, isTracked) = try await self.write(
@@ -364,6 +365,7 @@ public final class RedisSharedTier: SharedCacheTier {
         timeToLive: Duration?,
         releasing lock: SharedCacheLoadLock
     ) async throws -> Bool {
+        let timeToLive = timeToLive.map(Self.bounded)
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval, now: entryClock.now())
         // Echoed on either path: as a script's write, or as the pool's (see OwnWriteEchoes).
         let tracked = tracker != nil
@@ -458,8 +460,18 @@ public final class RedisSharedTier: SharedCacheTier {
         }
     }
 
+    /// Whole milliseconds of `duration` (rounded up), at most ``longestDuration``'s.
     static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
+        let (seconds, attoseconds) = bounded(duration).components
         return Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
     }
+
+    /// The longest time-to-live or load-lock lease sent to Redis, 100 years: a longer one is
+    /// kept this long. Redis refuses an expiry past its millisecond clock's range ("invalid
+    /// expire time"), and `Duration.seconds(Int64.max)` in milliseconds overflows `Int` (and the
+    /// entry header's `Int64` expiry), which trapped the process on a caller's "forever".
+    static let longestDuration = Duration.seconds(100 * 365 * 86_400)
+
+    /// `duration`, at most ``longestDuration``.
+    static func bounded(_ duration: Duration) -> Duration { min(duration, longestDuration) }
 }

@@ -429,3 +429,24 @@ struct SharedTierClusterTests {
         #expect(runs.operations.load(ordering: .relaxed) == 1)
     }
 }
+
+extension SharedTierTests {
+    @Test("a time-to-live or load-lock lease too long for Redis's milliseconds is stored as the longest it keeps, not a crash")
+    func hugeDurations() async throws {
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        var options = SharedTierOptions()
+        options.loadLockLease = .seconds(Int64.max)
+        let (a, tierA) = try await fleet.node(namespace: "huge", name: "a", options: options)
+        let (b, _) = try await fleet.node(namespace: "huge", name: "b")
+        try await a.setValue("kept", forKey: "forever", timeToLive: .seconds(Int64.max))
+        #expect(a.pendingSharedWrites == 0, "Redis took the write")
+        let ttl = try await tierA.client.send(RedisCommand("PTTL", "huge:{=forever}", keyIndex: 1)).integer ?? 0
+        #expect(ttl > 1_000 * 86_400 * 365 * 50, "\(ttl) ms")
+        #expect(try await b.value(forKey: "forever") == "kept")
+        // A load under the lease, and its value with a time-to-live as long.
+        let loaded = try await a.value(forKey: "loaded", timeToLive: .seconds(Int64.max / 2)) { "from the loader" }
+        #expect(loaded == "from the loader")
+        #expect(try await b.value(forKey: "loaded") == "from the loader")
+    }
+}
