@@ -334,9 +334,15 @@ struct SharedTierTests {
     func pendingChangeYieldsToNewerWrite() async throws {
         let fleet = try await Fleet()
         defer { fleet.close() }
+        // a's retries of kept changes wait on a clock that is never advanced: one that fired
+        // after the unpause (100 ms on the real clock) would send a's change concurrently with
+        // b's write below, and either could land last (seen under load: a's "mine" stood).
+        var options = SharedTierOptions()
+        options.waitClock = SteppedClock()
         let (a, tierA) = try await fleet.node(
             namespace: "t10",
             name: "a",
+            options: options,
             invalidations: .publish
         ) { $0.commandTimeout = .seconds(1) }
         let (_, tierB) = try await fleet.node(
