@@ -10,9 +10,11 @@ carry version k or later: an older one is the pre-purge fetch stored or served a
 purge, which the promise forbids.
 
 Usage: Benchmarks/purge-order-check.py [--stowage PATH] [--seconds N] [--clients N] [--control]
+                                      [--startup-seconds N]
 `--control` moves the version without purging: every request then sees a stale page, which shows
 the check can fail. Prints one JSON object (requests checked, purges, stale responses with examples) and exits 1
-on any stale response, 2 when the setup fails. Installs wrk with apt-get when missing (the
+on any stale response, 2 when the setup fails or the check proved nothing: a client or the purger
+stopped on an error (a dropped connection, a timeout), or no request was checked after a purge. Installs wrk with apt-get when missing (the
 check still runs without it, with a note). Starts the origin (in this process), the proxy and
 wrk, and stops them on exit.
 """
@@ -25,6 +27,7 @@ import http.server
 import json
 import os
 import random
+import select
 import shutil
 import socketserver
 import subprocess
@@ -72,8 +75,11 @@ class Origin:
         return server, server.server_address[1]
 
 
-def start_proxy(stowage: str, origin_port: int, scratch: str) -> tuple[subprocess.Popen, int, int]:
-    """Starts the proxy with an admin listener; returns it with its two ports."""
+def start_proxy(
+    stowage: str, origin_port: int, scratch: str, startup_seconds: float, started: list[subprocess.Popen]
+) -> tuple[subprocess.Popen, int, int]:
+    """Starts the proxy with an admin listener (put in `started` at once, so that the caller
+    stops it whatever happens next); returns it with its two ports."""
     admin_port = free_port()
     proxy = subprocess.Popen(
         [
@@ -86,12 +92,18 @@ def start_proxy(stowage: str, origin_port: int, scratch: str) -> tuple[subproces
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    line = proxy.stdout.readline()
+    started.append(proxy)
+    # Bounded: a proxy that hangs before saying where it listens must not hang the check (and CI).
+    ready, _, _ = select.select([proxy.stdout], [], [], startup_seconds)
+    line = proxy.stdout.readline() if ready else ""
     if "listening on" not in line:
-        proxy.kill()
-        raise SystemExit(f"purge-order-check: the proxy did not start: {line!r}")
+        raise SetupFailed(f"the proxy did not start within {startup_seconds:g} s: {line!r}")
     port = int(line.strip().rsplit(":", 1)[1])
     return proxy, port, admin_port
+
+
+class SetupFailed(Exception):
+    """The proxy or its admin listener did not come up: exit 2."""
 
 
 def free_port() -> int:
@@ -109,7 +121,7 @@ def wait_for_admin(port: int) -> None:
             return
         except OSError:
             time.sleep(0.05)
-    raise SystemExit("purge-order-check: the admin listener did not answer")
+    raise SetupFailed("the admin listener did not answer")
 
 
 def main() -> int:
@@ -119,6 +131,8 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--purge-every", type=float, default=0.010)
     parser.add_argument("--control", action="store_true", help="move the version without purging (must find stale pages)")
+    parser.add_argument("--startup-seconds", type=float, default=120,
+                        help="longest wait for the proxy to say where it listens")
     arguments = parser.parse_args()
     if not os.access(arguments.stowage, os.X_OK):
         print(f"purge-order-check: no stowage binary at {arguments.stowage}; build it "
@@ -128,11 +142,33 @@ def main() -> int:
     origin = Origin()
     origin_server, origin_port = origin.serve()
     scratch = tempfile.mkdtemp(prefix="purge-order-")
-    proxy, port, admin_port = start_proxy(arguments.stowage, origin_port, scratch)
+    started: list[subprocess.Popen] = []
     wrk = None
     notes = []
+    # Set on the way out whatever ends the run (an error, Ctrl-C): the threads then stop.
+    stop = threading.Event()
+    # A thread that stopped on an error: the check then proved nothing, and says so (exit 2)
+    # rather than pass on the requests made before it stopped.
+    failures: list[str] = []
+
+    def guarded(body):
+        def run() -> None:
+            try:
+                body()
+            except Exception as error:  # noqa: BLE001 (any error ends the thread's part of the check)
+                failures.append(f"{threading.current_thread().name}: {type(error).__name__}: {error}")
+                stop.set()
+        return run
+
     try:
-        wait_for_admin(admin_port)
+        try:
+            proxy, port, admin_port = start_proxy(
+                arguments.stowage, origin_port, scratch, arguments.startup_seconds, started
+            )
+            wait_for_admin(admin_port)
+        except SetupFailed as failure:
+            print(f"purge-order-check: {failure}", file=sys.stderr)
+            return 2
         page = f"http://127.0.0.1:{origin_port}/page"
         if shutil.which("wrk") is None:
             subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], stdout=subprocess.DEVNULL,
@@ -148,7 +184,6 @@ def main() -> int:
         # purges[k] = (monotonic time purge k returned, the version it made current)
         purges: list[tuple[float, int]] = []
         purges_lock = threading.Lock()
-        stop = threading.Event()
 
         def purger() -> None:
             connection = http.client.HTTPConnection("127.0.0.1", admin_port, timeout=30)
@@ -193,10 +228,13 @@ def main() -> int:
                             "at": round(sent, 3),
                         })
 
-        threads = [threading.Thread(target=purger)] + [threading.Thread(target=client) for _ in range(arguments.clients)]
+        threads = [threading.Thread(target=guarded(purger), name="purger", daemon=True)] + [
+            threading.Thread(target=guarded(client), name=f"client {index}", daemon=True)
+            for index in range(arguments.clients)
+        ]
         for thread in threads:
             thread.start()
-        time.sleep(arguments.seconds)
+        stop.wait(arguments.seconds)
         stop.set()
         for thread in threads:
             thread.join()
@@ -208,18 +246,29 @@ def main() -> int:
             "origin fetches": origin.fetches,
             "stale": len(stale),
             "stale examples": stale[:5],
+            "failures": failures,
             "notes": sorted(set(notes)),
         }
         print(json.dumps(summary, indent=2))
-        return 1 if stale else 0
+        if stale:
+            return 1
+        if failures or checked[0] == 0 or not purges:
+            print("purge-order-check: the check proved nothing (a thread failed, or nothing was checked)",
+                  file=sys.stderr)
+            return 2
+        return 0
     finally:
+        stop.set()
         if wrk is not None:
             wrk.kill()
-        proxy.terminate()
-        try:
-            proxy.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proxy.kill()
+            wrk.wait()
+        for proxy in started:
+            proxy.terminate()
+            try:
+                proxy.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proxy.kill()
+                proxy.wait()
         origin_server.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)
 
