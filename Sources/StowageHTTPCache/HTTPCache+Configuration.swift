@@ -86,6 +86,12 @@ extension HTTPCache {
         public var sharedBodyLimit: ByteCount
         /// How long records and bodies live in the shared level. Default one day.
         public var sharedTimeToLive: Duration
+        /// How the cache works with ``sharedTier``, when it has one — the same options, with the
+        /// same meaning, as `HybridCache.Configuration.sharedLevel`: invalidations of disk copies,
+        /// the check of disk copies after missed invalidations, the changes kept during an outage
+        /// (purges and bans among them) and the clock their replay waits on. A proxy sets them
+        /// through its ``HTTPCache/Configuration``. Default: `SharedTierOptions`' defaults.
+        public var sharedLevel: SharedTierOptions
         /// Where the spans of decisions that are not memory hits go, with the origin fetch and the
         /// store under them (see ``HTTPCacheTracing``). Default `nil`: the process's tracer,
         /// `InstrumentationSystem.tracer`, read once when the cache is made (a no-op tracer
@@ -116,6 +122,7 @@ extension HTTPCache {
             sharedTier = nil
             sharedBodyLimit = ByteCount(1_000_000)
             sharedTimeToLive = .seconds(86_400)
+            sharedLevel = SharedTierOptions()
             tracer = nil
         }
 
@@ -150,6 +157,7 @@ extension HTTPCache {
                 )
             }
             try CacheRules.checkDuration(sharedTimeToLive, named: "sharedTimeToLive")
+            try sharedLevel.validate()
             guard collapseTimeout > .zero, collapseTimeout <= .seconds(86_400) else {
                 throw StowageError(
                     code: .invalidConfiguration,

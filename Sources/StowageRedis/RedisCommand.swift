@@ -158,9 +158,16 @@ extension RedisCommand {
 }
 
 extension Duration {
-    /// Whole milliseconds, rounded up so a positive duration never becomes zero.
+    /// Whole milliseconds, rounded up so a positive duration never becomes zero; `Int.max` (or
+    /// `Int.min`) past `Int`'s range, which Redis refuses as an invalid expire time rather than
+    /// the process trapping on the overflow.
     var milliseconds: Int {
         let (seconds, attoseconds) = components
-        return Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        let (whole, overflow) = Int(seconds).multipliedReportingOverflow(by: 1000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        let (total, overflowAgain) = whole.addingReportingOverflow(
+            Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        )
+        return overflowAgain ? .max : total
     }
 }

@@ -21,7 +21,6 @@ final class CircuitBreaker: Sendable {
     private let state = Mutex(State())
     private let options: RedisSharedTier.Options
     private let probe: @Sendable () async throws -> Void
-    private let onClose = Mutex<(@Sendable () -> Void)?>(nil)
     private let logger: Logger
     /// Bounds every call, the probes included, by ``RedisSharedTier/Options/requestBudget``.
     private let watchdog: BudgetWatchdog
@@ -32,11 +31,6 @@ final class CircuitBreaker: Sendable {
         self.logger = logger
         self.probe = probe
         watchdog = BudgetWatchdog(budget: options.requestBudget, clock: ElapsedClock(options.requestBudgetClock))
-    }
-
-    /// Runs `handler` each time the breaker closes after being open.
-    func whenClosed(_ handler: @escaping @Sendable () -> Void) {
-        onClose.withLock { $0 = handler }
     }
 
     /// Whether calls fail at once now.
@@ -68,7 +62,6 @@ final class CircuitBreaker: Sendable {
         guard isOpenFlag.exchange(false, ordering: .acquiringAndReleasing) else { return }
         state.withLock { $0.probe?.cancel() }
         logger.notice("shared tier: Redis answers again; circuit breaker closed")
-        onClose.withLock { $0 }?()
     }
 
     /// Stops probing for good (the tier shuts down).

@@ -90,7 +90,6 @@ extension RedisSharedTier {
                 if name == banChannel {
                     broadcast(.prefix(key))
                 } else {
-                    outbox.settle(key: key)
                     broadcast(.key(key))
                 }
             }
@@ -121,7 +120,6 @@ extension RedisSharedTier {
             markGap(.tracker, state: &state)
         case .tracker(.keys(let keys)):
             for key in keys where await !isEchoOfOwnWrite(key) {
-                outbox.settle(key: key)
                 broadcast(.key(key))
             }
         case .tracker(.flushed):
@@ -168,17 +166,14 @@ extension RedisSharedTier {
             if let caughtUp = try? await purges(after: invalidation == .emptied ? nil : state.lastPurgeID) {
                 for purge in caughtUp.purges {
                     switch purge {
-                    case .key(let key):
-                        outbox.settle(key: key)
-                        broadcast(.key(key))
+                    case .key(let key): broadcast(.key(key))
                     case .prefix(let prefix): broadcast(.prefix(prefix))
                     }
                 }
                 state.lastPurgeID = caughtUp.newest
-                // Redis answers: calls need not wait for the next probe, and purges kept while it
-                // did not can go now.
+                // Redis answers: calls need not wait for the next probe (the caches above send
+                // what they kept during the outage when they hear `.all` or `.emptied`).
                 breaker.close()
-                Task { await self.deliverWaitingPurges() }
             }
             state.hadGap = false
         } else if state.knownEpoch == nil {

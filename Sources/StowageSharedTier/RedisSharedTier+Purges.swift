@@ -15,8 +15,16 @@ import Synchronization
 //   reads after a gap in its invalidation channel: messages sent while it was not listening are
 //   lost, entries of the stream are not (a purge replayed after Redis restarted empty lands in
 //   the new, empty stream, which nodes that learn of the restart read from its start);
-// - a purge that cannot be sent waits in the `PurgeOutbox` until Redis answers again (the
-//   circuit breaker closes, or the invalidation channel comes back).
+// - a purge that cannot be sent throws, and the caches above keep it in their one outage
+//   queue (`PendingSharedWrites`, with the writes) until Redis answers again.
+
+/// One entry of the purge stream `NS:purges`.
+enum PurgeLogEntry: Hashable, Sendable {
+    /// A removed key.
+    case key(String)
+    /// A ban of every key under the prefix.
+    case prefix(String)
+}
 
 extension RedisSharedTier {
     /// `NS:purges`: the stream of purges, for nodes that were not listening when they were sent.
@@ -26,7 +34,7 @@ extension RedisSharedTier {
     static let purgeLogLength = 10_000
 
     /// Appends `purge` to `NS:purges`, as this node's.
-    func logPurge(_ purge: PurgeOutbox.Purge) async throws {
+    func logPurge(_ purge: PurgeLogEntry) async throws {
         let kind: String
         let value: String
         switch purge {
@@ -56,11 +64,11 @@ extension RedisSharedTier {
     /// Other nodes' purges logged after the entry `id` (all of them when `id` is `nil`), and the
     /// id of the newest entry read. The start is inclusive (an exclusive `(id` needs Redis 6.2),
     /// so the entry `id` itself is skipped.
-    func purges(after id: String?) async throws -> (purges: [PurgeOutbox.Purge], newest: String?) {
+    func purges(after id: String?) async throws -> (purges: [PurgeLogEntry], newest: String?) {
         let reply = try await client.send(
             RedisCommand("XRANGE", RedisArgument(purgeLogKey), RedisArgument(id ?? "-"), "+", keyIndex: 1)
         )
-        var purges: [PurgeOutbox.Purge] = []
+        var purges: [PurgeLogEntry] = []
         var newest = id
         for entry in reply.elements ?? [] {
             guard let parts = entry.elements, parts.count == 2, let entryID = parts[0].string else { continue }
@@ -68,7 +76,7 @@ extension RedisSharedTier {
             if entryID == id { continue }
             let fields = (parts[1].elements ?? []).map { $0.string ?? "" }
             var sender: String?
-            var purge: PurgeOutbox.Purge?
+            var purge: PurgeLogEntry?
             for index in stride(from: 0, to: fields.count - 1, by: 2) {
                 switch fields[index] {
                 case "n": sender = fields[index + 1]
@@ -80,35 +88,5 @@ extension RedisSharedTier {
             if let purge, sender != nodeID { purges.append(purge) }
         }
         return (purges, newest)
-    }
-
-    /// Sends the purges that waited for Redis, oldest first; stops at the first that fails (it
-    /// waits for the next recovery with the rest). One delivery at a time.
-    func deliverWaitingPurges() async {
-        guard !outbox.isEmpty, !isDeliveringPurges.exchange(true, ordering: .acquiring) else { return }
-        defer { isDeliveringPurges.store(false, ordering: .releasing) }
-        var sent = 0
-        for purge in outbox.snapshot() where outbox.contains(purge) {
-            do {
-                switch purge {
-                case .key(let key): try await removeData(forKey: key)
-                case .prefix(let prefix): try await invalidate(keysWithPrefix: prefix)
-                }
-            } catch {
-                return
-            }
-            outbox.remove(purge)
-            sent += 1
-        }
-        logger.notice("sent the purges made while Redis did not answer", metadata: ["purges": "\(sent)"])
-    }
-
-    /// Keeps `purge` for when Redis answers again.
-    func keepForLater(_ purge: PurgeOutbox.Purge, error: any Error) {
-        outbox.record(purge)
-        logger.warning(
-            "a purge could not reach Redis; it is sent to the other nodes when Redis answers again",
-            metadata: ["purge": "\(purge)", "error": "\(error)"]
-        )
     }
 }

@@ -92,9 +92,6 @@ public final class RedisSharedTier: SharedCacheTier {
     /// Bounds each call by ``Options/requestBudget`` and fails calls at once while Redis does not
     /// answer.
     let breaker: CircuitBreaker
-    /// Purges that could not be sent yet.
-    let outbox = PurgeOutbox()
-    let isDeliveringPurges = Atomic<Bool>(false)
 
     /// A tier over `client`; it subscribes to invalidations, and opens its tracking connection,
     /// at once.
@@ -149,10 +146,6 @@ public final class RedisSharedTier: SharedCacheTier {
         subscription = client.subscribe(to: [channel, banChannel])
         startPump(subscription: subscription, signal: signal, transport: invalidations)
         tracker?.start()
-        breaker.whenClosed { [weak self] in
-            guard let self else { return }
-            Task { await self.deliverWaitingPurges() }
-        }
     }
 
     /// Connects to `url` (`redis://` or `rediss://`): a Redis Cluster node (`cluster_enabled:1`
@@ -288,6 +281,7 @@ public final class RedisSharedTier: SharedCacheTier {
     /// Stores `data` for `key` with `timeToLive` as its Redis expiry; the other nodes hear of it
     /// (tracked by the server, or published).
     public func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws {
+        let timeToLive = timeToLive.map(Self.bounded)
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval, now: entryClock.now())
         try await breaker.run("SET") {
             let (_, isTracked) = try await self.write(
@@ -297,26 +291,19 @@ public final class RedisSharedTier: SharedCacheTier {
             )
             if !isTracked { self.publisher.publish(key) }
         }
-        // A removal still waiting to be sent would delete this newer value.
-        outbox.settle(key: key)
     }
 
     /// Removes `key` from Redis; the other nodes hear of it whatever Redis held: besides the
     /// `DEL`, the key is published when the server did not track the write (or the `DEL`
     /// removed nothing, so tracking reports nothing) and logged in `NS:purges` for nodes that
-    /// were not listening. A removal Redis did not take is sent when it answers again.
+    /// were not listening. A removal Redis did not take throws; the caches above keep it in
+    /// their outage queue (`PendingSharedWrites`) and send it when Redis answers again.
     public func removeData(forKey key: String) async throws {
-        do {
-            try await breaker.run("DEL") {
-                let (reply, isTracked) = try await self.write(.del(self.valueKey(key)), key: key, leaving: nil)
-                if !isTracked || reply.integer == 0 { self.publisher.publish(key) }
-                try await self.logPurge(.key(key))
-            }
-        } catch {
-            keepForLater(.key(key), error: error)
-            throw error
+        try await breaker.run("DEL") {
+            let (reply, isTracked) = try await self.write(.del(self.valueKey(key)), key: key, leaving: nil)
+            if !isTracked || reply.integer == 0 { self.publisher.publish(key) }
+            try await self.logPurge(.key(key))
         }
-        outbox.settle(key: key)
     }
 
     /// A new stream of the invalidations the other nodes cause (never this node's own writes);
@@ -369,7 +356,6 @@ public final class RedisSharedTier: SharedCacheTier {
         let stored = try await breaker.run("fenced set") {
             try await self.fencedSet(data, forKey: key, timeToLive: timeToLive, releasing: lock)
         }
-        if stored { outbox.settle(key: key) }
         return stored
     }
 
@@ -379,6 +365,7 @@ public final class RedisSharedTier: SharedCacheTier {
         timeToLive: Duration?,
         releasing lock: SharedCacheLoadLock
     ) async throws -> Bool {
+        let timeToLive = timeToLive.map(Self.bounded)
         let entry = SharedEntryFormat.encode(data, timeToLive: timeToLive?.timeInterval, now: entryClock.now())
         // Echoed on either path: as a script's write, or as the pool's (see OwnWriteEchoes).
         let tracked = tracker != nil
@@ -411,17 +398,13 @@ public final class RedisSharedTier: SharedCacheTier {
     /// Publishes the ban on `NS:bans` (node id and prefix, in `InvalidationPublisher`'s
     /// format); every other node hears it as `SharedCacheInvalidation/prefix(_:)`, in both
     /// invalidation modes, and a node that was not listening reads it from `NS:purges`. Nothing
-    /// in Redis is removed by it. A ban Redis did not take is sent when it answers again.
+    /// in Redis is removed by it. A ban Redis did not take throws; the caches above keep it in
+    /// their outage queue and send it when Redis answers again.
     public func invalidate(keysWithPrefix prefix: String) async throws {
         let message = InvalidationPublisher.encode(nodeID: nodeID, keys: [prefix])
-        do {
-            try await breaker.run("ban") {
-                try await self.client.send(.publish(self.banChannel, message: RedisArgument(message)))
-                try await self.logPurge(.prefix(prefix))
-            }
-        } catch {
-            keepForLater(.prefix(prefix), error: error)
-            throw error
+        try await breaker.run("ban") {
+            try await self.client.send(.publish(self.banChannel, message: RedisArgument(message)))
+            try await self.logPurge(.prefix(prefix))
         }
     }
 
@@ -477,8 +460,18 @@ public final class RedisSharedTier: SharedCacheTier {
         }
     }
 
+    /// Whole milliseconds of `duration` (rounded up), at most ``longestDuration``'s.
     static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
+        let (seconds, attoseconds) = bounded(duration).components
         return Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
     }
+
+    /// The longest time-to-live or load-lock lease sent to Redis, 100 years: a longer one is
+    /// kept this long. Redis refuses an expiry past its millisecond clock's range ("invalid
+    /// expire time"), and `Duration.seconds(Int64.max)` in milliseconds overflows `Int` (and the
+    /// entry header's `Int64` expiry), which trapped the process on a caller's "forever".
+    static let longestDuration = Duration.seconds(100 * 365 * 86_400)
+
+    /// `duration`, at most ``longestDuration``.
+    static func bounded(_ duration: Duration) -> Duration { min(duration, longestDuration) }
 }

@@ -19,7 +19,14 @@ package enum SharedEntryFormat {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(headerLength + data.count)
         buffer.writeBytes([UInt8(ascii: "S"), UInt8(ascii: "W"), 1, 0])
-        let expiry = timeToLive.map { Int64(((now.timeIntervalSince1970 + $0) * 1000).rounded(.up)) } ?? 0
+        // Clamped, not trapped: a time-to-live past Int64 milliseconds (`.seconds(Int64.max)`)
+        // expires at the latest instant the header can say, one as far below at its earliest
+        // (0 would say "no expiry").
+        let expiry =
+            timeToLive.map { timeToLive -> Int64 in
+                let milliseconds = ((now.timeIntervalSince1970 + timeToLive) * 1000).rounded(.up)
+                return Int64(exactly: milliseconds) ?? (milliseconds > 0 ? .max : 1)
+            } ?? 0
         buffer.writeInteger(expiry)
         buffer.writeBytes(data)
         return buffer

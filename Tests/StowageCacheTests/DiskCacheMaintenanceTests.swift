@@ -13,7 +13,7 @@ import Testing
 /// staged-write commits and checkpoints, with coalescing, timers and a drain that `close()` uses.
 // Serialized, and the cache test's gate closed from its own thread: its semaphore waits would
 // otherwise hold cooperative threads that a loaded run's other suites need.
-@Suite("DiskCache maintenance lane", .serialized, .timeLimit(.minutes(3)))
+@Suite("DiskCache maintenance lane", .serialized, .timeLimit(.minutes(5)))
 struct DiskCacheMaintenanceTests {
     /// What the jobs of a test did, in order.
     private final class Journal: Sendable {

@@ -39,7 +39,11 @@ struct DiskCacheRoomTests {
         #expect(try cache.data(forKey: "profile") == thumbnail)
 
         volume.free()
-        #expect(try cache.setData(thumbnail, forKey: "thumb-2", priority: .opportunistic) == .stored)
+        let afterFree = try cache.setData(thumbnail, forKey: "thumb-2", priority: .opportunistic)
+        // Seen once in a stress run (load 29): not stored after the filler went. The volume's
+        // figures say whether the space came back.
+        let figures = try VolumeCapacity.forVolume(containing: URL(filePath: volume.path))
+        #expect(afterFree == .stored, "\(afterFree); \(figures)")
     }
 
     @Test("with a free-space floor, an important write first removes the cache's least recently used entries")

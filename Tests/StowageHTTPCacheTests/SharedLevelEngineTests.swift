@@ -79,8 +79,63 @@ struct SharedLevelEngineTests {
         await a.apply(.all)
         #expect(a.pendingSharedWrites > 0)
         fleet.level.comeBack(notifying: false)
-        try await eventually { a.pendingSharedWrites == 0 }
+        // The retry waits on the wait clock: 100 ms after the refusal, then doubling.
+        try await eventually {
+            fleet.waitClock.advance(by: .seconds(5))
+            return a.pendingSharedWrites == 0
+        }
         #expect(try await b.read("k") == "v1")
+    }
+
+    @Test(
+        "a change kept during an outage is retried on the wait clock until the level takes it, with no other call",
+        arguments: Facade.allCases
+    )
+    func keptChangeRetried(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        fleet.level.goDown(interruptingInvalidations: false)
+        try await a.write("v1", forKey: "k")
+        // One change (HybridCache), or two (HTTPCache: a record and its body).
+        let kept = a.pendingSharedWrites
+        #expect(kept > 0)
+        let failures = a.sharedTierFailures
+        // Still down: a retry fails and the changes keep waiting.
+        try await eventually {
+            fleet.waitClock.advance(by: .seconds(5))
+            return a.sharedTierFailures > failures
+        }
+        #expect(a.pendingSharedWrites == kept)
+        fleet.level.comeBack(notifying: false)
+        try await eventually {
+            fleet.waitClock.advance(by: .seconds(5))
+            return a.pendingSharedWrites == 0
+        }
+        #expect(try await b.read("k") == "v1")
+    }
+
+    @Test("a ban made during an outage waits in the same queue as the removals and reaches the other node when the level is back")
+    func banDuringOutageReachesOtherNode() async throws {
+        let fleet = try EngineFleet(.http, running: ["b"])
+        defer { fleet.close() }
+        let a = try #require(fleet.a as? HTTPNode)
+        let b = fleet.b
+        // Only b stored the response: a knows of no key under the prefix, so only the ban can
+        // tell b to drop it.
+        try await b.write("v1", forKey: "img/1")
+        try await b.write("v1", forKey: "text/1")
+        fleet.level.goDown(interruptingInvalidations: false)
+        #expect(try await a.cache.invalidate(urlPrefix: "http://origin.test/img/") == 0)
+        #expect(a.pendingSharedWrites == 1, "the ban waits for the level")
+        #expect(try await b.read("img/1") == "v1", "b has not heard of it yet")
+        fleet.level.comeBack(notifying: false)
+        try await eventually {
+            fleet.waitClock.advance(by: .seconds(5))
+            return a.pendingSharedWrites == 0
+        }
+        try await eventually { try await b.read("img/1") == nil }
+        #expect(try await b.read("text/1") == "v1")
     }
 
     @Test(
@@ -179,7 +234,7 @@ struct SharedLevelEngineTests {
         let didFire = fired.load(ordering: .relaxed)
         #expect(didFire)
         #expect(a.replaysFoundUnderWay > foundUnderWay, "the recovery's replay met this one under way")
-        try await eventually(timeout: .seconds(5)) { a.pendingSharedWrites == 0 }
+        try await eventually { a.pendingSharedWrites == 0 }
         #expect(try await b.read("k2") == "second")
     }
 
@@ -324,6 +379,8 @@ protocol EngineNode: Sendable {
 final class EngineFleet: Sendable {
     let level = InMemorySharedLevel()
     let clock = ManualClock(startingAt: t0)
+    /// What the retries of kept changes wait on: they run only when a test advances it.
+    let waitClock = SteppedClock()
     let scratch: TemporaryDirectory
     let a: any EngineNode
     let b: any EngineNode
@@ -331,13 +388,15 @@ final class EngineFleet: Sendable {
     /// The nodes named in `running` run (apply other nodes' invalidations) from the start.
     init(_ facade: Facade, running: Set<String> = [], _ name: String = #function) throws {
         scratch = try TemporaryDirectory("\(name)-\(facade.rawValue)")
-        let (scratch, level, clock) = (scratch, level, clock)
+        let (scratch, level, clock, waitClock) = (scratch, level, clock, waitClock)
         func node(_ name: String) throws -> any EngineNode {
             let directory = scratch.url.appending(path: name)
             let node: any EngineNode =
                 switch facade {
-                case .hybrid: try HybridNode(directory: directory, tier: level.node(), clock: clock, name: name)
-                case .http: try HTTPNode(directory: directory, tier: level.node(), clock: clock, name: name)
+                case .hybrid:
+                    try HybridNode(directory: directory, tier: level.node(), clock: clock, waitClock: waitClock, name: name)
+                case .http:
+                    try HTTPNode(directory: directory, tier: level.node(), clock: clock, waitClock: waitClock, name: name)
                 }
             if running.contains(name) { Task { try await node.run() } }
             return node
@@ -354,17 +413,20 @@ final class EngineFleet: Sendable {
 struct HybridNode: EngineNode {
     let cache: HybridCache<String>
 
-    init(directory: URL, tier: InMemorySharedTier, clock: ManualClock, name: String) throws {
+    init(directory: URL, tier: InMemorySharedTier, clock: ManualClock, waitClock: SteppedClock, name: String) throws {
         var memory = MemoryCache<String, String>.Configuration(name: name)
         memory.memoryPressureSource = nil
         memory.clock = clock.cacheClock
         var disk = DiskCache.Configuration(name: name)
         disk.clock = clock.cacheClock
+        var options = SharedTierOptions()
+        options.waitClock = waitClock
         cache = HybridCache(
             memory: try MemoryCache(configuration: memory),
             disk: try DiskCache(directory: directory, configuration: disk),
             serializer: StringSerializer(),
-            shared: tier
+            shared: tier,
+            configuration: HybridCache.Configuration(sharedLevel: options)
         )
     }
 
@@ -388,11 +450,12 @@ struct HTTPNode: EngineNode {
     let cache: HTTPCache
     let clock: ManualClock
 
-    init(directory: URL, tier: InMemorySharedTier, clock: ManualClock, name: String) throws {
+    init(directory: URL, tier: InMemorySharedTier, clock: ManualClock, waitClock: SteppedClock, name: String) throws {
         var configuration = HTTPCache.Configuration(kind: .shared)
         configuration.name = name
         configuration.clock = clock.cacheClock
         configuration.sharedTier = tier
+        configuration.sharedLevel.waitClock = waitClock
         cache = try HTTPCache(directory: directory, configuration: configuration)
         self.clock = clock
     }

@@ -109,7 +109,7 @@ import Testing
 
     @Test(
         "URLCache(memoryCapacity: 0, diskCapacity: 0): concurrent requests for one URL do not wait for each other",
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(5))
     )
     func disabledDoesNotCollapse() async throws {
         let clock = ManualClock(startingAt: t0)
@@ -174,7 +174,7 @@ import Testing
 
     @Test(
         "URLCache(memoryCapacity: 0, diskCapacity: 0) fed a 1 GB response: it streams through, nothing is buffered",
-        .timeLimit(.minutes(2))
+        .timeLimit(.minutes(5))
     )
     func disabledPassesAGigabyteThrough() async throws {
         var configuration = HTTPCache.Configuration(kind: .private)

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import StowageCore
 import StowageHTTPCache
 import StowageHummingbird
 import StowageTestSupport
@@ -27,29 +28,43 @@ final class CallCounter: Sendable {
 /// `Surrogate-Key`, the field the tests tag responses with.
 let surrogateKey = HTTPField.Name("Surrogate-Key")!
 
-/// A shared cache in `directory` that reads tags from `Surrogate-Key`; its waits (collapsed
-/// requests' timeouts) on `waitClock` when one is given.
-func makeSharedCache(in directory: URL, waitClock: (any Clock<Duration>)? = nil) throws -> HTTPCache {
+/// A clock that stands still at the moment it is made: a response's `max-age` never runs out
+/// during a test on it, however slowly a loaded machine runs the test.
+func standingClock() -> CacheClock {
+    let start = Date()
+    return CacheClock { start }
+}
+
+/// A shared cache in `directory` that reads tags from `Surrogate-Key`, on `clock` (by default
+/// one that stands still: most tests here are not about a stored response's age); its waits
+/// (collapsed requests' timeouts) on `waitClock` when one is given.
+func makeSharedCache(
+    in directory: URL,
+    clock: CacheClock = standingClock(),
+    waitClock: (any Clock<Duration>)? = nil
+) throws -> HTTPCache {
     var configuration = HTTPCache.Configuration(kind: .shared, name: "stowage")
     configuration.tagFields = [surrogateKey]
+    configuration.clock = clock
     if let waitClock { configuration.waitClock = waitClock }
     return try HTTPCache(directory: directory, configuration: configuration)
 }
 
 /// Runs `body` with a test client of an application whose router caches through a fresh shared
-/// cache (``makeSharedCache(in:)``) in a temporary directory named after the test, with the
+/// cache (``makeSharedCache(in:clock:waitClock:)``, on `clock`) in a temporary directory named after the test, with the
 /// routes `routes` adds, and with that cache; the cache is closed afterwards, also when `body`
 /// throws. The cache waits on `waitClock` when one is given.
 func withCachedApp(
     _ name: String = #function,
     configuration: ServerResponseCache.Configuration = .init(),
     setup: TestingSetup = .router,
+    clock: CacheClock = standingClock(),
     waitClock: (any Clock<Duration>)? = nil,
     routes: (Router<BasicRequestContext>) -> Void,
     _ body: @Sendable (any TestClientProtocol, HTTPCache) async throws -> Void
 ) async throws {
     try await withTemporaryDirectory(name) { root in
-        let cache = try makeSharedCache(in: root, waitClock: waitClock)
+        let cache = try makeSharedCache(in: root, clock: clock, waitClock: waitClock)
         let outcome: Result<Void, any Error>
         do {
             let router = Router()

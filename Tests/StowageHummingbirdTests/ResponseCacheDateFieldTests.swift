@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import StowageCore
 import StowageHTTPCache
 import StowageHummingbird
 import StowageTestSupport
@@ -42,7 +43,7 @@ struct ResponseCacheDateFieldTests {
 
     @Test("A miss and a hit of a response with its own Date each carry one Date, and the hit's Age counts from it")
     func datedResponseHasOneDate() async throws {
-        try await withCachedApp(setup: .live, routes: Self.routes) { client, _ in
+        try await withCachedApp(setup: .live, clock: .system, routes: Self.routes) { client, _ in
             let port = try #require(client.port)
             let request = ["GET /dated HTTP/1.1", "Host: dates.example"]
             let first = try await RawHTTPExchange.send(request, toPort: port)
@@ -59,7 +60,7 @@ struct ResponseCacheDateFieldTests {
 
     @Test("A hit of a response that came without a Date carries one Date")
     func undatedResponseHasOneDate() async throws {
-        try await withCachedApp(setup: .live, routes: Self.routes) { client, _ in
+        try await withCachedApp(setup: .live, clock: .system, routes: Self.routes) { client, _ in
             let port = try #require(client.port)
             let request = ["GET /undated HTTP/1.1", "Host: dates.example"]
             let first = try await RawHTTPExchange.send(request, toPort: port)

@@ -85,7 +85,7 @@ import Testing
             let port = h.proxyPort
             for path in ["/kept", "/passed"] {
                 let transcript = try await onOwnThread { () -> String in
-                    let socket = try RawSocket(port: port, receiveTimeout: 20)
+                    let socket = try RawSocket(port: port, receiveTimeout: 120)
                     socket.send(
                         "HEAD \(path) HTTP/1.1\r\nHost: proxy\r\n\r\n"
                             + "GET \(path) HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n"

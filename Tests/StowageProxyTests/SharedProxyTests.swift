@@ -238,7 +238,7 @@ private final class SharedProxyFleet: Sendable {
             $0.connectTimeout = .seconds(30)
             $0.commandTimeout = .seconds(30)
         }
-        #expect(await tier.waitUntilSubscribed(timeout: .seconds(30)))
+        #expect(await tier.waitUntilSubscribed(timeout: .seconds(300)))
         var configuration = ProxyConfiguration(
             upstream: try .init(parsing: origin.baseURL),
             cacheDirectory: root.appending(path: directory),

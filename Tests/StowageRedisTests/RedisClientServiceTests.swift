@@ -11,7 +11,7 @@ import Testing
 @Suite(
     "RedisClient as a Service",
     .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"),
-    .timeLimit(.minutes(2))
+    .timeLimit(.minutes(5))
 )
 struct RedisClientServiceTests {
     func group(_ client: RedisClient) -> ServiceGroup {

@@ -244,7 +244,7 @@ struct RedisClientTests {
     // hang into a failure.
     @Test(
         "a pipeline without a reply in time fails with timeout naming its first unanswered command",
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(5))
     )
     func pipelineTimeout() async throws {
         let server = try await RedisServerProcess.start()
@@ -275,7 +275,7 @@ struct RedisClientTests {
 
     // A timer that never fired would leave BLPOP blocked for good: the time limit turns that
     // hang into a failure.
-    @Test("a command without a reply in time fails with timeout and closes its connection", .timeLimit(.minutes(1)))
+    @Test("a command without a reply in time fails with timeout and closes its connection", .timeLimit(.minutes(5)))
     func commandTimeout() async throws {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }

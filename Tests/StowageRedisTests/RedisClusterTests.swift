@@ -24,7 +24,7 @@ struct RedisHashSlotTests {
 @Suite(
     "RedisClusterClient against a 3-master cluster",
     .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"),
-    .timeLimit(.minutes(3))
+    .timeLimit(.minutes(5))
 )
 struct RedisClusterTests {
     @Test("keys spread over all masters; slots agree with CLUSTER KEYSLOT")
@@ -127,7 +127,7 @@ struct RedisClusterTests {
 @Suite(
     "RedisClusterClient reading from replicas",
     .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"),
-    .timeLimit(.minutes(3))
+    .timeLimit(.minutes(5))
 )
 struct RedisClusterReplicaTests {
     @Test("with readsFromReplicas, GETs go to replicas (READONLY) and writes to masters; off, replicas serve nothing")

@@ -359,9 +359,15 @@ struct SharedTierTests {
     func pendingChangeYieldsToNewerWrite() async throws {
         let fleet = try await Fleet()
         defer { fleet.close() }
+        // a's retries of kept changes wait on a clock that is never advanced: one that fired
+        // after the unpause (100 ms on the real clock) would send a's change concurrently with
+        // b's write below, and either could land last (seen under load: a's "mine" stood).
+        var options = SharedTierOptions()
+        options.waitClock = SteppedClock()
         let (a, tierA) = try await fleet.node(
             namespace: "t10",
             name: "a",
+            options: options,
             invalidations: .publish
         ) { $0.commandTimeout = .seconds(1) }
         let (_, tierB) = try await fleet.node(
@@ -398,7 +404,7 @@ final class LoadCounters: Sendable {
 @Suite(
     "Shared tier on a Redis Cluster",
     .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed"),
-    .timeLimit(.minutes(3))
+    .timeLimit(.minutes(5))
 )
 struct SharedTierClusterTests {
     @Test("nodes on different cluster masters share values, invalidations and the load lock")
@@ -452,5 +458,26 @@ struct SharedTierClusterTests {
         }
         #expect(try await loads.value == ["once", "once"])
         #expect(runs.operations.load(ordering: .relaxed) == 1)
+    }
+}
+
+extension SharedTierTests {
+    @Test("a time-to-live or load-lock lease too long for Redis's milliseconds is stored as the longest it keeps, not a crash")
+    func hugeDurations() async throws {
+        let fleet = try await Fleet()
+        defer { fleet.close() }
+        var options = SharedTierOptions()
+        options.loadLockLease = .seconds(Int64.max)
+        let (a, tierA) = try await fleet.node(namespace: "huge", name: "a", options: options)
+        let (b, _) = try await fleet.node(namespace: "huge", name: "b")
+        try await a.setValue("kept", forKey: "forever", timeToLive: .seconds(Int64.max))
+        #expect(a.pendingSharedWrites == 0, "Redis took the write")
+        let ttl = try await tierA.client.send(RedisCommand("PTTL", "huge:{=forever}", keyIndex: 1)).integer ?? 0
+        #expect(ttl > 1_000 * 86_400 * 365 * 50, "\(ttl) ms")
+        #expect(try await b.value(forKey: "forever") == "kept")
+        // A load under the lease, and its value with a time-to-live as long.
+        let loaded = try await a.value(forKey: "loaded", timeToLive: .seconds(Int64.max / 2)) { "from the loader" }
+        #expect(loaded == "from the loader")
+        #expect(try await b.value(forKey: "loaded") == "from the loader")
     }
 }

@@ -105,7 +105,7 @@ struct OpenStoresTests {
         #expect(preferences[Self.name] == "kept")
     }
 
-    @Test("clear-caches empties HTTPCache.shared and the other HTTP caches kept in memory only in its process")
+    @Test("clear-caches empties HTTPCache.shared, the other HTTP caches kept in memory only and standalone MemoryCaches in its process")
     func clearCachesReachesMemoryOnlyCaches() throws {
         // In a worker process: a clear reaches every cache kept in memory in its process, which
         // would empty those of the tests running beside this one.
@@ -113,7 +113,8 @@ struct OpenStoresTests {
         let output = try runCommand([TestWorker.url.path, "open-stores", "clear-caches", fixture.root.path])
         #expect(
             output.split(separator: "\n") == [
-                "before memory-only=hit shared=hit", "after memory-only=gone shared=gone complete=true",
+                "before memory-only=hit shared=hit memory-cache=hit",
+                "after memory-only=gone shared=gone memory-cache=gone complete=true",
             ],
             "\(output)"
         )

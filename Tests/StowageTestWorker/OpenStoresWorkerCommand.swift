@@ -1,14 +1,16 @@
 import Foundation
 import HTTPTypes
+import StowageCache
 import StowageCore
 import StowageHTTPCache
 import StowageHousekeeping
 import StowageStores
 
 /// `StowageTestWorker open-stores clear-caches ROOT`: stores a response in an HTTP cache kept in
-/// memory only and in `HTTPCache.shared`, runs `ClearCaches(container: ROOT)`, and prints whether
-/// each still serves it before and after: `before memory-only=hit shared=hit`, then `after
-/// memory-only=gone shared=gone complete=true`. In a process of its own: a clear reaches every
+/// memory only and in `HTTPCache.shared`, and a value in a standalone `MemoryCache`, runs
+/// `ClearCaches(container: ROOT)`, and prints whether each still serves it before and after:
+/// `before memory-only=hit shared=hit memory-cache=hit`, then `after memory-only=gone
+/// shared=gone memory-cache=gone complete=true`. In a process of its own: a clear reaches every
 /// cache kept in memory in its process, which would empty those of the tests running beside it.
 enum OpenStoresWorkerCommand {
     static func run(_ arguments: [String]) async throws {
@@ -16,6 +18,8 @@ enum OpenStoresWorkerCommand {
             fail("usage: StowageTestWorker open-stores clear-caches ROOT")
         }
         let caches = [("memory-only", try HTTPCache(directory: nil)), ("shared", HTTPCache.shared)]
+        let memoryCache = try MemoryCache<String, String>(configuration: .init(name: "standalone"))
+        memoryCache.setValue("kept", forKey: "k")
         let request = HTTPRequest(method: .get, scheme: "https", authority: "clear-caches.test", path: "/page")
         let fetch: HTTPFetch = { _, _ in
             var response = HTTPResponse(status: .ok)
@@ -28,6 +32,7 @@ enum OpenStoresWorkerCommand {
                 let served = try? await cache.respond(to: request, policy: .returnCacheDataDontLoad, fetch: fetch)
                 states.append("\(name)=\(served.map { "\($0.outcome)" } ?? "gone")")
             }
+            states.append("memory-cache=\(memoryCache.value(forKey: "k") == nil ? "gone" : "hit")")
             return states.joined(separator: " ")
         }
         for (_, cache) in caches { _ = try await cache.respond(to: request, fetch: fetch).body.collect(upTo: 1 << 10) }

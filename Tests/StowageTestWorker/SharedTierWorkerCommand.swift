@@ -36,7 +36,7 @@ enum SharedTierWorkerCommand {
                 $0.connectTimeout = .seconds(10)
                 $0.commandTimeout = .seconds(15)
             }
-            guard await tier.waitUntilSubscribed(timeout: .seconds(30)) else { fail("no invalidation subscription") }
+            guard await tier.waitUntilSubscribed(timeout: .seconds(300)) else { fail("no invalidation subscription") }
             var configuration = DiskCache.Configuration(name: "worker")
             configuration.sizeLimit = nil
             // A minute of waiting for another node's load: the test machine may be loaded.

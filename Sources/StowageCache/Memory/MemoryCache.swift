@@ -33,6 +33,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @usableFromInline let storage: Mutex<Storage>
     private let counters: CacheCounters
     @usableFromInline let contentChanges = MemoryCacheContentChanges()
+    /// The cache's place in the process's registry of open stores while it lives, so that
+    /// "clear caches" (`ClearCaches`, `stowage clear-caches`) reaches it: no directory names a
+    /// cache in memory (URLCache's `removeAllCachedResponses` reaches its memory the same way).
+    private let openStore: OpenStores.Registration
 
     /// Creates an empty cache.
     ///
@@ -51,6 +55,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             )
         )
         counters = CacheCounters(name: configuration.name, tier: "memory")
+        openStore = OpenStores.process.register("MemoryCache '\(configuration.name)'")
+        openStore.whenCleared { [weak self] in self?.removeAll() }
         configuration.memoryPressureSource?.register(self)
     }
 

@@ -28,7 +28,7 @@ public struct SharedTierOptions: Sendable {
     /// the shared level is unreachable the copy is served unchecked. Off serves such copies as
     /// they are, until they expire.
     public var confirmsDiskCopies = true
-    /// Most keys whose writes or removals a node keeps to send when the shared level answers
+    /// Most keys and prefixes whose writes, removals or bans a node keeps to send when the shared level answers
     /// again after an outage; changes past it stay local (logged once per outage). At least 0
     /// (0 keeps none).
     public var maximumPendingWrites = 10_000

@@ -99,7 +99,7 @@ extension CacheLevels {
             if taken == nil { span.setStatus(SpanStatus(code: .error, message: "the shared level did not answer")) }
             return taken
         }
-        shared.settleOrKeep(.set, forKey: key, taken: taken != nil)
+        keepOrSettle(.set, forKey: key, taken: taken != nil, in: shared)
     }
 
     /// Stores a loaded value and releases `lock` (``SharedCacheTier/setData(_:forKey:timeToLive:releasing:)``);
@@ -116,7 +116,7 @@ extension CacheLevels {
         let stored = await shared.health.call("set") {
             try await shared.tier.setData(data, forKey: key, timeToLive: timeToLive, releasing: lock)
         }
-        if stored == nil { shared.settleOrKeep(.set, forKey: key, taken: false) }
+        if stored == nil { keepOrSettle(.set, forKey: key, taken: false, in: shared) }
         return stored
     }
 
@@ -125,7 +125,36 @@ extension CacheLevels {
     package func removeShared(_ key: String) async {
         guard let shared = sharedLevel else { return }
         let taken: Void? = await shared.health.call("remove") { try await shared.tier.removeData(forKey: key) }
-        shared.settleOrKeep(.remove, forKey: key, taken: taken != nil)
+        keepOrSettle(.remove, forKey: key, taken: taken != nil, in: shared)
+    }
+
+    /// Tells the other nodes to drop their copies of the keys under `prefix` (a ban,
+    /// ``SharedCacheTier/invalidate(keysWithPrefix:)``); kept for the replay when the shared
+    /// level does not take it, like a removal, so a ban made during an outage still reaches
+    /// every node. A level that cannot send bans (`.unsupported`) is logged, not kept: trying
+    /// again would not help.
+    package func banShared(_ prefix: String) async {
+        guard let shared = sharedLevel else { return }
+        do {
+            try await shared.tier.invalidate(keysWithPrefix: prefix)
+            shared.health.recordSuccess()
+            shared.pendingWrites.settle(prefix, isPrefix: true)
+        } catch let error as StowageError where error.code == .unsupported {
+            logger.warning(
+                "the shared level cannot send bans; other nodes keep their copies until they expire",
+                metadata: ["cache": "\(shared.name)", "prefix": "\(prefix)", "error": "\(error)"]
+            )
+        } catch {
+            shared.health.recordFailure(error, operation: "ban")
+            keepOrSettle(.ban, forKey: prefix, taken: false, in: shared)
+        }
+    }
+
+    /// ``SharedLevel/settleOrKeep(_:forKey:taken:)``, and a replay scheduled for a change kept:
+    /// it is tried again (100 ms, doubling up to 5 s) until the level takes it, so a purge made
+    /// during an outage leaves even a node that makes no further call to the level.
+    private func keepOrSettle(_ change: PendingSharedWrites.Change, forKey key: String, taken: Bool, in shared: SharedLevel) {
+        if shared.settleOrKeep(change, forKey: key, taken: taken) { scheduleReplayRetry(shared) }
     }
 
     /// Drops the local copies another node made stale.
@@ -144,6 +173,9 @@ extension CacheLevels {
             sharedLevel?.pendingWrites.settle(key)
             await drop(key, includingDisk: invalidatesDisk, reason: "an invalidated disk copy")
         case .prefix(let prefix):
+            // Another node's ban of the same prefix reached every node after this one's failed
+            // to: it covers everything this node's would.
+            sharedLevel?.pendingWrites.settle(prefix, isPrefix: true)
             if let ban {
                 await ban(prefix)
             } else {
@@ -193,7 +225,8 @@ extension CacheLevels {
     }
 
     /// Sends the changes the shared level missed, oldest first, and stops at the first it does
-    /// not take (it is down again; the rest wait for the next recovery). A write sends what the
+    /// not take (it is down again; the rest wait for the next recovery). A ban is sent again as
+    /// it was made. A write sends what the
     /// disk level holds for the key now, with its remaining time-to-live; a key no longer on
     /// disk (evicted, expired) is removed from the shared level instead, since its value there
     /// is older than the one this node wrote.
@@ -201,16 +234,25 @@ extension CacheLevels {
     /// Runs when a call to the shared level first succeeds after an outage, and when the
     /// invalidation channel comes back (``SharedCacheInvalidation/all``, `.emptied`).
     package func replaySharedWrites() async {
-        guard let shared = sharedLevel, !shared.pendingWrites.isEmpty else { return }
-        guard !shared.replaying.exchange(true, ordering: .acquiring) else {
-            shared.replaysFoundUnderWay.add(1, ordering: .relaxed)
-            return
+        guard let shared = sharedLevel else { return }
+        // Checked again once a replay no longer counts as under way: a change kept after its last
+        // pass found nothing waiting, but before it stopped, was left by every replay asked for
+        // meanwhile (the recovery after the change's outage, its retry firing): they returned at
+        // once, and with the level up nothing else would send it (the double-checked hand-off).
+        while !shared.pendingWrites.isEmpty {
+            guard !shared.replaying.exchange(true, ordering: .acquiring) else {
+                shared.replaysFoundUnderWay.add(1, ordering: .relaxed)
+                return
+            }
+            let refused = await replayPasses(to: shared)
+            shared.replaying.store(false, ordering: .releasing)
+            // Scheduled only once this replay no longer counts as under way: a retry that found
+            // it still running would return at once, and nothing would try again.
+            if refused {
+                scheduleReplayRetry(shared)
+                return
+            }
         }
-        let refused = await replayPasses(to: shared)
-        shared.replaying.store(false, ordering: .releasing)
-        // Scheduled only once this replay no longer counts as under way: a retry that found it
-        // still running would return at once, and nothing would try again.
-        if refused { scheduleReplayRetry(shared) }
     }
 
     /// The passes of ``replaySharedWrites()``; returns whether the shared level refused a change.
@@ -261,6 +303,12 @@ extension CacheLevels {
 
     /// Sends one change the shared level missed; returns whether it took it.
     private func replay(_ pending: PendingSharedWrites.Pending, to shared: SharedLevel) async -> Bool {
+        if pending.change == .ban {
+            let taken: Void? = await shared.health.call("replay-ban") {
+                try await shared.tier.invalidate(keysWithPrefix: pending.key)
+            }
+            return taken != nil
+        }
         var current: (data: Data, timeToLive: Duration?)?
         if pending.change == .set {
             do {

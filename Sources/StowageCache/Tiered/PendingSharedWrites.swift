@@ -1,78 +1,103 @@
 import Synchronization
 
 /// Changes a node made while its shared level did not answer, to send when it answers again
-/// (what FusionCache calls auto-recovery).
+/// (what FusionCache calls auto-recovery): writes, removals and bans.
 ///
 /// Without them the change would never leave the node: the other nodes would keep serving
-/// the older value, and the node itself would have its newer disk copy replaced by the shared
-/// level's older one when the copy is confirmed after the outage (``InvalidationHorizon``).
-/// Only keys are kept: a replayed write sends whatever the disk tier holds for the key then.
+/// the older value (or, for a removal or a ban, the purged one), and the node itself would have
+/// its newer disk copy replaced by the shared level's older one when the copy is confirmed
+/// after the outage (``InvalidationHorizon``). Only keys and prefixes are kept: a replayed write
+/// sends whatever the disk tier holds for the key then.
+///
+/// This is the one outage queue of the levels: the HTTP cache's purges and bans and the
+/// ``HybridCache``'s writes all wait here, so every path that removes something shared is
+/// replayed the same way (the shared tier keeps no queue of its own).
 package final class PendingSharedWrites: Sendable {
-    /// What the shared level has not yet been told about a key.
+    /// What the shared level has not yet been told about a key or a prefix.
     package enum Change: Sendable, Equatable {
         /// The key was written locally.
         case set
         /// The key was removed locally.
         case remove
+        /// Every key under the prefix was banned locally
+        /// (``SharedCacheTier/invalidate(keysWithPrefix:)``).
+        case ban
     }
 
     /// A change waiting to be sent; `sequence` tells a later change of the same key from it.
+    /// For a ``Change/ban``, `key` is the banned prefix.
     package struct Pending: Sendable {
         package var key: String
         package var change: Change
         package var sequence: UInt64
     }
 
+    /// A key's changes and a prefix's ban are kept apart: a ban of `img/` is not a change of
+    /// the key `img/`.
+    private struct Subject: Hashable {
+        var name: String
+        var isPrefix: Bool
+
+        init(_ name: String, change: Change) {
+            self.name = name
+            isPrefix = change == .ban
+        }
+    }
+
     private struct State {
-        var changes: [String: Pending] = [:]
+        var changes: [Subject: Pending] = [:]
         var nextSequence: UInt64 = 0
     }
 
     private let state = Mutex(State())
     private let count = Atomic<Int>(0)
-    /// Most keys kept; changes past it stay local (the caller logs that).
+    /// Most keys and prefixes kept; changes past it stay local (the caller logs that).
     package let limit: Int
 
     package init(limit: Int) {
         self.limit = limit
     }
 
-    /// How many keys are waiting.
+    /// How many keys and prefixes are waiting.
     package var waitingCount: Int { count.load(ordering: .acquiring) }
 
     /// Whether nothing is waiting: one atomic load, for the paths every read takes.
     package var isEmpty: Bool { waitingCount == 0 }
 
-    /// Records `change` of `key`, replacing an earlier one. Returns `false` when `limit` keys
-    /// are already waiting and `key` is not one of them: the change then stays local.
+    /// Records `change` of `key` (of the prefix `key`, for a ban), replacing an earlier one.
+    /// Returns `false` when `limit` subjects are already waiting and this one is not among
+    /// them: the change then stays local.
     package func record(_ change: Change, forKey key: String) -> Bool {
-        state.withLock { state in
-            if state.changes[key] == nil, state.changes.count >= limit { return false }
+        let subject = Subject(key, change: change)
+        return state.withLock { state in
+            if state.changes[subject] == nil, state.changes.count >= limit { return false }
             state.nextSequence += 1
-            state.changes[key] = Pending(key: key, change: change, sequence: state.nextSequence)
+            state.changes[subject] = Pending(key: key, change: change, sequence: state.nextSequence)
             count.store(state.changes.count, ordering: .releasing)
             return true
         }
     }
 
-    /// The shared level took a newer change of `key`: nothing of it is waiting any more.
-    package func settle(_ key: String) {
+    /// The shared level took a newer change of `key` (a ban of the prefix `key`, when
+    /// `isPrefix`): nothing of it is waiting any more.
+    package func settle(_ key: String, isPrefix: Bool = false) {
         guard !isEmpty else { return }
+        let subject = Subject(key, change: isPrefix ? .ban : .set)
         state.withLock { state in
-            state.changes.removeValue(forKey: key)
+            state.changes.removeValue(forKey: subject)
             count.store(state.changes.count, ordering: .releasing)
         }
     }
 
-    /// The change waiting for `key`, if any.
+    /// The write or removal of `key` waiting, if any (bans are not changes of one key).
     package func change(forKey key: String) -> Change? {
         guard !isEmpty else { return nil }
-        return state.withLock { $0.changes[key]?.change }
+        return state.withLock { $0.changes[Subject(key, change: .set)]?.change }
     }
 
     /// Whether `pending` still waits: neither sent, settled, nor replaced by a later change.
     package func isWaiting(_ pending: Pending) -> Bool {
-        state.withLock { $0.changes[pending.key]?.sequence == pending.sequence }
+        state.withLock { $0.changes[Subject(pending.key, change: pending.change)]?.sequence == pending.sequence }
     }
 
     /// Every waiting change, oldest first.
@@ -82,9 +107,10 @@ package final class PendingSharedWrites: Sendable {
 
     /// Forgets `pending` once sent, unless a later change of its key replaced it meanwhile.
     package func sent(_ pending: Pending) {
+        let subject = Subject(pending.key, change: pending.change)
         state.withLock { state in
-            guard state.changes[pending.key]?.sequence == pending.sequence else { return }
-            state.changes.removeValue(forKey: pending.key)
+            guard state.changes[subject]?.sequence == pending.sequence else { return }
+            state.changes.removeValue(forKey: subject)
             count.store(state.changes.count, ordering: .releasing)
         }
     }

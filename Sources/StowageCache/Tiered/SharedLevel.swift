@@ -92,17 +92,24 @@ package final class SharedLevel: Sendable {
     /// Keys whose latest write or removal the shared level has not taken yet.
     package var pendingCount: Int { pendingWrites.waitingCount }
 
-    /// After a write or removal of `key` through the shared level: forget an older pending
-    /// change when the shared level took it, or keep it for the replay when it did not.
-    func settleOrKeep(_ change: PendingSharedWrites.Change, forKey key: String, taken: Bool) {
+    /// After a write, removal or ban through the shared level: forget an older pending change
+    /// when the shared level took it, or keep it for the replay when it did not.
+    ///
+    /// - Returns: Whether the change was kept (the caller then schedules a replay).
+    @discardableResult
+    func settleOrKeep(_ change: PendingSharedWrites.Change, forKey key: String, taken: Bool) -> Bool {
         if taken {
-            pendingWrites.settle(key)
-        } else if !pendingWrites.record(change, forKey: key), !overflowLogged.exchange(true, ordering: .relaxed) {
+            pendingWrites.settle(key, isPrefix: change == .ban)
+            return false
+        }
+        if pendingWrites.record(change, forKey: key) { return true }
+        if !overflowLogged.exchange(true, ordering: .relaxed) {
             logger.warning(
                 "too many changes waiting for the shared level; further ones stay local until they expire",
                 metadata: ["cache": "\(name)", "limit": "\(pendingWrites.limit)"]
             )
         }
+        return false
     }
 }
 

@@ -23,7 +23,7 @@ extension HTTPCache {
         let lifetime = configuration.sharedTimeToLive
         return SharedLevel(
             tier: tier,
-            options: SharedTierOptions(),
+            options: configuration.sharedLevel,
             name: configuration.name,
             logger: configuration.logger,
             clock: configuration.clock
@@ -103,17 +103,11 @@ extension HTTPCache {
     }
 
     /// Tells the other nodes sharing the level to apply a ban (`prefix` is a tag's or a URL
-    /// prefix's index range); a level that cannot is logged, not thrown: the ban stands here.
+    /// prefix's index range). The ban stands here at once; one the level does not take waits
+    /// in the levels' outage queue with the removals and is sent when the level answers again
+    /// (``CacheLevels/banShared(_:)``).
     func broadcastInvalidation(_ prefix: String) async {
-        guard let shared = configuration.sharedTier else { return }
-        do {
-            try await shared.invalidate(keysWithPrefix: prefix)
-        } catch {
-            configuration.logger.warning(
-                "could not send a ban to the other nodes; they keep their copies until they expire",
-                metadata: ["prefix": "\(prefix)", "error": "\(error)"]
-            )
-        }
+        await levels.banShared(prefix)
     }
 
     /// Applies another node's ban here: a tag's (`k TAG `) or a URL prefix's (`m PREFIX`) stored

@@ -1,0 +1,50 @@
+import Testing
+
+@testable import StowageCache
+
+/// The levels' one outage queue: writes, removals and bans that wait for the shared level.
+@Suite("PendingSharedWrites: the outage queue of writes, removals and bans")
+struct PendingSharedWritesTests {
+    @Test("a key's later change replaces its earlier one; a ban of the same name is kept apart")
+    func keysAndPrefixesAreApart() {
+        let pending = PendingSharedWrites(limit: 10)
+        #expect(pending.record(.set, forKey: "img/"))
+        #expect(pending.record(.ban, forKey: "img/"))
+        #expect(pending.record(.remove, forKey: "img/"))
+        #expect(pending.waitingCount == 2)
+        #expect(pending.change(forKey: "img/") == .remove)
+        #expect(pending.snapshot().map(\.change) == [.ban, .remove], "oldest first")
+
+        pending.settle("img/")
+        #expect(pending.snapshot().map(\.change) == [.ban], "settling the key leaves the ban")
+        #expect(pending.change(forKey: "img/") == nil, "a ban is not a change of one key")
+        pending.settle("img/", isPrefix: true)
+        #expect(pending.isEmpty)
+    }
+
+    @Test("a sent change is forgotten unless a later one replaced it meanwhile")
+    func sentKeepsALaterChange() throws {
+        let pending = PendingSharedWrites(limit: 10)
+        _ = pending.record(.ban, forKey: "p/")
+        let first = try #require(pending.snapshot().first)
+        _ = pending.record(.ban, forKey: "p/")
+        #expect(!pending.isWaiting(first))
+        pending.sent(first)
+        #expect(pending.waitingCount == 1, "the later ban still waits")
+        let second = try #require(pending.snapshot().first)
+        pending.sent(second)
+        #expect(pending.isEmpty)
+    }
+
+    @Test("past the limit a new key or prefix stays local; one already waiting is still replaced")
+    func limit() {
+        let pending = PendingSharedWrites(limit: 2)
+        #expect(pending.record(.set, forKey: "a"))
+        #expect(pending.record(.ban, forKey: "b/"))
+        #expect(!pending.record(.ban, forKey: "c/"))
+        #expect(!pending.record(.remove, forKey: "c"))
+        #expect(pending.record(.remove, forKey: "a"))
+        #expect(pending.record(.ban, forKey: "b/"))
+        #expect(pending.waitingCount == 2)
+    }
+}
