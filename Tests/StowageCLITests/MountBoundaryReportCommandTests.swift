@@ -57,6 +57,7 @@ struct MountBoundaryReportCommandTests {
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
             #expect(outcome.status == 1, "\(outcome.standardError)")
             #expect(outcome.standardError.contains("\(directory): \(skip)"), "\(outcome.standardError)")
+            #expect(outcome.standardOutput == "kept alice: another file system\n")
             #expect(!fixture.ownFileIsGone, "another user's directory is not touched")
         }
     }

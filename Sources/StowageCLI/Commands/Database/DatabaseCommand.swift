@@ -90,7 +90,12 @@ struct DatabaseRemoveCommand: AsyncParsableCommand {
             if options.global.json {
                 try Output.printJSON(removal)
             } else {
-                print(removal.removed ? "removed \(user)" : "no database for \(user)")
+                if removal.removed {
+                    print("removed \(user)")
+                } else {
+                    // A directory that is itself a mount point stays: "no database" would be wrong.
+                    print(removal.skipped.isEmpty ? "no database for \(user)" : "kept \(user): another file system")
+                }
             }
             for skipped in removal.skipped { Output.warn(skipped.description) }
             if !removal.skipped.isEmpty { throw Output.partialFailure }
