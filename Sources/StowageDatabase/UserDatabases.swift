@@ -279,7 +279,7 @@ public final class UserDatabases: Sendable {
         }
     }
 
-    /// What ``removeUser(_:)`` did.
+    /// What `removeUser(_:)` did.
     public struct Removal: Sendable, Hashable, Codable {
         /// The user whose database was removed.
         public var user: String
