@@ -209,12 +209,20 @@ public final class UserDatabases: Sendable {
     /// are deleted), then deleted; leftovers of an interrupted removal are deleted on the next
     /// removal.
     ///
+    /// No removal leaves the directory's file system, as `rm --one-file-system`: a mount point
+    /// inside the user's directory (another file system, or a bind mount of the same one) stays
+    /// with everything under it, in the renamed directory (out of the user's reach); a user's
+    /// directory that is itself a mount point cannot be renamed and stays where it is, whole.
+    /// Either is named in ``Removal/skipped`` (`"skipped: another file system"`) and the rest
+    /// is removed.
+    ///
+    /// - Returns: Whether there was a database, and the mount points left in place.
     /// - Throws: `StowageError` `.busy` when another store or process still has the database
     ///   open after a second (close it there first); GRDB's error when this store's pool cannot close because the
     ///   app still uses it (an unfinished read or write, a live `ValueObservation`). Nothing is
     ///   deleted then.
     @discardableResult
-    public func removeUser(_ user: String) async throws -> Bool {
+    public func removeUser(_ user: String) async throws -> Removal {
         try await BlockingWork.run { try self.removeUser(user) }
     }
 
@@ -225,7 +233,7 @@ public final class UserDatabases: Sendable {
 
     /// The synchronous overload of `removeUser(_:)`: the same work on the calling thread.
     @discardableResult
-    public func removeUser(_ user: String) throws -> Bool {
+    public func removeUser(_ user: String) throws -> Removal {
         try UserIdentifier.validate(user)
         return try open.withLock { open in
             if let database = open[user] {
@@ -233,9 +241,13 @@ public final class UserDatabases: Sendable {
                 database.lock.release()
                 open[user] = nil
             }
-            try deleteRemovalLeftovers()
+            var removal = Removal(user: user)
+            // Mounts still in this user's own leftovers are named again; other users' are logged.
+            removal.skipped = try deleteRemovalLeftovers().filter {
+                $0.path.hasPrefix(databasesDirectory.appending(path: ".removing-\(user)-").path)
+            }
             let directory = try userDirectory(user)
-            guard FileManager.default.fileExists(atPath: directory.path) else { return false }
+            guard FileManager.default.fileExists(atPath: directory.path) else { return removal }
             let lock = try UserDirectoryLock.acquire(
                 in: directory,
                 exclusive: true,
@@ -249,33 +261,67 @@ public final class UserDatabases: Sendable {
                 directoryHint: .isDirectory
             )
             guard FileNames.rename(directory.path, to: leftover.path) else {
+                // Linux refuses to move a mount point (EBUSY): a user's directory that is one is
+                // another file system's, left whole where it is and named, as a mount inside it is.
+                if errno == EBUSY, FileSystemBoundary.isMountPoint(user, in: databasesDirectory.path) {
+                    removal.skipped.append(.init(path: directory.path, message: FileSystemBoundary.skipMessage))
+                    logger.warning(
+                        "user database directory: \(FileSystemBoundary.skipMessage)",
+                        metadata: ["path": "\(directory.path)"]
+                    )
+                    return removal
+                }
                 throw StowageError.syscall(.current, "move the user's directory away", path: directory.path)
             }
-            try deleteTree(leftover)
+            removal.skipped += try deleteTree(leftover)
+            removal.removed = true
             logger.info("user database removed", metadata: ["user": "\(user)"])
-            return true
+            return removal
+        }
+    }
+
+    /// What `removeUser(_:)` did.
+    public struct Removal: Sendable, Hashable, Codable {
+        /// The user whose database was removed.
+        public var user: String
+        /// Whether the user had a database directory, now removed (but for ``skipped``).
+        public var removed = false
+        /// Mount points left in place with everything under them (`"skipped: another file
+        /// system"`, `ClearReport.Failure.isOtherFileSystem`): inside the user's directory (kept
+        /// in a `.removing-` directory beside it, out of any user's reach), or the user's
+        /// directory itself.
+        public var skipped: [ClearReport.Failure] = []
+
+        /// A removal of `user`'s database that has done nothing yet.
+        public init(user: String) {
+            self.user = user
         }
     }
 
     /// Deletes what removals interrupted by a crash left (directories renamed, not yet deleted).
-    private func deleteRemovalLeftovers() throws {
+    ///
+    /// - Returns: The mount points left in them (logged too).
+    private func deleteRemovalLeftovers() throws -> [ClearReport.Failure] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: databasesDirectory.path)) ?? []
+        var skipped: [ClearReport.Failure] = []
         for name in names where name.hasPrefix(".removing-") {
-            try deleteTree(databasesDirectory.appending(path: name, directoryHint: .isDirectory))
+            skipped += try deleteTree(databasesDirectory.appending(path: name, directoryHint: .isDirectory))
         }
+        return skipped
     }
 
     /// Deletes `url` and everything below it through ``DirectoryClearing``, never leaving its
     /// file system, as `rm --one-file-system`: FileManager's `removeItem` descends into a mount
     /// point and deletes the mounted tree's files before failing on the mount point itself. A
     /// mount inside stays, with the directory holding it (a `.removing-` name, out of any user's
-    /// reach), and is logged ("skipped: another file system"); the next removal looks again.
-    private func deleteTree(_ url: URL) throws {
+    /// reach), and is logged and returned ("skipped: another file system"); the next removal
+    /// looks again.
+    private func deleteTree(_ url: URL) throws -> [ClearReport.Failure] {
         let report: ClearReport
         do {
             report = try DirectoryClearing.clearContents(of: url)
         } catch let error as StowageError where error.code == .notFound {
-            return  // Another process deleted it meanwhile.
+            return []  // Another process deleted it meanwhile.
         }
         if let failure = report.failures.first(where: { !$0.isOtherFileSystem }) {
             throw StowageError(
@@ -291,11 +337,12 @@ public final class UserDatabases: Sendable {
                     metadata: ["path": "\(skipped.path)"]
                 )
             }
-            return
+            return report.failures
         }
         guard FileNames.removeDirectory(url.path) || errno == ENOENT else {
             throw StowageError.syscall(.current, "remove", path: url.path)
         }
+        return []
     }
 
     // MARK: - Paths

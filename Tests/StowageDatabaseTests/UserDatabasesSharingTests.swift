@@ -60,7 +60,7 @@ struct UserDatabasesSharingTests {
         #expect(try await pool.read { db in try Int.fetchOne(db, sql: "SELECT value FROM item") } == 7)
 
         try app.close("ada")
-        #expect(try await settings.removeUser("ada"))
+        #expect(try await settings.removeUser("ada").removed)
         #expect(!FileManager.default.fileExists(atPath: try app.userDirectory("ada").path))
         #expect(try settings.users().isEmpty)
         // Opening again starts from an empty, migrated database.
@@ -124,7 +124,7 @@ struct UserDatabasesSharingTests {
         #expect(try databases.users().isEmpty)
 
         _ = try await databases.database(for: "bob")
-        #expect(try await databases.removeUser("bob"))
+        #expect(try await databases.removeUser("bob").removed)
         #expect(!FileManager.default.fileExists(atPath: leftover.path))
         #expect(try databases.users().isEmpty)
     }

@@ -64,7 +64,7 @@ struct UserDatabasesTests {
         do {
             let first = UserDatabases(container: scratch.container, migrator: migrator(upTo: 1))
             try await first.database(for: "ada").write { db in try Note(id: nil, text: "old").insert(db) }
-            #expect(try await first.removeUser("nobody") == false)
+            #expect(try await first.removeUser("nobody").removed == false)
         }
         let second = UserDatabases(container: scratch.container, migrator: migrator(upTo: 2))
         let pool = try await second.database(for: "ada")
@@ -123,10 +123,10 @@ struct UserDatabasesTests {
         try await pool.write { db in try Note(id: nil, text: "secret").insert(db) }
         let directory = try databases.userDirectory("ada")
         #expect(FileManager.default.fileExists(atPath: directory.path + "/main.sqlite-wal"))
-        #expect(try await databases.removeUser("ada"))
+        #expect(try await databases.removeUser("ada").removed)
         #expect(!FileManager.default.fileExists(atPath: directory.path))
         #expect(try databases.users().isEmpty)
-        #expect(try await !databases.removeUser("ada"))
+        #expect(try await !databases.removeUser("ada").removed)
         // Using the user again starts from an empty, migrated database.
         let fresh = try await databases.database(for: "ada")
         #expect(try await fresh.read { db in try Note.fetchCount(db) } == 0)

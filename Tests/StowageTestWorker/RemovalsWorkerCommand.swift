@@ -9,11 +9,19 @@
 //                                                  runs one StorageMonitor check on a volume
 //                                                  that is always short of space: its sweep,
 //                                                  then the marked items
+//   StowageTestWorker removals remove-all DIR SOURCE   a disk cache in DIR holding one value; SOURCE
+//                                                  bind-mounted over the value's subdirectory;
+//                                                  then DiskCache.removeAll()
+//   StowageTestWorker removals relieve-temporary ROOT  one StorageMonitor check, always short of
+//                                                  space, with TemporaryFiles (any age) only
+//   StowageTestWorker removals audit ROOT          the container's backup audit
+//   StowageTestWorker removals account ROOT        StorageAccountant(container: ROOT).account()
 import Foundation
 import StowageCache
 import StowageCore
 import StowageHousekeeping
 import StowageStores
+import StowageTestSupport
 
 /// `StowageTestWorker removals …`: `arguments[0]` names the command, as `CommandLine.arguments` would.
 enum RemovalsWorkerCommand {
@@ -62,11 +70,52 @@ enum RemovalsWorkerCommand {
                 bytesFreed: report.bytesFreed
             )
             say(String(decoding: try encoder.encode(relief), as: UTF8.self))
+        case (4, "remove-all"):
+            let directory = URL(filePath: arguments[2])
+            let cache = try DiskCache(directory: directory)
+            _ = try await cache.setData(Data(repeating: 1, count: 50_000), forKey: "kept")
+            let data = directory.appending(path: "data").path(percentEncoded: false)
+            let subdirectories = try FileManager.default.contentsOfDirectory(atPath: data)
+            guard subdirectories.count == 1 else { fail("expected one hash subdirectory: \(subdirectories)") }
+            // Mounted while the cache is open, after its open collected orphans: the row stays.
+            try mountBind(arguments[3], at: data + "/" + subdirectories[0])
+            let report = try await cache.removeAll()
+            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+        case (3, "relieve-temporary"):
+            let container = Container(root: URL(filePath: arguments[2]))
+            let monitor = StorageMonitor(
+                purgeable: nil,
+                caches: [TemporaryFiles(container: container, minimumAge: .zero)],
+                capacity: {
+                    VolumeCapacity(
+                        total: 100 * .gigabyte,
+                        available: .zero,
+                        reserves: .init(important: .bytes(.zero), opportunistic: .bytes(.zero))
+                    )
+                }
+            )
+            guard let report = try await monitor.check(timeLimit: .seconds(600)) else { fail("no pressure seen") }
+            say(String(decoding: try encoder.encode(report.skipped), as: UTF8.self))
+        case (3, "audit"):
+            let audit = try await Container(root: URL(filePath: arguments[2])).auditBackups()
+            say(String(decoding: try encoder.encode(audit), as: UTF8.self))
+        case (3, "account"):
+            let account = try await StorageAccountant(container: Container(root: URL(filePath: arguments[2]))).account()
+            say(String(decoding: try encoder.encode(account), as: UTF8.self))
         default:
             fail(
                 "usage: StowageTestWorker removals clear DIR | wipe ROOT USER | clear-caches ROOT | make-cache DIR "
-                    + "| relieve ROOT PATH"
+                    + "| relieve ROOT PATH | remove-all DIR SOURCE | relieve-temporary ROOT | audit ROOT | account ROOT"
             )
         }
+    }
+
+    /// `mount --bind SOURCE TARGET`, in this process's mount namespace.
+    private static func mountBind(_ source: String, at target: String) throws {
+        let process = ChildProcess()
+        process.executableURL = URL(filePath: "/usr/bin/env")
+        process.arguments = ["mount", "--bind", source, target]
+        try process.run()
+        guard process.waitForExitReliably().status == 0 else { fail("mount --bind \(source) \(target) failed") }
     }
 }

@@ -14,6 +14,11 @@ struct ClearCachesCommand: AsyncParsableCommand {
             so processes that have them open stay consistent. Progress goes to standard error, the \
             summary ("freed 12.35M") to standard output. Exit status 1 when a task failed.
 
+            A mount inside the container (another file system, or a bind mount of the same one), \
+            in a location or inside a disk cache's directory, is left whole, as rm \
+            --one-file-system leaves it, and named as "PATH: skipped: another file system" (in its \
+            task's "failures" with --json); the exit status is then 1.
+
             Examples:
               stowage clear-caches --app com.example.reader --dry-run
               stowage clear-caches --root /srv/app --json

@@ -95,7 +95,9 @@ struct PurgeableCommand: AsyncParsableCommand {
                 var rows: [Row] = []
                 for directory in try await purgeable.registrations() {
                     let location = try purgeable.url(for: directory.path)
-                    let size = try? await DiskUsage.measure(location).allocatedBytes
+                    // Like du -x: a mount inside is another file system's, which no sweep frees.
+                    let size = try? await DiskUsage.measure(location, options: .init(staysOnFileSystem: true))
+                        .allocatedBytes
                     rows.append(
                         Row(
                             path: directory.path,

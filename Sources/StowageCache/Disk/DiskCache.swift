@@ -598,7 +598,16 @@ public final class DiskCache: Sendable {
     }
 
     /// Removes every value.
-    public func removeAll() async throws {
+    ///
+    /// A mount point inside the cache's directory (`data/`, `tmp/` or a hash subdirectory, of
+    /// another file system or a bind mount of the same one) keeps its files, as
+    /// `rm --one-file-system` does: the entries are gone from the index, and the report names the
+    /// mount point (`"skipped: another file system"`, `ClearReport.Failure.isOtherFileSystem`).
+    ///
+    /// - Returns: The entries removed (`removedCount`) and the mount points left in
+    ///   place (`failures`); `bytesFreed` is the size of the values.
+    @discardableResult
+    public func removeAll() async throws -> ClearReport {
         try await BlockingWork.run { try self.removeAll() }
     }
 
@@ -607,7 +616,8 @@ public final class DiskCache: Sendable {
     /// Every handle of the cache, in this process and others, sees the clear before its next
     /// read: memory tiers over it (``HybridCache``, the HTTP cache) drop what they hold, and
     /// writes another process staged before the clear are dropped instead of committed.
-    public func removeAll() throws {
+    @discardableResult
+    public func removeAll() throws -> ClearReport {
         // Before the generation moves: a closed handle must not clear other handles' memory tiers.
         if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         try flushStagedWrites()
@@ -616,13 +626,25 @@ public final class DiskCache: Sendable {
         // back from the index while the rows were going.
         storeGeneration.advance()
         defer { storeGeneration.advance() }
+        var report = ClearReport(path: directory.fileSystemPath)
         while true {
             let removal = try indexCall {
                 try index.write { db in try DiskCacheIndex.remove(db, where: "1", limit: 1_000) }
             }
-            files.remove(removal.files)
-            if removal.count == 0 { return }
+            for mount in files.remove(removal.files) {
+                let skipped = ClearReport.Failure(path: mount, message: FileSystemBoundary.skipMessage)
+                if !report.failures.contains(skipped) { report.failures.append(skipped) }
+            }
+            report.removedCount += removal.count
+            report.bytesFreed += ByteCount(removal.bytes)
+            if removal.count == 0 { break }
         }
+        // Mounts whose rows orphan collection dropped at open are left in place just the same.
+        for mount in files.mountPoints() {
+            let skipped = ClearReport.Failure(path: mount, message: FileSystemBoundary.skipMessage)
+            if !report.failures.contains(skipped) { report.failures.append(skipped) }
+        }
+        return report
     }
 
     // MARK: - Size

@@ -151,18 +151,46 @@ struct DiskCacheFiles: Sendable {
         return removal.failures
     }
 
+    /// The mount points in the cache's directory (`data/`, `tmp/`, or a hash subdirectory of
+    /// another file system or mount), whose files no removal of the cache touches: `removeAll()`
+    /// names them, whether their rows were dropped at open (orphan collection) or are being
+    /// removed now. One listing of `data/` and an `fstat` per subdirectory.
+    func mountPoints() -> [String] {
+        var found: [String] = []
+        if !temporary.isInsideBoundary { found.append(temporaryDirectory) }
+        guard data.isInsideBoundary else { return found + [dataDirectory] }
+        for name in (try? data.entries().map(\.name)) ?? [] {
+            if let subdirectory = try? data.childDirectory(name, creating: false), !subdirectory.isInsideBoundary {
+                found.append(subdirectory.path)
+            }
+        }
+        return found
+    }
+
     /// Unlinks files whose index rows are gone; a file already gone is fine, and so is a
     /// subdirectory that is gone or is not a directory (nothing of the cache's is there).
-    func remove(_ names: [String]) {
+    ///
+    /// - Returns: The mount points whose files were left in place (`data/`, or a hash
+    ///   subdirectory, of another file system or mount: FileSystemBoundary), each once.
+    @discardableResult
+    func remove(_ names: [String]) -> [String] {
+        guard !names.isEmpty else { return [] }
+        // A mounted `data/` keeps every file: named once, as the mount point it is.
+        guard data.isInsideBoundary else { return [dataDirectory] }
+        var skipped: [String] = []
         var opened: (name: String, directory: OpenDirectory?)? = nil
         for name in names {
             let (subdirectoryName, fileName) = Self.split(name)
             if opened?.name != subdirectoryName {
                 // A subdirectory that is a mount point keeps its files (FileSystemBoundary).
                 let subdirectory = try? data.childDirectory(subdirectoryName, creating: false)
+                if let subdirectory, !subdirectory.isInsideBoundary, !skipped.contains(subdirectory.path) {
+                    skipped.append(subdirectory.path)
+                }
                 opened = (subdirectoryName, subdirectory.flatMap { $0.isInsideBoundary ? $0 : nil })
             }
             opened?.directory?.removeEntry(fileName)
         }
+        return skipped
     }
 }

@@ -58,6 +58,27 @@ public protocol Purging: Sendable {
     ///
     /// - Returns: The bytes freed.
     func purge(_ request: PurgeRequest) async throws -> ByteCount
+
+    /// ``purge(_:)``, also naming what it left in place on purpose: mount points of another
+    /// file system or mount inside what it purges (`"skipped: another file system"`, as
+    /// `rm --one-file-system`), which a `StorageMonitor` lists in its report. The default runs
+    /// ``purge(_:)`` and names nothing; a member that removes files through a walk implements it.
+    func purgeNamingSkips(_ request: PurgeRequest) async throws -> PurgeOutcome
+}
+
+/// What one ``Purging`` member's purge freed, and what it left in place on purpose.
+public struct PurgeOutcome: Sendable, Hashable {
+    /// Allocated bytes given back.
+    public var bytesFreed: ByteCount
+    /// Mount points of another file system or mount, left whole with everything under them
+    /// (``ClearReport/Failure/isOtherFileSystem``).
+    public var skipped: [ClearReport.Failure]
+
+    /// What a purge freed and skipped.
+    public init(bytesFreed: ByteCount, skipped: [ClearReport.Failure] = []) {
+        self.bytesFreed = bytesFreed
+        self.skipped = skipped
+    }
 }
 
 extension Purging {
@@ -67,5 +88,10 @@ extension Purging {
     /// Applies the member's own limits and policies only (a request for zero bytes).
     public func purge() async throws -> ByteCount {
         try await purge(PurgeRequest())
+    }
+
+    /// Runs ``purge(_:)``; names nothing skipped.
+    public func purgeNamingSkips(_ request: PurgeRequest) async throws -> PurgeOutcome {
+        PurgeOutcome(bytesFreed: try await purge(request))
     }
 }

@@ -32,6 +32,14 @@ public struct ClearReport: Sendable, Hashable, Codable {
         }
     }
 
+    /// A report on `path`; by default nothing removed and nothing failed yet.
+    public init(path: String, removedCount: Int = 0, bytesFreed: ByteCount = .zero, failures: [Failure] = []) {
+        self.path = path
+        self.removedCount = removedCount
+        self.bytesFreed = bytesFreed
+        self.failures = failures
+    }
+
     /// Whether every entry was removed.
     public var isComplete: Bool { failures.isEmpty }
 }

@@ -82,6 +82,10 @@ struct BackupAuditWalker {
     private var rootShown = ""
     /// The directories from the location's down to the one being read.
     private var levels: [Level] = []
+    /// The location directory's file system and mount: the walk stays on it, as `du -x` does
+    /// (and bind mounts of the same device too: ``FileSystemBoundary``), so a location's figures
+    /// add up to the usage the container report gives it.
+    private var boundary: FileSystemBoundary?
 
     /// A directory being read: its names, the next one to examine, and whether it is inside an
     /// excluded subtree.
@@ -116,7 +120,9 @@ struct BackupAuditWalker {
         var isExcluded = !location.isBackedUp
         let descriptor =
             FileType(status) == .directory ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1
+        boundary = nil
         if descriptor >= 0 {
+            boundary = FileSystemBoundary(descriptor: descriptor)
             defer {  // when cancelled
                 levels.forEach { close($0.descriptor) }
                 levels.removeAll()
@@ -183,6 +189,9 @@ struct BackupAuditWalker {
             if errno != ENOENT { report(path(of: name), "cannot examine", .current) }
             return
         }
+        // On another file system: neither counted nor entered, as `du -x` (checked by st_dev
+        // here, by the mount ID for a directory once it is open).
+        if let boundary, FileIdentity.device(of: status) != boundary.device { return }
         let type = FileType(status)
         if type != .directory && status.st_nlink > 1 {
             guard seenLinks.insert(FileIdentity(status)).inserted else { return }
@@ -190,6 +199,10 @@ struct BackupAuditWalker {
         var isExcluded = directory.isExcluded
         if type == .directory {
             let child = openat(directory.descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if child >= 0, let boundary, !boundary.contains(descriptor: child) {
+                close(child)
+                return
+            }
             if child < 0 {
                 // Its mark cannot be read either: counted as a backup tool would copy it.
                 if errno != ENOENT { report(path(of: name), "cannot read directory", .current) }

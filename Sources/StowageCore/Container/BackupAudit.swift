@@ -15,7 +15,11 @@
 /// Sizes are allocated bytes, as ``DiskUsage`` and `du -s -B1` count them, so a location's
 /// ``LocationAudit/backedUp`` and ``LocationAudit/excluded`` add up to its usage. Hard links are
 /// counted once per location, where the walk first meets them; symbolic links are counted as
-/// links and never followed; FIFOs, sockets and devices are counted, never opened.
+/// links and never followed; FIFOs, sockets and devices are counted, never opened. The walk
+/// stays on each location's file system, as `du -x` (and the container report's usage) does:
+/// a mount inside a location (another file system, or a bind mount of the same one) is neither
+/// counted nor entered: it is another file system's, which its own backup (or a backup tool's
+/// `--one-file-system`) decides about.
 ///
 /// ```swift
 /// let report = try await container.report()

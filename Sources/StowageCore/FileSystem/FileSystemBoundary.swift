@@ -61,4 +61,20 @@ package struct FileSystemBoundary: Sendable, Hashable {
         guard let status = FileStatus.at(parent, name) else { return false }
         return !contains(status)
     }
+
+    /// Whether `name` in the directory at `parentPath` is a mount point: on another file system
+    /// or mount than that directory (`false` when either cannot be examined). For a rename that
+    /// failed with `EBUSY` (Linux refuses to move a mount point): the caller leaves it in place
+    /// and names it. `errno` is kept.
+    package static func isMountPoint(_ name: String, in parentPath: String) -> Bool {
+        let saved = errno
+        defer { errno = saved }
+        let parent = open(parentPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard parent >= 0 else { return false }
+        defer { close(parent) }
+        guard let boundary = FileSystemBoundary(descriptor: parent), let status = FileStatus.at(parent, name) else {
+            return false
+        }
+        return !boundary.contains(status)
+    }
 }

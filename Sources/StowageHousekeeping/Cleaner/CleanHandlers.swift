@@ -1,3 +1,5 @@
+import StowageCore
+
 /// Handlers that manifest tasks name by `Class` and `Selectors`: Swift's counterpart of
 /// `APUserCacheCleaner` calling class methods by name.
 ///
@@ -14,10 +16,14 @@
 public struct CleanHandlers: Sendable {
     /// A handler's work.
     public typealias Body = @Sendable () async throws -> Void
+    /// A handler's work that names what it left in place on purpose, such as the mount points a
+    /// `DiskCache.removeAll()` skipped (its report's `failures`): they go into the task's
+    /// ``CleanReport/TaskResult/failures``.
+    public typealias ReportingBody = @Sendable () async throws -> [ClearReport.Failure]
 
     struct Handler: Sendable {
         var measuring: [String]
-        var body: Body
+        var body: ReportingBody
     }
 
     private var handlers: [String: Handler] = [:]
@@ -39,6 +45,22 @@ public struct CleanHandlers: Sendable {
         selector: String,
         measuring: [String] = [],
         _ body: @escaping Body
+    ) {
+        handlers[Self.key(className, selector)] = Handler(measuring: measuring) {
+            try await body()
+            return []
+        }
+    }
+
+    /// Registers (or replaces) the handler for `className` + `selector`, whose work returns what
+    /// it left in place (a mount point it skipped, say): the task lists it among its failures.
+    ///
+    /// - Parameters: As for the handler that names nothing; `body` returns what it left.
+    public mutating func registerReporting(
+        className: String,
+        selector: String,
+        measuring: [String] = [],
+        _ body: @escaping ReportingBody
     ) {
         handlers[Self.key(className, selector)] = Handler(measuring: measuring, body: body)
     }

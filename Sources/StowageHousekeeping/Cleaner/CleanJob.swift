@@ -112,7 +112,9 @@ struct CleanJob: Sendable {
                         break
                     }
                     do {
-                        try await handler.body()
+                        for left in try await handler.body() where !tasks[index].result.failures.contains(left) {
+                            tasks[index].result.failures.append(left)
+                        }
                     } catch is CancellationError {
                         throw CancellationError()
                     } catch {

@@ -77,6 +77,12 @@ extension StorageMonitor {
         public var markedItems: MarkedItems.Report?
         /// Bytes each registered cache freed, by `Purging/purgingName`.
         public var caches: [(name: String, bytesFreed: ByteCount)]
+        /// Mount points the members left in place with everything under them, as
+        /// `rm --one-file-system` does (`"skipped: another file system"`), each named once: the
+        /// temporary files' (``TemporaryFiles``) and any member's that names them
+        /// (`Purging/purgeNamingSkips(_:)`). The sweep's and the marked items' are in their own
+        /// reports.
+        public var skipped: [ClearReport.Failure] = []
         /// What failed (the sweep, a cache), with the others still run.
         public var errors: [any Error]
 

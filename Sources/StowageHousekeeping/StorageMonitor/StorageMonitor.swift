@@ -139,6 +139,7 @@ public final class StorageMonitor: Sendable {
         var sweep: PurgeReport?
         var marked: MarkedItems.Report?
         var freed: [(name: String, bytesFreed: ByteCount)] = []
+        var skipped: [ClearReport.Failure] = []
         let purgers = state.withLock { $0.caches }
         var missing = configuration.bytesToRelieve(before)
         var lastSeen = before
@@ -196,7 +197,15 @@ public final class StorageMonitor: Sendable {
                         break tiers
                     }
                     do {
-                        let bytes = try await cache.purge(PurgeRequest(bytesToFree: missing))
+                        let outcome = try await cache.purgeNamingSkips(PurgeRequest(bytesToFree: missing))
+                        let bytes = outcome.bytesFreed
+                        for mount in outcome.skipped where !skipped.contains(mount) {
+                            skipped.append(mount)
+                            logger.warning(
+                                "purging: \(FileSystemBoundary.skipMessage)",
+                                metadata: ["cache": "\(cache.purgingName)", "path": "\(mount.path)"]
+                            )
+                        }
                         if let index = freed.firstIndex(where: { $0.name == cache.purgingName }) {
                             freed[index].bytesFreed += bytes
                         } else {
@@ -234,6 +243,7 @@ public final class StorageMonitor: Sendable {
             sweep: sweep,
             markedItems: marked,
             caches: freed,
+            skipped: skipped,
             errors: errors,
             isStillUnderPressure: configuration.isUnderPressure(after),
             reachedTimeLimit: reachedTimeLimit

@@ -11,7 +11,10 @@ import Darwin
 /// entries in it not modified for ``minimumAge`` are removed (files, and directories with
 /// everything below them), through descriptors, never following a symbolic link.
 ///
-/// Newer entries stay: the app may be writing them right now.
+/// Newer entries stay: the app may be writing them right now. A mount point inside the
+/// location (another file system, or a bind mount of the same one) stays too, with everything
+/// under it, as `rm --one-file-system` leaves it: ``purgeNamingSkips(_:)`` names it
+/// (`"skipped: another file system"`), and a `StorageMonitor` lists it in its report.
 public struct TemporaryFiles: Purging {
     /// The container whose temporary location is purged.
     public let container: Container
@@ -44,10 +47,20 @@ public struct TemporaryFiles: Purging {
 
     /// The synchronous overload of `purge(_:)`: the same work on the calling thread.
     public func purge() throws -> ByteCount {
+        try purgeNamingSkips().bytesFreed
+    }
+
+    /// ``purge(_:)``, naming the mount points it left in place.
+    public func purgeNamingSkips(_ request: PurgeRequest) async throws -> PurgeOutcome {
+        try await BlockingWork.run { try purgeNamingSkips() }
+    }
+
+    /// The synchronous overload of `purgeNamingSkips(_:)`: the same work on the calling thread.
+    public func purgeNamingSkips() throws -> PurgeOutcome {
         let path = container.url(for: .temporary).fileSystemPath
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else {
-            if errno == ENOENT { return .zero }
+            if errno == ENOENT { return PurgeOutcome(bytesFreed: .zero) }
             throw StowageError.syscall(.current, "open the temporary directory", path: path)
         }
         let directory = OpenDirectory(descriptor: descriptor, path: path)
@@ -64,6 +77,6 @@ public struct TemporaryFiles: Purging {
             try removal.remove(entry.name, type: entry.type, in: directory)
             if removal.failures.count == failuresBefore { freed += bytes }
         }
-        return ByteCount(freed)
+        return PurgeOutcome(bytesFreed: ByteCount(freed), skipped: removal.failures.filter(\.isOtherFileSystem))
     }
 }

@@ -69,19 +69,22 @@ public struct ClearCaches: Sendable {
             tasks.append(.handler(className: "DiskCache", selectors: diskCaches.map { "removeAll:" + $0 }))
             for name in diskCaches {
                 let directory = caches.appending(path: name, directoryHint: .isDirectory)
-                handlers.register(
+                handlers.registerReporting(
                     className: "DiskCache",
                     selector: "removeAll:" + name,
                     measuring: ["Library/Caches/" + name]
                 ) {
                     let cache = try await DiskCache.open(directory: directory, configuration: .init(name: name))
+                    let report: ClearReport
                     do {
-                        try await cache.removeAll()
+                        report = try await cache.removeAll()
                     } catch {
                         try? await cache.close()
                         throw error
                     }
                     try await cache.close()
+                    // Mount points inside the cache's directory keep their files and are named.
+                    return report.failures
                 }
             }
         }

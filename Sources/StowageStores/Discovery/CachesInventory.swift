@@ -20,6 +20,9 @@ struct CachesInventory {
         var name: String
         var url: URL
         var kind: Kind
+        /// Whether it is a mount point (another file system, or a bind mount of the same one):
+        /// always ``Kind/loose``, never measured as the container's (`du -x`).
+        var isMounted = false
     }
 
     /// The registered purgeable directories and where they are.
@@ -44,7 +47,7 @@ struct CachesInventory {
                 location.flatMap { FileStatus.at($0.descriptor, name) }.map { !(boundary?.contains($0) ?? true) }
                 ?? false
             guard !isMounted, StoreFiles.isDirectory(url), DiskCache.isDiskCache(url) else {
-                return Entry(name: name, url: url, kind: .loose)
+                return Entry(name: name, url: url, kind: .loose, isMounted: isMounted)
             }
             return Entry(name: name, url: url, kind: StoreMarker.isHTTPCache(url) ? .httpCache : .diskCache)
         }

@@ -18,7 +18,12 @@ struct StoreDiscovery {
     func discover() throws -> Found {
         var found = Found()
         let inventory = try CachesInventory(container: container)
-        collect(into: &found) { try caches(inventory.entries) }
+        // A tree mounted in the caches location is another file system's: not a store of the
+        // container, measured like du -x would not (named among the issues instead).
+        for entry in inventory.entries where entry.isMounted {
+            found.issues.append("\(entry.url.fileSystemPath): \(FileSystemBoundary.skipMessage)")
+        }
+        collect(into: &found) { try caches(inventory.entries.filter { !$0.isMounted }) }
         collect(into: &found) { try purgeableDirectories(inventory.purgeable) }
         collect(into: &found) { try preferenceSuites() }
         collect(into: &found) { try secrets() }
@@ -164,7 +169,8 @@ struct StoreDiscovery {
         kind: StorageAccount.Kind,
         category: StorageAccount.Category
     ) throws -> StorageAccount.Store {
-        let usage = try DiskUsage.measure(url)
+        // Like du -x: a mount inside is another file system's, which no clear of the store frees.
+        let usage = try DiskUsage.measure(url, options: .init(staysOnFileSystem: true))
         return StorageAccount.Store(
             name: name,
             kind: kind,

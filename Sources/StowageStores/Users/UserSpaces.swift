@@ -150,7 +150,17 @@ public final class UserSpaces: Sendable {
         // as possible; then the deletions, which may take long.
         var moved: [(String, URL)] = []
         for (area, directory) in directories {
-            if let tombstone = try moveAway(directory, user: user) { moved.append((area, tombstone)) }
+            switch try moveAway(directory, user: user) {
+            case .moved(let tombstone): moved.append((area, tombstone))
+            case .absent: break
+            case .mountPoint:
+                // Another file system's, as a mount inside it is: left whole where it is, named.
+                report.skipped.append(.init(path: directory.fileSystemPath, message: FileSystemBoundary.skipMessage))
+                logger.warning(
+                    "wipe: \(FileSystemBoundary.skipMessage)",
+                    metadata: ["user": "\(user)", "path": "\(directory.fileSystemPath)"]
+                )
+            }
         }
         for (area, directory) in directories {
             // Tombstones of an earlier, interrupted attempt.
@@ -171,7 +181,9 @@ public final class UserSpaces: Sendable {
             report.skipped += cleared.failures
         }
         let databases = self.databases ?? UserDatabases(container: container, migrator: DatabaseMigrator())
-        report.removedDatabase = try databases.removeUser(user)
+        let database = try databases.removeUser(user)
+        report.removedDatabase = database.removed
+        report.skipped += database.skipped
         try journal.end(user)
         logger.info(
             "user wiped",
@@ -182,17 +194,29 @@ public final class UserSpaces: Sendable {
 
     private static func tombstonePrefix(_ user: String) -> String { ".wiping-\(user)-" }
 
-    /// Renames `directory` to a tombstone beside it; `nil` when there is nothing to move.
-    private func moveAway(_ directory: URL, user: String) throws -> URL? {
-        let tombstone = directory.deletingLastPathComponent().appending(
+    /// What became of one of the user's directories.
+    private enum Move {
+        /// Renamed to this tombstone.
+        case moved(URL)
+        /// There was nothing to move.
+        case absent
+        /// A mount point, which Linux refuses to move (`EBUSY`): left in place.
+        case mountPoint
+    }
+
+    /// Renames `directory` to a tombstone beside it.
+    private func moveAway(_ directory: URL, user: String) throws -> Move {
+        let parent = directory.deletingLastPathComponent()
+        let tombstone = parent.appending(
             path: Self.tombstonePrefix(user) + String(UInt32.random(in: 0...UInt32.max), radix: 16),
             directoryHint: .isDirectory
         )
         guard FileNames.rename(directory.fileSystemPath, to: tombstone.fileSystemPath) else {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT { return .absent }
+            if errno == EBUSY, FileSystemBoundary.isMountPoint(user, in: parent.fileSystemPath) { return .mountPoint }
             throw StowageError.syscall(.current, "move the user's directory away", path: directory.fileSystemPath)
         }
-        return tombstone
+        return .moved(tombstone)
     }
 
     /// Deletes `url` and everything below it; `nil` when it was gone already.

@@ -20,10 +20,12 @@ public struct WipeReport: Sendable, Hashable, Codable {
     public var removed: [Area] = []
     /// Whether the user had a database, now removed.
     public var removedDatabase = false
-    /// Mount points inside the user's directories, left in place with everything under them
-    /// (`"skipped: another file system"`): a wipe never leaves the file system, as
-    /// `rm --one-file-system`. They stay in a `.wiping-` directory beside the user's, out of the
-    /// user's reach.
+    /// Mount points left in place with everything under them (`"skipped: another file
+    /// system"`): a wipe never leaves the file system, as `rm --one-file-system`. One inside the
+    /// user's directories stays in a `.wiping-` (or, for the database, `.removing-`) directory
+    /// beside the user's, out of the user's reach; a user's directory that is itself a mount
+    /// point cannot be moved and stays where it is, whole, and the user's next space sees it.
+    /// Everything else is wiped.
     public var skipped: [ClearReport.Failure] = []
 
     /// Bytes given back in all areas (the database's files are not measured).

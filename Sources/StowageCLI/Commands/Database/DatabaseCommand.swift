@@ -69,7 +69,14 @@ struct DatabaseBackupCommand: AsyncParsableCommand {
 struct DatabaseRemoveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "remove",
-        abstract: "Delete USER's database directory (database, WAL and shared-memory files)."
+        abstract: "Delete USER's database directory (database, WAL and shared-memory files).",
+        discussion: """
+            A mount point inside the directory, or the directory itself when it is one (another \
+            file system, or a bind mount of the same one), is left in place with everything \
+            under it, as rm --one-file-system does: it is named on standard error as \
+            "PATH: skipped: another file system" (in "skipped" with --json), and the exit status \
+            is 1. Everything else is deleted.
+            """
     )
 
     @OptionGroup var options: DatabaseOptions
@@ -79,8 +86,19 @@ struct DatabaseRemoveCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Output.run {
-            let removed = try await options.databases().removeUser(user)
-            print(removed ? "removed \(user)" : "no database for \(user)")
+            let removal = try await options.databases().removeUser(user)
+            if options.global.json {
+                try Output.printJSON(removal)
+            } else {
+                if removal.removed {
+                    print("removed \(user)")
+                } else {
+                    // A directory that is itself a mount point stays: "no database" would be wrong.
+                    print(removal.skipped.isEmpty ? "no database for \(user)" : "kept \(user): another file system")
+                }
+            }
+            for skipped in removal.skipped { Output.warn(skipped.description) }
+            if !removal.skipped.isEmpty { throw Output.partialFailure }
         }
     }
 }

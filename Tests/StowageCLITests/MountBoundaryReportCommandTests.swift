@@ -1,0 +1,116 @@
+import Foundation
+import StowageCore
+import StowageTestSupport
+import Testing
+
+/// The commands whose removals kept a mount without naming it now name it, in their text and
+/// `--json` output, and exit 1 as `rm --one-file-system` does; `purgeable list` measures like
+/// `du -x`. Each command runs in a private mount namespace of its own (PrivateMounts).
+@Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
+struct MountBoundaryReportCommandTests {
+    private let skip = "skipped: another file system"
+
+    private func stowage(_ arguments: [String]) -> [String] {
+        [StowageExecutable.url.path(percentEncoded: false)] + arguments
+    }
+
+    private func json(_ outcome: PrivateMounts.Outcome) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8))
+    }
+
+    @Test("db remove --json names a mount inside the user's database directory, keeps its files, exits 1")
+    func databaseRemoveNamesAMountInside() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base, directory: "Library/Application Support/databases/alice")
+            let outcome = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: stowage(["db", "remove", "--root", fixture.root, "alice", "--json"])
+            )
+            #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
+            #expect(outcome.status == 1, "\(outcome.standardError)")
+            let removal = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            #expect(removal["removed"] as? Bool == true)
+            let skipped = try #require(removal["skipped"] as? [[String: Any]], "\(removal)")
+            let prefix = fixture.root + "/Library/Application Support/databases/.removing-alice-"
+            #expect(skipped.count == 1, "\(removal)")
+            #expect(
+                skipped.allSatisfy {
+                    ($0["path"] as? String)?.hasPrefix(prefix) == true
+                        && ($0["path"] as? String)?.hasSuffix("/mnt") == true
+                        && $0["message"] as? String == skip
+                },
+                "\(removal)"
+            )
+        }
+    }
+
+    @Test("db remove: a user's database directory that is a mount point stays whole, named on stderr, exit 1")
+    func databaseRemoveOfAMountPoint() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base, directory: "Library/Application Support/databases/bob")
+            let directory = fixture.root + "/Library/Application Support/databases/alice"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let outcome = try await PrivateMounts.run(
+                mounts: [.bind(fixture.outside, at: directory)],
+                command: stowage(["db", "remove", "--root", fixture.root, "alice"])
+            )
+            #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
+            #expect(outcome.status == 1, "\(outcome.standardError)")
+            #expect(outcome.standardError.contains("\(directory): \(skip)"), "\(outcome.standardError)")
+            #expect(outcome.standardOutput == "kept alice: another file system\n")
+            #expect(!fixture.ownFileIsGone, "another user's directory is not touched")
+        }
+    }
+
+    @Test("clear-caches --json names a tree mounted inside a disk cache")
+    func clearCachesNamesAMountInsideADiskCache() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base, directory: "Library/Caches/images/data")
+            // A disk cache made before the mount; its open in clear-caches then drops the rows of
+            // what the mount hides, so only the cache's own look at its directory can name it.
+            let made = try await PrivateMounts.run(
+                mounts: [],
+                command: [
+                    TestWorker.url.path(percentEncoded: false), "removals", "make-cache",
+                    fixture.root + "/Library/Caches/images",
+                ]
+            )
+            try #require(made.status == 0, "\(made.standardError)")
+            let outcome = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: stowage(["clear-caches", "--root", fixture.root, "--json"])
+            )
+            #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
+            #expect(outcome.status == 1, "\(outcome.standardError)")
+            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let failures = ((report["tasks"] as? [[String: Any]]) ?? []).flatMap {
+                ($0["failures"] as? [[String: Any]]) ?? []
+            }
+            #expect(
+                failures.contains { $0["path"] as? String == fixture.mountPoint && $0["message"] as? String == skip },
+                "\(report)"
+            )
+        }
+    }
+
+    @Test("purgeable list --json measures a registered directory like du -x, without the tree mounted in it")
+    func purgeableListStaysOnTheFileSystem() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            let registered = try await PrivateMounts.run(
+                mounts: [],
+                command: stowage(["purgeable", "add", "--root", fixture.root, fixture.directory, "--policy", "manual"])
+            )
+            try #require(registered.status == 0, "\(registered.standardError)")
+            let outcome = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: stowage(["purgeable", "list", "--root", fixture.root, "--json"])
+            )
+            try #require(outcome.status == 0, "\(outcome.standardError)")
+            let rows = try #require(try json(outcome) as? [[String: Any]], "\(outcome.standardOutput)")
+            let size = try #require(rows.first?["allocatedBytes"] as? Int, "\(rows)")
+            // own.txt (20,000 bytes) and two directories; the mounted tree holds 40,000 more.
+            #expect(size < 40_000, "\(rows)")
+        }
+    }
+}
