@@ -527,3 +527,62 @@ struct HTTPNode: EngineNode {
         return onDisk || cache.levels.memory.value(forKey: recordKey) != nil
     }
 }
+
+/// A tier that fails bans with a transport error while `failing`, then answers that it cannot
+/// send bans at all (`.unsupported`), as a tier behind a circuit breaker that wraps every call
+/// would; everything else goes to `base`.
+final class BanRefusingTier: SharedCacheTier {
+    let base: InMemorySharedTier
+    let failing = Atomic<Bool>(true)
+    let banCalls = Atomic<Int>(0)
+
+    init(_ base: InMemorySharedTier) { self.base = base }
+
+    func entry(forKey key: String) async throws -> SharedCacheEntry? { try await base.entry(forKey: key) }
+    func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws {
+        try await base.setData(data, forKey: key, timeToLive: timeToLive)
+    }
+    func removeData(forKey key: String) async throws { try await base.removeData(forKey: key) }
+    func invalidations() -> AsyncStream<SharedCacheInvalidation> { base.invalidations() }
+    func lockForLoading(key: String, lease: Duration) async throws -> SharedCacheLoadLock? {
+        try await base.lockForLoading(key: key, lease: lease)
+    }
+    func isLockedForLoading(key: String) async throws -> Bool { try await base.isLockedForLoading(key: key) }
+    func setData(_ data: Data, forKey key: String, timeToLive: Duration?, releasing lock: SharedCacheLoadLock) async throws
+        -> Bool
+    { try await base.setData(data, forKey: key, timeToLive: timeToLive, releasing: lock) }
+    func unlock(_ lock: SharedCacheLoadLock) async throws { try await base.unlock(lock) }
+    func invalidate(keysWithPrefix prefix: String) async throws {
+        banCalls.add(1, ordering: .relaxed)
+        if failing.load(ordering: .relaxed) { throw TestFailure("the circuit is open") }
+        throw StowageError(code: .unsupported, message: "this tier cannot send bans")
+    }
+}
+
+extension SharedLevelEngineTests {
+    @Test("a kept ban the level then says it cannot send (.unsupported) leaves the queue: it is not retried every 5 s")
+    func keptBanUnsupportedOnReplay() async throws {
+        let level = InMemorySharedLevel()
+        defer { level.shutDown() }
+        let scratch = try TemporaryDirectory()
+        let waitClock = SteppedClock()
+        let tier = BanRefusingTier(level.node())
+        var configuration = HTTPCache.Configuration(kind: .shared)
+        configuration.name = "a"
+        configuration.clock = ManualClock(startingAt: t0).cacheClock
+        configuration.sharedTier = tier
+        configuration.sharedLevel.waitClock = waitClock
+        let a = try HTTPCache(directory: scratch.url.appending(path: "a"), configuration: configuration)
+        _ = try await a.invalidate(urlPrefix: "http://origin.test/img/")
+        let shared = try #require(a.levels.sharedLevel)
+        #expect(shared.pendingCount == 1)
+        tier.failing.store(false, ordering: .relaxed)
+        await a.apply(.all)
+        #expect(shared.pendingCount == 0, "a ban the level cannot send is not tried again")
+        let calls = tier.banCalls.load(ordering: .relaxed)
+        waitClock.advance(by: .seconds(5))
+        waitClock.advance(by: .seconds(5))
+        #expect(shared.pendingCount == 0)
+        #expect(tier.banCalls.load(ordering: .relaxed) == calls)
+    }
+}
