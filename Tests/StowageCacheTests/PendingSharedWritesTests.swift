@@ -36,15 +36,20 @@ struct PendingSharedWritesTests {
         #expect(pending.isEmpty)
     }
 
-    @Test("past the limit a new key or prefix stays local; one already waiting is still replaced")
+    @Test("past the limit a new key stays local and a new ban widens to a ban of every key, last; one already waiting is still replaced")
     func limit() {
         let pending = PendingSharedWrites(limit: 2)
         #expect(pending.record(.set, forKey: "a"))
         #expect(pending.record(.ban, forKey: "b/"))
-        #expect(!pending.record(.ban, forKey: "c/"))
+        #expect(pending.record(.ban, forKey: "c/"))
+        #expect(pending.record(.ban, forKey: "d/"))
         #expect(!pending.record(.remove, forKey: "c"))
         #expect(pending.record(.remove, forKey: "a"))
         #expect(pending.record(.ban, forKey: "b/"))
-        #expect(pending.waitingCount == 2)
+        #expect(pending.waitingCount == 3)
+        #expect(pending.snapshot().map(\.key) == ["", "a", "b/"])
+        #expect(pending.snapshot().first?.change == .ban)
+        // A limit of 0 keeps nothing, bans included.
+        #expect(!PendingSharedWrites(limit: 0).record(.ban, forKey: "e/"))
     }
 }

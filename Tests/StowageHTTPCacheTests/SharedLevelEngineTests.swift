@@ -138,6 +138,40 @@ struct SharedLevelEngineTests {
         #expect(try await b.read("text/1") == "v1")
     }
 
+    @Test("bans past maximumPendingWrites made during an outage widen to one ban of every key, not dropped: the other node drops what each removed")
+    func bansPastTheLimitWiden() async throws {
+        let level = InMemorySharedLevel()
+        defer { level.shutDown() }
+        let scratch = try TemporaryDirectory()
+        let clock = ManualClock(startingAt: t0)
+        let waitClock = SteppedClock()
+        let b = try HTTPNode(
+            directory: scratch.url.appending(path: "b"), tier: level.node(), clock: clock, waitClock: waitClock, name: "b"
+        )
+        Task { try await b.run() }
+        var configuration = HTTPCache.Configuration(kind: .shared)
+        configuration.name = "a"
+        configuration.clock = clock.cacheClock
+        configuration.sharedTier = level.node()
+        configuration.sharedLevel.waitClock = waitClock
+        configuration.sharedLevel.maximumPendingWrites = 1
+        let a = try HTTPCache(directory: scratch.url.appending(path: "a"), configuration: configuration)
+        for key in ["img/1", "css/1"] { try await b.write("v1", forKey: key) }
+        level.goDown(interruptingInvalidations: false)
+        for prefix in ["img/", "css/"] {
+            #expect(try await a.invalidate(urlPrefix: "http://origin.test/\(prefix)") == 0)
+        }
+        #expect(a.levels.sharedLevel?.pendingCount == 2, "the first ban, and one of every key past the limit")
+        level.comeBack(notifying: false)
+        try await eventually {
+            waitClock.advance(by: .seconds(5))
+            return a.levels.sharedLevel?.pendingCount == 0
+        }
+        try await eventually { try await b.read("img/1") == nil }
+        // Heard after the first ban (a hang catcher: a ban dropped at the limit never comes).
+        try await eventually(timeout: .seconds(60)) { try await b.read("css/1") == nil }
+    }
+
     @Test(
         "the first call that succeeds after an outage sends what waits, with no word from the channel",
         arguments: Facade.allCases
@@ -498,5 +532,64 @@ struct HTTPNode: EngineNode {
         let recordKey = storedKey(key)
         let onDisk = try await cache.disk?.data(forKey: recordKey) != nil
         return onDisk || cache.levels.memory.value(forKey: recordKey) != nil
+    }
+}
+
+/// A tier that fails bans with a transport error while `failing`, then answers that it cannot
+/// send bans at all (`.unsupported`), as a tier behind a circuit breaker that wraps every call
+/// would; everything else goes to `base`.
+final class BanRefusingTier: SharedCacheTier {
+    let base: InMemorySharedTier
+    let failing = Atomic<Bool>(true)
+    let banCalls = Atomic<Int>(0)
+
+    init(_ base: InMemorySharedTier) { self.base = base }
+
+    func entry(forKey key: String) async throws -> SharedCacheEntry? { try await base.entry(forKey: key) }
+    func setData(_ data: Data, forKey key: String, timeToLive: Duration?) async throws {
+        try await base.setData(data, forKey: key, timeToLive: timeToLive)
+    }
+    func removeData(forKey key: String) async throws { try await base.removeData(forKey: key) }
+    func invalidations() -> AsyncStream<SharedCacheInvalidation> { base.invalidations() }
+    func lockForLoading(key: String, lease: Duration) async throws -> SharedCacheLoadLock? {
+        try await base.lockForLoading(key: key, lease: lease)
+    }
+    func isLockedForLoading(key: String) async throws -> Bool { try await base.isLockedForLoading(key: key) }
+    func setData(_ data: Data, forKey key: String, timeToLive: Duration?, releasing lock: SharedCacheLoadLock) async throws
+        -> Bool
+    { try await base.setData(data, forKey: key, timeToLive: timeToLive, releasing: lock) }
+    func unlock(_ lock: SharedCacheLoadLock) async throws { try await base.unlock(lock) }
+    func invalidate(keysWithPrefix prefix: String) async throws {
+        banCalls.add(1, ordering: .relaxed)
+        if failing.load(ordering: .relaxed) { throw TestFailure("the circuit is open") }
+        throw StowageError(code: .unsupported, message: "this tier cannot send bans")
+    }
+}
+
+extension SharedLevelEngineTests {
+    @Test("a kept ban the level then says it cannot send (.unsupported) leaves the queue: it is not retried every 5 s")
+    func keptBanUnsupportedOnReplay() async throws {
+        let level = InMemorySharedLevel()
+        defer { level.shutDown() }
+        let scratch = try TemporaryDirectory()
+        let waitClock = SteppedClock()
+        let tier = BanRefusingTier(level.node())
+        var configuration = HTTPCache.Configuration(kind: .shared)
+        configuration.name = "a"
+        configuration.clock = ManualClock(startingAt: t0).cacheClock
+        configuration.sharedTier = tier
+        configuration.sharedLevel.waitClock = waitClock
+        let a = try HTTPCache(directory: scratch.url.appending(path: "a"), configuration: configuration)
+        _ = try await a.invalidate(urlPrefix: "http://origin.test/img/")
+        let shared = try #require(a.levels.sharedLevel)
+        #expect(shared.pendingCount == 1)
+        tier.failing.store(false, ordering: .relaxed)
+        await a.apply(.all)
+        #expect(shared.pendingCount == 0, "a ban the level cannot send is not tried again")
+        let calls = tier.banCalls.load(ordering: .relaxed)
+        waitClock.advance(by: .seconds(5))
+        waitClock.advance(by: .seconds(5))
+        #expect(shared.pendingCount == 0)
+        #expect(tier.banCalls.load(ordering: .relaxed) == calls)
     }
 }

@@ -29,8 +29,9 @@ public struct SharedTierOptions: Sendable {
     /// they are, until they expire.
     public var confirmsDiskCopies = true
     /// Most keys and prefixes whose writes, removals or bans a node keeps to send when the shared level answers
-    /// again after an outage; changes past it stay local (logged once per outage). At least 0
-    /// (0 keeps none).
+    /// again after an outage; writes and removals past it stay local, and bans past it are sent
+    /// as one ban of every key (logged once per outage), so that none is lost. At least 0
+    /// (0 keeps none, bans included).
     public var maximumPendingWrites = 10_000
 
     /// What the load wait, the polls and the pauses before a refused replay of missed writes is

@@ -304,10 +304,21 @@ extension CacheLevels {
     /// Sends one change the shared level missed; returns whether it took it.
     private func replay(_ pending: PendingSharedWrites.Pending, to shared: SharedLevel) async -> Bool {
         if pending.change == .ban {
-            let taken: Void? = await shared.health.call("replay-ban") {
+            do {
                 try await shared.tier.invalidate(keysWithPrefix: pending.key)
+                shared.health.recordSuccess()
+            } catch let error as StowageError where error.code == .unsupported {
+                // As in `banShared`: the level answered that it cannot send bans, so trying
+                // again would not help (it would be retried every 5 s, the level reported down).
+                logger.warning(
+                    "the shared level cannot send bans; other nodes keep their copies until they expire",
+                    metadata: ["cache": "\(shared.name)", "prefix": "\(pending.key)", "error": "\(error)"]
+                )
+            } catch {
+                shared.health.recordFailure(error, operation: "replay-ban")
+                return false
             }
-            return taken != nil
+            return true
         }
         var current: (data: Data, timeToLive: Duration?)?
         if pending.change == .set {

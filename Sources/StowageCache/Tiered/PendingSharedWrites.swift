@@ -66,13 +66,22 @@ package final class PendingSharedWrites: Sendable {
 
     /// Records `change` of `key` (of the prefix `key`, for a ban), replacing an earlier one.
     /// Returns `false` when `limit` subjects are already waiting and this one is not among
-    /// them: the change then stays local.
+    /// them: a write or removal then stays local.
+    ///
+    /// A ban past the limit is widened instead: it is kept as a ban of the empty prefix (every
+    /// key), which may take one place past the limit and is moved after every change waiting.
+    /// Dropped, it would leave the other nodes serving what it removed (an invalidation is
+    /// final); widened, they drop everything they hold of the cache, which costs refills only.
+    /// A limit of 0 keeps nothing, bans included.
     package func record(_ change: Change, forKey key: String) -> Bool {
-        let subject = Subject(key, change: change)
+        var subject = Subject(key, change: change)
         return state.withLock { state in
-            if state.changes[subject] == nil, state.changes.count >= limit { return false }
+            if state.changes[subject] == nil, state.changes.count >= limit {
+                guard change == .ban, limit > 0 else { return false }
+                subject = Subject("", change: .ban)
+            }
             state.nextSequence += 1
-            state.changes[subject] = Pending(key: key, change: change, sequence: state.nextSequence)
+            state.changes[subject] = Pending(key: subject.name, change: change, sequence: state.nextSequence)
             count.store(state.changes.count, ordering: .releasing)
             return true
         }

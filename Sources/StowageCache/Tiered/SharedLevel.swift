@@ -102,7 +102,19 @@ package final class SharedLevel: Sendable {
             pendingWrites.settle(key, isPrefix: change == .ban)
             return false
         }
-        if pendingWrites.record(change, forKey: key) { return true }
+        let full = pendingWrites.waitingCount >= pendingWrites.limit
+        if pendingWrites.record(change, forKey: key) {
+            if full, change == .ban, !overflowLogged.exchange(true, ordering: .relaxed) {
+                logger.warning(
+                    """
+                    too many changes waiting for the shared level; bans past the limit are sent as one ban of \
+                    every key, further writes and removals stay local until they expire
+                    """,
+                    metadata: ["cache": "\(name)", "limit": "\(pendingWrites.limit)"]
+                )
+            }
+            return true
+        }
         if !overflowLogged.exchange(true, ordering: .relaxed) {
             logger.warning(
                 "too many changes waiting for the shared level; further ones stay local until they expire",

@@ -120,6 +120,11 @@ extension HTTPCache {
                 _ = try await invalidateLocally(tag: String(prefix.dropFirst(2).dropLast()))
             } else if prefix.hasPrefix("m ") {
                 _ = try await invalidateLocally(urlPrefix: String(prefix.dropFirst(2)))
+            } else if prefix.isEmpty {
+                // A node's bans past its outage queue's limit, widened to every key
+                // (`PendingSharedWrites.record`): every URL's responses go, shared copies
+                // included, as any of the bans it stands for would have removed its own.
+                _ = try await invalidateLocally(urlPrefix: "")
             } else {
                 await invalidations.begin(.all)
                 await levels.drop(keysWithPrefix: prefix, reason: "copies another node banned")
