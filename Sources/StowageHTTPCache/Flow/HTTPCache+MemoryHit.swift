@@ -63,7 +63,9 @@ extension HTTPCache {
                     return .prepared(form, kept)
                 }
                 let fields = currentFieldsSeconds(stored: kept.stored, outcome: kept.outcome)
-                if let refreshed = prepare(.refresh(form, age: fields.age, cacheStatus: fields.cacheStatus, now: clockNow)) {
+                if let refreshed = prepare(
+                    .refresh(form, age: fields.age, cacheStatus: fields.cacheStatus, now: clockNow)
+                ) {
                     let renewed = PreparedAnswer(
                         refreshing: kept,
                         form: refreshed,

@@ -72,7 +72,12 @@ final class LoopHitResponder: Sendable {
                         unkept = .response(responseHead, body: body)
                         return nil
                     }
-                    return EncodedAnswer(request: head, head: responseHead, body: body, addedDateSecond: addedDateSecond)
+                    return EncodedAnswer(
+                        request: head,
+                        head: responseHead,
+                        body: body,
+                        addedDateSecond: addedDateSecond
+                    )
                 case .refresh(let form, let age, let cacheStatus, let now):
                     return form.refreshed(age: age, cacheStatus: cacheStatus, now: now)
                 }
