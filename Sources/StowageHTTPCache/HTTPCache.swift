@@ -45,10 +45,6 @@ public final class HTTPCache: Sendable {
     let revalidations: RequestCollapser
     /// Requests per key, for ``Configuration/minimumUses``.
     let uses: UseCounter
-    /// Answers from memory given lately, given again while they stand: at most an eighth of
-    /// the memory capacity in bodies (they are the memory tier's own bytes while it keeps them).
-    /// None while the logger is at debug level, where each decision is logged.
-    let recentAnswers: RecentAnswers
     /// URLs whose last response could not be stored: not collapsed for a while.
     let uncacheableURLs = UncacheableURLs()
     /// Invalidations in the order fetches see them: a response fetched before one that covers
@@ -59,10 +55,13 @@ public final class HTTPCache: Sendable {
     /// modes (a disk cache's clear reaches its memory tier through its generation file).
     let openStore: OpenStores.Registration?
 
-    /// What the memory tier holds: the variant records of a URL, or one body.
+    /// What the memory tier holds: the variant records of a URL, one body, or an answer a
+    /// server prepared from them (``answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``),
+    /// charged to `memoryCapacity` as the others are.
     enum MemoryEntry: Sendable {
         case variants([VariantRecord])
         case body([UInt8])
+        case prepared(PreparedAnswer)
     }
 
     /// Where an ``HTTPCache`` keeps responses, as `URLCache`'s capacities and directory decide it.
@@ -144,10 +143,6 @@ public final class HTTPCache: Sendable {
         collapser = RequestCollapser(clock: configuration.waitClock)
         uses = UseCounter()
         revalidations = RequestCollapser(clock: configuration.waitClock)
-        recentAnswers = RecentAnswers(
-            maximumBytes: configuration.logger.logLevel > .debug
-                ? Int(clamping: configuration.memoryCapacity.rawValue / 8) : 0
-        )
         openStore =
             mode == .memoryOnly ? OpenStores.process.register("HTTPCache '\(configuration.name)' (memory only)") : nil
         openStore?.whenCleared { [weak self] in try await self?.removeAll() }
@@ -185,7 +180,6 @@ public final class HTTPCache: Sendable {
     public func removeAll() async throws {
         await invalidations.begin(.all)
         try await levels.removeAll()
-        recentAnswers.removeAll()
     }
 
     /// Removes the stored responses (all variants) of `request`'s URI.

@@ -91,7 +91,7 @@ public final class CachingProxy: Sendable {
         let handler = self.handler
         let server = ProxyServer(
             respond: { await handler.respond(to: $0, interims: $1) },
-            hitResponder: LoopHitResponder(handler: handler, dateClock: configuration.cache.clock),
+            hitResponder: LoopHitResponder(handler: handler),
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             headTimeout: configuration.requestHeadTimeout,
             keepAliveTimeout: configuration.keepAliveTimeout,

@@ -1,9 +1,10 @@
 import Foundation
 import HTTPTypes
 import StowageCore
-import StowageHTTPCache
 import StowageTestSupport
 import Testing
+
+@testable import StowageHTTPCache
 
 /// `HTTPCache.respondFromMemory(to:)`: the synchronous answer a server gives on its event loop
 /// must be the answer `respond` gives, and must leave every other case to `respond`.

@@ -1,3 +1,5 @@
+import Foundation
+import StowageCore
 import Synchronization
 
 extension MemoryCache {
@@ -24,4 +26,36 @@ final class MemoryCacheContentChanges: Sendable {
     }
 
     @inlinable var current: UInt64 { count.load(ordering: .acquiring) }
+}
+
+extension MemoryCache {
+    /// ``value(forKey:)`` without counting a hit or a miss in ``statistics``: for an entry a
+    /// client keeps beside its own (the HTTP cache's prepared answers, which are not responses
+    /// stored or served from the tier but ready-made answers to requests for them). The entry
+    /// is made the most recently used as a counted read makes it.
+    @inlinable
+    package func uncountedValue(forKey key: Key) -> Value? {
+        let lookup = storage.withLock { storage in
+            storage.lookup(key) { self.configuration.clock.now().timeIntervalSinceReferenceDate }
+        }
+        switch lookup {
+        case .hit(let value, _): return value
+        case .miss: return nil
+        case .expired(let removal):
+            report(removal)
+            return nil
+        }
+    }
+
+    /// ``setValue(_:forKey:cost:timeToLive:)`` without counting a write in ``statistics``;
+    /// `cost` counts towards ``Configuration/costLimit`` and evicts as any entry's does.
+    @inlinable
+    package func setUncountedValue(_ value: Value, forKey key: Key, cost: Int) {
+        precondition(cost >= 0, "a MemoryCache entry's cost must be >= 0, not \(cost)")
+        let insertion = storage.withLock { $0.insert(value, forKey: key, cost: cost, expiry: .infinity) }
+        if let first = insertion.evictions.first {
+            report(first)
+            insertion.evictions.rest.forEach(report)
+        }
+    }
 }

@@ -1,34 +1,134 @@
 import Foundation
 import HTTPTypes
+import Logging
 import StowageCache
+import StowageCore
+import Synchronization
 
 extension HTTPCache {
-    /// Answers `request` at once, without suspending, when ``respond(to:body:policy:fetch:)``
-    /// would serve it from memory without contacting the origin: a stored response that is
-    /// fresh (or stale within the request's `max-stale`), whose record and body are both held in
-    /// memory. `nil` in every other case; the caller then calls `respond`, which answers the same
-    /// request the same way whatever this returned.
+    /// The one entry point of the hit paths that answer on a server's event loop: the answer to
+    /// `request` when ``respond(to:body:policy:fetch:)`` would serve it from memory without
+    /// contacting the origin (a stored response that is fresh, or stale within the request's
+    /// `max-stale`, whose record and body are both held in memory); `nil` in every other case,
+    /// and the caller then calls `respond`, which answers the same request the same way.
     ///
-    /// The answer is the one `respond` gives under ``RequestCachePolicy/useProtocolCachePolicy``
-    /// for a hit: `Age`, `Cache-Status`, a 304 when the request's own conditions hold, no body for
-    /// `HEAD`, the trace and the user info. A server answers such requests on its event loop
-    /// with it (as the caching proxy does), leaving Swift concurrency for the requests that
-    /// need the disk, the shared tier or the origin.
+    /// The answer is kept, as the server's `Form` of it (the bytes it writes), in the memory
+    /// level itself under `hash`, charged to `memoryCapacity` and evicted as responses are. The
+    /// same request again gets the same form without deciding again while it stands: within the
+    /// second its `Age` and `Cache-Status` stay the same, and while the records it was worked out
+    /// from are the ones in memory. That is checked against the memory level's own content
+    /// version and records on every use, so a purge, an invalidation, a replacement, an eviction
+    /// or a clear of the disk cache by another process ends it with nothing else to empty.
     ///
-    /// - Parameter request: The request, with scheme and authority set (they form the cache key).
-    /// - Returns: The response, its body in memory and how it was served; `nil` when the answer
-    ///   needs storage, the origin or a decision `respond` makes asynchronously.
-    public func respondFromMemory(to request: HTTPRequest) -> CachedResponse? {
-        guard keepsRecentAnswers else { return memoryAnswer(to: request)?.served }
-        if let kept = recentAnswers.answer(to: request), isCurrent(kept.answer) { return kept.answer.served }
-        guard let answer = memoryAnswer(to: request) else { return nil }
-        recentAnswers.keep(answer, for: request)
-        return answer.served
+    /// - Parameters:
+    ///   - request: The request as the server has it.
+    ///   - hash: `request`'s hash as the form tells requests apart (method, target, fields).
+    ///   - prepares: Whether to keep a form at all (`false`: decide, keep nothing).
+    ///   - cacheRequest: The request as the cache keys it (scheme and authority set); `nil` when
+    ///     the server answers it otherwise. Called only when the cache decides.
+    ///   - prepare: The form for a decision or a refresh (``PreparationStep``).
+    /// - Returns: The prepared form that stands, or the answer decided now and not kept; `nil`
+    ///   when the answer needs storage, the origin or a decision `respond` makes asynchronously.
+    package func answerFromMemory<Form: PreparedForm>(
+        to request: Form.Request,
+        hash: Int,
+        prepares: Bool,
+        cacheRequest: (Form.Request) -> HTTPRequest?,
+        prepare: (PreparationStep<Form>) -> Form?
+    ) -> MemoryHit<Form>? {
+        guard prepares, keepsPreparedAnswers else {
+            guard let cacheRequest = cacheRequest(request), let answer = memoryAnswer(to: cacheRequest) else {
+                return nil
+            }
+            return .decided(answer)
+        }
+        // Memory must not outlive a clear of the disk cache by another process: emptied, with
+        // the prepared answers in it, first when one happened.
+        levels.followStoreGeneration()
+        let key = Self.preparedKey(hash)
+        let clockNow = configuration.clock.now()
+        let now = clockNow.timeIntervalSince1970
+        var found = false
+        if case .prepared(let kept) = memory.uncountedValue(forKey: key), let form = kept.form as? Form,
+            form.answers(request)
+        {
+            found = true
+            // Within the second its fields were worked out for (and not before it: the clock set
+            // back), memory contents unchanged since are enough; else the records are looked up.
+            let fieldsCurrent = now < kept.fieldsValidUntil && now >= kept.fieldsValidFrom
+            let seen = kept.seenAt.load(ordering: .relaxed)
+            if let version = decisionStands(kept, now: now, seenAt: fieldsCurrent ? seen : nil) {
+                if fieldsCurrent, form.stands(at: clockNow) {
+                    if version != seen { kept.seenAt.store(version, ordering: .relaxed) }
+                    return .prepared(form, kept)
+                }
+                let fields = currentFieldsSeconds(stored: kept.stored, outcome: kept.outcome)
+                if let refreshed = prepare(
+                    .refresh(form, age: fields.age, cacheStatus: fields.cacheStatus, now: clockNow)
+                ) {
+                    let renewed = PreparedAnswer(
+                        refreshing: kept,
+                        form: refreshed,
+                        from: now,
+                        until: fields.validUntil,
+                        seenAt: version
+                    )
+                    memory.setUncountedValue(.prepared(renewed), forKey: key, cost: renewed.cost)
+                    return .prepared(refreshed, renewed)
+                }
+            }
+        }
+        // Read before the answer is worked out, so a change meanwhile is seen as one.
+        let version = memory.contentVersion
+        guard let cacheRequest = cacheRequest(request), let answer = memoryAnswer(to: cacheRequest) else {
+            // A prepared answer that no longer stands goes at once, its bytes with it.
+            if found { _ = memory.removeValue(forKey: key) }
+            return nil
+        }
+        guard let form = prepare(.decided(answer, now: clockNow)) else { return .decided(answer) }
+        let kept = PreparedAnswer(
+            answer: answer,
+            form: form,
+            keepsResponse: Form.usesResponse,
+            fieldsValidFrom: answer.workedOutAtSeconds,
+            fieldsValidUntil: answer.validUntilSeconds,
+            seenAt: version
+        )
+        memory.setUncountedValue(.prepared(kept), forKey: key, cost: kept.cost)
+        return .prepared(form, kept)
     }
 
-    /// Whether ``respondFromMemory(to:)`` gives an answer again without deciding again
-    /// (``RecentAnswers``).
-    var keepsRecentAnswers: Bool { recentAnswers.maximumBytes > 0 }
+    /// The memory level's key of a prepared answer: a prefix no record or body key has, and the
+    /// request's hash (36 digits fit in a small string, so no allocation).
+    static func preparedKey(_ hash: Int) -> String {
+        "\u{1}" + String(UInt(bitPattern: hash), radix: 36)
+    }
+
+    /// Answers `request` at once, without suspending, when ``respond(to:body:policy:fetch:)``
+    /// would serve it from memory (``answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``,
+    /// which keeps the answer given for the same request again). `nil` in every other case.
+    func respondFromMemory(to request: HTTPRequest) -> CachedResponse? {
+        let identity = RequestIdentity(request)
+        let hit = answerFromMemory(
+            to: identity,
+            hash: identity.hashValue,
+            prepares: true,
+            cacheRequest: { _ in request },
+            prepare: { step -> AnsweredRequest? in
+                guard case .decided = step else { return nil }  // decided again: its trace is of now
+                return AnsweredRequest(identity)
+            }
+        )
+        switch hit {
+        case .prepared(_, let kept): return kept.served
+        case .decided(let answer): return answer.served
+        case nil: return nil
+        }
+    }
+
+    /// Whether answers are kept in memory to be given again: not while the logger is at debug
+    /// level, where each decision is logged.
+    var keepsPreparedAnswers: Bool { mode != .disabled && configuration.logger.logLevel > .debug }
 
     /// ``respondFromMemory(to:)`` with how long the answer stays the same: a server that sees the
     /// same request again may send the same bytes while ``isCurrent(_:)`` holds, without
@@ -36,7 +136,7 @@ extension HTTPCache {
     ///
     /// - Parameter request: The request, with scheme and authority set.
     /// - Returns: The answer and its validity; `nil` as for ``respondFromMemory(to:)``.
-    public func memoryAnswer(to request: HTTPRequest) -> MemoryAnswer? {
+    func memoryAnswer(to request: HTTPRequest) -> MemoryAnswer? {
         guard mode != .disabled, request.method == .get || request.method == .head else { return nil }
         let request = rules.keyRules.removingIgnoredParameters(from: request)
         if !configuration.bypass.isEmpty, configuration.bypass.contains(where: { $0.matches(request) }) { return nil }
@@ -82,51 +182,36 @@ extension HTTPCache {
     /// without directives of its own, a response still fresh. The response is then the same
     /// but for its `Age` and the `ttl` of its `Cache-Status` (``currentFields(of:)``) and its
     /// trace; until ``MemoryAnswer/validUntil`` those are the same too (``isCurrent(_:)``).
-    public func decisionStands(_ answer: MemoryAnswer) -> Bool {
+    func decisionStands(_ answer: MemoryAnswer) -> Bool {
         guard now < answer.decisionValidUntilSeconds else { return false }
         return recordsAreCurrent(answer)
     }
 
-    /// ``decisionStands(_:)`` at `now`, for a caller that last found it standing when memory's
-    /// contents were at version `seen` (``MemoryCache/contentVersion``): while they have not
-    /// changed since, only the time is compared; otherwise the records are looked up again
-    /// (which also keeps them recently used). `seen` `nil` always looks them up.
+    /// Whether `kept`'s decision stands at `now`, for a caller that last found it standing when
+    /// memory's contents were at version `seen` (``MemoryCache/contentVersion``): while they
+    /// have not changed since, only the time is compared; otherwise the records are looked up
+    /// again (which also keeps them recently used). `seen` `nil` always looks them up.
     ///
     /// - Returns: The version of memory's contents at which the decision stands; `nil` when it
     ///   does not.
-    package func decisionStands(_ kept: KeptMemoryAnswer, now: Double, seenAt seen: UInt64?) -> UInt64? {
-        guard now < kept.answer.decisionValidUntilSeconds else { return nil }
+    private func decisionStands(_ kept: PreparedAnswer, now: Double, seenAt seen: UInt64?) -> UInt64? {
+        guard now < kept.decisionValidUntil else { return nil }
         // Read before the lookup: a change after it moves the version past the one returned.
-        let version = memoryContentVersion
+        let version = memory.contentVersion
         if version == seen { return version }
-        return recordsInMemory(kept.answer) ? version : nil
-    }
-
-    /// The version of memory's contents (``MemoryCache/contentVersion``), read before an answer
-    /// is worked out from them: ``decisionStands(_:now:seenAt:)`` with it is never wrong, at
-    /// worst a lookup more.
-    package var memoryContentVersion: UInt64 {
-        levels.followStoreGeneration()
-        return memory.contentVersion
+        guard case .variants(let records) = memory.value(forKey: kept.recordKey) else { return nil }
+        return records == kept.records ? version : nil  // the same storage compares in O(1)
     }
 
     /// The `Age` and `Cache-Status` values of `answer` now, as ``respondFromMemory(to:)`` would
     /// set them, and until when they stay so: for a server that sends an answer again while
     /// ``decisionStands(_:)``.
-    public func currentFields(of answer: MemoryAnswer) -> (age: String, cacheStatus: String, validUntil: Date) {
+    func currentFields(of answer: MemoryAnswer) -> (age: String, cacheStatus: String, validUntil: Date) {
         let fields = currentFieldsSeconds(stored: answer.stored, outcome: answer.served.outcome)
         return (fields.age, fields.cacheStatus, Date(timeIntervalSince1970: fields.validUntil))
     }
 
-    /// ``currentFields(of:)`` with the time in seconds since 1970, for the proxy's event-loop
-    /// hit path, which compares it on every request.
-    package func currentFieldsSeconds(
-        of kept: KeptMemoryAnswer
-    ) -> (age: String, cacheStatus: String, validUntil: Double) {
-        currentFieldsSeconds(stored: kept.answer.stored, outcome: kept.outcome)
-    }
-
-    private func currentFieldsSeconds(
+    func currentFieldsSeconds(
         stored: StoredResponse,
         outcome: CacheOutcome
     ) -> (age: String, cacheStatus: String, validUntil: Double) {
@@ -144,7 +229,7 @@ extension HTTPCache {
     /// ones in memory (not replaced, freshened by a 304, purged, invalidated, evicted, or
     /// cleared with the disk cache by another process).
     /// An O(1) check while nothing changed.
-    public func isCurrent(_ answer: MemoryAnswer) -> Bool {
+    func isCurrent(_ answer: MemoryAnswer) -> Bool {
         // Not before the time it was worked out either: a clock set back (an NTP step) would
         // otherwise keep the `Age` of a later time until the clock caught up.
         let now = self.now
@@ -175,37 +260,24 @@ extension HTTPCache {
 }
 
 /// An answer from memory (``HTTPCache/memoryAnswer(to:)``) and what it depends on.
-public struct MemoryAnswer: Sendable {
-    /// The response, as ``HTTPCache/respondFromMemory(to:)`` gives it.
-    public let served: CachedResponse
-    /// The cache clock's time from which the same request may get another answer: its age or
-    /// remaining freshness reaches the next whole second.
-    public var validUntil: Date { Date(timeIntervalSince1970: validUntilSeconds) }
-    /// The cache clock's time from which the decision may change (``HTTPCache/decisionStands(_:)``);
-    /// not before ``validUntil``.
-    public var decisionValidUntil: Date { Date(timeIntervalSince1970: decisionValidUntilSeconds) }
+package struct MemoryAnswer: Sendable {
+    /// The response, as ``HTTPCache/respond(to:body:policy:fetch:)`` gives it from memory.
+    package let served: CachedResponse
     /// The cache clock's time, in seconds since 1970, at which it was worked out: before it
     /// (the clock set back) it is not current either.
-    package let workedOutAtSeconds: Double
-    /// ``validUntil`` in seconds since 1970, as the hit paths compare it.
-    package let validUntilSeconds: Double
-    /// ``decisionValidUntil`` in seconds since 1970.
-    package let decisionValidUntilSeconds: Double
+    let workedOutAtSeconds: Double
+    /// The cache clock's time from which the same request may get another answer: its age or
+    /// remaining freshness reaches the next whole second.
+    let validUntilSeconds: Double
+    /// The cache clock's time from which the decision may change (``HTTPCache/decisionStands(_:)``);
+    /// not before ``validUntilSeconds``.
+    let decisionValidUntilSeconds: Double
     let recordKey: String
     let records: [VariantRecord]
     let stored: StoredResponse
-}
 
-/// A ``MemoryAnswer`` held by reference, for a server that keeps answers and checks them on
-/// every request: passing it costs one reference count, where the answer itself (a dozen
-/// references) is copied field by field.
-package final class KeptMemoryAnswer: Sendable {
-    package let answer: MemoryAnswer
-    /// The answer's outcome.
-    package let outcome: CacheOutcome
-
-    package init(_ answer: MemoryAnswer) {
-        self.answer = answer
-        outcome = answer.served.outcome
-    }
+    /// ``validUntilSeconds`` as an instant of the cache's clock.
+    var validUntil: Date { Date(timeIntervalSince1970: validUntilSeconds) }
+    /// ``decisionValidUntilSeconds`` as an instant of the cache's clock.
+    var decisionValidUntil: Date { Date(timeIntervalSince1970: decisionValidUntilSeconds) }
 }

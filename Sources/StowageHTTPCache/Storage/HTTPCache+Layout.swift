@@ -60,13 +60,9 @@ extension HTTPCache: Purging {
         guard let disk else {
             let inMemory = memory.totalCost
             levels.dropMemory()
-            recentAnswers.removeAll()
             return ByteCount(inMemory)
         }
-        defer {
-            levels.dropMemory()
-            recentAnswers.removeAll()  // the bodies they hold would outlive the memory tier's
-        }
+        defer { levels.dropMemory() }
         return try await disk.purge(request)
     }
 }

@@ -7,7 +7,7 @@ import NIOHTTP1
 /// A hit is the proxy's common case, and on the async path it is mostly not cache work: the
 /// request crosses from the event loop into Swift's cooperative pool and the response comes
 /// back, with the allocations and retains of each hop (see Benchmarks/README.md). Here the
-/// lookup is synchronous (``HTTPCache/respondFromMemory(to:)``) and the response is written
+/// lookup is synchronous (``LoopHitResponder``, on `HTTPCache.answerFromMemory`) and the response is written
 /// where the request was read, as nginx and Varnish answer hits on the thread that read them.
 ///
 /// It sits after ``ConnectionTimingHandler``, so a hit's response passes its deadlines and

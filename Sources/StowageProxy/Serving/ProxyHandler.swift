@@ -271,29 +271,23 @@ struct ProxyHandler: Sendable {
         return fields
     }
 
-    /// The answer to `request` when the cache holds a fresh response and its body in memory
-    /// (``HTTPCache/memoryAnswer(to:)``): the response head and body ``respond(to:)`` would
-    /// give, worked out without suspending, so the event loop can write it at once, and the
-    /// cache's answer it came from. `nil` for every request that needs the async path.
-    func respondFromMemory(
-        to request: HTTPRequest
-    ) -> (head: HTTPResponse, body: ByteBuffer?, answer: MemoryAnswer)? {
-        guard Self.refuseHost(request) == nil, let answer = cache.memoryAnswer(to: upstream(request)) else {
-            return nil
-        }
+    /// The response head and body ``respond(to:)`` would give for the cache's answer from
+    /// memory (``HTTPCache/answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``), worked
+    /// out without suspending, so the event loop can write it at once.
+    func response(
+        from answer: MemoryAnswer,
+        method: String,
+        uri: String
+    ) -> (head: HTTPResponse, body: ByteBuffer?) {
         let served = answer.served
-        metrics.record(served.outcome)
-        configuration.logger.debug(
-            "\(request.method) \(request.path ?? "/") \(served.response.status.code) \(served.outcome)"
-        )
+        configuration.logger.debug("\(method) \(uri) \(served.response.status.code) \(served.outcome)")
         var head = served.response
         head.headerFields = Self.clientFields(of: served, trace: configuration.sendsTrace)
         let status = served.response.status.code
-        guard request.method != .head, status != 304, status != 204, let bytes = served.body.bytesInMemory else {
-            return (head, nil, answer)
+        guard method != "HEAD", status != 304, status != 204, let bytes = served.body.bytesInMemory else {
+            return (head, nil)
         }
         head.headerFields[.contentLength] = String(bytes.count)
-        metrics.recordServed(bytes.count, outcome: served.outcome)
-        return (head, ByteBuffer(bytes: bytes), answer)
+        return (head, ByteBuffer(bytes: bytes))
     }
 }

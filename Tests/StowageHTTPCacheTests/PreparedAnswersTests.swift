@@ -1,14 +1,15 @@
 import Foundation
 import HTTPTypes
+import StowageCache
 import StowageCore
 import StowageTestSupport
 import Testing
 
 @testable import StowageHTTPCache
 
-/// Answers from memory given again without deciding again (`RecentAnswers`): only while they
-/// stand, and within their bound.
-@Suite struct RecentAnswersTests {
+/// Answers from memory given again without deciding again (prepared answers, kept in the memory
+/// level): only while they stand, and within `memoryCapacity` with the responses.
+@Suite struct PreparedAnswersTests {
     @Test(
         "The same request again gets the same answer within the second, a new Age the next second, and a miss once purged"
     )
@@ -21,13 +22,14 @@ import Testing
             clock.advance(by: .milliseconds(2_500))
             let first = try #require(cache.respondFromMemory(to: request()))
             #expect(first.response.headerFields[.age] == "2")
-            #expect(cache.recentAnswers.answer(to: request()) != nil)
+            #expect(cache.preparedAnswer(for: request()) != nil)
             clock.advance(by: .milliseconds(100))
             #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "2")
             clock.advance(by: .seconds(1))
             #expect(cache.respondFromMemory(to: request())?.response.headerFields[.age] == "3")
             try await cache.invalidate(url: "http://origin.test/resource")
             #expect(cache.respondFromMemory(to: request()) == nil, "a purged response is not given again")
+            #expect(cache.preparedAnswer(for: request()) == nil, "and the prepared answer went with it")
             #expect(try await cache.respond(to: request(), fetch: origin.fetch).outcome == .miss)
             #expect(origin.count == 2)
         }
@@ -60,28 +62,28 @@ import Testing
         }
     }
 
-    @Test("Bounded by bytes and entries; a purge for storage pressure forgets them")
+    @Test("Charged to memoryCapacity with the responses; a purge for storage pressure forgets them")
     func bounded() async throws {
-        let answers = RecentAnswers(maximumBytes: 3 * (512 + 100))
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: t0)
-            let cache = try makeCache(root, clock: clock)
+            let capacity = 20_000
+            let cache = try makeCache(root, clock: clock) { $0.memoryCapacity = ByteCount(Int64(capacity)) }
             let origin = TestOrigin { _, _ in
-                ok(String(repeating: "x", count: 100), [("Cache-Control", "max-age=60")], clock: clock)
+                ok(String(repeating: "x", count: 500), [("Cache-Control", "max-age=60")], clock: clock)
             }
-            for n in 0..<10 {
+            for n in 0..<60 {
                 let path = request(.get, "/r\(n)")
                 _ = try await text(try await cache.respond(to: path, fetch: origin.fetch))
-                answers.keep(try #require(cache.memoryAnswer(to: path)), for: path)
-                let kept = (0...n).filter { answers.answer(to: request(.get, "/r\($0)")) != nil }.count
-                #expect(kept == min(n + 1, 3))
-                #expect(answers.answer(to: path) != nil, "the newest is kept")
+                #expect(cache.respondFromMemory(to: path) != nil)
+                #expect(cache.preparedAnswer(for: path) != nil, "the newest is kept")
+                #expect(cache.memory.totalCost <= capacity, "\(cache.memory.totalCost) bytes charged")
             }
-            #expect(RecentAnswers(maximumBytes: 0).maximumBytes == 0)
-            _ = cache.respondFromMemory(to: request(.get, "/r9"))
-            #expect(cache.recentAnswers.answer(to: request(.get, "/r9")) != nil)
+            // Each answer is charged (its body with it) beside the response it came from.
+            let kept = (0..<60).filter { cache.preparedAnswer(for: request(.get, "/r\($0)")) != nil }.count
+            #expect(kept > 0 && kept * 1_000 <= capacity, "\(kept) answers kept")
             _ = try await cache.purge(PurgeRequest(bytesToFree: ByteCount(1)))
-            #expect(cache.recentAnswers.answer(to: request(.get, "/r9")) == nil)
+            #expect(cache.preparedAnswer(for: request(.get, "/r59")) == nil)
+            #expect(cache.memory.totalCost == 0)
         }
     }
 
@@ -105,10 +107,10 @@ import Testing
 
     @Test("Requests with large fields count them: the bound holds however large a request is")
     func largeRequestsCountTheirFields() async throws {
-        let answers = RecentAnswers(maximumBytes: 4 * (512 + 100))
         try await withTemporaryDirectory { root in
             let clock = ManualClock(startingAt: t0)
-            let cache = try makeCache(root, clock: clock)
+            let capacity = 20_000
+            let cache = try makeCache(root, clock: clock) { $0.memoryCapacity = ByteCount(Int64(capacity)) }
             let origin = TestOrigin { _, _ in
                 ok(String(repeating: "x", count: 100), [("Cache-Control", "max-age=60")], clock: clock)
             }
@@ -118,14 +120,21 @@ import Testing
                 request(.get, "/resource", [("X-Pad", String(n) + String(repeating: "p", count: 4_096))])
             }
             for padded in padded {
-                answers.keep(try #require(cache.memoryAnswer(to: padded)), for: padded)
+                _ = cache.respondFromMemory(to: padded)
+                #expect(cache.memory.totalCost <= capacity)
             }
             // Then: what is kept holds no more request bytes than the bound.
-            let kept = padded.filter { answers.answer(to: $0) != nil }.count
-            #expect(
-                kept * 4_096 <= answers.maximumBytes,
-                "\(kept) entries of 4 KiB kept in \(answers.maximumBytes) bytes"
-            )
+            let kept = padded.filter { cache.preparedAnswer(for: $0) != nil }.count
+            #expect(kept > 0 && kept * 4_096 <= capacity, "\(kept) entries of 4 KiB kept in \(capacity) bytes")
         }
+    }
+}
+
+extension HTTPCache {
+    /// The answer kept in the memory level for `request`, if one is (the tests' look at it).
+    func preparedAnswer(for request: HTTPRequest) -> PreparedAnswer? {
+        let key = Self.preparedKey(RequestIdentity(request).hashValue)
+        guard case .prepared(let kept) = memory.uncountedValue(forKey: key) else { return nil }
+        return kept
     }
 }
