@@ -43,7 +43,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "Tests/StowageCacheTests/DiskCacheMaintenanceTests.swift": (1, "a writer paced at 2 ms while maintenance runs: interleaving real writes is the subject"),
     "Tests/StowageCacheTests/DiskCacheTests.swift": (1, "a reader holds a value file 10 ms while a writer replaces it: the overlap is the subject"),
     "Tests/StowageCacheTests/CacheLevelsTests.swift": (1, "SlowDecoding widens a race window by 1 ms; a hook that holds decoding until the racing write lands would replace it"),
-    "Tests/StowageCacheTests/DiskCacheDurabilityTests.swift": (1, "waits for background checkpoints before a WAL-size bound; the bound is timing-dependent (see the issue 43 note)"),
     "Tests/StowageCacheTests/MemoizeTests.swift": (1, "memoize times the computation on the real clock (XFetch's delta); the computation must take real time"),
     "Tests/StowageStoresTests/WipeCrashTests.swift": (2, "kill -9 lands inside a wipe's deletions: the crash's timing is the subject"),
     "Tests/StowageTestWorker/CacheWorkerCommand.swift": (1, "a worker process paces its commits so the parent can kill it between two"),
