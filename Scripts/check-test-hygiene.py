@@ -41,7 +41,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "Tests/StowageCacheTests/DiskCacheDeferredCrashTests.swift": (1, "kill -9 at a random moment of a deferred commit: the crash's timing is the subject"),
     "Tests/StowageCacheTests/DiskCacheCloseRaceTests.swift": (1, "staggers close() against in-flight writes by 0-8 ms on purpose: the race window is the subject"),
     "Tests/StowageCacheTests/DiskCacheMaintenanceTests.swift": (1, "a writer paced at 2 ms while maintenance runs: interleaving real writes is the subject"),
-    "Tests/StowageCacheTests/DiskCacheDurabilityTests.swift": (1, "waits for background checkpoints before a WAL-size bound; the bound is timing-dependent (see the issue 43 note)"),
     "Tests/StowageCacheTests/CacheLevelsTests.swift": (1, "SlowDecoding widens a race window by 1 ms: decoding runs on a cooperative thread, so holding it until the racing write lands starved the pool (tried)"),
     "Tests/StowageCacheTests/MemoizeTests.swift": (1, "memoize times the computation on the real clock (XFetch's delta); the computation must take real time"),
     "Tests/StowageTestWorker/CacheWorkerCommand.swift": (1, "a worker process paces its commits so the parent can kill it between two"),

@@ -35,6 +35,10 @@ struct ScaleScenario: Scenario {
         return text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 > 0 }
     }
 
+    /// `STOWAGE_BENCH_SCALE_PEERS=none` measures Stowage alone (no SQLite floor, no
+    /// python-diskcache): quicker runs while profiling; the figures then have no baselines.
+    static var withPeers: Bool { ProcessInfo.processInfo.environment["STOWAGE_BENCH_SCALE_PEERS"] != "none" }
+
     static func label(_ size: Int) -> String {
         var exponent = 0
         var rest = size
@@ -134,46 +138,52 @@ struct ScaleScenario: Scenario {
         ok = ok && countAfter == countBefore / 2
         try cache.close()
 
-        // SQLite's C API.
-        let store = try ScaleSQLiteFloor(directory: root.appending(path: "sqlite-c"))
-        try store.fill((0..<size).lazy.map(Self.key), value: Self.value)
-        store.close()
-        var floorOpens: [Double] = []
-        for repetition in 0..<3 {
-            floorOpens.append(
+        var rows = 0
+        if Self.withPeers {
+            // SQLite's C API.
+            let store = try ScaleSQLiteFloor(directory: root.appending(path: "sqlite-c"))
+            try store.fill((0..<size).lazy.map(Self.key), value: Self.value)
+            store.close()
+            var floorOpens: [Double] = []
+            for repetition in 0..<3 {
+                floorOpens.append(
+                    try Self.seconds {
+                        try store.open()
+                        try store.prepareAll()
+                    }
+                )
+                if repetition < 2 { store.close() }
+            }
+            floor["open"] = median(floorOpens) * 1e6
+            floor["set"] =
                 try Self.seconds {
-                    try store.open()
-                    try store.prepareAll()
-                }
-            )
-            if repetition < 2 { store.close() }
+                    for index in size..<(size + operations) { try store.set(Self.value, forKey: Self.key(index)) }
+                } / Double(operations) * 1e6
+            floor["get"] =
+                try Self.seconds {
+                    for j in 0..<operations where try store.get(Self.key(Self.pick(j, size))) != Self.value {
+                        throw BenchFailure("sqlite-c read back a wrong value")
+                    }
+                } / Double(operations) * 1e6
+            floor["remove"] =
+                try Self.seconds {
+                    for j in 0..<operations { try store.remove(Self.key(Self.pick(j, size, offset: 17))) }
+                } / Double(operations) * 1e6
+            rows = try store.rowCount
+            floor["trim-half"] = try Self.seconds { try store.trim(removing: rows / 2) }
+            store.close()
         }
-        floor["open"] = median(floorOpens) * 1e6
-        floor["set"] =
-            try Self.seconds {
-                for index in size..<(size + operations) { try store.set(Self.value, forKey: Self.key(index)) }
-            } / Double(operations) * 1e6
-        floor["get"] =
-            try Self.seconds {
-                for j in 0..<operations where try store.get(Self.key(Self.pick(j, size))) != Self.value {
-                    throw BenchFailure("sqlite-c read back a wrong value")
-                }
-            } / Double(operations) * 1e6
-        floor["remove"] =
-            try Self.seconds {
-                for j in 0..<operations { try store.remove(Self.key(Self.pick(j, size, offset: 17))) }
-            } / Double(operations) * 1e6
-        let rows = try store.rowCount
-        floor["trim-half"] = try Self.seconds { try store.trim(removing: rows / 2) }
-        store.close()
 
         let load = Self.loadAverage()
-        let python = PythonDiskCacheScale.measure(
-            directory: root.appending(path: "python"),
-            size: size,
-            operations: operations,
-            atLimit: false
-        )
+        let python =
+            !Self.withPeers
+            ? nil
+            : PythonDiskCacheScale.measure(
+                directory: root.appending(path: "python"),
+                size: size,
+                operations: operations,
+                atLimit: false
+            )
         let label = Self.label(size)
         return ["open", "set", "get", "remove", "usage", "trim-half"].map { operation in
             var baselines: [String: Double] = [:]
@@ -220,12 +230,15 @@ struct ScaleScenario: Scenario {
             }
         }
         let figures = runs.mapValues(median)
-        let python = PythonDiskCacheScale.measure(
-            directory: root.appending(path: "python-limit"),
-            size: size,
-            operations: size,
-            atLimit: true
-        )
+        let python =
+            !Self.withPeers
+            ? nil
+            : PythonDiskCacheScale.measure(
+                directory: root.appending(path: "python-limit"),
+                size: size,
+                operations: size,
+                atLimit: true
+            )
         var baselines = ["stowage-below-limit": figures["stowage-below-limit"]!]
         baselines["python-diskcache"] = python?["at-limit"]
         baselines["python-diskcache-below-limit"] = python?["below-limit"]

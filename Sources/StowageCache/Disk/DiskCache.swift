@@ -131,7 +131,9 @@ public final class DiskCache: Sendable {
             budget: configuration.budget,
             accounting: configuration.sizeAccounting,
             afterCommit: {
-                guard let checkpointer, checkpointer.commitFinished() else { return }
+                guard let checkpointer else { return }
+                checkpointer.catchUpIfBehind()
+                guard checkpointer.commitFinished() else { return }
                 maintenance.schedule(.checkpoint) { checkpointer.checkpoint() }
             }
         )

@@ -169,6 +169,10 @@ struct DiskCacheIndex: Sendable {
             // The maintenance lane checkpoints (DiskCacheCheckpointer); this only bounds the WAL
             // should it fall behind.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(DiskCacheCheckpointer.fallbackPages)")
+            // A log that grew while a long read held its snapshot (the maintenance lane's
+            // whole-file check at a million entries) is cut back to this when it next starts
+            // over, instead of keeping its largest size on disk until the cache closes.
+            try db.execute(sql: "PRAGMA journal_size_limit = \(DiskCacheCheckpointer.fallbackPages * 4_120)")
         }
         self.path = path
         if Self.needsPrivateWALIndex(path: path) {
