@@ -46,7 +46,7 @@ for ((run = 1; run <= runs; run++)); do
     # Swift Testing marks a failed test "✘ Test NAME failed" and each issue "recorded an issue";
     # XCTest prints "error: … : NAME : failed".
     failed=$(grep -E '^✘ Test .* (failed|recorded an issue)|: error: .*XCTAssert|error: .* failed \(' "$log" | sort -u)
-    count=$(grep -cE '^✘ Test .* failed after' "$log")
+    count=$(grep -E '^✘ Test .* failed after' "$log" | grep -cv '^✘ Test run with')
     if ((status != 0 && count == 0)); then
         # A crash or a hang ends the run with no per-test verdict: count the run itself.
         count=1
