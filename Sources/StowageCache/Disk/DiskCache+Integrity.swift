@@ -119,10 +119,15 @@ extension DiskCache {
             )
             storeGeneration.advance()
             defer { storeGeneration.advance() }
+            // The old value files go before the index is emptied, not after: once it is empty,
+            // readers and writers use it at once, and a removal still walking data/ deleted the
+            // files (and hash directories) of values written to the fresh index (a write failed
+            // with ENOENT, or its entry was gone at the next open). A file written before the
+            // reset belongs to a row the reset drops; the next open's orphan collection takes it.
+            try Self.removeOldValueFiles(files, configuration: configuration)
             try DiskCacheIndex.reset(index.pool)
             indexResets.add(1, ordering: .releasing)
             accessLog.withLock { $0.removeAll() }
-            try Self.removeOldValueFiles(files, configuration: configuration)
             return true
         } catch {
             configuration.logger.error(
