@@ -36,7 +36,9 @@ struct PendingSharedWritesTests {
         #expect(pending.isEmpty)
     }
 
-    @Test("past the limit a new key stays local and a new ban widens to a ban of every key, last; one already waiting is still replaced")
+    @Test(
+        "past the limit a new key stays local and a new ban widens to a ban of every key, last; one already waiting is still replaced"
+    )
     func limit() {
         let pending = PendingSharedWrites(limit: 2)
         #expect(pending.record(.set, forKey: "a"))

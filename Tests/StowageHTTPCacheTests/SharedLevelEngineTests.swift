@@ -115,7 +115,9 @@ struct SharedLevelEngineTests {
         #expect(try await b.read("k") == "v1")
     }
 
-    @Test("a ban made during an outage waits in the same queue as the removals and reaches the other node when the level is back")
+    @Test(
+        "a ban made during an outage waits in the same queue as the removals and reaches the other node when the level is back"
+    )
     func banDuringOutageReachesOtherNode() async throws {
         let fleet = try EngineFleet(.http, running: ["b"])
         defer { fleet.close() }
@@ -138,7 +140,9 @@ struct SharedLevelEngineTests {
         #expect(try await b.read("text/1") == "v1")
     }
 
-    @Test("bans past maximumPendingWrites made during an outage widen to one ban of every key, not dropped: the other node drops what each removed")
+    @Test(
+        "bans past maximumPendingWrites made during an outage widen to one ban of every key, not dropped: the other node drops what each removed"
+    )
     func bansPastTheLimitWiden() async throws {
         let level = InMemorySharedLevel()
         defer { level.shutDown() }
@@ -146,7 +150,11 @@ struct SharedLevelEngineTests {
         let clock = ManualClock(startingAt: t0)
         let waitClock = SteppedClock()
         let b = try HTTPNode(
-            directory: scratch.url.appending(path: "b"), tier: level.node(), clock: clock, waitClock: waitClock, name: "b"
+            directory: scratch.url.appending(path: "b"),
+            tier: level.node(),
+            clock: clock,
+            waitClock: waitClock,
+            name: "b"
         )
         Task { try await b.run() }
         var configuration = HTTPCache.Configuration(kind: .shared)
@@ -428,9 +436,21 @@ final class EngineFleet: Sendable {
             let node: any EngineNode =
                 switch facade {
                 case .hybrid:
-                    try HybridNode(directory: directory, tier: level.node(), clock: clock, waitClock: waitClock, name: name)
+                    try HybridNode(
+                        directory: directory,
+                        tier: level.node(),
+                        clock: clock,
+                        waitClock: waitClock,
+                        name: name
+                    )
                 case .http:
-                    try HTTPNode(directory: directory, tier: level.node(), clock: clock, waitClock: waitClock, name: name)
+                    try HTTPNode(
+                        directory: directory,
+                        tier: level.node(),
+                        clock: clock,
+                        waitClock: waitClock,
+                        name: name
+                    )
                 }
             if running.contains(name) { Task { try await node.run() } }
             return node
@@ -555,7 +575,12 @@ final class BanRefusingTier: SharedCacheTier {
         try await base.lockForLoading(key: key, lease: lease)
     }
     func isLockedForLoading(key: String) async throws -> Bool { try await base.isLockedForLoading(key: key) }
-    func setData(_ data: Data, forKey key: String, timeToLive: Duration?, releasing lock: SharedCacheLoadLock) async throws
+    func setData(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: Duration?,
+        releasing lock: SharedCacheLoadLock
+    ) async throws
         -> Bool
     { try await base.setData(data, forKey: key, timeToLive: timeToLive, releasing: lock) }
     func unlock(_ lock: SharedCacheLoadLock) async throws { try await base.unlock(lock) }

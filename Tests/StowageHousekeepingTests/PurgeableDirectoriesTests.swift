@@ -169,7 +169,8 @@ struct PurgeableDirectoriesTests {
         var previous: URL?
         for index in 0..<10 {
             let relative = "\(base)/\(index < 5 ? "a" : "b/c")/file\(index)"
-            previous = try previous.map { try fixture.file(relative, bytes: 100_000, bornAfter: $0) }
+            previous =
+                try previous.map { try fixture.file(relative, bytes: 100_000, bornAfter: $0) }
                 ?? fixture.file(relative, bytes: 100_000)
         }
         let perFile = allocatedBytes(fixture.url("\(base)/a/file0"))

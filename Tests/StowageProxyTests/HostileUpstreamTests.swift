@@ -36,7 +36,8 @@ import Testing
         defer { origin.stop() }
         // The upstream timeout is an hour (a timeout would be a 504 anyway): a 502 that arrives
         // at all came from the bad answer, not from a timer, however slowly a loaded machine runs.
-        try await ProxyHarness.run(upstreamTimeout: .seconds(3_600), upstream: origin.baseURL, script: { _ in .init() }) {
+        try await ProxyHarness.run(upstreamTimeout: .seconds(3_600), upstream: origin.baseURL, script: { _ in .init() })
+        {
             h in
             let reply = try await h.get("/bad")
             #expect(reply.status == 502, "\(name): \(reply.status) \(reply.text)")

@@ -462,7 +462,9 @@ struct SharedTierClusterTests {
 }
 
 extension SharedTierTests {
-    @Test("a time-to-live or load-lock lease too long for Redis's milliseconds is stored as the longest it keeps, not a crash")
+    @Test(
+        "a time-to-live or load-lock lease too long for Redis's milliseconds is stored as the longest it keeps, not a crash"
+    )
     func hugeDurations() async throws {
         let fleet = try await Fleet()
         defer { fleet.close() }

@@ -105,7 +105,9 @@ struct OpenStoresTests {
         #expect(preferences[Self.name] == "kept")
     }
 
-    @Test("clear-caches empties HTTPCache.shared, the other HTTP caches kept in memory only and standalone MemoryCaches in its process")
+    @Test(
+        "clear-caches empties HTTPCache.shared, the other HTTP caches kept in memory only and standalone MemoryCaches in its process"
+    )
     func clearCachesReachesMemoryOnlyCaches() throws {
         // In a worker process: a clear reaches every cache kept in memory in its process, which
         // would empty those of the tests running beside this one.

@@ -153,7 +153,12 @@ extension CacheLevels {
     /// ``SharedLevel/settleOrKeep(_:forKey:taken:)``, and a replay scheduled for a change kept:
     /// it is tried again (100 ms, doubling up to 5 s) until the level takes it, so a purge made
     /// during an outage leaves even a node that makes no further call to the level.
-    private func keepOrSettle(_ change: PendingSharedWrites.Change, forKey key: String, taken: Bool, in shared: SharedLevel) {
+    private func keepOrSettle(
+        _ change: PendingSharedWrites.Change,
+        forKey key: String,
+        taken: Bool,
+        in shared: SharedLevel
+    ) {
         if shared.settleOrKeep(change, forKey: key, taken: taken) { scheduleReplayRetry(shared) }
     }
 
