@@ -9,12 +9,19 @@ import Testing
 /// overrules the records; damage is reported and the damaged file kept.
 @Suite("preferences recovery")
 struct PreferencesRecoveryTests {
-    /// Writes `count` keys (`key0` … with values "value 0" …) and returns the file's bytes.
+    /// Writes `count` keys (`key0` … with values "value 0" …) and returns the file's bytes, once
+    /// the writing handle has let the suite go: its shared hold on `SUITE.users` goes with its
+    /// last reference, which a background task may keep a moment on a loaded machine, and an open
+    /// beside it is not alone, so it reports damage without repairing it or keeping a copy. The
+    /// exclusive lock below waits for that release (the event), not for a time.
     static func write(_ count: Int, to file: URL) throws -> [UInt8] {
         do {
             let preferences = try Preferences.open(at: file)
             for index in 0..<count { try preferences.set(.string("value \(index)"), forName: "key\(index)") }
         }
+        let users = try LockFile(path: file.path(percentEncoded: false) + ".users")
+        try users.lock(.exclusive)
+        users.unlock()
         return try [UInt8](Data(contentsOf: file))
     }
 

@@ -20,6 +20,11 @@ struct RedisTaskExecutorAttackTests {
         let server = try await RedisServerProcess.start()
         defer { server.remove() }
         var configuration = server.configuration
+        // The timeout runs on a clock the test moves: the PING before the server stops is
+        // answered however slowly a loaded machine runs (a 200 ms real timeout cut it once), and
+        // the caller's timeout fires when the clock passes it.
+        let clock = SteppedClock()
+        configuration.timeoutClock = clock
         configuration.commandTimeout = .milliseconds(200)
         // One shared connection, open before the server stops: a second one would wait in its
         // handshake for the connect timeout instead.
@@ -31,7 +36,10 @@ struct RedisTaskExecutorAttackTests {
         let caller = Task(executorPreference: client.taskExecutor) {
             try await client.pipeline([.ping, .get("a")])
         }
-        let outcome = await outcome(within: .seconds(60)) { try await caller.value }
+        // Moved at each poll: the caller's timer is armed once its pipeline is written.
+        let outcome = await outcome(within: .seconds(300), polling: { clock.advance(by: .milliseconds(200)) }) {
+            try await caller.value
+        }
         #expect(redisCode(outcome) == .timeout, "\(String(describing: outcome))")
         server.resume()
         await client.shutdown()
@@ -415,15 +423,21 @@ extension RedisTaskExecutorAttackTests {
 /// The value or error of `operation`, or nil when it has not finished within `limit` (a hung
 /// operation is left behind, so a test reports it instead of hanging too). The cut-off only
 /// catches hangs: it is ``eventually``'s, the tests' one wait on time.
+///
+/// `polling`, when given, runs before each look (a test moving its clock while it waits).
 func outcome<T: Sendable>(
     within limit: Duration,
+    polling: (() -> Void)? = nil,
     _ operation: @escaping @Sendable () async throws -> T
 ) async -> Result<T, any Error>? {
     let finished = Outcome<T>()
     Task {
         do { finished.set(.success(try await operation())) } catch { finished.set(.failure(error)) }
     }
-    try? await eventually(timeout: limit) { finished.result != nil }
+    try? await eventually(timeout: limit) {
+        polling?()
+        return finished.result != nil
+    }
     return finished.result
 }
 
