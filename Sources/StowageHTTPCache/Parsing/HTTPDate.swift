@@ -82,11 +82,13 @@ public enum HTTPDate {
     ///
     /// For `Expires`, where RFC 9111 §5.3 makes every invalid date mean "already expired": a
     /// near-miss such as `Thu, 18 Aug 2050 02:01:18 UTC`, a date with two spaces or with dashes
-    /// in the IMF form is invalid there, not a date far in the future. ``parse(_:)`` accepts
+    /// in the IMF form is invalid there, not a date far in the future. ``parse(_:now:)`` accepts
     /// those, as a recipient of `Date` or `Last-Modified` may.
     ///
-    /// - Parameter now: When the value was received, for an RFC 850 date's century (as in
-    ///   ``parse(_:now:)``).
+    /// - Parameters:
+    ///   - text: The field's value.
+    ///   - now: When the value was received, for an RFC 850 date's century (as in
+    ///     ``parse(_:now:)``).
     /// - Returns: Seconds since 1970, or `nil` when `text` is not exactly an HTTP-date.
     public static func parseStrict(_ text: some StringProtocol, now: Date = Date()) -> Int64? {
         parseStrict(text, nowSeconds: now.timeIntervalSince1970)

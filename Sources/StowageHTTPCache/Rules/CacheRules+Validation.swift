@@ -34,8 +34,11 @@ extension CacheRules {
     /// `If-None-Match` takes precedence and uses weak comparison (RFC 9110 §13.1.2); without it,
     /// `If-Modified-Since` compares with `Last-Modified` (or `Date`) (§13.1.3).
     ///
-    /// - Parameter now: When the request was received (an RFC 850 `If-Modified-Since`'s century,
-    ///   RFC 9110 §5.6.7); the cache passes its clock's time. Default: the system's date.
+    /// - Parameters:
+    ///   - request: The client's request, with its conditions.
+    ///   - stored: The stored response the conditions are checked against.
+    ///   - now: When the request was received (an RFC 850 `If-Modified-Since`'s century,
+    ///     RFC 9110 §5.6.7); the cache passes its clock's time. Default: the system's date.
     public func conditionsMatch(_ request: HTTPRequest, stored: StoredResponse, now: Date = Date()) -> Bool {
         conditionsMatch(request, stored: stored, nowSeconds: now.timeIntervalSince1970)
     }
@@ -62,8 +65,11 @@ extension CacheRules {
     /// `Last-Modified` selects the most recent matching one; a 304 without validators selects
     /// the single stored response when it was the one validated.
     ///
-    /// - Parameter now: When the 304 was received (an RFC 850 `Last-Modified`'s century, RFC
-    ///   9110 §5.6.7); the cache passes its clock's time. Default: the system's date.
+    /// - Parameters:
+    ///   - stored: The stored responses of the URL.
+    ///   - notModified: The 304 that validated one of them.
+    ///   - now: When the 304 was received (an RFC 850 `Last-Modified`'s century, RFC 9110
+    ///     §5.6.7); the cache passes its clock's time. Default: the system's date.
     public func responsesToFreshen(
         _ stored: [StoredResponse],
         with notModified: HTTPResponse,
