@@ -177,9 +177,15 @@ public final class HTTPCache: Sendable {
     /// tier before its next read. The shared level (``Configuration/sharedTier``) is left alone,
     /// as `HybridCache.removeAll()` leaves it: other nodes keep serving what they share. To drop
     /// responses everywhere, use ``invalidate(urlPrefix:)`` or ``invalidate(tag:)``, which reach every node.
-    public func removeAll() async throws {
+    ///
+    /// - Returns: The disk tier's report (`DiskCache.removeAll()`): a mount point inside the
+    ///   cache's directory keeps its files and is named among its failures
+    ///   (`ClearReport.Failure.isOtherFileSystem`). Without a disk tier, an empty report whose
+    ///   path is empty.
+    @discardableResult
+    public func removeAll() async throws -> ClearReport {
         await invalidations.begin(.all)
-        try await levels.removeAll()
+        return try await levels.removeAll()
     }
 
     /// Removes the stored responses (all variants) of `request`'s URI.

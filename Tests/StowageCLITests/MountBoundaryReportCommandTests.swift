@@ -113,4 +113,28 @@ struct MountBoundaryReportCommandTests {
             #expect(size < 40_000, "\(rows)")
         }
     }
+
+    @Test("purgeable list --json shows a registered directory that is a mount point as skipped, not its size")
+    func purgeableListOfAMountPoint() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            let path = fixture.directory + "/mnt"
+            let registered = try await PrivateMounts.run(
+                mounts: [],
+                command: stowage(["purgeable", "add", "--root", fixture.root, path, "--policy", "manual"])
+            )
+            try #require(registered.status == 0, "\(registered.standardError)")
+            let outcome = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: stowage(["purgeable", "list", "--root", fixture.root, "--json"])
+            )
+            try #require(outcome.status == 0, "\(outcome.standardError)")
+            let rows = try #require(try json(outcome) as? [[String: Any]], "\(outcome.standardOutput)")
+            let row = try #require(rows.first { $0["path"] as? String == path }, "\(rows)")
+            // The sweep leaves a mount point whole, so none of its 40,000 bytes is freeable.
+            #expect(row["allocatedBytes"] == nil, "\(row)")
+            #expect(row["skipped"] as? String == skip, "\(row)")
+            #expect(fixture.outsideIsIntact)
+        }
+    }
 }

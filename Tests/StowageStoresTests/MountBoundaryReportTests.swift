@@ -46,6 +46,29 @@ struct MountBoundaryReportTests {
         }
     }
 
+    @Test(
+        "HybridCache.removeAll and HTTPCache.removeAll return their disk tier's report, naming the mount",
+        arguments: ["hybrid", "http"]
+    )
+    func tieredRemoveAllNamesAMount(kind: String) async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            let cache = base.appending(path: "cache").path(percentEncoded: false)
+            let before = listing(fixture.outside)
+            let outcome = try await PrivateMounts.run(
+                mounts: [],
+                command: worker(["remove-all", cache, fixture.outside, kind])
+            )
+            try #require(outcome.status == 0, "\(outcome.standardError)")
+            #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
+            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let skipped = entries(report["failures"])
+            #expect(skipped.count == 1 && skipped.allSatisfy { $0.message == skip }, "\(report)")
+            #expect(skipped.first?.path.hasPrefix(cache + "/") == true, "\(report)")
+            #expect(skipped.first?.path.contains("/data/") == true, "\(report)")
+        }
+    }
+
     @Test("clear caches names a tree mounted inside a disk cache, whose rows its open dropped")
     func clearCachesNamesAMountInsideADiskCache() async throws {
         try await withTemporaryDirectory { base in

@@ -9,16 +9,21 @@
 //                                                  runs one StorageMonitor check on a volume
 //                                                  that is always short of space: its sweep,
 //                                                  then the marked items
-//   StowageTestWorker removals remove-all DIR SOURCE   a disk cache in DIR holding one value; SOURCE
+//   StowageTestWorker removals remove-all DIR SOURCE [disk|hybrid|http]
+//                                                  a disk cache in DIR holding one value (by
+//                                                  default; a HybridCache's disk tier, or an
+//                                                  HTTPCache holding one response); SOURCE
 //                                                  bind-mounted over the value's subdirectory;
-//                                                  then DiskCache.removeAll()
+//                                                  then that cache's removeAll()
 //   StowageTestWorker removals relieve-temporary ROOT  one StorageMonitor check, always short of
 //                                                  space, with TemporaryFiles (any age) only
 //   StowageTestWorker removals audit ROOT          the container's backup audit
 //   StowageTestWorker removals account ROOT        StorageAccountant(container: ROOT).account()
 import Foundation
+import HTTPTypes
 import StowageCache
 import StowageCore
+import StowageHTTPCache
 import StowageHousekeeping
 import StowageStores
 import StowageTestSupport
@@ -70,16 +75,37 @@ enum RemovalsWorkerCommand {
                 bytesFreed: report.bytesFreed
             )
             say(String(decoding: try encoder.encode(relief), as: UTF8.self))
-        case (4, "remove-all"):
+        case (4, "remove-all"), (5, "remove-all"):
             let directory = URL(filePath: arguments[2])
-            let cache = try DiskCache(directory: directory)
-            _ = try await cache.setData(Data(repeating: 1, count: 50_000), forKey: "kept")
-            let data = directory.appending(path: "data").path(percentEncoded: false)
-            let subdirectories = try FileManager.default.contentsOfDirectory(atPath: data)
-            guard subdirectories.count == 1 else { fail("expected one hash subdirectory: \(subdirectories)") }
-            // Mounted while the cache is open, after its open collected orphans: the row stays.
-            try mountBind(arguments[3], at: data + "/" + subdirectories[0])
-            let report = try await cache.removeAll()
+            let report: ClearReport
+            switch arguments.count == 5 ? arguments[4] : "disk" {
+            case "disk":
+                let cache = try DiskCache(directory: directory)
+                _ = try await cache.setData(Data(repeating: 1, count: 50_000), forKey: "kept")
+                // Mounted while the cache is open, after its open collected orphans: the row stays.
+                try mountBind(arguments[3], at: try onlyValueDirectory(under: directory))
+                report = try await cache.removeAll()
+            case "hybrid":
+                let disk = try DiskCache(directory: directory)
+                let memory = try MemoryCache<String, Data>()
+                let cache = HybridCache(memory: memory, disk: disk, serializer: DataSerializer())
+                try await cache.setValue(Data(repeating: 1, count: 50_000), forKey: "kept")
+                try mountBind(arguments[3], at: try onlyValueDirectory(under: directory))
+                report = try await cache.removeAll()
+            case "http":
+                let cache = try HTTPCache(directory: directory)
+                let request = HTTPRequest(method: .get, scheme: "https", authority: "origin.test", path: "/kept")
+                let stored = try await cache.respond(to: request) { _, _ in
+                    var response = HTTPResponse(status: .ok)
+                    response.headerFields[.cacheControl] = "max-age=600"
+                    return (response, HTTPBody(bytes: Array(repeating: 1, count: 50_000)))
+                }
+                _ = try await stored.body.collect(upTo: 1 << 20)
+                try mountBind(arguments[3], at: try onlyValueDirectory(under: directory))
+                report = try await cache.removeAll()
+            case let kind:
+                fail("remove-all: unknown kind '\(kind)' (disk, hybrid or http)")
+            }
             say(String(decoding: try encoder.encode(report), as: UTF8.self))
         case (3, "relieve-temporary"):
             let container = Container(root: URL(filePath: arguments[2]))
@@ -105,9 +131,22 @@ enum RemovalsWorkerCommand {
         default:
             fail(
                 "usage: StowageTestWorker removals clear DIR | wipe ROOT USER | clear-caches ROOT | make-cache DIR "
-                    + "| relieve ROOT PATH | remove-all DIR SOURCE | relieve-temporary ROOT | audit ROOT | account ROOT"
+                    + "| relieve ROOT PATH | remove-all DIR SOURCE [disk|hybrid|http] | relieve-temporary ROOT | audit ROOT | account ROOT"
             )
         }
+    }
+
+    /// The one hash subdirectory of the `data/` directory found under `directory` (a disk cache's
+    /// own, or the one an HTTP cache keeps its disk tier in), holding the one value stored.
+    private static func onlyValueDirectory(under directory: URL) throws -> String {
+        let root = directory.path(percentEncoded: false)
+        let candidates = (FileManager.default.subpaths(atPath: root) ?? [])
+            .filter { ($0 as NSString).lastPathComponent == "data" }
+            .map { root + "/" + $0 }
+        guard candidates.count == 1 else { fail("expected one data directory under \(root): \(candidates)") }
+        let subdirectories = try FileManager.default.contentsOfDirectory(atPath: candidates[0])
+        guard subdirectories.count == 1 else { fail("expected one hash subdirectory: \(subdirectories)") }
+        return candidates[0] + "/" + subdirectories[0]
     }
 
     /// `mount --bind SOURCE TARGET`, in this process's mount namespace.

@@ -85,7 +85,11 @@ struct PurgeableCommand: AsyncParsableCommand {
             var policy: String
             var sizeCap: ByteCount?
             var fileSystemPath: String
+            /// What a sweep could free: `nil` when the directory is missing or is skipped.
             var allocatedBytes: ByteCount?
+            /// Why a sweep leaves the directory whole (`"skipped: another file system"` for a
+            /// mount point), else `nil`.
+            var skipped: String?
         }
 
         func run() async throws {
@@ -95,18 +99,20 @@ struct PurgeableCommand: AsyncParsableCommand {
                 var rows: [Row] = []
                 for directory in try await purgeable.registrations() {
                     let location = try purgeable.url(for: directory.path)
-                    // Like du -x: a mount inside is another file system's, which no sweep frees.
-                    let size = try? await DiskUsage.measure(location, options: .init(staysOnFileSystem: true))
-                        .allocatedBytes
-                    rows.append(
-                        Row(
-                            path: directory.path,
-                            policy: directory.policy.description,
-                            sizeCap: directory.sizeCap,
-                            fileSystemPath: location.fileSystemPath,
-                            allocatedBytes: size
-                        )
+                    // Like du -x: a mount inside is another file system's, which no sweep frees;
+                    // a directory that is itself a mount point is left whole by the sweep.
+                    var row = Row(
+                        path: directory.path,
+                        policy: directory.policy.description,
+                        sizeCap: directory.sizeCap,
+                        fileSystemPath: location.fileSystemPath
                     )
+                    switch try? await purgeable.holding(directory.path) {
+                    case .allocated(let bytes): row.allocatedBytes = bytes
+                    case .otherFileSystem: row.skipped = FileSystemBoundary.skipMessage
+                    case .missing, nil: break
+                    }
+                    rows.append(row)
                 }
                 if options.json {
                     try Output.printJSON(rows)
@@ -116,7 +122,7 @@ struct PurgeableCommand: AsyncParsableCommand {
                 for row in rows {
                     table.append([
                         row.path, row.policy, row.sizeCap?.formatted(.compact) ?? "-",
-                        row.allocatedBytes?.formatted(.compact) ?? "missing", row.fileSystemPath,
+                        row.skipped ?? row.allocatedBytes?.formatted(.compact) ?? "missing", row.fileSystemPath,
                     ])
                 }
                 print(rows.isEmpty ? "No purgeable directories are registered." : table.rendered)

@@ -408,7 +408,13 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// Empties the memory and disk tiers. The shared level is left alone: other nodes use it,
     /// and its entries expire by their time-to-live (remove keys one by one to drop them
     /// fleet-wide).
-    public func removeAll() async throws {
+    ///
+    /// - Returns: The disk tier's report (``DiskCache/removeAll()``): a mount point inside the
+    ///   disk tier's directory keeps its files and is named among its failures
+    ///   (`ClearReport.Failure.isOtherFileSystem`). Without a disk tier, an empty report whose
+    ///   path is empty.
+    @discardableResult
+    public func removeAll() async throws -> ClearReport {
         try await levels.removeAll()
     }
 

@@ -297,12 +297,16 @@ package final class CacheLevels<Value: Sendable>: Sendable {
 
     /// Empties both levels, disk first. Emptying the disk cache advances its store generation,
     /// so every other handle on it empties its memory level too.
-    package func removeAll() async throws {
+    ///
+    /// - Returns: The disk level's report (the mount points it left in place among its
+    ///   failures); without a disk level, an empty report whose path is empty.
+    @discardableResult
+    package func removeAll() async throws -> ClearReport {
         noteRemoval()
         defer {
             noteDiskChanged()
             memory.removeAll()
         }
-        try await disk?.removeAll()
+        return try await disk?.removeAll() ?? ClearReport(path: "")
     }
 }
