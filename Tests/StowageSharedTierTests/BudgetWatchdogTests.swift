@@ -88,7 +88,12 @@ struct BudgetWatchdogTests {
                 return 7
             }
         }
-        try await eventually(timeout: .seconds(300)) { watchdog.isWatching && watchdog.callsInFlight == 1 }
+        // Until the watchdog task sleeps on the clock, it has not looked at the table: a call that
+        // ended before its first look leaves it nothing to watch (it stops at once, which is
+        // right, and was a flake here once under load).
+        try await eventually(timeout: .seconds(300)) {
+            watchdog.isWatching && watchdog.callsInFlight == 1 && clock.sleeperCount == 1
+        }
         release.continuation.yield()
         #expect(try await call.value == 7)
         #expect(watchdog.callsInFlight == 0)
@@ -96,8 +101,13 @@ struct BudgetWatchdogTests {
         #expect(watchdog.isWatching)
         clock.advance(by: budget)
         try await eventually(timeout: .seconds(300)) { !watchdog.isWatching }
-        // A later call starts it again, and it stops again a budget after that call.
-        #expect(try await watchdog.within("GET") { 8 } == 8)
+        // A later call starts it again, and it stops again a budget after that call (the call
+        // ends once the new watchdog task sleeps, for the same reason).
+        let later = try await watchdog.within("GET") {
+            try await eventually(timeout: .seconds(300)) { clock.sleeperCount == 1 }
+            return 8
+        }
+        #expect(later == 8)
         #expect(watchdog.isWatching)
         clock.advance(by: budget)
         try await eventually(timeout: .seconds(300)) { !watchdog.isWatching }
