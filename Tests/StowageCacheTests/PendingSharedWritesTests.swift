@@ -17,7 +17,7 @@ struct PendingSharedWritesTests {
 
         pending.settle("img/")
         #expect(pending.snapshot().map(\.change) == [.ban], "settling the key leaves the ban")
-        #expect(pending.change(forKey: "img/") == nil, "a ban is not a change of one key")
+        #expect(pending.change(forKey: "img/") == .ban, "not the key's own change: the waiting ban covers it")
         pending.settle("img/", isPrefix: true)
         #expect(pending.isEmpty)
     }
@@ -46,6 +46,7 @@ struct PendingSharedWritesTests {
         #expect(pending.record(.ban, forKey: "c/"))
         #expect(pending.record(.ban, forKey: "d/"))
         #expect(!pending.record(.remove, forKey: "c"))
+        #expect(pending.change(forKey: "c") == .ban, "the widened ban covers every key")
         #expect(pending.record(.remove, forKey: "a"))
         #expect(pending.record(.ban, forKey: "b/"))
         #expect(pending.waitingCount == 3)
@@ -53,5 +54,22 @@ struct PendingSharedWritesTests {
         #expect(pending.snapshot().first?.change == .ban)
         // A limit of 0 keeps nothing, bans included.
         #expect(!PendingSharedWrites(limit: 0).record(.ban, forKey: "e/"))
+    }
+
+    @Test("a key under a waiting ban reads as changed, so no read takes back from the shared level what it removed")
+    func aWaitingBanCoversItsKeys() throws {
+        let pending = PendingSharedWrites(limit: 10)
+        _ = pending.record(.ban, forKey: "img/")
+        #expect(pending.change(forKey: "img/a") == .ban)
+        #expect(pending.change(forKey: "img/") == .ban)
+        #expect(pending.change(forKey: "css/a") == nil)
+        _ = pending.record(.remove, forKey: "img/a")
+        #expect(pending.change(forKey: "img/a") == .remove, "the key's own change first")
+        let ban = try #require(pending.snapshot().first)
+        pending.sent(ban)
+        #expect(pending.change(forKey: "img/b") == nil, "sent: nothing covers the key any more")
+        _ = pending.record(.ban, forKey: "v/")
+        pending.settle("v/", isPrefix: true)
+        #expect(pending.change(forKey: "v/1") == nil, "settled: the same")
     }
 }

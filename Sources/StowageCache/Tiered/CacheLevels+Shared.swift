@@ -20,8 +20,9 @@ extension CacheLevels {
     /// An invalidation that arrives while the fill is under way may have removed the local
     /// copies before the fill wrote them; they are then dropped again, so a stale copy never
     /// outlives an invalidation (what was read is still returned: it was current when read).
-    /// A key changed here while the shared level was down reads as `.absent`: the shared level
-    /// holds an older state of it until the replay.
+    /// A key changed here while the shared level was down, or under a prefix banned here then,
+    /// reads as `.absent`: the shared level holds an older state of it (or what the ban
+    /// removed) until the replay.
     package func readShared<Found: Sendable>(
         _ key: String,
         fill: (SharedCacheEntry) async -> Found?

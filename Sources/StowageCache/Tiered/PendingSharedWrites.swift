@@ -46,7 +46,14 @@ package final class PendingSharedWrites: Sendable {
 
     private struct State {
         var changes: [Subject: Pending] = [:]
+        /// The prefixes of the bans among `changes`, for ``change(forKey:)``.
+        var bannedPrefixes: Set<String> = []
         var nextSequence: UInt64 = 0
+
+        mutating func remove(_ subject: Subject) {
+            changes.removeValue(forKey: subject)
+            if subject.isPrefix { bannedPrefixes.remove(subject.name) }
+        }
     }
 
     private let state = Mutex(State())
@@ -74,14 +81,15 @@ package final class PendingSharedWrites: Sendable {
     /// final); widened, they drop everything they hold of the cache, which costs refills only.
     /// A limit of 0 keeps nothing, bans included.
     package func record(_ change: Change, forKey key: String) -> Bool {
-        var subject = Subject(key, change: change)
-        return state.withLock { state in
+        state.withLock { state in
+            var subject = Subject(key, change: change)
             if state.changes[subject] == nil, state.changes.count >= limit {
                 guard change == .ban, limit > 0 else { return false }
                 subject = Subject("", change: .ban)
             }
             state.nextSequence += 1
             state.changes[subject] = Pending(key: subject.name, change: change, sequence: state.nextSequence)
+            if subject.isPrefix { state.bannedPrefixes.insert(subject.name) }
             count.store(state.changes.count, ordering: .releasing)
             return true
         }
@@ -93,15 +101,20 @@ package final class PendingSharedWrites: Sendable {
         guard !isEmpty else { return }
         let subject = Subject(key, change: isPrefix ? .ban : .set)
         state.withLock { state in
-            state.changes.removeValue(forKey: subject)
+            state.remove(subject)
             count.store(state.changes.count, ordering: .releasing)
         }
     }
 
-    /// The write or removal of `key` waiting, if any (bans are not changes of one key).
+    /// The change of `key` the shared level has not taken yet: its own write or removal, else
+    /// `.ban` when a ban of a prefix of `key` waits (the shared level may still hold what the
+    /// ban removed), else `nil`.
     package func change(forKey key: String) -> Change? {
         guard !isEmpty else { return nil }
-        return state.withLock { $0.changes[Subject(key, change: .set)]?.change }
+        return state.withLock { state in
+            if let own = state.changes[Subject(key, change: .set)]?.change { return own }
+            return state.bannedPrefixes.contains { key.hasPrefix($0) } ? .ban : nil
+        }
     }
 
     /// Whether `pending` still waits: neither sent, settled, nor replaced by a later change.
@@ -119,7 +132,7 @@ package final class PendingSharedWrites: Sendable {
         let subject = Subject(pending.key, change: pending.change)
         state.withLock { state in
             guard state.changes[subject]?.sequence == pending.sequence else { return }
-            state.changes.removeValue(forKey: subject)
+            state.remove(subject)
             count.store(state.changes.count, ordering: .releasing)
         }
     }
