@@ -33,7 +33,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Iterator, NamedTuple
+from typing import Iterator
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checklib  # noqa: E402
 
 # (pattern, name reported). Names that exist on Darwin with the same meaning (statvfs, fsync,
 # flock, dirent's d_type, fts) are not here: they compile on both.
@@ -88,13 +91,13 @@ MODULE_AT_END = re.compile(r"\b((?:Swift)?Glibc|Musl)\s*$")
 DIRECTIVE = re.compile(r"^\s*#(if|elseif|else|endif)\b(.*)$")
 
 
-class Finding(NamedTuple):
-    path: str
-    line: int
-    name: str
+# What a finding says after the name it found.
+OUTSIDE = " outside a platform #if"
 
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.name} outside a platform #if"
+
+def outside_finding(path: str, line: int, name: str) -> checklib.Finding:
+    """The shared `path:line: message` finding, for `name` found outside a platform #if."""
+    return checklib.Finding(path, line, name + OUTSIDE)
 
 
 def code_lines(source: str) -> Iterator[tuple[int, str, bool]]:
@@ -263,11 +266,11 @@ def is_guarded(levels: list[tuple[list[str], str | None]]) -> bool:
     return not any(all(taken(*level, platform) for level in levels) for platform in APPLE_PLATFORMS)
 
 
-def check_source(path: str, source: str) -> list[Finding]:
-    findings: list[Finding] = []
+def check_source(path: str, source: str) -> list[checklib.Finding]:
+    findings: list[checklib.Finding] = []
     levels: list[tuple[list[str], str | None]] = []
     guarded = False
-    pending: Finding | None = None  # a module name ending a line, waiting for `.member`
+    pending: checklib.Finding | None = None  # a module name ending a line, waiting for `.member`
     for number, text, starts_in_code in code_lines(source):
         if pending and text.strip():
             if text.lstrip().startswith("."):
@@ -289,10 +292,10 @@ def check_source(path: str, source: str) -> list[Finding]:
             continue
         for pattern, name in PATTERNS:
             if pattern.search(text):
-                findings.append(Finding(path, number, name))
+                findings.append(outside_finding(path, number, name))
         module = MODULE_AT_END.search(text)
         if module:
-            pending = Finding(path, number, "Musl." if module.group(1) == "Musl" else "Glibc.")
+            pending = outside_finding(path, number, "Musl." if module.group(1) == "Musl" else "Glibc.")
     return findings
 
 
@@ -315,7 +318,7 @@ def main(arguments: list[str]) -> int:
         print(f"check-portability.py: {root}: no such file or directory", file=sys.stderr)
     if missing:
         return 2
-    findings: list[Finding] = []
+    findings: list[checklib.Finding] = []
     for path in swift_files(roots):
         with open(path, encoding="utf-8") as file:
             findings.extend(check_source(path, file.read()))

@@ -19,7 +19,10 @@ spec.loader.exec_module(check_portability)
 
 
 def names(source: str) -> list[tuple[int, str]]:
-    return [(finding.line, finding.name) for finding in check_portability.check_source("x.swift", source)]
+    return [
+        (finding.line, finding.message.removesuffix(check_portability.OUTSIDE))
+        for finding in check_portability.check_source("x.swift", source)
+    ]
 
 
 MTIM = "st_*tim (Darwin: st_*timespec)"

@@ -68,46 +68,55 @@ struct UserDatabasesSharingTests {
         #expect(try await fresh.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") } == 0)
     }
 
+    /// One store holding "ada" open and another removing her on a stepped wait clock, ready once
+    /// the removal found the lock held and waits on the clock for its next try.
+    private struct RemovalWaitingForALock {
+        let scratch: TemporaryDirectory
+        let clock = SteppedClock()
+        /// The store holding the database open.
+        let app: UserDatabases
+        let removal: Task<UserDatabases.Removal, any Error>
+
+        init(_ name: String = #function) async throws {
+            let (scratch, container) = try UserDatabasesSharingTests.scratchContainer(name)
+            self.scratch = scratch
+            var configuration = UserDatabases.Configuration()
+            configuration.waitClock = clock
+            app = UserDatabases(container: container, migrator: UserDatabasesSharingTests.migrator())
+            let settings = UserDatabases(
+                container: container,
+                migrator: UserDatabasesSharingTests.migrator(),
+                configuration: configuration
+            )
+            _ = try await app.database(for: "ada")
+            removal = Task { try await settings.removeUser("ada") }
+            try await eventually { clock.sleeperCount == 1 }
+        }
+    }
+
     @Test("a removal waits for a held lock on the wait clock: it succeeds when the lock goes within its patience")
     func removalPatienceFollowsTheClock() async throws {
-        let (scratch, container) = try Self.scratchContainer()
-        defer { withExtendedLifetime(scratch) {} }
-        let clock = SteppedClock()
-        var configuration = UserDatabases.Configuration()
-        configuration.waitClock = clock
-        let app = UserDatabases(container: container, migrator: Self.migrator())
-        let settings = UserDatabases(container: container, migrator: Self.migrator(), configuration: configuration)
-        _ = try await app.database(for: "ada")
-        let removal = Task { try await settings.removeUser("ada") }
-        // The removal found the lock held and waits for its next try on the clock.
-        try await eventually { clock.sleeperCount == 1 }
-        clock.advance(by: .milliseconds(500))
-        try await eventually { clock.sleeperCount == 1 }
-        #expect(FileManager.default.fileExists(atPath: try app.userDirectory("ada").path), "still waiting")
-        try app.close("ada")
-        clock.advance(by: .milliseconds(10))
-        #expect(try await removal.value.removed, "the next try took the lock")
-        #expect(!FileManager.default.fileExists(atPath: try app.userDirectory("ada").path))
+        let held = try await RemovalWaitingForALock()
+        defer { withExtendedLifetime(held.scratch) {} }
+        held.clock.advance(by: .milliseconds(500))
+        try await eventually { held.clock.sleeperCount == 1 }
+        #expect(FileManager.default.fileExists(atPath: try held.app.userDirectory("ada").path), "still waiting")
+        try held.app.close("ada")
+        held.clock.advance(by: .milliseconds(10))
+        #expect(try await held.removal.value.removed, "the next try took the lock")
+        #expect(!FileManager.default.fileExists(atPath: try held.app.userDirectory("ada").path))
     }
 
     @Test("a removal gives up with .busy once its patience has passed on the wait clock")
     func removalGivesUpOnTheClock() async throws {
-        let (scratch, container) = try Self.scratchContainer()
-        defer { withExtendedLifetime(scratch) {} }
-        let clock = SteppedClock()
-        var configuration = UserDatabases.Configuration()
-        configuration.waitClock = clock
-        let app = UserDatabases(container: container, migrator: Self.migrator())
-        let settings = UserDatabases(container: container, migrator: Self.migrator(), configuration: configuration)
-        _ = try await app.database(for: "ada")
-        let removal = Task { try await settings.removeUser("ada") }
-        try await eventually { clock.sleeperCount == 1 }
-        clock.advance(by: .seconds(1))
-        let refusal = await #expect(throws: StowageError.self) { try await removal.value }
+        let held = try await RemovalWaitingForALock()
+        defer { withExtendedLifetime(held.scratch) {} }
+        held.clock.advance(by: .seconds(1))
+        let refusal = await #expect(throws: StowageError.self) { try await held.removal.value }
         #expect(refusal?.code == .busy)
-        #expect(clock.sleeperCount == 0)
-        #expect(FileManager.default.fileExists(atPath: try app.databaseURL("ada").path))
-        try app.close("ada")
+        #expect(held.clock.sleeperCount == 0)
+        #expect(FileManager.default.fileExists(atPath: try held.app.databaseURL("ada").path))
+        try held.app.close("ada")
     }
 
     @Test("a removal interrupted after its rename is finished by the next removal; the user is gone at once")
