@@ -2,7 +2,8 @@
 # Load test of `stowage proxy` against nginx with proxy_cache and Varnish, configured the same
 # way, on loopback, wrk with 32 connections for 10 s against each, in four cases:
 #   cached-1kib           one cached 1 KiB URL
-#   cached-1kib-10k-urls  10,000 distinct cached 1 KiB URLs, requested at random
+#   cached-1kib-10k-urls  10,000 distinct cached 1 KiB URLs, requested at random (URL_COUNT
+#                         changes the count, and the name: cached-1kib-100k-urls for 100000)
 #   cached-100kib         one cached 100 KiB URL
 #   miss-no-store         one 1 KiB URL the origin marks no-store: every request goes upstream
 #
@@ -20,10 +21,20 @@
 # is stopped on exit, by process id.
 #
 #   Benchmarks/proxy-load.sh                 # DURATION=10s CONNECTIONS=32 THREADS=2 by default
+#   URL_COUNT=100000 MEMORY_CAPACITY=16MB CASES=cached-1kib-100k-urls Benchmarks/proxy-load.sh
+#                                            # issue 46's scale row: 10^5 URLs, most hits from disk
+#
+# Each case also reports every server's resident memory after it (nginx: its master and workers;
+# varnish: its manager and worker), for the bound "stowage <= 1.5 x nginx + the memory capacity".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-10s}
+URL_COUNT=${URL_COUNT:-10000}
+MEMORY_CAPACITY=${MEMORY_CAPACITY:-64MB}
+[[ $URL_COUNT =~ ^[1-9][0-9]*$ ]] || { echo "URL_COUNT must be a whole number >= 1, not '$URL_COUNT'" >&2; exit 2; }
+if ((URL_COUNT % 1000 == 0)); then MANY_URLS="cached-1kib-$((URL_COUNT / 1000))k-urls"; else MANY_URLS="cached-1kib-$URL_COUNT-urls"; fi
+CASES=${CASES:-"cached-1kib $MANY_URLS cached-100kib miss-no-store"}
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-2}
 ORIGIN_PORT=${ORIGIN_PORT:-18101}
@@ -71,12 +82,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The responses, cacheable for an hour: /item (1 KiB), /items/N (the same 1 KiB under 10,000
+# The responses, cacheable for an hour: /item (1 KiB), /items/N (the same 1 KiB under URL_COUNT
 # URLs), /big (100 KiB); and /nostore (1 KiB, no-store: the miss path).
 mkdir -p "$WORK/www" "$WORK/nginx-cache" "$WORK/logs"
 head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/item"
 head -c 102400 /dev/urandom > "$WORK/www/big"
-URL_COUNT=10000
 cat > "$WORK/random-url.lua" <<LUA
 math.randomseed(os.time())
 request = function() return wrk.format("GET", "/items/" .. math.random(0, $URL_COUNT - 1)) end
@@ -127,7 +137,7 @@ sleep 0.5
     -n "$WORK/varnish" -P "$WORK/varnish.pid" >&2
 
 "$STOWAGE" proxy --listen "127.0.0.1:$STOWAGE_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" \
-    --cache-dir "$WORK/stowage-cache" --memory-capacity 64MB --disk-capacity 1GB --log-level warning \
+    --cache-dir "$WORK/stowage-cache" --memory-capacity "$MEMORY_CAPACITY" --disk-capacity 1GB --log-level warning \
     > "$WORK/logs/stowage.out" 2> "$WORK/logs/stowage.err" &
 STOWAGE_PID=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/stowage.out" 2>/dev/null && break; sleep 0.1; done
@@ -146,7 +156,7 @@ status_of() { # port path header
     curl -s -D - -o /dev/null "http://127.0.0.1:$1$2" | tr -d '\r' | awk -F': ' -v h="$3" 'tolower($1)==h{print $2}'
 }
 ok=true
-for path in /item /items/1234 /big; do
+for path in /item "/items/$((URL_COUNT / 2))" /big; do
     nginx_status=$(status_of "$NGINX_PORT" "$path" x-cache-status)
     stowage_status=$(status_of "$STOWAGE_PORT" "$path" cache-status)
     varnish_age=$(status_of "$VARNISH_PORT" "$path" age)
@@ -187,9 +197,21 @@ run_wrk() { # port path [script] -> "req/s p99-ms"
         /^Requests\/sec:/ { rps = $2 } $1 == "99%" { p99 = ms($2) } END { print rps, p99 }'
 }
 rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
+# A server's resident memory: its process and its children's (nginx's workers, varnish's worker).
+tree_rss_kib() {
+    local total=0 pid
+    for pid in "$1" $(pgrep -P "$1"); do total=$((total + $(rss_kib "$pid" || echo 0))); done
+    echo "$total"
+}
 results=()
-for case in "cached-1kib /item" "cached-1kib-10k-urls / $WORK/random-url.lua" "cached-100kib /big" "miss-no-store /nostore"; do
-    read -r name path script <<< "$case"
+for name in $CASES; do
+    case $name in
+        cached-1kib) path=/item script="" ;;
+        "$MANY_URLS") path=/ script=$WORK/random-url.lua ;;
+        cached-100kib) path=/big script="" ;;
+        miss-no-store) path=/nostore script="" ;;
+        *) log "unknown case '$name' (cached-1kib $MANY_URLS cached-100kib miss-no-store)"; exit 2 ;;
+    esac
     log "$name: wrk against nginx (proxy_cache)"
     read -r nginx_rps nginx_p99 <<< "$(run_wrk "$NGINX_PORT" "$path" "$script")"
     log "$name: wrk against varnish"
@@ -203,15 +225,19 @@ for case in "cached-1kib /item" "cached-1kib-10k-urls / $WORK/random-url.lua" "c
         log "$name: wrk against the raw NIO floor"
         read -r raw_rps raw_p99 <<< "$(run_wrk "$RAW_FLOOR_PORT" "$path" "$script")"
     fi
-    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99")
+    nginx_rss=$(tree_rss_kib "$(cat "$WORK/nginx.pid")")
+    varnish_rss=$(tree_rss_kib "$(cat "$WORK/varnish.pid")")
+    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss")
 done
 
-python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "${results[@]}" <<'PY'
+python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "${results[@]}" <<'PY'
 import json, sys
-ok, threads, connections, duration, cores, *results = sys.argv[1:]
+ok, threads, connections, duration, cores, url_count, memory_capacity, *results = sys.argv[1:]
+url_count = int(url_count)
+many_urls = f"cached-1kib-{url_count // 1000}k-urls" if url_count % 1000 == 0 else f"cached-1kib-{url_count}-urls"
 described = {
     "cached-1kib": "one cached 1 KiB URL",
-    "cached-1kib-10k-urls": "10,000 distinct cached 1 KiB URLs at random",
+    many_urls: f"{url_count:,} distinct cached 1 KiB URLs at random",
     "cached-100kib": "one cached 100 KiB URL",
     "miss-no-store": "one 1 KiB no-store URL: every request goes to the origin",
 }
@@ -222,6 +248,7 @@ for result in results:
     rss = int(figures[6])
     floor, floor_p99 = float(figures[7]), float(figures[8])
     raw_floor, raw_floor_p99 = float(figures[9]), float(figures[10])
+    nginx_rss, varnish_rss = int(figures[11]), int(figures[12])
     baselines = {"nginx": nginx, "varnish": varnish}
     ratios = {
         "nginx": round(stowage / nginx, 3) if nginx else None,
@@ -248,11 +275,14 @@ for result in results:
         "p99_ms": p99,
         "p99_ratio_nginx": round(stowage_p99 / nginx_p99, 3) if nginx_p99 else None,
         "stowage_rss_mib": round(rss / 1024, 1),
+        "rss_mib": {"stowage": round(rss / 1024, 1), "nginx": round(nginx_rss / 1024, 1),
+                    "varnish": round(varnish_rss / 1024, 1)},
         "notes": f"wrk -t{threads} -c{connections} -d{duration} --latency on loopback, {described[name]}, "
                  f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / baseline req/s "
                  f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
                  f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "
-                 f"built-in VCL and -s malloc; stowage --memory-capacity 64MB, resident memory after the case; "
+                 f"built-in VCL and -s malloc; stowage --memory-capacity {memory_capacity}, resident memory after the case "
+                 f"(nginx: master and workers; varnish: manager and worker); "
                  f"nio-floor = the proxy's captured responses answered from memory by a bare SwiftNIO HTTP/1 server; "
                  f"nio-raw-floor = the same, written as the captured bytes without NIO's response encoder",
     })
