@@ -64,6 +64,19 @@ package final class OpenDirectory: Sendable {
         return OpenDirectory(descriptor: descriptor, path: path, boundary: boundary)
     }
 
+    /// Opens the directory at `path` as ``open(path:staysOnFileSystem:)`` does, with `boundary`
+    /// (a container location's file system, say) as the ``boundary`` of everything opened and
+    /// removed below it; `nil` for the directory's own.
+    ///
+    /// - Throws: What ``open(path:staysOnFileSystem:)`` throws.
+    package static func open(path: String, boundary: FileSystemBoundary?) throws -> OpenDirectory {
+        let opened = try open(path: path, staysOnFileSystem: boundary == nil)
+        guard let boundary else { return opened }
+        let descriptor = dup(opened.descriptor)
+        guard descriptor >= 0 else { throw StowageError.syscall(.current, "open directory", path: path) }
+        return OpenDirectory(descriptor: descriptor, path: path, boundary: boundary)
+    }
+
     /// The names in the directory at `path`, without `.` and `..`, in no particular order;
     /// empty when it does not exist.
     ///

@@ -1,0 +1,116 @@
+import Foundation
+import StowageCore
+import StowageTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The removal commands beside mounts they did not make, as an attacker sets them up: a tree
+/// mounted over a leftover `.removing-` directory's name or at a user's database directory, the
+/// databases directory replaced by a link to a mounted tree, a mount point the command may not
+/// open, and mount points whose names hold a newline, a backslash or bytes that are not UTF-8.
+/// The mounted trees keep every file (none added), and the `--json` and text reports name each
+/// mount once, unambiguously. Each command runs in a private mount namespace (PrivateMounts).
+@Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
+struct MountBoundaryAttackerCommandTests {
+    private let skip = "skipped: another file system"
+
+    private func stowage(_ arguments: [String]) -> [String] {
+        [StowageExecutable.url.path(percentEncoded: false)] + arguments
+    }
+
+    private func json(_ outcome: PrivateMounts.Outcome) throws -> [String: Any] {
+        try #require(
+            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
+            "stdout: \(outcome.standardOutput) stderr: \(outcome.standardError)"
+        )
+    }
+
+    @Test(
+        "db remove: a tree mounted over a leftover .removing- directory is never emptied; its user's removal names it",
+        arguments: ["ada", "bob"]
+    )
+    func leftoverThatIsAMountPoint(user: String) async throws {
+        try await withTemporaryDirectory { base in
+            // bob has a database directory (own.txt in it); ada's interrupted removal left
+            // `.removing-ada-1`, and the outside tree is mounted over that name.
+            let fixture = try MountFixture(in: base, directory: "Library/Application Support/databases/bob")
+            let leftover = fixture.root + "/Library/Application Support/databases/.removing-ada-1"
+            try FileManager.default.createDirectory(atPath: leftover, withIntermediateDirectories: true)
+            let before = listing(fixture.outside)
+            try #require(before.count == 2)
+            let outcome = try await PrivateMounts.run(
+                mounts: [.bind(fixture.outside, at: leftover)],
+                command: stowage(["db", "remove", "--root", fixture.root, user, "--json"]),
+                expectingAfter: ["/keep.txt", "/deep/keep2.txt"].map { leftover + $0 }
+            )
+            #expect(outcome.missingAfter.isEmpty, "\(outcome.standardError)")
+            #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
+            let removal = try json(outcome)
+            let skipped = (removal["skipped"] as? [[String: Any]]) ?? []
+            if user == "ada" {
+                // Named to the user whose leftover it is, and the command exits 1 as rm -x does.
+                #expect(skipped.count == 1 && skipped.first?["path"] as? String == leftover, "\(removal)")
+                #expect(skipped.allSatisfy { $0["message"] as? String == skip }, "\(removal)")
+                #expect(outcome.status == 1, "\(outcome.standardError)")
+            } else {
+                // Another user's removal goes on and is complete; the leftover is only logged.
+                #expect(removal["removed"] as? Bool == true, "\(removal)")
+                #expect(skipped.isEmpty, "\(removal)")
+                #expect(outcome.status == 0, "\(outcome.standardError)")
+                #expect(fixture.ownFileIsGone)
+            }
+        }
+    }
+
+    @Test("db remove: a user's directory that is a mount point gets no lock file made in it")
+    func noLockFileInAMountedUserDirectory() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base, directory: "Library/Application Support/databases/bob")
+            let directory = fixture.root + "/Library/Application Support/databases/alice"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let outcome = try await PrivateMounts.run(
+                mounts: [.bind(fixture.outside, at: directory)],
+                command: stowage(["db", "remove", "--root", fixture.root, "alice", "--json"])
+            )
+            #expect(outcome.status == 1, "\(outcome.standardError)")
+            let names = try FileManager.default.contentsOfDirectory(atPath: fixture.outside).sorted()
+            #expect(names == ["deep", "keep.txt", "nested"], "nothing is written into the mounted tree")
+            let skipped = try #require(try json(outcome)["skipped"] as? [[String: Any]])
+            #expect(
+                skipped.map { $0["path"] as? String } == [directory] && skipped.first?["message"] as? String == skip
+            )
+        }
+    }
+
+    @Test("db remove: the databases directory replaced by a link to a mounted tree is not followed into it")
+    func databasesDirectoryLinkedToAMount() async throws {
+        try await withTemporaryDirectory { base in
+            // The outside tree holds `deep/`, which names a user: the link makes it look like
+            // the database directory of user "deep".
+            let fixture = try MountFixture(in: base)
+            let support = fixture.root + "/Library/Application Support"
+            try FileManager.default.createDirectory(atPath: support, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(
+                atPath: support + "/databases",
+                withDestinationPath: fixture.mountPoint
+            )
+            let before = listing(fixture.outside)
+            let outcome = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: stowage(["db", "remove", "--root", fixture.root, "deep", "--json"])
+            )
+            #expect(
+                listing(fixture.outside) == before,
+                "the mounted tree's files are untouched: \(outcome.standardError)"
+            )
+            let names = try FileManager.default.contentsOfDirectory(atPath: fixture.outside + "/deep")
+            #expect(names == ["keep2.txt"], "nothing renamed, locked or added in the mounted tree")
+            let skipped = try #require(try json(outcome)["skipped"] as? [[String: Any]])
+            #expect(skipped.map { $0["path"] as? String } == [support + "/databases/deep"], "\(skipped)")
+            #expect(outcome.status == 1)
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Removals beside mounts they did not make, as an attacker sets them up: a tree mounted over
+/// the name of a leftover `.wiping-` tombstone, a `users` directory replaced by a link to a
+/// mounted tree, a mount point the process may not open, a temporary directory holding a mount,
+/// a disk cache's hash subdirectory or value file mounted over, and a disk cache mounted over a
+/// cache's name between the plan and the run of "clear caches". Each keeps every file of the
+/// mounted tree and is named ("skipped: another file system"), as `rm --one-file-system` leaves
+/// it. Each runs in `StowageTestWorker removals` inside a private mount namespace (PrivateMounts).
+@Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
+struct MountBoundaryAttackerTests {
+    private let skip = "skipped: another file system"
+
+    private func worker(_ arguments: [String]) -> [String] {
+        [TestWorker.url.path(percentEncoded: false), "removals"] + arguments
+    }
+
+    private func report(_ outcome: PrivateMounts.Outcome) throws -> [String: Any] {
+        try #require(
+            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
+            "stdout: \(outcome.standardOutput) stderr: \(outcome.standardError)"
+        )
+    }
+
+    private func skipped(_ report: [String: Any]) -> [(path: String, message: String)] {
+        ((report["skipped"] as? [[String: Any]]) ?? []).map {
+            (($0["path"] as? String) ?? "", ($0["message"] as? String) ?? "")
+        }
+    }
+
+    @Test("a wipe never empties a tree mounted over a leftover .wiping- tombstone's name, and names it")
+    func tombstoneThatIsAMountPoint() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base, directory: "Library/Caches/users/ada")
+            let tombstone = fixture.root + "/Library/Caches/users/.wiping-ada-1"
+            try FileManager.default.createDirectory(atPath: tombstone, withIntermediateDirectories: true)
+            let before = listing(fixture.outside)
+            try #require(before.count == 2)
+            let outcome = try await PrivateMounts.run(
+                mounts: [.bind(fixture.outside, at: tombstone)],
+                command: worker(["wipe", fixture.root, "ada"]),
+                expectingAfter: ["/keep.txt", "/deep/keep2.txt"].map { tombstone + $0 }
+            )
+            #expect(outcome.missingAfter.isEmpty, "\(outcome.standardError)")
+            #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
+            #expect(outcome.status == 0, "a mount left in place does not fail the wipe: \(outcome.standardError)")
+            #expect(fixture.ownFileIsGone, "the user's own caches are wiped")
+            let skipped = skipped(try report(outcome))
+            #expect(skipped.contains { $0.path == tombstone && $0.message == skip }, "\(skipped)")
+        }
+    }
+
+    @Test("a wipe does not follow a users directory linked to a mounted tree, and names what it left")
+    func usersDirectoryLinkedToAMount() async throws {
+        try await withTemporaryDirectory { base in
+            // The outside tree holds `deep/`: through the link it reads as user "deep"'s caches.
+            let fixture = try MountFixture(in: base)
+            let caches = fixture.root + "/Library/Caches"
+            try FileManager.default.createDirectory(atPath: caches, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(
+                atPath: caches + "/users",
+                withDestinationPath: fixture.mountPoint
+            )
+            let before = listing(fixture.outside)
+            let outcome = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: worker(["wipe", fixture.root, "deep"])
+            )
+            #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
+            let names = try FileManager.default.contentsOfDirectory(atPath: fixture.outside).sorted()
+            #expect(names == ["deep", "keep.txt", "nested"], "nothing renamed in the mounted tree")
+            #expect(outcome.status == 0, "\(outcome.standardError)")
+            let skipped = skipped(try report(outcome))
+            #expect(skipped.map(\.path) == [caches + "/users/deep"] && skipped.allSatisfy { $0.message == skip })
+        }
+    }
+}
