@@ -113,4 +113,37 @@ struct MountBoundaryAttackerCommandTests {
             #expect(outcome.status == 1)
         }
     }
+    @Test("purge (sweep) run by an unprivileged user names a mount point it cannot open as another file system's")
+    func sweepAroundAnUnreadableMountPoint() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base, daysOld: 30)
+            let added = try await StowageExecutable.run([
+                "purgeable", "add", fixture.directory, "--policy", "7d", "--root", fixture.root,
+            ])
+            try #require(added.status == 0, "\(added.standardError)")
+            // The app runs as nobody and owns its container; the tmpfs is root's, mode 000.
+            chown(fixture.root, 65_534, 65_534)
+            let enumerator = FileManager.default.enumerator(atPath: fixture.root)
+            while let name = enumerator?.nextObject() as? String { lchown(fixture.root + "/" + name, 65_534, 65_534) }
+            let outcome = try await PrivateMounts.run(
+                mounts: [.tmpfs(at: fixture.mountPoint, files: ["kept.txt"])],
+                command: [
+                    "sh", "-c",
+                    "chmod 000 \"$1\" && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$0\" purge "
+                        + "--root \"$2\" --json",
+                    StowageExecutable.url.path(percentEncoded: false), fixture.mountPoint, fixture.root,
+                ],
+                expectingAfter: [fixture.mountPoint + "/kept.txt"]
+            )
+            #expect(outcome.missingAfter.isEmpty, "\(outcome.standardError)")
+            #expect(fixture.ownFileIsGone, "\(outcome.standardError)")
+            let directories = try #require(try json(outcome)["directories"] as? [[String: Any]])
+            let failures = directories.flatMap { ($0["failures"] as? [[String: Any]]) ?? [] }
+            #expect(
+                failures.count == 1 && failures.first?["path"] as? String == fixture.mountPoint
+                    && failures.first?["message"] as? String == skip,
+                "\(failures)"
+            )
+        }
+    }
 }

@@ -80,4 +80,28 @@ struct MountBoundaryAttackerTests {
             #expect(skipped.map(\.path) == [caches + "/users/deep"] && skipped.allSatisfy { $0.message == skip })
         }
     }
+    @Test("a wipe by an unprivileged user names a mount point it cannot open as another file system's, and finishes")
+    func wipeAroundAnUnreadableMountPoint() async throws {
+        try await withTemporaryDirectory { base in
+            // ada's caches hold a tmpfs owned by root, mode 000 (a volume mounted there by an
+            // administrator); the app runs as nobody and owns everything else.
+            let fixture = try MountFixture(in: base, directory: "Library/Caches/users/ada")
+            for path in [base.path(percentEncoded: false), fixture.root] { chown(path, 65_534, 65_534) }
+            let enumerator = FileManager.default.enumerator(atPath: fixture.root)
+            while let name = enumerator?.nextObject() as? String { lchown(fixture.root + "/" + name, 65_534, 65_534) }
+            let outcome = try await PrivateMounts.run(
+                mounts: [.tmpfs(at: fixture.mountPoint, files: ["kept.txt"])],
+                command: [
+                    "sh", "-c",
+                    "chmod 000 \"$1\" && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$0\" removals wipe "
+                        + "\"$2\" ada",
+                    TestWorker.url.path(percentEncoded: false), fixture.mountPoint, fixture.root,
+                ]
+            )
+            #expect(outcome.status == 0, "the mount does not make the wipe fail for good: \(outcome.standardError)")
+            #expect(fixture.ownFileIsGone)
+            let skipped = skipped(try report(outcome))
+            #expect(skipped.count == 1 && skipped.allSatisfy { $0.path.hasSuffix("/mnt") && $0.message == skip })
+        }
+    }
 }
