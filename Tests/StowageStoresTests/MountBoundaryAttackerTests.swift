@@ -80,6 +80,28 @@ struct MountBoundaryAttackerTests {
             #expect(skipped.map(\.path) == [caches + "/users/deep"] && skipped.allSatisfy { $0.message == skip })
         }
     }
+
+    @Test("the temporary-files tier counts what it freed around a mount in an old directory")
+    func temporaryTierCountsWhatItFreedAroundAMount() async throws {
+        try await withTemporaryDirectory { base in
+            // tmp/work holds own.txt (20,000 bytes) and the mount point: all of tmp/work but the
+            // mount goes, and that is space given back.
+            let fixture = try MountFixture(in: base, directory: "tmp/work")
+            let before = listing(fixture.outside)
+            let outcome = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: worker(["purge-temporary", fixture.root])
+            )
+            try #require(outcome.status == 0, "\(outcome.standardError)")
+            #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
+            #expect(fixture.ownFileIsGone)
+            let purged = try report(outcome)
+            let freed = try #require(purged["bytesFreed"] as? Int, "\(purged)")
+            #expect(freed >= 20_000, "own.txt's blocks are freed: \(purged)")
+            let skipped = (purged["skipped"] as? [[String: Any]]) ?? []
+            #expect(skipped.map { $0["path"] as? String } == [fixture.mountPoint], "\(purged)")
+        }
+    }
     @Test("a wipe by an unprivileged user names a mount point it cannot open as another file system's, and finishes")
     func wipeAroundAnUnreadableMountPoint() async throws {
         try await withTemporaryDirectory { base in
