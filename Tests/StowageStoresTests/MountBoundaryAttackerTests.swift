@@ -102,6 +102,32 @@ struct MountBoundaryAttackerTests {
             #expect(skipped.map { $0["path"] as? String } == [fixture.mountPoint], "\(purged)")
         }
     }
+
+    @Test("a storage-pressure purge of a disk cache names the hash subdirectory mounted in it and keeps its files")
+    func diskCachePurgeNamesAMount() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            let cache = base.appending(path: "cache").path(percentEncoded: false)
+            let before = listing(fixture.outside)
+            let outcome = try await PrivateMounts.run(
+                mounts: [],
+                command: worker(["relieve-cache", cache, fixture.outside])
+            )
+            try #require(outcome.status == 0, "\(outcome.standardError)")
+            #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
+            let skipped = try #require(
+                try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [[String: Any]],
+                "\(outcome.standardOutput)"
+            )
+            #expect(skipped.count == 1, "\(skipped)")
+            #expect(
+                skipped.allSatisfy {
+                    ($0["path"] as? String)?.hasPrefix(cache + "/data/") == true && $0["message"] as? String == skip
+                },
+                "\(skipped)"
+            )
+        }
+    }
     @Test("a wipe by an unprivileged user names a mount point it cannot open as another file system's, and finishes")
     func wipeAroundAnUnreadableMountPoint() async throws {
         try await withTemporaryDirectory { base in
