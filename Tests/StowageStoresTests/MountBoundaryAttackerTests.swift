@@ -128,6 +128,31 @@ struct MountBoundaryAttackerTests {
             )
         }
     }
+
+    @Test("clear caches never opens or empties a disk cache mounted over a cache's name after the plan was made")
+    func clearCachesWithACacheMountedAfterThePlan() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base, directory: "Library/Caches")
+            let own = fixture.root + "/Library/Caches/images"
+            let foreign = base.appending(path: "foreign-cache").path(percentEncoded: false)
+            for directory in [own, foreign] {
+                let made = try await PrivateMounts.run(mounts: [], command: worker(["make-cache", directory]))
+                try #require(made.status == 0, "\(made.standardError)")
+            }
+            let before = listing(foreign)
+            try #require(!before.isEmpty)
+            let outcome = try await PrivateMounts.run(
+                mounts: [],
+                command: worker(["clear-caches-mounting", fixture.root, "images", foreign])
+            )
+            try #require(outcome.status == 0, "\(outcome.standardError)")
+            #expect(listing(foreign) == before, "the mounted cache's files are untouched")
+            #expect(fixture.ownFileIsGone)
+            let tasks = try #require(try report(outcome)["tasks"] as? [[String: Any]], "\(outcome.standardOutput)")
+            let failures = tasks.flatMap { ($0["failures"] as? [[String: Any]]) ?? [] }
+            #expect(failures.contains { $0["path"] as? String == own && $0["message"] as? String == skip }, "\(tasks)")
+        }
+    }
     @Test("a wipe by an unprivileged user names a mount point it cannot open as another file system's, and finishes")
     func wipeAroundAnUnreadableMountPoint() async throws {
         try await withTemporaryDirectory { base in
