@@ -153,6 +153,30 @@ struct MountBoundaryAttackerTests {
             #expect(failures.contains { $0["path"] as? String == own && $0["message"] as? String == skip }, "\(tasks)")
         }
     }
+
+    @Test("DiskCache.removeAll names a file bind-mounted over a value file and keeps it")
+    func removeAllNamesAFileMount() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            let cache = base.appending(path: "cache").path(percentEncoded: false)
+            let before = listing(fixture.outside)
+            let outcome = try await PrivateMounts.run(
+                mounts: [],
+                command: worker(["remove-all-file", cache, fixture.outsideFiles[0]])
+            )
+            try #require(outcome.status == 0, "\(outcome.standardError)")
+            #expect(listing(fixture.outside) == before, "the mounted file is untouched")
+            let failures = (try report(outcome)["failures"] as? [[String: Any]]) ?? []
+            #expect(failures.count == 1, "\(outcome.standardOutput)")
+            #expect(
+                failures.allSatisfy {
+                    ($0["path"] as? String)?.hasPrefix(cache + "/data/") == true && $0["message"] as? String == skip
+                },
+                "\(outcome.standardOutput)"
+            )
+        }
+    }
+
     @Test("a wipe by an unprivileged user names a mount point it cannot open as another file system's, and finishes")
     func wipeAroundAnUnreadableMountPoint() async throws {
         try await withTemporaryDirectory { base in
