@@ -113,6 +113,39 @@ struct MountBoundaryAttackerCommandTests {
             #expect(outcome.status == 1)
         }
     }
+
+    @Test("clear: mount points named with a newline and with a backslash are named unambiguously, text and --json")
+    func controlCharactersInSkippedPaths() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            // One name holds a newline, the other the two characters backslash and n.
+            let newline = fixture.directoryPath + "/a\nb"
+            let backslash = fixture.directoryPath + "/a\\nb"
+            for path in [newline, backslash] {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            }
+            let mounts: [PrivateMounts.Mount] = [
+                .tmpfs(at: newline, files: ["kept.txt"]), .tmpfs(at: backslash, files: ["kept.txt"]),
+            ]
+            let text = try await PrivateMounts.run(
+                mounts: mounts,
+                command: stowage(["clear", fixture.directoryPath]),
+                expectingAfter: [newline + "/kept.txt", backslash + "/kept.txt"]
+            )
+            #expect(text.missingAfter.isEmpty && text.status == 1, "\(text.standardError)")
+            let lines = text.standardError.split(separator: "\n").map(String.init)
+            let shownNewline = "stowage: \(fixture.directoryPath)/a\\nb: \(skip)"
+            let shownBackslash = "stowage: \(fixture.directoryPath)/a\\\\nb: \(skip)"
+            #expect(lines.contains(shownNewline) && lines.contains(shownBackslash), "\(lines)")
+            let json = try await PrivateMounts.run(
+                mounts: mounts,
+                command: stowage(["clear", fixture.directoryPath, "--json"])
+            )
+            let failures = try #require(try self.json(json)["failures"] as? [[String: Any]], "\(json.standardOutput)")
+            #expect(Set(failures.compactMap { $0["path"] as? String }) == [newline, backslash], "\(failures)")
+        }
+    }
+
     @Test("purge (sweep) run by an unprivileged user names a mount point it cannot open as another file system's")
     func sweepAroundAnUnreadableMountPoint() async throws {
         try await withTemporaryDirectory { base in
