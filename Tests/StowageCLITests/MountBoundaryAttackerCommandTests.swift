@@ -179,4 +179,29 @@ struct MountBoundaryAttackerCommandTests {
             )
         }
     }
+
+    @Test("clear: mount points whose names are not UTF-8 are each named, as their bytes, never merged")
+    func undecodableMountPointNames() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            let directory = fixture.directoryPath
+            // Two names with a byte that is not UTF-8 (0xFF, 0xFE) and one with a real U+FFFD:
+            // three mount points, which a look-alike name would show as one.
+            let outcome = try await PrivateMounts.run(
+                mounts: [],
+                command: [
+                    "sh", "-c",
+                    "cd \"$1\" && for n in $(printf 'a\\377 a\\376 a\\357\\277\\275'); do mkdir \"$n\" && "
+                        + "mount --bind \"$2\" \"$n\" || exit 9; done; exec \"$0\" clear \"$1\" --json",
+                    StowageExecutable.url.path(percentEncoded: false), directory, fixture.outside,
+                ]
+            )
+            #expect(outcome.status == 1, "\(outcome.standardError)")
+            #expect(fixture.outsideIsIntact)
+            let failures = try #require(try json(outcome)["failures"] as? [[String: Any]], "\(outcome.standardOutput)")
+            let paths = Set(failures.compactMap { $0["path"] as? String })
+            #expect(paths == [directory + "/a\\xFF", directory + "/a\\xFE", directory + "/a\u{FFFD}"], "\(failures)")
+            #expect(failures.allSatisfy { $0["message"] as? String == skip })
+        }
+    }
 }
