@@ -209,12 +209,15 @@ public final class UserDatabases: Sendable {
     /// are deleted), then deleted; leftovers of an interrupted removal are deleted on the next
     /// removal.
     ///
-    /// No removal leaves the directory's file system, as `rm --one-file-system`: a mount point
-    /// inside the user's directory (another file system, or a bind mount of the same one) stays
-    /// with everything under it, in the renamed directory (out of the user's reach); a user's
-    /// directory that is itself a mount point cannot be renamed and stays where it is, whole.
-    /// Either is named in ``Removal/skipped`` (`"skipped: another file system"`) and the rest
-    /// is removed.
+    /// No removal leaves the application support location's file system, as
+    /// `rm --one-file-system`: a mount point inside the user's directory (another file system, or
+    /// a bind mount of the same one) stays with everything under it, in the renamed directory
+    /// (out of the user's reach); a user's directory that is itself a mount point, or is reached
+    /// through a link onto another file system, is neither locked nor renamed and stays where it
+    /// is, whole; so does a leftover of an earlier removal that is a mount point. Each is named in
+    /// ``Removal/skipped`` (`"skipped: another file system"`; another user's leftover is only
+    /// logged) and the rest is removed. A user's directory or leftover that is a symbolic link is
+    /// removed as a link, never followed.
     ///
     /// - Returns: Whether there was a database, and the mount points left in place.
     /// - Throws: `StowageError` `.busy` when another store or process still has the database
