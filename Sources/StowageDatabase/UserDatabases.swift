@@ -209,12 +209,15 @@ public final class UserDatabases: Sendable {
     /// are deleted), then deleted; leftovers of an interrupted removal are deleted on the next
     /// removal.
     ///
-    /// No removal leaves the directory's file system, as `rm --one-file-system`: a mount point
-    /// inside the user's directory (another file system, or a bind mount of the same one) stays
-    /// with everything under it, in the renamed directory (out of the user's reach); a user's
-    /// directory that is itself a mount point cannot be renamed and stays where it is, whole.
-    /// Either is named in ``Removal/skipped`` (`"skipped: another file system"`) and the rest
-    /// is removed.
+    /// No removal leaves the application support location's file system, as
+    /// `rm --one-file-system`: a mount point inside the user's directory (another file system, or
+    /// a bind mount of the same one) stays with everything under it, in the renamed directory
+    /// (out of the user's reach); a user's directory that is itself a mount point, or is reached
+    /// through a link onto another file system, is neither locked nor renamed and stays where it
+    /// is, whole; so does a leftover of an earlier removal that is a mount point. Each is named in
+    /// ``Removal/skipped`` (`"skipped: another file system"`; another user's leftover is only
+    /// logged) and the rest is removed. A user's directory or leftover that is a symbolic link is
+    /// removed as a link, never followed.
     ///
     /// - Returns: Whether there was a database, and the mount points left in place.
     /// - Throws: `StowageError` `.busy` when another store or process still has the database
@@ -242,12 +245,26 @@ public final class UserDatabases: Sendable {
                 open[user] = nil
             }
             var removal = Removal(user: user)
+            // Every removal stays on the application support location's file system and mount
+            // (FileSystemBoundary, as `rm --one-file-system`).
+            let boundary = try container.fileSystemBoundary(of: .applicationSupport)
             // Mounts still in this user's own leftovers are named again; other users' are logged.
-            removal.skipped = try deleteRemovalLeftovers().filter {
+            removal.skipped = try deleteRemovalLeftovers(staysOn: boundary).filter {
                 $0.path.hasPrefix(databasesDirectory.appending(path: ".removing-\(user)-").path)
             }
             let directory = try userDirectory(user)
             guard FileManager.default.fileExists(atPath: directory.path) else { return removal }
+            // A user's directory that is a mount point, or is reached through a link to another
+            // file system, is that file system's: left whole and named before the lock, whose
+            // file would otherwise be made in it.
+            if let boundary, !boundary.holdsDirectory(atPath: directory.path) {
+                removal.skipped.append(.init(path: directory.path, message: FileSystemBoundary.skipMessage))
+                logger.warning(
+                    "user database directory: \(FileSystemBoundary.skipMessage)",
+                    metadata: ["path": "\(directory.path)"]
+                )
+                return removal
+            }
             let lock = try UserDirectoryLock.acquire(
                 in: directory,
                 exclusive: true,
@@ -273,7 +290,7 @@ public final class UserDatabases: Sendable {
                 }
                 throw StowageError.syscall(.current, "move the user's directory away", path: directory.path)
             }
-            removal.skipped += try deleteTree(leftover)
+            removal.skipped += try deleteTree(leftover, staysOn: boundary)
             removal.removed = true
             logger.info("user database removed", metadata: ["user": "\(user)"])
             return removal
@@ -301,28 +318,34 @@ public final class UserDatabases: Sendable {
     /// Deletes what removals interrupted by a crash left (directories renamed, not yet deleted).
     ///
     /// - Returns: The mount points left in them (logged too).
-    private func deleteRemovalLeftovers() throws -> [ClearReport.Failure] {
+    private func deleteRemovalLeftovers(staysOn boundary: FileSystemBoundary?) throws -> [ClearReport.Failure] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: databasesDirectory.path)) ?? []
         var skipped: [ClearReport.Failure] = []
         for name in names where name.hasPrefix(".removing-") {
-            skipped += try deleteTree(databasesDirectory.appending(path: name, directoryHint: .isDirectory))
+            skipped += try deleteTree(
+                databasesDirectory.appending(path: name, directoryHint: .isDirectory),
+                staysOn: boundary
+            )
         }
         return skipped
     }
 
-    /// Deletes `url` and everything below it through ``DirectoryClearing``, never leaving its
-    /// file system, as `rm --one-file-system`: FileManager's `removeItem` descends into a mount
-    /// point and deletes the mounted tree's files before failing on the mount point itself. A
-    /// mount inside stays, with the directory holding it (a `.removing-` name, out of any user's
-    /// reach), and is logged and returned ("skipped: another file system"); the next removal
-    /// looks again.
-    private func deleteTree(_ url: URL) throws -> [ClearReport.Failure] {
-        let report: ClearReport
-        do {
-            report = try DirectoryClearing.clearContents(of: url)
-        } catch let error as StowageError where error.code == .notFound {
-            return []  // Another process deleted it meanwhile.
-        }
+    /// Deletes `url` and everything below it through `DirectoryClearing.removeTree`, never
+    /// leaving `boundary` (the location's file system), as `rm --one-file-system`: FileManager's
+    /// `removeItem` descends into a mount point and deletes the mounted tree's files before
+    /// failing on the mount point itself, and emptying the directory at the path would empty a
+    /// tree mounted over a leftover's name. A mount inside stays, with the directory holding it
+    /// (a `.removing-` name, out of any user's reach), and is logged and returned ("skipped:
+    /// another file system"); so does a leftover that is itself a mount point. The next removal
+    /// looks again. A leftover that is a symbolic link is removed as a link.
+    private func deleteTree(_ url: URL, staysOn boundary: FileSystemBoundary?) throws -> [ClearReport.Failure] {
+        guard
+            let report = try DirectoryClearing.removeTree(
+                named: url.lastPathComponent,
+                in: url.deletingLastPathComponent().fileSystemPath,
+                staysOn: boundary
+            )
+        else { return [] }  // Another process deleted it meanwhile.
         if let failure = report.failures.first(where: { !$0.isOtherFileSystem }) {
             throw StowageError(
                 code: .ioError,
@@ -330,19 +353,13 @@ public final class UserDatabases: Sendable {
                 path: url.path
             )
         }
-        guard report.failures.isEmpty else {
-            for skipped in report.failures {
-                logger.warning(
-                    "user database directory: \(FileSystemBoundary.skipMessage)",
-                    metadata: ["path": "\(skipped.path)"]
-                )
-            }
-            return report.failures
+        for skipped in report.failures {
+            logger.warning(
+                "user database directory: \(FileSystemBoundary.skipMessage)",
+                metadata: ["path": "\(skipped.path)"]
+            )
         }
-        guard FileNames.removeDirectory(url.path) || errno == ENOENT else {
-            throw StowageError.syscall(.current, "remove", path: url.path)
-        }
-        return []
+        return report.failures
     }
 
     // MARK: - Paths

@@ -144,4 +144,27 @@ struct UserDatabasesTests {
         } throws: { ($0 as? StowageError)?.code == .invalidArgument }
         #expect(throws: StowageError.self) { try databases.removeUser(user) }
     }
+
+    @Test(
+        "a user's directory that is a symbolic link is removed as a link, and a link left by a removal blocks no other"
+    )
+    func linkedUserDirectory() async throws {
+        let scratch = try Scratch()
+        let databases = UserDatabases(container: scratch.container, migrator: migrator())
+        _ = try await databases.database(for: "bob")
+        // ada's directory is a link to a directory elsewhere, and an interrupted removal left a
+        // `.removing-` name that is a link too: neither is followed, both go as links.
+        let elsewhere = scratch.url.appending(path: "elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        try Data("keep".utf8).write(to: elsewhere.appending(path: "keep.txt"))
+        let ada = try databases.userDirectory("ada")
+        try FileManager.default.createSymbolicLink(atPath: ada.path, withDestinationPath: elsewhere.path)
+        let leftover = ada.deletingLastPathComponent().appending(path: ".removing-carol-1").path
+        try FileManager.default.createSymbolicLink(atPath: leftover, withDestinationPath: elsewhere.path)
+        #expect(try await databases.removeUser("bob").removed, "a link left by a removal does not fail others")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: leftover)) == nil, "the link went")
+        #expect(try await databases.removeUser("ada").removed)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: ada.path)) == nil)
+        #expect(FileManager.default.fileExists(atPath: elsewhere.appending(path: "keep.txt").path))
+    }
 }

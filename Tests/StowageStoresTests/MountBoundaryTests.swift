@@ -117,17 +117,3 @@ struct MountBoundaryTests {
         }
     }
 }
-
-/// Every regular file below `path` with its size, for telling whether anything in a tree
-/// changed (the mount suites of this target share it).
-func listing(_ path: String) -> [String: Int] {
-    var files: [String: Int] = [:]
-    let enumerator = FileManager.default.enumerator(atPath: path)
-    while let name = enumerator?.nextObject() as? String {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
-        if attributes?[.type] as? FileAttributeType == .typeRegular {
-            files[name] = (attributes?[.size] as? Int) ?? -1
-        }
-    }
-    return files
-}

@@ -147,4 +147,24 @@ struct UserSpacesTests {
         #expect(error.code == .invalidConfiguration)
         #expect(error.message.contains("UserSpaces(container:databases:)"))
     }
+
+    @Test("a user's directory that is a symbolic link is removed as a link: the wipe finishes and never follows it")
+    func wipeOfALinkedUserDirectory() async throws {
+        let fixture = try PopulatedContainer()
+        let spaces = UserSpaces(container: fixture.container)
+        let elsewhere = fixture.root.appending(path: "elsewhere")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        try Data("keep".utf8).write(to: elsewhere.appending(path: "keep.txt"))
+        let users = fixture.root.appending(path: "Library/Caches/users")
+        try FileManager.default.createDirectory(at: users, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: users.appending(path: "ada").path,
+            withDestinationPath: elsewhere.path
+        )
+        let report = try await spaces.wipe(user: "ada")
+        #expect(report.skipped.isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: users.path).isEmpty, "the link went")
+        #expect(FileManager.default.fileExists(atPath: elsewhere.appending(path: "keep.txt").path))
+        #expect(try spaces.space(for: "ada").user == "ada", "no wipe is left pending")
+    }
 }

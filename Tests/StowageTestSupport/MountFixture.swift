@@ -56,3 +56,17 @@ public struct MountFixture: Sendable {
     /// The bind mount of the outside tree at the mount point.
     public var bind: PrivateMounts.Mount { .bind(outside, at: mountPoint) }
 }
+
+/// Every regular file below `path` (hidden ones too) with its bytes, for telling whether
+/// anything in a tree changed: a file gone, added, or written to (the mount suites share it).
+public func listing(_ path: String) -> [String: Data] {
+    var files: [String: Data] = [:]
+    let enumerator = FileManager.default.enumerator(atPath: path)
+    while let name = enumerator?.nextObject() as? String {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
+        if attributes?[.type] as? FileAttributeType == .typeRegular {
+            files[name] = FileManager.default.contents(atPath: path + "/" + name) ?? Data("unreadable".utf8)
+        }
+    }
+    return files
+}

@@ -19,6 +19,18 @@
 //                                                  space, with TemporaryFiles (any age) only
 //   StowageTestWorker removals audit ROOT          the container's backup audit
 //   StowageTestWorker removals account ROOT        StorageAccountant(container: ROOT).account()
+//   StowageTestWorker removals purge-temporary ROOT    TemporaryFiles (any age).purgeNamingSkips():
+//                                                  bytes freed and mounts skipped
+//   StowageTestWorker removals relieve-cache DIR SOURCE   a disk cache in DIR holding one value; SOURCE
+//                                                  bind-mounted over the value's subdirectory;
+//                                                  then one StorageMonitor check (always short of
+//                                                  space) with that cache only: its skipped mounts
+//   StowageTestWorker removals remove-all-file DIR FILE   a disk cache in DIR holding one value; FILE
+//                                                  bind-mounted over the value's file; then
+//                                                  DiskCache.removeAll()
+//   StowageTestWorker removals clear-caches-mounting ROOT NAME SOURCE   ClearCaches' plan; then
+//                                                  SOURCE bind-mounted at Library/Caches/NAME; then
+//                                                  the planned run (a mount made while it runs)
 import Foundation
 import HTTPTypes
 import StowageCache
@@ -128,10 +140,59 @@ enum RemovalsWorkerCommand {
         case (3, "account"):
             let account = try await StorageAccountant(container: Container(root: URL(filePath: arguments[2]))).account()
             say(String(decoding: try encoder.encode(account), as: UTF8.self))
+        case (3, "purge-temporary"):
+            let outcome = try await TemporaryFiles(
+                container: Container(root: URL(filePath: arguments[2])),
+                minimumAge: .zero
+            )
+            .purgeNamingSkips(PurgeRequest())
+            say(String(decoding: try encoder.encode(TemporaryOutcome(outcome)), as: UTF8.self))
+        case (4, "relieve-cache"):
+            let directory = URL(filePath: arguments[2])
+            let cache = try DiskCache(directory: directory)
+            _ = try await cache.setData(Data(repeating: 1, count: 50_000), forKey: "kept")
+            let data = directory.appending(path: "data").path(percentEncoded: false)
+            let subdirectories = try FileManager.default.contentsOfDirectory(atPath: data)
+            guard subdirectories.count == 1 else { fail("expected one hash subdirectory: \(subdirectories)") }
+            try mountBind(arguments[3], at: data + "/" + subdirectories[0])
+            let monitor = StorageMonitor(
+                purgeable: nil,
+                caches: [cache],
+                capacity: {
+                    VolumeCapacity(
+                        total: 100 * .gigabyte,
+                        available: .zero,
+                        reserves: .init(important: .bytes(.zero), opportunistic: .bytes(.zero))
+                    )
+                }
+            )
+            guard let report = try await monitor.check(timeLimit: .seconds(600)) else { fail("no pressure seen") }
+            say(String(decoding: try encoder.encode(report.skipped), as: UTF8.self))
+        case (4, "remove-all-file"):
+            let directory = URL(filePath: arguments[2])
+            let cache = try DiskCache(directory: directory)
+            _ = try await cache.setData(Data(repeating: 1, count: 50_000), forKey: "kept")
+            let data = directory.appending(path: "data").path(percentEncoded: false)
+            let subdirectories = try FileManager.default.contentsOfDirectory(atPath: data)
+            guard subdirectories.count == 1 else { fail("expected one hash subdirectory: \(subdirectories)") }
+            let files = try FileManager.default.contentsOfDirectory(atPath: data + "/" + subdirectories[0])
+            guard files.count == 1 else { fail("expected one value file: \(files)") }
+            try mountBind(arguments[3], at: data + "/" + subdirectories[0] + "/" + files[0])
+            let report = try await cache.removeAll()
+            say(String(decoding: try encoder.encode(report), as: UTF8.self))
+        case (5, "clear-caches-mounting"):
+            let container = Container(root: URL(filePath: arguments[2]))
+            let (manifest, handlers) = try ClearCaches(container: container).plan()
+            let target = container.url(for: .caches).appending(path: arguments[3]).path(percentEncoded: false)
+            try mountBind(arguments[4], at: target)
+            let report = try await CacheCleaner(container: container, handlers: handlers).run(manifest).report()
+            say(String(decoding: try encoder.encode(report), as: UTF8.self))
         default:
             fail(
                 "usage: StowageTestWorker removals clear DIR | wipe ROOT USER | clear-caches ROOT | make-cache DIR "
-                    + "| relieve ROOT PATH | remove-all DIR SOURCE [disk|hybrid|http] | relieve-temporary ROOT | audit ROOT | account ROOT"
+                    + "| relieve ROOT PATH | remove-all DIR SOURCE [disk|hybrid|http] | relieve-temporary ROOT "
+                    + "| audit ROOT | account ROOT | purge-temporary ROOT | relieve-cache DIR SOURCE "
+                    + "| remove-all-file DIR FILE | clear-caches-mounting ROOT NAME SOURCE"
             )
         }
     }
@@ -147,6 +208,17 @@ enum RemovalsWorkerCommand {
         let subdirectories = try FileManager.default.contentsOfDirectory(atPath: candidates[0])
         guard subdirectories.count == 1 else { fail("expected one hash subdirectory: \(subdirectories)") }
         return candidates[0] + "/" + subdirectories[0]
+    }
+
+    /// What `purge-temporary` prints.
+    struct TemporaryOutcome: Encodable {
+        var bytesFreed: ByteCount
+        var skipped: [ClearReport.Failure]
+
+        init(_ outcome: PurgeOutcome) {
+            bytesFreed = outcome.bytesFreed
+            skipped = outcome.skipped
+        }
     }
 
     /// `mount --bind SOURCE TARGET`, in this process's mount namespace.

@@ -37,12 +37,14 @@ enum Output {
 
     /// `text` with control characters (C0, DEL, C1) written as `\n`, `\t`, `\r` or `\u{XX}`,
     /// as du quotes the names it prints: what a name holds cannot start a line or drive the
-    /// terminal.
+    /// terminal. A backslash is written `\\` (as `ls -b` does), so that the escapes stay
+    /// unambiguous: a name holding the two characters `\n` is not shown as one holding a newline.
     static func visible(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        guard text.unicodeScalars.contains(where: { isControl($0) || $0 == "\\" }) else { return text }
         var result = ""
         for scalar in text.unicodeScalars {
             switch scalar {
+            case "\\": result += "\\\\"
             case "\n": result += "\\n"
             case "\t": result += "\\t"
             case "\r": result += "\\r"

@@ -14,4 +14,16 @@ extension DiskCache: Purging {
         let report = try await trim(freeing: request.bytesToFree)
         return max(.zero, before - report.remainingSize)
     }
+
+    /// ``purge(_:)``, naming the mount points in the cache's directory (`data/`, `tmp/` or a
+    /// hash subdirectory of another file system or mount), whose files the purge left in place
+    /// as `removeAll()` does, so that a `StorageMonitor` lists them in its report.
+    public func purgeNamingSkips(_ request: PurgeRequest) async throws -> PurgeOutcome {
+        let freed = try await purge(request)
+        let mounts = await BlockingWork.run { self.files.mountPoints() }
+        return PurgeOutcome(
+            bytesFreed: freed,
+            skipped: mounts.map { ClearReport.Failure(path: $0, message: FileSystemBoundary.skipMessage) }
+        )
+    }
 }

@@ -170,8 +170,9 @@ struct DiskCacheFiles: Sendable {
     /// Unlinks files whose index rows are gone; a file already gone is fine, and so is a
     /// subdirectory that is gone or is not a directory (nothing of the cache's is there).
     ///
-    /// - Returns: The mount points whose files were left in place (`data/`, or a hash
-    ///   subdirectory, of another file system or mount: FileSystemBoundary), each once.
+    /// - Returns: The mount points whose files were left in place (`data/`, a hash
+    ///   subdirectory, or a value file, of another file system or mount: FileSystemBoundary),
+    ///   each once.
     @discardableResult
     func remove(_ names: [String]) -> [String] {
         guard !names.isEmpty else { return [] }
@@ -189,7 +190,13 @@ struct DiskCacheFiles: Sendable {
                 }
                 opened = (subdirectoryName, subdirectory.flatMap { $0.isInsideBoundary ? $0 : nil })
             }
-            opened?.directory?.removeEntry(fileName)
+            guard let directory = opened?.directory, !directory.removeEntry(fileName), errno == EBUSY else { continue }
+            // A file bind-mounted over the value file (Linux refuses to unlink a mount point):
+            // another file system's, kept and named.
+            let isMounted = fileName.withCString { name in
+                directory.boundary.map { $0.isOutside(name, in: directory.descriptor) } ?? false
+            }
+            if isMounted { skipped.append(directory.pathOf(fileName)) }
         }
         return skipped
     }

@@ -89,4 +89,40 @@ public enum DirectoryClearing {
         report.failures = removal.failures
         return report
     }
+
+    /// Removes the entry `name` of the directory at `parentPath`, with everything below it, as
+    /// `rm -r --one-file-system PARENT/NAME`: for stores that move a directory aside and then
+    /// delete it (a wiped user's tombstone, a removed database's `.removing-` directory).
+    ///
+    /// The removal stays on `boundary` (the container location's file system and mount): a
+    /// parent reached through a link to another file system is left whole and named; so is an
+    /// entry that is itself a mount point (a tree mounted over a leftover's name since it was
+    /// made), whose files are another file system's; so is any mount below it, and its parent
+    /// directories stay. A symbolic link is removed as a link, never followed.
+    ///
+    /// - Parameter boundary: The file system to stay on; `nil` for the parent's own.
+    /// - Returns: What was removed and left (mount points as `"skipped: another file system"`);
+    ///   `nil` when nothing was there (another process removed it first).
+    /// - Throws: `StowageError` when the parent cannot be opened (other than missing).
+    package static func removeTree(
+        named name: String,
+        in parentPath: String,
+        staysOn boundary: FileSystemBoundary?
+    ) throws -> ClearReport? {
+        let parent: OpenDirectory
+        do {
+            parent = try OpenDirectory.open(path: parentPath, boundary: boundary)
+        } catch let error as StowageError where error.code == .notFound {
+            return nil
+        }
+        var removal = TreeRemoval(cancellation: nil, measuresFreedBytes: true)
+        try removal.remove(name, in: parent)
+        guard removal.removedCount > 0 || !removal.failures.isEmpty else { return nil }
+        return ClearReport(
+            path: parent.pathOf(name),
+            removedCount: removal.removedCount,
+            bytesFreed: removal.bytesFreed,
+            failures: removal.failures
+        )
+    }
 }

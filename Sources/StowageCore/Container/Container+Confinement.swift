@@ -96,6 +96,16 @@ extension Container {
         return descriptor
     }
 
+    /// The file system and mount of `location`'s directory (``FileSystemBoundary``), which no
+    /// removal in it leaves; `nil` when the directory does not exist or cannot be examined.
+    ///
+    /// - Throws: What ``openLocationDirectory(_:creating:)`` throws.
+    package func fileSystemBoundary(of location: Location) throws -> FileSystemBoundary? {
+        guard let descriptor = try openLocationDirectory(location, creating: false) else { return nil }
+        defer { close(descriptor) }
+        return FileSystemBoundary(descriptor: descriptor)
+    }
+
     private static func isSymbolicLink(_ name: String, in directory: Int32) -> Bool {
         var status = stat()
         return fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0 && status.st_mode & S_IFMT == S_IFLNK

@@ -62,6 +62,20 @@ package struct FileSystemBoundary: Sendable, Hashable {
         return !contains(status)
     }
 
+    /// Whether the directory at `path` (symbolic links on the way followed, as the path-based
+    /// calls that come next follow them) is on this file system and mount: `false` for a mount
+    /// point of another, or a directory reached through a link to one. `true` when there is no
+    /// directory there to judge (missing, unreadable): the caller's own call then reports that.
+    /// `errno` is kept.
+    package func holdsDirectory(atPath path: String) -> Bool {
+        let saved = errno
+        defer { errno = saved }
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return true }
+        defer { close(descriptor) }
+        return contains(descriptor: descriptor)
+    }
+
     /// Whether `name` in the directory at `parentPath` is a mount point: on another file system
     /// or mount than that directory (`false` when either cannot be examined). For a rename that
     /// failed with `EBUSY` (Linux refuses to move a mount point): the caller leaves it in place

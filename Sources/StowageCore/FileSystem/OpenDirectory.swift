@@ -64,6 +64,19 @@ package final class OpenDirectory: Sendable {
         return OpenDirectory(descriptor: descriptor, path: path, boundary: boundary)
     }
 
+    /// Opens the directory at `path` as ``open(path:staysOnFileSystem:)`` does, with `boundary`
+    /// (a container location's file system, say) as the ``boundary`` of everything opened and
+    /// removed below it; `nil` for the directory's own.
+    ///
+    /// - Throws: What ``open(path:staysOnFileSystem:)`` throws.
+    package static func open(path: String, boundary: FileSystemBoundary?) throws -> OpenDirectory {
+        let opened = try open(path: path, staysOnFileSystem: boundary == nil)
+        guard let boundary else { return opened }
+        let descriptor = dup(opened.descriptor)
+        guard descriptor >= 0 else { throw StowageError.syscall(.current, "open directory", path: path) }
+        return OpenDirectory(descriptor: descriptor, path: path, boundary: boundary)
+    }
+
     /// The names in the directory at `path`, without `.` and `..`, in no particular order;
     /// empty when it does not exist.
     ///
@@ -93,13 +106,42 @@ package final class OpenDirectory: Sendable {
 
     /// One entry of a directory listing.
     package struct Entry {
-        /// The entry's name, never `.` or `..`; for a name that is not valid UTF-8, its
-        /// look-alike (U+FFFD for each bad byte), good for messages only.
+        /// The entry's name, never `.` or `..`; for a name that is not valid UTF-8, the name
+        /// with each byte that is not written `\xHH` (``shownName(_:)``), good for messages only.
         package var name: String
         /// `d_type`: `DT_DIR`, `DT_REG`, `DT_LNK`, … or `DT_UNKNOWN` where the file system does not say.
         package var type: UInt8
         /// The name's bytes as `readdir` gave them, NUL-terminated: what system calls get.
         package var rawName: [CChar]
+    }
+
+    /// The NUL-terminated `name` as text for messages and reports: its UTF-8 decoded, and each
+    /// byte that is not UTF-8 written `\xHH`, as `ls -b` shows it. Two names that differ in such
+    /// bytes read differently, and neither reads as a name holding U+FFFD (a look-alike with
+    /// U+FFFD for each bad byte made three mount points one line of a report).
+    package static func shownName(_ name: UnsafePointer<CChar>) -> String {
+        let bytes = UnsafeBufferPointer(
+            start: UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self),
+            count: strlen(name)
+        )
+        var result = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                result.unicodeScalars.append(Unicode.UTF8.decode(encoded))
+                offset += encoded.count
+            case .error(let length):
+                for byte in bytes[offset..<(offset + length)] {
+                    result += "\\x" + String(byte, radix: 16, uppercase: true)
+                }
+                offset += length
+            case .emptyInput:
+                return result
+            }
+        }
     }
 
     /// Reads every entry except `.` and `..`.
@@ -119,7 +161,7 @@ package final class OpenDirectory: Sendable {
             if let text = String(validatingCString: name) {
                 result.append(Entry(name: text, type: type, rawName: raw))
             } else if includingUndecodable {
-                result.append(Entry(name: String(cString: name), type: type, rawName: raw))
+                result.append(Entry(name: Self.shownName(name), type: type, rawName: raw))
             }
         }
         return result

@@ -178,7 +178,14 @@ package struct TreeRemoval {
                 // Replaced by a link or a file since it was listed: remove that, never follow it.
                 return try removeOrOpen(name, shownAs: shown, type: UInt8(DT_REG), in: parent)
             } else if errno != ENOENT {
-                fail(parent.pathOf(shown), "cannot open directory")
+                // A mount point this process may not open (another user's volume, mode 000:
+                // EACCES) is still told apart by its status, which needs no permission on it: it
+                // is another file system's, skipped and named as such, not a failure to remove.
+                if isOutside(name, in: parent) {
+                    skip(parent.pathOf(shown))
+                } else {
+                    fail(parent.pathOf(shown), "cannot open directory")
+                }
             }
             return nil
         }

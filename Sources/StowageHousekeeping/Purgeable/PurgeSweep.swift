@@ -145,7 +145,18 @@ private struct SweepWalk {
             let directory: OpenDirectory
             if let parent = next.parent {
                 guard let child = parent.openChild(next.name) else {
-                    if errno != ENOENT { fail(parent.pathOf(next.name), "cannot open directory") }
+                    if errno != ENOENT {
+                        // A mount point it may not open (EACCES) is still told apart by its
+                        // status, which needs no permission on it: another file system's.
+                        let isOutside = next.name.withCString { name in
+                            parent.boundary?.isOutside(name, in: parent.descriptor) ?? false
+                        }
+                        if isOutside {
+                            skip(parent.pathOf(next.name))
+                        } else {
+                            fail(parent.pathOf(next.name), "cannot open directory")
+                        }
+                    }
                     continue
                 }
                 // A mount point is left whole, as `rm --one-file-system` leaves it.

@@ -65,18 +65,17 @@ public struct TemporaryFiles: Purging {
         }
         let directory = OpenDirectory(descriptor: descriptor, path: path)
         let cutoff = clock.now().timeIntervalSince1970 - minimumAge.timeInterval
-        var measure = TreeMeasure(cancellation: nil)
-        var removal = TreeRemoval(cancellation: nil)
-        var freed: Int64 = 0
+        // The removal counts what it gives back as it goes: an old directory holding a mount
+        // point loses everything but the mount (and the directories on the way to it), and that
+        // is freed. (Measuring each entry first and counting it only when nothing failed in it
+        // reported such a directory as freeing nothing, and the monitor purged caches for it.)
+        var removal = TreeRemoval(cancellation: nil, measuresFreedBytes: true)
         for entry in try directory.entries() {
             guard let status = FileStatus.at(directory.descriptor, entry.name), status.modificationTime < cutoff else {
                 continue
             }
-            let bytes = try measure.measure(entry.name, in: directory).bytes
-            let failuresBefore = removal.failures.count
             try removal.remove(entry.name, type: entry.type, in: directory)
-            if removal.failures.count == failuresBefore { freed += bytes }
         }
-        return PurgeOutcome(bytesFreed: ByteCount(freed), skipped: removal.failures.filter(\.isOtherFileSystem))
+        return PurgeOutcome(bytesFreed: removal.bytesFreed, skipped: removal.failures.filter(\.isOtherFileSystem))
     }
 }

@@ -73,7 +73,16 @@ public struct ClearCaches: Sendable {
                     className: "DiskCache",
                     selector: "removeAll:" + name,
                     measuring: ["Library/Caches/" + name]
-                ) {
+                ) { [container] in
+                    // Mounted over the cache's name since the plan classified it (the run measures
+                    // every task first, which may take long): another file system's tree, never
+                    // opened (an open collects its orphans) nor emptied; named, as the plan names
+                    // a mount it sees (FileSystemBoundary).
+                    if let boundary = try container.fileSystemBoundary(of: .caches),
+                        !boundary.holdsDirectory(atPath: directory.fileSystemPath)
+                    {
+                        return [.init(path: directory.fileSystemPath, message: FileSystemBoundary.skipMessage)]
+                    }
                     let cache = try await DiskCache.open(directory: directory, configuration: .init(name: name))
                     let report: ClearReport
                     do {

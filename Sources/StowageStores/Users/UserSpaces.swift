@@ -141,16 +141,20 @@ public final class UserSpaces: Sendable {
 
     private func carryOut(_ user: String, journal: WipeJournal, resumed: Bool) throws -> WipeReport {
         var report = WipeReport(user: user, resumed: resumed)
-        let directories = [
-            ("caches", UserSpace.cachesDirectory(of: user, in: container)),
-            ("data", UserSpace.dataDirectory(of: user, in: container)),
-            ("temporary", UserSpace.temporaryDirectory(of: user, in: container)),
+        let directories: [(area: String, directory: URL, location: Location)] = [
+            ("caches", UserSpace.cachesDirectory(of: user, in: container), .caches),
+            ("data", UserSpace.dataDirectory(of: user, in: container), .applicationSupport),
+            ("temporary", UserSpace.temporaryDirectory(of: user, in: container), .temporary),
         ]
+        // Each area stays on its location's file system and mount (FileSystemBoundary, as
+        // `rm --one-file-system`), however its directories are reached.
+        var boundaries: [String: FileSystemBoundary] = [:]
+        for (area, _, location) in directories { boundaries[area] = try container.fileSystemBoundary(of: location) }
         // First every rename (each atomic), so that the user has nothing left to serve as soon
         // as possible; then the deletions, which may take long.
         var moved: [(String, URL)] = []
-        for (area, directory) in directories {
-            switch try moveAway(directory, user: user) {
+        for (area, directory, _) in directories {
+            switch try moveAway(directory, user: user, boundary: boundaries[area]) {
             case .moved(let tombstone): moved.append((area, tombstone))
             case .absent: break
             case .mountPoint:
@@ -162,7 +166,7 @@ public final class UserSpaces: Sendable {
                 )
             }
         }
-        for (area, directory) in directories {
+        for (area, directory, _) in directories {
             // Tombstones of an earlier, interrupted attempt.
             let parent = directory.deletingLastPathComponent()
             for name in (try? FileManager.default.contentsOfDirectory(atPath: parent.fileSystemPath)) ?? []
@@ -176,7 +180,7 @@ public final class UserSpaces: Sendable {
         // deletes (the kill tests wait for this line to land inside the deletions).
         logger.debug("user's directories moved away; deleting them", metadata: ["user": "\(user)"])
         for (area, tombstone) in moved {
-            guard let cleared = try delete(tombstone) else { continue }
+            guard let cleared = try delete(tombstone, boundary: boundaries[area]) else { continue }
             report.removed.append(WipeReport.Area(area: area, entries: cleared.removedCount, bytes: cleared.bytesFreed))
             report.skipped += cleared.failures
         }
@@ -200,13 +204,17 @@ public final class UserSpaces: Sendable {
         case moved(URL)
         /// There was nothing to move.
         case absent
-        /// A mount point, which Linux refuses to move (`EBUSY`): left in place.
+        /// A mount point, which Linux refuses to move (`EBUSY`), or a directory reached through a
+        /// link to another file system: left in place.
         case mountPoint
     }
 
-    /// Renames `directory` to a tombstone beside it.
-    private func moveAway(_ directory: URL, user: String) throws -> Move {
+    /// Renames `directory` to a tombstone beside it, unless it is off `boundary`.
+    private func moveAway(_ directory: URL, user: String, boundary: FileSystemBoundary?) throws -> Move {
         let parent = directory.deletingLastPathComponent()
+        // A user's directory that is a mount point, or that a link on the way (`users` replaced by
+        // a link) puts on another file system, is not the location's to rename or delete.
+        if let boundary, !boundary.holdsDirectory(atPath: directory.fileSystemPath) { return .mountPoint }
         let tombstone = parent.appending(
             path: Self.tombstonePrefix(user) + String(UInt32.random(in: 0...UInt32.max), radix: 16),
             directoryHint: .isDirectory
@@ -219,29 +227,27 @@ public final class UserSpaces: Sendable {
         return .moved(tombstone)
     }
 
-    /// Deletes `url` and everything below it; `nil` when it was gone already.
-    private func delete(_ url: URL) throws -> ClearReport? {
-        let report: ClearReport
-        do {
-            report = try DirectoryClearing.clearContents(of: url)
-        } catch let error as StowageError where error.code == .notFound {
-            return nil  // Deleted by another process finishing the same wipe.
-        }
-        // A mount inside the user's directories is another file system's and stays, named in the
-        // report, in the tombstone (renamed with its directory, so the user still reads as empty).
-        let skipsMounts =
-            !report.failures.isEmpty
-            && report.failures.allSatisfy { $0.message == FileSystemBoundary.skipMessage }
-        if !skipsMounts, let failure = report.failures.first {
+    /// Deletes `url` and everything below it, staying on `boundary` (its location's file
+    /// system); `nil` when it was gone already.
+    private func delete(_ url: URL, boundary: FileSystemBoundary?) throws -> ClearReport? {
+        // Through DirectoryClearing.removeTree: a tombstone that is itself a mount point (a tree
+        // mounted over a leftover's name) is named and left whole, never emptied; a mount inside
+        // is another file system's and stays, named in the report, in the tombstone (renamed with
+        // its directory, so the user still reads as empty).
+        guard
+            let report = try DirectoryClearing.removeTree(
+                named: url.lastPathComponent,
+                in: url.deletingLastPathComponent().fileSystemPath,
+                staysOn: boundary
+            )
+        else { return nil }  // Deleted by another process finishing the same wipe.
+        if let failure = report.failures.first(where: { !$0.isOtherFileSystem }) {
             throw StowageError(
                 code: .ioError,
                 message: "cannot delete all of a wiped user's data (\(failure)); the wipe stays pending and is "
                     + "retried on the next open",
                 path: failure.path
             )
-        }
-        guard skipsMounts || FileNames.removeDirectory(url.fileSystemPath) || errno == ENOENT else {
-            throw StowageError.syscall(.current, "remove", path: url.fileSystemPath)
         }
         return report
     }
