@@ -73,7 +73,8 @@ extension HTTPCache {
                         until: fields.validUntil,
                         seenAt: version
                     )
-                    memory.setUncountedValue(.prepared(renewed), forKey: key, cost: renewed.cost)
+                    let entry = MemoryEntry.prepared(renewed)
+                    memory.setUncountedValue(entry, forKey: key, cost: entry.charge(forKey: key))
                     return .prepared(refreshed, renewed)
                 }
             }
@@ -94,7 +95,8 @@ extension HTTPCache {
             fieldsValidUntil: answer.validUntilSeconds,
             seenAt: version
         )
-        memory.setUncountedValue(.prepared(kept), forKey: key, cost: kept.cost)
+        let entry = MemoryEntry.prepared(kept)
+        memory.setUncountedValue(entry, forKey: key, cost: entry.charge(forKey: key))
         return .prepared(form, kept)
     }
 

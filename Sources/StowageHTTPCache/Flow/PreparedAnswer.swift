@@ -17,8 +17,8 @@ package protocol PreparedForm: AnyObject, Sendable {
     func answers(_ request: Request) -> Bool
     /// Whether what the form adds of its own (the proxy's `Date`) is still right at `now`.
     func stands(at now: Date) -> Bool
-    /// The bytes it holds: request fields and target, response head and body. Charged to the
-    /// memory level with the entry.
+    /// The heap it holds (``HeapBytes``): itself, the request it answers and the response
+    /// head and body it keeps. Charged to the memory level with the entry.
     var byteCount: Int { get }
     /// Whether the server needs the cache's response with it (its fields and body): kept, and
     /// its body charged, only then.
@@ -96,10 +96,28 @@ package final class PreparedAnswer: Sendable {
         self.fieldsValidUntil = fieldsValidUntil
         decisionValidUntil = answer.decisionValidUntilSeconds
         self.seenAt = Atomic(seenAt)
-        // The form's bytes, the response's body when kept (it may outlive the body entry), and a
-        // fixed 512 for this object, the answer's fields and the memory level's entry and key.
+        // The form's heap, the response when kept (its fields, and its body, which may outlive
+        // the body entry), this object and its record key (HeapBytes). The records and the stored
+        // response are the records entry's: shared, not copied, and evicted before this entry
+        // (it is made after them), or looked up and found gone at its next use.
         formBytes = form.byteCount
-        cost = formBytes + (keepsResponse ? answer.served.body.bytesInMemory?.count ?? 0 : 0) + 512
+        cost =
+            formBytes + (keepsResponse ? Self.heapBytes(of: answer.served) : 0)
+            + HeapBytes.object(storedBytes: Self.storedBytes) + HeapBytes.string(recordKey)
+    }
+
+    /// The bytes of this object's stored properties.
+    static let storedBytes =
+        MemoryLayout<CacheOutcome>.stride + MemoryLayout<CachedResponse?>.stride
+        + MemoryLayout<any AnyObject & Sendable>.stride + MemoryLayout<String>.stride
+        + MemoryLayout<[VariantRecord]>.stride + MemoryLayout<StoredResponse>.stride
+        + 3 * MemoryLayout<Double>.stride + MemoryLayout<UInt64>.stride + 2 * MemoryLayout<Int>.stride
+
+    /// The heap of a response kept with the answer: its fields, its body's bytes and its user info.
+    static func heapBytes(of served: CachedResponse) -> Int {
+        HeapBytes.fields(served.response.headerFields) + HeapBytes.string(served.response.status.reasonPhrase)
+            + (served.body.bytesInMemory.map { HeapBytes.buffer($0) } ?? 0) + HeapBytes.dictionary(served.userInfo)
+            + HeapBytes.buffer(served.notes)
     }
 
     /// This answer with `form` in place of its own, its fields valid from `from` until `until`.
@@ -156,13 +174,11 @@ struct RequestIdentity: Hashable {
         }
     }
 
-    /// The bytes of the request's target and fields, as a prepared answer is charged for them.
-    var byteCount: Int {
-        var bytes = (path?.utf8.count ?? 0) + (authority?.utf8.count ?? 0)
-        for field in fields {
-            bytes += field.name.rawName.utf8.count + field.value.utf8.count + 4
-        }
-        return bytes
+    /// The heap of the request's method, target and fields (``HeapBytes``), as a prepared answer
+    /// is charged for them.
+    var heapBytes: Int {
+        HeapBytes.string(method) + HeapBytes.string(scheme) + HeapBytes.string(authority) + HeapBytes.string(path)
+            + HeapBytes.fields(fields)
     }
 }
 
@@ -172,6 +188,6 @@ final class AnsweredRequest: PreparedForm {
     let identity: RequestIdentity
     init(_ identity: RequestIdentity) { self.identity = identity }
     func answers(_ request: RequestIdentity) -> Bool { request == identity }
-    var byteCount: Int { identity.byteCount }
+    var byteCount: Int { HeapBytes.object(storedBytes: MemoryLayout<RequestIdentity>.stride) + identity.heapBytes }
     static var usesResponse: Bool { true }
 }

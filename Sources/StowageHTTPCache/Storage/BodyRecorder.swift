@@ -211,7 +211,8 @@ extension HTTPCache {
     func writeBody(_ bytes: [UInt8], for record: VariantRecord) async throws {
         let bodyKey = record.bodyKey
         if Int64(bytes.count) <= memoryBodyLimit {
-            try await levels.write(.body(bytes), forKey: bodyKey, cost: bytes.count) {
+            let entry = MemoryEntry.body(bytes)
+            try await levels.write(entry, forKey: bodyKey, cost: entry.charge(forKey: bodyKey)) {
                 if !record.isMemoryOnly { try await requireDisk().setData(Data(bytes), forKey: bodyKey) }
             }
         } else if record.isMemoryOnly {

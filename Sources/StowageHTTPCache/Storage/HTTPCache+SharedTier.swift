@@ -91,7 +91,7 @@ extension HTTPCache {
     /// levels, in their order; a failure is logged, since what was read is served all the same.
     private func keepShared(_ data: Data, as entry: MemoryEntry, forKey key: String, inMemory: Bool = true) async {
         do {
-            try await levels.write(entry, forKey: key, cost: data.count, keepsInMemory: inMemory) {
+            try await levels.write(entry, forKey: key, cost: entry.charge(forKey: key), keepsInMemory: inMemory) {
                 try await requireDisk().setData(data, forKey: key)
             }
         } catch {

@@ -51,7 +51,8 @@ extension HTTPCache {
         }
         do {
             let records = try VariantRecord.decode(stored.data)
-            levels.keepInMemory(.variants(records), forKey: recordKey, cost: stored.data.count, readAt: read)
+            let entry = MemoryEntry.variants(records)
+            levels.keepInMemory(entry, forKey: recordKey, cost: entry.charge(forKey: recordKey), readAt: read)
             return records
         } catch {
             configuration.logger.warning("discarding an unreadable HTTP cache record", metadata: ["uri": "\(key.uri)"])
@@ -84,9 +85,9 @@ extension HTTPCache {
             await shareVariants([], recordKey: recordKey)
             return
         }
-        let bytes = VariantRecord.encode(records)
         let durable = records.filter { !$0.isMemoryOnly }
-        try await levels.write(.variants(records), forKey: recordKey, cost: bytes.count) {
+        let entry = MemoryEntry.variants(records)
+        try await levels.write(entry, forKey: recordKey, cost: entry.charge(forKey: recordKey)) {
             if durable.isEmpty {
                 try await disk?.removeData(forKey: recordKey)
             } else {
@@ -177,7 +178,8 @@ extension HTTPCache {
         case .data(let data):
             let bytes = [UInt8](data)
             if Int64(bytes.count) <= memoryBodyLimit {
-                levels.keepInMemory(.body(bytes), forKey: bodyKey, cost: bytes.count, readAt: read)
+                let entry = MemoryEntry.body(bytes)
+                levels.keepInMemory(entry, forKey: bodyKey, cost: entry.charge(forKey: bodyKey), readAt: read)
             }
             return HTTPBody(bytes: bytes)
         case .file(let reader):

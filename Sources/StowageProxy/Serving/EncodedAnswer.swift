@@ -87,9 +87,29 @@ final class EncodedAnswer: PreparedForm {
         return Int64(now.timeIntervalSince1970) == addedDateSecond
     }
 
-    /// The bytes it holds, as the memory level charges them: request fields, the encoded
-    /// response (head and body) and the target.
-    var byteCount: Int { Self.fieldBytes(headers) + encoded.byteCount + uri.utf8.count }
+    /// The heap it holds, as the memory level charges it (``HeapBytes``): this object, the
+    /// request's target and fields, the response head it refreshes from, and the encoded
+    /// response's buffers.
+    var byteCount: Int {
+        HeapBytes.object(storedBytes: Self.storedBytes) + HeapBytes.string(uri) + Self.heapBytes(of: headers)
+            + HeapBytes.object(storedBytes: Self.headStorageBytes) + Self.heapBytes(of: head.headers)
+            + encoded.heapBytes
+    }
+
+    /// The bytes of this object's stored properties.
+    private static let storedBytes =
+        MemoryLayout<HTTPMethod>.stride + MemoryLayout<String>.stride + MemoryLayout<HTTPHeaders>.stride
+        + MemoryLayout<HTTPResponseHead>.stride + MemoryLayout<EncodedResponse>.stride
+        + MemoryLayout<Int64?>.stride
+    /// The object behind an `HTTPResponseHead`: its status (a code and a reason phrase) and version.
+    private static let headStorageBytes = MemoryLayout<HTTPResponseStatus>.stride + MemoryLayout<HTTPVersion>.stride
+
+    /// The heap of NIO's `HTTPHeaders`: its array of name and value pairs, and their strings.
+    static func heapBytes(of headers: HTTPHeaders) -> Int {
+        headers.reduce(HeapBytes.buffer(count: headers.count, stride: MemoryLayout<(String, String)>.stride)) {
+            $0 + HeapBytes.string($1.name) + HeapBytes.string($1.value)
+        }
+    }
 
     static var usesResponse: Bool { false }
 

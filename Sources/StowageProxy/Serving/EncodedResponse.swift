@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import StowageHTTPCache
 
 /// A hit's HTTP/1 response as the bytes that go on the wire: its head, encoded as NIO's
 /// `HTTPResponseEncoder` encodes it, followed by its body, so answering the same request again is
@@ -47,6 +48,15 @@ struct EncodedResponse: Sendable {
 
     /// The bytes held: head and body.
     var byteCount: Int { bytes.readableBytes + (separateBody?.readableBytes ?? 0) }
+
+    /// The heap of its buffers (``HeapBytes``): each a storage object of NIO's (its capacity, its
+    /// pointer and its allocator's four functions) and the bytes it allocated.
+    var heapBytes: Int {
+        func buffer(_ buffer: ByteBuffer) -> Int {
+            HeapBytes.object(storedBytes: 48) + HeapBytes.allocation(buffer.capacity)
+        }
+        return buffer(bytes) + (separateBody.map(buffer) ?? 0)
+    }
 
     /// `head` framed for a body of `bodyLength` bytes as NIO's encoder frames a response that
     /// states its length: `Content-Length` (added when missing), no `Transfer-Encoding`.
