@@ -425,6 +425,7 @@ let package = Package(
                 "StowageSecrets",
                 "StowageHTTPCache",
                 "StowageCookies",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -32,9 +32,26 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
 URL_COUNT=${URL_COUNT:-10000}
 MEMORY_CAPACITY=${MEMORY_CAPACITY:-64MB}
-[[ $URL_COUNT =~ ^[1-9][0-9]*$ ]] || { echo "URL_COUNT must be a whole number >= 1, not '$URL_COUNT'" >&2; exit 2; }
+# Checked before anything is built or started: a bad value must not cost a release build, nor
+# stop the run after some cases (their figures lost), nor leave a server behind.
+usage_error() { echo "proxy-load: $*" >&2; exit 2; }
+# At most 10^6: every URL is warmed one by one and must stay cached in the 1 GB disk tiers below
+# (a bigger count would measure evictions, and past 2^63 bash's arithmetic wraps).
+[[ $URL_COUNT =~ ^[1-9][0-9]{0,6}$ ]] && ((URL_COUNT <= 1000000)) \
+    || usage_error "URL_COUNT must be a whole number from 1 to 1000000, not '$URL_COUNT'"
+# ByteCount(parsing:)'s forms (Sources/StowageCore/Sizes/ByteCount+Parsing.swift): a number and an
+# optional unit, any letter case.
+[[ ${MEMORY_CAPACITY,,} =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)\ ?(b|byte|bytes|[kmgtp]b?|[kmgtp]ib)?$ ]] \
+    || usage_error "MEMORY_CAPACITY must be a size such as 64MB, 16MiB or 1.5GB, not '$MEMORY_CAPACITY'"
 if ((URL_COUNT % 1000 == 0)); then MANY_URLS="cached-1kib-$((URL_COUNT / 1000))k-urls"; else MANY_URLS="cached-1kib-$URL_COUNT-urls"; fi
-CASES=${CASES:-"cached-1kib $MANY_URLS cached-100kib miss-no-store"}
+KNOWN_CASES="cached-1kib $MANY_URLS cached-100kib miss-no-store"
+CASES=${CASES:-$KNOWN_CASES}
+read -r -a CASE_LIST <<< "$CASES"
+((${#CASE_LIST[@]})) || usage_error "CASES names no case (known: $KNOWN_CASES)"
+for name in "${CASE_LIST[@]}"; do
+    [[ " $KNOWN_CASES " == *" $name "* ]] \
+        || usage_error "unknown case '$name' in CASES (known: $KNOWN_CASES; URL_COUNT=$URL_COUNT names the second)"
+done
 CONNECTIONS=${CONNECTIONS:-32}
 THREADS=${THREADS:-2}
 ORIGIN_PORT=${ORIGIN_PORT:-18101}
@@ -141,6 +158,10 @@ sleep 0.5
     > "$WORK/logs/stowage.out" 2> "$WORK/logs/stowage.err" &
 STOWAGE_PID=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/stowage.out" 2>/dev/null && break; sleep 0.1; done
+if ! grep -q "listening on" "$WORK/logs/stowage.out" 2>/dev/null; then
+    log "stowage proxy did not start: $(cat "$WORK/logs/stowage.err")"
+    exit 1
+fi
 
 # Warm both caches (every URL once) and check that the load test measures hits.
 python3 - "$NGINX_PORT" "$STOWAGE_PORT" "$VARNISH_PORT" "$URL_COUNT" <<'PY' >&2
@@ -204,13 +225,12 @@ tree_rss_kib() {
     echo "$total"
 }
 results=()
-for name in $CASES; do
+for name in "${CASE_LIST[@]}"; do
     case $name in
         cached-1kib) path=/item script="" ;;
         "$MANY_URLS") path=/ script=$WORK/random-url.lua ;;
         cached-100kib) path=/big script="" ;;
         miss-no-store) path=/nostore script="" ;;
-        *) log "unknown case '$name' (cached-1kib $MANY_URLS cached-100kib miss-no-store)"; exit 2 ;;
     esac
     log "$name: wrk against nginx (proxy_cache)"
     read -r nginx_rps nginx_p99 <<< "$(run_wrk "$NGINX_PORT" "$path" "$script")"

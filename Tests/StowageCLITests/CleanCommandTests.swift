@@ -106,6 +106,32 @@ struct CleanCommandTests {
 
     // MARK: - purgeable and purge
 
+    @Test("purgeable list's size is what purge --reset-all then frees: the directory's own blocks stay with it")
+    func purgeableListSizeIsWhatAResetFrees() async throws {
+        try await withTemporaryDirectory { root in
+            let add = try await StowageExecutable.run([
+                "purgeable", "add", "Library/Caches/feeds", "--policy", "manual", "--root", root.path,
+            ])
+            try #require(add.status == 0, "\(add.standardError)")
+            try await file(root, "Library/Caches/feeds/sub/a", daysOld: 1)
+            try await file(root, "Library/Caches/feeds/b", daysOld: 1)
+            func listed() async throws -> Int? {
+                let list = try await StowageExecutable.run(["purgeable", "list", "--root", root.path, "--json"])
+                let rows = try JSONSerialization.jsonObject(with: Data(list.standardOutput.utf8)) as? [[String: Any]]
+                return rows?.first?["allocatedBytes"] as? Int
+            }
+            let before = try #require(try await listed())
+            let reset = try await StowageExecutable.run(["purge", "--reset-all", "--json", "--root", root.path])
+            try #require(reset.status == 0, "\(reset.standardError)")
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(reset.standardOutput.utf8)) as? [String: Any]
+            )
+            let freed = try #require((report["directories"] as? [[String: Any]])?.first?["bytesFreed"] as? Int)
+            #expect(before == freed, "listed \(before), freed \(freed)")
+            #expect(try await listed() == 0, "an emptied directory holds nothing a purge could free")
+        }
+    }
+
     @Test("purgeable add/list/remove and purge sweep by policy, --reset-all empties")
     func purgeable() async throws {
         try await withTemporaryDirectory { root in

@@ -137,4 +137,41 @@ struct MountBoundaryReportCommandTests {
             #expect(fixture.outsideIsIntact)
         }
     }
+
+    @Test(
+        "purgeable list and purge agree on a registered link to a mount point and a registered directory under one: skipped, nothing freed"
+    )
+    func purgeableListAgreesWithPurgeAcrossMounts() async throws {
+        try await withTemporaryDirectory { base in
+            let fixture = try MountFixture(in: base)
+            let link = fixture.directory + "/link"
+            let under = fixture.directory + "/mnt/deep"
+            for path in [link, under] {
+                let registered = try await PrivateMounts.run(
+                    mounts: [],
+                    command: stowage(["purgeable", "add", "--root", fixture.root, path, "--policy", "1d"])
+                )
+                try #require(registered.status == 0, "\(registered.standardError)")
+            }
+            try FileManager.default.removeItem(atPath: fixture.root + "/" + link)
+            try FileManager.default.createSymbolicLink(atPath: fixture.root + "/" + link, withDestinationPath: "mnt")
+            let listed = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: stowage(["purgeable", "list", "--root", fixture.root, "--json"])
+            )
+            try #require(listed.status == 0, "\(listed.standardError)")
+            let rows = try #require(try json(listed) as? [[String: Any]], "\(listed.standardOutput)")
+            for path in [link, under] {
+                let row = try #require(rows.first { $0["path"] as? String == path }, "\(rows)")
+                #expect(row["skipped"] as? String == skip && row["allocatedBytes"] == nil, "\(row)")
+            }
+            // The 30-day-old files behind both are what a 1-day sweep would take, were it to follow.
+            let purged = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: stowage(["purge", "--root", fixture.root, "--json"])
+            )
+            #expect(fixture.outsideIsIntact, "\(purged.standardOutput)")
+            #expect(purged.standardOutput.components(separatedBy: skip).count - 1 == 2, "\(purged.standardOutput)")
+        }
+    }
 }

@@ -101,6 +101,85 @@ struct PathSafetyCommandTests {
         }
     }
 
+    @Test(
+        "purgeable list shows what a purge fails on (a file, a link out of the container, an unreadable directory) as an error, not missing, and exits 1"
+    )
+    func purgeableListOfBrokenRegistrations() async throws {
+        // Root opens every directory, so drop to 'nobody' with setpriv and give it the container.
+        let asNobody = geteuid() == 0
+        let wrapper = asNobody ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
+        try await withTemporaryDirectory { outer in
+            let root = outer.appending(path: "R")
+            for name in ["file", "escape", "locked", "gone", "fine"] {
+                let add = try await StowageExecutable.run([
+                    "purgeable", "add", "Library/Caches/\(name)", "--policy", "manual", "--root", root.path,
+                ])
+                try #require(add.status == 0, "\(add.standardError)")
+            }
+            let caches = root.appending(path: "Library/Caches")
+            try FileManager.default.removeItem(at: caches.appending(path: "file"))
+            try Data("x".utf8).write(to: caches.appending(path: "file"))
+            try FileManager.default.removeItem(at: caches.appending(path: "escape"))
+            try FileManager.default.createDirectory(
+                at: outer.appending(path: "elsewhere"),
+                withIntermediateDirectories: true
+            )
+            try FileManager.default.createSymbolicLink(
+                atPath: caches.appending(path: "escape").path,
+                withDestinationPath: outer.appending(path: "elsewhere").path
+            )
+            try FileManager.default.removeItem(at: caches.appending(path: "gone"))
+            if asNobody {
+                chmod(outer.path, 0o755)
+                _ = try await StowageExecutable.runProcess(["chown", "-R", "65534:65534", root.path])
+            }
+            let locked = caches.appending(path: "locked")
+            chmod(locked.path, 0o000)
+            defer { chmod(locked.path, 0o755) }
+
+            let json = try await StowageExecutable.run(
+                ["purgeable", "list", "--root", root.path, "--json"],
+                wrapper: wrapper
+            )
+            #expect(json.status == 1, "\(json.standardError)")
+            let rows = try #require(
+                try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [[String: Any]],
+                "\(json.standardOutput)"
+            )
+            func row(_ name: String) -> [String: Any] {
+                rows.first { $0["path"] as? String == "Library/Caches/\(name)" } ?? [:]
+            }
+            #expect((row("file")["error"] as? String)?.contains("is not a directory") == true, "\(rows)")
+            #expect((row("escape")["error"] as? String)?.contains("outside the container") == true, "\(rows)")
+            #expect((row("locked")["error"] as? String)?.contains("EACCES") == true, "\(rows)")
+            #expect(row("gone")["error"] == nil && row("gone")["allocatedBytes"] == nil, "\(rows)")
+            #expect(row("fine")["error"] == nil && row("fine")["allocatedBytes"] != nil, "\(rows)")
+            #expect(json.standardError.contains("is not a directory"), "\(json.standardError)")
+
+            let text = try await StowageExecutable.run(["purgeable", "list", "--root", root.path], wrapper: wrapper)
+            #expect(text.status == 1, "\(text.standardError)")
+            let sizes = Dictionary(
+                text.standardOutput.split(separator: "\n").dropFirst().map { line in
+                    let cells = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+                    return (cells[0], cells[3])
+                },
+                uniquingKeysWith: { first, _ in first }
+            )
+            #expect(sizes["Library/Caches/file"] == "error", "\(text.standardOutput)")
+            #expect(sizes["Library/Caches/escape"] == "error", "\(text.standardOutput)")
+            #expect(sizes["Library/Caches/locked"] == "error", "\(text.standardOutput)")
+            #expect(sizes["Library/Caches/gone"] == "missing", "\(text.standardOutput)")
+
+            // The purge fails on the same three, in the same words.
+            let purge = try await StowageExecutable.run(["purge", "--root", root.path], wrapper: wrapper)
+            #expect(purge.status == 1, "\(purge.standardError)")
+            for name in ["file", "escape", "locked"] {
+                let message = try #require(row(name)["error"] as? String)
+                #expect(purge.standardError.contains(message), "\(name): \(purge.standardError)")
+            }
+        }
+    }
+
     @Test("a huge path is not echoed whole to standard error")
     func hugePathCut() async throws {
         let huge = "/nonexistent/" + String(repeating: "x", count: 120_000)

@@ -70,6 +70,33 @@ struct CacheLevelsTests {
         await #expect(try fixture.disk.data(forKey: "keep") == Data("keep".utf8))
     }
 
+    @Test(
+        "a ban drops the same keys from memory and disk, the keys a waiting ban covers: UTF-8 byte prefixes, not canonical equivalence",
+        arguments: ["e\u{301}", "K", "cafe", ""]
+    )
+    func banAgreesAcrossLevels(prefix: String) async throws {
+        let fixture = try Fixture("banAgreesAcrossLevels-\(prefix.utf8.count)")
+        // No two of them canonically equivalent: memory would take them for one key.
+        let keys = ["\u{E9}x", "\u{212A}ey", "cafe\u{301}s", "Kelvin", "e\u{301}t", "plain"]
+        try fixture.fill(keys)
+        await fixture.levels.drop(keysWithPrefix: prefix, reason: "test")
+        let waiting = PendingSharedWrites(limit: 10)
+        _ = waiting.record(.ban, forKey: prefix)
+        for key in keys {
+            let inMemory = fixture.memory.value(forKey: key) != nil
+            let onDisk = try await fixture.disk.data(forKey: key) != nil
+            #expect(
+                inMemory == onDisk,
+                "\(key.unicodeScalars.map(\.value)) under \(prefix.unicodeScalars.map(\.value))"
+            )
+            #expect(
+                (waiting.change(forKey: key) == .ban) == !onDisk,
+                "\(key.unicodeScalars.map(\.value)) under \(prefix.unicodeScalars.map(\.value))"
+            )
+            #expect(onDisk == !key.utf8.starts(with: prefix.utf8))
+        }
+    }
+
     @Test("an invalidation that keeps disk copies (invalidatesDisk off) drops memory only")
     func memoryOnly() async throws {
         let fixture = try Fixture()

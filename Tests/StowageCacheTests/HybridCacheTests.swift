@@ -41,6 +41,37 @@ struct HybridCacheTests {
         #expect(reopened.memory.value(forKey: "feed") == feed)
     }
 
+    @Test("removeAll racing reads and writes of other keys: once it returns, no value written before it is served")
+    func removeAllRacingReads() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try makeCache(scratch, serializer: StringSerializer())
+        let keys = (0..<64).map { "old-\($0)" }
+        for round in 0..<20 {
+            for key in keys { try await cache.setValue("v\(round)", forKey: key) }
+            // Half the old keys are dropped from memory, so readers promote them from disk.
+            for key in keys.prefix(32) { cache.levels.removeFromMemory(key) }
+            let stop = Flag()
+            let readers = (0..<4).map { reader in
+                Task {
+                    var index = reader
+                    while !stop.isSet {
+                        _ = try await cache.value(forKey: keys[index % keys.count])
+                        try await cache.setValue("new", forKey: "new-\(reader)-\(index % 8)")
+                        index += 3
+                    }
+                }
+            }
+            let report = try await cache.removeAll()
+            #expect(report.failures.isEmpty)
+            for key in keys {
+                let value = try await cache.value(forKey: key)
+                #expect(value == nil, "round \(round): \(key) served \(value ?? "") after removeAll returned")
+            }
+            stop.set()
+            for reader in readers { try await reader.value }
+        }
+    }
+
     @Test("without a shared level, run() waits until cancelled and returns without an error")
     func runWithoutSharedLevel() async throws {
         let scratch = try TemporaryDirectory()

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import StowageCache
 import StowageCore
 import StowageTestSupport
 import Testing
@@ -161,6 +162,35 @@ struct MemoryHitTests {
             try await other.removeAll()
             #expect(!cache.isCurrent(answer), "the kept answer outlived the clear")
             #expect(cache.respondFromMemory(to: request()) == nil)
+        }
+    }
+
+    @Test(
+        "removeAll's report: the disk tier's entries; in memory only an empty report with an empty path; on a closed disk tier it throws and memory answers nothing"
+    )
+    func removeAllReports() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0 + 0.25)
+            let (cache, origin) = try await cacheWithStoredResponse(root, clock: clock)
+            let report = try await cache.removeAll()
+            #expect(report.removedCount > 0 && report.failures.isEmpty, "\(report)")
+            #expect(report.path.hasPrefix(root.path(percentEncoded: false)), "\(report)")
+            #expect(cache.respondFromMemory(to: request()) == nil)
+
+            var configuration = HTTPCache.Configuration(kind: .shared)
+            configuration.clock = clock.cacheClock
+            let memoryOnly = try HTTPCache(directory: nil, configuration: configuration)
+            _ = try await text(try await memoryOnly.respond(to: request(), fetch: origin.fetch))
+            #expect(memoryOnly.respondFromMemory(to: request()) != nil)
+            let empty = try await memoryOnly.removeAll()
+            #expect(empty.path == "" && empty.failures.isEmpty && empty.removedCount == 0, "\(empty)")
+            #expect(memoryOnly.respondFromMemory(to: request()) == nil)
+
+            _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+            #expect(cache.respondFromMemory(to: request()) != nil)
+            try await #require(cache.disk).close()
+            await #expect(throws: StowageError.self) { try await cache.removeAll() }
+            #expect(cache.respondFromMemory(to: request()) == nil, "memory is emptied even so")
         }
     }
 

@@ -181,6 +181,50 @@ struct SharedLevelEngineTests {
     }
 
     @Test(
+        "while a widened ban of every key waits, nothing is read from the shared level; once it is sent, reads from it resume"
+    )
+    func widenedBanThenReadsResume() async throws {
+        let level = InMemorySharedLevel()
+        defer { level.shutDown() }
+        let scratch = try TemporaryDirectory()
+        let clock = ManualClock(startingAt: t0)
+        let waitClock = SteppedClock()
+        // b does not run: it keeps its shared copies whatever a bans.
+        let b = try HTTPNode(
+            directory: scratch.url.appending(path: "b"),
+            tier: level.node(),
+            clock: clock,
+            waitClock: waitClock,
+            name: "b"
+        )
+        var configuration = HTTPCache.Configuration(kind: .shared)
+        configuration.name = "a"
+        configuration.clock = clock.cacheClock
+        configuration.sharedTier = level.node()
+        configuration.sharedLevel.waitClock = waitClock
+        configuration.sharedLevel.maximumPendingWrites = 1
+        let a = HTTPNode(
+            cache: try HTTPCache(directory: scratch.url.appending(path: "a"), configuration: configuration),
+            clock: clock
+        )
+        try await b.write("v1", forKey: "page/1")
+        level.goDown(interruptingInvalidations: false)
+        for prefix in ["img/", "css/"] {
+            #expect(try await a.cache.invalidate(urlPrefix: "http://origin.test/\(prefix)") == 0)
+        }
+        let shared = try #require(a.cache.levels.sharedLevel)
+        #expect(shared.pendingCount == 2, "the first ban, and one of every key past the limit")
+        level.comeBack(notifying: false)
+        // Up, but the ban not sent yet: the shared copy is not taken back.
+        #expect(try await a.read("page/1") == nil)
+        try await eventually {
+            waitClock.advance(by: .seconds(5))
+            return shared.pendingCount == 0
+        }
+        #expect(try await a.read("page/1") == "v1", "filled from the shared level again")
+    }
+
+    @Test(
         "the first call that succeeds after an outage sends what waits, with no word from the channel",
         arguments: Facade.allCases
     )
@@ -503,6 +547,11 @@ struct HybridNode: EngineNode {
 struct HTTPNode: EngineNode {
     let cache: HTTPCache
     let clock: ManualClock
+
+    init(cache: HTTPCache, clock: ManualClock) {
+        self.cache = cache
+        self.clock = clock
+    }
 
     init(directory: URL, tier: InMemorySharedTier, clock: ManualClock, waitClock: SteppedClock, name: String) throws {
         var configuration = HTTPCache.Configuration(kind: .shared)

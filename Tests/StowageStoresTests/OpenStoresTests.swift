@@ -1,11 +1,14 @@
 import Foundation
+import HTTPTypes
 import StowageCache
 import StowageCore
 import StowageDatabase
+import StowageHTTPCache
 import StowageHousekeeping
 import StowagePreferences
 import StowageStores
 import StowageTestSupport
+import Synchronization
 import Testing
 
 /// Sign-out and "clear caches" reach the stores that are open while they run: no handle, in this
@@ -103,6 +106,34 @@ struct OpenStoresTests {
         #expect(try await cache.value(forKey: "latest") == "recached")
         #expect(try snapshot(durable) == before)
         #expect(preferences[Self.name] == "kept")
+    }
+
+    @Test("clear-caches empties an HTTP cache open on disk in the same process: its memory tier serves nothing after")
+    func clearCachesReachesAnOpenHTTPCache() async throws {
+        let fixture = try PopulatedContainer()
+        let container = fixture.container
+        let cache = try HTTPCache(directory: container.url(for: .caches).appending(path: "http"))
+        let fetches = Atomic<Int>(0)
+        let request = HTTPRequest(method: .get, scheme: "https", authority: "origin.test", path: "/kept")
+        @Sendable func read() async throws -> [UInt8] {
+            let served = try await cache.respond(to: request) { _, _ in
+                fetches.add(1, ordering: .relaxed)
+                var response = HTTPResponse(status: .ok)
+                response.headerFields[.cacheControl] = "max-age=600"
+                return (response, HTTPBody(bytes: Array("v\(fetches.load(ordering: .relaxed))".utf8)))
+            }
+            return try await served.body.collect(upTo: 1 << 20)
+        }
+        #expect(try await read() == Array("v1".utf8))
+        #expect(try await read() == Array("v1".utf8), "a hit")
+        #expect(fetches.load(ordering: .relaxed) == 1)
+
+        let report = try await ClearCaches(container: container, openStores: OpenStores()).clear()
+        #expect(report.isComplete)
+
+        #expect(try await read() == Array("v2".utf8), "cleared: fetched again")
+        #expect(fetches.load(ordering: .relaxed) == 2)
+        #expect(try await cache.removeAll().failures.isEmpty)
     }
 
     @Test(

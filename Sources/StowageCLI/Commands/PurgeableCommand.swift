@@ -90,6 +90,10 @@ struct PurgeableCommand: AsyncParsableCommand {
             /// Why a sweep leaves the directory whole (`"skipped: another file system"` for a
             /// mount point), else `nil`.
             var skipped: String?
+            /// Why the directory could not be measured, in the words a sweep reports it with (a
+            /// file or a link out of the container at the path, a directory it cannot open), else
+            /// `nil`: such a registration is not "missing", and a purge fails on it.
+            var error: String?
         }
 
         func run() async throws {
@@ -107,25 +111,36 @@ struct PurgeableCommand: AsyncParsableCommand {
                         sizeCap: directory.sizeCap,
                         fileSystemPath: location.fileSystemPath
                     )
-                    switch try? await purgeable.holding(directory.path) {
-                    case .allocated(let bytes): row.allocatedBytes = bytes
-                    case .otherFileSystem: row.skipped = FileSystemBoundary.skipMessage
-                    case .missing, nil: break
+                    do {
+                        switch try await purgeable.holding(directory.path) {
+                        case .allocated(let bytes): row.allocatedBytes = bytes
+                        case .otherFileSystem: row.skipped = FileSystemBoundary.skipMessage
+                        case .missing: break
+                        }
+                    } catch {
+                        // As the sweep words it (PurgeSweep.open), and exit 1 as `report` does for
+                        // what it cannot read: listed as "missing", a registration the purge then
+                        // fails on looked like one it would merely skip.
+                        row.error = (error as? StowageError)?.message ?? "\(error)"
                     }
                     rows.append(row)
                 }
+                let errors = rows.compactMap(\.error)
                 if options.json {
                     try Output.printJSON(rows)
-                    return
+                } else {
+                    var table = TextTable(header: ["PATH", "POLICY", "CAP", "SIZE", "LOCATION"])
+                    for row in rows {
+                        let size = row.skipped ?? row.allocatedBytes?.formatted(.compact)
+                        table.append([
+                            row.path, row.policy, row.sizeCap?.formatted(.compact) ?? "-",
+                            size ?? (row.error == nil ? "missing" : "error"), row.fileSystemPath,
+                        ])
+                    }
+                    print(rows.isEmpty ? "No purgeable directories are registered." : table.rendered)
                 }
-                var table = TextTable(header: ["PATH", "POLICY", "CAP", "SIZE", "LOCATION"])
-                for row in rows {
-                    table.append([
-                        row.path, row.policy, row.sizeCap?.formatted(.compact) ?? "-",
-                        row.skipped ?? row.allocatedBytes?.formatted(.compact) ?? "missing", row.fileSystemPath,
-                    ])
-                }
-                print(rows.isEmpty ? "No purgeable directories are registered." : table.rendered)
+                for error in errors { Output.warn(error) }
+                if !errors.isEmpty { throw Output.partialFailure }
             }
         }
     }

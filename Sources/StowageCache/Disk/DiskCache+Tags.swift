@@ -124,7 +124,9 @@ extension DiskCache {
                         sql: "SELECT key FROM entry WHERE key >= ? ORDER BY key",
                         arguments: [prefix]
                     )
-                return keys.filter { $0.hasPrefix(prefix) }
+                // Bytes, as the range: `hasPrefix` (canonical equivalence) let the levels drop a
+                // key from memory that this kept (KeyPrefix).
+                return keys.filter { KeyPrefix.covers($0, under: prefix) }
             }
         }
     }

@@ -267,8 +267,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         }
     }
 
-    /// Drops every local copy whose key starts with `prefix` (a ban): disk (when
-    /// `includingDisk`), then memory. A disk failure is logged with `reason`.
+    /// Drops every local copy whose key starts with `prefix` (a ban; its UTF-8 bytes, in both
+    /// levels, ``KeyPrefix``): disk (when `includingDisk`), then memory. A disk failure is
+    /// logged with `reason`.
     package func drop(keysWithPrefix prefix: String, includingDisk: Bool = true, reason: String) async {
         noteRemoval()
         if includingDisk, let disk {
@@ -281,7 +282,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             }
             noteDiskChanged()
         }
-        memory.removeValues { $0.hasPrefix(prefix) }
+        memory.removeValues { KeyPrefix.covers($0, under: prefix) }
     }
 
     /// Removes the entries stored with `tag` from disk, then their keys from memory.

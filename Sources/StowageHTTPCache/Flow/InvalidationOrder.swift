@@ -1,3 +1,4 @@
+import StowageCache
 import Synchronization
 
 /// Orders invalidations with the fetches from the origin that were under way when they began,
@@ -32,7 +33,8 @@ final class InvalidationOrder: Sendable {
         func covers(uri: String, tags: [String]?) -> Bool {
             switch self {
             case .uri(let invalidated): return invalidated == uri
-            case .prefix(let prefix): return uri.hasPrefix(prefix)
+            // Bytes, as the removal finds the keys under it (KeyPrefix).
+            case .prefix(let prefix): return KeyPrefix.covers(uri, under: prefix)
             case .tag(let tag): return tags?.contains(tag) ?? true
             case .all: return true
             }

@@ -108,7 +108,7 @@ extension HTTPCache {
         if let disk { return try await disk.keys(withPrefix: prefix) }
         let found = Mutex<[String]>([])
         memory.removeValues { key in
-            if key.hasPrefix(prefix) { found.withLock { $0.append(key) } }
+            if KeyPrefix.covers(key, under: prefix) { found.withLock { $0.append(key) } }
             return false
         }
         return found.withLock { $0 }

@@ -10,8 +10,9 @@ extension PurgeableDirectories {
         /// container location: a sweep leaves it whole and names it (`"skipped: another file
         /// system"`), so nothing in it counts as freeable.
         case otherFileSystem(path: String)
-        /// The allocated bytes under the directory, measured as `du -x` measures them: a mount
-        /// inside it is another file system's, which no sweep frees.
+        /// The allocated bytes under the directory, measured as `du -x` measures them (a mount
+        /// inside it is another file system's, which no sweep frees), less the directory's own
+        /// blocks, which a sweep and a reset keep.
         case allocated(ByteCount)
     }
 
@@ -23,11 +24,15 @@ extension PurgeableDirectories {
     ///   location, or one that names something other than a directory.
     package func holding(_ path: String) async throws -> Holding {
         let subject = "purgeable directory \(PathInput.quoted(path))"
-        let resolved = try await BlockingWork.run { [container] () throws -> (directory: URL, isInside: Bool)? in
+        let resolved = try await BlockingWork.run {
+            [container] () throws -> (directory: URL, isInside: Bool, ownBytes: Int64)? in
             let containerPath = try ContainerPath(parsing: path, subject: subject)
             switch try ConfinedResolver.resolve(containerPath, in: container, subject: subject) {
             case .directory(let directory):
-                return (URL(filePath: directory.path, directoryHint: .isDirectory), directory.isInsideBoundary)
+                return (
+                    URL(filePath: directory.path, directoryHint: .isDirectory), directory.isInsideBoundary,
+                    FileStatus.of(directory.descriptor)?.allocatedBytes ?? 0
+                )
             case .missing:
                 return nil
             case .entry(let parent, let name):
@@ -41,6 +46,8 @@ extension PurgeableDirectories {
         guard let resolved else { return .missing }
         guard resolved.isInside else { return .otherFileSystem(path: resolved.directory.fileSystemPath) }
         let usage = try await DiskUsage.measure(resolved.directory, options: .init(staysOnFileSystem: true))
-        return .allocated(usage.allocatedBytes)
+        // A reset empties the directory and keeps it (PurgeSweep.empty): its own blocks are not
+        // freeable, and counted they made a listing promise more than `purge --reset-all` frees.
+        return .allocated(ByteCount(max(0, usage.allocatedBytes.rawValue - resolved.ownBytes)))
     }
 }
