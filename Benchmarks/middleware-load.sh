@@ -41,12 +41,8 @@ for framework in $FRAMEWORKS; do
     esac
 done
 
-if ! command -v wrk >/dev/null; then
-    log "installing wrk"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >&2
-    apt-get install -y -q wrk >&2
-fi
+source Benchmarks/lib.sh
+install_missing wrk
 
 server_binary() { # framework -> path of its release server, built
     case $1 in

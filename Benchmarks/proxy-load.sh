@@ -63,17 +63,8 @@ RAW_FLOOR_PORT=${RAW_FLOOR_PORT:-18106}
 
 log() { echo "proxy-load: $*" >&2; }
 
-missing=()
-command -v wrk >/dev/null || missing+=(wrk)
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
-command -v curl >/dev/null || missing+=(curl)
-command -v varnishd >/dev/null || [ -x /usr/sbin/varnishd ] || missing+=(varnish)
-if ((${#missing[@]})); then
-    log "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >&2
-    apt-get install -y -q "${missing[@]}" >&2
-fi
+source Benchmarks/lib.sh
+install_missing wrk nginx:nginx:/usr/sbin/nginx curl varnishd:varnish:/usr/sbin/varnishd
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 VARNISHD=$(command -v varnishd || echo /usr/sbin/varnishd)
 
@@ -89,11 +80,11 @@ STOWAGE_PID=""
 FLOOR_PID=""
 RAW_FLOOR_PID=""
 cleanup() {
-    [ -n "$RAW_FLOOR_PID" ] && kill -TERM "$RAW_FLOOR_PID" 2>/dev/null && wait "$RAW_FLOOR_PID" 2>/dev/null || true
-    [ -n "$STOWAGE_PID" ] && kill -TERM "$STOWAGE_PID" 2>/dev/null && wait "$STOWAGE_PID" 2>/dev/null || true
-    [ -n "$FLOOR_PID" ] && kill -TERM "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null || true
-    [ -f "$WORK/nginx.pid" ] && kill -QUIT "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
-    [ -f "$WORK/varnish.pid" ] && kill -TERM "$(cat "$WORK/varnish.pid")" 2>/dev/null || true
+    stop_child "$RAW_FLOOR_PID"
+    stop_child "$STOWAGE_PID"
+    stop_child "$FLOOR_PID"
+    stop_daemon "$WORK/nginx.pid" QUIT
+    stop_daemon "$WORK/varnish.pid" TERM
     sleep 0.5
     rm -rf "$WORK"
 }

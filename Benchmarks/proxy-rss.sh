@@ -29,16 +29,8 @@ STOWAGE_PORT=${STOWAGE_PORT:-18113}
 
 log() { echo "proxy-rss: $*" >&2; }
 
-missing=()
-command -v wrk >/dev/null || missing+=(wrk)
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
-command -v curl >/dev/null || missing+=(curl)
-if ((${#missing[@]})); then
-    log "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >&2
-    apt-get install -y -q "${missing[@]}" >&2
-fi
+source Benchmarks/lib.sh
+install_missing wrk nginx:nginx:/usr/sbin/nginx curl
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 if [ -z "${STOWAGE:-}" ]; then
@@ -50,8 +42,8 @@ fi
 WORK=$(mktemp -d /tmp/stowage-proxy-rss.XXXXXX)
 STOWAGE_PID=""
 cleanup() {
-    [ -n "$STOWAGE_PID" ] && kill -TERM "$STOWAGE_PID" 2>/dev/null && wait "$STOWAGE_PID" 2>/dev/null || true
-    [ -f "$WORK/nginx.pid" ] && kill -QUIT "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
+    stop_child "$STOWAGE_PID"
+    stop_daemon "$WORK/nginx.pid" QUIT
     sleep 0.5
     rm -rf "$WORK"
 }
