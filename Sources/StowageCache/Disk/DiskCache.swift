@@ -19,9 +19,10 @@ import Synchronization
 ///   does not read back at its recorded length is treated as missing, never returned.
 /// - Size and count come from the index (kept by triggers), never from walking the directory.
 /// - When a write takes the cache over ``Configuration/sizeLimit`` or
-///   ``Configuration/countLimit``, a background trim removes least-recently-used entries until
-///   both are at ``Configuration/trimRatio`` of their limits (SDImageCache's half). Readers are never
-///   blocked by it (SQLite WAL).
+///   ``Configuration/countLimit``, least-recently-used entries are removed until both are at
+///   ``Configuration/trimRatio`` of their limits (SDImageCache's half), a few dozen in each
+///   write's own transaction (python-diskcache's cull), or by a background trim when a write
+///   went further over. Readers are never blocked by it (SQLite WAL).
 /// - Several processes may open one directory; SQLite serializes their writes.
 /// - `removeAll()` advances the cache's generation (`.stowage-generation`, a counter in shared
 ///   memory): every handle, in every process, sees it before its next read, and memory tiers
@@ -129,6 +130,7 @@ public final class DiskCache: Sendable {
         commits = DiskCacheCommitQueue(
             index: index,
             budget: configuration.budget,
+            cull: configuration.cull,
             accounting: configuration.sizeAccounting,
             afterCommit: {
                 guard let checkpointer else { return }
@@ -553,7 +555,7 @@ public final class DiskCache: Sendable {
                 throw error
             }
             staging.settle(snapshot, committed: true)
-            for outcome in outcomes { settleEvictions(outcome.evicted) }
+            for outcome in outcomes { settleEvictions(outcome) }
             files.remove(outcomes.compactMap(\.replacedFile))
             if let last = outcomes.last, isOverLimit(count: last.count, size: last.size) { scheduleTrim() }
         }
@@ -572,7 +574,7 @@ public final class DiskCache: Sendable {
             if let file = entry.file { files.remove([file]) }
             throw error
         }
-        settleEvictions(outcome.evicted)
+        settleEvictions(outcome)
         if let replaced = outcome.replacedFile { files.remove([replaced]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
         counters.recordWrite(bytes: entry.size)

@@ -367,6 +367,35 @@ struct DiskCacheIndex: Sendable {
         }
     }
 
+    /// A write transaction for a batch of a trim, as ``write(_:)`` is, on a connection whose
+    /// statement journals stay in memory (`temp_store = MEMORY`) for the batch.
+    ///
+    /// A `DELETE` that fires the totals trigger may fail half-way, so SQLite journals each page it
+    /// changes for the statement, and past 64 KiB (16 or so rows of 1 KiB) writes that journal to
+    /// a temporary file: for a batch of 1,024 rows, several megabytes of file writes and the
+    /// kernel's write-back of them, beside the WAL's own. In memory it is a few megabytes, freed
+    /// when the statement ends. `temp_store` can change only outside a transaction, and the
+    /// statements that delete rows without a limit (`removeAll(tagged:)`) keep the default.
+    func evictionWrite<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            let result: T
+            do {
+                var value: T?
+                try db.inTransaction(.immediate) {
+                    value = try body(db)
+                    return .commit
+                }
+                result = value!
+            } catch {
+                try? db.execute(sql: "PRAGMA temp_store = DEFAULT")
+                throw error
+            }
+            try db.execute(sql: "PRAGMA temp_store = DEFAULT")
+            return result
+        }
+    }
+
     /// The row for `key`: through the prepared ``reader`` normally, through GRDB when the index is
     /// held in exclusive locking mode (no other connection may read it then).
     func entry(forKey key: String) throws -> Entry? {
