@@ -205,6 +205,12 @@ struct DiskCacheIndex: Sendable {
             )
         } else {
             let pool = try DatabasePool(path: path, configuration: configuration)
+            if synchronous {
+                // GRDB's pool sets `synchronous = NORMAL` on its writer after prepareDatabase has
+                // run (`Database.setUpWALMode`), so .powerLoss's FULL is set again here: without
+                // it a commit returned before its WAL frames were synced.
+                try pool.writeWithoutTransaction { db in try db.execute(sql: Self.synchronousPragmas(true)) }
+            }
             try Self.prepare(pool, path: path, logger: logger)
             self.pool = pool
             isOpenedOnFullVolume = false
