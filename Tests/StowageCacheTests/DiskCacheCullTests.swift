@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import StowageCore
 import StowageTestSupport
+import Synchronization
 import Testing
 
 @testable import StowageCache
@@ -23,7 +24,8 @@ struct DiskCacheCullTests {
             try cache.setData(Data([UInt8(truncatingIfNeeded: number)]), forKey: "key-\(number)")
         }
         _ = try cache.trim()  // runs after the open's integrity check on the maintenance lane
-        #expect(cache.commits.totalsAreVerified.load(ordering: .acquiring))
+        let isVerified = cache.commits.totalsAreVerified.load(ordering: .acquiring)
+        #expect(isVerified)
         return cache
     }
 

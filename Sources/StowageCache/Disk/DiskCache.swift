@@ -146,6 +146,7 @@ public final class DiskCache: Sendable {
         }
         counters = CacheCounters(name: configuration.name, tier: "disk")
         try collectOrphans(isOnlyUser: isOnlyUser)
+        commits.setAccessSource { [weak self] in self?.takeAccessLog() ?? [:] }
         isOpening.store(false, ordering: .releasing)
         scheduleIntegrityCheck()
     }
@@ -695,12 +696,17 @@ public final class DiskCache: Sendable {
     /// Writes access times recorded by reads to the index now (they are otherwise written in
     /// batches and before each trim).
     public func flushAccessLog() throws {
-        let pending = accessLog.withLock { log in
+        let pending = takeAccessLog()
+        try indexCall { try index.recordAccesses(pending) }
+    }
+
+    /// Empties the buffered access times and returns them.
+    func takeAccessLog() -> [String: Double] {
+        accessLog.withLock { log in
             let pending = log
             log.removeAll(keepingCapacity: true)
             return pending
         }
-        try indexCall { try index.recordAccesses(pending) }
     }
 
     // MARK: - Internals shared with the extensions

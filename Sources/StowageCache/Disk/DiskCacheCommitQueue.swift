@@ -110,6 +110,14 @@ final class DiskCacheCommitQueue: Sendable {
     /// integrity check, or a trim's): until then a commit over a limit leaves the eviction to
     /// the background trim, which checks the row first, rather than cull on its word.
     let totalsAreVerified = Atomic<Bool>(false)
+    /// Takes the access times reads buffered (`DiskCache.accessLog`): a cull writes them before it
+    /// evicts, as a trim does, so a value read since its last write is not taken for unused.
+    private let accessSource = Mutex<(@Sendable () -> [String: Double])?>(nil)
+
+    /// Sets where a cull takes the buffered access times from.
+    func setAccessSource(_ source: @escaping @Sendable () -> [String: Double]) {
+        accessSource.withLock { $0 = source }
+    }
     private let accounting: DiskCache.SizeAccounting
     /// Called by the leader after each batch (the cache counts commits toward a checkpoint).
     private let afterCommit: @Sendable () -> Void
@@ -251,6 +259,9 @@ final class DiskCacheCommitQueue: Sendable {
             began = true
         }
         guard let target else { return (.init(), .costLimit, false) }
+        if let accesses = accessSource.withLock({ $0 })?(), !accesses.isEmpty {
+            try DiskCacheIndex.recordAccesses(db, accesses)
+        }
         let before = try DiskCacheIndex.totals(db, accounting: cull.accounting)
         let reason: EvictionReason = target.count.map { before.count > $0 } ?? false ? .countLimit : .costLimit
         let batch = try DiskCacheIndex.evictBatch(

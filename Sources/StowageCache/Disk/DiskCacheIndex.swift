@@ -580,13 +580,14 @@ struct DiskCacheIndex: Sendable {
     /// Records buffered access times (only ever moving them forward).
     func recordAccesses(_ accesses: [String: Double]) throws {
         guard !accesses.isEmpty else { return }
-        try write { db in
-            let statement = try db.cachedStatement(
-                sql: "UPDATE entry SET accessed = ?2 WHERE key = ?1 AND accessed < ?2"
-            )
-            for (key, time) in accesses {
-                try statement.execute(arguments: [key, time])
-            }
+        try write { db in try Self.recordAccesses(db, accesses) }
+    }
+
+    /// Records buffered access times inside the caller's transaction.
+    static func recordAccesses(_ db: Database, _ accesses: [String: Double]) throws {
+        let statement = try db.cachedStatement(sql: "UPDATE entry SET accessed = ?2 WHERE key = ?1 AND accessed < ?2")
+        for (key, time) in accesses {
+            try statement.execute(arguments: [key, time])
         }
     }
 }
