@@ -29,7 +29,9 @@ struct DiskCacheCullTests {
         return cache
     }
 
-    @Test("a write over the count limit culls in its own transaction: under the limit when it returns, at trimRatio two writes later")
+    @Test(
+        "a write over the count limit culls in its own transaction: under the limit when it returns, at trimRatio two writes later"
+    )
     func cullInTheWrite() throws {
         let scratch = try TemporaryDirectory()
         let clock = ManualClock()
