@@ -355,4 +355,18 @@ struct DiskCacheDurabilityTests {
         }
         #expect(try open(scratch) { $0.synchronousWrites = true }.configuration.durability == .powerLoss)
     }
+
+    @Test("the index's writer runs at the durability's synchronous level: FULL for .powerLoss, NORMAL otherwise")
+    func writerSynchronousLevel() throws {
+        for (durability, level) in [(DiskCache.Durability.powerLoss, 2), (.processCrash, 1)] {
+            let scratch = try TemporaryDirectory()
+            let cache = try open(scratch) { $0.durability = durability }
+            defer { try? cache.close() }
+            // GRDB's pool sets NORMAL on its writer after the cache's own setup ran.
+            let synchronous = try cache.index.pool.writeWithoutTransaction { db in
+                try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            }
+            #expect(synchronous == level, "\(durability)")
+        }
+    }
 }

@@ -16,6 +16,16 @@ extension DiskCache.Configuration {
     }
 }
 
+extension DiskCache.Configuration {
+    /// The limits the commits cull (``DiskCacheCommitQueue/Cull``): the count limit, and the size
+    /// limit unless it is hard (the budget enforces that one); `nil` without either.
+    var cull: DiskCacheCommitQueue.Cull? {
+        let sizeLimit = sizeLimitEnforcement == .trimAfterWrite ? sizeLimit?.rawValue : nil
+        guard countLimit != nil || sizeLimit != nil else { return nil }
+        return .init(countLimit: countLimit, sizeLimit: sizeLimit, trimRatio: trimRatio, accounting: sizeAccounting)
+    }
+}
+
 extension DiskCache {
     /// Refuses, before any byte is written, a value that cannot fit the cache's hard limit or the
     /// volume.
@@ -80,10 +90,13 @@ extension DiskCache {
         }
     }
 
-    /// Removes the files of entries a commit evicted to stay within the hard limit, and counts them.
-    func settleEvictions(_ evicted: DiskCacheIndex.Removal) {
+    /// Removes the files of entries a commit evicted (to stay within the hard limit, or in its
+    /// cull), and counts them; checks the totals in the background when the commit began a cull.
+    func settleEvictions(_ outcome: DiskCacheCommitQueue.Outcome) {
+        if outcome.beganCull { scheduleTotalsCheck() }
+        let evicted = outcome.evicted
         guard evicted.count > 0 else { return }
         files.remove(evicted.files)
-        counters.recordEviction(.costLimit, count: evicted.count, bytes: evicted.bytes)
+        counters.recordEviction(outcome.evictedFor, count: evicted.count, bytes: evicted.bytes)
     }
 }

@@ -166,10 +166,13 @@ extension DiskCache {
 
     /// When a disk cache enforces its ``Configuration/sizeLimit``.
     public enum SizeLimitEnforcement: Sendable, Hashable {
-        /// A write that takes the cache over the limit schedules a background trim (down to
-        /// ``Configuration/trimRatio`` of it): writes never wait for evictions, and the cache can
-        /// be over its limit until the trim has run. `SDImageCache` too trims in the background
-        /// (`deleteOldFilesWithCompletionBlock:`), never in a write.
+        /// A write that takes the cache over the limit begins a cull down to
+        /// ``Configuration/trimRatio`` of it, spread over the writes as python-diskcache's
+        /// `cull` is: that write and the following ones each remove, in their own transaction, up
+        /// to 64 least-recently-used entries more than they store, until the target is reached.
+        /// A write that goes further over than that (a large value over many small ones) also
+        /// schedules a background trim, and the cache can be over its limit until it has run.
+        /// Another process's write over the limit culls in that process.
         case trimAfterWrite
         /// The transaction that stores a value first evicts least-recently-used entries (down to
         /// ``Configuration/trimRatio`` of the limit), so the committed size never passes the

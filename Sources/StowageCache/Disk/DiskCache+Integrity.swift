@@ -57,7 +57,11 @@ extension DiskCache {
             }
             return
         }
-        if verdict.totalsAreWrong { try repairTotalsIfWrong() }
+        if verdict.totalsAreWrong {
+            try repairTotalsIfWrong()
+        } else {
+            commits.totalsAreVerified.store(true, ordering: .releasing)
+        }
     }
 
     /// Runs `body` on `db` so that draining `maintenance` interrupts it (`sqlite3_interrupt`,

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import StowageCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -79,10 +80,18 @@ extension DiskCache {
     ///
     /// The scan runs in a read snapshot, beside the writers; only a wrong row takes the write
     /// lock (and is counted again inside it, where no write can slip between).
+    ///
+    /// Afterwards the commits may cull on the word of the row (`DiskCacheCommitQueue.Cull`); a
+    /// cull begun on a wrong row is called off.
     func repairTotalsIfWrong() throws {
-        guard try indexCall({ try index.pool.read { db in try DiskCacheIndex.totalsDisagree(db) } }) else { return }
+        guard try indexCall({ try index.pool.read { db in try DiskCacheIndex.totalsDisagree(db) } }) else {
+            commits.totalsAreVerified.store(true, ordering: .releasing)
+            return
+        }
         let (totals, wasWrong) = try indexCall { try index.write { db in try DiskCacheIndex.repairTotals(db) } }
+        commits.totalsAreVerified.store(true, ordering: .releasing)
         if wasWrong {
+            _ = commits.takeCullTarget()
             configuration.logger.warning(
                 "disk cache totals disagreed with the entries; repaired",
                 metadata: ["count": "\(totals.count)", "size": "\(totals.size)", "cache": "\(configuration.name)"]

@@ -68,6 +68,13 @@ extension DiskCache {
         maintenance.schedule(.trim) { [weak self] in _ = try self?.trimNow() }
     }
 
+    /// Queues a check of the `totals` row against the rows (``repairTotalsIfWrong()``) on the
+    /// maintenance lane, unless one is already waiting to run: a cull that began in a commit
+    /// evicts on the word of the row, as a trim does after the same check.
+    func scheduleTotalsCheck() {
+        maintenance.schedule(.totalsCheck) { [weak self] in try self?.repairTotalsIfWrong() }
+    }
+
     /// The trim itself; always on the maintenance lane.
     private func trimNow(freeing bytesToFree: Int64 = 0) throws -> TrimReport {
         try flushStagedWrites()
@@ -89,8 +96,10 @@ extension DiskCache {
         }
         while true {
             let removal = try indexCall {
-                try index.write { db in
-                    try DiskCacheIndex.remove(db, where: condition, arguments: arguments, limit: Self.trimBatchSize)
+                try index.evictionWrite { db in
+                    try DiskCacheIndex.withFastSecureDelete(db) {
+                        try DiskCacheIndex.remove(db, where: condition, arguments: arguments, limit: Self.trimBatchSize)
+                    }
                 }
             }
             files.remove(removal.files)
@@ -113,11 +122,17 @@ extension DiskCache {
                 try index.pool.read { db in try DiskCacheIndex.totals(db, accounting: accounting) }
             }
         }
-        let countTarget = configuration.countLimit.flatMap {
+        var countTarget = configuration.countLimit.flatMap {
             totals.count > $0 ? Int(Double($0) * configuration.trimRatio) : nil
         }
         var sizeTarget = configuration.sizeLimit.flatMap {
             totals.size > $0.rawValue ? Int64(Double($0.rawValue) * configuration.trimRatio) : nil
+        }
+        if let cull = commits.takeCullTarget() {
+            // A cull in progress (`DiskCacheCommitQueue.Cull`) is a trim spread over the writes
+            // that began when the cache went over a limit: this trim finishes it.
+            countTarget = [countTarget, cull.count].compactMap { $0 }.min()
+            sizeTarget = [sizeTarget, cull.size].compactMap { $0 }.min()
         }
         if bytesToFree > 0 {
             // Storage pressure: below the limits if need be.
@@ -130,7 +145,7 @@ extension DiskCache {
         while (countTarget.map { totals.count > $0 } ?? false) || (sizeTarget.map { totals.size > $0 } ?? false) {
             let overCount = countTarget.map { totals.count > $0 } ?? false
             let (removal, after) = try indexCall {
-                try index.write { db in
+                try index.evictionWrite { db in
                     // From the oldest row each time: no row is spared, so the ones before the
                     // last batch's cursor are gone, and an access time moved back by another
                     // writer meanwhile is not skipped.

@@ -19,9 +19,10 @@ import Synchronization
 ///   does not read back at its recorded length is treated as missing, never returned.
 /// - Size and count come from the index (kept by triggers), never from walking the directory.
 /// - When a write takes the cache over ``Configuration/sizeLimit`` or
-///   ``Configuration/countLimit``, a background trim removes least-recently-used entries until
-///   both are at ``Configuration/trimRatio`` of their limits (SDImageCache's half). Readers are never
-///   blocked by it (SQLite WAL).
+///   ``Configuration/countLimit``, least-recently-used entries are removed until both are at
+///   ``Configuration/trimRatio`` of their limits (SDImageCache's half), a few dozen in each
+///   write's own transaction (python-diskcache's cull), or by a background trim when a write
+///   went further over. Readers are never blocked by it (SQLite WAL).
 /// - Several processes may open one directory; SQLite serializes their writes.
 /// - `removeAll()` advances the cache's generation (`.stowage-generation`, a counter in shared
 ///   memory): every handle, in every process, sees it before its next read, and memory tiers
@@ -129,6 +130,7 @@ public final class DiskCache: Sendable {
         commits = DiskCacheCommitQueue(
             index: index,
             budget: configuration.budget,
+            cull: configuration.cull,
             accounting: configuration.sizeAccounting,
             afterCommit: {
                 guard let checkpointer else { return }
@@ -144,6 +146,7 @@ public final class DiskCache: Sendable {
         }
         counters = CacheCounters(name: configuration.name, tier: "disk")
         try collectOrphans(isOnlyUser: isOnlyUser)
+        commits.setAccessSource { [weak self] in self?.takeAccessLog() ?? [:] }
         isOpening.store(false, ordering: .releasing)
         scheduleIntegrityCheck()
     }
@@ -231,6 +234,7 @@ public final class DiskCache: Sendable {
         lifecycle.store(Lifecycle.closed, ordering: .releasing)
         index.checkpointer?.close()
         index.reader?.closeIdleConnections()
+        checkpointBeforeClosing()
         do {
             try index.pool.close()
         } catch let error as DatabaseError {
@@ -245,6 +249,28 @@ public final class DiskCache: Sendable {
                 metadata: ["cache": "\(configuration.name)"]
             )
             throw failure
+        }
+    }
+
+    /// Copies the whole write-ahead log into the index and empties it, when this handle is the
+    /// cache's only user: the checkpoint SQLite makes when the last connection to a file closes.
+    ///
+    /// That one never ran: GRDB's pool closes its writer before its readers
+    /// (`DatabasePool.close()`), and a read-only connection closing last cannot checkpoint
+    /// (`strace`: its exclusive lock fails with `EBADF`). The log was left whole, often holding
+    /// the entire index (1,000 entries: a 4 KiB file beside a 1.5 MB log), and the next open
+    /// recovered it, reading every frame before its first query: an open that cost what the
+    /// log held, up to the 8,000 pages the checkpointer allows. With company, the others'
+    /// checkpoints and last close do it.
+    private func checkpointBeforeClosing() {
+        guard !index.isOpenedOnFullVolume, (try? processLock.tryLock(.exclusive)) == true else { return }
+        do {
+            try index.pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        } catch {
+            configuration.logger.warning(
+                "disk cache checkpoint before closing failed; the next open recovers the log: \(error)",
+                metadata: ["cache": "\(configuration.name)"]
+            )
         }
     }
 
@@ -553,7 +579,7 @@ public final class DiskCache: Sendable {
                 throw error
             }
             staging.settle(snapshot, committed: true)
-            for outcome in outcomes { settleEvictions(outcome.evicted) }
+            for outcome in outcomes { settleEvictions(outcome) }
             files.remove(outcomes.compactMap(\.replacedFile))
             if let last = outcomes.last, isOverLimit(count: last.count, size: last.size) { scheduleTrim() }
         }
@@ -572,7 +598,7 @@ public final class DiskCache: Sendable {
             if let file = entry.file { files.remove([file]) }
             throw error
         }
-        settleEvictions(outcome.evicted)
+        settleEvictions(outcome)
         if let replaced = outcome.replacedFile { files.remove([replaced]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
         counters.recordWrite(bytes: entry.size)
@@ -670,12 +696,17 @@ public final class DiskCache: Sendable {
     /// Writes access times recorded by reads to the index now (they are otherwise written in
     /// batches and before each trim).
     public func flushAccessLog() throws {
-        let pending = accessLog.withLock { log in
+        let pending = takeAccessLog()
+        try indexCall { try index.recordAccesses(pending) }
+    }
+
+    /// Empties the buffered access times and returns them.
+    func takeAccessLog() -> [String: Double] {
+        accessLog.withLock { log in
             let pending = log
             log.removeAll(keepingCapacity: true)
             return pending
         }
-        try indexCall { try index.recordAccesses(pending) }
     }
 
     // MARK: - Internals shared with the extensions

@@ -25,9 +25,54 @@ final class DiskCacheCommitQueue: Sendable {
         var count: Int
         /// As the cache's ``DiskCache/SizeAccounting`` counts it.
         var size: Int64
-        /// What the transaction evicted to stay within a hard size limit; on the first outcome of
-        /// the batch only, so that one caller removes the files.
+        /// What the transaction evicted to stay within a hard size limit, or culled (``Cull``); on
+        /// the first outcome of the batch only, so that one caller removes the files.
         var evicted = DiskCacheIndex.Removal()
+        /// Why `evicted` went: the count limit or the size limit.
+        var evictedFor = EvictionReason.costLimit
+        /// Whether this transaction began a cull (the cache went over a limit): the cache checks
+        /// its totals row in the background, as a trim does before it evicts.
+        var beganCull = false
+    }
+
+    /// The limits of ``DiskCache/SizeLimitEnforcement/trimAfterWrite`` (and the count limit),
+    /// culled inside the commits that go over them, as python-diskcache's `cull` does inside
+    /// `set`'s transaction: the first commit over a limit begins a cull toward ``trimRatio`` of
+    /// the limits it passed (the seeds' half-the-cap trim), and it and the commits after it each
+    /// remove at most ``rowsPerCommit`` least-recently-used rows more than they write, until the
+    /// target is reached. The cull is amortised over the writes, with no hand-off to another
+    /// thread and no wait for a trim holding the writer; a write that goes further over a limit
+    /// than its cull removes is still followed by the background trim.
+    struct Cull: Sendable {
+        var countLimit: Int?
+        /// Bytes, as `accounting` counts them.
+        var sizeLimit: Int64?
+        var trimRatio: Double
+        var accounting: DiskCache.SizeAccounting
+
+        /// Rows a commit may remove beyond the ones it writes. Each costs a few µs (one row and
+        /// its index entries deleted in a statement shared with the others); 64 keep the commit
+        /// that culls within a fraction of a millisecond, and a cull from the limit to half of it
+        /// is spread over (limit / 2) / 64 commits.
+        static let rowsPerCommit = 64
+
+        /// Where a cull that begins at `totals` stops: ``trimRatio`` of each limit passed; `nil`
+        /// when no limit is passed.
+        func target(for totals: (count: Int, size: Int64)) -> Target? {
+            let count = countLimit.flatMap { totals.count > $0 ? Int(Double($0) * trimRatio) : nil }
+            let size = sizeLimit.flatMap { totals.size > $0 ? Int64(Double($0) * trimRatio) : nil }
+            return count == nil && size == nil ? nil : Target(count: count, size: size)
+        }
+
+        /// Where a cull stops; each part `nil` when that limit was not passed.
+        struct Target: Sendable, Hashable {
+            var count: Int?
+            var size: Int64?
+
+            func wants(count: Int, size: Int64) -> Bool {
+                (self.count.map { count > $0 } ?? false) || (self.size.map { size > $0 } ?? false)
+            }
+        }
     }
 
     /// A hard size limit, enforced inside each commit's transaction.
@@ -58,6 +103,21 @@ final class DiskCacheCommitQueue: Sendable {
 
     private let index: DiskCacheIndex
     private let budget: Budget?
+    private let cull: Cull?
+    /// The cull in progress; only read and written inside a commit's transaction.
+    private let cullTarget = Mutex<Cull.Target?>(nil)
+    /// Whether the `totals` row has been checked against the rows since the cache opened (its
+    /// integrity check, or a trim's): until then a commit over a limit leaves the eviction to
+    /// the background trim, which checks the row first, rather than cull on its word.
+    let totalsAreVerified = Atomic<Bool>(false)
+    /// Takes the access times reads buffered (`DiskCache.accessLog`): a cull writes them before it
+    /// evicts, as a trim does, so a value read since its last write is not taken for unused.
+    private let accessSource = Mutex<(@Sendable () -> [String: Double])?>(nil)
+
+    /// Sets where a cull takes the buffered access times from.
+    func setAccessSource(_ source: @escaping @Sendable () -> [String: Double]) {
+        accessSource.withLock { $0 = source }
+    }
     private let accounting: DiskCache.SizeAccounting
     /// Called by the leader after each batch (the cache counts commits toward a checkpoint).
     private let afterCommit: @Sendable () -> Void
@@ -68,11 +128,13 @@ final class DiskCacheCommitQueue: Sendable {
     init(
         index: DiskCacheIndex,
         budget: Budget? = nil,
+        cull: Cull? = nil,
         accounting: DiskCache.SizeAccounting = .logical,
         afterCommit: @escaping @Sendable () -> Void = {}
     ) {
         self.index = index
         self.budget = budget
+        self.cull = cull
         self.accounting = accounting
         self.afterCommit = afterCommit
     }
@@ -145,6 +207,11 @@ final class DiskCacheCommitQueue: Sendable {
             try writes.map { try DiskCacheIndex.upsert(db, key: $0.key, entry: $0.entry) }
         }
         var evicted = DiskCacheIndex.Removal()
+        var evictedFor = EvictionReason.costLimit
+        var beganCull = false
+        if let cull {
+            (evicted, evictedFor, beganCull) = try self.cull(cull, in: db, sparing: Set(groups.joined().map(\.key)))
+        }
         if let budget, try DiskCacheIndex.totals(db, accounting: budget.accounting).size > budget.limit {
             let written = Set(groups.joined().map(\.key))
             let eviction = try DiskCacheIndex.evict(
@@ -153,7 +220,10 @@ final class DiskCacheCommitQueue: Sendable {
                 accounting: budget.accounting,
                 sparing: written
             )
-            evicted = eviction.removal
+            evicted.count += eviction.removal.count
+            evicted.files += eviction.removal.files
+            evicted.bytes += eviction.removal.bytes
+            evictedFor = .costLimit
             if !eviction.reached, try DiskCacheIndex.totals(db, accounting: budget.accounting).size > budget.limit {
                 throw OverBudget()
             }
@@ -162,7 +232,59 @@ final class DiskCacheCommitQueue: Sendable {
         var outcomes = replaced.map { files in
             files.map { Outcome(replacedFile: $0, count: totals.count, size: totals.size) }
         }
-        if !outcomes.isEmpty, !outcomes[0].isEmpty { outcomes[0][0].evicted = evicted }
+        if !outcomes.isEmpty, !outcomes[0].isEmpty {
+            outcomes[0][0].evicted = evicted
+            outcomes[0][0].evictedFor = evictedFor
+            outcomes[0][0].beganCull = beganCull
+        }
         return outcomes
+    }
+
+    /// The cull of one commit (``Cull``), after its upserts and inside its transaction: begins
+    /// one when the cache is over a limit, then removes up to the rows written plus
+    /// ``Cull/rowsPerCommit`` least-recently-used rows (never one of `written`) toward its
+    /// target. Ends the cull at the target, or when no more rows can go.
+    private func cull(
+        _ cull: Cull,
+        in db: Database,
+        sparing written: Set<String>
+    ) throws -> (removal: DiskCacheIndex.Removal, reason: EvictionReason, began: Bool) {
+        var target = cullTarget.withLock { $0 }
+        var began = false
+        if target == nil {
+            guard totalsAreVerified.load(ordering: .acquiring),
+                let new = cull.target(for: try DiskCacheIndex.totals(db, accounting: cull.accounting))
+            else { return (.init(), .costLimit, false) }
+            target = new
+            began = true
+        }
+        guard let target else { return (.init(), .costLimit, false) }
+        if let accesses = accessSource.withLock({ $0 })?(), !accesses.isEmpty {
+            try DiskCacheIndex.recordAccesses(db, accesses)
+        }
+        let before = try DiskCacheIndex.totals(db, accounting: cull.accounting)
+        let reason: EvictionReason = target.count.map { before.count > $0 } ?? false ? .countLimit : .costLimit
+        let batch = try DiskCacheIndex.evictBatch(
+            db,
+            after: DiskCacheIndex.EvictionCursor(),
+            limit: written.count + Cull.rowsPerCommit,
+            accounting: cull.accounting,
+            sparing: written,
+            // Inside the commit's transaction the statement journal stays in memory only below
+            // 64 KiB (see `DiskCacheIndex.evictionWrite`): 16 rows of 1 KiB and their index pages.
+            rowsPerStatement: 16
+        ) { count, size in target.wants(count: count, size: size) }
+        // A rollback leaves the cull on; the next commit goes on from the rows as they are.
+        cullTarget.withLock { $0 = batch.isDone ? nil : target }
+        return (batch.removal, reason, began)
+    }
+
+    /// The target of the cull in progress, if any: a trim goes down to it (it is a trim spread
+    /// over the writes) and ends it.
+    func takeCullTarget() -> Cull.Target? {
+        cullTarget.withLock { target in
+            defer { target = nil }
+            return target
+        }
     }
 }

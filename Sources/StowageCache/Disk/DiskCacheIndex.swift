@@ -173,6 +173,7 @@ struct DiskCacheIndex: Sendable {
             // whole-file check at a million entries) is cut back to this when it next starts
             // over, instead of keeping its largest size on disk until the cache closes.
             try db.execute(sql: "PRAGMA journal_size_limit = \(DiskCacheCheckpointer.fallbackPages * 4_120)")
+            if !db.configuration.readonly { try Self.startWAL(db, path: path, synchronous: synchronous) }
         }
         self.path = path
         if Self.needsPrivateWALIndex(path: path) {
@@ -205,12 +206,46 @@ struct DiskCacheIndex: Sendable {
             )
         } else {
             let pool = try DatabasePool(path: path, configuration: configuration)
+            if synchronous {
+                // GRDB's pool sets `synchronous = NORMAL` on its writer after prepareDatabase has
+                // run (`Database.setUpWALMode`), so .powerLoss's FULL is set again here: without
+                // it a commit returned before its WAL frames were synced.
+                try pool.writeWithoutTransaction { db in try db.execute(sql: Self.synchronousPragmas(true)) }
+            }
             try Self.prepare(pool, path: path, logger: logger)
             self.pool = pool
             isOpenedOnFullVolume = false
             reader = DiskCacheReader(path: path)
             checkpointer = DiskCacheCheckpointer(path: path, synchronous: synchronous)
         }
+    }
+
+    /// Starts the write-ahead log, on the writer's connection, when its file is missing or empty
+    /// (SQLite removes it when the last connection closes): one commit that changes nothing
+    /// (`user_version` written back), with `synchronous = OFF`.
+    ///
+    /// GRDB's pool would start it otherwise (`Database.setUpWALMode`, GRDB issue 102: readers
+    /// need the file) with a schema change at `synchronous = NORMAL`, and SQLite syncs the first
+    /// commit into a new log: an `fdatasync` of its header and one of the directory, 1–12 ms of
+    /// every open of a closed cache on the loaded development machine, at any size (`strace`
+    /// of the sqlite3 shell: 9.0 ms and 3.6 ms). This commit has nothing to make durable; SQLite
+    /// syncs the log and its directory at the next commit that syncs (`.powerLoss`) or the next
+    /// checkpoint, as it would have.
+    static func startWAL(_ db: Database, path: String, synchronous: Bool) throws {
+        if let status = FileStatus.of(path + "-wal"), status.size > 0 { return }
+        guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else { return }
+        try db.execute(sql: "PRAGMA synchronous = OFF")
+        do {
+            try db.inTransaction(.immediate) {
+                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                try db.execute(sql: "PRAGMA user_version = \(version)")
+                return .commit
+            }
+        } catch {
+            try? db.execute(sql: synchronousPragmas(synchronous))
+            throw error
+        }
+        try db.execute(sql: synchronousPragmas(synchronous))
     }
 
     /// Brings the file to the current format (writing only when it is not there yet, so an
@@ -367,6 +402,35 @@ struct DiskCacheIndex: Sendable {
         }
     }
 
+    /// A write transaction for a batch of a trim, as ``write(_:)`` is, on a connection whose
+    /// statement journals stay in memory (`temp_store = MEMORY`) for the batch.
+    ///
+    /// A `DELETE` that fires the totals trigger may fail half-way, so SQLite journals each page it
+    /// changes for the statement, and past 64 KiB (16 or so rows of 1 KiB) writes that journal to
+    /// a temporary file: for a batch of 1,024 rows, several megabytes of file writes and the
+    /// kernel's write-back of them, beside the WAL's own. In memory it is a few megabytes, freed
+    /// when the statement ends. `temp_store` can change only outside a transaction, and the
+    /// statements that delete rows without a limit (`removeAll(tagged:)`) keep the default.
+    func evictionWrite<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            let result: T
+            do {
+                var value: T?
+                try db.inTransaction(.immediate) {
+                    value = try body(db)
+                    return .commit
+                }
+                result = value!
+            } catch {
+                try? db.execute(sql: "PRAGMA temp_store = DEFAULT")
+                throw error
+            }
+            try db.execute(sql: "PRAGMA temp_store = DEFAULT")
+            return result
+        }
+    }
+
     /// The row for `key`: through the prepared ``reader`` normally, through GRDB when the index is
     /// held in exclusive locking mode (no other connection may read it then).
     func entry(forKey key: String) throws -> Entry? {
@@ -516,13 +580,14 @@ struct DiskCacheIndex: Sendable {
     /// Records buffered access times (only ever moving them forward).
     func recordAccesses(_ accesses: [String: Double]) throws {
         guard !accesses.isEmpty else { return }
-        try write { db in
-            let statement = try db.cachedStatement(
-                sql: "UPDATE entry SET accessed = ?2 WHERE key = ?1 AND accessed < ?2"
-            )
-            for (key, time) in accesses {
-                try statement.execute(arguments: [key, time])
-            }
+        try write { db in try Self.recordAccesses(db, accesses) }
+    }
+
+    /// Records buffered access times inside the caller's transaction.
+    static func recordAccesses(_ db: Database, _ accesses: [String: Double]) throws {
+        let statement = try db.cachedStatement(sql: "UPDATE entry SET accessed = ?2 WHERE key = ?1 AND accessed < ?2")
+        for (key, time) in accesses {
+            try statement.execute(arguments: [key, time])
         }
     }
 }

@@ -35,6 +35,9 @@ final class DiskCacheMaintenance: Sendable {
         case checkpoint
         /// The whole-file check of the index and its totals after an open (`DiskCache+Integrity`).
         case integrityCheck
+        /// The check of the totals row a cull begun in a commit asks for
+        /// (`DiskCacheCommitQueue.Cull`).
+        case totalsCheck
 
         var description: String {
             switch self {
@@ -43,6 +46,7 @@ final class DiskCacheMaintenance: Sendable {
             case .stagedFlush: "staged-write commit"
             case .checkpoint: "WAL checkpoint"
             case .integrityCheck: "index integrity check"
+            case .totalsCheck: "totals check"
             }
         }
 
@@ -52,7 +56,7 @@ final class DiskCacheMaintenance: Sendable {
             case .trim, .stagedFlush: .error
             case .accessLogFlush: .warning
             case .checkpoint: .debug
-            case .integrityCheck: .warning
+            case .integrityCheck, .totalsCheck: .warning
             }
         }
 
@@ -64,6 +68,7 @@ final class DiskCacheMaintenance: Sendable {
             case .stagedFlush: "the staged writes are lost"
             case .checkpoint: "the next checkpoint copies these pages"
             case .integrityCheck: "the next open checks the index again"
+            case .totalsCheck: "the next trim checks the totals again"
             }
         }
     }
