@@ -38,6 +38,10 @@ import Tracing
 /// `URLCache(memoryCapacity:diskCapacity: 0, directory: nil)` keeps responses), the same calls
 /// work on memory alone: nothing is written anywhere, and there is no store generation to follow.
 ///
+/// **One read-through sequence** (`CacheLevels+Read.swift`, ``read(_:through:)``): memory, disk,
+/// the shared level, the confirmation of a disk copy, and keeping what was found above, for
+/// every kind of value the levels hold; a ``LevelReading`` says what differs between the kinds.
+///
 /// **The shared level** (`CacheLevels+Shared.swift`): a fill from it re-checks, once it has
 /// written the local copies, whether an invalidation of the key began meanwhile, and drops
 /// them if so; changes it missed during an outage are sent when it answers again; disk copies
