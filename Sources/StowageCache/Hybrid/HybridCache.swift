@@ -220,23 +220,29 @@ public final class HybridCache<Value: Sendable>: Sendable {
         placement: CachePlacement = .all
     ) async throws -> DiskCache.WriteOutcome {
         let data = try serializer.encode(value)
-        let outcome = try await storeLocally(
-            value,
-            data: data,
-            forKey: key,
-            timeToLive: timeToLive,
-            tag: tag,
-            computeSeconds: computeSeconds,
-            priority: priority,
-            placement: placement
-        )
-        if placement == .memoryOnly {
+        func storeHere() async throws -> DiskCache.WriteOutcome {
+            try await storeLocally(
+                value,
+                data: data,
+                forKey: key,
+                timeToLive: timeToLive,
+                tag: tag,
+                computeSeconds: computeSeconds,
+                priority: priority,
+                placement: placement
+            )
+        }
+        guard placement != .memoryOnly else {
             // The shared copy is older than the value memory now holds: were it left, this node
             // would read it back once memory let the new value go.
-            await levels.removeShared(key)
-        } else {
-            await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
+            return try await levels.removingEverywhere {
+                let outcome = try await storeHere()
+                await levels.removeShared(key)
+                return outcome
+            }
         }
+        let outcome = try await storeHere()
+        await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
         return outcome
     }
 
@@ -347,9 +353,11 @@ public final class HybridCache<Value: Sendable>: Sendable {
             try await levels.removeFromDisk(key)
             return
         case .all:
-            try await levels.remove(key)
+            try await levels.removingEverywhere {
+                try await levels.remove(key)
+                await levels.removeShared(key)
+            }
         }
-        await levels.removeShared(key)
     }
 
     /// Empties the memory and disk tiers. The shared level is left alone: other nodes use it,
@@ -365,9 +373,11 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// and, with a shared level, the shared level (so other nodes drop their copies too).
     @discardableResult
     public func removeAll(tagged tag: String) async throws -> [String] {
-        let keys = try await levels.removeAll(tagged: tag)
-        for key in keys { await levels.removeShared(key) }
-        return keys
+        try await levels.removingEverywhere {
+            let keys = try await levels.removeAll(tagged: tag)
+            for key in keys { await levels.removeShared(key) }
+            return keys
+        }
     }
 
     /// The cached value for `key`, or the value `load` produces, which is then stored; or as

@@ -102,8 +102,12 @@ extension HTTPCache {
             for record in records { try await levels.remove(record.bodyKey) }
             return
         }
-        try await writeVariants([], for: key)
-        for record in records { try await removeBody(record.bodyKey) }
+        // One removal for this node's shared fills: a read of the URL meanwhile keeps nothing it
+        // finds in the shared level before these removals reach it.
+        try await levels.removingEverywhere {
+            try await writeVariants([], for: key)
+            for record in records { try await removeBody(record.bodyKey) }
+        }
     }
 
     func removeBody(_ bodyKey: String) async throws {
