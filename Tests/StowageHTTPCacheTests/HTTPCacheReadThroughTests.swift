@@ -13,15 +13,25 @@ import Tracing
 /// (`CacheLevels.read(_:through:)`), as a `HybridCache`'s values are: the same spans below memory,
 /// and one rule for bytes that are not what their record says, wherever they come from.
 @Suite struct HTTPCacheReadThroughTests {
+    /// `body` stored at `/r`, fresh for a minute, by a first handle on `root` on a manual clock;
+    /// the origin that served it counts the requests that reach it.
+    private func storedResponse(
+        _ body: String,
+        in root: URL
+    ) async throws -> (writer: HTTPCache, origin: TestOrigin, clock: ManualClock) {
+        let clock = ManualClock(startingAt: t0)
+        let origin = TestOrigin { _, _ in ok(body, [("Cache-Control", "max-age=60")], clock: clock) }
+        let writer = try makeCache(root, clock: clock)
+        _ = try await text(try await writer.respond(to: request(.get, "/r"), fetch: origin.fetch))
+        return (writer, origin, clock)
+    }
+
     @Test(
         "a response read from disk records a get span answered by disk, with the disk read under it, for its record and its body"
     )
     func diskReadsTraced() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: t0)
-            let origin = TestOrigin { _, _ in ok("from disk", [("Cache-Control", "max-age=60")], clock: clock) }
-            let writer = try makeCache(root, clock: clock)
-            _ = try await text(try await writer.respond(to: request(.get, "/r"), fetch: origin.fetch))
+            let (_, origin, clock) = try await storedResponse("from disk", in: root)
 
             // A second handle on the directory: its memory is empty, so both reads go to disk.
             let tracer = InMemoryTracer()
@@ -60,10 +70,7 @@ import Tracing
     )
     func diskBodyOfTheWrongLength() async throws {
         try await withTemporaryDirectory { root in
-            let clock = ManualClock(startingAt: t0)
-            let origin = TestOrigin { _, _ in ok("twelve bytes", [("Cache-Control", "max-age=60")], clock: clock) }
-            let writer = try makeCache(root, clock: clock)
-            _ = try await text(try await writer.respond(to: request(.get, "/r"), fetch: origin.fetch))
+            let (writer, origin, clock) = try await storedResponse("twelve bytes", in: root)
             let record = try #require(try await writer.variants(for: writer.rules.key(for: request(.get, "/r"))).first)
             #expect(record.stored.bodyLength == 12)
             // Another value under the body's key: well formed on disk, not this response's body.

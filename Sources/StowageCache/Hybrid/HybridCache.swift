@@ -220,8 +220,10 @@ public final class HybridCache<Value: Sendable>: Sendable {
         placement: CachePlacement = .all
     ) async throws -> DiskCache.WriteOutcome {
         let data = try serializer.encode(value)
-        func storeHere() async throws -> DiskCache.WriteOutcome {
-            try await storeLocally(
+        // A memory-only write removes the shared copy, older than the value memory now holds: were
+        // it left, this node would read it back once memory let the new value go.
+        return try await levels.removingEverywhere(when: placement == .memoryOnly) {
+            let outcome = try await storeLocally(
                 value,
                 data: data,
                 forKey: key,
@@ -231,19 +233,13 @@ public final class HybridCache<Value: Sendable>: Sendable {
                 priority: priority,
                 placement: placement
             )
-        }
-        guard placement != .memoryOnly else {
-            // The shared copy is older than the value memory now holds: were it left, this node
-            // would read it back once memory let the new value go.
-            return try await levels.removingEverywhere {
-                let outcome = try await storeHere()
+            if placement == .memoryOnly {
                 await levels.removeShared(key)
-                return outcome
+            } else {
+                await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
             }
+            return outcome
         }
-        let outcome = try await storeHere()
-        await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
-        return outcome
     }
 
     /// Stores `value` in memory and on disk only, or in the one `placement` names (the local half
@@ -283,13 +279,12 @@ public final class HybridCache<Value: Sendable>: Sendable {
             keepsInMemory: placement.keepsInMemory
         ) {
             outcome = try await writeToDisk(
-                data,
+                placement == .memoryOnly ? nil : data,
                 forKey: key,
                 timeToLive: timeToLive,
                 tag: tag,
                 computeSeconds: computeSeconds,
-                priority: priority,
-                placement: placement
+                priority: priority
             )
         }
         return outcome
@@ -297,19 +292,19 @@ public final class HybridCache<Value: Sendable>: Sendable {
 
     /// The disk half of ``storeLocally(_:data:forKey:timeToLive:tag:computeSeconds:priority:placement:)``
     /// (and of a shared fill, ``Reading``), off the cooperative pool, in a
-    /// ``CacheTracing/SpanName/diskWrite`` span.
+    /// ``CacheTracing/SpanName/diskWrite`` span: stores `data`, or, for a memory-only write
+    /// (`nil`), removes the older disk copy.
     func writeToDisk(
-        _ data: Data,
+        _ data: Data?,
         forKey key: String,
         timeToLive: Duration?,
         tag: String? = nil,
         computeSeconds: Double? = nil,
-        priority: DiskCache.WritePriority = .important,
-        placement: CachePlacement = .all
+        priority: DiskCache.WritePriority = .important
     ) async throws -> DiskCache.WriteOutcome {
         try await levels.activeTracer.withSpanIfTracing(CacheTracing.SpanName.diskWrite) { span in
             span.recordCacheKey(key, cacheName: disk.configuration.name)
-            if placement == .memoryOnly {
+            guard let data else {
                 // SDImageCache's `storeImage:forKey:toDisk:NO` leaves the disk alone; here the
                 // older disk copy goes, or it would be read back once memory evicts the new value.
                 _ = try await disk.removeData(forKey: key)

@@ -96,14 +96,14 @@ extension CacheLevels {
             case .unreachable: break  // served unchecked, as in any outage
             }
         }
-        let decoded: (found: Reading.Found, entry: Value)
-        do {
-            decoded = try reading.decode(stored.data, forKey: key)
-        } catch {
-            logger.warning(
-                "cached bytes no longer decode; removing them",
-                metadata: ["key": "\(key)", "error": "\(error)"]
+        guard
+            let decoded = decode(
+                stored.data,
+                forKey: key,
+                reading,
+                failing: "cached bytes no longer decode; removing them"
             )
+        else {
             // Through the levels, so that a read that found these bytes does not keep them either.
             try await removeFromDisk(key)
             return nil
@@ -135,20 +135,18 @@ extension CacheLevels {
         forKey key: String,
         _ reading: Reading
     ) async -> Reading.Found? where Reading.Entry == Value {
-        let decoded: (found: Reading.Found, entry: Value)
-        do {
-            decoded = try reading.decode(entry.data, forKey: key)
-        } catch {
-            logger.warning(
-                "shared bytes do not decode; reading a miss",
-                metadata: ["key": "\(key)", "error": "\(error)"]
+        guard
+            let decoded = decode(
+                entry.data,
+                forKey: key,
+                reading,
+                failing: "shared bytes do not decode; reading a miss"
             )
-            return nil
-        }
+        else { return nil }
         do {
             let cost = try reading.memoryCost(of: decoded.entry, byteCount: entry.data.count, forKey: key)
             let lifetime = reading.localLifetime(of: entry)
-            try await write(
+            try await self.write(
                 decoded.entry,
                 forKey: key,
                 cost: cost ?? 0,
@@ -161,5 +159,21 @@ extension CacheLevels {
             logger.warning("could not keep a shared copy", metadata: ["key": "\(key)", "error": "\(error)"])
         }
         return decoded.found
+    }
+
+    /// `reading`'s decoding of `data` (from disk or the shared level), or `nil`, logged with
+    /// `failure`, when the bytes are not a value of its kind.
+    private func decode<Reading: LevelReading>(
+        _ data: Data,
+        forKey key: String,
+        _ reading: Reading,
+        failing failure: Logger.Message
+    ) -> (found: Reading.Found, entry: Value)? where Reading.Entry == Value {
+        do {
+            return try reading.decode(data, forKey: key)
+        } catch {
+            logger.warning(failure, metadata: ["key": "\(key)", "error": "\(error)"])
+            return nil
+        }
     }
 }

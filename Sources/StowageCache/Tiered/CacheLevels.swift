@@ -228,7 +228,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// and not yet there, and keeps nothing (``readShared(_:fill:)``). Without this, that copy
     /// would be written back to disk and memory after the local removal and served after the
     /// removal returned, since a node does not hear its own removals from the shared level.
-    package func removingEverywhere<T>(_ removal: () async throws -> T) async rethrows -> T {
+    ///
+    /// With `isRemoval` `false` (a write that keeps its shared copy, say), `removal` runs uncounted.
+    package func removingEverywhere<T>(
+        when isRemoval: Bool = true,
+        _ removal: () async throws -> T
+    ) async rethrows -> T {
+        guard isRemoval else { return try await removal() }
         // Counted before the removal's own `noteRemoval`: a fill that sees that count sees this one.
         removalsUnderWay.add(1, ordering: .sequentiallyConsistent)
         removalsBegun.add(1, ordering: .sequentiallyConsistent)
