@@ -347,6 +347,33 @@ struct SharedLevelEngineTests {
     }
 
     @Test(
+        "a read on the node whose removal has left its own levels but not yet the shared one keeps nothing: the key is gone after",
+        arguments: Facade.allCases
+    )
+    func readDuringOwnRemoval(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let a = fleet.a
+        try await a.write("v1", forKey: "k")
+        let storedKey = a.storedKey("k")
+        let fired = Atomic<Bool>(false)
+        // a's removal has dropped its memory and disk copies and is about to remove the shared
+        // one, which still holds v1: a read of a's now misses locally and finds v1 there. A node
+        // does not hear its own removals back, so a copy it kept would outlive the removal.
+        fleet.level.setWriteHook { key in
+            guard key == storedKey, fleet.level.data(forKey: storedKey) != nil,
+                !fired.exchange(true, ordering: .relaxed)
+            else { return }
+            _ = try? await a.read("k")
+        }
+        try await a.remove("k")
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        #expect(try await a.read("k") == nil)
+        #expect(try await !a.hasLocalCopy("k"))
+    }
+
+    @Test(
         "disk copies that may have missed an invalidation are confirmed: replaced, removed, or served unchecked in an outage",
         arguments: Facade.allCases
     )

@@ -83,6 +83,32 @@ extension DiskCache {
         case data(Data)
         /// A value in a file, already open; read it with ``FileReader/read(upTo:)``.
         case file(FileReader)
+
+        /// `value` without its modification date.
+        fileprivate init(_ value: StoredValue) {
+            switch value {
+            case .whole(let stored): self = .data(stored.data)
+            case .file(let reader): self = .file(reader)
+            }
+        }
+    }
+
+    /// A value opened for reading with what a read through the levels needs of it: a value read
+    /// whole comes with its modification date (a copy older than the shared level's horizon is
+    /// confirmed before use), a larger one as an open file.
+    package enum StoredValue: Sendable {
+        /// The whole value and when it was stored.
+        case whole(StoredData)
+        /// A value in a file, already open; read it with ``FileReader/read(upTo:)``.
+        case file(FileReader)
+
+        /// The value's length in bytes.
+        package var byteCount: Int {
+            switch self {
+            case .whole(let stored): stored.data.count
+            case .file(let reader): Int(reader.size)
+            }
+        }
     }
 
     /// An open value file, read sequentially; closed when released.
@@ -152,16 +178,16 @@ extension DiskCache {
         case .done(let stored):
             return stored.map { .data($0.data) }
         case .needsBlockingWork(let entry):
-            return try open(entry, forKey: key, now: now)
+            return try open(entry, forKey: key, now: now).map(OpenedValue.init)
         }
     }
 
     /// The rest of `openValue(forKey:)` once the index found `entry`: the value file
     /// opened, or an inline value that failed its checks removed.
-    private func open(_ entry: DiskCacheIndex.Entry, forKey key: String, now: Double) throws -> OpenedValue? {
+    private func open(_ entry: DiskCacheIndex.Entry, forKey key: String, now: Double) throws -> StoredValue? {
         guard let file = entry.file else {
             // An inline value that failed its checks: removed and counted as a miss.
-            return try finishLookUp(key: key, entry: entry, now: now).map { .data($0.data) }
+            return try finishLookUp(key: key, entry: entry, now: now).map { .whole($0) }
         }
         guard let descriptor = try files.openValue(file, expectedSize: entry.size) else {
             if FileStatus.at(AT_FDCWD, files.path(of: file)) != nil {
@@ -183,13 +209,19 @@ extension DiskCache {
     ///
     /// - Returns: `nil` for a miss, as the synchronous `openValue(forKey:)`.
     package func openValue(forKey key: String, readingWholeUpTo wholeLimit: Int64) async throws -> OpenedValue? {
+        try await openStoredValue(forKey: key, readingWholeUpTo: wholeLimit).map(OpenedValue.init)
+    }
+
+    /// ``openValue(forKey:readingWholeUpTo:)`` with the modification date of a value read whole
+    /// (`Int64.max`: every value whole, as ``storedData(forKey:)`` reads it, at the same cost).
+    package func openStoredValue(forKey key: String, readingWholeUpTo wholeLimit: Int64) async throws -> StoredValue? {
         let now = configuration.clock.now().timeIntervalSince1970
         switch try lookUp(key: key, now: now) {
         case .done(let stored):
-            return stored.map { .data($0.data) }
+            return stored.map { .whole($0) }
         case .needsBlockingWork(let entry) where entry.file == nil || entry.size <= wholeLimit:
             return try await BlockingWork.run { try self.finishLookUp(key: key, entry: entry, now: now) }
-                .map { .data($0.data) }
+                .map { .whole($0) }
         case .needsBlockingWork(let entry):
             return try await BlockingWork.run { try self.open(entry, forKey: key, now: now) }
         }

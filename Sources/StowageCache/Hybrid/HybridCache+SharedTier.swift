@@ -8,35 +8,7 @@ import Synchronization
 extension HybridCache {
     /// Reads `key` from the shared level and, on a hit, fills disk and memory.
     func sharedValue(forKey key: String) async -> Value? {
-        if case .found(let value) = await levels.readShared(key, fill: { await keepSharedValue($0, forKey: key) }) {
-            return value
-        }
-        return nil
-    }
-
-    /// Decodes a shared entry and keeps it on disk and in memory; bytes this node cannot decode
-    /// (another node's newer format) are left alone and read as a miss (`nil`). A failed local
-    /// write is logged: the value was current when read, so it is still returned.
-    func keepSharedValue(_ entry: SharedCacheEntry, forKey key: String) async -> Value? {
-        let value: Value
-        do {
-            value = try serializer.decode(entry.data)
-        } catch {
-            disk.configuration.logger.warning(
-                "shared bytes do not decode; reading a miss",
-                metadata: ["key": "\(key)", "error": "\(error)"]
-            )
-            return nil
-        }
-        do {
-            try await storeLocally(value, data: entry.data, forKey: key, timeToLive: entry.timeToLive)
-        } catch {
-            disk.configuration.logger.warning(
-                "could not keep a shared value on disk",
-                metadata: ["key": "\(key)", "error": "\(error)"]
-            )
-        }
-        return value
+        await levels.readShared(key, through: Reading(cache: self))
     }
 
     /// Drops local copies another node made stale.

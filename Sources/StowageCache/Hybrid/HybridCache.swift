@@ -148,67 +148,11 @@ public final class HybridCache<Value: Sendable>: Sendable {
     }
 
     /// The rest of ``value(forKey:)`` after a memory miss: disk (confirmed against the shared
-    /// level when it may have missed an invalidation), else the shared level.
-    ///
-    /// Traced (``CacheTracing/SpanName/get``, with the disk and shared reads under it); the
-    /// memory hit before it is not.
+    /// level when it may have missed an invalidation), else the shared level, through the levels'
+    /// one read-through sequence (``CacheLevels/readBelowMemory(_:through:)``, traced there).
     @usableFromInline
     func valueBelowMemory(forKey key: String) async throws -> Value? {
-        let tracer = levels.activeTracer
-        return try await tracer.withSpanIfTracing(CacheTracing.SpanName.get) { span in
-            span.recordCacheKey(key, cacheName: disk.configuration.name)
-            let found = try await valueBelowMemory(forKey: key, tracer: tracer, span: span)
-            if span.isRecording { span.attributes[CacheTracing.Attribute.hit] = found != nil }
-            return found
-        }
-    }
-
-    /// ``valueBelowMemory(forKey:)`` inside its span: notes in `span` the level that answered.
-    private func valueBelowMemory(forKey key: String, tracer: any Tracer, span: any Span) async throws -> Value? {
-        let read = levels.beginRead()
-        let stored = try await tracer.withSpanIfTracing(CacheTracing.SpanName.diskRead) { diskSpan in
-            diskSpan.recordCacheKey(key, cacheName: disk.configuration.name)
-            let stored = try await disk.storedData(forKey: key)
-            if diskSpan.isRecording {
-                diskSpan.attributes[CacheTracing.Attribute.hit] = stored != nil
-                if let stored { diskSpan.attributes[CacheTracing.Attribute.bytes] = stored.data.count }
-            }
-            return stored
-        }
-        guard let stored else {
-            let shared = await sharedValue(forKey: key)
-            if shared != nil, span.isRecording {
-                span.attributes[CacheTracing.Attribute.level] = CacheTracing.Level.shared
-            }
-            return shared
-        }
-        if span.isRecording { span.attributes[CacheTracing.Attribute.level] = CacheTracing.Level.disk }
-        if let confirmed = await levels.confirmDiskCopy(
-            key,
-            storedAt: stored.modified,
-            fill: { await keepSharedValue($0, forKey: key) }
-        ) {
-            switch confirmed {
-            case .found(let value): return value
-            case .absent: return nil
-            case .unreachable: break  // serve the copy unchecked, as in any outage
-            }
-        }
-        let value: Value
-        do {
-            value = try serializer.decode(stored.data)
-        } catch {
-            disk.configuration.logger.warning(
-                "cached bytes no longer decode; removing them",
-                metadata: ["key": "\(key)", "error": "\(error)"]
-            )
-            try await disk.removeData(forKey: key)
-            return nil
-        }
-        let cost = try configuration.memoryCost(of: value, encodedByteCount: stored.data.count, key: key)
-        // Unless a change begun since the disk read made this copy old or removed it.
-        levels.keepInMemory(value, forKey: key, cost: cost, readAt: read)
-        return value
+        try await levels.readBelowMemory(key, through: Reading(cache: self))
     }
 
     /// Stores `value` in memory, on disk and in the shared level (which then invalidates the
@@ -276,28 +220,30 @@ public final class HybridCache<Value: Sendable>: Sendable {
         placement: CachePlacement = .all
     ) async throws -> DiskCache.WriteOutcome {
         let data = try serializer.encode(value)
-        let outcome = try await storeLocally(
-            value,
-            data: data,
-            forKey: key,
-            timeToLive: timeToLive,
-            tag: tag,
-            computeSeconds: computeSeconds,
-            priority: priority,
-            placement: placement
-        )
-        if placement == .memoryOnly {
-            // The shared copy is older than the value memory now holds: were it left, this node
-            // would read it back once memory let the new value go.
-            await levels.removeShared(key)
-        } else {
-            await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
+        // A memory-only write removes the shared copy, older than the value memory now holds: were
+        // it left, this node would read it back once memory let the new value go.
+        return try await levels.removingEverywhere(when: placement == .memoryOnly) {
+            let outcome = try await storeLocally(
+                value,
+                data: data,
+                forKey: key,
+                timeToLive: timeToLive,
+                tag: tag,
+                computeSeconds: computeSeconds,
+                priority: priority,
+                placement: placement
+            )
+            if placement == .memoryOnly {
+                await levels.removeShared(key)
+            } else {
+                await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
+            }
+            return outcome
         }
-        return outcome
     }
 
-    /// Stores `value` in memory and on disk only, or in the one `placement` names (a fill from
-    /// the shared level, or the local half of a write).
+    /// Stores `value` in memory and on disk only, or in the one `placement` names (the local half
+    /// of a write or of a load).
     ///
     /// - Throws: `StowageError` with code `.invalidConfiguration`, before anything changes, when
     ///   ``Configuration/cost`` refuses the value (`.invalidArgument` for a tag on a memory-only write); what the disk tier throws.
@@ -332,50 +278,52 @@ public final class HybridCache<Value: Sendable>: Sendable {
             timeToLive: timeToLive,
             keepsInMemory: placement.keepsInMemory
         ) {
-            try await levels.activeTracer.withSpanIfTracing(CacheTracing.SpanName.diskWrite) { span in
-                span.recordCacheKey(key, cacheName: disk.configuration.name)
-                if placement == .memoryOnly {
-                    // SDImageCache's `storeImage:forKey:toDisk:NO` leaves the disk alone; here the
-                    // older disk copy goes, or it would be read back once memory evicts the new value.
-                    _ = try await disk.removeData(forKey: key)
-                    return
-                }
-                if span.isRecording { span.attributes[CacheTracing.Attribute.bytes] = data.count }
-                outcome = try await writeToDisk(
-                    data,
-                    forKey: key,
-                    timeToLive: timeToLive,
-                    tag: tag,
-                    computeSeconds: computeSeconds,
-                    priority: priority
-                )
-            }
-        }
-        return outcome
-    }
-
-    /// The disk half of ``storeLocally(_:data:forKey:timeToLive:tag:computeSeconds:priority:placement:)``,
-    /// off the cooperative pool.
-    private func writeToDisk(
-        _ data: Data,
-        forKey key: String,
-        timeToLive: Duration?,
-        tag: String?,
-        computeSeconds: Double?,
-        priority: DiskCache.WritePriority
-    ) async throws -> DiskCache.WriteOutcome {
-        try await BlockingWork.run {
-            let outcome = try self.disk.store(
-                data,
+            outcome = try await writeToDisk(
+                placement == .memoryOnly ? nil : data,
                 forKey: key,
-                timeToLive: timeToLive?.timeInterval,
+                timeToLive: timeToLive,
                 tag: tag,
                 computeSeconds: computeSeconds,
                 priority: priority
             )
-            // The older disk copy must not outlive the newer value memory now holds.
-            if case .skippedForLowSpace = outcome { _ = try self.disk.removeData(forKey: key) }
-            return outcome
+        }
+        return outcome
+    }
+
+    /// The disk half of ``storeLocally(_:data:forKey:timeToLive:tag:computeSeconds:priority:placement:)``
+    /// (and of a shared fill, ``Reading``), off the cooperative pool, in a
+    /// ``CacheTracing/SpanName/diskWrite`` span: stores `data`, or, for a memory-only write
+    /// (`nil`), removes the older disk copy.
+    func writeToDisk(
+        _ data: Data?,
+        forKey key: String,
+        timeToLive: Duration?,
+        tag: String? = nil,
+        computeSeconds: Double? = nil,
+        priority: DiskCache.WritePriority = .important
+    ) async throws -> DiskCache.WriteOutcome {
+        try await levels.activeTracer.withSpanIfTracing(CacheTracing.SpanName.diskWrite) { span in
+            span.recordCacheKey(key, cacheName: disk.configuration.name)
+            guard let data else {
+                // SDImageCache's `storeImage:forKey:toDisk:NO` leaves the disk alone; here the
+                // older disk copy goes, or it would be read back once memory evicts the new value.
+                _ = try await disk.removeData(forKey: key)
+                return .stored
+            }
+            if span.isRecording { span.attributes[CacheTracing.Attribute.bytes] = data.count }
+            return try await BlockingWork.run {
+                let outcome = try self.disk.store(
+                    data,
+                    forKey: key,
+                    timeToLive: timeToLive?.timeInterval,
+                    tag: tag,
+                    computeSeconds: computeSeconds,
+                    priority: priority
+                )
+                // The older disk copy must not outlive the newer value memory now holds.
+                if case .skippedForLowSpace = outcome { _ = try self.disk.removeData(forKey: key) }
+                return outcome
+            }
         }
     }
 
@@ -400,9 +348,11 @@ public final class HybridCache<Value: Sendable>: Sendable {
             try await levels.removeFromDisk(key)
             return
         case .all:
-            try await levels.remove(key)
+            try await levels.removingEverywhere {
+                try await levels.remove(key)
+                await levels.removeShared(key)
+            }
         }
-        await levels.removeShared(key)
     }
 
     /// Empties the memory and disk tiers. The shared level is left alone: other nodes use it,
@@ -424,9 +374,11 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// and, with a shared level, the shared level (so other nodes drop their copies too).
     @discardableResult
     public func removeAll(tagged tag: String) async throws -> [String] {
-        let keys = try await levels.removeAll(tagged: tag)
-        for key in keys { await levels.removeShared(key) }
-        return keys
+        try await levels.removingEverywhere {
+            let keys = try await levels.removeAll(tagged: tag)
+            for key in keys { await levels.removeShared(key) }
+            return keys
+        }
     }
 
     /// The cached value for `key`, or the value `load` produces, which is then stored; or as

@@ -20,6 +20,8 @@ extension CacheLevels {
     /// An invalidation that arrives while the fill is under way may have removed the local
     /// copies before the fill wrote them; they are then dropped again, so a stale copy never
     /// outlives an invalidation (what was read is still returned: it was current when read).
+    /// So are they when a removal of this node's was under way as the fill began
+    /// (``removingEverywhere(_:)``): it may have removed the local copies and not yet the shared one.
     /// A key changed here while the shared level was down, or under a prefix banned here then,
     /// reads as `.absent`: the shared level holds an older state of it (or what the ban
     /// removed) until the replay.
@@ -29,6 +31,8 @@ extension CacheLevels {
     ) async -> SharedLookup<Found> {
         guard let shared = sharedLevel, shared.pendingWrites.change(forKey: key) == nil else { return .absent }
         let removalsBefore = removalCount
+        let ownRemovalsBefore = removalsBegun.load(ordering: .sequentiallyConsistent)
+        let ownRemovalUnderWay = removalsUnderWay.load(ordering: .sequentiallyConsistent) > 0
         let entry: SharedCacheEntry
         switch await sharedEntry(key, from: shared) {
         case .none: return .unreachable
@@ -39,7 +43,10 @@ extension CacheLevels {
         }
         shared.counters.recordHit(bytes: entry.data.count)
         guard let found = await fill(entry) else { return .absent }
-        if removalCount != removalsBefore {
+        if ownRemovalUnderWay || removalsBegun.load(ordering: .sequentiallyConsistent) != ownRemovalsBefore {
+            // This node's own removal: the disk copy goes too, whatever other nodes' invalidations do.
+            await drop(key, reason: "a shared fill a removal of this node's overtook")
+        } else if removalCount != removalsBefore {
             await drop(key, includingDisk: shared.invalidatesDisk, reason: "a shared fill an invalidation overtook")
         }
         return .found(found)

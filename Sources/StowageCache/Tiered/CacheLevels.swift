@@ -38,6 +38,10 @@ import Tracing
 /// `URLCache(memoryCapacity:diskCapacity: 0, directory: nil)` keeps responses), the same calls
 /// work on memory alone: nothing is written anywhere, and there is no store generation to follow.
 ///
+/// **One read-through sequence** (`CacheLevels+Read.swift`, ``read(_:through:)``): memory, disk,
+/// the shared level, the confirmation of a disk copy, and keeping what was found above, for
+/// every kind of value the levels hold; a ``LevelReading`` says what differs between the kinds.
+///
 /// **The shared level** (`CacheLevels+Shared.swift`): a fill from it re-checks, once it has
 /// written the local copies, whether an invalidation of the key began meanwhile, and drops
 /// them if so; changes it missed during an outage are sent when it answers again; disk copies
@@ -51,6 +55,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     package let logger: Logger
     private let changes = Atomic<UInt64>(0)
     private let removals = Atomic<UInt64>(0)
+    /// Removals under way that reach the shared level after the local levels
+    /// (``removingEverywhere(_:)``): a shared fill that begins while one runs may read the copy it
+    /// is about to remove there.
+    let removalsUnderWay = Atomic<Int>(0)
+    /// Removals begun through ``removingEverywhere(_:)`` so far: a shared fill that sees it move
+    /// was overtaken by this node's own removal, whose shared half it may have read before.
+    let removalsBegun = Atomic<UInt64>(0)
     /// The disk cache's store generation as memory last followed it; `nil` without a disk level.
     private let generationWatch: GenerationWatch?
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
@@ -209,6 +220,26 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// read marked before it may have found the old copy, so its promotion gives way.
     private func noteDiskChanged() {
         changes.add(1, ordering: .acquiringAndReleasing)
+    }
+
+    /// Runs `removal`, which removes local copies and then their shared copies (``remove(_:)`` then
+    /// ``removeShared(_:)``, say), as one removal for the shared fills of this node: a fill that
+    /// begins before it ends may find in the shared level a copy `removal` has removed locally
+    /// and not yet there, and keeps nothing (``readShared(_:fill:)``). Without this, that copy
+    /// would be written back to disk and memory after the local removal and served after the
+    /// removal returned, since a node does not hear its own removals from the shared level.
+    ///
+    /// With `isRemoval` `false` (a write that keeps its shared copy, say), `removal` runs uncounted.
+    package func removingEverywhere<T>(
+        when isRemoval: Bool = true,
+        _ removal: () async throws -> T
+    ) async rethrows -> T {
+        guard isRemoval else { return try await removal() }
+        // Counted before the removal's own `noteRemoval`: a fill that sees that count sees this one.
+        removalsUnderWay.add(1, ordering: .sequentiallyConsistent)
+        removalsBegun.add(1, ordering: .sequentiallyConsistent)
+        defer { removalsUnderWay.subtract(1, ordering: .sequentiallyConsistent) }
+        return try await removal()
     }
 
     /// Drops every memory copy (another node's changes may have been missed); disk copies stay.

@@ -1,5 +1,6 @@
 /// The names and attribute keys of the spans a ``HybridCache`` (and the levels it shares with
-/// the HTTP cache) records through swift-distributed-tracing. They are stable: dashboards and
+/// the HTTP cache, whose reads of records and bodies below memory record the same spans) records
+/// through swift-distributed-tracing. They are stable: dashboards and
 /// alerts may match on them.
 ///
 /// A read served by memory records nothing: the memory hit is the sub-microsecond path, and

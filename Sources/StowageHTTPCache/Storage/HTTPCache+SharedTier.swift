@@ -66,42 +66,6 @@ extension HTTPCache {
         !record.isMemoryOnly && (record.stored.bodyLength ?? Int64.max) <= bodyLimit
     }
 
-    /// Keeps another node's variant records of `recordKey` on disk and in memory (not published
-    /// again); `nil` for bytes that do not decode (another node's newer layout), left alone.
-    func keepSharedRecords(_ entry: SharedCacheEntry, recordKey: String) async -> [VariantRecord]? {
-        guard let records = try? VariantRecord.decode(entry.data) else {
-            configuration.logger.warning(
-                "shared HTTP cache record does not decode; reading a miss",
-                metadata: ["key": "\(recordKey)"]
-            )
-            return nil
-        }
-        await keepShared(entry.data, as: .variants(records), forKey: recordKey)
-        return records
-    }
-
-    /// Keeps another node's body on disk, and in memory when small enough.
-    func keepSharedBody(_ entry: SharedCacheEntry, bodyKey: String) async -> [UInt8] {
-        let bytes = [UInt8](entry.data)
-        await keepShared(entry.data, as: .body(bytes), forKey: bodyKey, inMemory: Int64(bytes.count) <= memoryBodyLimit)
-        return bytes
-    }
-
-    /// Writes `data` to disk and `entry` to memory (unless `inMemory` is `false`) through the
-    /// levels, in their order; a failure is logged, since what was read is served all the same.
-    private func keepShared(_ data: Data, as entry: MemoryEntry, forKey key: String, inMemory: Bool = true) async {
-        do {
-            try await levels.write(entry, forKey: key, cost: entry.charge(forKey: key), keepsInMemory: inMemory) {
-                try await requireDisk().setData(data, forKey: key)
-            }
-        } catch {
-            configuration.logger.warning(
-                "could not keep a shared HTTP cache entry",
-                metadata: ["key": "\(key)", "error": "\(error)"]
-            )
-        }
-    }
-
     /// Tells the other nodes sharing the level to apply a ban (`prefix` is a tag's or a URL
     /// prefix's index range). The ban stands here at once; one the level does not take waits
     /// in the levels' outage queue with the removals and is sent when the level answers again

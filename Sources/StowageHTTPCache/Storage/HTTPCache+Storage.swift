@@ -25,40 +25,11 @@ extension HTTPCache {
         return disk
     }
 
-    /// The stored variants of `key`, memory first.
+    /// The stored variants of `key`: memory, disk, the shared level, through the levels'
+    /// read-through sequence (``RecordsReading``).
     func variants(for key: CacheKey) async throws -> [VariantRecord] {
         if mode == .disabled { return [] }
-        let recordKey = Self.recordKey(key)
-        let read = levels.beginRead()
-        if case .variants(let records) = memory.value(forKey: recordKey) { return records }
-        guard let disk else { return [] }
-        let fill = { (entry: SharedCacheEntry) in await self.keepSharedRecords(entry, recordKey: recordKey) }
-        guard let stored = try await disk.storedData(forKey: recordKey) else {
-            // Another node stored it: a local copy is kept (not published again).
-            if case .found(let records) = await levels.readShared(recordKey, fill: fill) { return records }
-            return []
-        }
-        // A record stored before the horizon (an earlier run, or before the invalidation channel
-        // broke) may have missed an invalidation: the shared copy replaces it, or, when there is
-        // none, it goes and the response is fetched again. A variant too large to share is lost
-        // this way, once. Bodies need no check: every stored body has a key of its own.
-        if let confirmed = await levels.confirmDiskCopy(recordKey, storedAt: stored.modified, fill: fill) {
-            switch confirmed {
-            case .found(let records): return records
-            case .absent: return []
-            case .unreachable: break  // used unchecked, as in any outage
-            }
-        }
-        do {
-            let records = try VariantRecord.decode(stored.data)
-            let entry = MemoryEntry.variants(records)
-            levels.keepInMemory(entry, forKey: recordKey, cost: entry.charge(forKey: recordKey), readAt: read)
-            return records
-        } catch {
-            configuration.logger.warning("discarding an unreadable HTTP cache record", metadata: ["uri": "\(key.uri)"])
-            try await disk.removeData(forKey: recordKey)
-            return []
-        }
+        return try await levels.read(Self.recordKey(key), through: RecordsReading(cache: self)) ?? []
     }
 
     /// The most recent variant that `request` selects (§4.1; §4 "the most recent").
@@ -131,8 +102,12 @@ extension HTTPCache {
             for record in records { try await levels.remove(record.bodyKey) }
             return
         }
-        try await writeVariants([], for: key)
-        for record in records { try await removeBody(record.bodyKey) }
+        // One removal for this node's shared fills: a read of the URL meanwhile keeps nothing it
+        // finds in the shared level before these removals reach it.
+        try await levels.removingEverywhere {
+            try await writeVariants([], for: key)
+            for record in records { try await removeBody(record.bodyKey) }
+        }
     }
 
     func removeBody(_ bodyKey: String) async throws {
@@ -149,47 +124,11 @@ extension HTTPCache {
     /// kept in memory when small enough); larger ones stream in pieces of this size.
     static let storedBodyReadLimit = 1 << 20
 
-    /// The body of `record`: from memory, from the index or its file whole, or streamed from its file.
+    /// The body of `record`: from memory, from the index or its file whole, or streamed from its
+    /// file, or from the shared level, through the levels' read-through sequence (``BodyReading``).
     /// `nil` when it is gone (evicted separately from its record).
     func body(of record: VariantRecord) async throws -> HTTPBody? {
-        let read = levels.beginRead()
-        if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
-        guard !record.isMemoryOnly, let disk else { return nil }
-        let bodyKey = record.bodyKey
-        guard let opened = try await disk.openValue(forKey: bodyKey, readingWholeUpTo: Int64(Self.storedBodyReadLimit))
-        else {
-            // Another node's body: a local copy is kept. Bytes of another length than the record
-            // gives are not its body (truncated, or another value under the key): serving them
-            // would frame the response wrongly, so they read as a miss.
-            let shared = await levels.readShared(bodyKey) { entry -> [UInt8]? in
-                if let length = record.stored.bodyLength, Int64(entry.data.count) != length {
-                    configuration.logger.warning(
-                        "shared HTTP cache body is not as long as its record says; reading a miss",
-                        metadata: ["key": "\(bodyKey)", "expected": "\(length)", "found": "\(entry.data.count)"]
-                    )
-                    return nil
-                }
-                return await keepSharedBody(entry, bodyKey: bodyKey)
-            }
-            guard case .found(let bytes) = shared else { return nil }
-            return HTTPBody(bytes: bytes)
-        }
-        switch opened {
-        case .data(let data):
-            let bytes = [UInt8](data)
-            if Int64(bytes.count) <= memoryBodyLimit {
-                let entry = MemoryEntry.body(bytes)
-                levels.keepInMemory(entry, forKey: bodyKey, cost: entry.charge(forKey: bodyKey), readAt: read)
-            }
-            return HTTPBody(bytes: bytes)
-        case .file(let reader):
-            return HTTPBody(length: reader.size) {
-                { () async throws -> [UInt8]? in
-                    let chunk = try await BlockingWork.run { try reader.read(upTo: Self.storedBodyReadLimit) }
-                    return chunk.isEmpty ? nil : chunk
-                }
-            }
-        }
+        try await levels.read(record.bodyKey, through: BodyReading(cache: self, record: record))
     }
 
     /// Replaces the stored fields of the variants a 304 selects (§4.3.4); returns the updated

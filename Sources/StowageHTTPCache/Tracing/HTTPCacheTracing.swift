@@ -4,8 +4,9 @@
 /// Each answer of ``HTTPCache/respond(to:body:policy:fetch:)`` that is not a memory hit records
 /// one ``SpanName/respond`` span; under it, ``SpanName/originFetch`` (kind `client`) for each
 /// request to the origin and ``SpanName/store`` for the decision to store its response, and
-/// the cache levels' own spans (`CacheTracing` in StowageCache) for shared-level reads and
-/// writes. A memory hit records nothing and makes no tracing call.
+/// the cache levels' own spans (`CacheTracing` in StowageCache): `stowage.cache.get` for each read
+/// of a record or body that misses memory, with its disk and shared-level reads under it, and
+/// shared-level writes. A memory hit records nothing and makes no tracing call.
 ///
 /// Attributes follow OpenTelemetry's HTTP semantic conventions where they have one
 /// (`http.request.method`, `http.response.status_code`, `url.full`); `url.full` is the cache
