@@ -85,7 +85,10 @@ struct ScaleFilesScenario: Scenario {
 
     private func diskUsage(size: Int, _ context: BenchContext) throws -> ScenarioResult {
         BenchContext.progress("scale.files: the disk-usage tree of \(size) files (kept between runs)…")
-        let tree = try Self.makeTree(at: context.fixtures.appending(path: "scale-tree-\(ScaleScenario.label(size))"), size: size)
+        let tree = try Self.makeTree(
+            at: context.fixtures.appending(path: "scale-tree-\(ScaleScenario.label(size))"),
+            size: size
+        )
         // Warm the dentry and inode caches for both.
         _ = try Self.settle(tree)
         _ = try DiskUsage.measure(tree)
@@ -100,7 +103,8 @@ struct ScaleFilesScenario: Scenario {
                     let stowage = try BenchContext.median(1) { try DiskUsage.measure(tree) }
                     stowageTimes.append(stowage.seconds)
                     stowageBytes = stowage.result.allocatedBytes
-                    entries = stowage.result.fileCount + stowage.result.directoryCount + stowage.result.totals.otherCount
+                    entries =
+                        stowage.result.fileCount + stowage.result.directoryCount + stowage.result.totals.otherCount
                 } else {
                     let reference = try BenchContext.median(1) { try Subprocess.du(tree) }
                     duTimes.append(reference.seconds)
@@ -139,7 +143,9 @@ struct ScaleFilesScenario: Scenario {
         var notes = ""
         for repetition in 0..<min(context.iterations, 3) {
             for contender in repetition.isMultiple(of: 2) ? [0, 1] : [1, 0] {
-                BenchContext.progress("scale.files: making a tree of \(size) files to \(contender == 0 ? "clean" : "rm -rf")…")
+                BenchContext.progress(
+                    "scale.files: making a tree of \(size) files to \(contender == 0 ? "clean" : "rm -rf")…"
+                )
                 _ = try Self.makeTree(at: tree, size: size)
                 // du counts the tree's own directory, which the task keeps.
                 let expected = try Self.settle(tree) - Self.directoryBlocks(tree)
@@ -191,7 +197,9 @@ struct ScaleFilesScenario: Scenario {
         var removed = 0
         for repetition in 0..<min(context.iterations, 3) {
             for contender in repetition.isMultiple(of: 2) ? [0, 1] : [1, 0] {
-                BenchContext.progress("scale.files: making a tree of \(size) files to \(contender == 0 ? "sweep" : "find -delete")…")
+                BenchContext.progress(
+                    "scale.files: making a tree of \(size) files to \(contender == 0 ? "sweep" : "find -delete")…"
+                )
                 try Subprocess.run(["rm", "-rf", directory.fileSystemPath])
                 _ = try Self.makeTree(at: directory, size: size, oldOddFiles: true)
                 try FileManager.default.removeItem(at: directory.appending(path: ".complete"))
@@ -218,7 +226,8 @@ struct ScaleFilesScenario: Scenario {
             stowage: median(stowageTimes),
             baselines: ["find -mtime -delete": median(findTimes)],
             ok: ok,
-            notes: "\(size) files of 0-1 KiB, the odd half 30 days old, 7-day policy; removed \(removed); left: stowage "
+            notes:
+                "\(size) files of 0-1 KiB, the odd half 30 days old, 7-day policy; removed \(removed); left: stowage "
                 + "\(stowageLeft.count), find \(findLeft.count)\(stowageLeft == findLeft ? " (the same files)" : " (DIFFERENT)"); "
                 + "each contender on a fresh tree, synced and walked by du first; median of \(stowageTimes.count), "
                 + "order alternating; " + ScaleScenario.loadAverage()

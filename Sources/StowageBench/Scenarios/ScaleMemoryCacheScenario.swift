@@ -86,7 +86,8 @@ struct ScaleMemoryCacheScenario: Scenario {
                 stowage: median(stowage.map(\.getSeconds)) * 1e9 / Double(size),
                 baselines: ["dictionary+mutex": median(dictionary.map(\.getSeconds)) * 1e9 / Double(size)],
                 ok: ok,
-                notes: "\(size) gets of every key in a scattered order; hits: stowage \(stowage.map(\.hits).min() ?? 0), "
+                notes:
+                    "\(size) gets of every key in a scattered order; hits: stowage \(stowage.map(\.hits).min() ?? 0), "
                     + "dictionary+mutex \(dictionary.map(\.hits).min() ?? 0) of \(size); median of \(stowage.count); \(load)"
             ),
             ScenarioResult(
