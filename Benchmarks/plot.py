@@ -55,6 +55,11 @@ STYLES = {
     "python-diskcache": ("tab:orange", "s", "-"),
     "python-diskcache-below-limit": ("tab:orange", "s", "--"),
     "sqlite-c": ("tab:green", "^", "-"),
+    # The peers of the memory cache and the file-tree rows.
+    "dictionary+mutex": ("tab:red", "s", "-"),
+    "du": ("tab:red", "s", "-"),
+    "rm -rf": ("tab:red", "s", "-"),
+    "find -mtime -delete": ("tab:red", "s", "-"),
 }
 
 
