@@ -309,6 +309,7 @@ let package = Package(
                 // ChildProcess and the redis-server launcher, shared with the tests: du,
                 // redis-benchmark and redis-server start as the tests' children do.
                 "StowageProcessSupport",
+                "CStowageBenchShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -337,6 +338,9 @@ let package = Package(
         // posix_spawn's close-from and chdir actions, which Glibc's module map hides from Swift:
         // ChildProcess needs them.
         .target(name: "CStowageSpawn"),
+        // glibc's mallinfo2(), for the bench's bytes-per-entry figures (Glibc's module map
+        // leaves malloc.h out).
+        .target(name: "CStowageBenchShims"),
         // What every test target shares: StowageTesting (re-exported), eventually, child
         // commands (re-exported from StowageProcessSupport), the tests' own failure type.
         .target(

@@ -4,10 +4,12 @@ system, log axes, one PNG per operation under Benchmarks/plots/.
 
 Usage: python3 Benchmarks/plot.py [RESULTS.json] [OUTPUT_DIR]
        (defaults: Benchmarks/scale.json, Benchmarks/plots)
+       python3 Benchmarks/plot.py Benchmarks/scale-files.json    # the memory cache and file trees
 
 RESULTS.json is what `stowage-bench --filter scale --json` prints: a JSON array of results named
-`scale.disk-cache.<operation>-<size>` (size as 1e3, 1e4, ...), each with Stowage's figure, its
-baselines' figures and its unit. Needs matplotlib (`pip install matplotlib`).
+`scale.<family>.<operation>-<size>` (family disk-cache, memory-cache or files; size as 1e3, 1e4,
+...), each with Stowage's figure, its baselines' figures and its unit; each family's plots are
+`scale-<family>-<operation>.png`. Needs matplotlib (`pip install matplotlib`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NAME = re.compile(r"^scale\.disk-cache\.(?P<operation>[a-z-]+?)-(?P<size>1e\d+|\d+)$")
+NAME = re.compile(r"^scale\.(?P<family>disk-cache|memory-cache|files)\.(?P<operation>[a-z-]+?)-(?P<size>1e\d+|\d+)$")
+# Each family's title prefix and x axis.
+FAMILIES = {
+    "disk-cache": ("DiskCache", "entries in the cache"),
+    "memory-cache": ("MemoryCache", "entries in the cache"),
+    "files": ("files", "files in the tree"),
+}
 TITLES = {
     "open": "open a filled cache",
     "set": "set a new 1 KiB key",
@@ -33,6 +41,12 @@ TITLES = {
     "usage": "entry count and bytes",
     "trim-half": "remove the least recently used half",
     "set-at-limit": "set at the size limit vs below it",
+    "bytes-per-entry": "bytes per entry (malloc heap in use)",
+    "disk-usage": "DiskUsage vs du -s -B1",
+    "clean": "the cleaner emptying the tree vs rm -rf",
+    "purge": "the 7-day purge sweep vs find -mtime +7 -delete",
+    ("memory-cache", "set"): "set a new Int key",
+    ("memory-cache", "get"): "get an Int value (scattered keys)",
 }
 # The same system keeps its colour and marker in every plot.
 STYLES = {
@@ -41,6 +55,11 @@ STYLES = {
     "python-diskcache": ("tab:orange", "s", "-"),
     "python-diskcache-below-limit": ("tab:orange", "s", "--"),
     "sqlite-c": ("tab:green", "^", "-"),
+    # The peers of the memory cache and the file-tree rows.
+    "dictionary+mutex": ("tab:red", "s", "-"),
+    "du": ("tab:red", "s", "-"),
+    "rm -rf": ("tab:red", "s", "-"),
+    "find -mtime -delete": ("tab:red", "s", "-"),
 }
 
 
@@ -60,7 +79,7 @@ def load(path: str) -> dict[str, dict[str, list[tuple[int, float]]]]:
         match = NAME.match(result.get("name", ""))
         if not match:
             continue
-        operation, size = match["operation"], size_of(match["size"])
+        operation, size = (match["family"], match["operation"]), size_of(match["size"])
         units[operation] = result["unit"]
         curves[operation]["stowage"].append((size, result["stowage"]))
         for system, figure in result.get("baselines", {}).items():
@@ -71,7 +90,7 @@ def load(path: str) -> dict[str, dict[str, list[tuple[int, float]]]]:
 def plot(curves, units, output: str) -> list[str]:
     os.makedirs(output, exist_ok=True)
     written = []
-    for operation, systems in sorted(curves.items()):
+    for (family, operation), systems in sorted(curves.items()):
         figure, axes = plt.subplots(figsize=(6.4, 4.2), dpi=110)
         for system in sorted(systems, key=lambda name: (name not in STYLES, name)):
             points = sorted(systems[system])
@@ -89,14 +108,15 @@ def plot(curves, units, output: str) -> list[str]:
             )
         axes.set_xscale("log")
         axes.set_yscale("log")
-        axes.set_xlabel("entries in the cache")
-        unit = units[operation]
-        axes.set_ylabel("seconds" if unit == "s" else unit.replace("us", "µs"))
-        axes.set_title(f"DiskCache: {TITLES.get(operation, operation)}")
+        prefix, x_label = FAMILIES[family]
+        axes.set_xlabel(x_label)
+        unit = units[(family, operation)]
+        axes.set_ylabel({"s": "seconds", "B": "bytes"}.get(unit, unit.replace("us", "µs")))
+        axes.set_title(f"{prefix}: {TITLES.get((family, operation), TITLES.get(operation, operation))}")
         axes.grid(True, which="both", alpha=0.3)
         axes.legend()
         figure.tight_layout()
-        path = os.path.join(output, f"scale-disk-cache-{operation}.png")
+        path = os.path.join(output, f"scale-{family}-{operation}.png")
         figure.savefig(path)
         plt.close(figure)
         written.append(path)
@@ -108,7 +128,7 @@ def main(arguments: list[str]) -> int:
     output = arguments[1] if len(arguments) > 1 else os.path.join(HERE, "plots")
     curves, units = load(results)
     if not curves:
-        print(f"plot.py: no scale.disk-cache results in {results}", file=sys.stderr)
+        print(f"plot.py: no scale results in {results}", file=sys.stderr)
         return 1
     for path in plot(curves, units, output):
         print(path)

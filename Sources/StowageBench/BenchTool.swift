@@ -45,7 +45,9 @@ struct BenchTool: AsyncParsableCommand {
             CleanerScenario(), PurgeSweepScenario(), AccountScenario(),
         ]
         + SharedTierScenario.all + [HybridDiskReadScenario(), HybridMemoryHitScenario(), ChecksumScenario()]
-        + AsyncHopScenario.all + [TracingSpanScenario(), ScaleScenario()]
+        + AsyncHopScenario.all + [
+            TracingSpanScenario(), ScaleScenario(), ScaleMemoryCacheScenario(), ScaleFilesScenario(),
+        ]
 
     func run() async throws {
         let context = BenchContext(iterations: iterations, fixtures: BenchContext.defaultFixtureDirectory())

@@ -405,6 +405,50 @@ import Testing
         }
     }
 
+    // MARK: - Storage
+
+    @Test(
+        "random sets, gets, removals and trims agree with a reference LRU, through growth and colliding hashes",
+        arguments: [1, 8]
+    )
+    func agreesWithReferenceLRU(keysPerHash: Int) throws {
+        // Given keys that share hash values (keysPerHash per value), so that probe runs are long and
+        // every removal shifts entries back, and a count limit the keys exceed.
+        let evictions = EvictionLog<CollidingKey, Int>()
+        let cache = try makeCache(countLimit: 700, log: evictions)
+        var reference = ReferenceLRU(limit: 700)
+        var generator = SplitMix(seed: UInt64(keysPerHash))
+        for step in 0..<40_000 {
+            let key = CollidingKey(id: Int(generator.next() % 1_500), keysPerHash: keysPerHash)
+            switch generator.next() % 10 {
+            case 0..<4:
+                // Costs start after a while, so the cost buffer appears in a grown cache.
+                let cost = step > 5_000 ? Int(generator.next() % 3) : 0
+                cache.setValue(step, forKey: key, cost: cost)
+                reference.set(key, step, cost: cost)
+            case 4..<8:
+                #expect(cache.value(forKey: key) == reference.get(key))
+            case 8:
+                #expect(cache.removeValue(forKey: key) == reference.remove(key))
+            default:
+                if step.isMultiple(of: 97) {
+                    cache.trim(toCount: 100)
+                    reference.trim(toCount: 100)
+                }
+            }
+            if step.isMultiple(of: 5_000) { expectSound(cache) }
+        }
+
+        // Then the same entries remain, in the same recency order, with the same total cost.
+        #expect(cache.count == reference.order.count)
+        #expect(cache.totalCost == reference.totalCost)
+        var remaining: [CollidingKey] = []
+        cache.storage.withLock { $0.forEach { key, _ in remaining.append(key) } }
+        #expect(remaining == reference.order)
+        #expect(evictions.entries.filter { $0.reason == .countLimit }.count == reference.evicted)
+        expectSound(cache)
+    }
+
     // MARK: - Concurrency
 
     @Test("many tasks of mixed operations leave the cache within its limits and consistent")
@@ -472,6 +516,53 @@ import Testing
 }
 
 // MARK: - Support
+
+/// A key whose hash is shared by `keysPerHash` consecutive ids.
+private struct CollidingKey: Hashable, Sendable {
+    var id: Int
+    var keysPerHash: Int
+    static func == (left: Self, right: Self) -> Bool { left.id == right.id }
+    func hash(into hasher: inout Hasher) { hasher.combine(id / keysPerHash) }
+}
+
+/// Least-recently-used order kept the obvious way (O(n) per operation), to check the storage against.
+private struct ReferenceLRU {
+    let limit: Int
+    /// Least recently used first.
+    var order: [CollidingKey] = []
+    var values: [CollidingKey: (value: Int, cost: Int)] = [:]
+    var evicted = 0
+    var totalCost: Int { values.values.reduce(0) { $0 + $1.cost } }
+
+    init(limit: Int) { self.limit = limit }
+
+    mutating func set(_ key: CollidingKey, _ value: Int, cost: Int) {
+        order.removeAll { $0 == key }
+        order.append(key)
+        values[key] = (value, cost)
+        while order.count > limit {
+            values[order.removeFirst()] = nil
+            evicted += 1
+        }
+    }
+
+    mutating func get(_ key: CollidingKey) -> Int? {
+        guard let entry = values[key] else { return nil }
+        order.removeAll { $0 == key }
+        order.append(key)
+        return entry.value
+    }
+
+    mutating func remove(_ key: CollidingKey) -> Int? {
+        guard let entry = values.removeValue(forKey: key) else { return nil }
+        order.removeAll { $0 == key }
+        return entry.value
+    }
+
+    mutating func trim(toCount count: Int) {
+        while order.count > count { values[order.removeFirst()] = nil }
+    }
+}
 
 /// Records what the eviction callback hears.
 private final class EvictionLog<Key: Hashable & Sendable, Value: Hashable & Sendable>: Sendable {

@@ -62,6 +62,7 @@ struct BenchTarget: Encodable, Sendable {
 extension BenchTarget {
     /// Every scenario's goals, by scenario name (Benchmarks/README.md). Scenarios without goals only report.
     static let byScenario: [String: [BenchTarget]] = fixedScenarios.merging(ScaleScenario.targets) { $0 + $1 }
+        .merging(ScaleMemoryCacheScenario.targets) { $0 + $1 }.merging(ScaleFilesScenario.targets) { $0 + $1 }
 
     private static let fixedScenarios: [String: [BenchTarget]] = [
         "disk-usage.tree-100k": [.ratio(atMost: 1.1, against: "du", "as fast as du (10% for noise)")],

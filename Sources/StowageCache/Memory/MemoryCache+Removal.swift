@@ -1,24 +1,4 @@
 extension MemoryCache {
-    /// A slot's place in recency order, its cost and its expiry. A plain value, so a free slot
-    /// keeps it initialized and the free list threads through `next`.
-    @usableFromInline
-    struct Link {
-        @usableFromInline var previous: Int32
-        @usableFromInline var next: Int32
-        @usableFromInline var cost: Int
-        /// Seconds since the reference date (`Date.timeIntervalSinceReferenceDate`);
-        /// `.infinity` for an entry that never expires.
-        @usableFromInline var expiry: Double
-
-        @inlinable
-        init(previous: Int32, next: Int32, cost: Int, expiry: Double) {
-            self.previous = previous
-            self.next = next
-            self.cost = cost
-            self.expiry = expiry
-        }
-    }
-
     /// An entry that left the storage, carried out of the lock to be reported and released.
     @usableFromInline
     struct Removal {
