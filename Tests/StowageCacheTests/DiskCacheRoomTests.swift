@@ -16,10 +16,31 @@ struct DiskCacheRoomTests {
     @Test(
         "an opportunistic write is skipped with a typed outcome below the opportunistic reserve; important ones still go in"
     )
-    func opportunisticIsSkipped() throws {
+    func opportunisticIsSkipped() async throws {
         let volume = try #require(SmallVolume(bytes: Self.volumeBytes))
         let cache = try DiskCache(directory: URL(filePath: volume.path + "/cache", directoryHint: .isDirectory))
         let thumbnail = Data(repeating: 7, count: 40_000)
+        try Self.skipsWhileShort(volume: volume, cache: cache, thumbnail: thumbnail)
+
+        volume.free()
+        // Seen twice under load: right after the unlink the volume still showed the filler's
+        // space taken (available 3.08 MB of 67.1 MB, as before it), so the cache rightly skipped
+        // the write; the cause was not established (children are spawned with closefrom, so
+        // none inherits the filler). The cache is asked once the volume says the space is back;
+        // if it never comes back, this wait fails and says so.
+        let volumeURL = URL(filePath: volume.path)
+        try await eventually {
+            try VolumeCapacity.forVolume(containing: volumeURL).availableForOpportunisticUsage
+                > ByteCount(Int64(thumbnail.count))
+        }
+        let afterFree = try Self.storeOpportunistically(thumbnail, forKey: "thumb-2", in: cache)
+        let figures = try await VolumeCapacity.forVolume(containing: volumeURL)
+        #expect(afterFree == .stored, "\(afterFree); \(figures)")
+    }
+
+    /// Pattern 1 while the volume is inside its opportunistic reserve: nice-to-have writes are
+    /// skipped with a typed outcome, important ones go in.
+    private static func skipsWhileShort(volume: SmallVolume, cache: DiskCache, thumbnail: Data) throws {
         #expect(try cache.setData(thumbnail, forKey: "thumb-1", priority: .opportunistic) == .stored)
 
         volume.fill(leaving: 3 << 20)  // 3 MiB free: inside the 6.4 MiB opportunistic reserve.
@@ -37,13 +58,15 @@ struct DiskCacheRoomTests {
 
         #expect(try cache.setData(thumbnail, forKey: "profile") == .stored, "important data still fits")
         #expect(try cache.data(forKey: "profile") == thumbnail)
+    }
 
-        volume.free()
-        let afterFree = try cache.setData(thumbnail, forKey: "thumb-2", priority: .opportunistic)
-        // Seen once in a stress run (load 29): not stored after the filler went. The volume's
-        // figures say whether the space came back.
-        let figures = try VolumeCapacity.forVolume(containing: URL(filePath: volume.path))
-        #expect(afterFree == .stored, "\(afterFree); \(figures)")
+    /// The synchronous opportunistic write, from the async test.
+    private static func storeOpportunistically(
+        _ data: Data,
+        forKey key: String,
+        in cache: DiskCache
+    ) throws -> DiskCache.WriteOutcome {
+        try cache.setData(data, forKey: key, priority: .opportunistic)
     }
 
     @Test("with a free-space floor, an important write first removes the cache's least recently used entries")

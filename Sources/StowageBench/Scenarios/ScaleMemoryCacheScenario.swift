@@ -156,12 +156,17 @@ struct ScaleMemoryCacheScenario: Scenario {
         )
     }
 
-    /// The process's resident set (`/proc/self/statm`, second field, in pages); 0 where there is none.
+    /// The process's resident set (`/proc/self/statm`, second field, in pages, on Linux); 0 where
+    /// there is none (elsewhere the figure is not recorded).
     private static func residentBytes() -> Int64 {
+        #if os(Linux)
         guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
             let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int64($0) })
         else { return 0 }
         return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
+        #else
+        return 0
+        #endif
     }
 
     /// Goals from issue 46, by result name.
