@@ -15,17 +15,8 @@ import Glibc
 /// mount once, unambiguously. Each command runs in a private mount namespace (PrivateMounts).
 @Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
 struct MountBoundaryAttackerCommandTests {
-    private let skip = "skipped: another file system"
-
     private func stowage(_ arguments: [String]) -> [String] {
         [StowageExecutable.url.path(percentEncoded: false)] + arguments
-    }
-
-    private func json(_ outcome: PrivateMounts.Outcome) throws -> [String: Any] {
-        try #require(
-            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
-            "stdout: \(outcome.standardOutput) stderr: \(outcome.standardError)"
-        )
     }
 
     @Test(
@@ -48,12 +39,12 @@ struct MountBoundaryAttackerCommandTests {
             )
             #expect(outcome.missingAfter.isEmpty, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
-            let removal = try json(outcome)
+            let removal = try MountReports.object(outcome)
             let skipped = (removal["skipped"] as? [[String: Any]]) ?? []
             if user == "ada" {
                 // Named to the user whose leftover it is, and the command exits 1 as rm -x does.
                 #expect(skipped.count == 1 && skipped.first?["path"] as? String == leftover, "\(removal)")
-                #expect(skipped.allSatisfy { $0["message"] as? String == skip }, "\(removal)")
+                #expect(skipped.allSatisfy { $0["message"] as? String == MountReports.skip }, "\(removal)")
                 #expect(outcome.status == 1, "\(outcome.standardError)")
             } else {
                 // Another user's removal goes on and is complete; the leftover is only logged.
@@ -78,9 +69,10 @@ struct MountBoundaryAttackerCommandTests {
             #expect(outcome.status == 1, "\(outcome.standardError)")
             let names = try FileManager.default.contentsOfDirectory(atPath: fixture.outside).sorted()
             #expect(names == ["deep", "keep.txt", "nested"], "nothing is written into the mounted tree")
-            let skipped = try #require(try json(outcome)["skipped"] as? [[String: Any]])
+            let skipped = try #require(try MountReports.object(outcome)["skipped"] as? [[String: Any]])
             #expect(
-                skipped.map { $0["path"] as? String } == [directory] && skipped.first?["message"] as? String == skip
+                skipped.map { $0["path"] as? String } == [directory]
+                    && skipped.first?["message"] as? String == MountReports.skip
             )
         }
     }
@@ -108,7 +100,7 @@ struct MountBoundaryAttackerCommandTests {
             )
             let names = try FileManager.default.contentsOfDirectory(atPath: fixture.outside + "/deep")
             #expect(names == ["keep2.txt"], "nothing renamed, locked or added in the mounted tree")
-            let skipped = try #require(try json(outcome)["skipped"] as? [[String: Any]])
+            let skipped = try #require(try MountReports.object(outcome)["skipped"] as? [[String: Any]])
             #expect(skipped.map { $0["path"] as? String } == [support + "/databases/deep"], "\(skipped)")
             #expect(outcome.status == 1)
         }
@@ -134,14 +126,17 @@ struct MountBoundaryAttackerCommandTests {
             )
             #expect(text.missingAfter.isEmpty && text.status == 1, "\(text.standardError)")
             let lines = text.standardError.split(separator: "\n").map(String.init)
-            let shownNewline = "stowage: \(fixture.directoryPath)/a\\nb: \(skip)"
-            let shownBackslash = "stowage: \(fixture.directoryPath)/a\\\\nb: \(skip)"
+            let shownNewline = "stowage: \(fixture.directoryPath)/a\\nb: \(MountReports.skip)"
+            let shownBackslash = "stowage: \(fixture.directoryPath)/a\\\\nb: \(MountReports.skip)"
             #expect(lines.contains(shownNewline) && lines.contains(shownBackslash), "\(lines)")
             let json = try await PrivateMounts.run(
                 mounts: mounts,
                 command: stowage(["clear", fixture.directoryPath, "--json"])
             )
-            let failures = try #require(try self.json(json)["failures"] as? [[String: Any]], "\(json.standardOutput)")
+            let failures = try #require(
+                try MountReports.object(json)["failures"] as? [[String: Any]],
+                "\(json.standardOutput)"
+            )
             #expect(Set(failures.compactMap { $0["path"] as? String }) == [newline, backslash], "\(failures)")
         }
     }
@@ -170,11 +165,11 @@ struct MountBoundaryAttackerCommandTests {
             )
             #expect(outcome.missingAfter.isEmpty, "\(outcome.standardError)")
             #expect(fixture.ownFileIsGone, "\(outcome.standardError)")
-            let directories = try #require(try json(outcome)["directories"] as? [[String: Any]])
+            let directories = try #require(try MountReports.object(outcome)["directories"] as? [[String: Any]])
             let failures = directories.flatMap { ($0["failures"] as? [[String: Any]]) ?? [] }
             #expect(
                 failures.count == 1 && failures.first?["path"] as? String == fixture.mountPoint
-                    && failures.first?["message"] as? String == skip,
+                    && failures.first?["message"] as? String == MountReports.skip,
                 "\(failures)"
             )
         }
@@ -198,10 +193,13 @@ struct MountBoundaryAttackerCommandTests {
             )
             #expect(outcome.status == 1, "\(outcome.standardError)")
             #expect(fixture.outsideIsIntact)
-            let failures = try #require(try json(outcome)["failures"] as? [[String: Any]], "\(outcome.standardOutput)")
+            let failures = try #require(
+                try MountReports.object(outcome)["failures"] as? [[String: Any]],
+                "\(outcome.standardOutput)"
+            )
             let paths = Set(failures.compactMap { $0["path"] as? String })
             #expect(paths == [directory + "/a\\xFF", directory + "/a\\xFE", directory + "/a\u{FFFD}"], "\(failures)")
-            #expect(failures.allSatisfy { $0["message"] as? String == skip })
+            #expect(failures.allSatisfy { $0["message"] as? String == MountReports.skip })
         }
     }
 }

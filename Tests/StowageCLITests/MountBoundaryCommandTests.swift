@@ -9,14 +9,6 @@ import Testing
 /// private mount namespace of its own (PrivateMounts), so the test process's mounts never change.
 @Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
 struct MountBoundaryCommandTests {
-    /// The JSON document a command printed.
-    private func json(_ outcome: PrivateMounts.Outcome) throws -> [String: Any] {
-        try #require(
-            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
-            "stdout: \(outcome.standardOutput) stderr: \(outcome.standardError)"
-        )
-    }
-
     /// Whether a report's failures (strings, or objects with path and message) name the mount
     /// point as skipped.
     private func namesSkipped(_ failures: Any?, _ path: String) -> Bool {
@@ -49,7 +41,7 @@ struct MountBoundaryCommandTests {
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
             #expect(outcome.missingAfter.isEmpty)
             #expect(fixture.ownFileIsGone)
-            let report = try json(outcome)
+            let report = try MountReports.object(outcome)
             #expect(namesSkipped(report["failures"], fixture.mountPoint), "\(report)")
             #expect(outcome.status == 1, "a skipped mount is reported as a partial failure, as rm -x exits 1")
         }
@@ -70,7 +62,7 @@ struct MountBoundaryCommandTests {
                 command: stowage(["purge", "--root", fixture.root, "--marked", "--free", "all", "--json"])
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
-            let report = try json(outcome)
+            let report = try MountReports.object(outcome)
             #expect((report["removed"] as? [Any])?.isEmpty == true, "\(report)")
             #expect(namesSkipped(report["failures"], fixture.mountPoint), "\(report)")
         }
@@ -116,7 +108,7 @@ struct MountBoundaryCommandTests {
             #expect(outcome.missingAfter.isEmpty, "\(outcome.standardError)")
             #expect(fixture.outsideIsIntact)
             #expect(fixture.ownFileIsGone)
-            let report = try json(outcome)
+            let report = try MountReports.object(outcome)
             #expect(namesSkipped(report["failures"], fixture.mountPoint), "\(report)")
             #expect(outcome.status == 1)
         }
@@ -134,7 +126,7 @@ struct MountBoundaryCommandTests {
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
             #expect(outcome.missingAfter.isEmpty)
             #expect(fixture.ownFileIsGone)
-            #expect(namesSkipped(try json(outcome)["failures"], fixture.mountPoint))
+            #expect(namesSkipped(try MountReports.object(outcome)["failures"], fixture.mountPoint))
         }
     }
 
@@ -153,7 +145,7 @@ struct MountBoundaryCommandTests {
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
             #expect(fixture.ownFileIsGone)
-            let tasks = try #require(try json(outcome)["tasks"] as? [[String: Any]])
+            let tasks = try #require(try MountReports.object(outcome)["tasks"] as? [[String: Any]])
             #expect(tasks.contains { namesSkipped($0["failures"], fixture.mountPoint) }, "\(tasks)")
         }
     }
@@ -171,7 +163,7 @@ struct MountBoundaryCommandTests {
                 ])
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
-            let tasks = try #require(try json(outcome)["tasks"] as? [[String: Any]])
+            let tasks = try #require(try MountReports.object(outcome)["tasks"] as? [[String: Any]])
             #expect(tasks.contains { namesSkipped($0["failures"], fixture.mountPoint + "/deep") }, "\(tasks)")
         }
     }
@@ -192,7 +184,7 @@ struct MountBoundaryCommandTests {
                 )
                 #expect(fixture.outsideIsIntact, "\(arguments): \(outcome.standardError)")
                 #expect(fixture.ownFileIsGone)
-                let directories = try #require(try json(outcome)["directories"] as? [[String: Any]])
+                let directories = try #require(try MountReports.object(outcome)["directories"] as? [[String: Any]])
                 #expect(directories.contains { namesSkipped($0["failures"], fixture.mountPoint) }, "\(directories)")
             }
         }
@@ -212,7 +204,7 @@ struct MountBoundaryCommandTests {
                 command: stowage(["purge", "--root", fixture.root, "--json"])
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
-            let directories = try #require(try json(outcome)["directories"] as? [[String: Any]])
+            let directories = try #require(try MountReports.object(outcome)["directories"] as? [[String: Any]])
             #expect(directories.contains { namesSkipped($0["failures"], fixture.mountPoint) }, "\(directories)")
         }
     }
@@ -227,7 +219,7 @@ struct MountBoundaryCommandTests {
                 command: stowage(["report", "--root", fixture.root, "--json"])
             )
             let locations = try #require(
-                try json(outcome)["locations"] as? [[String: Any]],
+                try MountReports.object(outcome)["locations"] as? [[String: Any]],
                 "\(outcome.standardOutput)"
             )
             let documents = try #require(locations.first { $0["location"] as? String == "documents" })
@@ -263,7 +255,7 @@ struct MountBoundaryCommandTests {
                 ]
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
-            let failures = try #require(try json(outcome)["failures"] as? [[String: Any]])
+            let failures = try #require(try MountReports.object(outcome)["failures"] as? [[String: Any]])
             let skipped = failures.filter { $0["message"] as? String == "skipped: another file system" }
             #expect(skipped.count == failures.count, "only mounts are left: \(failures.prefix(3))")
             // Every mount that was made (the rest came after the walk had removed their place)
@@ -289,7 +281,7 @@ struct MountBoundaryCommandTests {
                 command: stowage(["purge", "--root", fixture.root, "--marked", "--free", "all", "--json"])
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
-            let report = try json(outcome)
+            let report = try MountReports.object(outcome)
             #expect((report["removed"] as? [Any])?.isEmpty == true, "\(report)")
             #expect(namesSkipped(report["failures"], target), "\(report)")
         }

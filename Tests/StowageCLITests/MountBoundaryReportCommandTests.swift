@@ -8,14 +8,8 @@ import Testing
 /// `du -x`. Each command runs in a private mount namespace of its own (PrivateMounts).
 @Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
 struct MountBoundaryReportCommandTests {
-    private let skip = "skipped: another file system"
-
     private func stowage(_ arguments: [String]) -> [String] {
         [StowageExecutable.url.path(percentEncoded: false)] + arguments
-    }
-
-    private func json(_ outcome: PrivateMounts.Outcome) throws -> Any {
-        try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8))
     }
 
     @Test("db remove --json names a mount inside the user's database directory, keeps its files, exits 1")
@@ -28,7 +22,10 @@ struct MountBoundaryReportCommandTests {
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
             #expect(outcome.status == 1, "\(outcome.standardError)")
-            let removal = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let removal = try #require(
+                try MountReports.document(outcome) as? [String: Any],
+                "\(outcome.standardOutput)"
+            )
             #expect(removal["removed"] as? Bool == true)
             let skipped = try #require(removal["skipped"] as? [[String: Any]], "\(removal)")
             let prefix = fixture.root + "/Library/Application Support/databases/.removing-alice-"
@@ -37,7 +34,7 @@ struct MountBoundaryReportCommandTests {
                 skipped.allSatisfy {
                     ($0["path"] as? String)?.hasPrefix(prefix) == true
                         && ($0["path"] as? String)?.hasSuffix("/mnt") == true
-                        && $0["message"] as? String == skip
+                        && $0["message"] as? String == MountReports.skip
                 },
                 "\(removal)"
             )
@@ -56,7 +53,7 @@ struct MountBoundaryReportCommandTests {
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
             #expect(outcome.status == 1, "\(outcome.standardError)")
-            #expect(outcome.standardError.contains("\(directory): \(skip)"), "\(outcome.standardError)")
+            #expect(outcome.standardError.contains("\(directory): \(MountReports.skip)"), "\(outcome.standardError)")
             #expect(outcome.standardOutput == "kept alice: another file system\n")
             #expect(!fixture.ownFileIsGone, "another user's directory is not touched")
         }
@@ -82,12 +79,14 @@ struct MountBoundaryReportCommandTests {
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
             #expect(outcome.status == 1, "\(outcome.standardError)")
-            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let report = try #require(try MountReports.document(outcome) as? [String: Any], "\(outcome.standardOutput)")
             let failures = ((report["tasks"] as? [[String: Any]]) ?? []).flatMap {
                 ($0["failures"] as? [[String: Any]]) ?? []
             }
             #expect(
-                failures.contains { $0["path"] as? String == fixture.mountPoint && $0["message"] as? String == skip },
+                failures.contains {
+                    $0["path"] as? String == fixture.mountPoint && $0["message"] as? String == MountReports.skip
+                },
                 "\(report)"
             )
         }
@@ -107,7 +106,7 @@ struct MountBoundaryReportCommandTests {
                 command: stowage(["purgeable", "list", "--root", fixture.root, "--json"])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
-            let rows = try #require(try json(outcome) as? [[String: Any]], "\(outcome.standardOutput)")
+            let rows = try #require(try MountReports.document(outcome) as? [[String: Any]], "\(outcome.standardOutput)")
             let size = try #require(rows.first?["allocatedBytes"] as? Int, "\(rows)")
             // own.txt (20,000 bytes) and two directories; the mounted tree holds 40,000 more.
             #expect(size < 40_000, "\(rows)")
@@ -129,11 +128,11 @@ struct MountBoundaryReportCommandTests {
                 command: stowage(["purgeable", "list", "--root", fixture.root, "--json"])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
-            let rows = try #require(try json(outcome) as? [[String: Any]], "\(outcome.standardOutput)")
+            let rows = try #require(try MountReports.document(outcome) as? [[String: Any]], "\(outcome.standardOutput)")
             let row = try #require(rows.first { $0["path"] as? String == path }, "\(rows)")
             // The sweep leaves a mount point whole, so none of its 40,000 bytes is freeable.
             #expect(row["allocatedBytes"] == nil, "\(row)")
-            #expect(row["skipped"] as? String == skip, "\(row)")
+            #expect(row["skipped"] as? String == MountReports.skip, "\(row)")
             #expect(fixture.outsideIsIntact)
         }
     }
@@ -160,10 +159,10 @@ struct MountBoundaryReportCommandTests {
                 command: stowage(["purgeable", "list", "--root", fixture.root, "--json"])
             )
             try #require(listed.status == 0, "\(listed.standardError)")
-            let rows = try #require(try json(listed) as? [[String: Any]], "\(listed.standardOutput)")
+            let rows = try #require(try MountReports.document(listed) as? [[String: Any]], "\(listed.standardOutput)")
             for path in [link, under] {
                 let row = try #require(rows.first { $0["path"] as? String == path }, "\(rows)")
-                #expect(row["skipped"] as? String == skip && row["allocatedBytes"] == nil, "\(row)")
+                #expect(row["skipped"] as? String == MountReports.skip && row["allocatedBytes"] == nil, "\(row)")
             }
             // The 30-day-old files behind both are what a 1-day sweep would take, were it to follow.
             let purged = try await PrivateMounts.run(
@@ -171,7 +170,10 @@ struct MountBoundaryReportCommandTests {
                 command: stowage(["purge", "--root", fixture.root, "--json"])
             )
             #expect(fixture.outsideIsIntact, "\(purged.standardOutput)")
-            #expect(purged.standardOutput.components(separatedBy: skip).count - 1 == 2, "\(purged.standardOutput)")
+            #expect(
+                purged.standardOutput.components(separatedBy: MountReports.skip).count - 1 == 2,
+                "\(purged.standardOutput)"
+            )
         }
     }
 }

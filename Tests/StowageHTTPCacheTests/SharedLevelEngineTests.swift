@@ -144,37 +144,17 @@ struct SharedLevelEngineTests {
         "bans past maximumPendingWrites made during an outage widen to one ban of every key, not dropped: the other node drops what each removed"
     )
     func bansPastTheLimitWiden() async throws {
-        let level = InMemorySharedLevel()
-        defer { level.shutDown() }
-        let scratch = try TemporaryDirectory()
-        let clock = ManualClock(startingAt: t0)
-        let waitClock = SteppedClock()
-        let b = try HTTPNode(
-            directory: scratch.url.appending(path: "b"),
-            tier: level.node(),
-            clock: clock,
-            waitClock: waitClock,
-            name: "b"
-        )
-        Task { try await b.run() }
-        var configuration = HTTPCache.Configuration(kind: .shared)
-        configuration.name = "a"
-        configuration.clock = clock.cacheClock
-        configuration.sharedTier = level.node()
-        configuration.sharedLevel.waitClock = waitClock
-        configuration.sharedLevel.maximumPendingWrites = 1
-        let a = try HTTPCache(directory: scratch.url.appending(path: "a"), configuration: configuration)
+        let fleet = try OneBanWaitingFleet(bRuns: true)
+        defer { fleet.level.shutDown() }
+        let (a, b) = (fleet.a, fleet.b)
         for key in ["img/1", "css/1"] { try await b.write("v1", forKey: key) }
-        level.goDown(interruptingInvalidations: false)
+        fleet.level.goDown(interruptingInvalidations: false)
         for prefix in ["img/", "css/"] {
-            #expect(try await a.invalidate(urlPrefix: "http://origin.test/\(prefix)") == 0)
+            #expect(try await a.cache.invalidate(urlPrefix: "http://origin.test/\(prefix)") == 0)
         }
-        #expect(a.levels.sharedLevel?.pendingCount == 2, "the first ban, and one of every key past the limit")
-        level.comeBack(notifying: false)
-        try await eventually {
-            waitClock.advance(by: .seconds(5))
-            return a.levels.sharedLevel?.pendingCount == 0
-        }
+        #expect(fleet.shared.pendingCount == 2, "the first ban, and one of every key past the limit")
+        fleet.level.comeBack(notifying: false)
+        try await fleet.replayed()
         try await eventually { try await b.read("img/1") == nil }
         // Heard after the first ban (a hang catcher: a ban dropped at the limit never comes).
         try await eventually(timeout: .seconds(60)) { try await b.read("css/1") == nil }
@@ -184,43 +164,20 @@ struct SharedLevelEngineTests {
         "while a widened ban of every key waits, nothing is read from the shared level; once it is sent, reads from it resume"
     )
     func widenedBanThenReadsResume() async throws {
-        let level = InMemorySharedLevel()
-        defer { level.shutDown() }
-        let scratch = try TemporaryDirectory()
-        let clock = ManualClock(startingAt: t0)
-        let waitClock = SteppedClock()
         // b does not run: it keeps its shared copies whatever a bans.
-        let b = try HTTPNode(
-            directory: scratch.url.appending(path: "b"),
-            tier: level.node(),
-            clock: clock,
-            waitClock: waitClock,
-            name: "b"
-        )
-        var configuration = HTTPCache.Configuration(kind: .shared)
-        configuration.name = "a"
-        configuration.clock = clock.cacheClock
-        configuration.sharedTier = level.node()
-        configuration.sharedLevel.waitClock = waitClock
-        configuration.sharedLevel.maximumPendingWrites = 1
-        let a = HTTPNode(
-            cache: try HTTPCache(directory: scratch.url.appending(path: "a"), configuration: configuration),
-            clock: clock
-        )
+        let fleet = try OneBanWaitingFleet(bRuns: false)
+        defer { fleet.level.shutDown() }
+        let (a, b) = (fleet.a, fleet.b)
         try await b.write("v1", forKey: "page/1")
-        level.goDown(interruptingInvalidations: false)
+        fleet.level.goDown(interruptingInvalidations: false)
         for prefix in ["img/", "css/"] {
             #expect(try await a.cache.invalidate(urlPrefix: "http://origin.test/\(prefix)") == 0)
         }
-        let shared = try #require(a.cache.levels.sharedLevel)
-        #expect(shared.pendingCount == 2, "the first ban, and one of every key past the limit")
-        level.comeBack(notifying: false)
+        #expect(fleet.shared.pendingCount == 2, "the first ban, and one of every key past the limit")
+        fleet.level.comeBack(notifying: false)
         // Up, but the ban not sent yet: the shared copy is not taken back.
         #expect(try await a.read("page/1") == nil)
-        try await eventually {
-            waitClock.advance(by: .seconds(5))
-            return shared.pendingCount == 0
-        }
+        try await fleet.replayed()
         #expect(try await a.read("page/1") == "v1", "filled from the shared level again")
     }
 
@@ -485,6 +442,53 @@ protocol EngineNode: Sendable {
     func storedKey(_ key: String) -> String
     /// Whether memory or disk holds that entry.
     func hasLocalCopy(_ key: String) async throws -> Bool
+}
+
+/// Two HTTP cache nodes over one ``InMemorySharedLevel``: `a` keeps at most one change for the
+/// replay (`maximumPendingWrites = 1`, so a second ban widens to a ban of every key), `b` runs
+/// (applies `a`'s invalidations) when `bRuns`.
+struct OneBanWaitingFleet {
+    let level = InMemorySharedLevel()
+    let scratch: TemporaryDirectory
+    let clock = ManualClock(startingAt: t0)
+    /// What the retries of kept changes wait on.
+    let waitClock = SteppedClock()
+    let a: HTTPNode
+    let b: HTTPNode
+    /// `a`'s shared level.
+    let shared: SharedLevel
+
+    init(bRuns: Bool, _ name: String = #function) throws {
+        scratch = try TemporaryDirectory(name)
+        b = try HTTPNode(
+            directory: scratch.url.appending(path: "b"),
+            tier: level.node(),
+            clock: clock,
+            waitClock: waitClock,
+            name: "b"
+        )
+        if bRuns { Task { [b] in try await b.run() } }
+        var configuration = HTTPCache.Configuration(kind: .shared)
+        configuration.name = "a"
+        configuration.clock = clock.cacheClock
+        configuration.sharedTier = level.node()
+        configuration.sharedLevel.waitClock = waitClock
+        configuration.sharedLevel.maximumPendingWrites = 1
+        a = HTTPNode(
+            cache: try HTTPCache(directory: scratch.url.appending(path: "a"), configuration: configuration),
+            clock: clock
+        )
+        guard let shared = a.cache.levels.sharedLevel else { throw TestFailure("a has no shared level") }
+        self.shared = shared
+    }
+
+    /// Moves the wait clock until `a` has sent every change it kept.
+    func replayed() async throws {
+        try await eventually {
+            waitClock.advance(by: .seconds(5))
+            return shared.pendingCount == 0
+        }
+    }
 }
 
 /// Two nodes, `a` and `b`, over one ``InMemorySharedLevel``, each with memory and a disk in its

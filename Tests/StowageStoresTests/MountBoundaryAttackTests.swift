@@ -9,10 +9,6 @@ import Testing
 /// namespace (PrivateMounts), never in the test process.
 @Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
 struct MountBoundaryAttackTests {
-    private func worker(_ arguments: [String]) -> [String] {
-        [TestWorker.url.path(percentEncoded: false), "removals"] + arguments
-    }
-
     /// Where in the cache's directory the outside tree is mounted.
     enum Place: String, CaseIterable, Sendable {
         case hashSubdirectory = "data/zz"
@@ -24,7 +20,7 @@ struct MountBoundaryAttackTests {
         try await withTemporaryDirectory { base in
             let fixture = try MountFixture(in: base)
             let cache = base.appending(path: "cache").path(percentEncoded: false)
-            let made = try await PrivateMounts.run(mounts: [], command: worker(["make-cache", cache]))
+            let made = try await PrivateMounts.run(mounts: [], command: MountReports.worker(["make-cache", cache]))
             try #require(made.status == 0, "\(made.standardError)")
             try FileManager.default.createDirectory(
                 atPath: cache + "/" + place.rawValue,
@@ -35,7 +31,7 @@ struct MountBoundaryAttackTests {
             // Opened again, by the only process using it: everything not indexed is an orphan.
             let outcome = try await PrivateMounts.run(
                 mounts: [.bind(fixture.outside, at: cache + "/" + place.rawValue)],
-                command: worker(["make-cache", cache])
+                command: MountReports.worker(["make-cache", cache])
             )
             // The open comes first; the value written after it may fail (a temporary file on
             // the mount cannot be renamed into data/: EXDEV), which is not what is checked here.
@@ -54,7 +50,7 @@ struct MountBoundaryAttackTests {
             try #require(before.count == 2)
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["wipe", fixture.root, "alice"])
+                command: MountReports.worker(["wipe", fixture.root, "alice"])
             )
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
             #expect(outcome.status == 0, "a mount left in place does not fail the wipe: \(outcome.standardError)")

@@ -15,25 +15,6 @@ import Glibc
 /// it. Each runs in `StowageTestWorker removals` inside a private mount namespace (PrivateMounts).
 @Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
 struct MountBoundaryAttackerTests {
-    private let skip = "skipped: another file system"
-
-    private func worker(_ arguments: [String]) -> [String] {
-        [TestWorker.url.path(percentEncoded: false), "removals"] + arguments
-    }
-
-    private func report(_ outcome: PrivateMounts.Outcome) throws -> [String: Any] {
-        try #require(
-            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
-            "stdout: \(outcome.standardOutput) stderr: \(outcome.standardError)"
-        )
-    }
-
-    private func skipped(_ report: [String: Any]) -> [(path: String, message: String)] {
-        ((report["skipped"] as? [[String: Any]]) ?? []).map {
-            (($0["path"] as? String) ?? "", ($0["message"] as? String) ?? "")
-        }
-    }
-
     @Test("a wipe never empties a tree mounted over a leftover .wiping- tombstone's name, and names it")
     func tombstoneThatIsAMountPoint() async throws {
         try await withTemporaryDirectory { base in
@@ -44,15 +25,15 @@ struct MountBoundaryAttackerTests {
             try #require(before.count == 2)
             let outcome = try await PrivateMounts.run(
                 mounts: [.bind(fixture.outside, at: tombstone)],
-                command: worker(["wipe", fixture.root, "ada"]),
+                command: MountReports.worker(["wipe", fixture.root, "ada"]),
                 expectingAfter: ["/keep.txt", "/deep/keep2.txt"].map { tombstone + $0 }
             )
             #expect(outcome.missingAfter.isEmpty, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
             #expect(outcome.status == 0, "a mount left in place does not fail the wipe: \(outcome.standardError)")
             #expect(fixture.ownFileIsGone, "the user's own caches are wiped")
-            let skipped = skipped(try report(outcome))
-            #expect(skipped.contains { $0.path == tombstone && $0.message == skip }, "\(skipped)")
+            let skipped = MountReports.entries(try MountReports.object(outcome)["skipped"])
+            #expect(skipped.contains { $0.path == tombstone && $0.message == MountReports.skip }, "\(skipped)")
         }
     }
 
@@ -70,14 +51,17 @@ struct MountBoundaryAttackerTests {
             let before = listing(fixture.outside)
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["wipe", fixture.root, "deep"])
+                command: MountReports.worker(["wipe", fixture.root, "deep"])
             )
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
             let names = try FileManager.default.contentsOfDirectory(atPath: fixture.outside).sorted()
             #expect(names == ["deep", "keep.txt", "nested"], "nothing renamed in the mounted tree")
             #expect(outcome.status == 0, "\(outcome.standardError)")
-            let skipped = skipped(try report(outcome))
-            #expect(skipped.map(\.path) == [caches + "/users/deep"] && skipped.allSatisfy { $0.message == skip })
+            let skipped = MountReports.entries(try MountReports.object(outcome)["skipped"])
+            #expect(
+                skipped.map(\.path) == [caches + "/users/deep"]
+                    && skipped.allSatisfy { $0.message == MountReports.skip }
+            )
         }
     }
 
@@ -90,12 +74,12 @@ struct MountBoundaryAttackerTests {
             let before = listing(fixture.outside)
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["purge-temporary", fixture.root])
+                command: MountReports.worker(["purge-temporary", fixture.root])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
             #expect(fixture.ownFileIsGone)
-            let purged = try report(outcome)
+            let purged = try MountReports.object(outcome)
             let freed = try #require(purged["bytesFreed"] as? Int, "\(purged)")
             #expect(freed >= 20_000, "own.txt's blocks are freed: \(purged)")
             let skipped = (purged["skipped"] as? [[String: Any]]) ?? []
@@ -111,7 +95,7 @@ struct MountBoundaryAttackerTests {
             let before = listing(fixture.outside)
             let outcome = try await PrivateMounts.run(
                 mounts: [],
-                command: worker(["relieve-cache", cache, fixture.outside])
+                command: MountReports.worker(["relieve-cache", cache, fixture.outside])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
@@ -122,7 +106,8 @@ struct MountBoundaryAttackerTests {
             #expect(skipped.count == 1, "\(skipped)")
             #expect(
                 skipped.allSatisfy {
-                    ($0["path"] as? String)?.hasPrefix(cache + "/data/") == true && $0["message"] as? String == skip
+                    ($0["path"] as? String)?.hasPrefix(cache + "/data/") == true
+                        && $0["message"] as? String == MountReports.skip
                 },
                 "\(skipped)"
             )
@@ -136,21 +121,30 @@ struct MountBoundaryAttackerTests {
             let own = fixture.root + "/Library/Caches/images"
             let foreign = base.appending(path: "foreign-cache").path(percentEncoded: false)
             for directory in [own, foreign] {
-                let made = try await PrivateMounts.run(mounts: [], command: worker(["make-cache", directory]))
+                let made = try await PrivateMounts.run(
+                    mounts: [],
+                    command: MountReports.worker(["make-cache", directory])
+                )
                 try #require(made.status == 0, "\(made.standardError)")
             }
             let before = listing(foreign)
             try #require(!before.isEmpty)
             let outcome = try await PrivateMounts.run(
                 mounts: [],
-                command: worker(["clear-caches-mounting", fixture.root, "images", foreign])
+                command: MountReports.worker(["clear-caches-mounting", fixture.root, "images", foreign])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(foreign) == before, "the mounted cache's files are untouched")
             #expect(fixture.ownFileIsGone)
-            let tasks = try #require(try report(outcome)["tasks"] as? [[String: Any]], "\(outcome.standardOutput)")
+            let tasks = try #require(
+                try MountReports.object(outcome)["tasks"] as? [[String: Any]],
+                "\(outcome.standardOutput)"
+            )
             let failures = tasks.flatMap { ($0["failures"] as? [[String: Any]]) ?? [] }
-            #expect(failures.contains { $0["path"] as? String == own && $0["message"] as? String == skip }, "\(tasks)")
+            #expect(
+                failures.contains { $0["path"] as? String == own && $0["message"] as? String == MountReports.skip },
+                "\(tasks)"
+            )
         }
     }
 
@@ -162,15 +156,16 @@ struct MountBoundaryAttackerTests {
             let before = listing(fixture.outside)
             let outcome = try await PrivateMounts.run(
                 mounts: [],
-                command: worker(["remove-all-file", cache, fixture.outsideFiles[0]])
+                command: MountReports.worker(["remove-all-file", cache, fixture.outsideFiles[0]])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted file is untouched")
-            let failures = (try report(outcome)["failures"] as? [[String: Any]]) ?? []
+            let failures = (try MountReports.object(outcome)["failures"] as? [[String: Any]]) ?? []
             #expect(failures.count == 1, "\(outcome.standardOutput)")
             #expect(
                 failures.allSatisfy {
-                    ($0["path"] as? String)?.hasPrefix(cache + "/data/") == true && $0["message"] as? String == skip
+                    ($0["path"] as? String)?.hasPrefix(cache + "/data/") == true
+                        && $0["message"] as? String == MountReports.skip
                 },
                 "\(outcome.standardOutput)"
             )
@@ -197,8 +192,11 @@ struct MountBoundaryAttackerTests {
             )
             #expect(outcome.status == 0, "the mount does not make the wipe fail for good: \(outcome.standardError)")
             #expect(fixture.ownFileIsGone)
-            let skipped = skipped(try report(outcome))
-            #expect(skipped.count == 1 && skipped.allSatisfy { $0.path.hasSuffix("/mnt") && $0.message == skip })
+            let skipped = MountReports.entries(try MountReports.object(outcome)["skipped"])
+            #expect(
+                skipped.count == 1
+                    && skipped.allSatisfy { $0.path.hasSuffix("/mnt") && $0.message == MountReports.skip }
+            )
         }
     }
 }

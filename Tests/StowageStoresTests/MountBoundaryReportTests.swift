@@ -10,22 +10,6 @@ import Testing
 /// storage account. Each runs in `StowageTestWorker removals` inside a private mount namespace.
 @Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
 struct MountBoundaryReportTests {
-    private let skip = "skipped: another file system"
-
-    private func worker(_ arguments: [String]) -> [String] {
-        [TestWorker.url.path(percentEncoded: false), "removals"] + arguments
-    }
-
-    /// The JSON document the worker printed.
-    private func json(_ outcome: PrivateMounts.Outcome) throws -> Any {
-        try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8))
-    }
-
-    /// The `(path, message)` objects of a report's list.
-    private func entries(_ list: Any?) -> [(path: String, message: String)] {
-        ((list as? [[String: Any]]) ?? []).map { ($0["path"] as? String ?? "", $0["message"] as? String ?? "") }
-    }
-
     @Test("DiskCache.removeAll names a hash subdirectory mounted while the cache was open and keeps its files")
     func diskCacheRemoveAllNamesAMount() async throws {
         try await withTemporaryDirectory { base in
@@ -34,13 +18,13 @@ struct MountBoundaryReportTests {
             let before = listing(fixture.outside)
             let outcome = try await PrivateMounts.run(
                 mounts: [],
-                command: worker(["remove-all", cache, fixture.outside])
+                command: MountReports.worker(["remove-all", cache, fixture.outside])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
-            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
-            let skipped = entries(report["failures"])
-            #expect(skipped.count == 1 && skipped.allSatisfy { $0.message == skip }, "\(report)")
+            let report = try #require(try MountReports.document(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let skipped = MountReports.entries(report["failures"])
+            #expect(skipped.count == 1 && skipped.allSatisfy { $0.message == MountReports.skip }, "\(report)")
             #expect(skipped.first?.path.hasPrefix(cache + "/data/") == true, "\(report)")
             #expect(report["removedCount"] as? Int == 1)
         }
@@ -57,13 +41,13 @@ struct MountBoundaryReportTests {
             let before = listing(fixture.outside)
             let outcome = try await PrivateMounts.run(
                 mounts: [],
-                command: worker(["remove-all", cache, fixture.outside, kind])
+                command: MountReports.worker(["remove-all", cache, fixture.outside, kind])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
-            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
-            let skipped = entries(report["failures"])
-            #expect(skipped.count == 1 && skipped.allSatisfy { $0.message == skip }, "\(report)")
+            let report = try #require(try MountReports.document(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let skipped = MountReports.entries(report["failures"])
+            #expect(skipped.count == 1 && skipped.allSatisfy { $0.message == MountReports.skip }, "\(report)")
             #expect(skipped.first?.path.hasPrefix(cache + "/") == true, "\(report)")
             #expect(skipped.first?.path.contains("/data/") == true, "\(report)")
         }
@@ -75,18 +59,20 @@ struct MountBoundaryReportTests {
             let fixture = try MountFixture(in: base, directory: "Library/Caches/images/data")
             let cache = fixture.root + "/Library/Caches/images"
             // A cache made before the mount (its directory holds the fixture's own.txt in data/).
-            let made = try await PrivateMounts.run(mounts: [], command: worker(["make-cache", cache]))
+            let made = try await PrivateMounts.run(mounts: [], command: MountReports.worker(["make-cache", cache]))
             try #require(made.status == 0, "\(made.standardError)")
             let before = listing(fixture.outside)
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["clear-caches", fixture.root])
+                command: MountReports.worker(["clear-caches", fixture.root])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
-            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
-            let failures = ((report["tasks"] as? [[String: Any]]) ?? []).flatMap { entries($0["failures"]) }
-            #expect(failures.contains { $0.path == fixture.mountPoint && $0.message == skip }, "\(report)")
+            let report = try #require(try MountReports.document(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let failures = ((report["tasks"] as? [[String: Any]]) ?? []).flatMap {
+                MountReports.entries($0["failures"])
+            }
+            #expect(failures.contains { $0.path == fixture.mountPoint && $0.message == MountReports.skip }, "\(report)")
         }
     }
 
@@ -96,16 +82,18 @@ struct MountBoundaryReportTests {
             let fixture = try MountFixture(in: base, directory: "Library/Application Support/databases/alice")
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["wipe", fixture.root, "alice"])
+                command: MountReports.worker(["wipe", fixture.root, "alice"])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(fixture.outsideIsIntact)
-            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
-            let skipped = entries(report["skipped"])
+            let report = try #require(try MountReports.document(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let skipped = MountReports.entries(report["skipped"])
             let databases = fixture.root + "/Library/Application Support/databases/.removing-alice-"
             #expect(skipped.count == 1, "\(report)")
             #expect(
-                skipped.allSatisfy { $0.path.hasPrefix(databases) && $0.path.hasSuffix("/mnt") && $0.message == skip }
+                skipped.allSatisfy {
+                    $0.path.hasPrefix(databases) && $0.path.hasSuffix("/mnt") && $0.message == MountReports.skip
+                }
             )
             #expect(report["removedDatabase"] as? Bool == true)
         }
@@ -146,16 +134,19 @@ struct MountBoundaryReportTests {
             }
             let outcome = try await PrivateMounts.run(
                 mounts: mounts,
-                command: worker(["wipe", fixture.root, "alice"]),
+                command: MountReports.worker(["wipe", fixture.root, "alice"]),
                 expectingAfter: expected
             )
             #expect(outcome.missingAfter.isEmpty, "every mounted file is still there: \(outcome.missingAfter)")
             #expect(outcome.status == 0, "a mount point left in place does not fail the wipe: \(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
             #expect(fixture.ownFileIsGone, "the user's other directories are wiped")
-            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
-            let skipped = entries(report["skipped"])
-            #expect(skipped.map(\.path) == [cachesDirectory] && skipped.allSatisfy { $0.message == skip }, "\(report)")
+            let report = try #require(try MountReports.document(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let skipped = MountReports.entries(report["skipped"])
+            #expect(
+                skipped.map(\.path) == [cachesDirectory] && skipped.allSatisfy { $0.message == MountReports.skip },
+                "\(report)"
+            )
             let pending = fixture.root + "/Library/Application Support/Stowage/wipes/alice.json"
             #expect(!FileManager.default.fileExists(atPath: pending), "the wipe finished: no journal is left")
         }
@@ -186,9 +177,12 @@ struct MountBoundaryReportTests {
             )
             #expect(fixture.outsideIsIntact, "\(outcome.standardError)")
             try #require(outcome.status == 0, "mounts left in place do not fail the wipe: \(outcome.standardError)")
-            let report = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
-            let skipped = entries(report["skipped"])
-            #expect(skipped.allSatisfy { $0.message == skip && $0.path.hasSuffix("/sub") }, "\(skipped.prefix(3))")
+            let report = try #require(try MountReports.document(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let skipped = MountReports.entries(report["skipped"])
+            #expect(
+                skipped.allSatisfy { $0.message == MountReports.skip && $0.path.hasSuffix("/sub") },
+                "\(skipped.prefix(3))"
+            )
             #expect(Set(skipped.map(\.path)).count == skipped.count, "each mount is named once")
             let left = outcome.standardError.split(separator: "\n").first { $0.hasPrefix("mounts-left ") }
             #expect(left.map { Int($0.dropFirst("mounts-left ".count)) } == skipped.count, "\(outcome.standardError)")
@@ -206,13 +200,15 @@ struct MountBoundaryReportTests {
             let before = listing(fixture.outside)
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["relieve-temporary", fixture.root])
+                command: MountReports.worker(["relieve-temporary", fixture.root])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(fixture.outside) == before, "the mounted tree's files are untouched")
             #expect(fixture.ownFileIsGone)
-            let skipped = entries(try json(outcome))
-            #expect(skipped.map(\.path) == [fixture.mountPoint] && skipped.allSatisfy { $0.message == skip })
+            let skipped = MountReports.entries(try MountReports.document(outcome))
+            #expect(
+                skipped.map(\.path) == [fixture.mountPoint] && skipped.allSatisfy { $0.message == MountReports.skip }
+            )
         }
     }
 
@@ -220,9 +216,12 @@ struct MountBoundaryReportTests {
     func backupAuditStaysOnTheLocationsFileSystem() async throws {
         try await withTemporaryDirectory { base in
             let fixture = try MountFixture(in: base)
-            let outcome = try await PrivateMounts.run(mounts: [fixture.bind], command: worker(["audit", fixture.root]))
+            let outcome = try await PrivateMounts.run(
+                mounts: [fixture.bind],
+                command: MountReports.worker(["audit", fixture.root])
+            )
             try #require(outcome.status == 0, "\(outcome.standardError)")
-            let audit = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let audit = try #require(try MountReports.document(outcome) as? [String: Any], "\(outcome.standardOutput)")
             let documents = try #require(
                 (audit["locations"] as? [[String: Any]])?.first { $0["location"] as? String == "documents" },
                 "\(audit)"
@@ -239,15 +238,18 @@ struct MountBoundaryReportTests {
             let fixture = try MountFixture(in: base, directory: "Library/Caches")
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["account", fixture.root])
+                command: MountReports.worker(["account", fixture.root])
             )
             try #require(outcome.status == 0, "\(outcome.standardError)")
-            let account = try #require(try json(outcome) as? [String: Any], "\(outcome.standardOutput)")
+            let account = try #require(
+                try MountReports.document(outcome) as? [String: Any],
+                "\(outcome.standardOutput)"
+            )
             let stores = (account["stores"] as? [[String: Any]]) ?? []
             #expect(!stores.contains { $0["path"] as? String == fixture.mountPoint }, "\(account)")
             #expect(stores.contains { $0["name"] as? String == "caches/own.txt" }, "\(account)")
             let issues = (account["issues"] as? [String]) ?? []
-            #expect(issues.contains("\(fixture.mountPoint): \(skip)"), "\(account)")
+            #expect(issues.contains("\(fixture.mountPoint): \(MountReports.skip)"), "\(account)")
         }
     }
 }

@@ -10,21 +10,10 @@ import Testing
 /// test process.
 @Suite(.enabled(if: PrivateMounts.isAvailable, "needs root to mount in a private mount namespace"))
 struct MountBoundaryTests {
-    private let skip = "skipped: another file system"
-
-    private func worker(_ arguments: [String]) -> [String] {
-        [TestWorker.url.path(percentEncoded: false), "removals"] + arguments
-    }
-
-    private func json(_ outcome: PrivateMounts.Outcome) throws -> [String: Any] {
-        try #require(
-            try JSONSerialization.jsonObject(with: Data(outcome.standardOutput.utf8)) as? [String: Any],
-            "stdout: \(outcome.standardOutput) stderr: \(outcome.standardError)"
-        )
-    }
-
     private func names(_ failures: Any?, _ path: String) -> Bool {
-        (failures as? [[String: Any]])?.contains { $0["path"] as? String == path && $0["message"] as? String == skip }
+        (failures as? [[String: Any]])?.contains {
+            $0["path"] as? String == path && $0["message"] as? String == MountReports.skip
+        }
             ?? false
     }
 
@@ -34,13 +23,13 @@ struct MountBoundaryTests {
             let fixture = try MountFixture(in: base)
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["clear", fixture.directoryPath]),
+                command: MountReports.worker(["clear", fixture.directoryPath]),
                 expectingAfter: fixture.mountedFiles
             )
             #expect(outcome.status == 0, "\(outcome.standardError)")
             #expect(fixture.outsideIsIntact && outcome.missingAfter.isEmpty)
             #expect(fixture.ownFileIsGone)
-            #expect(names(try json(outcome)["failures"], fixture.mountPoint))
+            #expect(names(try MountReports.object(outcome)["failures"], fixture.mountPoint))
         }
     }
 
@@ -50,14 +39,14 @@ struct MountBoundaryTests {
             let fixture = try MountFixture(in: base, directory: "Library/Application Support/users/ada")
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind],
-                command: worker(["wipe", fixture.root, "ada"])
+                command: MountReports.worker(["wipe", fixture.root, "ada"])
             )
             #expect(outcome.status == 0, "\(outcome.standardError)")
             #expect(fixture.outsideIsIntact)
             #expect(fixture.ownFileIsGone)
-            let report = try json(outcome)
+            let report = try MountReports.object(outcome)
             let skipped = try #require(report["skipped"] as? [[String: Any]], "\(report)")
-            #expect(skipped.count == 1 && skipped.first?["message"] as? String == skip, "\(report)")
+            #expect(skipped.count == 1 && skipped.first?["message"] as? String == MountReports.skip, "\(report)")
             // The wipe moved the directory away first: the mount point is named in its tombstone.
             #expect((skipped.first?["path"] as? String)?.hasSuffix("/mnt") == true, "\(report)")
             #expect(!FileManager.default.fileExists(atPath: fixture.directoryPath), "the user's space reads empty")
@@ -82,17 +71,17 @@ struct MountBoundaryTests {
             }
             let outcome = try await PrivateMounts.run(
                 mounts: [fixture.bind, .bind(marked.outside, at: fixture.root + "/Documents/exports/mnt")],
-                command: worker(["relieve", fixture.root, fixture.directory])
+                command: MountReports.worker(["relieve", fixture.root, fixture.directory])
             )
             #expect(outcome.status == 0, "\(outcome.standardError)")
             #expect(fixture.outsideIsIntact && marked.outsideIsIntact)
             #expect(fixture.ownFileIsGone)
             #expect(!FileManager.default.fileExists(atPath: fixture.root + "/Documents/exports/own.txt"))
-            let report = try json(outcome)
+            let report = try MountReports.object(outcome)
             let sweep = try #require(report["sweepFailures"] as? [String], "\(report)")
             let purge = try #require(report["markedFailures"] as? [String], "\(report)")
-            #expect(sweep.contains("\(fixture.mountPoint): \(skip)"), "\(report)")
-            #expect(purge.contains("\(fixture.root)/Documents/exports/mnt: \(skip)"), "\(report)")
+            #expect(sweep.contains("\(fixture.mountPoint): \(MountReports.skip)"), "\(report)")
+            #expect(purge.contains("\(fixture.root)/Documents/exports/mnt: \(MountReports.skip)"), "\(report)")
         }
     }
 
@@ -101,18 +90,24 @@ struct MountBoundaryTests {
         try await withTemporaryDirectory { base in
             let fixture = try MountFixture(in: base, directory: "Library/Caches")
             let mountedCache = fixture.outside + "/cache"
-            let made = try await PrivateMounts.run(mounts: [], command: worker(["make-cache", mountedCache]))
+            let made = try await PrivateMounts.run(
+                mounts: [],
+                command: MountReports.worker(["make-cache", mountedCache])
+            )
             try #require(made.status == 0, "\(made.standardError)")
             let before = listing(mountedCache)
             try #require(!before.isEmpty)
             let outcome = try await PrivateMounts.run(
                 mounts: [.bind(mountedCache, at: fixture.mountPoint)],
-                command: worker(["clear-caches", fixture.root])
+                command: MountReports.worker(["clear-caches", fixture.root])
             )
             #expect(outcome.status == 0, "\(outcome.standardError)")
             #expect(listing(mountedCache) == before, "the mounted cache's files are untouched")
             #expect(fixture.ownFileIsGone)
-            let tasks = try #require(try json(outcome)["tasks"] as? [[String: Any]], "\(outcome.standardOutput)")
+            let tasks = try #require(
+                try MountReports.object(outcome)["tasks"] as? [[String: Any]],
+                "\(outcome.standardOutput)"
+            )
             #expect(tasks.contains { names($0["failures"], fixture.mountPoint) }, "\(tasks)")
         }
     }

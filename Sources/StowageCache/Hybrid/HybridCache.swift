@@ -359,7 +359,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
     /// and its entries expire by their time-to-live (remove keys one by one to drop them
     /// fleet-wide).
     ///
-    /// - Returns: The disk tier's report (``DiskCache/removeAll()``): a mount point inside the
+    /// - Returns: The disk tier's report (`DiskCache.removeAll()`): a mount point inside the
     ///   disk tier's directory keeps its files and is named among its failures
     ///   (`ClearReport.Failure.isOtherFileSystem`). Without a disk tier, an empty report whose
     ///   path is empty.
