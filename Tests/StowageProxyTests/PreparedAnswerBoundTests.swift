@@ -105,10 +105,13 @@ import Testing
             let before = try #require(HeapInUse.bytes())
             proxy.cache.memory.removeAll()
             let freed = before - (try #require(HeapInUse.bytes()))
-            // What other tests allocate or free meanwhile moves the figure by a little; charged at
-            // their encoded size, the same entries freed about 1.6 times what they were charged.
+            // What other tests in this process free meanwhile counts as freed here: 1.15x was seen
+            // once in a stress run beside the whole suite, so the bound is 1.3x. Charged at their
+            // encoded size, the same entries freed about 1.6 times what they were charged, which
+            // this still catches; the worker-process test (MemoryChargeTests) bounds it at 1.25x
+            // with nothing beside it.
             #expect(
-                Double(freed) <= 1.05 * Double(charged),
+                Double(freed) <= 1.3 * Double(charged),
                 "emptying the memory level freed \(freed) bytes; it was charged \(charged)"
             )
         }
