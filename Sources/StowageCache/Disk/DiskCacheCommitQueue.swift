@@ -38,7 +38,7 @@ final class DiskCacheCommitQueue: Sendable {
     /// The limits of ``DiskCache/SizeLimitEnforcement/trimAfterWrite`` (and the count limit),
     /// culled inside the commits that go over them, as python-diskcache's `cull` does inside
     /// `set`'s transaction: the first commit over a limit begins a cull toward ``trimRatio`` of
-    /// the limits it passed (the seeds' half-the-cap trim), and it and the commits after it each
+    /// the limits it passed (YYCache's and SDWebImage's half-the-cap trim), and it and the commits after it each
     /// remove at most ``rowsPerCommit`` least-recently-used rows more than they write, until the
     /// target is reached. The cull is amortised over the writes, with no hand-off to another
     /// thread and no wait for a trim holding the writer; a write that goes further over a limit
