@@ -72,13 +72,7 @@ enum RemovalsWorkerCommand {
             try await purgeable.register(arguments[3], policy: .olderThan(days: 1))
             let monitor = StorageMonitor(
                 purgeable: purgeable,
-                capacity: {
-                    VolumeCapacity(
-                        total: 100 * .gigabyte,
-                        available: .zero,
-                        reserves: .init(important: .bytes(.zero), opportunistic: .bytes(.zero))
-                    )
-                }
+                capacity: alwaysShortOfSpace
             )
             guard let report = try await monitor.check(timeLimit: .seconds(600)) else { fail("no pressure seen") }
             let relief = Relief(
@@ -124,13 +118,7 @@ enum RemovalsWorkerCommand {
             let monitor = StorageMonitor(
                 purgeable: nil,
                 caches: [TemporaryFiles(container: container, minimumAge: .zero)],
-                capacity: {
-                    VolumeCapacity(
-                        total: 100 * .gigabyte,
-                        available: .zero,
-                        reserves: .init(important: .bytes(.zero), opportunistic: .bytes(.zero))
-                    )
-                }
+                capacity: alwaysShortOfSpace
             )
             guard let report = try await monitor.check(timeLimit: .seconds(600)) else { fail("no pressure seen") }
             say(String(decoding: try encoder.encode(report.skipped), as: UTF8.self))
@@ -151,20 +139,11 @@ enum RemovalsWorkerCommand {
             let directory = URL(filePath: arguments[2])
             let cache = try DiskCache(directory: directory)
             _ = try await cache.setData(Data(repeating: 1, count: 50_000), forKey: "kept")
-            let data = directory.appending(path: "data").path(percentEncoded: false)
-            let subdirectories = try FileManager.default.contentsOfDirectory(atPath: data)
-            guard subdirectories.count == 1 else { fail("expected one hash subdirectory: \(subdirectories)") }
-            try mountBind(arguments[3], at: data + "/" + subdirectories[0])
+            try mountBind(arguments[3], at: try onlyValueDirectory(under: directory))
             let monitor = StorageMonitor(
                 purgeable: nil,
                 caches: [cache],
-                capacity: {
-                    VolumeCapacity(
-                        total: 100 * .gigabyte,
-                        available: .zero,
-                        reserves: .init(important: .bytes(.zero), opportunistic: .bytes(.zero))
-                    )
-                }
+                capacity: alwaysShortOfSpace
             )
             guard let report = try await monitor.check(timeLimit: .seconds(600)) else { fail("no pressure seen") }
             say(String(decoding: try encoder.encode(report.skipped), as: UTF8.self))
@@ -172,12 +151,10 @@ enum RemovalsWorkerCommand {
             let directory = URL(filePath: arguments[2])
             let cache = try DiskCache(directory: directory)
             _ = try await cache.setData(Data(repeating: 1, count: 50_000), forKey: "kept")
-            let data = directory.appending(path: "data").path(percentEncoded: false)
-            let subdirectories = try FileManager.default.contentsOfDirectory(atPath: data)
-            guard subdirectories.count == 1 else { fail("expected one hash subdirectory: \(subdirectories)") }
-            let files = try FileManager.default.contentsOfDirectory(atPath: data + "/" + subdirectories[0])
+            let valueDirectory = try onlyValueDirectory(under: directory)
+            let files = try FileManager.default.contentsOfDirectory(atPath: valueDirectory)
             guard files.count == 1 else { fail("expected one value file: \(files)") }
-            try mountBind(arguments[3], at: data + "/" + subdirectories[0] + "/" + files[0])
+            try mountBind(arguments[3], at: valueDirectory + "/" + files[0])
             let report = try await cache.removeAll()
             say(String(decoding: try encoder.encode(report), as: UTF8.self))
         case (5, "clear-caches-mounting"):
@@ -195,6 +172,16 @@ enum RemovalsWorkerCommand {
                     + "| remove-all-file DIR FILE | clear-caches-mounting ROOT NAME SOURCE"
             )
         }
+    }
+
+    /// A volume that is always short of space, so that a storage monitor's check always relieves.
+    @Sendable
+    private static func alwaysShortOfSpace() -> VolumeCapacity {
+        VolumeCapacity(
+            total: 100 * .gigabyte,
+            available: .zero,
+            reserves: .init(important: .bytes(.zero), opportunistic: .bytes(.zero))
+        )
     }
 
     /// The one hash subdirectory of the `data/` directory found under `directory` (a disk cache's
