@@ -331,6 +331,32 @@ struct SharedLevelEngineTests {
     }
 
     @Test(
+        "a read that found the old value in the shared level before this node's own write reached it keeps nothing over the write",
+        arguments: Facade.allCases
+    )
+    func readOvertakenByOwnWrite(facade: Facade) async throws {
+        let fleet = try EngineFleet(facade)
+        defer { fleet.close() }
+        let (a, b) = (fleet.a, fleet.b)
+        try await b.write("v1", forKey: "k")
+        let storedKey = a.storedKey("k")
+        let fired = Atomic<Bool>(false)
+        // a's read misses locally and takes v1 from the shared level; before the value reaches a,
+        // a writes v2 everywhere. Landing after that write, the fill would put v1 back in front of
+        // v2 on a, which never hears its own write back to drop it.
+        fleet.level.setReadHook { key in
+            guard key == storedKey, !fired.exchange(true, ordering: .relaxed) else { return }
+            try? await a.write("v2", forKey: "k")
+        }
+        let during = try await a.read("k")
+        fleet.level.setReadHook(nil)
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        #expect(during == "v1" || during == "v2")
+        #expect(try await a.read("k") == "v2")
+    }
+
+    @Test(
         "disk copies that may have missed an invalidation are confirmed: replaced, removed, or served unchecked in an outage",
         arguments: Facade.allCases
     )

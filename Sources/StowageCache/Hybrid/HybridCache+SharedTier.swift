@@ -119,8 +119,10 @@ extension HybridCache {
             _ = await shared.health.call("unlock") { try await shared.tier.unlock(lock) }
             throw error
         }
-        try await storeLocally(loaded, data: data, forKey: key, timeToLive: timeToLive)
-        let stored = await levels.writeShared(data, forKey: key, timeToLive: timeToLive, releasing: lock)
+        let stored = try await levels.writingEverywhere(key) {
+            try await storeLocally(loaded, data: data, forKey: key, timeToLive: timeToLive)
+            return await levels.writeShared(data, forKey: key, timeToLive: timeToLive, releasing: lock)
+        }
         if stored == false {
             disk.configuration.logger.notice(
                 "the load took longer than the lock's lease; another node's value stands",

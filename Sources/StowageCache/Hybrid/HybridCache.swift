@@ -221,24 +221,27 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ) async throws -> DiskCache.WriteOutcome {
         let data = try serializer.encode(value)
         // A memory-only write removes the shared copy, older than the value memory now holds: were
-        // it left, this node would read it back once memory let the new value go.
-        return try await levels.removingEverywhere(when: placement == .memoryOnly) {
-            let outcome = try await storeLocally(
-                value,
-                data: data,
-                forKey: key,
-                timeToLive: timeToLive,
-                tag: tag,
-                computeSeconds: computeSeconds,
-                priority: priority,
-                placement: placement
-            )
-            if placement == .memoryOnly {
-                await levels.removeShared(key)
-            } else {
-                await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
+        // it left, this node would read it back once memory let the new value go. Either way, a
+        // fill of this node's that read the shared copy before this write reached it keeps nothing.
+        return try await levels.writingEverywhere(key) {
+            try await levels.removingEverywhere(when: placement == .memoryOnly) {
+                let outcome = try await storeLocally(
+                    value,
+                    data: data,
+                    forKey: key,
+                    timeToLive: timeToLive,
+                    tag: tag,
+                    computeSeconds: computeSeconds,
+                    priority: priority,
+                    placement: placement
+                )
+                if placement == .memoryOnly {
+                    await levels.removeShared(key)
+                } else {
+                    await levels.writeShared(data, forKey: key, timeToLive: timeToLive)
+                }
+                return outcome
             }
-            return outcome
         }
     }
 

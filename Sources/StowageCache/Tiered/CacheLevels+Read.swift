@@ -67,7 +67,11 @@ extension CacheLevels {
         switch opened {
         case nil:
             // Another node stored it: a local copy is kept (not published again).
-            guard case .found(let found) = await readShared(key, fill: { await keepShared($0, forKey: key, reading) })
+            guard
+                case .found(let found) = await readShared(
+                    key,
+                    fill: { await keepShared($0, forKey: key, reading, fillBegunAt: $1) }
+                )
             else { return nil }
             if span.isRecording { span.attributes[CacheTracing.Attribute.level] = CacheTracing.Level.shared }
             return found
@@ -85,7 +89,7 @@ extension CacheLevels {
             let confirmed = await confirmDiskCopy(
                 key,
                 storedAt: stored.modified,
-                fill: { await keepShared($0, forKey: key, reading) }
+                fill: { await keepShared($0, forKey: key, reading, fillBegunAt: $1) }
             )
         {
             switch confirmed {
@@ -121,19 +125,24 @@ extension CacheLevels {
         _ key: String,
         through reading: Reading
     ) async -> Reading.Found? where Reading.Entry == Value {
-        guard case .found(let found) = await readShared(key, fill: { await keepShared($0, forKey: key, reading) })
+        guard
+            case .found(let found) = await readShared(
+                key,
+                fill: { await keepShared($0, forKey: key, reading, fillBegunAt: $1) }
+            )
         else { return nil }
         return found
     }
 
-    /// Decodes a shared entry and keeps it on disk and in memory, through ``write(_:forKey:cost:timeToLive:keepsInMemory:toDisk:)``;
+    /// Decodes a shared entry and keeps it on disk and in memory, through ``write(_:forKey:cost:timeToLive:keepsInMemory:fillBegunAt:toDisk:)``;
     /// bytes this node cannot decode (another node's newer format) are left alone and read as a
     /// miss (`nil`). A failed local write is logged: the value was current when read, so it is
     /// still returned.
     private func keepShared<Reading: LevelReading>(
         _ entry: SharedCacheEntry,
         forKey key: String,
-        _ reading: Reading
+        _ reading: Reading,
+        fillBegunAt begun: SharedWriteStripes.Stamp
     ) async -> Reading.Found? where Reading.Entry == Value {
         guard
             let decoded = decode(
@@ -151,7 +160,8 @@ extension CacheLevels {
                 forKey: key,
                 cost: cost ?? 0,
                 timeToLive: lifetime,
-                keepsInMemory: cost != nil
+                keepsInMemory: cost != nil,
+                fillBegunAt: begun
             ) {
                 try await reading.writeToDisk(entry.data, forKey: key, timeToLive: lifetime)
             }

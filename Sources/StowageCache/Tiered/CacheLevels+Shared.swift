@@ -13,7 +13,7 @@ import Tracing
 
 extension CacheLevels {
     /// Reads `key` from the shared level and, on a hit, hands the entry to `fill`, which keeps
-    /// it locally (through ``write(_:forKey:cost:timeToLive:keepsInMemory:toDisk:)``) and
+    /// it locally (through ``write(_:forKey:cost:timeToLive:keepsInMemory:fillBegunAt:toDisk:)``) and
     /// returns what the caller reads, or `nil` when the bytes are of no use to this node
     /// (another node's newer format): that reads as `.absent`.
     ///
@@ -22,14 +22,18 @@ extension CacheLevels {
     /// outlives an invalidation (what was read is still returned: it was current when read).
     /// So are they when a removal of this node's was under way as the fill began
     /// (``removingEverywhere(_:)``): it may have removed the local copies and not yet the shared one.
+    /// A write of this node's that overtook the fill (``writingEverywhere(_:_:)``) keeps the fill
+    /// from writing at all: `fill` hands its stamp to the local write, which checks it under the
+    /// key's lock, so the older value never lands over the write's copies.
     /// A key changed here while the shared level was down, or under a prefix banned here then,
     /// reads as `.absent`: the shared level holds an older state of it (or what the ban
     /// removed) until the replay.
     package func readShared<Found: Sendable>(
         _ key: String,
-        fill: (SharedCacheEntry) async -> Found?
+        fill: (SharedCacheEntry, SharedWriteStripes.Stamp) async -> Found?
     ) async -> SharedLookup<Found> {
         guard let shared = sharedLevel, shared.pendingWrites.change(forKey: key) == nil else { return .absent }
+        let begun = sharedWrites.stamp(key)
         let removalsBefore = removalCount
         let ownRemovalsBefore = removalsBegun.load(ordering: .sequentiallyConsistent)
         let ownRemovalUnderWay = removalsUnderWay.load(ordering: .sequentiallyConsistent) > 0
@@ -42,7 +46,7 @@ extension CacheLevels {
         case .some(.some(let found)): entry = found
         }
         shared.counters.recordHit(bytes: entry.data.count)
-        guard let found = await fill(entry) else { return .absent }
+        guard let found = await fill(entry, begun) else { return .absent }
         if ownRemovalUnderWay || removalsBegun.load(ordering: .sequentiallyConsistent) != ownRemovalsBefore {
             // This node's own removal: the disk copy goes too, whatever other nodes' invalidations do.
             await drop(key, reason: "a shared fill a removal of this node's overtook")
@@ -80,7 +84,7 @@ extension CacheLevels {
     package func confirmDiskCopy<Found: Sendable>(
         _ key: String,
         storedAt modified: Date,
-        fill: (SharedCacheEntry) async -> Found?
+        fill: (SharedCacheEntry, SharedWriteStripes.Stamp) async -> Found?
     ) async -> SharedLookup<Found>? {
         guard let shared = sharedLevel, shared.confirmsDiskCopies,
             shared.horizon.requiresConfirmation(ofCopyStoredAt: modified),

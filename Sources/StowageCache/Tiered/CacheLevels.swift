@@ -21,7 +21,7 @@ import Tracing
 /// ``changeCount`` when it begins and again once its disk half is done (a read marked in
 /// between may have found the disk copy just before it went), and ``keepInMemory(_:forKey:cost:readAt:)`` keeps a value only
 /// when the count did not move since the read (``beginRead()``), checking again after the
-/// insertion. A write (``write(_:forKey:cost:timeToLive:keepsInMemory:toDisk:)``) advances it between its disk
+/// insertion. A write (``write(_:forKey:cost:timeToLive:keepsInMemory:fillBegunAt:toDisk:)``) advances it between its disk
 /// write and its memory write, so a read of the older disk copy cannot land in memory after
 /// the newer value.
 ///
@@ -62,6 +62,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Removals begun through ``removingEverywhere(_:)`` so far: a shared fill that sees it move
     /// was overtaken by this node's own removal, whose shared half it may have read before.
     let removalsBegun = Atomic<UInt64>(0)
+    /// Writes under way and begun through ``writingEverywhere(_:_:)``, by stripe of keys: a shared
+    /// fill overtaken by one keeps nothing.
+    let sharedWrites = SharedWriteStripes()
     /// The disk cache's store generation as memory last followed it; `nil` without a disk level.
     private let generationWatch: GenerationWatch?
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
@@ -157,15 +160,19 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     ///   - writeToDisk: Stores (or, for a value kept in memory only, removes) the disk copy.
     /// - Throws: What `writeToDisk` throws; the memory copy is then dropped too, so an older
     ///   value does not stay in front of the failed write.
+    ///   - fill: For a fill from the shared level, where it began: nothing is written when a write
+    ///     of this node's overtook it (``SharedWriteStripes``); checked under the key's lock.
     package func write(
         _ value: Value,
         forKey key: String,
         cost: Int,
         timeToLive: Duration? = nil,
         keepsInMemory: Bool = true,
+        fillBegunAt fill: SharedWriteStripes.Stamp? = nil,
         toDisk writeToDisk: () async throws -> Void
     ) async throws {
         try await keyLocks.withLock(key) {
+            if let fill, sharedWrites.isOvertaken(fill) { return }
             try await writeInOrder(value, forKey: key, cost: cost, timeToLive: timeToLive, keepsInMemory: keepsInMemory)
             {
                 try await writeToDisk()
@@ -173,7 +180,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         }
     }
 
-    /// ``write(_:forKey:cost:timeToLive:keepsInMemory:toDisk:)`` once no other change of `key` runs.
+    /// ``write(_:forKey:cost:timeToLive:keepsInMemory:fillBegunAt:toDisk:)`` once no other change of `key` runs.
     private func writeInOrder(
         _ value: Value,
         forKey key: String,
@@ -240,6 +247,19 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         removalsBegun.add(1, ordering: .sequentiallyConsistent)
         defer { removalsUnderWay.subtract(1, ordering: .sequentiallyConsistent) }
         return try await removal()
+    }
+
+    /// Runs `write`, which stores `key` in the local levels and then in the shared level
+    /// (``write(_:forKey:cost:timeToLive:keepsInMemory:fillBegunAt:toDisk:)`` then
+    /// ``writeShared(_:forKey:timeToLive:)``, say), as one write for this node's shared fills: a
+    /// fill that read the shared level before `write` reached it holds the value `write`
+    /// replaces, and keeps nothing rather than land over `write`'s local copies (a node does not
+    /// hear its own writes back). Without a shared level, `write` runs uncounted.
+    package func writingEverywhere<T>(_ key: String, _ write: () async throws -> T) async rethrows -> T {
+        guard sharedLevel != nil else { return try await write() }
+        let stripe = sharedWrites.begin(key)
+        defer { sharedWrites.end(stripe) }
+        return try await write()
     }
 
     /// Drops every memory copy (another node's changes may have been missed); disk copies stay.

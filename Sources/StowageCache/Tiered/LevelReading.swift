@@ -49,7 +49,7 @@ package protocol LevelReading<Entry>: Sendable {
     /// How long the local copies of a shared entry live; `nil` for the levels' defaults.
     func localLifetime(of entry: SharedCacheEntry) -> Duration?
 
-    /// Writes the bytes of a shared entry to disk (inside ``CacheLevels/write(_:forKey:cost:timeToLive:keepsInMemory:toDisk:)``,
+    /// Writes the bytes of a shared entry to disk (inside ``CacheLevels/write(_:forKey:cost:timeToLive:keepsInMemory:fillBegunAt:toDisk:)``,
     /// which orders it with the key's other changes).
     func writeToDisk(_ data: Data, forKey key: String, timeToLive: Duration?) async throws
 }

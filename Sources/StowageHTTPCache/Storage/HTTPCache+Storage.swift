@@ -49,23 +49,28 @@ extension HTTPCache {
     }
 
     /// Writes the variant list of `key` (memory and, for non-memory-only records, disk).
+    ///
+    /// One write for this node's shared fills (``CacheLevels/writingEverywhere(_:_:)``): a read of
+    /// the URL that found the older list in the shared level keeps nothing over this one.
     func writeVariants(_ records: [VariantRecord], for key: CacheKey) async throws {
         let recordKey = Self.recordKey(key)
-        if records.isEmpty {
-            try await levels.remove(recordKey)
-            await shareVariants([], recordKey: recordKey)
-            return
-        }
-        let durable = records.filter { !$0.isMemoryOnly }
-        let entry = MemoryEntry.variants(records)
-        try await levels.write(entry, forKey: recordKey, cost: entry.charge(forKey: recordKey)) {
-            if durable.isEmpty {
-                try await disk?.removeData(forKey: recordKey)
-            } else {
-                try await requireDisk().setData(Data(VariantRecord.encode(durable)), forKey: recordKey)
+        try await levels.writingEverywhere(recordKey) {
+            if records.isEmpty {
+                try await levels.remove(recordKey)
+                await shareVariants([], recordKey: recordKey)
+                return
             }
+            let durable = records.filter { !$0.isMemoryOnly }
+            let entry = MemoryEntry.variants(records)
+            try await levels.write(entry, forKey: recordKey, cost: entry.charge(forKey: recordKey)) {
+                if durable.isEmpty {
+                    try await disk?.removeData(forKey: recordKey)
+                } else {
+                    try await requireDisk().setData(Data(VariantRecord.encode(durable)), forKey: recordKey)
+                }
+            }
+            await shareVariants(records, recordKey: recordKey)
         }
-        await shareVariants(records, recordKey: recordKey)
     }
 
     /// Adds (or replaces the one with the same `Vary` values) a variant of `key`, removing
