@@ -7,7 +7,7 @@ Usage: python3 Benchmarks/plot.py [RESULTS.json] [OUTPUT_DIR]
        python3 Benchmarks/plot.py Benchmarks/scale-files.json    # the memory cache and file trees
 
 RESULTS.json is what `stowage-bench --filter scale --json` prints: a JSON array of results named
-`scale.<family>.<operation>-<size>` (family disk-cache, memory-cache or files; size as 1e3, 1e4,
+`scale.<family>.<operation>-<size>` (family disk-cache, memory-cache, files or http-cache; size as 1e3, 1e4,
 ...), each with Stowage's figure, its baselines' figures and its unit; each family's plots are
 `scale-<family>-<operation>.png`. Needs matplotlib (`pip install matplotlib`).
 """
@@ -26,12 +26,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NAME = re.compile(r"^scale\.(?P<family>disk-cache|memory-cache|files)\.(?P<operation>[a-z-]+?)-(?P<size>1e\d+|\d+)$")
+NAME = re.compile(r"^scale\.(?P<family>disk-cache|memory-cache|files|http-cache)\.(?P<operation>[a-z-]+?)-(?P<size>1e\d+|\d+)$")
 # Each family's title prefix and x axis.
 FAMILIES = {
     "disk-cache": ("DiskCache", "entries in the cache"),
     "memory-cache": ("MemoryCache", "entries in the cache"),
     "files": ("files", "files in the tree"),
+    "http-cache": ("HTTPCache", "responses in the cache"),
 }
 TITLES = {
     "open": "open a filled cache",
@@ -47,6 +48,8 @@ TITLES = {
     "purge": "the 7-day purge sweep vs find -mtime +7 -delete",
     ("memory-cache", "set"): "set a new Int key",
     ("memory-cache", "get"): "get an Int value (scattered keys)",
+    ("http-cache", "store"): "store a fresh 1 KiB response",
+    ("http-cache", "hit"): "answer a stored URL from disk (scattered)",
 }
 # The same system keeps its colour and marker in every plot.
 STYLES = {
@@ -60,6 +63,7 @@ STYLES = {
     "du": ("tab:red", "s", "-"),
     "rm -rf": ("tab:red", "s", "-"),
     "find -mtime -delete": ("tab:red", "s", "-"),
+    "disk-cache-2-entries": ("tab:green", "^", "-"),
 }
 
 

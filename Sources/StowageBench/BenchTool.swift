@@ -47,6 +47,7 @@ struct BenchTool: AsyncParsableCommand {
         + SharedTierScenario.all + [HybridDiskReadScenario(), HybridMemoryHitScenario(), ChecksumScenario()]
         + AsyncHopScenario.all + [
             TracingSpanScenario(), ScaleScenario(), ScaleMemoryCacheScenario(), ScaleFilesScenario(),
+            ScaleHTTPCacheScenario(),
         ]
 
     func run() async throws {
