@@ -32,15 +32,7 @@ struct HTTPCacheLookupScenario: Scenario {
             HTTPRequest(method: .get, scheme: "http", authority: "bench.test", path: "/item/\($0)")
         }
         var dictionary: [String: [UInt8]] = [:]
-        let date = HTTPDate.format(Int64(Date().timeIntervalSince1970))
-        let fill: HTTPFetch = { _, _ in
-            var response = HTTPResponse(status: .ok)
-            response.headerFields[.cacheControl] = "max-age=3600"
-            response.headerFields[.date] = date
-            response.headerFields[.contentType] = "application/octet-stream"
-            response.headerFields[.eTag] = "\"v1\""
-            return (response, HTTPBody(bytes: body))
-        }
+        let fill = Self.freshOrigin(body: body)
         for request in requests {
             let served = try await cache.respond(to: request, fetch: fill)
             _ = try await served.body.collect(upTo: 4_096)
@@ -98,6 +90,20 @@ struct HTTPCacheLookupScenario: Scenario {
                 + "stowage = HTTPCache.respond (variant selection, freshness, age, Age/Cache-Status) + body; hits \(hits); "
                 + "the full decision alone (answerFromMemory keeping nothing) \(Int(decisionNanoseconds)) ns/op"
         )
+    }
+
+    /// An origin that answers every request with `body`, fresh for an hour (`max-age=3600`,
+    /// dated now, with an ETag): the responses both HTTP cache scenarios store.
+    static func freshOrigin(body: [UInt8]) -> HTTPFetch {
+        let date = HTTPDate.format(Int64(Date().timeIntervalSince1970))
+        return { _, _ in
+            var response = HTTPResponse(status: .ok)
+            response.headerFields[.cacheControl] = "max-age=3600"
+            response.headerFields[.date] = date
+            response.headerFields[.contentType] = "application/octet-stream"
+            response.headerFields[.eTag] = "\"v1\""
+            return (response, HTTPBody(bytes: body))
+        }
     }
 
     private func seconds(_ duration: Duration) -> Double {

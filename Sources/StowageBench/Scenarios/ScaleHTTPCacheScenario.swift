@@ -20,7 +20,7 @@ import StowageHTTPCache
 ///
 /// The growth of each from 10^4 to the largest size is printed beside the floor's (a cost that
 /// stays flat stays within 1.5× of its 10^4 figure, as the disk cache's get and set must).
-struct ScaleHTTPCacheScenario: Scenario {
+struct ScaleHTTPCacheScenario: ScenarioFamily {
     let name = "scale.http-cache"
 
     static let body = [UInt8]((0..<1_024).map { UInt8(truncatingIfNeeded: $0 &* 131) })
@@ -29,11 +29,6 @@ struct ScaleHTTPCacheScenario: Scenario {
     static let record = Data((0..<330).map { UInt8(truncatingIfNeeded: $0 &* 7) })
 
     static func path(_ index: Int) -> String { "/assets/\(index).bin" }
-
-    func run(_ context: BenchContext) async throws -> ScenarioResult {
-        guard let first = try await results(context).first else { throw BenchFailure("no scale size to run") }
-        return first
-    }
 
     func results(_ context: BenchContext) async throws -> [ScenarioResult] {
         var results: [ScenarioResult] = []
@@ -106,15 +101,7 @@ struct ScaleHTTPCacheScenario: Scenario {
         // Room for every response: the bench measures a full cache, not its eviction.
         configuration.diskCapacity = .init(Int64(size) * 4_096 + 64_000_000)
         let cache = try await HTTPCache.open(directory: directory, configuration: configuration)
-        let date = HTTPDate.format(Int64(Date().timeIntervalSince1970))
-        let fetch: HTTPFetch = { _, _ in
-            var response = HTTPResponse(status: .ok)
-            response.headerFields[.cacheControl] = "max-age=3600"
-            response.headerFields[.date] = date
-            response.headerFields[.contentType] = "application/octet-stream"
-            response.headerFields[.eTag] = "\"v1\""
-            return (response, HTTPBody(bytes: body))
-        }
+        let fetch = HTTPCacheLookupScenario.freshOrigin(body: body)
         func store(_ index: Int) async throws {
             _ = try await cache.respond(to: request(index), fetch: fetch).body.collect(upTo: 4_096)
         }

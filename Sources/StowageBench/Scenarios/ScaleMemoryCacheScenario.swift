@@ -21,13 +21,8 @@ import Synchronization
 ///
 /// No limits and no time-to-live, so nothing is evicted or expires and no cost is kept: the
 /// same work the dictionary does, plus the cache's recency order.
-struct ScaleMemoryCacheScenario: Scenario {
+struct ScaleMemoryCacheScenario: ScenarioFamily {
     let name = "scale.memory-cache"
-
-    func run(_ context: BenchContext) async throws -> ScenarioResult {
-        guard let first = try await results(context).first else { throw BenchFailure("no scale size to run") }
-        return first
-    }
 
     func results(_ context: BenchContext) async throws -> [ScenarioResult] {
         var results: [ScenarioResult] = []

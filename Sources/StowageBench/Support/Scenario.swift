@@ -14,6 +14,18 @@ extension Scenario {
     func results(_ context: BenchContext) async throws -> [ScenarioResult] { [try await run(context)] }
 }
 
+/// A family of results measured on shared fixtures (the scale bench: one result per operation and
+/// size), which implements ``Scenario/results(_:)``; its first result stands for it where one
+/// result is asked for.
+protocol ScenarioFamily: Scenario {}
+
+extension ScenarioFamily {
+    func run(_ context: BenchContext) async throws -> ScenarioResult {
+        guard let first = try await results(context).first else { throw BenchFailure("\(name): no size to run") }
+        return first
+    }
+}
+
 /// What a scenario measured, in the JSON shape CI reads.
 struct ScenarioResult: Encodable {
     var name: String
