@@ -277,14 +277,16 @@ struct SharedTierTests {
         // The lease runs out (made to, rather than waited for: no timing in tests).
         try await tier.client.send(RedisCommand("PEXPIRE", "t6:{=k}:lock", "1", keyIndex: 1))
         try await eventually { try await !tier.isLockedForLoading(key: "k") }
-        let second = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(5)))
+        // A lease far longer than the test: on a loaded machine, 5 s ran out before the write
+        // that releases it (the write was then refused, as it should be for a lapsed lease).
+        let second = try #require(try await tier.lockForLoading(key: "k", lease: .seconds(600)))
         #expect(second.fencingToken > first.fencingToken)
         #expect(try await !tier.setData(Data("stale".utf8), forKey: "k", timeToLive: nil, releasing: first))
         #expect(try await tier.setData(Data("fresh".utf8), forKey: "k", timeToLive: nil, releasing: second))
         #expect(try await tier.entry(forKey: "k")?.data == Data("fresh".utf8))
         #expect(try await !tier.isLockedForLoading(key: "k"))
         // A failed load releases its lock for the next node.
-        let third = try #require(try await tier.lockForLoading(key: "k2", lease: .seconds(5)))
+        let third = try #require(try await tier.lockForLoading(key: "k2", lease: .seconds(600)))
         try await tier.unlock(third)
         #expect(try await !tier.isLockedForLoading(key: "k2"))
     }
