@@ -223,3 +223,9 @@ public final class HTTPCache: Sendable {
         public var bytesRead: Int64 { memory.bytesRead + disk.bytesRead }
     }
 }
+
+extension HTTPCache {
+    /// Requests waiting now for another request's fetch of the same URL (request collapsing),
+    /// for tests that must know the followers wait before they let the leader go on.
+    package var collapsedRequestCount: Int { collapser.waiterCount }
+}
