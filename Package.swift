@@ -68,6 +68,8 @@ let package = Package(
         ),
         // Tiny C shim for what Glibc's module map does not show Swift (xattr, statx).
         .target(name: "CStowageShims"),
+        // glibc's malloc tuning for `stowage proxy` (malloc.h).
+        .target(name: "CStowageMalloc"),
         // The clock event-loop deadlines run on: NIO's timers, or a test clock that fires them.
         // Apart from StowageCore so the core stays free of NIO.
         .target(
@@ -260,7 +262,7 @@ let package = Package(
             dependencies: [
                 "StowageCore", "StowageCache", "StowageHousekeeping", "StowagePreferences", "StowageDatabase",
                 "StowageSecrets", "StowageStores", "StowageProxy", "StowageSharedTier", "StowageRedis",
-                "StowageHTTPCache",
+                "StowageHTTPCache", "CStowageMalloc",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

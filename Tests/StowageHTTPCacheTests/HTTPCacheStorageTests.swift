@@ -217,8 +217,7 @@ import Testing
             let waitClock = SteppedClock()
             let cache = try makeCache(root, clock: clock, kind: .shared) { $0.waitClock = waitClock }
             let origin = TestOrigin { _, n in ok("v\(n)", [("Cache-Control", "max-age=60")], clock: clock) }
-            // The leader's fetch is held until the other 19 wait for it (each follower's timeout
-            // is a sleeper on the wait clock).
+            // The leader's fetch is held until the other 19 wait for it.
             let held = Gate()
             let fetch: HTTPFetch = { request, body in
                 await held.wait()
@@ -229,7 +228,7 @@ import Testing
                 for _ in 0..<20 {
                     group.addTask { try await text(try await cache.respond(to: request(), fetch: fetch)) }
                 }
-                try await eventually { waitClock.sleeperCount == 19 }
+                try await eventually { cache.collapsedRequestCount == 19 }
                 held.open()
                 return try await group.reduce(into: [String]()) { $0.append($1) }
             }

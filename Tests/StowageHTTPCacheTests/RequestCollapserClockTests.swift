@@ -35,17 +35,72 @@ import Testing
         collapser.finish(flight, stored: false)
     }
 
-    @Test("a leader that finishes wakes its waiters and their timeouts stop sleeping")
-    func finishCancelsTheTimeout() async throws {
+    @Test("a leader that finishes wakes its waiters; the timer ends at its deadline with no one to time out")
+    func finishWakesTheWaiters() async throws {
         let clock = SteppedClock()
         let collapser = RequestCollapser(clock: clock)
         let flight = try #require(Self.lead("k", in: collapser))
         let waiting = Task { await collapser.wait(for: flight, timeout: .seconds(60)) }
-        try await eventually { clock.sleeperCount == 1 }
+        try await eventually { collapser.waiterCount == 1 }
         collapser.finish(flight, stored: true)
         #expect(await waiting.value == true)
-        try await eventually { clock.sleeperCount == 0 }
-        #expect(clock.sleeperCount == 0, "the cancelled timeout left the clock")
+        #expect(collapser.waiterCount == 0)
+        clock.advance(by: .seconds(60))
+        #expect(clock.sleeperCount == 0, "the timer ended at its deadline")
+    }
+
+    @Test(
+        "a thousand collapsed requests share one timer, and each times out at its own deadline",
+        .timeLimit(.minutes(1))
+    )
+    func waitersShareOneTimer() async throws {
+        // A sleep per waiter, cancelled when its leader finishes, stays in the runtime until its
+        // deadline (Swift's Task.sleep keeps its wake-up task and dispatch timer): 1,000 followers
+        // a second would keep 5,000 of them for a 5 s timeout.
+        let clock = SteppedClock()
+        let collapser = RequestCollapser(clock: clock)
+        let flights = (0..<1_000).compactMap { Self.lead("k\($0)", in: collapser) }
+        #expect(flights.count == 1_000)
+        let waits = Task {
+            await withTaskGroup(of: Bool.self) { group in
+                for (index, flight) in flights.enumerated() {
+                    // Half of them a second later, with a deadline a second later.
+                    if index == 500 { clock.advance(by: .seconds(1)) }
+                    let registered = collapser.waiterCount
+                    group.addTask { await collapser.wait(for: flight, timeout: .seconds(10)) }
+                    while collapser.waiterCount == registered { await Task.yield() }
+                }
+                return await group.reduce(into: 0) { $0 += $1 ? 0 : 1 }
+            }
+        }
+        try await eventually { collapser.waiterCount == 1_000 }
+        #expect(clock.sleeperCount == 1, "one timer for 1,000 waits")
+        for flight in flights[0..<100] { collapser.finish(flight, stored: true) }
+        clock.advance(by: .seconds(9))
+        // The first 500 time out at 10 s (the 100 woken by their leader are gone); the others
+        // wait on, with the same timer asleep until their own deadline.
+        try await eventually { collapser.waiterCount == 500 }
+        #expect(clock.sleeperCount == 1)
+        clock.advance(by: .seconds(1))
+        #expect(await waits.value == 900, "every waiter not woken by its leader timed out")
+        #expect(collapser.waiterCount == 0)
+        #expect(clock.sleeperCount == 0)
+        for flight in flights { collapser.finish(flight, stored: false) }
+    }
+
+    @Test("a cancelled collapsed request stops waiting at once, leaving the flight to the others")
+    func cancelledWaiterLeaves() async throws {
+        let clock = SteppedClock()
+        let collapser = RequestCollapser(clock: clock)
+        let flight = try #require(Self.lead("k", in: collapser))
+        let cancelled = Task { await collapser.wait(for: flight, timeout: .seconds(60)) }
+        let other = Task { await collapser.wait(for: flight, timeout: .seconds(60)) }
+        try await eventually { collapser.waiterCount == 2 }
+        cancelled.cancel()
+        #expect(await cancelled.value == false)
+        #expect(collapser.waiterCount == 1)
+        collapser.finish(flight, stored: true)
+        #expect(await other.value == true)
     }
 
     /// The flight `collapser` lets the caller lead for `key`, `nil` when it would follow.

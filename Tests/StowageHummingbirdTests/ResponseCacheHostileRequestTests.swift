@@ -85,7 +85,7 @@ struct ResponseCacheHostileRequestTests {
     func collapsedFailureReachesEveryone() async throws {
         let calls = CallCounter()
         // The failing calls are held until every request has either reached the handler or
-        // waits behind the one that did (each follower's timeout sleeps on a clock that never
+        // waits behind the one that did (the followers' timeout sleeps on a clock that never
         // moves, so none gives up on its own).
         let waitClock = SteppedClock()
         let held = Gate()
@@ -102,7 +102,7 @@ struct ResponseCacheHostileRequestTests {
                     body: ResponseBody(byteBuffer: ByteBuffer(string: "recovered"))
                 )
             }
-        } _: { client, _ in
+        } _: { client, cache in
             // A connection each: the test client pipelines its requests on one connection,
             // which the server answers one at a time.
             let port = try #require(client.port)
@@ -124,7 +124,7 @@ struct ResponseCacheHostileRequestTests {
                         return status
                     }
                 }
-                try await eventually { calls.value + waitClock.sleeperCount == 4 }
+                try await eventually { calls.value + cache.collapsedRequestCount == 4 }
                 held.open()
                 return try await group.reduce(into: []) { $0.append($1) }
             }

@@ -47,7 +47,7 @@ import Testing
     @Test("requests collapsed onto one fetch: only the request that went upstream gets the interim response")
     func onlyTheFetchingRequestForwards() async throws {
         // The origin sends its interim response, then holds the final one until the other two
-        // requests wait for it (each collapsed request's timeout sleeps on a clock that never
+        // requests wait for it (the collapsed requests' timeout sleeps on a clock that never
         // moves, so none gives up and fetches on its own).
         let release = ScriptedUpstream.Release()
         defer { release.open() }
@@ -77,7 +77,7 @@ import Testing
                 group.addTask { try await fetch() }
                 try await eventually { origin.requestCount == 1 }
                 for _ in 0..<2 { group.addTask { try await fetch() } }
-                try await eventually { waitClock.sleeperCount == 2 }
+                try await eventually { h.cache?.collapsedRequestCount == 2 }
                 release.open()
                 return try await group.reduce(into: []) { $0.append($1) }
             }

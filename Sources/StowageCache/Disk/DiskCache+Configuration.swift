@@ -76,6 +76,11 @@ extension DiskCache {
         public var deferredCommitClock: any Clock<Duration>
         /// Where the cache logs recoveries and failed background work.
         public var logger: Logger
+        /// The most page cache each connection to the index keeps (SQLite's `cache_size`);
+        /// `nil`, SQLite's default of 2 MiB (2,048,000 bytes). A cache with a memory level in front
+        /// of it (an `HTTPCache`) reads the index far less than it writes it, and the writer's page
+        /// cache alone then fills those 2 MiB.
+        package var indexPageCacheSize: ByteCount?
 
         /// A configuration with the defaults above.
         ///
@@ -99,6 +104,7 @@ extension DiskCache {
             self.clock = .system
             self.deferredCommitClock = ContinuousClock()
             self.logger = Logger(label: "org.stowage.disk-cache", factory: SwiftLogNoOpLogHandler.init)
+            self.indexPageCacheSize = nil
         }
 
         /// ``accessTimeResolution``, narrowed to a sixteenth of a short ``maximumAge``.

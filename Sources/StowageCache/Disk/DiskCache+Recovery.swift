@@ -39,6 +39,7 @@ extension DiskCache {
             return try DiskCacheIndex(
                 path: path,
                 synchronous: configuration.synchronousWrites,
+                pageCacheSize: configuration.indexPageCacheSize,
                 logger: configuration.logger
             )
         } catch let error as DatabaseError
@@ -64,6 +65,7 @@ extension DiskCache {
                 return try DiskCacheIndex(
                     path: path,
                     synchronous: configuration.synchronousWrites,
+                    pageCacheSize: configuration.indexPageCacheSize,
                     logger: configuration.logger
                 )
             } catch let error as DatabaseError {

@@ -34,6 +34,8 @@ final class DiskCacheCheckpointer: Sendable {
 
     private let path: String
     private let synchronous: Bool
+    /// The index's `cache_size`, when it sets one.
+    private let pageCachePragma: String?
     /// Commits since the last checkpoint was asked for.
     private let commits = Mutex(0)
     /// Opened on the first checkpoint; used by one checkpoint at a time (the maintenance lane's).
@@ -46,9 +48,10 @@ final class DiskCacheCheckpointer: Sendable {
     /// writer's checkpoint copied the whole log.
     private let isBehind = Atomic<Bool>(false)
 
-    init(path: String, synchronous: Bool) {
+    init(path: String, synchronous: Bool, pageCachePragma: String? = nil) {
         self.path = path
         self.synchronous = synchronous
+        self.pageCachePragma = pageCachePragma
     }
 
     /// Frees a connection `close()` did not (a cache released without closing).
@@ -101,7 +104,9 @@ final class DiskCacheCheckpointer: Sendable {
     /// frames copied, or `nil` when it failed.
     private func passiveCheckpoint() -> (frames: Int32, copied: Int32)? {
         connection.withLock { connection in
-            if connection == nil { connection = Self.open(path: path, synchronous: synchronous) }
+            if connection == nil {
+                connection = Self.open(path: path, synchronous: synchronous, pageCachePragma: pageCachePragma)
+            }
             guard let connection else { return nil }
             var frames: Int32 = 0
             var copied: Int32 = 0
@@ -110,7 +115,7 @@ final class DiskCacheCheckpointer: Sendable {
         }
     }
 
-    private static func open(path: String, synchronous: Bool) -> OpaquePointer? {
+    private static func open(path: String, synchronous: Bool, pageCachePragma: String?) -> OpaquePointer? {
         var connection: OpaquePointer?
         // NOFOLLOW: an index swapped for a symlink since the cache opened it is not followed out.
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
@@ -121,7 +126,7 @@ final class DiskCacheCheckpointer: Sendable {
             return nil
         }
         sqlite3_busy_timeout(connection, 1_000)
-        let pragmas = DiskCacheIndex.synchronousPragmas(synchronous)
+        let pragmas = DiskCacheIndex.synchronousPragmas(synchronous) + (pageCachePragma.map { "; " + $0 } ?? "")
         guard sqlite3_exec(connection, pragmas, nil, nil, nil) == SQLITE_OK else {
             sqlite3_close_v2(connection)
             return nil

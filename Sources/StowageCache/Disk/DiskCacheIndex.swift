@@ -134,6 +134,12 @@ struct DiskCacheIndex: Sendable {
     /// On Apple platforms SQLite's `fsync` leaves the WAL in the drive's cache unless `fullfsync`
     /// (and `checkpoint_fullfsync` for checkpoints) makes it use `F_FULLFSYNC`, as the value files'
     /// flush does; SQLite ignores both pragmas elsewhere, so Linux runs only the first.
+    /// `PRAGMA cache_size` for at most `size` of page cache per connection (SQLite's own default
+    /// when `nil`); at least one KiB.
+    static func pageCachePragma(_ size: ByteCount?) -> String? {
+        size.map { "PRAGMA cache_size = -\(max(1, $0.rawValue / 1_024))" }
+    }
+
     static func synchronousPragmas(_ synchronous: Bool) -> String {
         guard synchronous else { return "PRAGMA synchronous = NORMAL" }
         #if canImport(Darwin)
@@ -160,12 +166,14 @@ struct DiskCacheIndex: Sendable {
     /// - Throws: GRDB's `DatabaseError` as SQLite reports it (`SQLITE_NOTADB`,
     ///   `SQLITE_CORRUPT` for a damaged file); the caller decides about recovery.
     ///   A newer format than ``formatVersion`` is `StowageError` `.unsupported`, never a misread.
-    init(path: String, synchronous: Bool, logger: Logger) throws {
+    init(path: String, synchronous: Bool, pageCacheSize: ByteCount? = nil, logger: Logger) throws {
+        let pageCachePragma = Self.pageCachePragma(pageCacheSize)
         var configuration = GRDB.Configuration()
         configuration.busyMode = .timeout(30)
         configuration.label = "stowage.disk-cache"
         configuration.prepareDatabase { db in
             try db.execute(sql: Self.synchronousPragmas(synchronous))
+            if let pageCachePragma { try db.execute(sql: pageCachePragma) }
             // The maintenance lane checkpoints (DiskCacheCheckpointer); this only bounds the WAL
             // should it fall behind.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(DiskCacheCheckpointer.fallbackPages)")
@@ -190,6 +198,7 @@ struct DiskCacheIndex: Sendable {
             exclusive.prepareDatabase { db in
                 try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
                 try db.execute(sql: Self.synchronousPragmas(synchronous))
+                if let pageCachePragma { try db.execute(sql: pageCachePragma) }
             }
             let queue = try DatabaseQueue(path: path, configuration: exclusive)
             try Self.prepare(queue, path: path, logger: logger)
@@ -215,8 +224,8 @@ struct DiskCacheIndex: Sendable {
             try Self.prepare(pool, path: path, logger: logger)
             self.pool = pool
             isOpenedOnFullVolume = false
-            reader = DiskCacheReader(path: path)
-            checkpointer = DiskCacheCheckpointer(path: path, synchronous: synchronous)
+            reader = DiskCacheReader(path: path, pageCachePragma: pageCachePragma)
+            checkpointer = DiskCacheCheckpointer(path: path, synchronous: synchronous, pageCachePragma: pageCachePragma)
         }
     }
 

@@ -15,12 +15,15 @@ import Synchronization
 /// snapshot, so a lookup needs no explicit transaction.
 final class DiskCacheReader: Sendable {
     private let path: String
+    /// The index's `cache_size`, when it sets one.
+    private let pageCachePragma: String?
     private let idle = Mutex<[ReadConnection]>([])
     /// Connections kept open between reads; more are opened when more threads read at once.
     private static let idleLimit = 16
 
-    init(path: String) {
+    init(path: String, pageCachePragma: String? = nil) {
         self.path = path
+        self.pageCachePragma = pageCachePragma
     }
 
     /// The row for `key`, or `nil`.
@@ -37,13 +40,19 @@ final class DiskCacheReader: Sendable {
     }
 
     private func withConnection<T>(_ body: (ReadConnection) throws -> T) throws -> T {
-        let connection = try idle.withLock { $0.popLast() } ?? ReadConnection(path: path)
+        let connection =
+            try idle.withLock { $0.popLast() } ?? ReadConnection(path: path, pageCachePragma: pageCachePragma)
         // On an error the connection is not put back: it is closed, and the next read opens another.
         let result = try body(connection)
         idle.withLock { connections in
             if connections.count < Self.idleLimit { connections.append(connection) }
         }
         return result
+    }
+
+    /// A connection's `cache_size` (SQLite's: negative in KiB, positive in pages).
+    func pageCacheSize() throws -> Int {
+        try withConnection { try $0.pageCacheSize() }
     }
 
     /// Closes the idle connections (they reopen on the next read).
@@ -60,7 +69,7 @@ private final class ReadConnection: @unchecked Sendable {
     /// The `totals` read, prepared on first use.
     private var totalsRead: OpaquePointer?
 
-    init(path: String) throws {
+    init(path: String, pageCachePragma: String?) throws {
         var connection: OpaquePointer?
         // Opened later than the cache's own connections: NOFOLLOW keeps an index swapped for a
         // symlink since then from being followed out of the cache's directory.
@@ -75,6 +84,9 @@ private final class ReadConnection: @unchecked Sendable {
         // Readers wait only while another connection recovers the WAL after a crash.
         sqlite3_busy_timeout(connection, 30_000)
         status = sqlite3_exec(connection, "PRAGMA query_only = 1", nil, nil, nil)
+        if status == SQLITE_OK, let pageCachePragma {
+            status = sqlite3_exec(connection, pageCachePragma, nil, nil, nil)
+        }
         var lookup: OpaquePointer?
         if status == SQLITE_OK {
             status = sqlite3_prepare_v3(
@@ -123,6 +135,16 @@ private final class ReadConnection: @unchecked Sendable {
         case SQLITE_DONE: return (0, 0)
         case let status: throw Self.error(status, connection)
         }
+    }
+
+    func pageCacheSize() throws -> Int {
+        var statement: OpaquePointer?
+        let status = sqlite3_prepare_v2(connection, "PRAGMA cache_size", -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        guard status == SQLITE_OK, let statement else { throw Self.error(status, connection) }
+        let step = sqlite3_step(statement)
+        guard step == SQLITE_ROW else { throw Self.error(step, connection) }
+        return Int(sqlite3_column_int64(statement, 0))
     }
 
     func entry(forKey key: String) throws -> DiskCacheIndex.Entry? {

@@ -18,6 +18,8 @@ struct ProxyHarness {
     let client: HTTPClient
     /// The admin listener's port, when the configuration has one.
     var adminPort: Int? = nil
+    /// The proxy's cache.
+    var cache: HTTPCache? = nil
 
     var base: String { "http://127.0.0.1:\(proxyPort)" }
 
@@ -94,7 +96,13 @@ struct ProxyHarness {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.timeout.connect = .seconds(60)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        let harness = ProxyHarness(origin: origin, proxyPort: port, client: client, adminPort: adminPort)
+        let harness = ProxyHarness(
+            origin: origin,
+            proxyPort: port,
+            client: client,
+            adminPort: adminPort,
+            cache: proxy.cache
+        )
         var failure: (any Error)?
         do { try await body(harness) } catch { failure = error }
         try await client.shutdown()
