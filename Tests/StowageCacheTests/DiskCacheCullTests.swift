@@ -90,4 +90,34 @@ struct DiskCacheCullTests {
         #expect(try cache.usage().count == 191 - 65)
         #expect(try cache.contains(key: "one-more"))
     }
+
+    @Test(
+        "a trim's batch runs with the eviction page cache and in-memory statement journals, and the writer gets its own back after"
+    )
+    func trimBatchConnectionSettings() throws {
+        let scratch = try TemporaryDirectory()
+        let clock = ManualClock()
+        let cache = try filledToTheLimit(scratch, clock)
+        defer { try? cache.close() }
+        func settings(_ db: Database) throws -> [Int] {
+            [
+                try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? 0,
+                try Int.fetchOne(db, sql: "PRAGMA temp_store") ?? -1,
+            ]
+        }
+        let before = try cache.index.pool.writeWithoutTransaction(settings)
+        #expect(before[0] != DiskCacheIndex.evictionCacheSize)
+        let during = try cache.index.evictionWrite(settings)
+        #expect(during == [DiskCacheIndex.evictionCacheSize, 2])  // 2: MEMORY
+        #expect(try cache.index.pool.writeWithoutTransaction(settings) == before)
+        // A batch that fails puts them back too.
+        #expect(throws: DatabaseError.self) {
+            try cache.index.evictionWrite { db in try db.execute(sql: "DELETE FROM no_such_table") }
+        }
+        #expect(try cache.index.pool.writeWithoutTransaction(settings) == before)
+        // And a trim through them leaves the writer as it was.
+        _ = try cache.trim(freeing: ByteCount(100))
+        #expect(try cache.usage().count == 100)
+        #expect(try cache.index.pool.writeWithoutTransaction(settings) == before)
+    }
 }

@@ -42,6 +42,24 @@ struct DiskCacheDurabilityTests {
         #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
     }
 
+    @Test(
+        "a deferred batch commits its writes in the order they were made, so the table keeps least recently used rows together"
+    )
+    func deferredBatchInWriteOrder() throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(60)) }
+        defer { try? cache.close() }
+        let keys = (0..<300).map { "key-\($0)" }
+        for key in keys { try cache.setData(Data([1]), forKey: key) }
+        // A rewrite is the latest write of all: its row comes last.
+        try cache.setData(Data([2]), forKey: "key-0")
+        try cache.flush()
+        let byRowid = try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
+            try String.fetchAll(db, sql: "SELECT key FROM entry ORDER BY rowid")
+        }
+        #expect(byRowid == Array(keys.dropFirst()) + ["key-0"])
+    }
+
     @Test("a writer that fills the staging commits it itself, so staged memory stays bounded")
     func fullStagingCommitsAtOnce() throws {
         let scratch = try TemporaryDirectory()

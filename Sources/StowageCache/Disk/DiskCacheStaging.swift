@@ -88,14 +88,25 @@ final class DiskCacheStaging: Sendable {
 
     var isEmpty: Bool { state.withLock { $0.staged.isEmpty } }
 
-    /// Every staged write, to commit; a flush that runs now covers them, so a new write schedules
-    /// another. Their files stay until ``settle(_:committed:)``, whatever replaces them meanwhile.
-    /// One flush at a time (the caller holds the cache's flush lock).
+    /// Every staged write, to commit, in the order they were made; a flush that runs now covers
+    /// them, so a new write schedules another. Their files stay until ``settle(_:committed:)``,
+    /// whatever replaces them meanwhile. One flush at a time (the caller holds the cache's flush
+    /// lock).
+    ///
+    /// In the order of the writes, not the dictionary's: SQLite gives new rows ascending rowids,
+    /// so the table then keeps rows written together in write order, which is the order of
+    /// least recent use until reads move it. An eviction removes the least recently used rows
+    /// first, and in write order they fill whole pages of the table. Trimming half of the scale
+    /// bench's 10^6 entries, filled through this staging in the dictionary's order, made
+    /// 842,147 `pwrite`s in the sqlite3 shell (`strace -c`; batches of 1,024), against 350,532
+    /// for the same keys and values of the same schema inserted in write order. With the
+    /// trim's own batches and page cache (`DiskCache.trimBatchSize`), the bench's trim used
+    /// 2.3 s of CPU instead of 3.4–3.8 s.
     func snapshot() -> [(key: String, staged: Staged)] {
         state.withLock { state in
             state.isFlushScheduled = false
             state.committing = state.staged.mapValues(\.generation)
-            return state.staged.map { ($0.key, $0.value) }
+            return state.staged.map { ($0.key, $0.value) }.sorted { $0.staged.generation < $1.staged.generation }
         }
     }
 
