@@ -35,4 +35,17 @@ import Testing
             try cache.close()
         }
     }
+
+    @Test("a trim's batches keep to the page cache the index was given, instead of the trim's 32 MiB")
+    func trimKeepsTheBound() throws {
+        try withTemporaryDirectory { root in
+            var configuration = DiskCache.Configuration()
+            configuration.indexPageCacheSize = ByteCount(256 * 1_024)
+            let cache = try DiskCache(directory: root, configuration: configuration)
+            let during = try cache.index.evictionWrite { try Int.fetchOne($0, sql: "PRAGMA cache_size") }
+            #expect(during == -256)
+            #expect(try cache.index.pool.write { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == -256)
+            try cache.close()
+        }
+    }
 }

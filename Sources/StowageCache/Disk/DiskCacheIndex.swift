@@ -45,6 +45,9 @@ struct DiskCacheIndex: Sendable {
     /// was opened on a full volume (``isOpenedOnFullVolume``).
     let pool: any DatabaseWriter
     let path: String
+    /// The page cache every connection was given (``DiskCache/Configuration/indexPageCacheSize``);
+    /// `nil` for SQLite's default. A trim's batches keep to it when set.
+    let pageCacheSize: ByteCount?
     /// Whether the index was opened on a full volume: SQLite could not create its shared-memory
     /// file (`-shm`), so this process holds the index in exclusive locking mode, which keeps
     /// the WAL index in its own memory. Reads work; writes fail with `.noSpace` until space
@@ -184,6 +187,7 @@ struct DiskCacheIndex: Sendable {
             if !db.configuration.readonly { try Self.startWAL(db, path: path, synchronous: synchronous) }
         }
         self.path = path
+        self.pageCacheSize = pageCacheSize
         if Self.needsPrivateWALIndex(path: path) {
             // No room for the -shm file: keep the WAL index in this process's memory instead. A
             // -shm file an earlier attempt could not size would be taken for a lock held by
@@ -413,7 +417,8 @@ struct DiskCacheIndex: Sendable {
 
     /// A write transaction for a batch of a trim, as ``write(_:)`` is, on a connection whose
     /// statement journals stay in memory (`temp_store = MEMORY`) and whose page cache holds
-    /// ``evictionCacheSize`` for the batch; both are put back when it ends.
+    /// ``evictionCacheSize`` for the batch (unless the index was opened with a page cache size of
+    /// its own, which it keeps); both are put back when it ends.
     ///
     /// A `DELETE` that fires the totals trigger may fail half-way, so SQLite journals each page it
     /// changes for the statement, and past 64 KiB (16 or so rows of 1 KiB) writes that journal to
@@ -424,8 +429,11 @@ struct DiskCacheIndex: Sendable {
     func evictionWrite<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.writeWithoutTransaction { db in
             let cacheSize = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2_000
+            // A page cache the owner set (an HTTPCache's 256 KiB) is a memory bound it chose:
+            // the batch keeps to it and reads pages again instead.
+            let batchCacheSize = pageCacheSize == nil ? Self.evictionCacheSize : cacheSize
             let restore = "PRAGMA temp_store = DEFAULT; PRAGMA cache_size = \(cacheSize)"
-            try db.execute(sql: "PRAGMA temp_store = MEMORY; PRAGMA cache_size = \(Self.evictionCacheSize)")
+            try db.execute(sql: "PRAGMA temp_store = MEMORY; PRAGMA cache_size = \(batchCacheSize)")
             let result: T
             do {
                 var value: T?
