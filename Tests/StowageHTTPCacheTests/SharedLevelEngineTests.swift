@@ -356,6 +356,28 @@ struct SharedLevelEngineTests {
         #expect(try await a.read("k") == "v2")
     }
 
+    @Test("a memory-only write of this node's that overtook a shared fill stays readable")
+    func readOvertakenByOwnMemoryOnlyWrite() async throws {
+        let fleet = try EngineFleet(.hybrid)
+        defer { fleet.close() }
+        let a = try #require(fleet.a as? HybridNode)
+        try await fleet.b.write("v1", forKey: "k")
+        let fired = Atomic<Bool>(false)
+        // a's read takes v1 from the shared level; before the value reaches a, a stores v2 in
+        // memory only (which removes the shared copy). The fill keeps nothing over v2, and must
+        // not drop v2 either as though v2 were the fill's own copy: v2 is nowhere else.
+        fleet.level.setReadHook { key in
+            guard key == "k", !fired.exchange(true, ordering: .relaxed) else { return }
+            _ = try? await a.cache.setValue("v2", forKey: "k", placement: .memoryOnly)
+        }
+        let during = try await a.read("k")
+        fleet.level.setReadHook(nil)
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        #expect(during == "v1" || during == "v2")
+        #expect(try await a.read("k") == "v2")
+    }
+
     @Test(
         "disk copies that may have missed an invalidation are confirmed: replaced, removed, or served unchecked in an outage",
         arguments: Facade.allCases

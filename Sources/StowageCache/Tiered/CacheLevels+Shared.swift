@@ -47,6 +47,9 @@ extension CacheLevels {
         }
         shared.counters.recordHit(bytes: entry.data.count)
         guard let found = await fill(entry, begun) else { return .absent }
+        // A fill that kept nothing has nothing to drop: a copy here is a later write's, and for a
+        // memory-only write (a removal too, which moves the counts below) the only one.
+        if begun.keptNothing { return .found(found) }
         if ownRemovalUnderWay || removalsBegun.load(ordering: .sequentiallyConsistent) != ownRemovalsBefore {
             // This node's own removal: the disk copy goes too, whatever other nodes' invalidations do.
             await drop(key, reason: "a shared fill a removal of this node's overtook")

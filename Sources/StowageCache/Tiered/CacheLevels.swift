@@ -172,7 +172,10 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         toDisk writeToDisk: () async throws -> Void
     ) async throws {
         try await keyLocks.withLock(key) {
-            if let fill, sharedWrites.isOvertaken(fill) { return }
+            if let fill, sharedWrites.isOvertaken(fill) {
+                fill.markKeptNothing()
+                return
+            }
             try await writeInOrder(value, forKey: key, cost: cost, timeToLive: timeToLive, keepsInMemory: keepsInMemory)
             {
                 try await writeToDisk()
