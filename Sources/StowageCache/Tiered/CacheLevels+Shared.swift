@@ -93,9 +93,13 @@ extension CacheLevels {
             shared.horizon.requiresConfirmation(ofCopyStoredAt: modified),
             shared.pendingWrites.change(forKey: key) == nil
         else { return nil }
+        // Taken before the read: a write of this node's that overtakes it replaces the copy, and
+        // the drop below must not take the write's copies (``SharedWriteStripes``). Kept when a
+        // write of another key of the stripe overtook it: it is confirmed again when next read.
+        let begun = sharedWrites.stamp(key)
         let lookup = await readShared(key, fill: fill)
         if case .absent = lookup {
-            await drop(key, reason: "a disk copy the shared level no longer has")
+            await drop(key, unlessOvertaken: begun, reason: "a disk copy the shared level no longer has")
         }
         return lookup
     }
