@@ -130,6 +130,35 @@ import Testing
         for flight in [long, short, zero] { collapser.finish(flight, stored: false) }
     }
 
+    @Test(
+        "two thousand waiters joining, cancelled and timed out while the timer fires all end, and the timer with them",
+        .timeLimit(.minutes(1))
+    )
+    func churnWhileTheTimerFires() async throws {
+        let clock = SteppedClock()
+        let collapser = RequestCollapser(clock: clock)
+        let flight = try #require(Self.lead("k", in: collapser))
+        let waits = (0..<2_000).map { index in
+            Task {
+                // A second's timeout for the even ones, a minute's for the odd.
+                await collapser.wait(for: flight, timeout: .seconds(index.isMultiple(of: 2) ? 1 : 60))
+            }
+        }
+        // Cancel every third while the clock passes the short deadlines and the timer fires.
+        let cancelling = Task { for (index, wait) in waits.enumerated() where index % 3 == 0 { wait.cancel() } }
+        for _ in 0..<4 {
+            clock.advance(by: .milliseconds(500))
+            await Task.yield()
+        }
+        await cancelling.value
+        // Those still waiting (joined late, or with a minute's timeout) wait for the leader.
+        collapser.finish(flight, stored: true)
+        for wait in waits { _ = await wait.value }
+        #expect(collapser.waiterCount == 0)
+        clock.advance(by: .seconds(120))
+        try await eventually { clock.sleeperCount == 0 }
+    }
+
     /// The flight `collapser` lets the caller lead for `key`, `nil` when it would follow.
     static func lead(_ key: String, in collapser: RequestCollapser) -> RequestCollapser.Flight? {
         guard case .leader(let flight) = collapser.join(key, startedAt: 0) else { return nil }
