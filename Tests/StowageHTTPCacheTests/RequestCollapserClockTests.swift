@@ -103,6 +103,62 @@ import Testing
         #expect(await other.value == true)
     }
 
+    @Test(
+        "a waiter whose deadline comes before the running timer's wake-up times out at its own deadline; a zero timeout at once",
+        .timeLimit(.minutes(1))
+    )
+    func earlierDeadlineWakesEarlier() async throws {
+        let clock = SteppedClock()
+        let collapser = RequestCollapser(clock: clock)
+        let long = try #require(Self.lead("long", in: collapser))
+        let short = try #require(Self.lead("short", in: collapser))
+        let zero = try #require(Self.lead("zero", in: collapser))
+        let longWait = Task { await collapser.wait(for: long, timeout: .seconds(60)) }
+        try await eventually { collapser.waiterCount == 1 && clock.sleeperCount == 1 }
+        // The timer sleeps until 60 s; this one must not wait that long.
+        let shortWait = Task { await collapser.wait(for: short, timeout: .seconds(10)) }
+        try await eventually { collapser.waiterCount == 2 }
+        #expect(await collapser.wait(for: zero, timeout: .zero) == false, "a zero timeout times out at once")
+        clock.advance(by: .seconds(10))
+        #expect(await shortWait.value == false, "timed out at 10 s")
+        #expect(collapser.waiterCount == 1, "the 60 s waiter waits on")
+        clock.advance(by: .seconds(49))
+        #expect(collapser.waiterCount == 1)
+        clock.advance(by: .seconds(1))
+        #expect(await longWait.value == false)
+        try await eventually { clock.sleeperCount == 0 }
+        for flight in [long, short, zero] { collapser.finish(flight, stored: false) }
+    }
+
+    @Test(
+        "two thousand waiters joining, cancelled and timed out while the timer fires all end, and the timer with them",
+        .timeLimit(.minutes(1))
+    )
+    func churnWhileTheTimerFires() async throws {
+        let clock = SteppedClock()
+        let collapser = RequestCollapser(clock: clock)
+        let flight = try #require(Self.lead("k", in: collapser))
+        let waits = (0..<2_000).map { index in
+            Task {
+                // A second's timeout for the even ones, a minute's for the odd.
+                await collapser.wait(for: flight, timeout: .seconds(index.isMultiple(of: 2) ? 1 : 60))
+            }
+        }
+        // Cancel every third while the clock passes the short deadlines and the timer fires.
+        let cancelling = Task { for (index, wait) in waits.enumerated() where index % 3 == 0 { wait.cancel() } }
+        for _ in 0..<4 {
+            clock.advance(by: .milliseconds(500))
+            await Task.yield()
+        }
+        await cancelling.value
+        // Those still waiting (joined late, or with a minute's timeout) wait for the leader.
+        collapser.finish(flight, stored: true)
+        for wait in waits { _ = await wait.value }
+        #expect(collapser.waiterCount == 0)
+        clock.advance(by: .seconds(120))
+        try await eventually { clock.sleeperCount == 0 }
+    }
+
     /// The flight `collapser` lets the caller lead for `key`, `nil` when it would follow.
     static func lead(_ key: String, in collapser: RequestCollapser) -> RequestCollapser.Flight? {
         guard case .leader(let flight) = collapser.join(key, startedAt: 0) else { return nil }

@@ -356,6 +356,58 @@ struct SharedLevelEngineTests {
         #expect(try await a.read("k") == "v2")
     }
 
+    @Test("a memory-only write of this node's that overtook a shared fill stays readable")
+    func readOvertakenByOwnMemoryOnlyWrite() async throws {
+        let fleet = try EngineFleet(.hybrid)
+        defer { fleet.close() }
+        let a = try #require(fleet.a as? HybridNode)
+        try await fleet.b.write("v1", forKey: "k")
+        let fired = Atomic<Bool>(false)
+        // a's read takes v1 from the shared level; before the value reaches a, a stores v2 in
+        // memory only (which removes the shared copy). The fill keeps nothing over v2, and must
+        // not drop v2 either as though v2 were the fill's own copy: v2 is nowhere else.
+        fleet.level.setReadHook { key in
+            guard key == "k", !fired.exchange(true, ordering: .relaxed) else { return }
+            _ = try? await a.cache.setValue("v2", forKey: "k", placement: .memoryOnly)
+        }
+        let during = try await a.read("k")
+        fleet.level.setReadHook(nil)
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        #expect(during == "v1" || during == "v2")
+        #expect(try await a.read("k") == "v2")
+    }
+
+    @Test("a memory-only write of this node's that overtook the confirmation of a disk copy stays readable")
+    func confirmationOvertakenByOwnMemoryOnlyWrite() async throws {
+        let fleet = try EngineFleet(.hybrid)
+        defer { fleet.close() }
+        let a = try #require(fleet.a as? HybridNode)
+        try await a.write("old", forKey: "k")
+        // b removes the shared copy, which a never hears; then a's channel broke and came back:
+        // its memory goes, and its disk copy, older than the horizon, is confirmed when read.
+        fleet.level.setSendsInvalidations(false)
+        try await fleet.b.remove("k")
+        fleet.level.setSendsInvalidations(true)
+        fleet.clock.advance(by: .seconds(1))
+        await a.apply(.interrupted)
+        await a.apply(.all)
+        let fired = Atomic<Bool>(false)
+        // The confirmation finds no shared copy; before it drops the disk copy, a stores v2 in
+        // memory only. The drop, meant for the unconfirmed copy, must not take v2, which is
+        // nowhere else.
+        fleet.level.setReadHook { key in
+            guard key == "k", !fired.exchange(true, ordering: .relaxed) else { return }
+            _ = try? await a.cache.setValue("v2", forKey: "k", placement: .memoryOnly)
+        }
+        let during = try await a.read("k")
+        fleet.level.setReadHook(nil)
+        let didFire = fired.load(ordering: .relaxed)
+        #expect(didFire)
+        #expect(during == nil || during == "v2")
+        #expect(try await a.read("k") == "v2")
+    }
+
     @Test(
         "disk copies that may have missed an invalidation are confirmed: replaced, removed, or served unchecked in an outage",
         arguments: Facade.allCases

@@ -12,14 +12,38 @@ import CStowageMalloc
 /// the heap's free space at the end of the run was 3.1 MB against 5.5 MB (malloc_info, 16 MB
 /// memory capacity, 2026-11-29). Only as many threads as there are cores run at once, so one
 /// arena per core keeps them from waiting on each other's. `MALLOC_ARENA_MAX` or a
-/// `glibc.malloc.arena_max` tunable, when set, is left to glibc.
+/// `glibc.malloc.arena_max` tunable that glibc takes is left to glibc; one it ignores (no
+/// number, or 0: it then runs with 8 arenas per core) is not a limit.
 enum MallocArenas {
     /// The limit for a process with `cores` cores and `environment`; `nil` when the environment
-    /// sets one.
+    /// sets one that glibc takes.
     static func limit(environment: [String: String], cores: Int) -> Int32? {
-        if environment["MALLOC_ARENA_MAX"] != nil { return nil }
-        if let tunables = environment["GLIBC_TUNABLES"], tunables.contains("arena_max") { return nil }
+        if let value = environment["MALLOC_ARENA_MAX"], glibcTakes(value[...]) { return nil }
+        if let tunables = environment["GLIBC_TUNABLES"] {
+            for tunable in tunables.split(separator: ":") {
+                let parts = tunable.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                if parts.count == 2, parts[0] == "glibc.malloc.arena_max", glibcTakes(parts[1]) { return nil }
+            }
+        }
         return Int32(clamping: max(1, cores))
+    }
+
+    /// Whether glibc takes `value` as an arena limit: it reads the leading number as `strtoul`
+    /// does in base 0 (blanks, a sign, `0x` for hexadecimal, `0` for octal; what follows is
+    /// ignored) and ignores 0, the result when there is none (glibc 2.36: "abc", "0x" and "09"
+    /// leave its default of 8 per core; "4x" is 4, "-1" no limit).
+    static func glibcTakes(_ value: Substring) -> Bool {
+        var rest = value.drop { $0 == " " || ("\t"..."\r").contains($0) }
+        if let sign = rest.first, sign == "+" || sign == "-" { rest = rest.dropFirst() }
+        var radix = 10
+        if rest.hasPrefix("0x") || rest.hasPrefix("0X"), rest.dropFirst(2).first?.isHexDigit == true {
+            radix = 16
+            rest = rest.dropFirst(2)
+        } else if rest.hasPrefix("0") {
+            radix = 8
+        }
+        let digits = rest.prefix { $0.isASCII && $0.hexDigitValue.map { $0 < radix } == true }
+        return digits.contains { $0 != "0" }
     }
 
     /// Applies ``limit(environment:cores:)`` to this process (Linux with glibc; elsewhere nothing).

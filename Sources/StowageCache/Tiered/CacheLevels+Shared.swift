@@ -47,6 +47,9 @@ extension CacheLevels {
         }
         shared.counters.recordHit(bytes: entry.data.count)
         guard let found = await fill(entry, begun) else { return .absent }
+        // A fill that kept nothing has nothing to drop: a copy here is a later write's, and for a
+        // memory-only write (a removal too, which moves the counts below) the only one.
+        if begun.keptNothing { return .found(found) }
         if ownRemovalUnderWay || removalsBegun.load(ordering: .sequentiallyConsistent) != ownRemovalsBefore {
             // This node's own removal: the disk copy goes too, whatever other nodes' invalidations do.
             await drop(key, reason: "a shared fill a removal of this node's overtook")
@@ -90,9 +93,13 @@ extension CacheLevels {
             shared.horizon.requiresConfirmation(ofCopyStoredAt: modified),
             shared.pendingWrites.change(forKey: key) == nil
         else { return nil }
+        // Taken before the read: a write of this node's that overtakes it replaces the copy, and
+        // the drop below must not take the write's copies (``SharedWriteStripes``). Kept when a
+        // write of another key of the stripe overtook it: it is confirmed again when next read.
+        let begun = sharedWrites.stamp(key)
         let lookup = await readShared(key, fill: fill)
         if case .absent = lookup {
-            await drop(key, reason: "a disk copy the shared level no longer has")
+            await drop(key, unlessOvertaken: begun, reason: "a disk copy the shared level no longer has")
         }
         return lookup
     }

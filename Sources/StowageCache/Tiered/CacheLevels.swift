@@ -172,7 +172,10 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         toDisk writeToDisk: () async throws -> Void
     ) async throws {
         try await keyLocks.withLock(key) {
-            if let fill, sharedWrites.isOvertaken(fill) { return }
+            if let fill, sharedWrites.isOvertaken(fill) {
+                fill.markKeptNothing()
+                return
+            }
             try await writeInOrder(value, forKey: key, cost: cost, timeToLive: timeToLive, keepsInMemory: keepsInMemory)
             {
                 try await writeToDisk()
@@ -302,9 +305,19 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     }
 
     /// Drops the local copies of `key` another node made stale: disk (when `includingDisk`),
-    /// then memory. A disk failure is logged with `reason` (what was being dropped).
-    package func drop(_ key: String, includingDisk: Bool = true, reason: String) async {
+    /// then memory. A disk failure is logged with `reason` (what was being dropped). With
+    /// `read` (where a shared read began), nothing is dropped when a write of this node's
+    /// overtook the read: checked under the key's lock.
+    package func drop(
+        _ key: String,
+        includingDisk: Bool = true,
+        unlessOvertaken read: SharedWriteStripes.Stamp? = nil,
+        reason: String
+    ) async {
         await keyLocks.withLock(key) {
+            // A write of this node's begun since `read` wrote the copies here after what the read
+            // saw: they are not the ones to drop (for a memory-only write, the only copy).
+            if let read, sharedWrites.isOvertaken(read) { return }
             noteRemoval()
             if includingDisk, let disk {
                 do {

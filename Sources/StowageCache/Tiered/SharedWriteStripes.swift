@@ -13,11 +13,25 @@ import Synchronization
 /// read fills again), never a stale value.
 package final class SharedWriteStripes: Sendable {
     /// Where a fill began: its key's stripe, the writes of it begun so far, and whether none was
-    /// under way.
+    /// under way; and whether the fill, found overtaken, kept nothing (``keptNothing``).
     package struct Stamp: Sendable {
         fileprivate let stripe: Int
         fileprivate let begun: UInt64
         fileprivate let wasIdle: Bool
+        fileprivate let skipped = Skipped()
+
+        /// Whether the fill's local write found it overtaken and wrote nothing: a copy of the key
+        /// here is then not the fill's, and the fill must not drop it as its own (it may be the
+        /// only copy of a memory-only write that overtook the fill).
+        package var keptNothing: Bool { skipped.flag.load(ordering: .acquiring) }
+
+        /// Notes that the fill kept nothing.
+        func markKeptNothing() { skipped.flag.store(true, ordering: .releasing) }
+    }
+
+    /// A stamp's note that its fill kept nothing, shared by the stamp's copies.
+    fileprivate final class Skipped: Sendable {
+        let flag = Atomic<Bool>(false)
     }
 
     private struct Counts {
