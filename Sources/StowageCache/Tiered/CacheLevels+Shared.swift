@@ -32,8 +32,10 @@ extension CacheLevels {
         _ key: String,
         fill: (SharedCacheEntry, SharedWriteStripes.Stamp) async -> Found?
     ) async -> SharedLookup<Found> {
-        guard let shared = sharedLevel, shared.pendingWrites.change(forKey: key) == nil else { return .absent }
+        // Stamped before the look at the outage queue: a write of this node's that runs whole
+        // between the two, its shared half kept for the replay, then marks this fill overtaken.
         let begun = sharedWrites.stamp(key)
+        guard let shared = sharedLevel, shared.pendingWrites.change(forKey: key) == nil else { return .absent }
         let removalsBefore = removalCount
         let ownRemovalsBefore = removalsBegun.load(ordering: .sequentiallyConsistent)
         let ownRemovalUnderWay = removalsUnderWay.load(ordering: .sequentiallyConsistent) > 0
@@ -89,14 +91,15 @@ extension CacheLevels {
         storedAt modified: Date,
         fill: (SharedCacheEntry, SharedWriteStripes.Stamp) async -> Found?
     ) async -> SharedLookup<Found>? {
+        // Taken before the read (and before the look at the outage queue): a write of this
+        // node's that overtakes it replaces the copy, and the drop below must not take the
+        // write's copies (``SharedWriteStripes``). Kept when a write of another key of the stripe
+        // overtook it: it is confirmed again when next read.
+        let begun = sharedWrites.stamp(key)
         guard let shared = sharedLevel, shared.confirmsDiskCopies,
             shared.horizon.requiresConfirmation(ofCopyStoredAt: modified),
             shared.pendingWrites.change(forKey: key) == nil
         else { return nil }
-        // Taken before the read: a write of this node's that overtakes it replaces the copy, and
-        // the drop below must not take the write's copies (``SharedWriteStripes``). Kept when a
-        // write of another key of the stripe overtook it: it is confirmed again when next read.
-        let begun = sharedWrites.stamp(key)
         let lookup = await readShared(key, fill: fill)
         if case .absent = lookup {
             await drop(key, unlessOvertaken: begun, reason: "a disk copy the shared level no longer has")
