@@ -21,6 +21,7 @@
 # is stopped on exit, by process id.
 #
 #   Benchmarks/proxy-load.sh                 # DURATION=10s CONNECTIONS=32 THREADS=2 by default
+#   STOWAGE=/tmp/stowage-before Benchmarks/proxy-load.sh   # another build of the proxy (A/B)
 #   URL_COUNT=100000 MEMORY_CAPACITY=16MB CASES=cached-1kib-100k-urls Benchmarks/proxy-load.sh
 #                                            # issue 46's scale row: 10^5 URLs, most hits from disk
 #
@@ -69,9 +70,11 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 VARNISHD=$(command -v varnishd || echo /usr/sbin/varnishd)
 
 log "building stowage in release"
-swift build -c release --product stowage >&2
+if [ -z "${STOWAGE:-}" ]; then
+    swift build -c release --product stowage >&2
+    STOWAGE=$(swift build -c release --show-bin-path)/stowage
+fi
 swift build -c release --product StowageHTTPFloor >&2
-STOWAGE=$(swift build -c release --show-bin-path)/stowage
 FLOOR=$(swift build -c release --show-bin-path)/StowageHTTPFloor
 
 WORK=$(mktemp -d /tmp/stowage-proxy-load.XXXXXX)
