@@ -74,12 +74,17 @@ import Testing
             }
         }
         try await eventually { collapser.waiterCount == 1_000 }
+        // The timer's task starts asleep a moment after the first waiter registers.
+        try await eventually { clock.sleeperCount > 0 }
         #expect(clock.sleeperCount == 1, "one timer for 1,000 waits")
         for flight in flights[0..<100] { collapser.finish(flight, stored: true) }
         clock.advance(by: .seconds(9))
         // The first 500 time out at 10 s (the 100 woken by their leader are gone); the others
         // wait on, with the same timer asleep until their own deadline.
         try await eventually { collapser.waiterCount == 500 }
+        // The timer removes the waiters it timed out, then goes back to sleep: the advance below
+        // must find it asleep (a stress run saw the count between the two).
+        try await eventually { clock.sleeperCount > 0 }
         #expect(clock.sleeperCount == 1)
         clock.advance(by: .seconds(1))
         #expect(await waits.value == 900, "every waiter not woken by its leader timed out")
