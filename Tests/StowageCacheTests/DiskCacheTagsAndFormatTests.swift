@@ -111,6 +111,7 @@ struct DiskCacheTagsAndFormatTests {
         do {
             let cache = try DiskCache(directory: directory)
             try cache.setData(Data("keep".utf8), forKey: "k")
+            try cache.close()  // not left to deinit, which the maintenance lane can delay
         }
         let index = directory.appending(path: "index.sqlite").path
         try DatabaseQueue(path: index).write { db in try db.execute(sql: "PRAGMA user_version = 5") }

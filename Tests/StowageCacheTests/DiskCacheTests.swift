@@ -28,6 +28,7 @@ struct DiskCacheTests {
             try await cache.setData(Data(), forKey: "empty")
             #expect(try await cache.data(forKey: "small") == small)
             #expect(try await cache.data(forKey: "missing") == nil)
+            try await cache.close()  // not left to deinit, which the maintenance lane can delay
         }
         let cache = try open(scratch)
         #expect(try await cache.data(forKey: "small") == small)
@@ -181,6 +182,9 @@ struct DiskCacheTests {
             let cache = try open(scratch)
             try cache.setData(Data(count: 30_000), forKey: "kept")
             try cache.setData(Data(count: 30_000), forKey: "loses-file")
+            // Closed here: orphans are collected only by the cache's only user, and a handle left
+            // to deinit (which the maintenance lane can delay) still holds the lock at the reopen.
+            try cache.close()
         }
         let files = scratch.dataFiles()
         let victim = try DatabaseQueue(path: scratch.path + "/cache/index.sqlite").read { db in
