@@ -291,14 +291,12 @@ struct SharedLevelEngineTests {
         let (a, b) = (fleet.a, fleet.b)
         try await a.write("v1", forKey: "k")
         let storedKey = b.storedKey("k")
-        let fired = Atomic<Bool>(false)
         // The invalidation lands after b has read the entry and before it keeps it.
-        fleet.level.setReadHook { key in
-            guard key == storedKey, !fired.exchange(true, ordering: .relaxed) else { return }
+        let firstRead = FirstRead(of: storedKey, on: fleet.level) {
             await b.apply(.key(storedKey))
         }
         #expect(try await b.read("k") == "v1")  // current when read
-        let didFire = fired.load(ordering: .relaxed)
+        let didFire = firstRead.didFire
         #expect(didFire)
         #expect(try await !b.hasLocalCopy("k"))
     }
@@ -340,17 +338,15 @@ struct SharedLevelEngineTests {
         let (a, b) = (fleet.a, fleet.b)
         try await b.write("v1", forKey: "k")
         let storedKey = a.storedKey("k")
-        let fired = Atomic<Bool>(false)
         // a's read misses locally and takes v1 from the shared level; before the value reaches a,
         // a writes v2 everywhere. Landing after that write, the fill would put v1 back in front of
         // v2 on a, which never hears its own write back to drop it.
-        fleet.level.setReadHook { key in
-            guard key == storedKey, !fired.exchange(true, ordering: .relaxed) else { return }
+        let firstRead = FirstRead(of: storedKey, on: fleet.level) {
             try? await a.write("v2", forKey: "k")
         }
         let during = try await a.read("k")
         fleet.level.setReadHook(nil)
-        let didFire = fired.load(ordering: .relaxed)
+        let didFire = firstRead.didFire
         #expect(didFire)
         #expect(during == "v1" || during == "v2")
         #expect(try await a.read("k") == "v2")
@@ -362,17 +358,15 @@ struct SharedLevelEngineTests {
         defer { fleet.close() }
         let a = try #require(fleet.a as? HybridNode)
         try await fleet.b.write("v1", forKey: "k")
-        let fired = Atomic<Bool>(false)
         // a's read takes v1 from the shared level; before the value reaches a, a stores v2 in
         // memory only (which removes the shared copy). The fill keeps nothing over v2, and must
         // not drop v2 either as though v2 were the fill's own copy: v2 is nowhere else.
-        fleet.level.setReadHook { key in
-            guard key == "k", !fired.exchange(true, ordering: .relaxed) else { return }
+        let firstRead = FirstRead(of: "k", on: fleet.level) {
             _ = try? await a.cache.setValue("v2", forKey: "k", placement: .memoryOnly)
         }
         let during = try await a.read("k")
         fleet.level.setReadHook(nil)
-        let didFire = fired.load(ordering: .relaxed)
+        let didFire = firstRead.didFire
         #expect(didFire)
         #expect(during == "v1" || during == "v2")
         #expect(try await a.read("k") == "v2")
@@ -392,17 +386,15 @@ struct SharedLevelEngineTests {
         fleet.clock.advance(by: .seconds(1))
         await a.apply(.interrupted)
         await a.apply(.all)
-        let fired = Atomic<Bool>(false)
         // The confirmation finds no shared copy; before it drops the disk copy, a stores v2 in
         // memory only. The drop, meant for the unconfirmed copy, must not take v2, which is
         // nowhere else.
-        fleet.level.setReadHook { key in
-            guard key == "k", !fired.exchange(true, ordering: .relaxed) else { return }
+        let firstRead = FirstRead(of: "k", on: fleet.level) {
             _ = try? await a.cache.setValue("v2", forKey: "k", placement: .memoryOnly)
         }
         let during = try await a.read("k")
         fleet.level.setReadHook(nil)
-        let didFire = fired.load(ordering: .relaxed)
+        let didFire = firstRead.didFire
         #expect(didFire)
         #expect(during == nil || during == "v2")
         #expect(try await a.read("k") == "v2")
@@ -494,6 +486,22 @@ struct SharedLevelHTTPBodyTests {
         }
         #expect(try await !b.hasLocalCopy("k"))
     }
+}
+
+/// A change landed in the middle of a node's fill: run once, the first time the shared level
+/// hands out `key` (after the value is taken, before it reaches the node).
+final class FirstRead: Sendable {
+    private let fired = Atomic<Bool>(false)
+
+    init(of key: String, on level: InMemorySharedLevel, _ change: @escaping @Sendable () async -> Void) {
+        level.setReadHook { [fired = self] read in
+            guard read == key, !fired.fired.exchange(true, ordering: .relaxed) else { return }
+            await change()
+        }
+    }
+
+    /// Whether the change ran.
+    var didFire: Bool { fired.load(ordering: .relaxed) }
 }
 
 /// The two caches with a shared level behind memory and disk.
