@@ -56,7 +56,7 @@ public final class HTTPCache: Sendable {
     let openStore: OpenStores.Registration?
 
     /// What the memory tier holds: the variant records of a URL, one body, or an answer a
-    /// server prepared from them (``answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``),
+    /// server prepared from them (``answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``),
     /// charged to `memoryCapacity` as the others are.
     enum MemoryEntry: Sendable {
         case variants([VariantRecord])

@@ -396,7 +396,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Counts a hit and records the access time.
-    private func hit(key: String, value: Data, entry: DiskCacheIndex.Entry, now: Double) -> StoredData {
+    func hit(key: String, value: Data, entry: DiskCacheIndex.Entry, now: Double) -> StoredData {
         counters.recordHit(bytes: value.count)
         if now - entry.accessed >= configuration.effectiveAccessTimeResolution { recordAccess(key: key, at: now) }
         return StoredData(data: value, modified: Date(timeIntervalSince1970: entry.modified))

@@ -9,8 +9,15 @@ extension HTTPCache {
     /// The one entry point of the hit paths that answer on a server's event loop: the answer to
     /// `request` when ``respond(to:body:policy:fetch:)`` would serve it from memory without
     /// contacting the origin (a stored response that is fresh, or stale within the request's
-    /// `max-stale`, whose record and body are both held in memory); `nil` in every other case,
-    /// and the caller then calls `respond`, which answers the same request the same way.
+    /// `max-stale`, whose record and body are both held in memory, or, with `readsDiskIndex`, in
+    /// memory or the disk cache's index); `nil` in every other case, and the caller then calls
+    /// `respond`, which answers the same request the same way.
+    ///
+    /// With `readsDiskIndex`, a record or body memory does not hold is read from the disk index
+    /// on the calling thread (``CacheLevels/readWithoutWaiting(_:through:)``: one indexed
+    /// `SELECT`, no file read, nothing awaited) and kept in memory as `respond`'s read keeps it:
+    /// the hit path of nginx, which reads a cached file on the worker that read the request. A
+    /// miss there costs the caller one index lookup before `respond` looks again.
     ///
     /// The answer is kept, as the server's `Form` of it (the bytes it writes), in the memory
     /// level itself under `hash`, charged to `memoryCapacity` and evicted as responses are. The
@@ -24,6 +31,8 @@ extension HTTPCache {
     ///   - request: The request as the server has it.
     ///   - hash: `request`'s hash as the form tells requests apart (method, target, fields).
     ///   - prepares: Whether to keep a form at all (`false`: decide, keep nothing).
+    ///   - readsDiskIndex: Whether a record or body missing from memory is looked up in the disk
+    ///     index without waiting (`false`: memory alone).
     ///   - cacheRequest: The request as the cache keys it (scheme and authority set); `nil` when
     ///     the server answers it otherwise. Called only when the cache decides.
     ///   - prepare: The form for a decision or a refresh (``PreparationStep``).
@@ -33,11 +42,14 @@ extension HTTPCache {
         to request: Form.Request,
         hash: Int,
         prepares: Bool,
+        readsDiskIndex: Bool = false,
         cacheRequest: (Form.Request) -> HTTPRequest?,
         prepare: (PreparationStep<Form>) -> Form?
     ) -> MemoryHit<Form>? {
         guard prepares, keepsPreparedAnswers else {
-            guard let cacheRequest = cacheRequest(request), let answer = memoryAnswer(to: cacheRequest) else {
+            guard let cacheRequest = cacheRequest(request),
+                let answer = memoryAnswer(to: cacheRequest, readsDiskIndex: readsDiskIndex)
+            else {
                 return nil
             }
             return .decided(answer)
@@ -81,7 +93,9 @@ extension HTTPCache {
         }
         // Read before the answer is worked out, so a change meanwhile is seen as one.
         let version = memory.contentVersion
-        guard let cacheRequest = cacheRequest(request), let answer = memoryAnswer(to: cacheRequest) else {
+        guard let cacheRequest = cacheRequest(request),
+            let answer = memoryAnswer(to: cacheRequest, readsDiskIndex: readsDiskIndex)
+        else {
             // A prepared answer that no longer stands goes at once, its bytes with it.
             if found { _ = memory.removeValue(forKey: key) }
             return nil
@@ -107,7 +121,7 @@ extension HTTPCache {
     }
 
     /// Answers `request` at once, without suspending, when ``respond(to:body:policy:fetch:)``
-    /// would serve it from memory (``answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``,
+    /// would serve it from memory (``answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``,
     /// which keeps the answer given for the same request again). `nil` in every other case.
     func respondFromMemory(to request: HTTPRequest) -> CachedResponse? {
         let identity = RequestIdentity(request)
@@ -136,9 +150,13 @@ extension HTTPCache {
     /// same request again may send the same bytes while ``isCurrent(_:)`` holds, without
     /// deciding again.
     ///
-    /// - Parameter request: The request, with scheme and authority set.
+    /// - Parameters:
+    ///   - request: The request, with scheme and authority set.
+    ///   - readsDiskIndex: Whether a record or body missing from memory is looked up in the disk
+    ///     index without waiting (``CacheLevels/readWithoutWaiting(_:through:)``) and kept in
+    ///     memory; `false`: memory alone.
     /// - Returns: The answer and its validity; `nil` as for ``respondFromMemory(to:)``.
-    func memoryAnswer(to request: HTTPRequest) -> MemoryAnswer? {
+    func memoryAnswer(to request: HTTPRequest, readsDiskIndex: Bool = false) -> MemoryAnswer? {
         guard mode != .disabled, request.method == .get || request.method == .head else { return nil }
         let request = rules.keyRules.removingIgnoredParameters(from: request)
         if !configuration.bypass.isEmpty, configuration.bypass.contains(where: { $0.matches(request) }) { return nil }
@@ -148,7 +166,7 @@ extension HTTPCache {
         // Memory must not outlive a clear of the disk cache by another process (`stowage
         // clear-caches` on a running proxy's directory): emptied first when one happened.
         levels.followStoreGeneration()
-        guard case .variants(let records) = memory.value(forKey: recordKey),
+        guard let records = recordsWithoutWaiting(recordKey, readingDiskIndex: readsDiskIndex),
             let record = selectVariant(request, in: records)
         else { return nil }
         var trace: [TraceNote] = []
@@ -160,8 +178,8 @@ extension HTTPCache {
         }
         var reused = reuse(record, to: request, now: now, outcome: outcome)
         if reused.needsBody {
-            guard case .body(let bytes) = memory.value(forKey: record.bodyKey) else { return nil }
-            reused.served.body = HTTPBody(bytes: bytes)
+            guard let body = bodyWithoutWaiting(of: record, readingDiskIndex: readsDiskIndex) else { return nil }
+            reused.served.body = body
         }
         let validUntil = Self.nextChange(age: reused.age, ttl: reused.ttl, now: now)
         // A request with directives of its own (max-age, min-fresh, max-stale, no-cache) may be
@@ -178,6 +196,24 @@ extension HTTPCache {
             records: records,
             stored: record.stored
         )
+    }
+
+    /// The variant records under `recordKey` in memory, else, with `readingDiskIndex`, in the
+    /// disk index (kept in memory then); `nil` when neither holds them.
+    private func recordsWithoutWaiting(_ recordKey: String, readingDiskIndex: Bool) -> [VariantRecord]? {
+        if readingDiskIndex { return levels.readWithoutWaiting(recordKey, through: RecordsReading(cache: self)) }
+        guard case .variants(let records) = memory.value(forKey: recordKey) else { return nil }
+        return records
+    }
+
+    /// The body of `record` in memory, else, with `readingDiskIndex`, in the disk index (kept in
+    /// memory then, up to the memory level's entry limit); `nil` when neither holds it whole.
+    private func bodyWithoutWaiting(of record: VariantRecord, readingDiskIndex: Bool) -> HTTPBody? {
+        if readingDiskIndex {
+            return levels.readWithoutWaiting(record.bodyKey, through: BodyReading(cache: self, record: record))
+        }
+        guard case .body(let bytes) = memory.value(forKey: record.bodyKey) else { return nil }
+        return HTTPBody(bytes: bytes)
     }
 
     /// Whether `answer`'s decision still stands: the same records in memory and, for a request

@@ -6,7 +6,7 @@ import Synchronization
 /// caching proxy's HTTP/1 head and body), or the request it answers (``HTTPCache``'s own
 /// ``HTTPCache/respond(to:body:policy:fetch:)``, which the Hummingbird and Vapor middleware
 /// call). Kept with the answer as one entry of the HTTP cache's memory level
-/// (``HTTPCache/answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``), so its bytes count
+/// (``HTTPCache/answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``), so its bytes count
 /// against `memoryCapacity` and go by the same least-recently-used eviction as responses.
 package protocol PreparedForm: AnyObject, Sendable {
     /// The request as the server has it.
@@ -29,7 +29,7 @@ extension PreparedForm {
     package func stands(at now: Date) -> Bool { true }
 }
 
-/// A step of ``HTTPCache/answerFromMemory(to:hash:prepares:cacheRequest:prepare:)`` that asks
+/// A step of ``HTTPCache/answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)`` that asks
 /// the server for a form.
 package enum PreparationStep<Form: PreparedForm> {
     /// The cache decided `answer` now: the form for it, or `nil` to keep none (a `HEAD`, a 304,
@@ -41,7 +41,7 @@ package enum PreparationStep<Form: PreparedForm> {
     case refresh(Form, age: String, cacheStatus: String, now: Date)
 }
 
-/// What ``HTTPCache/answerFromMemory(to:hash:prepares:cacheRequest:prepare:)`` gives.
+/// What ``HTTPCache/answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)`` gives.
 package enum MemoryHit<Form: PreparedForm> {
     /// A prepared answer that stands: the form to send, and how it was served.
     case prepared(Form, PreparedAnswer)

@@ -8,7 +8,7 @@ import StowageHTTPCache
 /// memory level with the answer it came from, so the same request again gets the same bytes
 /// without deciding again — the way Varnish keeps an object's response head ready to send.
 ///
-/// The cache keeps it (``HTTPCache/answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``)
+/// The cache keeps it (``HTTPCache/answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``)
 /// while its answer stands: the same records in memory, and within the second in which the
 /// response's `Age` and `Cache-Status` stay the same, and the proxy's `Date` for it, when it
 /// adds one, is the same second. Its bytes count against `--memory-capacity` with the

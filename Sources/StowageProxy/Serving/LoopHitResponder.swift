@@ -7,10 +7,17 @@ import NIOHTTPTypesHTTP1
 import StowageCore
 import StowageHTTPCache
 import Synchronization
+import Tracing
 
-/// Works out on the event loop the answer to a request that a hit held in memory can give
-/// (``MemoryHitHandler`` writes it), through the HTTP cache's one entry point for it
-/// (``HTTPCache/answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``).
+/// Works out on the event loop the answer to a request that a hit held in memory or in the disk
+/// cache's index can give (``MemoryHitHandler`` writes it), through the HTTP cache's one entry
+/// point for it (``HTTPCache/answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``).
+///
+/// A record or body that memory does not hold is read from the disk index right here, one
+/// indexed `SELECT` on the loop's thread, as nginx reads a cached file on the worker that read
+/// the request: a hop to the async path and back costs more than the read. Bodies kept in files
+/// (over the disk cache's `inlineThreshold`) and every read while requests are traced still go
+/// to the async path, which streams and traces them.
 ///
 /// A keep-alive HTTP/1.1 `GET` gets its answer kept by the cache's memory level as the bytes to
 /// write (``EncodedAnswer``), charged to `--memory-capacity`; the same request again gets the
@@ -29,11 +36,15 @@ final class LoopHitResponder: Sendable {
     private let handler: ProxyHandler
     /// Whether answers are kept as bytes: not while every request is to be logged.
     private let keepsEncodedAnswers: Bool
+    /// Whether hits are read from the disk index here: not while requests are traced, since the
+    /// async path makes their spans.
+    private let readsDiskIndex: Bool
 
     init(handler: ProxyHandler) {
         self.handler = handler
         // Not while each request is logged, nor with the trace, which states the age.
         keepsEncodedAnswers = handler.configuration.logger.logLevel > .debug && !handler.configuration.sendsTrace
+        readsDiskIndex = (handler.configuration.tracer ?? InstrumentationSystem.tracer) is NoOpTracer
     }
 
     /// The answer to `head`, or `nil` for the async path.
@@ -46,6 +57,7 @@ final class LoopHitResponder: Sendable {
             to: head,
             hash: encodable ? EncodedAnswer.hash(head) : 0,
             prepares: encodable,
+            readsDiskIndex: readsDiskIndex,
             cacheRequest: { head in
                 guard let request = try? HTTPRequest(head, secure: false, splitCookie: false),
                     ProxyHandler.refuseHost(request) == nil

@@ -272,7 +272,7 @@ struct ProxyHandler: Sendable {
     }
 
     /// The response head and body ``respond(to:)`` would give for the cache's answer from
-    /// memory (``HTTPCache/answerFromMemory(to:hash:prepares:cacheRequest:prepare:)``), worked
+    /// memory (``HTTPCache/answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``), worked
     /// out without suspending, so the event loop can write it at once.
     func response(
         from answer: MemoryAnswer,

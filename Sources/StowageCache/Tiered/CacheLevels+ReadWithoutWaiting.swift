@@ -1,0 +1,37 @@
+import Tracing
+
+extension CacheLevels {
+    /// ``read(_:through:)`` for a caller that must not suspend (a server's event loop): the value
+    /// of `key` from memory, else from the disk index when it holds the value whole
+    /// (``DiskCache/indexedValueWithoutWaiting(forKey:)``: one indexed `SELECT`, no file read),
+    /// kept in memory as a read below memory keeps it, with the same check that a change begun
+    /// since the disk read keeps it out (``keepInMemory(_:forKey:cost:readAt:)``).
+    ///
+    /// `nil` whenever only ``read(_:through:)`` can answer, which the caller then awaits: a miss,
+    /// a value in a file, bytes that do not decode (that read removes them), a value memory
+    /// refuses, and every read of levels with a shared level (a disk copy may need confirming
+    /// against it and a miss may be filled from it) or with a tracer recording (that read traces
+    /// its disk read).
+    package func readWithoutWaiting<Reading: LevelReading>(
+        _ key: String,
+        through reading: Reading
+    ) -> Reading.Found? where Reading.Entry == Value {
+        followStoreGeneration()
+        if let entry = memory.value(forKey: key), let found = reading.found(inMemory: entry) { return found }
+        guard reading.readsBelowMemory, let disk, sharedLevel == nil, activeTracer is NoOpTracer else { return nil }
+        // Marked before the disk read, as in the asynchronous read.
+        let mark = beginRead()
+        guard let stored = disk.indexedValueWithoutWaiting(forKey: key),
+            Int64(stored.data.count) <= reading.wholeReadLimit,
+            let decoded = try? reading.decode(stored.data, forKey: key)
+        else { return nil }
+        let cost: Int?
+        do {
+            cost = try reading.memoryCost(of: decoded.entry, byteCount: stored.data.count, forKey: key)
+        } catch {
+            return nil
+        }
+        if let cost { keepInMemory(decoded.entry, forKey: key, cost: cost, readAt: mark) }
+        return decoded.found
+    }
+}

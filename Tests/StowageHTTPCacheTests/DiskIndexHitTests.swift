@@ -1,0 +1,168 @@
+import Foundation
+import HTTPTypes
+import StowageCache
+import StowageCore
+import StowageTestSupport
+import Synchronization
+import Testing
+
+@testable import StowageHTTPCache
+
+/// `HTTPCache.memoryAnswer(to:readsDiskIndex: true)`: the answer a server's event loop gives
+/// from the disk index without waiting must be the answer `respond` gives from disk, must keep
+/// the record and body in memory as `respond`'s read does, and must leave to `respond` every
+/// case it cannot answer by one indexed read (a miss, a body in a file, a removed response).
+@Suite("HTTPCache answers from the disk index without waiting")
+struct DiskIndexHitTests {
+    private static let fresh = [("Cache-Control", "max-age=60"), ("ETag", "\"v1\"")]
+
+    /// A cache at `root` that stored `body` for `request()`, closed, and a second handle on the
+    /// same directory: the response is on disk, its memory empty.
+    private func reopenedWithStoredResponse(
+        _ root: URL,
+        clock: ManualClock,
+        body: String = "stored body",
+        configure: @escaping (inout HTTPCache.Configuration) -> Void = { _ in }
+    ) async throws -> (HTTPCache, TestOrigin) {
+        let origin = TestOrigin { _, _ in ok(body, Self.fresh, clock: clock) }
+        let first = try makeCache(root, clock: clock, kind: .shared, configure: configure)
+        _ = try await text(try await first.respond(to: request(), fetch: origin.fetch))
+        try await first.close()
+        let reopened = try makeCache(root, clock: clock, kind: .shared, configure: configure)
+        return (reopened, origin)
+    }
+
+    @Test("a response only on disk is answered from the index exactly as respond answers it, and kept in memory")
+    func diskHitMatchesRespond() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let (cache, origin) = try await reopenedWithStoredResponse(root, clock: clock)
+            clock.advance(by: .seconds(7))
+            #expect(cache.memoryAnswer(to: request()) == nil, "memory alone does not hold it")
+            let fast = try #require(cache.memoryAnswer(to: request(), readsDiskIndex: true)).served
+            #expect(fast.outcome == .hit)
+            #expect(fast.response.headerFields[.age] == "7")
+            #expect(fast.body.bytesInMemory == Array("stored body".utf8))
+            // Kept in memory as respond's read keeps what it finds on disk.
+            let fromMemory = try #require(cache.memoryAnswer(to: request())).served
+            #expect(fromMemory.response == fast.response)
+            let slow = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(slow.response == fast.response)
+            #expect(slow.status.description == fast.status.description)
+            #expect(slow.trace == fast.trace, "\(slow.trace)")
+            #expect(origin.count == 1)
+            #expect(cache.disk?.statistics.hits == 2, "one hit for the record and one for the body")
+            try await cache.close()
+        }
+    }
+
+    @Test("a miss and a stale response are left to respond; a HEAD gets the fields without reading the body")
+    func leftToRespond() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let (cache, _) = try await reopenedWithStoredResponse(root, clock: clock)
+            #expect(cache.memoryAnswer(to: request(.get, "/other"), readsDiskIndex: true) == nil)
+            #expect(cache.disk?.statistics.misses == 0, "a miss is counted by respond's read alone")
+            let head = try #require(cache.memoryAnswer(to: request(.head, "/resource"), readsDiskIndex: true))
+            #expect(head.served.response.status.code == 200)
+            #expect(head.served.body.bytesInMemory?.isEmpty ?? true)
+            #expect(cache.disk?.statistics.hits == 1, "the record alone was read")
+            clock.advance(by: .seconds(61))
+            #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) == nil, "stale: respond validates")
+            try await cache.close()
+        }
+    }
+
+    @Test("a removed response stays removed: neither the index read nor memory answers it")
+    func removalIsFinal() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let (cache, origin) = try await reopenedWithStoredResponse(root, clock: clock)
+            #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) != nil)
+            try await cache.remove(cache.rules.key(for: request()))
+            #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) == nil)
+            #expect(cache.memoryAnswer(to: request()) == nil)
+            let served = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(served.outcome == .miss)
+            #expect(origin.count == 2)
+            try await cache.close()
+        }
+    }
+
+    @Test("a removal on disk by another handle is final for the index read, memory emptied with it")
+    func clearByAnotherHandleIsFinal() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let (cache, _) = try await reopenedWithStoredResponse(root, clock: clock)
+            #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) != nil)
+            // Another handle on the same directory (as `stowage clear-caches` on a running proxy's).
+            let other = try DiskCache(directory: root.appending(path: "http"))
+            _ = try await other.removeAll()
+            try await other.close()
+            #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) == nil)
+            #expect(cache.memoryAnswer(to: request()) == nil, "memory did not outlive the clear")
+            try await cache.close()
+        }
+    }
+
+    @Test("a body kept in a file is left to respond, which streams it")
+    func bodyInFileIsLeftToRespond() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            // Over the disk cache's default inline threshold (16 KiB): stored in a file.
+            let body = String(repeating: "f", count: 40_000)
+            let (cache, origin) = try await reopenedWithStoredResponse(root, clock: clock, body: body)
+            #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) == nil)
+            let served = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(served.outcome == .hit)
+            #expect(try await text(served) == body)
+            #expect(origin.count == 1)
+            try await cache.close()
+        }
+    }
+
+    @Test("bytes in the index that are not a record are left to respond, which removes them")
+    func garbledRecordIsLeftToRespond() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let (cache, origin) = try await reopenedWithStoredResponse(root, clock: clock)
+            let disk = try #require(cache.disk)
+            let recordKey = HTTPCache.recordKey(cache.rules.key(for: request()))
+            try await disk.setData(Data([0xFF, 0x00, 0x13, 0x37]), forKey: recordKey)
+            #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) == nil)
+            let served = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(served.outcome == .miss, "the garbled record read as nothing stored")
+            #expect(origin.count == 2)
+            try await cache.close()
+        }
+    }
+    @Test("a removal is final against index reads racing it: once it returns, no read answers and memory keeps nothing")
+    func removalRacingIndexReads() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock, kind: .shared)
+            let origin = TestOrigin { _, _ in ok("body", Self.fresh, clock: clock) }
+            for round in 0..<200 {
+                _ = try await text(try await cache.respond(to: request(), fetch: origin.fetch))
+                cache.levels.dropMemory()  // on disk alone: the next read is an index read
+                let stop = Atomic<Bool>(false)
+                let stopped = Atomic<Bool>(false)
+                let reader = Thread {
+                    while !stop.load(ordering: .acquiring) {
+                        _ = cache.memoryAnswer(to: request(), readsDiskIndex: true)
+                    }
+                    stopped.store(true, ordering: .releasing)
+                }
+                reader.start()
+                try await cache.remove(cache.rules.key(for: request()))
+                #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) == nil, "round \(round)")
+                stop.store(true, ordering: .releasing)
+                // Its last read may have begun before the removal returned: wait for it to end.
+                while !stopped.load(ordering: .acquiring) { await Task.yield() }
+                #expect(cache.memoryAnswer(to: request(), readsDiskIndex: true) == nil, "round \(round)")
+                #expect(cache.memoryAnswer(to: request()) == nil, "memory kept a removed response, round \(round)")
+            }
+            try await cache.close()
+        }
+    }
+}
