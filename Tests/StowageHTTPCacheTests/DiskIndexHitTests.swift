@@ -165,4 +165,36 @@ struct DiskIndexHitTests {
             try await cache.close()
         }
     }
+
+    @Test("an answer read from the disk index is given, not kept; the same request again, from memory, is kept")
+    func diskAnswerIsNotKept() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let (cache, _) = try await reopenedWithStoredResponse(root, clock: clock)
+            func answer() -> MemoryHit<AnsweredRequest>? {
+                let identity = RequestIdentity(request())
+                return cache.answerFromMemory(
+                    to: identity,
+                    hash: identity.hashValue,
+                    prepares: true,
+                    readsDiskIndex: true,
+                    cacheRequest: { _ in request() },
+                    prepare: { step in
+                        guard case .decided = step else { return nil }
+                        return AnsweredRequest(identity)
+                    }
+                )
+            }
+            guard case .decided(let first) = answer() else {
+                Issue.record("the answer read from disk was kept, or none was given")
+                return
+            }
+            #expect(first.readFromDisk)
+            guard case .prepared = answer() else {
+                Issue.record("the answer from memory was not kept")
+                return
+            }
+            try await cache.close()
+        }
+    }
 }

@@ -1,9 +1,9 @@
 import Tracing
 
 extension CacheLevels {
-    /// ``read(_:through:)`` for a caller that must not suspend (a server's event loop): the value
-    /// of `key` from memory, else from the disk index when it holds the value whole
-    /// (``DiskCache/indexedValueWithoutWaiting(forKey:)``: one indexed `SELECT`, no file read),
+    /// ``readBelowMemory(_:through:)`` for a caller that must not suspend (a server's event loop)
+    /// and found `key` missing from memory itself: the value from the disk index when it holds
+    /// it whole (``DiskCache/indexedValueWithoutWaiting(forKey:)``: one indexed `SELECT`, no file read),
     /// kept in memory as a read below memory keeps it, with the same check that a change begun
     /// since the disk read keeps it out (``keepInMemory(_:forKey:cost:readAt:)``).
     ///
@@ -12,12 +12,10 @@ extension CacheLevels {
     /// refuses, and every read of levels with a shared level (a disk copy may need confirming
     /// against it and a miss may be filled from it) or with a tracer recording (that read traces
     /// its disk read).
-    package func readWithoutWaiting<Reading: LevelReading>(
+    package func readBelowMemoryWithoutWaiting<Reading: LevelReading>(
         _ key: String,
         through reading: Reading
     ) -> Reading.Found? where Reading.Entry == Value {
-        followStoreGeneration()
-        if let entry = memory.value(forKey: key), let found = reading.found(inMemory: entry) { return found }
         guard reading.readsBelowMemory, let disk, sharedLevel == nil, activeTracer is NoOpTracer else { return nil }
         // Marked before the disk read, as in the asynchronous read.
         let mark = beginRead()

@@ -100,7 +100,12 @@ extension HTTPCache {
             if found { _ = memory.removeValue(forKey: key) }
             return nil
         }
-        guard let form = prepare(.decided(answer, now: clockNow)) else { return .decided(answer) }
+        // An answer read from the disk index is not kept: most such requests are not seen again
+        // before memory lets them go, and the form would take the room of responses. Its record
+        // and body are in memory now, so the same request again is kept then.
+        guard !answer.readFromDisk, let form = prepare(.decided(answer, now: clockNow)) else {
+            return .decided(answer)
+        }
         let kept = PreparedAnswer(
             answer: answer,
             form: form,
@@ -166,7 +171,8 @@ extension HTTPCache {
         // Memory must not outlive a clear of the disk cache by another process (`stowage
         // clear-caches` on a running proxy's directory): emptied first when one happened.
         levels.followStoreGeneration()
-        guard let records = recordsWithoutWaiting(recordKey, readingDiskIndex: readsDiskIndex),
+        var readFromDisk = false
+        guard let records = recordsWithoutWaiting(recordKey, readingDiskIndex: readsDiskIndex, fromDisk: &readFromDisk),
             let record = selectVariant(request, in: records)
         else { return nil }
         var trace: [TraceNote] = []
@@ -178,7 +184,8 @@ extension HTTPCache {
         }
         var reused = reuse(record, to: request, now: now, outcome: outcome)
         if reused.needsBody {
-            guard let body = bodyWithoutWaiting(of: record, readingDiskIndex: readsDiskIndex) else { return nil }
+            guard let body = bodyWithoutWaiting(of: record, readingDiskIndex: readsDiskIndex, fromDisk: &readFromDisk)
+            else { return nil }
             reused.served.body = body
         }
         let validUntil = Self.nextChange(age: reused.age, ttl: reused.ttl, now: now)
@@ -194,26 +201,40 @@ extension HTTPCache {
             decisionValidUntilSeconds: asksNothing ? max(validUntil, now + reused.ttl) : validUntil,
             recordKey: recordKey,
             records: records,
-            stored: record.stored
+            stored: record.stored,
+            readFromDisk: readFromDisk
         )
     }
 
     /// The variant records under `recordKey` in memory, else, with `readingDiskIndex`, in the
-    /// disk index (kept in memory then); `nil` when neither holds them.
-    private func recordsWithoutWaiting(_ recordKey: String, readingDiskIndex: Bool) -> [VariantRecord]? {
-        if readingDiskIndex { return levels.readWithoutWaiting(recordKey, through: RecordsReading(cache: self)) }
-        guard case .variants(let records) = memory.value(forKey: recordKey) else { return nil }
+    /// disk index (kept in memory then, and `fromDisk` set); `nil` when neither holds them.
+    private func recordsWithoutWaiting(
+        _ recordKey: String,
+        readingDiskIndex: Bool,
+        fromDisk: inout Bool
+    ) -> [VariantRecord]? {
+        if case .variants(let records) = memory.value(forKey: recordKey) { return records }
+        guard readingDiskIndex,
+            let records = levels.readBelowMemoryWithoutWaiting(recordKey, through: RecordsReading(cache: self))
+        else { return nil }
+        fromDisk = true
         return records
     }
 
     /// The body of `record` in memory, else, with `readingDiskIndex`, in the disk index (kept in
-    /// memory then, up to the memory level's entry limit); `nil` when neither holds it whole.
-    private func bodyWithoutWaiting(of record: VariantRecord, readingDiskIndex: Bool) -> HTTPBody? {
-        if readingDiskIndex {
-            return levels.readWithoutWaiting(record.bodyKey, through: BodyReading(cache: self, record: record))
-        }
-        guard case .body(let bytes) = memory.value(forKey: record.bodyKey) else { return nil }
-        return HTTPBody(bytes: bytes)
+    /// memory then, up to the memory level's entry limit, and `fromDisk` set); `nil` when neither
+    /// holds it whole.
+    private func bodyWithoutWaiting(of record: VariantRecord, readingDiskIndex: Bool, fromDisk: inout Bool) -> HTTPBody?
+    {
+        if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
+        guard readingDiskIndex,
+            let body = levels.readBelowMemoryWithoutWaiting(
+                record.bodyKey,
+                through: BodyReading(cache: self, record: record)
+            )
+        else { return nil }
+        fromDisk = true
+        return body
     }
 
     /// Whether `answer`'s decision still stands: the same records in memory and, for a request
@@ -313,6 +334,8 @@ package struct MemoryAnswer: Sendable {
     let recordKey: String
     let records: [VariantRecord]
     let stored: StoredResponse
+    /// Whether its record or body was read from the disk index (not kept as a prepared answer).
+    let readFromDisk: Bool
 
     /// ``validUntilSeconds`` as an instant of the cache's clock.
     var validUntil: Date { Date(timeIntervalSince1970: validUntilSeconds) }
