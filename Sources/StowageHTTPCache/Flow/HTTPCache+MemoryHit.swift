@@ -100,6 +100,14 @@ extension HTTPCache {
             if found { _ = memory.removeValue(forKey: key) }
             return nil
         }
+        // A kept answer holds its records without being charged for them (PreparedAnswer.cost:
+        // the records' own entry is): records read from the disk index that memory did not keep
+        // (more than it can hold, or a change since the read) would be held beyond
+        // `memoryCapacity`. The answer is then given, not kept.
+        if readsDiskIndex, !recordsKeptInMemory(answer) {
+            if found { _ = memory.removeValue(forKey: key) }
+            return .decided(answer)
+        }
         guard let form = prepare(.decided(answer, now: clockNow)) else { return .decided(answer) }
         let kept = PreparedAnswer(
             answer: answer,
@@ -278,6 +286,13 @@ extension HTTPCache {
     private func recordsAreCurrent(_ answer: MemoryAnswer) -> Bool {
         levels.followStoreGeneration()
         return recordsInMemory(answer)
+    }
+
+    /// ``recordsInMemory(_:)`` without counting a hit or a miss in memory's statistics (the
+    /// lookup that found `answer`'s records was counted).
+    private func recordsKeptInMemory(_ answer: MemoryAnswer) -> Bool {
+        guard case .variants(let records) = memory.uncountedValue(forKey: answer.recordKey) else { return false }
+        return records == answer.records  // the same storage compares in O(1)
     }
 
     /// Whether the records `answer` was worked out from are the ones in memory.
