@@ -136,6 +136,61 @@ struct DiskIndexHitTests {
             try await cache.close()
         }
     }
+    @Test("an answer from records memory did not keep is not kept either: a kept answer holds its records uncharged")
+    func answerIsNotKeptWithoutItsRecords() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let pad = String(repeating: "p", count: 200)
+            let origin = TestOrigin { request, _ in
+                let variant = request.headerFields[HTTPField.Name("X-V")!] ?? "-"
+                return ok("v" + variant, Self.fresh + [("Vary", "X-V"), ("X-Pad", pad)], clock: clock)
+            }
+            // Twenty variants of one URL: records that memory charges far more than one answer.
+            let first = try makeCache(root, clock: clock, kind: .shared)
+            for variant in 0..<20 {
+                let variantRequest = request(.get, "/resource", [("X-V", "\(variant)")])
+                _ = try await text(try await first.respond(to: variantRequest, fetch: origin.fetch))
+            }
+            let recordKey = HTTPCache.recordKey(first.rules.key(for: request()))
+            guard case .variants(let records) = first.memory.value(forKey: recordKey) else {
+                Issue.record("the records are not in memory")
+                return
+            }
+            #expect(records.count == 20)
+            let recordsCharge = HTTPCache.MemoryEntry.variants(records).charge(forKey: recordKey)
+            try await first.close()
+            // A memory that cannot keep the records (they are evicted at once) but has room for an answer.
+            let cache = try makeCache(root, clock: clock, kind: .shared) {
+                $0.memoryCapacity = ByteCount(Int64(recordsCharge - 1))
+            }
+            let wanted = request(.get, "/resource", [("X-V", "7")])
+            let identity = RequestIdentity(wanted)
+            let hit = cache.answerFromMemory(
+                to: identity,
+                hash: identity.hashValue,
+                prepares: true,
+                readsDiskIndex: true,
+                cacheRequest: { _ in wanted },
+                prepare: { step -> AnsweredRequest? in
+                    guard case .decided = step else { return nil }
+                    return AnsweredRequest(identity)
+                }
+            )
+            #expect(hit != nil, "answered from the disk index")
+            let recordsHeld = cache.memory.uncountedValue(forKey: recordKey) != nil
+            #expect(!recordsHeld, "the records did not fit in memory")
+            // PreparedAnswer.cost leaves out the records, which the records' own entry is charged
+            // for: an answer kept without that entry holds their bytes beyond memoryCapacity.
+            let answerKept = cache.memory.uncountedValue(forKey: HTTPCache.preparedKey(identity.hashValue)) != nil
+            #expect(
+                !answerKept,
+                "an answer was kept holding \(recordsCharge) bytes of records memory is not charged for"
+            )
+            #expect(origin.count == 20)
+            try await cache.close()
+        }
+    }
+
     @Test("a removal is final against index reads racing it: once it returns, no read answers and memory keeps nothing")
     func removalRacingIndexReads() async throws {
         try await withTemporaryDirectory { root in

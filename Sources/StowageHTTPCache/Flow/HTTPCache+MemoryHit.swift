@@ -101,11 +101,16 @@ extension HTTPCache {
             return nil
         }
         // An answer read from the disk index is not kept: most such requests are not seen again
-        // before memory lets them go, and the form would take the room of responses. Its record
-        // and body are in memory now, so the same request again is kept then.
-        guard !answer.readFromDisk, let form = prepare(.decided(answer, now: clockNow)) else {
+        // before memory lets them go, and the form would take the room of responses (its record
+        // and body are in memory now, so the same request again is kept then). Nor could it be:
+        // a kept answer holds its records uncharged (PreparedAnswer.cost counts on the records'
+        // own entry), and records memory did not keep (more than it holds, or a change since the
+        // read) would be held beyond `memoryCapacity`. A kept answer that no longer stood goes.
+        if answer.readFromDisk {
+            if found { _ = memory.removeValue(forKey: key) }
             return .decided(answer)
         }
+        guard let form = prepare(.decided(answer, now: clockNow)) else { return .decided(answer) }
         let kept = PreparedAnswer(
             answer: answer,
             form: form,
