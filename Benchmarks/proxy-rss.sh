@@ -12,8 +12,8 @@
 # when missing. What it starts (one nginx as origin, one stowage proxy) is stopped on exit, by
 # process id. "ok" is issue 45's goal, growth <= 1.25 x CAPACITY; the bound the guide states
 # (CachingProxyGuide.md, "Memory") is CAPACITY for the memory level plus the proxy's working
-# memory under load (5-6 MiB with 32 connections, release build), which meets that goal from
-# about 23 MB up (16MB: 1.36x).
+# memory under load (about 5 MiB with 32 connections, release build, one malloc arena), which
+# meets that goal from about 21 MB up (16MB: 1.31-1.34x).
 #
 #   Benchmarks/proxy-rss.sh                  # CAPACITY=16MB DURATION=30s CONNECTIONS=32 THREADS=2
 #   STOWAGE=.build/release/stowage Benchmarks/proxy-rss.sh    # a binary already built

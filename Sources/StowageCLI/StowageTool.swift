@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `stowage`: reports, measures and clears an app's storage.
 @main
@@ -35,7 +36,16 @@ struct StowageTool: AsyncParsableCommand {
     )
 
     /// Parses and runs, after replacing `proxy --config FILE` by the file's options.
+    ///
+    /// On the main thread, before anything runs on Swift's cooperative pool: `stowage proxy`'s
+    /// malloc arena limit (``MallocArenas``) is set here because glibc fixes the limit when a
+    /// second thread first needs an arena, and a limit set later, in `run()` (on a pool thread,
+    /// which had allocated by then), still left that thread's arena beside the main one.
+    @MainActor
     static func main() async {
+        if CommandLine.arguments.dropFirst().first == ProxyCommand.configuration.commandName {
+            MallocArenas.apply(environment: ProcessInfo.processInfo.environment)
+        }
         let arguments: [String]
         do {
             arguments = try ProxyConfigFile.expanding(Array(CommandLine.arguments.dropFirst()))

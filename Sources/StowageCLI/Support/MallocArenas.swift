@@ -2,22 +2,26 @@
 import CStowageMalloc
 #endif
 
-/// The number of glibc malloc arenas `stowage proxy` allows itself.
+/// The number of glibc malloc arenas `stowage proxy` allows itself: one.
 ///
 /// glibc gives a thread that finds the arenas busy an arena of its own, up to 8 per core, and
 /// a block freed goes back to the arena it came from: free space in one arena serves no other.
 /// The proxy's disk writes wait for their group commit on the blocking lanes (about 33 threads
 /// under `Benchmarks/proxy-rss.sh`'s load), so it used 16 arenas on 2 cores, 13 of them small
 /// arenas of lane threads holding 150–300 KB each, 1.6 MB of it free; with one arena per core
-/// the heap's free space at the end of the run was 3.1 MB against 5.5 MB (malloc_info, 16 MB
-/// memory capacity, 2026-11-29). Only as many threads as there are cores run at once, so one
-/// arena per core keeps them from waiting on each other's. `MALLOC_ARENA_MAX` or a
-/// `glibc.malloc.arena_max` tunable that glibc takes is left to glibc; one it ignores (no
-/// number, or 0: it then runs with 8 arenas per core) is not a limit.
+/// the heap's free space at the end of the run was 3.1–5.3 MB, with one arena 2.2–2.3 MB
+/// (`malloc_stats`, 16 MB memory capacity, 2026-11-29), and the peak's growth over idle 1.31×
+/// the capacity against 1.37–1.50× (issue 45's bound is 1.25×). The memory level's entries
+/// are allocated on whichever thread stores them and freed on another as the level evicts, so
+/// each arena's free space is split between many threads' holes; one arena has one set of them.
+/// Threads keep their own cache of small blocks (glibc's tcache), so most allocations take no
+/// arena lock. `MALLOC_ARENA_MAX` or a `glibc.malloc.arena_max` tunable that glibc takes is
+/// left to glibc; one it ignores (no number, or 0: it then runs with 8 arenas per core) is not
+/// a limit.
 enum MallocArenas {
-    /// The limit for a process with `cores` cores and `environment`; `nil` when the environment
-    /// sets one that glibc takes.
-    static func limit(environment: [String: String], cores: Int) -> Int32? {
+    /// The limit for a process with `environment`; `nil` when the environment sets one that
+    /// glibc takes.
+    static func limit(environment: [String: String]) -> Int32? {
         if let value = environment["MALLOC_ARENA_MAX"], glibcTakes(value[...]) { return nil }
         if let tunables = environment["GLIBC_TUNABLES"] {
             for tunable in tunables.split(separator: ":") {
@@ -25,7 +29,7 @@ enum MallocArenas {
                 if parts.count == 2, parts[0] == "glibc.malloc.arena_max", glibcTakes(parts[1]) { return nil }
             }
         }
-        return Int32(clamping: max(1, cores))
+        return 1
     }
 
     /// Whether glibc takes `value` as an arena limit: it reads the leading number as `strtoul`
@@ -46,10 +50,10 @@ enum MallocArenas {
         return digits.contains { $0 != "0" }
     }
 
-    /// Applies ``limit(environment:cores:)`` to this process (Linux with glibc; elsewhere nothing).
-    static func apply(environment: [String: String], cores: Int) {
+    /// Applies ``limit(environment:)`` to this process (Linux with glibc; elsewhere nothing).
+    static func apply(environment: [String: String]) {
         #if canImport(Glibc)
-        if let limit = limit(environment: environment, cores: cores) { _ = stowage_limit_malloc_arenas(limit) }
+        if let limit = limit(environment: environment) { _ = stowage_limit_malloc_arenas(limit) }
         #endif
     }
 }

@@ -387,10 +387,6 @@ struct ProxyCommand: AsyncParsableCommand {
 
     func run() async throws {
         try checkOptions()
-        MallocArenas.apply(
-            environment: ProcessInfo.processInfo.environment,
-            cores: ProcessInfo.processInfo.activeProcessorCount
-        )
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
