@@ -134,6 +134,26 @@ import Testing
         expectMoved("a clear")
     }
 
+    @Test("an entry kept beside the contents does not move the content version; what it evicts does")
+    func uncountedEntriesLeaveTheVersion() throws {
+        let cache: MemoryCache<String, Int> = try makeCache(countLimit: 3)
+        cache.setValue(1, forKey: "record")
+        var last = cache.contentVersion
+        cache.setUncountedValue(2, forKey: "kept", cost: 0)
+        cache.setUncountedValue(3, forKey: "kept", cost: 0)
+        #expect(cache.contentVersion == last, "storing and replacing a kept entry")
+        #expect(cache.uncountedValue(forKey: "kept") == 3)
+        cache.setValue(4, forKey: "other")
+        #expect(cache.contentVersion != last, "a store")
+        last = cache.contentVersion
+        _ = cache.value(forKey: "other")
+        _ = cache.value(forKey: "kept")
+        cache.setUncountedValue(5, forKey: "second kept", cost: 0)  // evicts "record", the least recently used
+        #expect(cache.value(forKey: "record") == nil)
+        #expect(cache.contentVersion != last, "the eviction a kept entry caused")
+        expectSound(cache)
+    }
+
     // MARK: - Time-to-live
 
     @Test("a per-entry time-to-live expires on lookup, measured with the injected clock")

@@ -101,6 +101,61 @@ import Testing
         }
     }
 
+    @Test("a short uncacheable body cut short by the close is a 502, never half a response")
+    func shortBodyCutIsBadGateway() async throws {
+        // Read whole before the response is handed over (UpstreamClient's wholeBodyLimit), as a
+        // short body the cache stores is: what is cut is refused, not forwarded cut.
+        let origin = try Self.origin(
+            .sendAndClose(
+                "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nCache-Control: no-store\r\n\r\n"
+                    + String(repeating: "t", count: 500)
+            )
+        )
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstreamTimeout: .seconds(3_600), upstream: origin.baseURL, script: { _ in .init() })
+        {
+            h in
+            let reply = try await h.get("/bad")
+            #expect(reply.status == 502, "\(reply.status) \(reply.text)")
+            let next = try await h.get("/good")
+            #expect(next.status == 200 && next.text == "fine", "\(next.status) \(next.text)")
+        }
+    }
+
+    @Test("an origin that stalls in a short body is a 504 within the read timeout", .timeLimit(.minutes(5)))
+    func shortBodyStallIsGatewayTimeout() async throws {
+        let origin = try Self.origin(
+            .sendAndHang(
+                "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nCache-Control: no-store\r\n\r\n"
+                    + String(repeating: "s", count: 500)
+            )
+        )
+        defer { origin.stop() }
+        let clock = SteppedClock()
+        try await ProxyHarness.run(
+            upstreamTimeout: .seconds(30),
+            upstream: origin.baseURL,
+            configure: { $0.timeoutClock = clock },
+            script: { _ in .init() }
+        ) { h in
+            let finished = ReadFinished()
+            async let bad = {
+                defer { finished.flag.store(true, ordering: .releasing) }
+                return try await h.get("/bad")
+            }()
+            try await eventually { origin.requestCount == 1 }
+            // The silence after the head and half the body runs on the test's clock; each of the
+            // origin's bytes re-arms the timer, so the clock moves until the answer comes.
+            try await eventually {
+                clock.advance(by: .seconds(30))
+                return finished.flag.load(ordering: .acquiring)
+            }
+            let reply = try await bad
+            #expect(reply.status == 504, "\(reply.status) \(reply.text)")
+            #expect(try await h.get("/good").text == "fine")
+        }
+    }
+
     @Test("an origin that stalls mid-body: the client's response is cut within the timeout, nothing stored")
     func stallMidBodyIsCut() async throws {
         let origin = try Self.origin(

@@ -128,10 +128,21 @@ extension MemoryCache {
         /// One probe of the table: a present key's slot takes the new entry in place (the old
         /// one leaves as ``Insertion/replaced``), a new key's goes in the empty bucket the probe
         /// ended at.
+        ///
+        /// - Parameter movesVersion: Whether storing it is a change of the contents
+        ///   (``MemoryCache/contentVersion``); `false` for an entry kept beside them
+        ///   (``MemoryCache/setUncountedValue(_:forKey:cost:)``). The evictions it causes are
+        ///   changes either way.
         @inlinable
-        mutating func insert(_ value: Value, forKey key: Key, cost: Int, expiry: Double) -> Insertion {
+        mutating func insert(
+            _ value: Value,
+            forKey key: Key,
+            cost: Int,
+            expiry: Double,
+            movesVersion: Bool = true
+        ) -> Insertion {
             var insertion = Insertion()
-            contentChanges.advance()
+            if movesVersion { contentChanges.advance() }
             // The running total must not pass Int.max (an overflow traps), even without a cost
             // limit: least recently used entries make room first, as a limit of Int.max would.
             while cost > Int.max - totalCost, tail >= 0 {
@@ -140,7 +151,7 @@ extension MemoryCache {
             var (bucket, slot) = find(key)
             if slot >= 0 {
                 let position = Int(slot)
-                contentChanges.advance()
+                if movesVersion { contentChanges.advance() }
                 unlink(slot)
                 let oldCost = costs?[position] ?? 0
                 totalCost -= oldCost

@@ -24,6 +24,12 @@ extension UpstreamClient {
         /// The interim (1xx) responses one request may receive before the upstream is taken to
         /// be misbehaving and the request fails (a bad gateway). Default 32.
         var maximumInterimResponses: Int = 32
+        /// The largest body, by its `Content-Length`, read whole on the connection's event loop
+        /// before the response is handed over, instead of streamed: the response then costs the
+        /// proxy no hop per body part and goes to the client in one write, head and body (nginx
+        /// buffers upstream responses the same way, `proxy_buffering`, 4–8 KiB pages up to
+        /// 64 KiB). Default 64 KiB. A body without a length, or longer, streams.
+        var wholeBodyLimit: Int = 64 << 10
         /// The response head limits (NIO's defaults: 80 KiB of fields).
         var decoderLimits = NIOHTTPDecoderLimitConfiguration()
         /// What the deadlines above are measured and scheduled by

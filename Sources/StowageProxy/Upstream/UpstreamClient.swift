@@ -53,13 +53,18 @@ final class UpstreamClient: Sendable {
             response = try await pool.exchange(head, body: nil, deadline: deadline, reusing: false, interim: forward)
         }
         let final = Self.response(from: response.head)
-        let length = final.headerFields[.contentLength].flatMap { Int64($0) }
-        let consumption = response.consumption
-        let body = response.body.map { buffer in
-            consumption.took()
-            return Array(buffer.readableBytesView)
+        switch response.body {
+        case .whole(let buffer):
+            // In memory: the cache stores it and the proxy answers with it without reading on.
+            return (final, HTTPBody(bytes: buffer.map { Array($0.readableBytesView) } ?? []))
+        case .streaming(let sequence, let consumption):
+            let length = final.headerFields[.contentLength].flatMap { Int64($0) }
+            let body = sequence.map { buffer in
+                consumption.took()
+                return Array(buffer.readableBytesView)
+            }
+            return (final, HTTPBody(body, length: length))
         }
-        return (final, HTTPBody(body, length: length))
     }
 
     /// Closes the idle connections; exchanges in progress finish on theirs.

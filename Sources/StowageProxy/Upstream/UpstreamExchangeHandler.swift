@@ -8,11 +8,15 @@ import StowageLoopClock
 /// - Interim responses (1xx, RFC 9110 §15.2) go to the exchange's `interim` callback and never
 ///   become the response; past ``UpstreamClient/Configuration/maximumInterimResponses`` the
 ///   exchange fails. A 101 fails it: the proxy asks for no upgrade, and a cache cannot carry one.
-/// - The body streams to an ``UpstreamResponseBody``: while its consumer has enough, the handler
-///   holds the channel's reads back, so the socket is read as fast as the body is taken.
+/// - A body whose `Content-Length` is at most ``UpstreamClient/Configuration/wholeBodyLimit`` is
+///   read whole here, and the response handed over with it at its end (nginx's
+///   `proxy_buffering`): no hop per part, and the proxy answers with one write.
+/// - Any other body streams to an ``UpstreamResponseBody``: while its consumer has enough, the
+///   handler holds the channel's reads back, so the socket is read as fast as the body is taken.
 /// - Deadlines: the response head must come before the request's deadline; once the request is
 ///   sent, the upstream may not stay silent longer than the read timeout while the proxy waits
-///   for it (not while reads are held back, nor before the body's consumer starts:
+///   for it (also while a body is read whole; not while reads are held back, nor before the
+///   body's consumer starts:
 ///   ``BodyConsumption``); an idle connection closes after the idle timeout. One timer serves all three:
 ///   it fires at the earliest and looks again (a timer per body part would cost more than it saves).
 /// - After a response that ends where its framing says (RFC 9112 §6.3) on a persistent
@@ -38,6 +42,9 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     private enum State {
         case idle(since: NIODeadline)
         case awaitingHead(Exchange, interims: Int, receivedPart: Bool)
+        /// The head has come with a short body (``UpstreamClient/Configuration/wholeBodyLimit``),
+        /// read whole before the exchange's promise is answered; `body` holds what has come.
+        case readingWholeBody(Exchange, head: HTTPResponseHead, body: ByteBuffer?, isReusable: Bool)
         case streamingBody(Exchange, UpstreamResponseBody.Source, isReusable: Bool, consumption: BodyConsumption)
         case closed
     }
@@ -137,6 +144,11 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 exchange.interim(head)
                 return
             }
+            let isReusable = head.isKeepAlive && Self.isFramed(head, isHead: exchange.isHead)
+            if let length = Self.bodyLength(of: head, isHead: exchange.isHead), length <= configuration.wholeBodyLimit {
+                state = .readingWholeBody(exchange, head: head, body: nil, isReusable: isReusable)
+                return
+            }
             let demand = UpstreamBodyDemand(
                 handler: NIOLoopBound(self, eventLoop: context.eventLoop),
                 exchange: exchangeID
@@ -147,13 +159,35 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 delegate: demand
             )
             let consumption = BodyConsumption(clock: configuration.clock)
-            state = .streamingBody(
-                exchange,
-                body.source,
-                isReusable: head.isKeepAlive && Self.isFramed(head, isHead: exchange.isHead),
-                consumption: consumption
+            state = .streamingBody(exchange, body.source, isReusable: isReusable, consumption: consumption)
+            exchange.promise.succeed(
+                UpstreamResponse(head: head, body: .streaming(body.sequence, consumption: consumption))
             )
-            exchange.promise.succeed(UpstreamResponse(head: head, body: body.sequence, consumption: consumption))
+        case .readingWholeBody(let exchange, let head, var body, let isReusable):
+            switch part {
+            case .head:
+                close(.brokenResponse)
+            case .body(var buffer):
+                // Out of the state first, so appending does not copy what came before.
+                state = .closed
+                if body == nil {
+                    body = buffer
+                } else {
+                    body!.writeBuffer(&buffer)
+                }
+                // The decoder frames the body by its length; this only bounds a decoder that would not.
+                guard body!.readableBytes <= configuration.wholeBodyLimit else {
+                    state = .readingWholeBody(exchange, head: head, body: nil, isReusable: false)
+                    return close(.brokenResponse)
+                }
+                state = .readingWholeBody(exchange, head: head, body: body, isReusable: isReusable)
+            case .end:
+                let reusable = isReusable && requestComplete && context.channel.isActive
+                state = reusable ? .idle(since: configuration.clock.now()) : .closed
+                exchange.promise.succeed(UpstreamResponse(head: head, body: .whole(body)))
+                exchange.ended(reusable)
+                if reusable { scheduleCheck() } else { context.close(promise: nil) }
+            }
         case .streamingBody(let exchange, let source, let isReusable, _):
             switch part {
             case .head:
@@ -169,6 +203,17 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 if reusable { scheduleCheck() } else { context.close(promise: nil) }
             }
         }
+    }
+
+    /// RFC 9112 §6.3: the length of `head`'s body when its framing states it: 0 for a response
+    /// to `HEAD`, a 204 or a 304, else its `Content-Length` when there is no `Transfer-Encoding`
+    /// (which overrides it); `nil` when the body runs to a chunked end or to the close.
+    static func bodyLength(of head: HTTPResponseHead, isHead: Bool) -> Int? {
+        if isHead || head.status == .noContent || head.status == .notModified { return 0 }
+        if head.headers.contains(name: "transfer-encoding") { return nil }
+        let lengths = head.headers[canonicalForm: "content-length"]
+        guard let first = lengths.first, lengths.allSatisfy({ $0 == first }) else { return nil }
+        return Int(first).flatMap { $0 >= 0 ? $0 : nil }
     }
 
     /// RFC 9112 §6.3: a response whose end its framing gives (no body, a length or the chunked
@@ -224,7 +269,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .awaitingHead(_, _, let receivedPart):
             // RFC 9112 §9.3.1: closed before any response: the request may be sent again.
             close(receivedPart ? .brokenResponse : .closedBeforeResponse)
-        case .streamingBody:
+        case .readingWholeBody, .streamingBody:
             close(.brokenResponse)
         case .idle, .closed:
             state = .closed
@@ -239,7 +284,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         let previous = state
         state = .closed
         switch previous {
-        case .awaitingHead(let exchange, _, _):
+        case .awaitingHead(let exchange, _, _), .readingWholeBody(let exchange, _, _, _):
             exchange.promise.fail(StowageError.upstream(failure, origin: origin, underlying: underlying))
             exchange.ended(false)
         case .streamingBody(let exchange, let source, _, _):
@@ -261,6 +306,8 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .awaitingHead(let exchange, _, _):
             guard requestComplete else { return exchange.deadline }
             return min(exchange.deadline, lastRead + readTimeout)
+        case .readingWholeBody:
+            return lastRead + readTimeout
         case .streamingBody(_, _, _, let consumption):
             return readsPaused ? nil : max(lastRead, consumption.last ?? lastRead) + readTimeout
         case .closed:
@@ -294,6 +341,8 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .awaitingHead(let exchange, _, _) where now >= exchange.deadline:
             close(.deadlineExceeded)
         case .awaitingHead where requestComplete && now >= lastRead + readTimeout:
+            close(.readTimeout)
+        case .readingWholeBody where now >= lastRead + readTimeout:
             close(.readTimeout)
         case .streamingBody(_, _, _, let consumption) where !readsPaused:
             // Not before the consumer has started: until then the proxy is not waiting.

@@ -30,8 +30,17 @@ struct UpstreamBodyDemand: NIOAsyncSequenceProducerDelegate {
 
 /// A response head from the upstream and its body.
 struct UpstreamResponse: Sendable {
+    /// How the body comes.
+    enum Body: Sendable {
+        /// Read whole on the event loop before the head was handed over: a body whose
+        /// `Content-Length` is at most ``UpstreamClient/Configuration/wholeBodyLimit``
+        /// (`nil` for none: a `HEAD`, a 204, a 304, a length of 0).
+        case whole(ByteBuffer?)
+        /// Streaming as the connection reads it; the consumer notes each part it takes in
+        /// `consumption`.
+        case streaming(UpstreamResponseBody, consumption: BodyConsumption)
+    }
+
     var head: HTTPResponseHead
-    var body: UpstreamResponseBody
-    /// Where the body's consumer notes each part it takes.
-    var consumption: BodyConsumption
+    var body: Body
 }
