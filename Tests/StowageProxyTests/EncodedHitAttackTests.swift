@@ -143,9 +143,21 @@ import Glibc
 
     // MARK: - Content version
 
-    @Test("a purge moves memory's content version: every kept-alive connection, on either loop, gets the refetch")
-    func purgeReachesEveryConnection() async throws {
-        try await ProxyHarness.run(configure: { $0.admin = .init(port: 0) }, script: Self.script) { h in
+    /// With a memory level too small to keep a response (20 bytes), every hit is read from the
+    /// disk index on the event loop (`LoopHitResponder` with `readsDiskIndex`), and the purge must
+    /// be as final for those.
+    @Test(
+        "a purge moves memory's content version: every kept-alive connection, on either loop, gets the refetch",
+        arguments: [nil, 20]
+    )
+    func purgeReachesEveryConnection(memoryCapacity: Int?) async throws {
+        try await ProxyHarness.run(
+            configure: {
+                $0.admin = .init(port: 0)
+                if let memoryCapacity { $0.cache.memoryCapacity = ByteCount(Int64(memoryCapacity)) }
+            },
+            script: Self.script
+        ) { h in
             let port = h.proxyPort
             let request = "GET /v/race HTTP/1.1\r\nHost: proxy\r\n\r\n"
             let sockets = try await onOwnThread {
