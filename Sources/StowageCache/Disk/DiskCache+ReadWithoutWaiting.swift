@@ -26,9 +26,9 @@ extension DiskCache {
             entry = try? index.entry(forKey: key)
         }
         let now = configuration.clock.now().timeIntervalSince1970
-        guard let entry, entry.file == nil, !isExpired(entry, key: key, now: now),
-            let value = Self.inlineValue(of: entry), Self.checksumMatches(value, entry)
-        else { return nil }
+        guard let entry, !isExpired(entry, key: key, now: now), let value = Self.soundInlineValue(of: entry) else {
+            return nil
+        }
         return hit(key: key, value: value, entry: entry, now: now)
     }
 }

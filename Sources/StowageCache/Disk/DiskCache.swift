@@ -360,10 +360,15 @@ public final class DiskCache: Sendable {
             counters.recordMiss()
             return .done(nil)
         }
-        guard entry.file == nil, let value = Self.inlineValue(of: entry), Self.checksumMatches(value, entry) else {
-            return .needsBlockingWork(entry)
-        }
+        guard let value = Self.soundInlineValue(of: entry) else { return .needsBlockingWork(entry) }
         return .done(hit(key: key, value: value, entry: entry, now: now))
+    }
+
+    /// An entry's value when the index holds it whole and sound (inline, of its recorded size,
+    /// with its checksum); `nil` for a file value or one that fails a check.
+    static func soundInlineValue(of entry: DiskCacheIndex.Entry) -> Data? {
+        guard entry.file == nil, let value = inlineValue(of: entry), checksumMatches(value, entry) else { return nil }
+        return value
     }
 
     /// The rest of a read the index could not finish: reads a value file, or removes a value

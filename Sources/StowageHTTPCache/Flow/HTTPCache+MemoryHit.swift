@@ -14,7 +14,7 @@ extension HTTPCache {
     /// `respond`, which answers the same request the same way.
     ///
     /// With `readsDiskIndex`, a record or body memory does not hold is read from the disk index
-    /// on the calling thread (``CacheLevels/readWithoutWaiting(_:through:)``: one indexed
+    /// on the calling thread (``CacheLevels/readBelowMemoryWithoutWaiting(_:through:)``: one indexed
     /// `SELECT`, no file read, nothing awaited) and kept in memory as `respond`'s read keeps it:
     /// the hit path of nginx, which reads a cached file on the worker that read the request. A
     /// miss there costs the caller one index lookup before `respond` looks again.
@@ -163,7 +163,7 @@ extension HTTPCache {
     /// - Parameters:
     ///   - request: The request, with scheme and authority set.
     ///   - readsDiskIndex: Whether a record or body missing from memory is looked up in the disk
-    ///     index without waiting (``CacheLevels/readWithoutWaiting(_:through:)``) and kept in
+    ///     index without waiting (``CacheLevels/readBelowMemoryWithoutWaiting(_:through:)``) and kept in
     ///     memory; `false`: memory alone.
     /// - Returns: The answer and its validity; `nil` as for ``respondFromMemory(to:)``.
     func memoryAnswer(to request: HTTPRequest, readsDiskIndex: Bool = false) -> MemoryAnswer? {
