@@ -12,8 +12,9 @@
 # when missing. What it starts (one nginx as origin, one stowage proxy) is stopped on exit, by
 # process id. "ok" is issue 45's goal, growth <= 1.25 x CAPACITY; the bound the guide states
 # (CachingProxyGuide.md, "Memory") is CAPACITY for the memory level plus the proxy's working
-# memory under load (about 5 MiB with 32 connections, release build, one malloc arena), which
-# meets that goal from about 21 MB up (16MB: 1.31-1.34x).
+# memory under load: about 1.7 MB plus about 110 KiB for each connection with a request in
+# flight (release build, one malloc arena), which meets that goal at 16MB up to about 20
+# connections (32 connections: 1.31-1.33x; CONNECTIONS=N to see the others).
 #
 #   Benchmarks/proxy-rss.sh                  # CAPACITY=16MB DURATION=30s CONNECTIONS=32 THREADS=2
 #   STOWAGE=.build/release/stowage Benchmarks/proxy-rss.sh    # a binary already built
