@@ -107,10 +107,17 @@ public final class InMemorySharedLevel: Sendable {
         state.withLock { state in state.entries.filter { isLive($0.value) }.map(\.key).sorted() }
     }
 
-    /// Ends every node's invalidation stream, as a tier's shutdown does.
+    /// Ends every node's invalidation stream, as a tier's shutdown does, and drops the read and
+    /// write hooks: a hook that captures what owns the level (a test's fleet of nodes) would
+    /// otherwise keep it, its caches and its temporary directory alive after the test (two
+    /// directories of every full test run were left behind that way).
     public func shutDown() {
         let subscribers = state.withLock { state in
-            defer { state.subscribers = [] }
+            defer {
+                state.subscribers = []
+                state.readHook = nil
+                state.writeHook = nil
+            }
             return state.subscribers
         }
         for subscriber in subscribers { subscriber.continuation.finish() }
