@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
@@ -38,6 +39,47 @@ extension EncodedHitAttackTests {
                 #expect(response.field("cache-status")?.contains("hit") == true, "\(response)")
             }
             #expect(h.origin.requestCount == 1)
+        }
+    }
+
+    @Test(
+        "300 URLs hit at once from the disk index while trims remove entries under them: each client gets its own body"
+    )
+    func diskIndexHitsWhileTrimming() async throws {
+        try await ProxyHarness.run(
+            configure: {
+                $0.cache.memoryCapacity = ByteCount(20)
+                // About half the 300 responses fit: the disk cache trims as the misses store.
+                $0.cache.diskCapacity = ByteCount(150_000)
+            },
+            script: { received in
+                let path = received.head.path ?? "/"
+                return .init(fields: [("Cache-Control", "max-age=600")], body: String(repeating: path + ";", count: 50))
+            }
+        ) { h in
+            let (wrong, hits) = try await withThrowingTaskGroup(of: ([String], Int).self) { group in
+                for worker in 0..<16 {
+                    group.addTask {
+                        var wrong: [String] = []
+                        var hits = 0
+                        for round in 0..<60 {
+                            let path = "/u/\((worker * 7 + round * 13) % 300)"
+                            let reply = try await h.get(path)
+                            if reply.status != 200 || reply.text != String(repeating: path + ";", count: 50) {
+                                wrong.append("\(path): \(reply.status) \(reply.text.prefix(20))")
+                            }
+                            if reply.cacheStatus.contains("hit") { hits += 1 }
+                        }
+                        return (wrong, hits)
+                    }
+                }
+                var all: ([String], Int) = ([], 0)
+                for try await part in group { all = (all.0 + part.0, all.1 + part.1) }
+                return all
+            }
+            #expect(wrong.isEmpty, "\(wrong.prefix(5))")
+            #expect(hits > 0, "some requests were disk-index hits")
+            #expect(h.origin.requestCount > 300, "trims removed responses that were asked for again")
         }
     }
 }

@@ -1,0 +1,185 @@
+import Foundation
+import NIOHTTP1
+import StowageCore
+import StowageHTTPCache
+import StowageHTTPTestSupport
+import StowageProxy
+import StowageTestSupport
+import StowageTesting
+import Testing
+
+/// Attacks on the short-body read of the miss path (c6e20bb: a body whose `Content-Length` is at
+/// most `UpstreamClient.Configuration.wholeBodyLimit`, 64 KiB, is read whole on the upstream
+/// connection's event loop before the response is handed over): its bound, framing that lies
+/// about it, a client that leaves while it is read, a purge while it is read, many at once.
+/// (`HostileUpstreamTests` has a short body cut and stalled, `LyingUpstreamTests` more framing.)
+@Suite struct ShortBodyAttackTests {
+    /// `count` bytes, `a` to `z` over and over.
+    static func body(_ count: Int) -> String {
+        String(decoding: (0..<count).map { UInt8(ascii: "a") + UInt8($0 % 26) }, as: UTF8.self)
+    }
+
+    @Test(
+        "bodies at and around the 64 KiB bound (read whole or streamed) arrive whole, are stored, and the connection is reused",
+        arguments: [0, 1, 65_535, 65_536, 65_537, 200_000]
+    )
+    func bodiesAroundTheBound(count: Int) async throws {
+        let expected = Self.body(count)
+        let origin = try ScriptedUpstream { _ in .send(ok(expected, "Cache-Control: max-age=600")) }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let first = try await h.get("/a")
+            #expect(first.status == 200 && first.text == expected, "\(first.status) \(first.text.count) bytes")
+            let second = try await h.get("/a")
+            #expect(second.text == expected && second.cacheStatus.contains("hit"), "\(second.cacheStatus)")
+            let other = try await h.get("/b")
+            #expect(other.text == expected)
+            #expect(origin.requestCount == 2)
+            #expect(origin.connectionCount == 1, "each response ended where its length said")
+        }
+    }
+
+    /// `answer` with `Cache-Control: max-age=600` at the end of its head.
+    static func cacheable(_ answer: String) -> String {
+        guard let end = answer.range(of: "\r\n\r\n") else { return answer }
+        return answer.replacingCharacters(in: end, with: "\r\nCache-Control: max-age=600\r\n\r\n")
+    }
+
+    @Test(
+        "a short body whose framing lies or is refused: the client gets it as framed or a 502, the next requests their own",
+        arguments: [
+            ("more bytes than the length", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234567890123456789"),
+            (
+                "a whole response after the length",
+                "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789"
+                    + "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nCache-Control: max-age=600\r\n\r\nEVIL"
+            ),
+            ("the length twice", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nContent-Length: 10\r\n\r\n0123456789"),
+            ("a length with a sign", "HTTP/1.1 200 OK\r\nContent-Length: +10\r\n\r\n0123456789"),
+            ("a length in hexadecimal", "HTTP/1.1 200 OK\r\nContent-Length: 0x0a\r\n\r\n0123456789"),
+            ("a length past 64 bits", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n0123456789"),
+            (
+                "a length with Transfer-Encoding: identity",
+                "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nTransfer-Encoding: identity\r\n\r\n0123456789"
+            ),
+            ("a 304 with a length", "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"),
+            ("a 204 with a length", "HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n"),
+        ]
+    )
+    func lyingShortBody(_ name: String, _ answer: String) async throws {
+        let origin = try ScriptedUpstream { received in
+            // Stored when it is taken as framed: the second request is then a hit, not a second lie.
+            received.path == "/bad"
+                ? .send(Self.cacheable(answer)) : .send(ok("fine\(received.index)", "Cache-Control: no-store"))
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            for round in 1...2 {
+                let bad = try await h.get("/bad")
+                #expect([200, 204, 304, 502].contains(bad.status), "\(name) round \(round): \(bad.status)")
+                if bad.status != 502 {
+                    #expect(["", "0123456789"].contains(bad.text), "\(name) round \(round): \(bad.text)")
+                }
+                for _ in 1...2 {
+                    let next = try await h.get("/good")
+                    #expect(next.status == 200 && next.text.hasPrefix("fine"), "\(name): \(next.status) \(next.text)")
+                }
+            }
+        }
+    }
+
+    @Test("a client that leaves while a short body is read: the body is read to its end, stored, and served whole")
+    func clientLeavesWhileBodyIsRead() async throws {
+        let release = ScriptedUpstream.Release()
+        defer { release.open() }
+        let full = Self.body(30_000)
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: \(full.utf8.count)\r\nCache-Control: max-age=600\r\n\r\n"
+        let origin = try ScriptedUpstream { received in
+            if received.path != "/held" { return .send(ok("fine", "Cache-Control: no-store")) }
+            if received.index > 1 { return .send(head + full) }
+            return .sendHolding(head + full.prefix(100), until: release, then: String(full.dropFirst(100)))
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let port = h.proxyPort
+            // The client sends its request and closes at once.
+            try await onOwnThread {
+                let socket = try RawSocket(port: port)
+                socket.send("GET /held HTTP/1.1\r\nHost: proxy\r\n\r\n")
+            }
+            try await eventually { origin.requestCount == 1 }
+            release.open()
+            let again = try await h.get("/held")
+            #expect(again.status == 200 && again.text == full, "\(again.status) \(again.text.count) bytes")
+            let next = try await h.get("/good")
+            #expect(next.text == "fine")
+        }
+    }
+
+    @Test("a purge while a short body is read is final: the refetch and every later request get the new body")
+    func purgeWhileBodyIsRead() async throws {
+        let release = ScriptedUpstream.Release()
+        defer { release.open() }
+        let old = String(repeating: "o", count: 30_000)
+        let head = "HTTP/1.1 200 OK\r\nContent-Length: \(old.utf8.count)\r\nCache-Control: max-age=600\r\n\r\n"
+        let origin = try ScriptedUpstream { received in
+            if received.index == 1 {
+                return .sendHolding(head + old.prefix(10_000), until: release, then: String(old.dropFirst(10_000)))
+            }
+            return .send(ok("new\(received.index)", "Cache-Control: max-age=600"))
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(
+            upstream: origin.baseURL,
+            configure: {
+                $0.admin = .init(port: 0)
+                // Only a hang-catcher: a refetch that joined the held fetch would wait this long.
+                $0.cache.collapseTimeout = .seconds(5)
+            },
+            script: { _ in .init() }
+        ) { h in
+            let first = Task { try await h.get("/race") }
+            try await eventually { origin.requestCount == 1 }
+            // 404: nothing is stored yet, the fetch is under way.
+            #expect([200, 404].contains(try await h.admin(.POST, "/purge?url=\(origin.baseURL)/race").status))
+            let refetched = try await h.get("/race")
+            #expect(refetched.text == "new2", "\(refetched.text.prefix(10))")
+            release.open()
+            let held = try await first.value
+            #expect(held.status == 200 && held.text == old, "the request made before the purge gets its answer")
+            for _ in 1...2 {
+                let after = try await h.get("/race")
+                #expect(after.text == "new2", "\(after.text.prefix(10)) \(after.cacheStatus)")
+            }
+        }
+    }
+
+    @Test("200 short bodies of 64 KiB read at once: each client gets its own, whole")
+    func manyShortBodiesAtOnce() async throws {
+        let origin = try ScriptedUpstream { received in
+            // Each body names its path, so one given to another request would show.
+            let prefix = received.path + ";"
+            let body = prefix + Self.body(65_536 - prefix.utf8.count)
+            return .send(ok(body, "Cache-Control: max-age=600"))
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let wrong = try await withThrowingTaskGroup(of: String?.self) { group in
+                for index in 0..<200 {
+                    group.addTask {
+                        let path = "/c/\(index)"
+                        let reply = try await h.get(path)
+                        let prefix = path + ";"
+                        let expected = prefix + Self.body(65_536 - prefix.utf8.count)
+                        return reply.status == 200 && reply.text == expected ? nil : "\(path): \(reply.status)"
+                    }
+                }
+                var wrong: [String] = []
+                for try await failure in group { if let failure { wrong.append(failure) } }
+                return wrong
+            }
+            #expect(wrong.isEmpty, "\(wrong.prefix(5))")
+            #expect(origin.requestCount == 200)
+        }
+    }
+}
