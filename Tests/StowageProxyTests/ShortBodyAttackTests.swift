@@ -88,6 +88,37 @@ import Testing
         }
     }
 
+    /// A second response that begins right after the first one's length, cut in its head: the
+    /// parser keeps what it has of it for the next response on the connection.
+    static let cutHead = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nCache-Control: max-age=600\r\n"
+
+    @Test(
+        "bytes after a response's end that begin another response: the connection is not reused, so no other request gets them",
+        arguments: [
+            ("a short body", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nCache-Control: no-store\r\n\r\n0123456789"),
+            ("a body past the 64 KiB bound", ok(Self.body(70_000), "Cache-Control: no-store")),
+            ("a 204", "HTTP/1.1 204 No Content\r\nCache-Control: no-store\r\n\r\n"),
+            ("an empty body", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nCache-Control: no-store\r\n\r\n"),
+        ]
+    )
+    func bytesAfterTheEnd(_ name: String, _ answer: String) async throws {
+        let origin = try ScriptedUpstream { received in
+            // On the connection that carried /bad, this answer would follow the cut head: a
+            // malformed head (a 502), or, had the origin sent the cut head's end, EVIL.
+            received.path == "/bad" ? .send(answer + Self.cutHead) : .send(ok("fine", "Cache-Control: no-store"))
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let bad = try await h.get("/bad")
+            #expect([200, 204].contains(bad.status), "\(name): \(bad.status)")
+            for _ in 1...2 {
+                let next = try await h.get("/good")
+                #expect(next.status == 200 && next.text == "fine", "\(name): \(next.status) \(next.text)")
+            }
+            #expect(origin.connectionCount == 2, "\(name): the connection /bad came on was not reused")
+        }
+    }
+
     @Test("a client that leaves while a short body is read: the body is read to its end, stored, and served whole")
     func clientLeavesWhileBodyIsRead() async throws {
         let release = ScriptedUpstream.Release()
