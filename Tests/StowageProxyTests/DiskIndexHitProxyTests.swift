@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import StowageCache
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
@@ -80,6 +81,50 @@ extension EncodedHitAttackTests {
             #expect(wrong.isEmpty, "\(wrong.prefix(5))")
             #expect(hits > 0, "some requests were disk-index hits")
             #expect(h.origin.requestCount > 300, "trims removed responses that were asked for again")
+        }
+    }
+}
+
+extension EncodedHitAttackTests {
+    @Test(
+        "a stored body's file replaced under the proxy (a FIFO, a link, cut short, emptied): a refetch, never a hang nor other bytes",
+        arguments: ["fifo", "link", "truncated", "empty"]
+    )
+    func bodyFileReplaced(_ damage: String) async throws {
+        try await ProxyHarness.run(
+            // Nothing in memory: every hit reads the disk (a 100 KB body is in a file, read off the loop).
+            configure: { $0.cache.memoryCapacity = ByteCount(20) },
+            script: Self.script
+        ) { h in
+            let expected = (0..<100_000).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            #expect(try await h.get("/bytes/100000").body == expected)
+            let hit = try await h.get("/bytes/100000")
+            #expect(hit.body == expected && hit.cacheStatus.contains("hit"), "\(hit.cacheStatus)")
+            let disk = try #require(h.cache?.disk)
+            try await disk.flush()
+            let data = disk.directory.appending(path: "data").path
+            let names = FileManager.default.enumerator(atPath: data)?.allObjects.compactMap { $0 as? String } ?? []
+            let files = names.filter { $0.contains("-") }
+            #expect(files.count == 1, "\(names)")
+            let path = data + "/" + (files.first ?? "")
+            switch damage {
+            case "fifo":
+                #expect(unlink(path) == 0 && mkfifo(path, 0o600) == 0)
+            case "link":
+                // A link to a file of the same length and other bytes.
+                let other = disk.directory.appending(path: "other").path
+                #expect(FileManager.default.createFile(atPath: other, contents: Data(repeating: 0x21, count: 100_000)))
+                #expect(unlink(path) == 0 && symlink(other, path) == 0)
+            case "truncated":
+                #expect(truncate(path, 50_000) == 0)
+            default:
+                #expect(truncate(path, 0) == 0)
+            }
+            for _ in 1...2 {
+                let reply = try await h.get("/bytes/100000")
+                #expect(reply.status == 200 && reply.body == expected, "\(damage): \(reply.status) \(reply.body.count)")
+            }
+            #expect(h.origin.requestCount == 2, "\(damage): the damaged body was fetched again, once")
         }
     }
 }

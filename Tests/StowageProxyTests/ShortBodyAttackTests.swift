@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import StowageCache
 import StowageCore
 import StowageHTTPCache
 import StowageHTTPTestSupport
@@ -116,6 +117,45 @@ import Testing
                 #expect(next.status == 200 && next.text == "fine", "\(name): \(next.status) \(next.text)")
             }
             #expect(origin.connectionCount == 2, "\(name): the connection /bad came on was not reused")
+        }
+    }
+
+    @Test(
+        "a cacheable body cut by the close, read whole or streamed, is stored nowhere: not in memory, the index or a file",
+        arguments: [1_000, 200_000]
+    )
+    func cutBodyIsStoredNowhere(declared: Int) async throws {
+        let origin = try ScriptedUpstream { received in
+            guard received.path == "/cut" else { return .send(ok("fine", "Cache-Control: no-store")) }
+            return .sendAndClose(
+                "HTTP/1.1 200 OK\r\nContent-Length: \(declared)\r\nCache-Control: max-age=600\r\n\r\n"
+                    + Self.body(declared / 2)
+            )
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let port = h.proxyPort
+            for _ in 1...2 {
+                let outcome = try await onOwnThread { () -> (head: String, body: String)? in
+                    let socket = try RawSocket(port: port)
+                    socket.send("GET /cut HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                    return socket.readResponse()
+                }
+                // A short body is refused whole (a 502); a streamed one is cut mid-way (nil).
+                #expect(outcome == nil || outcome?.head.hasPrefix("HTTP/1.1 502") == true, "\(outcome?.head ?? "")")
+            }
+            #expect(origin.requestCount == 2, "the cut response was not served from the cache")
+            #expect(try await h.get("/good").text == "fine")
+            let cache = try #require(h.cache)
+            let disk = try #require(cache.disk)
+            try await disk.flush()
+            #expect(try await disk.usage().count == 0, "nothing in the index")
+            let temporary = disk.directory.appending(path: "tmp")
+            // A streamed write that failed removes its file once its task ends.
+            try await eventually { try FileManager.default.contentsOfDirectory(atPath: temporary.path).isEmpty }
+            let data = disk.directory.appending(path: "data")
+            let files = FileManager.default.enumerator(atPath: data.path)?.allObjects.compactMap { $0 as? String } ?? []
+            #expect(files.allSatisfy { !$0.contains("-") }, "no value file: \(files)")
         }
     }
 
