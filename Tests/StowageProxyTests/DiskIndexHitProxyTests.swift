@@ -128,3 +128,32 @@ extension EncodedHitAttackTests {
         }
     }
 }
+
+extension EncodedHitAttackTests {
+    @Test(
+        "the index file truncated or replaced by an empty file under a running proxy: every request is still answered with its own body",
+        arguments: ["truncated", "replaced"]
+    )
+    func indexFileDamagedUnderTheProxy(_ damage: String) async throws {
+        try await ProxyHarness.run(
+            configure: { $0.cache.memoryCapacity = ByteCount(20) },
+            script: Self.script
+        ) { h in
+            #expect(try await h.get("/cached").text == "body of /cached")
+            let disk = try #require(h.cache?.disk)
+            try await disk.flush()
+            let index = disk.directory.appending(path: "index.sqlite").path
+            if damage == "truncated" {
+                #expect(truncate(index, 0) == 0)
+            } else {
+                let aside = disk.directory.appending(path: "aside").path
+                #expect(FileManager.default.createFile(atPath: aside, contents: Data()))
+                #expect(rename(aside, index) == 0)
+            }
+            for path in ["/cached", "/new", "/cached", "/new"] {
+                let reply = try await h.get(path)
+                #expect(reply.status == 200 && reply.text == "body of \(path)", "\(damage) \(path): \(reply.status)")
+            }
+        }
+    }
+}
