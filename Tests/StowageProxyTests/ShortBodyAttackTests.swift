@@ -100,6 +100,10 @@ import Testing
             ("a body past the 64 KiB bound", ok(Self.body(70_000), "Cache-Control: no-store")),
             ("a 204", "HTTP/1.1 204 No Content\r\nCache-Control: no-store\r\n\r\n"),
             ("an empty body", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nCache-Control: no-store\r\n\r\n"),
+            (
+                "a chunked body",
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: no-store\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+            ),
         ]
     )
     func bytesAfterTheEnd(_ name: String, _ answer: String) async throws {
@@ -156,6 +160,28 @@ import Testing
             let data = disk.directory.appending(path: "data")
             let files = FileManager.default.enumerator(atPath: data.path)?.allObjects.compactMap { $0 as? String } ?? []
             #expect(files.allSatisfy { !$0.contains("-") }, "no value file: \(files)")
+        }
+    }
+
+    @Test(
+        "chunked responses that end where the read ends keep their connection, trailers or not, whatever their chunks",
+        arguments: [
+            "5\r\nhello\r\n0\r\n\r\n",
+            "5\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\n",
+            "2\r\n\r\n\r\n3\r\n\n\n\n\r\n0\r\n\r\n",
+        ]
+    )
+    func chunkedResponsesKeepTheirConnection(_ chunks: String) async throws {
+        let origin = try ScriptedUpstream { _ in
+            .send("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: no-store\r\n\r\n" + chunks)
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            for _ in 1...3 {
+                let reply = try await h.get("/chunked")
+                #expect(reply.status == 200 && !reply.body.isEmpty, "\(reply.status)")
+            }
+            #expect(origin.connectionCount == 1, "\(origin.connectionCount) connections for 3 requests")
         }
     }
 

@@ -103,6 +103,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         state = .awaitingHead(exchange, interims: 0, receivedPart: false)
         framing.awaitsHead = true
         framing.remainingBody = nil
+        framing.readsChunkedBody = false
         requestComplete = false
         readsPaused = false
         context.write(wrapOutboundOut(.head(head)), promise: nil)
@@ -157,6 +158,8 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
             let length = Self.bodyLength(of: head, isHead: exchange.isHead)
             framing.awaitsHead = false
             framing.remainingBody = length
+            framing.readsChunkedBody =
+                length == nil && head.headers[canonicalForm: "transfer-encoding"].last?.lowercased() == "chunked"
             if let length, length <= configuration.wholeBodyLimit {
                 state = .readingWholeBody(exchange, head: head, body: nil, isReusable: isReusable)
                 return
@@ -196,6 +199,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
             case .end:
                 let reusable = isReusable && requestComplete && context.channel.isActive && !framing.bytesFollow
                 framing.remainingBody = nil
+                framing.readsChunkedBody = false
                 state = reusable ? .idle(since: configuration.clock.now()) : .closed
                 exchange.promise.succeed(UpstreamResponse(head: head, body: .whole(body)))
                 exchange.ended(reusable)
@@ -211,6 +215,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 source.finish()
                 let reusable = isReusable && requestComplete && context.channel.isActive && !framing.bytesFollow
                 framing.remainingBody = nil
+                framing.readsChunkedBody = false
                 state = reusable ? .idle(since: configuration.clock.now()) : .closed
                 resumeHeldRead(context: context)
                 exchange.ended(reusable)
@@ -299,6 +304,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         state = .closed
         framing.awaitsHead = false
         framing.remainingBody = nil
+        framing.readsChunkedBody = false
         switch previous {
         case .awaitingHead(let exchange, _, _), .readingWholeBody(let exchange, _, _, _):
             exchange.promise.fail(StowageError.upstream(failure, origin: origin, underlying: underlying))

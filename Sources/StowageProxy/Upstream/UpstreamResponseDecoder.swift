@@ -11,6 +11,8 @@ final class UpstreamResponseFraming {
     /// for a response without a body); `nil` when it did not (chunked, to the close) or no
     /// body is being read.
     var remainingBody: Int?
+    /// Whether a body in the chunked coding is being read (its end is a line's LF).
+    var readsChunkedBody = false
     /// Whether more bytes came with those the parser is being fed: set before each feed, so a
     /// response that ends in it knows whether anything followed it.
     var bytesFollow = false
@@ -25,8 +27,11 @@ final class UpstreamResponseFraming {
 /// they complete a response, someone else's answer). ``UpstreamResponseFraming/bytesFollow``
 /// tells the exchange handler, which then closes the connection instead of reusing it.
 ///
-/// A head whose end (`CRLF CRLF`) is not in the bytes at hand (split between reads), and a body
-/// without a length, are fed as they come, as NIO's decoder alone is.
+/// A chunked body ends with a line's LF: a read that does not end with one is fed whole, any end
+/// in it having bytes after it, and one that does is fed in two parts, all its bytes but the
+/// last, then the last. A head whose end (`CRLF CRLF`) is not in the bytes at hand (split
+/// between reads), and a body that runs to the close, are fed as they come, as NIO's decoder
+/// alone is.
 struct UpstreamResponseDecoder: WriteObservingByteToMessageDecoder {
     typealias InboundOut = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
@@ -41,6 +46,10 @@ struct UpstreamResponseDecoder: WriteObservingByteToMessageDecoder {
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         while buffer.readableBytes > 0 {
+            if framing.readsChunkedBody {
+                try decodeChunked(context: context, buffer: &buffer)
+                break
+            }
             let available = buffer.readableBytes
             var count = available
             if let remaining = framing.remainingBody, remaining > 0 {
@@ -58,6 +67,25 @@ struct UpstreamResponseDecoder: WriteObservingByteToMessageDecoder {
         }
         framing.bytesFollow = false
         return .needMoreData
+    }
+
+    /// Feeds all of `buffer`, in a chunked body: see the type's description.
+    private func decodeChunked(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws {
+        let available = buffer.readableBytes
+        let last = buffer.getInteger(at: buffer.readerIndex + available - 1, as: UInt8.self)
+        defer { framing.bytesFollow = false }
+        guard last == 0x0A, available > 1 else {
+            framing.bytesFollow = last != 0x0A
+            _ = try decoder.decode(context: context, buffer: &buffer)
+            return
+        }
+        framing.bytesFollow = true
+        var allButLast = buffer.getSlice(at: buffer.readerIndex, length: available - 1)!
+        _ = try decoder.decode(context: context, buffer: &allButLast)
+        // What the parser kept (a field it has not seen the end of) goes again with the last byte.
+        buffer.moveReaderIndex(forwardBy: available - 1 - allButLast.readableBytes)
+        framing.bytesFollow = false
+        _ = try decoder.decode(context: context, buffer: &buffer)
     }
 
     mutating func decodeLast(
