@@ -114,7 +114,7 @@ extension DiskCache {
             return try finishLookUp(key: key, entry: entry, now: now).map { try copyToUnnamedFile($0.data) }
         }
         guard let descriptor = try files.openValue(name, expectedSize: entry.size) else {
-            let isGone = FileStatus.at(AT_FDCWD, files.path(of: name)) == nil
+            let isGone = files.isGone(name)
             try discardDamaged(
                 key: key,
                 entry: entry,

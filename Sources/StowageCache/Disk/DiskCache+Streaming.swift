@@ -190,7 +190,7 @@ extension DiskCache {
             return try finishLookUp(key: key, entry: entry, now: now).map { .whole($0) }
         }
         guard let descriptor = try files.openValue(file, expectedSize: entry.size) else {
-            if FileStatus.at(AT_FDCWD, files.path(of: file)) != nil {
+            if !files.isGone(file) {
                 try discardDamaged(key: key, entry: entry, reason: "not a regular file of the recorded size")
             }
             counters.recordMiss()

@@ -377,7 +377,7 @@ public final class DiskCache: Sendable {
         let value = try entry.file.map { try files.read($0, expectedSize: entry.size) } ?? Self.inlineValue(of: entry)
         guard let value, Self.checksumMatches(value, entry) else {
             // A file that is simply gone was removed by another process after the index read.
-            let isGone = value == nil && entry.file.map { FileStatus.at(AT_FDCWD, files.path(of: $0)) == nil } == true
+            let isGone = value == nil && entry.file.map(files.isGone) == true
             try discardDamaged(
                 key: key,
                 entry: entry,

@@ -76,6 +76,30 @@ struct DiskCacheFiles: Sendable {
         }
     }
 
+    /// Whether `name` has the form of a value file's name (`HH/…`, ``DiskCacheFileName``): a
+    /// subdirectory of `data/` and a file in it, each one name, neither `.` nor `..`, with no
+    /// NUL byte. The index holds names, and a row garbled or written by hand may hold `../…` or
+    /// an absolute path: such a name is damage, neither opened nor removed. (`openBeneath`
+    /// refuses it, but `unlinkat` resolves `..`, which `O_NOFOLLOW` does not stop: a removal of
+    /// the row's file unlinked outside the cache's directory.)
+    static func isValueName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")) else { return false }
+        return isOneName(bytes[..<slash]) && isOneName(bytes[bytes.index(after: slash)...])
+    }
+
+    private static func isOneName(_ bytes: Substring.UTF8View) -> Bool {
+        !bytes.isEmpty && !bytes.elementsEqual(".".utf8) && !bytes.elementsEqual("..".utf8)
+            && !bytes.contains { $0 == UInt8(ascii: "/") || $0 == 0 }
+    }
+
+    /// Whether the value file `name` is simply gone (removed by another process after the
+    /// index read); `false` for a name that is not a value file's (``isValueName(_:)``), which
+    /// is damage, and is never looked up outside `data/`.
+    func isGone(_ name: String) -> Bool {
+        Self.isValueName(name) && FileStatus.at(AT_FDCWD, path(of: name)) == nil
+    }
+
     /// `HH/rest` as its two parts.
     private static func split(_ name: String) -> (subdirectory: String, file: String) {
         guard let slash = name.firstIndex(of: "/") else { return ("", name) }
@@ -90,6 +114,7 @@ struct DiskCacheFiles: Sendable {
     ///   device, a directory or of another length, or a link stands in its subdirectory's
     ///   place — damage the caller treats as a miss.
     func openValue(_ name: String, expectedSize: Int64) throws -> Int32? {
+        guard Self.isValueName(name) else { return nil }
         // O_NONBLOCK: opening a FIFO put in a value's place would otherwise wait for a writer.
         let descriptor = data.openBeneath(name, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
@@ -180,7 +205,8 @@ struct DiskCacheFiles: Sendable {
         guard data.isInsideBoundary else { return [dataDirectory] }
         var skipped: [String] = []
         var opened: (name: String, directory: OpenDirectory?)? = nil
-        for name in names {
+        // A name that is not a value file's (`../…`, an absolute path) names nothing of the cache's.
+        for name in names where Self.isValueName(name) {
             let (subdirectoryName, fileName) = Self.split(name)
             if opened?.name != subdirectoryName {
                 // A subdirectory that is a mount point keeps its files (FileSystemBoundary).

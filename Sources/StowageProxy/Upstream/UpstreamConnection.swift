@@ -19,7 +19,8 @@ final class UpstreamConnection: Sendable {
     /// Opens a connection to `host`:`port` within the connect timeout and before `deadline`.
     ///
     /// The pipeline is the one `addHTTPClientHandlers` builds (encoder, decoder, request-field
-    /// validator), but with the decoder forwarding interim responses instead of dropping them.
+    /// validator), but with the decoder forwarding interim responses instead of dropping them,
+    /// and fed a response at a time (``UpstreamResponseDecoder``).
     ///
     /// - Throws: `StowageError` `.unreachable`: the connection was refused or timed out.
     static func connect(
@@ -38,18 +39,24 @@ final class UpstreamConnection: Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    let framing = UpstreamResponseFraming()
                     try pipeline.addHandler(HTTPRequestEncoder())
                     try pipeline.addHandler(
                         ByteToMessageHandler(
-                            HTTPResponseDecoder(
-                                leftOverBytesStrategy: .dropBytes,
-                                informationalResponseStrategy: .forward,
-                                limitConfiguration: limits
+                            UpstreamResponseDecoder(
+                                HTTPResponseDecoder(
+                                    leftOverBytesStrategy: .dropBytes,
+                                    informationalResponseStrategy: .forward,
+                                    limitConfiguration: limits
+                                ),
+                                framing: framing
                             )
                         )
                     )
                     try pipeline.addHandler(NIOHTTPRequestHeadersValidator())
-                    try pipeline.addHandler(UpstreamExchangeHandler(configuration: configuration, origin: origin))
+                    try pipeline.addHandler(
+                        UpstreamExchangeHandler(configuration: configuration, origin: origin, framing: framing)
+                    )
                 }
             }
         let channel: any Channel

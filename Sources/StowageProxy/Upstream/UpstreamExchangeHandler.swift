@@ -20,7 +20,8 @@ import StowageLoopClock
 ///   ``BodyConsumption``); an idle connection closes after the idle timeout. One timer serves all three:
 ///   it fires at the earliest and looks again (a timer per body part would cost more than it saves).
 /// - After a response that ends where its framing says (RFC 9112 §6.3) on a persistent
-///   connection, the exchange ends reusable; every other end closes the connection.
+///   connection, with nothing after it (``UpstreamResponseDecoder``), the exchange ends
+///   reusable; every other end closes the connection.
 ///
 /// Event-loop bound: every method runs on the channel's event loop.
 final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandler {
@@ -52,6 +53,8 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var state: State
     private let configuration: UpstreamClient.Configuration
     private let origin: String
+    /// Where the response ends, shared with the connection's ``UpstreamResponseDecoder``.
+    private let framing: UpstreamResponseFraming
     private var context: ChannelHandlerContext?
     /// The exchange in progress (or the last one), so late signals about an earlier one are ignored.
     private var exchangeID: UInt64 = 0
@@ -66,9 +69,10 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// The timer that checks the deadlines, and when it fires.
     private var timer: (task: Scheduled<Void>, at: NIODeadline)?
 
-    init(configuration: UpstreamClient.Configuration, origin: String) {
+    init(configuration: UpstreamClient.Configuration, origin: String, framing: UpstreamResponseFraming) {
         self.configuration = configuration
         self.origin = origin
+        self.framing = framing
         state = .idle(since: configuration.clock.now())
         lastRead = configuration.clock.now()
     }
@@ -97,6 +101,9 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
         exchangeID &+= 1
         state = .awaitingHead(exchange, interims: 0, receivedPart: false)
+        framing.awaitsHead = true
+        framing.remainingBody = nil
+        framing.readsChunkedBody = false
         requestComplete = false
         readsPaused = false
         context.write(wrapOutboundOut(.head(head)), promise: nil)
@@ -124,6 +131,9 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
         lastRead = configuration.clock.now()
+        if case .body(let buffer) = part, let remaining = framing.remainingBody {
+            framing.remainingBody = remaining - buffer.readableBytes
+        }
         switch state {
         case .idle, .closed:
             // Bytes no request asked for: the connection cannot be trusted with the next one.
@@ -145,7 +155,12 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 return
             }
             let isReusable = head.isKeepAlive && Self.isFramed(head, isHead: exchange.isHead)
-            if let length = Self.bodyLength(of: head, isHead: exchange.isHead), length <= configuration.wholeBodyLimit {
+            let length = Self.bodyLength(of: head, isHead: exchange.isHead)
+            framing.awaitsHead = false
+            framing.remainingBody = length
+            framing.readsChunkedBody =
+                length == nil && head.headers[canonicalForm: "transfer-encoding"].last?.lowercased() == "chunked"
+            if let length, length <= configuration.wholeBodyLimit {
                 state = .readingWholeBody(exchange, head: head, body: nil, isReusable: isReusable)
                 return
             }
@@ -182,7 +197,9 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 }
                 state = .readingWholeBody(exchange, head: head, body: body, isReusable: isReusable)
             case .end:
-                let reusable = isReusable && requestComplete && context.channel.isActive
+                let reusable = isReusable && requestComplete && context.channel.isActive && !framing.bytesFollow
+                framing.remainingBody = nil
+                framing.readsChunkedBody = false
                 state = reusable ? .idle(since: configuration.clock.now()) : .closed
                 exchange.promise.succeed(UpstreamResponse(head: head, body: .whole(body)))
                 exchange.ended(reusable)
@@ -196,7 +213,9 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 if case .stopProducing = source.yield(buffer) { readsPaused = true }
             case .end:
                 source.finish()
-                let reusable = isReusable && requestComplete && context.channel.isActive
+                let reusable = isReusable && requestComplete && context.channel.isActive && !framing.bytesFollow
+                framing.remainingBody = nil
+                framing.readsChunkedBody = false
                 state = reusable ? .idle(since: configuration.clock.now()) : .closed
                 resumeHeldRead(context: context)
                 exchange.ended(reusable)
@@ -283,6 +302,9 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     private func close(_ failure: UpstreamFailure, underlying: (any Error)? = nil) {
         let previous = state
         state = .closed
+        framing.awaitsHead = false
+        framing.remainingBody = nil
+        framing.readsChunkedBody = false
         switch previous {
         case .awaitingHead(let exchange, _, _), .readingWholeBody(let exchange, _, _, _):
             exchange.promise.fail(StowageError.upstream(failure, origin: origin, underlying: underlying))
