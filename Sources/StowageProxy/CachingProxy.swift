@@ -5,9 +5,11 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
+import StowageCore
 import StowageHTTPCache
 import StowageHTTPClient
 import StowageLoopClock
+import Synchronization
 import UnixSignals
 
 /// A caching reverse proxy: a shared RFC 9111 cache in front of one origin, on Hummingbird,
@@ -38,15 +40,21 @@ public final class CachingProxy: Sendable {
     let client: UpstreamClient?
     let handler: ProxyHandler
     let metrics: ProxyMetrics
+    /// This proxy's claim on its cache directory (``CacheDirectoryClaim``): taken when the proxy
+    /// is made, given up when `run` has closed the cache (or with the proxy, if it never runs).
+    private let directoryClaim: Mutex<LockFile?>
 
     /// Opens the cache and prepares the upstream client; nothing listens until `run(handlingSignals:onListening:)`.
     ///
     /// - Throws: `StowageError` `.invalidConfiguration` for a timeout out of range or a private
-    ///   cache (``ProxyConfiguration/validate()``), and what `HTTPCache` throws for the rest of
+    ///   cache (``ProxyConfiguration/validate()``); `.busy` when another proxy serves from the
+    ///   same cache directory (one proxy per directory: a purge through one would not reach what
+    ///   the other keeps in memory); and what `HTTPCache` throws for the rest of
     ///   ``ProxyConfiguration/cache`` or when its directory cannot be opened.
     public init(configuration: ProxyConfiguration) throws {
         try configuration.validate()
         self.configuration = configuration
+        directoryClaim = Mutex(try CacheDirectoryClaim.claim(configuration.cacheDirectory))
         var cacheConfiguration = configuration.cache
         if cacheConfiguration.tracer == nil { cacheConfiguration.tracer = configuration.tracer }
         cache = try HTTPCache(directory: configuration.cacheDirectory, configuration: cacheConfiguration)
@@ -156,6 +164,7 @@ public final class CachingProxy: Sendable {
             try await group.run()
         } catch {
             try? await cache.close()
+            releaseDirectoryClaim()
             client?.shutdown()
             try? await transport.client.shutdown()
             throw error
@@ -166,7 +175,16 @@ public final class CachingProxy: Sendable {
         } catch {
             logger.error("closing the proxy's cache: \(error)")
         }
+        releaseDirectoryClaim()
         client?.shutdown()
         try await transport.client.shutdown()
+    }
+}
+
+extension CachingProxy {
+    /// Gives up the claim on the cache directory, once the cache is closed: another proxy may
+    /// serve from it now (a restart over the same directory in this process included).
+    private func releaseDirectoryClaim() {
+        directoryClaim.withLock { $0 = nil }
     }
 }

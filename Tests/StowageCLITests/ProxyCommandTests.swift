@@ -456,6 +456,39 @@ import Glibc
         #expect(!outcome.standardOutput.contains("listening on"), "\(outcome.standardOutput)")
     }
 
+    @Test(
+        "a second stowage proxy on a cache directory another one serves from: exit 2 saying so; it starts once the first has stopped"
+    )
+    func secondProxyOnOneDirectoryFails() async throws {
+        let origin = try await TestOriginServer.start { r in
+            .init(fields: [("Cache-Control", "max-age=60")], body: "v\(r.index)")
+        }
+        let scratch = try TemporaryDirectory()
+        let cacheDirectory = scratch.path + "/cache"
+        let (first, _, _) = try await ProxyCommandTests.startProxy([
+            "--upstream", origin.baseURL, "--cache-dir", cacheDirectory,
+        ])
+        defer { if first.isRunning { kill(first.processIdentifier, SIGKILL) } }
+        // Under `timeout`: a second proxy that started would serve until killed.
+        let second = try await StowageExecutable.run(
+            ["proxy", "--listen", "127.0.0.1:0", "--upstream", origin.baseURL, "--cache-dir", cacheDirectory],
+            wrapper: ["timeout", "60"]
+        )
+        #expect(second.status == 2, "\(second.standardError)")
+        #expect(
+            second.standardError.contains("another caching proxy serves from the cache directory"),
+            "\(second.standardError)"
+        )
+        #expect(!second.standardOutput.contains("listening on"), "\(second.standardOutput)")
+        #expect(await ProxyCommandTests.stop(first) == 0)
+        // The claim ends with the process that held it.
+        let (again, _, _) = try await ProxyCommandTests.startProxy([
+            "--upstream", origin.baseURL, "--cache-dir", cacheDirectory,
+        ])
+        #expect(await ProxyCommandTests.stop(again) == 0)
+        await origin.stop()
+    }
+
     @Test("a Redis that refuses the password: exit 2 naming the credentials, with or without --shared-required")
     func wrongPasswordFails() async throws {
         let redis = try await RedisServerProcess.start(extraArguments: ["--requirepass", "right"])

@@ -21,7 +21,9 @@ struct ProxyCommand: AsyncParsableCommand {
             uncached URL make one upstream request. Upstream failures answer 502, timeouts 504 (or a \
             stale response where stale-if-error allows). SIGINT or SIGTERM stop it gracefully.
 
-            The cache lives in --cache-dir (default: the 'stowage' container's caches/proxy). The \
+            The cache lives in --cache-dir (default: the 'stowage' container's caches/proxy), one \
+            proxy per directory: a second one there exits 2 (a purge through one would not reach \
+            what the other keeps in memory; share caches through --shared instead). The \
             bound port is printed on standard output as 'listening on HOST:PORT'; logs go to \
             standard error.
 
