@@ -101,9 +101,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
         exchangeID &+= 1
         state = .awaitingHead(exchange, interims: 0, receivedPart: false)
-        framing.awaitsHead = true
-        framing.remainingBody = nil
-        framing.readsChunkedBody = false
+        framing.reset(awaitsHead: true)
         requestComplete = false
         readsPaused = false
         context.write(wrapOutboundOut(.head(head)), promise: nil)
@@ -156,10 +154,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
             }
             let isReusable = head.isKeepAlive && Self.isFramed(head, isHead: exchange.isHead)
             let length = Self.bodyLength(of: head, isHead: exchange.isHead)
-            framing.awaitsHead = false
-            framing.remainingBody = length
-            framing.readsChunkedBody =
-                length == nil && head.headers[canonicalForm: "transfer-encoding"].last?.lowercased() == "chunked"
+            framing.beginBody(of: head, length: length)
             if let length, length <= configuration.wholeBodyLimit {
                 state = .readingWholeBody(exchange, head: head, body: nil, isReusable: isReusable)
                 return
@@ -197,9 +192,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 }
                 state = .readingWholeBody(exchange, head: head, body: body, isReusable: isReusable)
             case .end:
-                let reusable = isReusable && requestComplete && context.channel.isActive && !framing.bytesFollow
-                framing.remainingBody = nil
-                framing.readsChunkedBody = false
+                let reusable = endsReusable(isReusable, context: context)
                 state = reusable ? .idle(since: configuration.clock.now()) : .closed
                 exchange.promise.succeed(UpstreamResponse(head: head, body: .whole(body)))
                 exchange.ended(reusable)
@@ -213,15 +206,22 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
                 if case .stopProducing = source.yield(buffer) { readsPaused = true }
             case .end:
                 source.finish()
-                let reusable = isReusable && requestComplete && context.channel.isActive && !framing.bytesFollow
-                framing.remainingBody = nil
-                framing.readsChunkedBody = false
+                let reusable = endsReusable(isReusable, context: context)
                 state = reusable ? .idle(since: configuration.clock.now()) : .closed
                 resumeHeldRead(context: context)
                 exchange.ended(reusable)
                 if reusable { scheduleCheck() } else { context.close(promise: nil) }
             }
         }
+    }
+
+    /// Whether the connection may carry another exchange now that a response has ended: one
+    /// framed on a persistent connection (`isReusable`), its request all sent, the channel open,
+    /// and nothing after the response's end (``UpstreamResponseDecoder``). Ends the framing of
+    /// the response either way.
+    private func endsReusable(_ isReusable: Bool, context: ChannelHandlerContext) -> Bool {
+        defer { framing.reset(awaitsHead: false) }
+        return isReusable && requestComplete && context.channel.isActive && !framing.bytesFollow
     }
 
     /// RFC 9112 §6.3: the length of `head`'s body when its framing states it: 0 for a response
@@ -240,7 +240,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     private static func isFramed(_ head: HTTPResponseHead, isHead: Bool) -> Bool {
         if isHead || head.status == .noContent || head.status == .notModified { return true }
         if head.headers.contains(name: "content-length") { return true }
-        return head.headers[canonicalForm: "transfer-encoding"].last?.lowercased() == "chunked"
+        return head.isChunked
     }
 
     /// The body's consumer wants more: reads flow again.
@@ -302,9 +302,7 @@ final class UpstreamExchangeHandler: ChannelDuplexHandler, RemovableChannelHandl
     private func close(_ failure: UpstreamFailure, underlying: (any Error)? = nil) {
         let previous = state
         state = .closed
-        framing.awaitsHead = false
-        framing.remainingBody = nil
-        framing.readsChunkedBody = false
+        framing.reset(awaitsHead: false)
         switch previous {
         case .awaitingHead(let exchange, _, _), .readingWholeBody(let exchange, _, _, _):
             exchange.promise.fail(StowageError.upstream(failure, origin: origin, underlying: underlying))

@@ -16,6 +16,30 @@ final class UpstreamResponseFraming {
     /// Whether more bytes came with those the parser is being fed: set before each feed, so a
     /// response that ends in it knows whether anything followed it.
     var bytesFollow = false
+
+    /// Between responses: no body is being read, and the next bytes begin a head when
+    /// `awaitsHead` (an exchange has sent its request).
+    func reset(awaitsHead: Bool) {
+        self.awaitsHead = awaitsHead
+        remainingBody = nil
+        readsChunkedBody = false
+    }
+
+    /// The response `head` has come: its body, `length` bytes when its framing gives them, is
+    /// read next.
+    func beginBody(of head: HTTPResponseHead, length: Int?) {
+        awaitsHead = false
+        remainingBody = length
+        readsChunkedBody = length == nil && head.isChunked
+    }
+}
+
+extension HTTPResponseHead {
+    /// Whether the body comes in the chunked coding: the last `Transfer-Encoding` is `chunked`
+    /// (RFC 9112 §6.3).
+    var isChunked: Bool {
+        headers[canonicalForm: "transfer-encoding"].last?.lowercased() == "chunked"
+    }
 }
 
 /// NIO's `HTTPResponseDecoder`, fed so that a response whose length its framing gives ends the
