@@ -16,6 +16,31 @@ import Testing
         }
     }
 
+    /// Runs `body` with a proxy in front of `origin` whose 30 s upstream timeout runs on the
+    /// returned clock, which only the test moves: the origin's silence passes the timeout when
+    /// the test says, never because a loaded machine is slow to relay the bytes that came.
+    static func runOnSteppedClock(
+        _ origin: ScriptedUpstream,
+        _ body: (ProxyHarness, SteppedClock) async throws -> Void
+    ) async throws {
+        let clock = SteppedClock()
+        try await ProxyHarness.run(
+            upstreamTimeout: .seconds(30),
+            upstream: origin.baseURL,
+            configure: { $0.timeoutClock = clock },
+            script: { _ in .init() }
+        ) { h in try await body(h, clock) }
+    }
+
+    /// Moves `clock` on by the upstream timeout until `finished` is set: each byte the origin
+    /// sends re-arms the proxy's timer, so one step may not be enough.
+    static func advance(_ clock: SteppedClock, until finished: ReadFinished) async throws {
+        try await eventually {
+            clock.advance(by: .seconds(30))
+            return finished.flag.load(ordering: .acquiring)
+        }
+    }
+
     @Test(
         "a bad answer is a 502, nothing is stored, and the next request is served",
         arguments: [
@@ -57,13 +82,7 @@ import Testing
         // The timeout runs on a clock the test moves (ProxyConfiguration.timeoutClock): it
         // passes for /bad once its request is upstream, and never while /good is served, however
         // slowly a loaded machine runs either.
-        let clock = SteppedClock()
-        try await ProxyHarness.run(
-            upstreamTimeout: .seconds(30),
-            upstream: origin.baseURL,
-            configure: { $0.timeoutClock = clock },
-            script: { _ in .init() }
-        ) { h in
+        try await Self.runOnSteppedClock(origin) { h, clock in
             async let bad = h.get("/bad")
             // The exchange arms its timer before its request goes out.
             try await eventually { origin.requestCount == 1 }
@@ -131,25 +150,14 @@ import Testing
             )
         )
         defer { origin.stop() }
-        let clock = SteppedClock()
-        try await ProxyHarness.run(
-            upstreamTimeout: .seconds(30),
-            upstream: origin.baseURL,
-            configure: { $0.timeoutClock = clock },
-            script: { _ in .init() }
-        ) { h in
+        try await Self.runOnSteppedClock(origin) { h, clock in
             let finished = ReadFinished()
             async let bad = {
                 defer { finished.flag.store(true, ordering: .releasing) }
                 return try await h.get("/bad")
             }()
             try await eventually { origin.requestCount == 1 }
-            // The silence after the head and half the body runs on the test's clock; each of the
-            // origin's bytes re-arms the timer, so the clock moves until the answer comes.
-            try await eventually {
-                clock.advance(by: .seconds(30))
-                return finished.flag.load(ordering: .acquiring)
-            }
+            try await Self.advance(clock, until: finished)
             let reply = try await bad
             #expect(reply.status == 504, "\(reply.status) \(reply.text)")
             #expect(try await h.get("/good").text == "fine")
@@ -165,15 +173,7 @@ import Testing
             )
         )
         defer { origin.stop() }
-        // The upstream timeout runs on a clock the test moves: the origin's silence passes it
-        // when the test says, never because a loaded machine is slow to relay the bytes that came.
-        let clock = SteppedClock()
-        try await ProxyHarness.run(
-            upstreamTimeout: .seconds(30),
-            upstream: origin.baseURL,
-            configure: { $0.timeoutClock = clock },
-            script: { _ in .init() }
-        ) { h in
+        try await Self.runOnSteppedClock(origin) { h, clock in
             let port = h.proxyPort
             let finished = ReadFinished()
             let reading = Task {
@@ -185,11 +185,7 @@ import Testing
                 }
             }
             try await eventually { origin.requestCount == 1 }
-            // Each of the origin's bytes re-arms the timer: the clock moves until the response ends.
-            try await eventually(timeout: .seconds(300)) {
-                clock.advance(by: .seconds(30))
-                return finished.flag.load(ordering: .acquiring)
-            }
+            try await Self.advance(clock, until: finished)
             let outcome = try await reading.value
             // Cut mid-body; or, when the clock passed before the head came, a 504. Never a
             // completed response.
@@ -200,6 +196,6 @@ import Testing
 }
 
 /// Set once a raw client's read on its own thread has ended.
-private final class ReadFinished: Sendable {
+final class ReadFinished: Sendable {
     let flag = Atomic<Bool>(false)
 }
