@@ -297,11 +297,10 @@ import Testing
     func badRequest() async throws {
         try await ProxyHarness.run(script: { _ in .init() }) { h in
             let port = h.proxyPort
-            let reply = try await onOwnThread { () -> (head: String, body: String)? in
-                let socket = try RawSocket(port: port)
-                socket.send("GET /x HTTP/1.1\r\nHost: a\r\nBad Header Line\r\n\r\n")
-                return socket.readResponse()
-            }
+            let reply = try await RawSocket.exchange(
+                "GET /x HTTP/1.1\r\nHost: a\r\nBad Header Line\r\n\r\n",
+                port: port
+            )
             #expect(reply?.head.hasPrefix("HTTP/1.1 400") == true)
             #expect(h.origin.requestCount == 0)
         }

@@ -155,11 +155,7 @@ import Glibc
     func hostRules(request: String) async throws {
         try await ProxyHarness.run(script: { _ in .init(body: "origin") }) { h in
             let port = h.proxyPort
-            let reply = try await onOwnThread { () -> (head: String, body: String)? in
-                let socket = try RawSocket(port: port)
-                socket.send(request)
-                return socket.readResponse()
-            }
+            let reply = try await RawSocket.exchange(request, port: port)
             #expect(reply?.head.hasPrefix("HTTP/1.1 400") == true, "\(reply?.head ?? "closed")")
             #expect(reply?.body.contains("Host") == true)
             #expect(h.origin.requestCount == 0)

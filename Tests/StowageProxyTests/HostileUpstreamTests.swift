@@ -105,11 +105,7 @@ import Testing
         try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
             let port = h.proxyPort
             for _ in 1...2 {
-                let outcome = try await onOwnThread { () -> (head: String, body: String)? in
-                    let socket = try RawSocket(port: port)
-                    socket.send("GET /bad HTTP/1.1\r\nHost: proxy\r\n\r\n")
-                    return socket.readResponse()
-                }
+                let outcome = try await RawSocket.exchange("GET /bad HTTP/1.1\r\nHost: proxy\r\n\r\n", port: port)
                 if let outcome {
                     // A short body collected before the head is sent is refused whole.
                     #expect(outcome.head.hasPrefix("HTTP/1.1 502"), "\(outcome.head)")

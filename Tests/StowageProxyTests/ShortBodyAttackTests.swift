@@ -140,11 +140,7 @@ import Testing
         try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
             let port = h.proxyPort
             for _ in 1...2 {
-                let outcome = try await onOwnThread { () -> (head: String, body: String)? in
-                    let socket = try RawSocket(port: port)
-                    socket.send("GET /cut HTTP/1.1\r\nHost: proxy\r\n\r\n")
-                    return socket.readResponse()
-                }
+                let outcome = try await RawSocket.exchange("GET /cut HTTP/1.1\r\nHost: proxy\r\n\r\n", port: port)
                 // A short body is refused whole (a 502); a streamed one is cut mid-way (nil).
                 #expect(outcome == nil || outcome?.head.hasPrefix("HTTP/1.1 502") == true, "\(outcome?.head ?? "")")
             }

@@ -121,6 +121,16 @@ final class RawSocket: @unchecked Sendable {  // used by one test at a time
         }
     }
 
+    /// Sends `request` as it is on a new connection to `port` and reads one response, on a
+    /// thread of its own (the reads block); `nil` when the peer closed before a whole response.
+    static func exchange(_ request: String, port: Int) async throws -> (head: String, body: String)? {
+        try await onOwnThread { () -> (head: String, body: String)? in
+            let socket = try RawSocket(port: port)
+            socket.send(request)
+            return socket.readResponse()
+        }
+    }
+
     /// Reads `count` responses sent one after another on this connection (pipelining), each
     /// framed by its `Content-Length`; fewer when the peer closes first.
     func readResponses(_ count: Int) -> [(head: String, body: String)] {
