@@ -78,4 +78,73 @@ struct DiskCacheReadWithoutWaitingTests {
         try await other.close()
         try await cache.close()
     }
+
+    @Test(
+        "a log another process holds locked (a WAL recovery) makes the read nil at once, not a wait of the busy timeout"
+    )
+    func anotherProcessesRecoveryIsNotWaitedFor() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try DiskCache(directory: directory)
+        let value = Data("v".utf8)
+        try await cache.setData(value, forKey: "k")
+        try await cache.flush()
+        #expect(cache.indexedValueWithoutWaiting(forKey: "k")?.data == value)
+        // Given: another process holds what a connection recovering the log holds.
+        let holder = try WALRecoveryLockHolder(shm: directory.appending(path: "index.sqlite-shm").path)
+        // When: the event loop's read meets it.
+        let started = ContinuousClock.now
+        let read = cache.indexedValueWithoutWaiting(forKey: "k")
+        let waited = started.duration(to: .now)
+        try holder.release()
+        // Then: it answered nothing, well before the readers' 30 s busy timeout (it waited for
+        // all of it before), and the ordinary read answers once the lock is gone.
+        #expect(read == nil)
+        #expect(waited < .seconds(10), "waited \(waited) on the other process's lock")
+        #expect(cache.statistics.hits == 1, "the answer left to the ordinary read is not counted")
+        #expect(try await cache.data(forKey: "k") == value)
+        #expect(cache.indexedValueWithoutWaiting(forKey: "k")?.data == value, "its connection still reads")
+        try await cache.close()
+    }
+}
+
+/// Another process in the middle of a WAL recovery, as one is after a crash left the log's index
+/// torn: it holds the locks a recovery takes on the index's `-shm` file (bytes 121–127: the
+/// checkpointer, recovery and read-mark locks, `UNIX_SHM_BASE` 120 + 1…7), through `fcntl` as
+/// SQLite's unix VFS takes them (POSIX locks of this process would not conflict with its own
+/// connections), and the first copy of the log index's header is garbled, so a reader finds it
+/// bad, tries to recover it itself and meets the locks (`SQLITE_BUSY_RECOVERY`, which SQLite's
+/// busy handler waits out). A reader recovers the header once the holder has gone.
+private final class WALRecoveryLockHolder {
+    private let process = ChildProcess()
+    private let input = childPipe()
+
+    init(shm path: String) throws {
+        let script = """
+            import fcntl, os, sys
+            fd = os.open(sys.argv[1], os.O_RDWR)
+            fcntl.lockf(fd, fcntl.LOCK_EX, 7, 121, os.SEEK_SET)
+            os.pwrite(fd, b"\\xff" * 48, 0)
+            print("locked", flush=True)
+            sys.stdin.read()
+            """
+        process.executableURL = URL(filePath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, path]
+        let output = childPipe()
+        process.standardOutput = output
+        process.standardInput = input
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw TestFailure("the lock holder exited before it took the lock") }
+            line.append(chunk)
+        }
+    }
+
+    /// Ends the holder, and with it its locks.
+    func release() throws {
+        try input.fileHandleForWriting.close()
+        _ = process.waitForExitReliably()
+    }
 }

@@ -12,8 +12,10 @@ extension DiskCache {
     /// and counted nowhere, for the caller's ordinary read (``storedData(forKey:)``) to answer
     /// and count: a miss, an expired entry, a value in a file (a read of unbounded length), an
     /// inline value that fails its checks (its removal is a write), a failing index (whose
-    /// recovery may rebuild it), and an index held in exclusive locking mode (read through
-    /// GRDB's queue, behind writes).
+    /// recovery may rebuild it), an index whose log another connection holds locked (a WAL
+    /// recovery after a crash, in this process or another: SQLite's readers wait that out for
+    /// up to 30 s), and an index held in exclusive locking mode (read through GRDB's queue,
+    /// behind writes).
     package func indexedValueWithoutWaiting(forKey key: String) -> StoredData? {
         guard lifecycle.load(ordering: .acquiring) == Lifecycle.open, index.reader != nil,
             !Self.containsNUL(key), !StoreGeneration.isRetired(followGeneration()),
@@ -23,7 +25,7 @@ extension DiskCache {
         if let staged = staging?.entry(forKey: key) {
             entry = staged
         } else {
-            entry = try? index.entry(forKey: key)
+            entry = try? index.entryWithoutWaiting(forKey: key)
         }
         let now = configuration.clock.now().timeIntervalSince1970
         guard let entry, !isExpired(entry, key: key, now: now), let value = Self.soundInlineValue(of: entry) else {

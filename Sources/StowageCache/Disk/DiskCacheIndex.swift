@@ -462,6 +462,13 @@ struct DiskCacheIndex: Sendable {
     /// batch frees the pages.
     static let evictionCacheSize = -32_768
 
+    /// The row for `key` through the prepared ``reader``, failing with `SQLITE_BUSY` rather than
+    /// waiting on a lock another connection holds; `nil` without a reader (exclusive locking
+    /// mode, where reads go through GRDB's queue behind writes) as for a missing row.
+    func entryWithoutWaiting(forKey key: String) throws -> Entry? {
+        try reader?.entry(forKey: key, waits: false)
+    }
+
     /// The row for `key`: through the prepared ``reader`` normally, through GRDB when the index is
     /// held in exclusive locking mode (no other connection may read it then).
     func entry(forKey key: String) throws -> Entry? {

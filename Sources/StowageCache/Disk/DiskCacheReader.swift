@@ -28,9 +28,13 @@ final class DiskCacheReader: Sendable {
 
     /// The row for `key`, or `nil`.
     ///
+    /// - Parameter waits: Whether the read may wait, up to ``ReadConnection/busyTimeout``, while
+    ///   another connection holds the log's locks (recovering the WAL after a crash, possibly in
+    ///   another process). `false` for a caller that must not block — an event loop: the read then
+    ///   fails at once with `SQLITE_BUSY`, for the caller's ordinary read to wait out.
     /// - Throws: GRDB's `DatabaseError` with SQLite's code and message.
-    func entry(forKey key: String) throws -> DiskCacheIndex.Entry? {
-        try withConnection { try $0.entry(forKey: key) }
+    func entry(forKey key: String, waits: Bool = true) throws -> DiskCacheIndex.Entry? {
+        try withConnection(waits: waits) { try $0.entry(forKey: key, waits: waits) }
     }
 
     /// Count and total size of the values, from the `totals` row: what `DiskCache.usage()` reads,
@@ -39,15 +43,28 @@ final class DiskCacheReader: Sendable {
         try withConnection { try $0.totals() }
     }
 
-    private func withConnection<T>(_ body: (ReadConnection) throws -> T) throws -> T {
+    private func withConnection<T>(waits: Bool = true, _ body: (ReadConnection) throws -> T) throws -> T {
         let connection =
-            try idle.withLock { $0.popLast() } ?? ReadConnection(path: path, pageCachePragma: pageCachePragma)
-        // On an error the connection is not put back: it is closed, and the next read opens another.
-        let result = try body(connection)
+            try idle.withLock { $0.popLast() }
+            ?? ReadConnection(path: path, pageCachePragma: pageCachePragma, waits: waits)
+        let result: T
+        do {
+            result = try body(connection)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY {
+            // A lock another connection holds, not a broken connection: kept, since opening one
+            // reads the schema, which would meet the same lock.
+            putBack(connection)
+            throw error
+        }
+        // On another error the connection is not put back: it is closed, and the next read opens another.
+        putBack(connection)
+        return result
+    }
+
+    private func putBack(_ connection: ReadConnection) {
         idle.withLock { connections in
             if connections.count < Self.idleLimit { connections.append(connection) }
         }
-        return result
     }
 
     /// A connection's `cache_size` (SQLite's: negative in KiB, positive in pages).
@@ -69,7 +86,13 @@ private final class ReadConnection: @unchecked Sendable {
     /// The `totals` read, prepared on first use.
     private var totalsRead: OpaquePointer?
 
-    init(path: String, pageCachePragma: String?) throws {
+    /// How long a read waits while another connection holds the log's locks: a WAL recovery
+    /// after a crash, which reads the whole log.
+    static let busyTimeout: Int32 = 30_000
+
+    /// - Parameter waits: `false` opens the connection without waiting on the log's locks
+    ///   (preparing the lookup reads the schema); it waits like any other from then on.
+    init(path: String, pageCachePragma: String?, waits: Bool = true) throws {
         var connection: OpaquePointer?
         // Opened later than the cache's own connections: NOFOLLOW keeps an index swapped for a
         // symlink since then from being followed out of the cache's directory.
@@ -82,7 +105,7 @@ private final class ReadConnection: @unchecked Sendable {
         }
         sqlite3_extended_result_codes(connection, 1)
         // Readers wait only while another connection recovers the WAL after a crash.
-        sqlite3_busy_timeout(connection, 30_000)
+        sqlite3_busy_timeout(connection, waits ? Self.busyTimeout : 0)
         status = sqlite3_exec(connection, "PRAGMA query_only = 1", nil, nil, nil)
         if status == SQLITE_OK, let pageCachePragma {
             status = sqlite3_exec(connection, pageCachePragma, nil, nil, nil)
@@ -106,6 +129,7 @@ private final class ReadConnection: @unchecked Sendable {
             sqlite3_close_v2(connection)
             throw error
         }
+        if !waits { sqlite3_busy_timeout(connection, Self.busyTimeout) }
         self.connection = connection
         self.lookup = lookup
     }
@@ -145,6 +169,14 @@ private final class ReadConnection: @unchecked Sendable {
         let step = sqlite3_step(statement)
         guard step == SQLITE_ROW else { throw Self.error(step, connection) }
         return Int(sqlite3_column_int64(statement, 0))
+    }
+
+    /// The row for `key`; with `waits` false, `SQLITE_BUSY` at once where the read would wait.
+    func entry(forKey key: String, waits: Bool) throws -> DiskCacheIndex.Entry? {
+        guard !waits else { return try entry(forKey: key) }
+        sqlite3_busy_timeout(connection, 0)  // no busy handler: SQLITE_BUSY at once
+        defer { sqlite3_busy_timeout(connection, Self.busyTimeout) }
+        return try entry(forKey: key)
     }
 
     func entry(forKey key: String) throws -> DiskCacheIndex.Entry? {
