@@ -125,6 +125,33 @@ import Testing
     }
 
     @Test(
+        "a head whose end is split between two reads, then bytes after the response's end: the connection is not reused",
+        arguments: [
+            ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: no-store\r\n", "\r\nok"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: no-store\r\n\r", "\nok"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nCache-Control: no-store\r", "\n\r\nok"),
+        ]
+    )
+    func bytesAfterAHeadSplitAtItsEnd(_ first: String, _ rest: String) async throws {
+        let origin = try ScriptedUpstream { received in
+            // The pause puts the two parts in two reads of the proxy's.
+            received.path == "/bad"
+                ? .sendPausing(first, milliseconds: 100, then: rest + Self.cutHead)
+                : .send(ok("fine", "Cache-Control: no-store"))
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(upstream: origin.baseURL, script: { _ in .init() }) { h in
+            let bad = try await h.get("/bad")
+            #expect(bad.status == 200 && bad.text == "ok", "\(bad.status) \(bad.text)")
+            for _ in 1...2 {
+                let next = try await h.get("/good")
+                #expect(next.status == 200 && next.text == "fine", "\(next.status) \(next.text)")
+            }
+            #expect(origin.connectionCount == 2, "the connection /bad came on was not reused")
+        }
+    }
+
+    @Test(
         "a cacheable body cut by the close, read whole or streamed, is stored nowhere: not in memory, the index or a file",
         arguments: [1_000, 200_000]
     )

@@ -55,7 +55,10 @@ extension HTTPResponseHead {
 /// in it having bytes after it, and one that does is fed in two parts, all its bytes but the
 /// last, then the last. A head whose end (`CRLF CRLF`) is not in the bytes at hand (split
 /// between reads), and a body that runs to the close, are fed as they come, as NIO's decoder
-/// alone is.
+/// alone is. A head's end split between reads is still found whole in the next: NIO's decoder
+/// leaves the field it has not seen the end of in the buffer, the line's `CRLF` with it (a
+/// next line that begins with a blank would continue it), so the next read's bytes follow it
+/// there (`ShortBodyAttackTests.bytesAfterAHeadSplitAtItsEnd` splits it after each of its first three bytes).
 struct UpstreamResponseDecoder: WriteObservingByteToMessageDecoder {
     typealias InboundOut = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
