@@ -3,7 +3,7 @@ import HTTPTypes
 /// What ``HTTPCache/respond(to:body:policy:fetch:)`` does with a request: decided from the
 /// request, the `URLCache` policy and what the lookup found, with no storage or network I/O.
 /// ``HTTPCache`` carries it out (`perform`); the decision is tested apart from its effects.
-enum ResponsePlan: Hashable {
+indirect enum ResponsePlan: Hashable {
     /// RFC 9111 §4.4: an unsafe method goes to the origin, then what its success touches is
     /// invalidated.
     case forwardUnsafe
