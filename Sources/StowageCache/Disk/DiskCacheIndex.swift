@@ -505,7 +505,10 @@ struct DiskCacheIndex: Sendable {
         return try pool.unsafeRead { db in try Self.totals(db) }
     }
 
-    /// Inserts or replaces `key`'s row; returns the file of the value it replaced, if any.
+    /// Inserts or replaces `key`'s row; returns the file of the value it replaced, if any, and
+    /// never `entry`'s own: a write committed twice (a batch retried write by write after a
+    /// failure its first commit survived) replaces its own row, and the caller removes the file
+    /// it is given.
     ///
     /// The hot write: GRDB's cached statements, bound and stepped through SQLite's C API
     /// (``RawStatement``), which costs a fraction of `Statement.execute(arguments:)`.
@@ -542,7 +545,7 @@ struct DiskCacheIndex: Sendable {
                 statement.bind(11, entry.checksum.map { Int64($0) })
                 try statement.withBlob(3, entry.inline) { _ = try statement.step() }
             }
-            return previous
+            return previous == entry.file ? nil : previous
         }
     }
 
