@@ -79,15 +79,28 @@ extension DiskCache {
         do {
             return try indexCall(body)
         } catch is DiskCacheCommitQueue.OverBudget {
-            throw StowageError(
-                code: .noSpace,
-                message: """
-                    the values written together do not fit the disk cache '\(configuration.name)''s hard size limit \
-                    even with every other entry evicted; raise sizeLimit
-                    """,
-                path: directory.fileSystemPath
-            )
+            throw overBudgetError()
         }
+    }
+
+    /// ``committing(_:)-(()->T)`` for a body that suspends.
+    func committing<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await indexCall(body)
+        } catch is DiskCacheCommitQueue.OverBudget {
+            throw overBudgetError()
+        }
+    }
+
+    private func overBudgetError() -> StowageError {
+        StowageError(
+            code: .noSpace,
+            message: """
+                the values written together do not fit the disk cache '\(configuration.name)''s hard size limit \
+                even with every other entry evicted; raise sizeLimit
+                """,
+            path: directory.fileSystemPath
+        )
     }
 
     /// Removes the files of entries a commit evicted (to stay within the hard limit, or in its

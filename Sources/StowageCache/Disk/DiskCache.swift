@@ -451,8 +451,22 @@ public final class DiskCache: Sendable {
         tag: String? = nil,
         priority: WritePriority = .important
     ) async throws -> WriteOutcome {
-        try await BlockingWork.run {
-            try self.setData(data, forKey: key, timeToLive: timeToLive, tag: tag, priority: priority)
+        // The file and the checks on a lane; the commit waits for its group without a thread.
+        let prepared = try await BlockingWork.run {
+            try self.prepareStore(
+                data,
+                forKey: key,
+                timeToLive: timeToLive?.timeInterval,
+                tag: tag,
+                computeSeconds: nil,
+                priority: priority
+            )
+        }
+        switch prepared {
+        case .done(let outcome): return outcome
+        case .commit(let entry):
+            try await commit(entry, forKey: key)
+            return .stored
         }
     }
 
@@ -486,12 +500,46 @@ public final class DiskCache: Sendable {
         computeSeconds: Double?,
         priority: WritePriority = .important
     ) throws -> WriteOutcome {
+        let prepared = try prepareStore(
+            data,
+            forKey: key,
+            timeToLive: timeToLive,
+            tag: tag,
+            computeSeconds: computeSeconds,
+            priority: priority
+        )
+        switch prepared {
+        case .done(let outcome): return outcome
+        case .commit(let entry):
+            try commit(entry, forKey: key)
+            return .stored
+        }
+    }
+
+    /// A write after its checks and its file: finished (skipped, or staged for a deferred
+    /// commit), or an entry for the group commit.
+    enum PreparedStore: Sendable {
+        case done(WriteOutcome)
+        case commit(DiskCacheIndex.Entry)
+    }
+
+    /// The part of a store before its commit, all of it blocking: the checks, room made, the
+    /// value's file written; with a staging (``Durability/deferred(maximumDelay:)``) the write is
+    /// staged here.
+    func prepareStore(
+        _ data: Data,
+        forKey key: String,
+        timeToLive: TimeInterval?,
+        tag: String?,
+        computeSeconds: Double?,
+        priority: WritePriority
+    ) throws -> PreparedStore {
         try Self.checkStorable(key: key, tag: tag)
         try checkOpen()
         switch priority {
         case .opportunistic:
             if let available = try opportunisticShortfall(for: data.count) {
-                return .skippedForLowSpace(available: available)
+                return .done(.skippedForLowSpace(available: available))
             }
         case .important:
             try makeRoom(for: data.count)
@@ -520,10 +568,7 @@ public final class DiskCache: Sendable {
         } else {
             entry.inline = data
         }
-        guard let staging else {
-            try commit(entry, forKey: key)
-            return .stored
-        }
+        guard let staging else { return .commit(entry) }
         guard
             let (replacedFile, schedulesFlush, isFull) = staging.stage(
                 entry,
@@ -547,7 +592,7 @@ public final class DiskCache: Sendable {
                 [weak self] in try self?.flushStagedWrites()
             }
         }
-        return .stored
+        return .done(.stored)
     }
 
     /// Commits the writes staged by ``Durability/deferred(maximumDelay:)`` now; without it, does
@@ -603,6 +648,29 @@ public final class DiskCache: Sendable {
             if let file = entry.file { files.remove([file]) }
             throw error
         }
+        settle(outcome, of: entry, forKey: key)
+    }
+
+    /// ``commit(_:forKey:)-(_,_)`` for a task, which waits for its group commit without holding
+    /// a thread; file removals go to a lane. Only for a cache without a staging (whose staged
+    /// writes, older, would have to commit first).
+    func commit(_ entry: DiskCacheIndex.Entry, forKey key: String) async throws {
+        let outcome: DiskCacheCommitQueue.Outcome
+        do {
+            outcome = try await committing { try await commits.commit([.init(key: key, entry: entry)])[0] }
+        } catch {
+            if let file = entry.file { _ = await BlockingWork.run { self.files.remove([file]) } }
+            throw error
+        }
+        if outcome.replacedFile == nil, outcome.evicted.count == 0, !outcome.beganCull {
+            settle(outcome, of: entry, forKey: key)  // nothing to unlink
+        } else {
+            await BlockingWork.run { self.settle(outcome, of: entry, forKey: key) }
+        }
+    }
+
+    /// What follows a committed write: the files it replaced or evicted removed, its counts.
+    private func settle(_ outcome: DiskCacheCommitQueue.Outcome, of entry: DiskCacheIndex.Entry, forKey key: String) {
         settleEvictions(outcome)
         if let replaced = outcome.replacedFile { files.remove([replaced]) }
         accessLog.withLock { _ = $0.removeValue(forKey: key) }
@@ -721,6 +789,24 @@ public final class DiskCache: Sendable {
     /// Damage the operation meets goes to the corrupt-index policy
     /// (``recoverFromDamage(_:seenResets:)``); when that empties the index, the operation runs
     /// once more, on the fresh index (a read then misses, a write is stored).
+    /// ``indexCall(_:)-(()->T)`` for a body that suspends; the recovery runs on a lane.
+    func indexCall<T>(_ body: () async throws -> T) async throws -> T {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
+        if storeGeneration.isRetired { throw removedError() }
+        let resets = indexResets.load(ordering: .acquiring)
+        do {
+            return try await body()
+        } catch let error as DatabaseError {
+            guard Self.isDamage(error), await BlockingWork.run({ self.recoverFromDamage(error, seenResets: resets) })
+            else { throw StowageError.index(error, path: index.path) }
+        }
+        do {
+            return try await body()
+        } catch let error as DatabaseError {
+            throw StowageError.index(error, path: index.path)
+        }
+    }
+
     func indexCall<T>(_ body: () throws -> T) throws -> T {
         if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         if storeGeneration.isRetired { throw removedError() }

@@ -11,6 +11,13 @@ import Synchronization
 /// their own semaphore. A lone writer leads at once and pays nothing extra. A batch that fails
 /// as a whole is retried write by write, so one bad write never fails its neighbours and each
 /// caller gets its own error.
+///
+/// A task waits without a thread (``commit(_:)-async``): it is resumed once its batch has
+/// committed. A batch whose first write is a task's is committed on the queue's own serial
+/// dispatch queue, never on a blocking lane or the task's executor, so a commit never waits for
+/// a lane or a cooperative thread that writers parked in it hold. A thread parked per waiting
+/// write kept about one lane thread per concurrent writer alive, each with its stack and glibc's
+/// per-thread cache of freed blocks (33 threads for the proxy under `Benchmarks/proxy-rss.sh`).
 final class DiskCacheCommitQueue: Sendable {
     /// One row to upsert.
     struct Write: Sendable {
@@ -88,17 +95,30 @@ final class DiskCacheCommitQueue: Sendable {
     struct OverBudget: Error {}
 
     private final class Ticket: @unchecked Sendable {
-        // Written by the leader before `done.signal()`, read by the owner after `done.wait()`.
+        // Written by the leader before `wake()`, read by the owner once woken; `resume` is set
+        // before the ticket is queued.
         let writes: [Write]
         var outcomes: Result<[Outcome], any Error>?
         var leads = false
-        let done = DispatchSemaphore(value: 0)
+        /// The waiting task's continuation; `nil` for a waiting thread.
+        var resume: CheckedContinuation<Void, Never>?
+        private let done = DispatchSemaphore(value: 0)
         init(_ writes: [Write]) { self.writes = writes }
+
+        /// Wakes the owner once: its batch committed, or it leads now.
+        func wake() {
+            if let resume { resume.resume() } else { done.signal() }
+        }
+
+        /// Parks the owner's thread until ``wake()``.
+        func wait() { done.wait() }
     }
 
     private struct State {
         var queued: [Ticket] = []
         var isCommitting = false
+        /// Tickets queued or being committed, not yet woken.
+        var waiting = 0
     }
 
     private let index: DiskCacheIndex
@@ -122,6 +142,8 @@ final class DiskCacheCommitQueue: Sendable {
     /// Called by the leader after each batch (the cache counts commits toward a checkpoint).
     private let afterCommit: @Sendable () -> Void
     private let state = Mutex(State())
+    /// Where batches led by a task's write commit (``commit(_:)-async``).
+    private let leadQueue = DispatchQueue(label: "org.stowage.disk-cache.commit")
     /// Writes per transaction at most, so one commit stays short.
     private static let batchLimit = 512
 
@@ -139,6 +161,9 @@ final class DiskCacheCommitQueue: Sendable {
         self.afterCommit = afterCommit
     }
 
+    /// Callers waiting for their commit: queued, or in the batch committing now (for tests).
+    var waitingCount: Int { state.withLock { $0.waiting } }
+
     /// Commits `writes` (in one transaction with each other, and with whatever other callers
     /// commit at the same time) and returns one outcome per write.
     ///
@@ -147,22 +172,49 @@ final class DiskCacheCommitQueue: Sendable {
         let ticket = Ticket(writes)
         let leads = state.withLock { state in
             state.queued.append(ticket)
+            state.waiting += 1
             guard !state.isCommitting else { return false }
             state.isCommitting = true
             return true
         }
         if !leads {
-            ticket.done.wait()
+            ticket.wait()
             guard ticket.leads else { return try ticket.outcomes!.get() }
         }
         lead()
         return try ticket.outcomes!.get()
     }
 
+    /// ``commit(_:)-(_)`` for a task: it waits for its batch suspended, holding no thread.
+    ///
+    /// - Throws: GRDB's `DatabaseError` for this caller's writes only.
+    func commit(_ writes: [Write]) async throws -> [Outcome] {
+        let ticket = Ticket(writes)
+        await withCheckedContinuation { (resume: CheckedContinuation<Void, Never>) in
+            ticket.resume = resume
+            let leads = state.withLock { state in
+                state.queued.append(ticket)
+                state.waiting += 1
+                guard !state.isCommitting else { return false }
+                state.isCommitting = true
+                return true
+            }
+            if leads { leadOnQueue() }
+        }
+        return try ticket.outcomes!.get()
+    }
+
+    /// Commits the batch that begins with a task's ticket on ``leadQueue``, waking that task too.
+    private func leadOnQueue() {
+        leadQueue.async { self.lead(wakingFirst: true) }
+    }
+
     /// Commits one batch of queued tickets — the leader's own comes first, since a ticket leads
-    /// only when nothing was queued before it — wakes their owners, and hands the lead to the
-    /// first ticket queued meanwhile, or gives it up.
-    private func lead() {
+    /// only when nothing was queued before it — wakes their owners (the first one's too when
+    /// `wakingFirst`: a task's, led on ``leadQueue``), and hands the lead to the first ticket
+    /// queued meanwhile (a waiting thread leads itself; a task's batch goes to ``leadQueue``),
+    /// or gives it up.
+    private func lead(wakingFirst: Bool = false) {
         let batch = state.withLock { state in
             var count = 0
             let taken = state.queued.prefix { ticket in
@@ -174,14 +226,20 @@ final class DiskCacheCommitQueue: Sendable {
         }
         commit(batch)
         afterCommit()
-        for ticket in batch.dropFirst() { ticket.done.signal() }
+        state.withLock { $0.waiting -= batch.count }
+        // Woken before the next batch is taken, so that writers woken here and writing again
+        // at once join it: the batches stay as large as the writers are many.
+        for ticket in wakingFirst ? batch[...] : batch.dropFirst() { ticket.wake() }
         let next = state.withLock { state in
             if state.queued.isEmpty { state.isCommitting = false }
             return state.queued.first
         }
-        if let next {
+        guard let next else { return }
+        if next.resume == nil {
             next.leads = true
-            next.done.signal()
+            next.wake()
+        } else {
+            leadOnQueue()
         }
     }
 
