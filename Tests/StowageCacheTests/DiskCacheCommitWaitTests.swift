@@ -18,17 +18,7 @@ struct DiskCacheCommitWaitTests {
         let locked = try DiskCache(directory: directory)
         let other = try DiskCache(directory: scratch.url.appending(path: "other"))
         // Given: another connection holds the index's write lock.
-        let holder = try DatabaseQueue(path: directory.appending(path: "index.sqlite").path)
-        let taken = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            try? holder.inTransaction(.immediate) { _ in
-                taken.signal()
-                release.wait()
-                return .rollback
-            }
-        }
-        try await onOwnThread { taken.wait() }
+        let lock = try await IndexWriteLock(index: directory.appending(path: "index.sqlite").path)
         // When: more writers than the blocking lanes wait for their commit behind it.
         let writers = BlockingWork.limit + 16
         let writes = Task {
@@ -44,12 +34,12 @@ struct DiskCacheCommitWaitTests {
         do {
             try await eventually(timeout: .seconds(60)) { locked.commits.waitingCount == writers }
         } catch {
-            release.signal()
+            lock.release()
             throw error
         }
         // And another cache's write takes a lane and commits meanwhile.
         try await other.setData(Data("x".utf8), forKey: "x")
-        release.signal()
+        lock.release()
         try await writes.value
         for index in [0, writers / 2, writers - 1] {
             #expect(try await locked.data(forKey: "k\(index)") == Data("v\(index)".utf8))

@@ -33,17 +33,7 @@ struct DiskCacheDeferredCrashTests {
         try await cache.setData(value(1), forKey: "k")
         // When: the flush of the staged value waits inside its commit (another connection holds
         // the write lock) and a third value replaces it meanwhile.
-        let holder = try DatabaseQueue(path: index)
-        let locked = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            try? holder.inTransaction(.immediate) { _ in
-                locked.signal()
-                release.wait()
-                return .rollback
-            }
-        }
-        try await onOwnThread { locked.wait() }
+        let lock = try await IndexWriteLock(index: index)
         let flushed = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             try? cache.flush()
@@ -52,7 +42,7 @@ struct DiskCacheDeferredCrashTests {
         try await eventually { staging.committingCount > 0 }
         #expect(staging.committingCount == 1, "the flush took the staged write")
         try await cache.setData(value(2), forKey: "k")
-        release.signal()
+        lock.release()
         try await onOwnThread { flushed.wait() }
         // Then: what the index holds now — what a crash at this moment leaves — has its file.
         let committed = try await DatabaseQueue(path: index).read { db in

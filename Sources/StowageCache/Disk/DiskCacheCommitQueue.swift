@@ -170,14 +170,7 @@ final class DiskCacheCommitQueue: Sendable {
     /// - Throws: GRDB's `DatabaseError` for this caller's writes only.
     func commit(_ writes: [Write]) throws -> [Outcome] {
         let ticket = Ticket(writes)
-        let leads = state.withLock { state in
-            state.queued.append(ticket)
-            state.waiting += 1
-            guard !state.isCommitting else { return false }
-            state.isCommitting = true
-            return true
-        }
-        if !leads {
+        if !enqueue(ticket) {
             ticket.wait()
             guard ticket.leads else { return try ticket.outcomes!.get() }
         }
@@ -192,16 +185,20 @@ final class DiskCacheCommitQueue: Sendable {
         let ticket = Ticket(writes)
         await withCheckedContinuation { (resume: CheckedContinuation<Void, Never>) in
             ticket.resume = resume
-            let leads = state.withLock { state in
-                state.queued.append(ticket)
-                state.waiting += 1
-                guard !state.isCommitting else { return false }
-                state.isCommitting = true
-                return true
-            }
-            if leads { leadOnQueue() }
+            if enqueue(ticket) { leadOnQueue() }
         }
         return try ticket.outcomes!.get()
+    }
+
+    /// Queues `ticket`; returns whether it leads (no commit was running).
+    private func enqueue(_ ticket: Ticket) -> Bool {
+        state.withLock { state in
+            state.queued.append(ticket)
+            state.waiting += 1
+            guard !state.isCommitting else { return false }
+            state.isCommitting = true
+            return true
+        }
     }
 
     /// Commits the batch that begins with a task's ticket on ``leadQueue``, waking that task too.

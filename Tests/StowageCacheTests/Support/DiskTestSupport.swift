@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import StowageCache
 import StowageCore
 import StowageTestSupport
@@ -18,6 +19,29 @@ extension TemporaryDirectory {
         }
         return names
     }
+}
+
+/// Another connection holding a disk cache index's write lock (an `IMMEDIATE` transaction) on a
+/// thread of its own, from when `init` returns until ``release()``: the cache's commits wait.
+final class IndexWriteLock: Sendable {
+    private let released = DispatchSemaphore(value: 0)
+
+    init(index path: String) async throws {
+        let holder = try DatabaseQueue(path: path)
+        let taken = DispatchSemaphore(value: 0)
+        let released = released
+        Thread.detachNewThread {
+            try? holder.inTransaction(.immediate) { _ in
+                taken.signal()
+                released.wait()
+                return .rollback
+            }
+        }
+        try await onOwnThread { taken.wait() }
+    }
+
+    /// Ends the transaction; call it once, on every path (a `defer` too).
+    func release() { released.signal() }
 }
 
 /// `StowageTestWorker cache …` (see Tests/StowageTestWorker/CacheWorkerCommand.swift).
