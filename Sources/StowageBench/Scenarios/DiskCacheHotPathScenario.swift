@@ -11,11 +11,15 @@ import Synchronization
 ///   and python-diskcache.
 /// - `disk-cache.set-1KiB-8-writers`: throughput of eight threads setting distinct keys through
 ///   the group commit, in operations per second (higher is better), against one thread.
+/// - `disk-cache.set-1KiB-64-tasks`: the same through `await setData` from 64 tasks (a server's
+///   concurrent requests; each waits for its commit without a thread), against one task and
+///   against eight threads on the blocking path.
 struct DiskCacheHotPathScenario: Scenario {
     enum Operation: String, Sendable { case getAsync = "get-1KiB-async", setDeferred = "set-1KiB-deferred" }
     enum Kind: Sendable {
         case single(Operation)
         case writers(Int)
+        case tasks(Int)
     }
 
     let kind: Kind
@@ -23,12 +27,13 @@ struct DiskCacheHotPathScenario: Scenario {
         switch kind {
         case .single(let operation): "disk-cache.\(operation.rawValue)"
         case .writers(let count): "disk-cache.set-1KiB-\(count)-writers"
+        case .tasks(let count): "disk-cache.set-1KiB-\(count)-tasks"
         }
     }
 
     static let all: [any Scenario] = [
         DiskCacheHotPathScenario(kind: .single(.getAsync)), DiskCacheHotPathScenario(kind: .single(.setDeferred)),
-        DiskCacheHotPathScenario(kind: .writers(8)),
+        DiskCacheHotPathScenario(kind: .writers(8)), DiskCacheHotPathScenario(kind: .tasks(64)),
     ]
 
     private let keyCount = 10_000
@@ -42,6 +47,7 @@ struct DiskCacheHotPathScenario: Scenario {
         case .single(.getAsync): return try await getAsync(context, root: root)
         case .single(.setDeferred): return try setDeferred(context, root: root)
         case .writers(let count): return try writers(count, context, root: root)
+        case .tasks(let count): return try await tasks(count, context, root: root)
         }
     }
 
@@ -161,29 +167,14 @@ struct DiskCacheHotPathScenario: Scenario {
     }
 
     private func writers(_ count: Int, _ context: BenchContext, root: URL) throws -> ScenarioResult {
-        let keys = keys
         var rates: [String: [Double]] = [:]
         var ok = true
-        let clock = ContinuousClock()
         let repetitions = min(context.iterations, 5)
         for repetition in 0..<repetitions {
             for threads in [1, count] {
-                let cache = try open(root.appending(path: "w\(threads)-\(repetition)"))
-                let failures = Atomic<Int>(0)
-                let start = clock.now
-                Self.onThreads(threads) { thread in
-                    for index in stride(from: thread, to: keys.count, by: threads) {
-                        do { try cache.setData(value, forKey: keys[index]) } catch {
-                            failures.add(1, ordering: .relaxed)
-                        }
-                    }
-                }
-                rates[threads == 1 ? "1-writer" : "stowage", default: []].append(
-                    Double(keys.count) / Subprocess.seconds(clock.now - start)
-                )
-                let stored = try cache.usage().count
-                try cache.close()
-                ok = ok && failures.load(ordering: .relaxed) == 0 && stored == keys.count
+                let (rate, allStored) = try threadRate(threads, in: root.appending(path: "w\(threads)-\(repetition)"))
+                rates[threads == 1 ? "1-writer" : "stowage", default: []].append(rate)
+                ok = ok && allStored
             }
         }
         let medians = rates.mapValues(median)
@@ -196,6 +187,77 @@ struct DiskCacheHotPathScenario: Scenario {
             notes: "\(count) threads set \(keyCount) distinct 1 KiB keys (durable); ops/s, higher is better, "
                 + "so the ratio is the speed-up over one writer; median of \(repetitions)"
         )
+    }
+
+    private func tasks(_ count: Int, _ context: BenchContext, root: URL) async throws -> ScenarioResult {
+        var rates: [String: [Double]] = [:]
+        var ok = true
+        let repetitions = min(context.iterations, 5)
+        for repetition in 0..<repetitions {
+            for tasks in [1, count] {
+                let (rate, allStored) = try await taskRate(tasks, in: root.appending(path: "t\(tasks)-\(repetition)"))
+                rates[tasks == 1 ? "1-task" : "stowage", default: []].append(rate)
+                ok = ok && allStored
+            }
+            let (rate, allStored) = try threadRate(8, in: root.appending(path: "t8threads-\(repetition)"))
+            rates["8-threads", default: []].append(rate)
+            ok = ok && allStored
+        }
+        let medians = rates.mapValues(median)
+        return ScenarioResult(
+            name: name,
+            unit: "ops/s",
+            stowage: medians["stowage"]!,
+            baselines: ["1-task": medians["1-task"]!, "8-threads": medians["8-threads"]!],
+            ok: ok,
+            notes: "\(count) tasks `await setData` \(keyCount) distinct 1 KiB keys (durable) against one task "
+                + "and against 8 threads on the blocking path; ops/s, higher is better; median of \(repetitions)"
+        )
+    }
+
+    /// Sets every key from `threads` threads through the blocking API into a new cache at
+    /// `directory`: the keys per second, and whether every key was stored.
+    private func threadRate(_ threads: Int, in directory: URL) throws -> (Double, Bool) {
+        let keys = keys
+        let value = value
+        let cache = try open(directory)
+        let failures = Atomic<Int>(0)
+        let start = ContinuousClock.now
+        Self.onThreads(threads) { thread in
+            for index in stride(from: thread, to: keys.count, by: threads) {
+                do { try cache.setData(value, forKey: keys[index]) } catch {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        let rate = Double(keys.count) / Subprocess.seconds(ContinuousClock.now - start)
+        let stored = try cache.usage().count
+        try cache.close()
+        return (rate, failures.load(ordering: .relaxed) == 0 && stored == keys.count)
+    }
+
+    /// ``threadRate(_:in:)`` from `tasks` tasks through the async API.
+    private func taskRate(_ tasks: Int, in directory: URL) async throws -> (Double, Bool) {
+        let keys = keys
+        let value = value
+        let cache = try open(directory)
+        let start = ContinuousClock.now
+        let failures = await withTaskGroup(of: Int.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    var failures = 0
+                    for index in stride(from: task, to: keys.count, by: tasks) {
+                        do { try await cache.setData(value, forKey: keys[index]) } catch { failures += 1 }
+                    }
+                    return failures
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        let rate = Double(keys.count) / Subprocess.seconds(ContinuousClock.now - start)
+        let stored = try await cache.usage().count
+        try await cache.close()
+        return (rate, failures == 0 && stored == keys.count)
     }
 
     /// Runs `body(index)` on `count` threads of their own (not a pool that may run fewer at once)

@@ -451,9 +451,10 @@ public final class DiskCache: Sendable {
         tag: String? = nil,
         priority: WritePriority = .important
     ) async throws -> WriteOutcome {
-        // The file and the checks on a lane; the commit waits for its group without a thread.
-        let prepared = try await BlockingWork.run {
-            try self.prepareStore(
+        // The checks and the file on a lane, which queues the write and commits its group there
+        // when no commit is running; a write that queues behind one waits without a thread.
+        let prepared = try await BlockingWork.run { () throws -> (PreparedStore, DiskCacheCommitQueue.Submission?) in
+            let prepared = try self.prepareStore(
                 data,
                 forKey: key,
                 timeToLive: timeToLive?.timeInterval,
@@ -461,11 +462,13 @@ public final class DiskCache: Sendable {
                 computeSeconds: nil,
                 priority: priority
             )
+            guard case .commit(let entry) = prepared else { return (prepared, nil) }
+            return (prepared, self.commits.submit([.init(key: key, entry: entry)]))
         }
         switch prepared {
-        case .done(let outcome): return outcome
-        case .commit(let entry):
-            try await commit(entry, forKey: key)
+        case (.done(let outcome), _): return outcome
+        case (.commit(let entry), let submission):
+            try await commit(entry, forKey: key, submitted: submission)
             return .stored
         }
     }
@@ -652,12 +655,24 @@ public final class DiskCache: Sendable {
     }
 
     /// ``commit(_:forKey:)-(_,_)`` for a task, which waits for its group commit without holding
-    /// a thread; file removals go to a lane. Only for a cache without a staging (whose staged
-    /// writes, older, would have to commit first).
-    func commit(_ entry: DiskCacheIndex.Entry, forKey key: String) async throws {
+    /// a thread, `submitted` already (its first attempt; a retry after a repair of the index
+    /// submits again); file removals go to a lane. Only for a cache without a staging (whose
+    /// staged writes, older, would have to commit first).
+    func commit(
+        _ entry: DiskCacheIndex.Entry,
+        forKey key: String,
+        submitted: DiskCacheCommitQueue.Submission?
+    ) async throws {
         let outcome: DiskCacheCommitQueue.Outcome
+        var submission = submitted
         do {
-            outcome = try await committing { try await commits.commit([.init(key: key, entry: entry)])[0] }
+            outcome = try await committing {
+                if let first = submission {
+                    submission = nil
+                    return try await commits.outcomes(of: first)[0]
+                }
+                return try await commits.commit([.init(key: key, entry: entry)])[0]
+            }
         } catch {
             if let file = entry.file { _ = await BlockingWork.run { self.files.remove([file]) } }
             throw error

@@ -1,5 +1,6 @@
 import Dispatch
 import GRDB
+import StowageCore
 import Synchronization
 
 /// Group commit for the disk cache's writes: callers that commit at the same time share one
@@ -12,10 +13,12 @@ import Synchronization
 /// as a whole is retried write by write, so one bad write never fails its neighbours and each
 /// caller gets its own error.
 ///
-/// A task waits without a thread (``commit(_:)-async``): it is resumed once its batch has
-/// committed. A batch whose first write is a task's is committed on the queue's own serial
-/// dispatch queue, never on a blocking lane or the task's executor, so a commit never waits for
-/// a lane or a cooperative thread that writers parked in it hold. A thread parked per waiting
+/// A task waits without a thread (``submit(_:)``, ``outcomes(of:)``): it queues its write from
+/// the blocking lane that wrote its file, commits the batch there at once when no commit is
+/// running, and otherwise is resumed once its batch has committed. A batch handed to a waiting
+/// task's write is committed on the queue's own serial dispatch queue, never on a blocking lane
+/// or the task's executor, so a commit never waits for a lane or a cooperative thread that
+/// writers parked in it hold. A thread parked per waiting
 /// write kept about one lane thread per concurrent writer alive, each with its stack and glibc's
 /// per-thread cache of freed blocks (33 threads for the proxy under `Benchmarks/proxy-rss.sh`).
 final class DiskCacheCommitQueue: Sendable {
@@ -94,24 +97,63 @@ final class DiskCacheCommitQueue: Sendable {
     /// A batch that cannot fit the budget even with everything else evicted.
     struct OverBudget: Error {}
 
-    private final class Ticket: @unchecked Sendable {
-        // Written by the leader before `wake()`, read by the owner once woken; `resume` is set
-        // before the ticket is queued.
+    final class Ticket: @unchecked Sendable {
+        // `outcomes` and `leads` are written by the leader before `wake()`, and read by the owner
+        // once woken, or once it led the batch itself.
         let writes: [Write]
         var outcomes: Result<[Outcome], any Error>?
         var leads = false
-        /// The waiting task's continuation; `nil` for a waiting thread.
-        var resume: CheckedContinuation<Void, Never>?
+        /// Whether a task owns the ticket (it awaits ``woken()``), not a parked thread.
+        let isTask: Bool
         private let done = DispatchSemaphore(value: 0)
-        init(_ writes: [Write]) { self.writes = writes }
+        private let wakeState = Mutex(WakeState.pending)
 
-        /// Wakes the owner once: its batch committed, or it leads now.
+        private enum WakeState {
+            case pending
+            case awaiting(CheckedContinuation<Void, Never>)
+            case woken
+        }
+
+        init(_ writes: [Write], isTask: Bool) {
+            self.writes = writes
+            self.isTask = isTask
+        }
+
+        /// Wakes the owner once: its batch committed, or (a thread's) it leads now.
         func wake() {
-            if let resume { resume.resume() } else { done.signal() }
+            guard isTask else {
+                done.signal()
+                return
+            }
+            let waiter = wakeState.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state = .woken }
+                if case .awaiting(let continuation) = state { return continuation }
+                return nil
+            }
+            waiter?.resume()
         }
 
         /// Parks the owner's thread until ``wake()``.
         func wait() { done.wait() }
+
+        /// Suspends the owning task until ``wake()``; returns at once if it came already.
+        func woken() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let already = wakeState.withLock { state -> Bool in
+                    if case .woken = state { return true }
+                    state = .awaiting(continuation)
+                    return false
+                }
+                if already { continuation.resume() }
+            }
+        }
+    }
+
+    /// A task's writes, queued by ``submit(_:)``.
+    struct Submission: Sendable {
+        let ticket: Ticket
+        /// Whether the submitting thread committed their batch itself.
+        let wasLed: Bool
     }
 
     private struct State {
@@ -169,7 +211,7 @@ final class DiskCacheCommitQueue: Sendable {
     ///
     /// - Throws: GRDB's `DatabaseError` for this caller's writes only.
     func commit(_ writes: [Write]) throws -> [Outcome] {
-        let ticket = Ticket(writes)
+        let ticket = Ticket(writes, isTask: false)
         if !enqueue(ticket) {
             ticket.wait()
             guard ticket.leads else { return try ticket.outcomes!.get() }
@@ -178,16 +220,34 @@ final class DiskCacheCommitQueue: Sendable {
         return try ticket.outcomes!.get()
     }
 
-    /// ``commit(_:)-(_)`` for a task: it waits for its batch suspended, holding no thread.
+    /// Queues `writes` for a task, from a blocking lane: when no commit is running, their batch
+    /// commits on the calling thread at once, as a waiting thread's does; otherwise the task
+    /// awaits ``outcomes(of:)`` holding no thread.
+    func submit(_ writes: [Write]) -> Submission {
+        let ticket = Ticket(writes, isTask: true)
+        guard enqueue(ticket) else { return Submission(ticket: ticket, wasLed: false) }
+        lead()
+        return Submission(ticket: ticket, wasLed: true)
+    }
+
+    /// The outcomes of a ``submit(_:)``, once its batch has committed.
+    ///
+    /// - Throws: GRDB's `DatabaseError` for this caller's writes only.
+    func outcomes(of submission: Submission) async throws -> [Outcome] {
+        if !submission.wasLed { await submission.ticket.woken() }
+        return try submission.ticket.outcomes!.get()
+    }
+
+    /// ``commit(_:)-(_)`` for a task: ``submit(_:)`` on a blocking lane, then its outcomes.
     ///
     /// - Throws: GRDB's `DatabaseError` for this caller's writes only.
     func commit(_ writes: [Write]) async throws -> [Outcome] {
-        let ticket = Ticket(writes)
-        await withCheckedContinuation { (resume: CheckedContinuation<Void, Never>) in
-            ticket.resume = resume
-            if enqueue(ticket) { leadOnQueue() }
-        }
-        return try ticket.outcomes!.get()
+        try await outcomes(of: BlockingWork.run { self.submit(writes) })
+    }
+
+    /// Commits the batch that begins with a task's ticket on ``leadQueue``, waking that task too.
+    private func leadOnQueue() {
+        leadQueue.async { self.lead(wakingFirst: true) }
     }
 
     /// Queues `ticket`; returns whether it leads (no commit was running).
@@ -199,11 +259,6 @@ final class DiskCacheCommitQueue: Sendable {
             state.isCommitting = true
             return true
         }
-    }
-
-    /// Commits the batch that begins with a task's ticket on ``leadQueue``, waking that task too.
-    private func leadOnQueue() {
-        leadQueue.async { self.lead(wakingFirst: true) }
     }
 
     /// Commits one batch of queued tickets — the leader's own comes first, since a ticket leads
@@ -232,7 +287,7 @@ final class DiskCacheCommitQueue: Sendable {
             return state.queued.first
         }
         guard let next else { return }
-        if next.resume == nil {
+        if !next.isTask {
             next.leads = true
             next.wake()
         } else {
