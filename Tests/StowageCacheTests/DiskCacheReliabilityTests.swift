@@ -23,6 +23,20 @@ struct DiskCacheReliabilityTests {
         #expect(temporary.isEmpty)
     }
 
+    @Test(
+        "kill -9 during 10,000 writes from 16 tasks waiting for their group commit: every value whole or absent"
+    )
+    func killDuringAsyncWrites() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.path + "/cache"
+        let (present, wrong) = try await killMidWrite("write-async", directory: directory, after: "wrote 1500")
+        #expect(wrong == 0, "values that read back wrong")
+        #expect(present >= 1500, "every write that returned is there: \(present)")
+        #expect(try indexedFiles(directory) == scratch.dataFiles(), "the index and data/ name the same files")
+        let temporary = try FileManager.default.contentsOfDirectory(atPath: directory + "/tmp")
+        #expect(temporary.isEmpty)
+    }
+
     @Test("kill -9 during 10,000 deferred writes: what was lost is missing, nothing reads back wrong")
     func killDuringDeferredWrites() async throws {
         let scratch = try TemporaryDirectory()

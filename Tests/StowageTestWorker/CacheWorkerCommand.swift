@@ -24,6 +24,7 @@ import Foundation
 import StowageCache
 import StowageCore
 import StowageTestSupport
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -49,7 +50,9 @@ enum CacheWorkerCommand {
     static func run(_ arguments: [String]) {
         if arguments.count > 1, arguments[1] == "overwrite" { overwrite(arguments) }
         guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(arguments[4]) else {
-            fail("usage: StowageTestWorker cache write|write-deferred|write-hard|verify|clear DIR FIRST COUNT")
+            fail(
+                "usage: StowageTestWorker cache write|write-async|write-deferred|write-hard|verify|clear DIR FIRST COUNT"
+            )
         }
         var configuration = DiskCache.Configuration(name: "worker")
         configuration.sizeLimit = nil
@@ -73,6 +76,32 @@ enum CacheWorkerCommand {
                     }
                 }
                 try cache.flush()
+                say("done")
+            case "write-async":
+                // 16 tasks awaiting setData, as a server's requests do: most writes wait for their
+                // group commit suspended, and a kill lands among queued and committing writes.
+                say("open")
+                let written = WriteCount()
+                let finished = DispatchSemaphore(value: 0)
+                Task { [cache, first, count] in
+                    await withTaskGroup(of: Void.self) { group in
+                        for lane in 0..<16 {
+                            group.addTask {
+                                for number in stride(from: first + lane, to: first + count, by: 16) {
+                                    do {
+                                        try await cache.setData(value(for: number), forKey: "key-\(number)")
+                                    } catch {
+                                        fail("write \(number): \(error)")
+                                    }
+                                    let total = written.count.add(1, ordering: .relaxed).newValue
+                                    if total % 100 == 0 { say("wrote \(total)") }
+                                }
+                            }
+                        }
+                    }
+                    finished.signal()
+                }
+                finished.wait()
                 say("done")
             case "write-hard":
                 say("open")
@@ -154,4 +183,9 @@ extension CacheWorkerCommand {
             fail("\(error)")
         }
     }
+}
+
+/// The writes of `write-async` that returned, across its tasks.
+private final class WriteCount: Sendable {
+    let count = Atomic<Int>(0)
 }
