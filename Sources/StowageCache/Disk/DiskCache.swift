@@ -451,40 +451,26 @@ public final class DiskCache: Sendable {
         tag: String? = nil,
         priority: WritePriority = .important
     ) async throws -> WriteOutcome {
-        for attempt in 0..<2 {
-            let resets = indexResets.load(ordering: .acquiring)
-            // The checks and the file on a lane, which queues the write and commits its group there
-            // when no commit is running; a write that queues behind one waits without a thread.
-            let prepared = try await BlockingWork.run {
-                () throws -> (PreparedStore, DiskCacheCommitQueue.Submission?) in
-                let prepared = try self.prepareStore(
-                    data,
-                    forKey: key,
-                    timeToLive: timeToLive?.timeInterval,
-                    tag: tag,
-                    computeSeconds: nil,
-                    priority: priority
-                )
-                guard case .commit(let entry) = prepared else { return (prepared, nil) }
-                return (prepared, self.commits.submit([.init(key: key, entry: entry)]))
-            }
-            switch prepared {
-            case (.done(let outcome), _): return outcome
-            case (.commit(let entry), let submission):
-                try await commit(entry, forKey: key, submitted: submission)
-                if attempt == 0, Self.fileMayBeGone(entry, resets: resets, now: indexResets) { continue }
-                return .stored
-            }
+        // The checks and the file on a lane, which queues the write and commits its group there
+        // when no commit is running; a write that queues behind one waits without a thread.
+        let prepared = try await BlockingWork.run { () throws -> (PreparedStore, DiskCacheCommitQueue.Submission?) in
+            let prepared = try self.prepareStore(
+                data,
+                forKey: key,
+                timeToLive: timeToLive?.timeInterval,
+                tag: tag,
+                computeSeconds: nil,
+                priority: priority
+            )
+            guard case .commit(let entry) = prepared else { return (prepared, nil) }
+            return (prepared, self.commits.submit([.init(key: key, entry: entry)]))
         }
-        return .stored
-    }
-
-    /// Whether a reset of the damaged index (``recoverFromDamage(_:seenResets:)``) ran since
-    /// `resets` was read, before a store wrote its file: the reset removes every value file, this
-    /// write's too, and its commit, run again on the fresh index, then names a file that is gone
-    /// (the write said `.stored`, the next read missed). Such a write is stored once more.
-    static func fileMayBeGone(_ entry: DiskCacheIndex.Entry, resets: Int, now: borrowing Atomic<Int>) -> Bool {
-        entry.file != nil && now.load(ordering: .acquiring) != resets
+        switch prepared {
+        case (.done(let outcome), _): return outcome
+        case (.commit(let entry), let submission):
+            try await commit(entry, forKey: key, submitted: submission)
+            return .stored
+        }
     }
 
     /// The synchronous overload of `setData(_:forKey:timeToLive:tag:priority:)`: the same work on
@@ -517,25 +503,20 @@ public final class DiskCache: Sendable {
         computeSeconds: Double?,
         priority: WritePriority = .important
     ) throws -> WriteOutcome {
-        for attempt in 0..<2 {
-            let resets = indexResets.load(ordering: .acquiring)
-            let prepared = try prepareStore(
-                data,
-                forKey: key,
-                timeToLive: timeToLive,
-                tag: tag,
-                computeSeconds: computeSeconds,
-                priority: priority
-            )
-            switch prepared {
-            case .done(let outcome): return outcome
-            case .commit(let entry):
-                try commit(entry, forKey: key)
-                if attempt == 0, Self.fileMayBeGone(entry, resets: resets, now: indexResets) { continue }
-                return .stored
-            }
+        let prepared = try prepareStore(
+            data,
+            forKey: key,
+            timeToLive: timeToLive,
+            tag: tag,
+            computeSeconds: computeSeconds,
+            priority: priority
+        )
+        switch prepared {
+        case .done(let outcome): return outcome
+        case .commit(let entry):
+            try commit(entry, forKey: key)
+            return .stored
         }
-        return .stored
     }
 
     /// A write after its checks and its file: finished (skipped, or staged for a deferred
