@@ -11,10 +11,11 @@
 # Prints one JSON object on stdout; progress goes to stderr. Installs wrk and nginx with apt-get
 # when missing. What it starts (one nginx as origin, one stowage proxy) is stopped on exit, by
 # process id. "ok" is issue 45's goal, growth <= 1.25 x CAPACITY; the bound the guide states
-# (CachingProxyGuide.md, "Memory") is CAPACITY for the memory level plus the proxy's working
-# memory under load: about 1.7 MB plus about 110 KiB for each connection with a request in
-# flight (release build, one malloc arena), which meets that goal at 16MB up to about 20
-# connections (32 connections: 1.31-1.33x; CONNECTIONS=N to see the others).
+# (CachingProxyGuide.md, "Memory") is CAPACITY plus about 1.7 MB: the proxy charges the
+# working memory of its requests in flight (128 KiB each, for the most ever in flight at once)
+# to the capacity, up to half of it, and the memory level evicts to fit in the rest (release
+# build, 16MB: 1.02-1.11x from 2 to 64 connections, 1.38x at 128, past the half; CONNECTIONS=N
+# to see the others).
 #
 #   Benchmarks/proxy-rss.sh                  # CAPACITY=16MB DURATION=30s CONNECTIONS=32 THREADS=2
 #   STOWAGE=.build/release/stowage Benchmarks/proxy-rss.sh    # a binary already built

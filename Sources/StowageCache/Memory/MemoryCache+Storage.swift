@@ -69,8 +69,9 @@ extension MemoryCache {
         @usableFromInline var totalCost = 0
         /// Most entries kept; `Int.max` for no limit.
         @usableFromInline let countLimit: Int
-        /// Most total cost kept; `Int.max` for no limit.
-        @usableFromInline let costLimit: Int
+        /// Most total cost kept: ``MemoryCache/Configuration/costLimit`` less what the owner set
+        /// aside (``MemoryCache/setAside(cost:)``); `Int.max` for no limit.
+        @usableFromInline var costLimit: Int
         /// Advanced by every insertion and removal (``MemoryCache/contentVersion``).
         @usableFromInline let contentChanges: MemoryCacheContentChanges
 

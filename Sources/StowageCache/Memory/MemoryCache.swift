@@ -244,9 +244,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         // Swap in an empty storage under the lock (O(1); a storage is not Sendable, so it is
         // made inside); report and release the old one outside it.
         let countLimit = configuration.countLimit ?? .max
-        let costLimit = configuration.costLimit ?? .max
         let removed = storage.withLock { storage in
-            var removed = Storage(countLimit: countLimit, costLimit: costLimit, contentChanges: contentChanges)
+            // The limit in force, less any cost set aside (`setAside(cost:)`), stays.
+            var removed = Storage(countLimit: countLimit, costLimit: storage.costLimit, contentChanges: contentChanges)
             swap(&storage, &removed)
             contentChanges.advance()
             return removed

@@ -1,5 +1,6 @@
 import HTTPTypes
 import StowageCache
+import StowageCore
 
 // What each entry of the memory level is charged against `memoryCapacity`: the heap it holds
 // (``HeapBytes``), its key and its slot in the memory level, so that the bytes the level counts
@@ -55,4 +56,25 @@ extension VariantRecord {
         bytes += HeapBytes.dictionary(stored.userInfo)
         return bytes
     }
+}
+
+extension HTTPCache {
+    /// Sets aside `bytes` of `memoryCapacity` for the working memory of the cache's owner (a
+    /// server's requests in flight), evicting from the memory level until what it keeps fits in
+    /// the rest; replaces the amount set aside before, and is held to at most half the capacity,
+    /// so the level always keeps the other half. Redis counts its clients' buffers against
+    /// `maxmemory` the same way.
+    ///
+    /// - Parameter bytes: The working memory to set aside, `0` or more.
+    package func setAsideMemory(_ bytes: Int) {
+        precondition(bytes >= 0, "an HTTPCache cannot set aside \(bytes) bytes of memory: it must be >= 0")
+        guard configuration.memoryCapacity.rawValue > 0 else { return }
+        memory.setAside(cost: min(bytes, Self.mostSetAside(of: configuration.memoryCapacity)))
+    }
+
+    /// The memory set aside with ``setAsideMemory(_:)``; `0` when none is.
+    package var memorySetAside: ByteCount { ByteCount(memory.costSetAside) }
+
+    /// The most ``setAsideMemory(_:)`` takes of `capacity`: half of it.
+    package static func mostSetAside(of capacity: ByteCount) -> Int { Int(capacity.rawValue / 2) }
 }

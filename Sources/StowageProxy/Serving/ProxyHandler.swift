@@ -19,6 +19,8 @@ struct ProxyHandler: Sendable {
     /// The client for an `http://` upstream; `nil` for `https://`, which goes through `transport`.
     let client: UpstreamClient?
     let metrics: ProxyMetrics
+    /// The working memory of the requests in flight, charged to the cache's memory capacity.
+    let workingMemory: WorkingMemoryCharge
 
     init(
         configuration: ProxyConfiguration,
@@ -32,6 +34,7 @@ struct ProxyHandler: Sendable {
         self.transport = transport
         self.client = client
         self.metrics = metrics
+        workingMemory = WorkingMemoryCharge(cache: cache)
     }
 
     /// The upstream exchange, timed into ``ProxyMetrics/recordUpstreamDuration(_:endedAt:)``;
@@ -67,6 +70,8 @@ struct ProxyHandler: Sendable {
     /// client's request carries when the tracer extracts one (W3C `traceparent` with an
     /// OpenTelemetry tracer). The memory hits answered on the event loop never come here.
     func respond(to request: Request, interims: InterimForwarder? = nil) async -> Response {
+        workingMemory.begin()
+        defer { workingMemory.end() }
         let tracer = configuration.tracer ?? InstrumentationSystem.tracer
         var context = ServiceContext.current ?? .topLevel
         tracer.extract(request.head.headerFields, into: &context, using: HTTPFieldsExtractor())

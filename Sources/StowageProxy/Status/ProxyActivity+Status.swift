@@ -62,7 +62,8 @@ extension ProxyActivity {
                 memory: ProxyStatus.Level(
                     bytes: cache.memoryUsage.rawValue,
                     capacityBytes: cache.configuration.memoryCapacity.rawValue,
-                    entries: cache.memoryEntryCount
+                    entries: cache.memoryEntryCount,
+                    setAsideBytes: cache.memorySetAside.rawValue
                 ),
                 disk: disk
             ),

@@ -56,6 +56,9 @@ struct ProxyStatus: Codable, Sendable, Hashable {
         var bytes: Int64
         var capacityBytes: Int64
         var entries: Int?
+        /// Of the memory level's capacity, what is set aside for the working memory of the
+        /// requests in flight (``WorkingMemoryCharge``); `nil` for the disk level.
+        var setAsideBytes: Int64?
     }
 
     struct Latency: Codable, Sendable, Hashable {

@@ -26,7 +26,8 @@ extension StatusPageResources {
           function level(idText, idMeter, level) {
             if (!level) { show(idText, "none"); meter(idMeter, 0); return; }
             const entries = level.entries == null ? "" : " · " + count(level.entries) + " entries";
-            show(idText, bytes(level.bytes) + " of " + bytes(level.capacityBytes) + entries);
+            const setAside = level.setAsideBytes ? " · " + bytes(level.setAsideBytes) + " set aside for requests" : "";
+            show(idText, bytes(level.bytes) + " of " + bytes(level.capacityBytes) + entries + setAside);
             meter(idMeter, level.capacityBytes > 0 ? Math.min(1, level.bytes / level.capacityBytes) : 0);
           }
           function cell(row, text) { const td = document.createElement("td"); td.textContent = text; row.appendChild(td); }

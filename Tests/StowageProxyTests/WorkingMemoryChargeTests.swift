@@ -1,0 +1,172 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Logging
+import NIOHTTP1
+import StowageCache
+import StowageCore
+import StowageHTTPClient
+import StowageHTTPTestSupport
+import StowageTestSupport
+import Synchronization
+import Testing
+
+@testable import StowageHTTPCache
+@testable import StowageProxy
+
+/// `--memory-capacity` bounds the proxy's memory under load, not only its memory level: the
+/// working memory of the most requests ever in flight at once is set aside from the capacity
+/// (``WorkingMemoryCharge``), up to half of it, and the level evicts to fit in the rest.
+@Suite struct WorkingMemoryChargeTests {
+    static let capacity = 4_000_000
+    static let perRequest = WorkingMemoryCharge.bytesPerRequest
+
+    /// An origin that holds every request under `/held/` until the test opens `release`, and
+    /// opens `arrived` once `expected` of them have come; every other path answers 100 kB at once.
+    final class HoldingOrigin: Sendable {
+        let arrived = Gate()
+        let release = Gate()
+        private let expected: Int
+        private let held = Mutex(0)
+
+        init(expected: Int) { self.expected = expected }
+
+        var script: TestOriginServer.Script {
+            { received in
+                let path = received.head.path ?? "/"
+                if path.hasPrefix("/held/") {
+                    let count = self.held.withLock { count in
+                        count += 1
+                        return count
+                    }
+                    if count == self.expected { self.arrived.open() }
+                    await self.release.wait()
+                    return .init(fields: [("Cache-Control", "max-age=600")], body: "held")
+                }
+                return .init(
+                    fields: [("Cache-Control", "max-age=600")],
+                    body: String(repeating: "x", count: 100_000)
+                )
+            }
+        }
+    }
+
+    @Test(
+        "requests in flight through the proxy set their memory aside, the level evicts to fit, and the status says so"
+    )
+    func requestsInFlightSetMemoryAside() async throws {
+        let inFlight = 5
+        let origin = HoldingOrigin(expected: inFlight)
+        try await ProxyHarness.run(
+            configure: {
+                $0.cache.memoryCapacity = ByteCount(Int64(Self.capacity))
+                $0.admin = .init(port: 0)
+            },
+            script: origin.script
+        ) { h in
+            let cache = try #require(h.cache)
+            // Fill the memory level: 60 responses of 100 kB, more than its 4 MB, each asked for
+            // twice (a miss stores it on disk; the hit from disk keeps it in memory).
+            for n in 0..<60 {
+                for _ in 0..<2 { #expect(try await h.get("/fill/\(n)").status == 200) }
+            }
+            #expect(cache.memorySetAside.rawValue == Int64(Self.perRequest), "one request at a time so far")
+            let before = cache.memoryUsage.rawValue
+            #expect(before > Int64(Self.capacity) * 3 / 4, "the level is full: \(before)")
+            defer { origin.release.open() }
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for n in 0..<inFlight {
+                    group.addTask { try await h.get("/held/\(n)").status }
+                }
+                await origin.arrived.wait()
+                let aside = Int64(inFlight * Self.perRequest)
+                #expect(cache.memorySetAside.rawValue == aside)
+                #expect(cache.memoryUsage.rawValue <= Int64(Self.capacity) - aside)
+                let status = try ProxyStatus.decode(try await h.admin(.GET, "/status.json").body)
+                #expect(status.cache.memory.setAsideBytes == aside)
+                #expect(status.cache.memory.bytes <= Int64(Self.capacity) - aside)
+                origin.release.open()
+                for try await code in group { #expect(code == 200) }
+            }
+            // The allocator keeps the memory of the busiest moment: what is set aside stays.
+            #expect(try await h.get("/fill/0").status == 200)
+            #expect(cache.memorySetAside.rawValue == Int64(inFlight * Self.perRequest))
+            let status = try ProxyStatus.decode(try await h.admin(.GET, "/status.json").body)
+            #expect(status.cache.disk?.setAsideBytes == nil)
+        }
+    }
+
+    /// A proxy that is never run, its charge driven as its handler drives it.
+    private static func withProxy(
+        capacity: Int64,
+        directory: Bool = true,
+        _ body: (CachingProxy) async throws -> Void
+    ) async throws {
+        let scratch = try TemporaryDirectory()
+        defer { withExtendedLifetime(scratch) {} }
+        var configuration = ProxyConfiguration(
+            upstream: try .init(parsing: "http://127.0.0.1:9"),
+            cacheDirectory: scratch.url,
+            host: "127.0.0.1",
+            port: 0
+        )
+        configuration.cache.memoryCapacity = ByteCount(capacity)
+        if !directory { configuration.cache.diskCapacity = ByteCount(0) }
+        configuration.logger = Logger(label: "test.proxy", factory: SwiftLogNoOpLogHandler.init)
+        configuration.cache.logger = Logger(label: "test.cache", factory: SwiftLogNoOpLogHandler.init)
+        let proxy = try CachingProxy(configuration: configuration)
+        var failure: (any Error)?
+        do { try await body(proxy) } catch { failure = error }
+        try await proxy.transport.client.shutdown()  // never run: its upstream client is closed here
+        if let failure { throw failure }
+    }
+
+    @Test("what is set aside follows the most requests in flight, never shrinks, and stops at half the capacity")
+    func followsThePeakUpToHalf() async throws {
+        try await Self.withProxy(capacity: Int64(Self.capacity)) { proxy in
+            let charge = proxy.handler.workingMemory
+            #expect(proxy.cache.memorySetAside.rawValue == 0)
+            for _ in 0..<3 { charge.begin() }
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(3 * Self.perRequest))
+            for _ in 0..<3 { charge.end() }
+            charge.begin()
+            charge.end()
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(3 * Self.perRequest), "a peak is kept")
+            for _ in 0..<1_000 { charge.begin() }
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(Self.capacity / 2))
+            #expect(proxy.cache.memory.costSetAside == Self.capacity / 2)
+            for _ in 0..<1_000 { charge.end() }
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(Self.capacity / 2))
+        }
+    }
+
+    @Test("many requests beginning at once set aside the memory of the most of them, whatever the order")
+    func concurrentBeginnings() async throws {
+        try await Self.withProxy(capacity: 64_000_000) { proxy in
+            let charge = proxy.handler.workingMemory
+            let count = 64
+            let started = Gate()
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<count {
+                    group.addTask {
+                        await started.wait()
+                        charge.begin()
+                    }
+                }
+                started.open()
+            }
+            #expect(charge.peak == count)
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(count * Self.perRequest))
+        }
+    }
+
+    @Test("a memory level of a few bytes still serves: nothing is set aside past half of it")
+    func tinyCapacity() async throws {
+        try await Self.withProxy(capacity: 1) { proxy in
+            let charge = proxy.handler.workingMemory
+            for _ in 0..<10 { charge.begin() }
+            #expect(proxy.cache.memorySetAside.rawValue == 0)
+            #expect(proxy.cache.memory.configuration.costLimit == 1)
+        }
+    }
+}
