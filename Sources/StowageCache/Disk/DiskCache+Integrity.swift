@@ -123,6 +123,13 @@ extension DiskCache {
             )
             storeGeneration.advance()
             defer { storeGeneration.advance() }
+            // Counted when the reset begins and again when it ends: a write that read the count
+            // before its file and commits on the fresh index between `reset` and the end must see
+            // it moved, or it says `.stored` for a row whose file the reset removed (seen under a
+            // loaded run of DiskCacheDamagedWriteTests.syncFileWrite); a caller that reads it
+            // in the middle still sees it move once the reset ends, and never resets again.
+            indexResets.add(1, ordering: .releasing)
+            defer { indexResets.add(1, ordering: .releasing) }
             // The old value files go before the index is emptied, not after: once it is empty,
             // readers and writers use it at once, and a removal still walking data/ deleted the
             // files (and hash directories) of values written to the fresh index (a write failed
@@ -130,7 +137,6 @@ extension DiskCache {
             // reset belongs to a row the reset drops; the next open's orphan collection takes it.
             try Self.removeOldValueFiles(files, configuration: configuration)
             try DiskCacheIndex.reset(index.pool)
-            indexResets.add(1, ordering: .releasing)
             accessLog.withLock { $0.removeAll() }
             return true
         } catch {

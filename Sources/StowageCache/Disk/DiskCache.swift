@@ -65,7 +65,9 @@ public final class DiskCache: Sendable {
     let staging: DiskCacheStaging?
     /// Held while staged writes commit, so a removal that follows a flush sees them committed.
     let stagedFlushLock = Mutex<Void>(())
-    /// How many times damage found while open has emptied the index (``recoverFromDamage(_:seenResets:)``).
+    /// Moves twice each time damage found while open empties the index, as the reset begins and
+    /// as it ends (``recoverFromDamage(_:seenResets:)``): a value read before and after that
+    /// differs if a reset ran, or was running, in between.
     let indexResets = Atomic<Int>(0)
     /// True until `init` returns: it holds `open.lock` itself meanwhile.
     let isOpening = Atomic<Bool>(true)
@@ -451,26 +453,48 @@ public final class DiskCache: Sendable {
         tag: String? = nil,
         priority: WritePriority = .important
     ) async throws -> WriteOutcome {
-        // The checks and the file on a lane, which queues the write and commits its group there
-        // when no commit is running; a write that queues behind one waits without a thread.
-        let prepared = try await BlockingWork.run { () throws -> (PreparedStore, DiskCacheCommitQueue.Submission?) in
-            let prepared = try self.prepareStore(
-                data,
-                forKey: key,
-                timeToLive: timeToLive?.timeInterval,
-                tag: tag,
-                computeSeconds: nil,
-                priority: priority
-            )
-            guard case .commit(let entry) = prepared else { return (prepared, nil) }
-            return (prepared, self.commits.submit([.init(key: key, entry: entry)]))
+        for attempt in 0..<2 {
+            let resets = indexResets.load(ordering: .acquiring)
+            // The checks and the file on a lane, which queues the write and commits its group there
+            // when no commit is running; a write that queues behind one waits without a thread.
+            let prepared: (PreparedStore, DiskCacheCommitQueue.Submission?)
+            do {
+                prepared = try await BlockingWork.run {
+                    () throws -> (PreparedStore, DiskCacheCommitQueue.Submission?) in
+                    let prepared = try self.prepareStore(
+                        data,
+                        forKey: key,
+                        timeToLive: timeToLive?.timeInterval,
+                        tag: tag,
+                        computeSeconds: nil,
+                        priority: priority
+                    )
+                    guard case .commit(let entry) = prepared else { return (prepared, nil) }
+                    return (prepared, self.commits.submit([.init(key: key, entry: entry)]))
+                }
+            } catch {
+                // A reset removed the file or its directory while it was written.
+                if attempt == 0, indexResets.load(ordering: .acquiring) != resets { continue }
+                throw error
+            }
+            switch prepared {
+            case (.done(let outcome), _): return outcome
+            case (.commit(let entry), let submission):
+                try await commit(entry, forKey: key, submitted: submission)
+                if attempt == 0, Self.fileMayBeGone(entry, resets: resets, now: indexResets) { continue }
+                return .stored
+            }
         }
-        switch prepared {
-        case (.done(let outcome), _): return outcome
-        case (.commit(let entry), let submission):
-            try await commit(entry, forKey: key, submitted: submission)
-            return .stored
-        }
+        return .stored
+    }
+
+    /// Whether a reset of the damaged index (``recoverFromDamage(_:seenResets:)``) ran since
+    /// `resets` was read, before a store wrote its file: the reset removes every value file, this
+    /// write's too, and its commit, run again on the fresh index, then names a file that is gone
+    /// (the write said `.stored`, the next read missed). Such a write is stored once more, as is
+    /// one whose file or hash directory the reset removed while it was written (`ENOENT`).
+    static func fileMayBeGone(_ entry: DiskCacheIndex.Entry, resets: Int, now: borrowing Atomic<Int>) -> Bool {
+        entry.file != nil && now.load(ordering: .acquiring) != resets
     }
 
     /// The synchronous overload of `setData(_:forKey:timeToLive:tag:priority:)`: the same work on
@@ -503,20 +527,32 @@ public final class DiskCache: Sendable {
         computeSeconds: Double?,
         priority: WritePriority = .important
     ) throws -> WriteOutcome {
-        let prepared = try prepareStore(
-            data,
-            forKey: key,
-            timeToLive: timeToLive,
-            tag: tag,
-            computeSeconds: computeSeconds,
-            priority: priority
-        )
-        switch prepared {
-        case .done(let outcome): return outcome
-        case .commit(let entry):
-            try commit(entry, forKey: key)
-            return .stored
+        for attempt in 0..<2 {
+            let resets = indexResets.load(ordering: .acquiring)
+            let prepared: PreparedStore
+            do {
+                prepared = try prepareStore(
+                    data,
+                    forKey: key,
+                    timeToLive: timeToLive,
+                    tag: tag,
+                    computeSeconds: computeSeconds,
+                    priority: priority
+                )
+            } catch {
+                // A reset removed the file or its directory while it was written.
+                if attempt == 0, indexResets.load(ordering: .acquiring) != resets { continue }
+                throw error
+            }
+            switch prepared {
+            case .done(let outcome): return outcome
+            case .commit(let entry):
+                try commit(entry, forKey: key)
+                if attempt == 0, Self.fileMayBeGone(entry, resets: resets, now: indexResets) { continue }
+                return .stored
+            }
         }
+        return .stored
     }
 
     /// A write after its checks and its file: finished (skipped, or staged for a deferred
