@@ -457,20 +457,21 @@ public final class DiskCache: Sendable {
             let resets = indexResets.load(ordering: .acquiring)
             // The checks and the file on a lane, which queues the write and commits its group there
             // when no commit is running; a write that queues behind one waits without a thread.
-            let prepared: (PreparedStore, DiskCacheCommitQueue.Submission?)
+            let prepared: SubmittedStore
             do {
-                prepared = try await BlockingWork.run {
-                    () throws -> (PreparedStore, DiskCacheCommitQueue.Submission?) in
-                    let prepared = try self.prepareStore(
+                prepared = try await BlockingWork.run { () throws -> SubmittedStore in
+                    switch try self.prepareStore(
                         data,
                         forKey: key,
                         timeToLive: timeToLive?.timeInterval,
                         tag: tag,
                         computeSeconds: nil,
                         priority: priority
-                    )
-                    guard case .commit(let entry) = prepared else { return (prepared, nil) }
-                    return (prepared, self.commits.submit([.init(key: key, entry: entry)]))
+                    ) {
+                    case .done(let outcome): return .done(outcome)
+                    case .commit(let entry):
+                        return .submitted(entry, self.commits.submit([.init(key: key, entry: entry)]))
+                    }
                 }
             } catch {
                 // A reset removed the file or its directory while it was written.
@@ -478,8 +479,8 @@ public final class DiskCache: Sendable {
                 throw error
             }
             switch prepared {
-            case (.done(let outcome), _): return outcome
-            case (.commit(let entry), let submission):
+            case .done(let outcome): return outcome
+            case .submitted(let entry, let submission):
                 try await commit(entry, forKey: key, submitted: submission)
                 if attempt == 0, Self.fileMayBeGone(entry, resets: resets, now: indexResets) { continue }
                 return .stored
@@ -560,6 +561,13 @@ public final class DiskCache: Sendable {
     enum PreparedStore: Sendable {
         case done(WriteOutcome)
         case commit(DiskCacheIndex.Entry)
+    }
+
+    /// A task's write after ``prepareStore``: finished, or its entry queued for the group commit
+    /// (``DiskCacheCommitQueue/submit(_:)``), for ``commit(_:forKey:submitted:)`` to await.
+    enum SubmittedStore: Sendable {
+        case done(WriteOutcome)
+        case submitted(DiskCacheIndex.Entry, DiskCacheCommitQueue.Submission)
     }
 
     /// The part of a store before its commit, all of it blocking: the checks, room made, the
@@ -697,10 +705,10 @@ public final class DiskCache: Sendable {
     func commit(
         _ entry: DiskCacheIndex.Entry,
         forKey key: String,
-        submitted: DiskCacheCommitQueue.Submission?
+        submitted: DiskCacheCommitQueue.Submission
     ) async throws {
         let outcome: DiskCacheCommitQueue.Outcome
-        var submission = submitted
+        var submission: DiskCacheCommitQueue.Submission? = submitted
         do {
             outcome = try await committing {
                 if let first = submission {

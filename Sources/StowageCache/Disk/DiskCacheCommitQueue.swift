@@ -159,8 +159,8 @@ final class DiskCacheCommitQueue: Sendable {
     private struct State {
         var queued: [Ticket] = []
         var isCommitting = false
-        /// Tickets queued or being committed, not yet woken.
-        var waiting = 0
+        /// Tickets in the batch committing now, until the next is taken.
+        var committing = 0
     }
 
     private let index: DiskCacheIndex
@@ -204,7 +204,7 @@ final class DiskCacheCommitQueue: Sendable {
     }
 
     /// Callers waiting for their commit: queued, or in the batch committing now (for tests).
-    var waitingCount: Int { state.withLock { $0.waiting } }
+    var waitingCount: Int { state.withLock { $0.queued.count + $0.committing } }
 
     /// Commits `writes` (in one transaction with each other, and with whatever other callers
     /// commit at the same time) and returns one outcome per write.
@@ -254,7 +254,6 @@ final class DiskCacheCommitQueue: Sendable {
     private func enqueue(_ ticket: Ticket) -> Bool {
         state.withLock { state in
             state.queued.append(ticket)
-            state.waiting += 1
             guard !state.isCommitting else { return false }
             state.isCommitting = true
             return true
@@ -274,15 +273,16 @@ final class DiskCacheCommitQueue: Sendable {
                 return count == 0 || count + ticket.writes.count <= Self.batchLimit
             }
             state.queued.removeFirst(taken.count)
+            state.committing = taken.count
             return Array(taken)
         }
         commit(batch)
         afterCommit()
-        state.withLock { $0.waiting -= batch.count }
         // Woken before the next batch is taken, so that writers woken here and writing again
         // at once join it: the batches stay as large as the writers are many.
         for ticket in wakingFirst ? batch[...] : batch.dropFirst() { ticket.wake() }
         let next = state.withLock { state in
+            state.committing = 0
             if state.queued.isEmpty { state.isCommitting = false }
             return state.queued.first
         }
