@@ -96,6 +96,51 @@ import Testing
         }
     }
 
+    @Test("a response whose body streams to the client is charged until its last byte is written")
+    func streamingBodyStaysCharged() async throws {
+        let streams = 5
+        let release = ScriptedUpstream.Release()
+        defer { release.open() }
+        // Chunked, so the proxy streams the body as it arrives instead of reading it whole first.
+        let origin = try ScriptedUpstream { _ in
+            .sendHolding(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: max-age=600\r\n\r\n5\r\nhello\r\n",
+                until: release,
+                then: "0\r\n\r\n"
+            )
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(
+            upstream: origin.baseURL,
+            configure: { $0.cache.memoryCapacity = ByteCount(Int64(Self.capacity)) },
+            script: { _ in .init() }
+        ) { h in
+            let cache = try #require(h.cache)
+            let charge = try #require(h.proxy).handler.workingMemory
+            let port = h.proxyPort
+            // One after another: each client has the head and the first chunk of its response,
+            // the rest held by the origin, before the next asks.
+            var sockets: [RawSocket] = []
+            for n in 0..<streams {
+                let socket = try await onOwnThread { () -> RawSocket in
+                    let socket = try RawSocket(port: port)
+                    socket.send("GET /stream/\(n) HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+                    _ = socket.readHead()
+                    return socket
+                }
+                sockets.append(socket)
+            }
+            #expect(charge.current == streams, "every stream is still being written")
+            #expect(cache.memorySetAside.rawValue == Int64(streams * Self.perRequest))
+            release.open()
+            for socket in sockets {
+                _ = try await onOwnThread { socket.readUntilClosed() }
+            }
+            try await eventually { charge.current == 0 }
+            #expect(charge.peak == streams)
+        }
+    }
+
     /// A proxy that is never run, its charge driven as its handler drives it.
     private static func withProxy(
         capacity: Int64,
