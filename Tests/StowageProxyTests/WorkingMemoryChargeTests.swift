@@ -141,6 +141,80 @@ import Testing
         }
     }
 
+    @Test("every way a request leaves the proxy ends its count, and later requests still raise the peak")
+    func everyExitEndsTheCount() async throws {
+        let first = ScriptedUpstream.Release()
+        let second = ScriptedUpstream.Release()
+        defer {
+            first.open()
+            second.open()
+        }
+        let streamed = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: max-age=600\r\n\r\n5\r\nhello\r\n"
+        let origin = try ScriptedUpstream { received in
+            if received.path == "/close" { return .close }
+            if received.path.hasPrefix("/first/") { return .sendHolding(streamed, until: first, then: "0\r\n\r\n") }
+            if received.path.hasPrefix("/second/") { return .sendHolding(streamed, until: second, then: "0\r\n\r\n") }
+            return .send(ok("fine", "Cache-Control: no-store"))
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(
+            upstream: origin.baseURL,
+            configure: {
+                $0.cache.memoryCapacity = ByteCount(Int64(Self.capacity))
+                $0.maximumRequestBodySize = ByteCount(1_000)
+            },
+            script: { _ in .init() }
+        ) { h in
+            let cache = try #require(h.cache)
+            let charge = try #require(h.proxy).handler.workingMemory
+            let port = h.proxyPort
+            let answered = [
+                "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",  // 501
+                "GET /no-host HTTP/1.1\r\nConnection: close\r\n\r\n",  // 400
+                "POST /big HTTP/1.1\r\nHost: proxy\r\nContent-Length: 2000\r\n\r\n" + String(repeating: "b", count: 2_000),
+                "GET /close HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n",  // 502
+            ]
+            for request in answered {
+                let response = try await RawSocket.exchange(request, port: port)
+                #expect(response != nil, "\(request.prefix(20))")
+            }
+            // Clients that leave mid-way: with a body half sent, and with a streamed response
+            // half read (the origin holds the rest).
+            try await onOwnThread {
+                let socket = try RawSocket(port: port)
+                socket.send("POST /half HTTP/1.1\r\nHost: proxy\r\nContent-Length: 100\r\n\r\n0123456789")
+            }
+            try await onOwnThread {
+                let socket = try RawSocket(port: port)
+                socket.send("GET /first/left HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                _ = socket.readHead()
+            }
+            first.open()
+            try await eventually { charge.current == 0 }
+            // Later requests in flight at once still raise what is set aside past the peak so far.
+            let before = charge.peak
+            let streams = before + 2
+            var sockets: [RawSocket] = []
+            for n in 0..<streams {
+                let socket = try await onOwnThread { () -> RawSocket in
+                    let socket = try RawSocket(port: port)
+                    socket.send("GET /second/\(n) HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+                    _ = socket.readHead()
+                    return socket
+                }
+                sockets.append(socket)
+            }
+            #expect(charge.current == streams)
+            #expect(charge.peak == streams)
+            #expect(cache.memorySetAside.rawValue == Int64(streams * Self.perRequest))
+            second.open()
+            for socket in sockets {
+                _ = try await onOwnThread { socket.readUntilClosed() }
+            }
+            try await eventually { charge.current == 0 }
+        }
+    }
+
     /// A proxy that is never run, its charge driven as its handler drives it.
     private static func withProxy(
         capacity: Int64,
