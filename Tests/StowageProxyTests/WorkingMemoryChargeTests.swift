@@ -279,6 +279,22 @@ import Testing
         }
     }
 
+    @Test(
+        "odd capacities neither trap nor overflow: none, the largest, memory only",
+        arguments: [(Int64(0), true), (Int64.max, true), (Int64(16_000_000), false)]
+    )
+    func oddCapacities(_ capacity: Int64, _ directory: Bool) async throws {
+        try await Self.withProxy(capacity: capacity, directory: directory) { proxy in
+            let charge = proxy.handler.workingMemory
+            for _ in 0..<100 { charge.begin() }
+            let expected = min(Int64(100 * Self.perRequest), capacity / 2)
+            #expect(proxy.cache.memorySetAside.rawValue == expected)
+            #expect(proxy.cache.memory.costSetAside == Int(expected))
+            for _ in 0..<100 { charge.end() }
+            #expect(charge.current == 0)
+        }
+    }
+
     @Test("a memory level of a few bytes still serves: nothing is set aside past half of it")
     func tinyCapacity() async throws {
         try await Self.withProxy(capacity: 1) { proxy in

@@ -48,7 +48,8 @@ final class WorkingMemoryCharge: Sendable {
         inFlight.wrappingSubtract(1, ordering: .relaxed)
     }
 
-    /// The most requests in flight at once so far.
+    /// The most requests in flight at once so far, counted up to the most whose memory is
+    /// charged (past half the capacity it stays there).
     var peak: Int { mostInFlight.load(ordering: .relaxed) }
 
     /// The requests in flight now.
