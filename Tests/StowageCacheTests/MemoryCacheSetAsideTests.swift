@@ -66,7 +66,9 @@ import Testing
         #expect(unlimited.count == 1)
     }
 
-    @Test("setAside racing writes, removals, removeAll and memory pressure: the totals stay sound and within the limit less what is set aside")
+    @Test(
+        "setAside racing writes, removals, removeAll and memory pressure: the totals stay sound and within the limit"
+    )
     func racesKeepTheLimit() async throws {
         let limit = 100_000
         let cache = try MemoryCache<Int, Int>(configuration: .init(costLimit: limit))

@@ -149,7 +149,8 @@ import Testing
             first.open()
             second.open()
         }
-        let streamed = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: max-age=600\r\n\r\n5\r\nhello\r\n"
+        let streamed =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: max-age=600\r\n\r\n5\r\nhello\r\n"
         let origin = try ScriptedUpstream { received in
             if received.path == "/close" { return .close }
             if received.path.hasPrefix("/first/") { return .sendHolding(streamed, until: first, then: "0\r\n\r\n") }
@@ -171,7 +172,8 @@ import Testing
             let answered = [
                 "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",  // 501
                 "GET /no-host HTTP/1.1\r\nConnection: close\r\n\r\n",  // 400
-                "POST /big HTTP/1.1\r\nHost: proxy\r\nContent-Length: 2000\r\n\r\n" + String(repeating: "b", count: 2_000),
+                "POST /big HTTP/1.1\r\nHost: proxy\r\nContent-Length: 2000\r\n\r\n"
+                    + String(repeating: "b", count: 2_000),  // 413
                 "GET /close HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n",  // 502
             ]
             for request in answered {
