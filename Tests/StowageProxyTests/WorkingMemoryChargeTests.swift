@@ -217,6 +217,36 @@ import Testing
         }
     }
 
+    @Test("a hit kept as bytes for the event loop and evicted by a set-aside is not answered again")
+    func evictedPreparedHitIsNotAnswered() async throws {
+        let origin = HoldingOrigin(expected: 1)
+        try await ProxyHarness.run(
+            configure: {
+                $0.cache.memoryCapacity = ByteCount(Int64(Self.capacity))
+                $0.cache.diskCapacity = ByteCount(0)  // memory only: what memory lets go is a miss
+            },
+            script: origin.script
+        ) { h in
+            let cache = try #require(h.cache)
+            let charge = try #require(h.proxy).handler.workingMemory
+            // A miss, then hits answered on the event loop from the bytes kept for them.
+            for _ in 0..<3 { #expect(try await h.get("/a").status == 200) }
+            #expect(h.origin.requestCount(path: "/a") == 1)
+            // 2.5 MB more, within the 4 MB: /a and its kept answer are now the least recently used.
+            for n in 0..<25 { #expect(try await h.get("/fill/\(n)").status == 200) }
+            #expect(cache.memoryUsage.rawValue > Int64(Self.capacity / 2))
+            let version = cache.memory.contentVersion
+            for _ in 0..<100 { charge.begin() }
+            for _ in 0..<100 { charge.end() }
+            #expect(cache.memorySetAside.rawValue == Int64(Self.capacity / 2))
+            #expect(cache.memoryUsage.rawValue <= Int64(Self.capacity / 2))
+            #expect(cache.memory.contentVersion != version)
+            let again = try await h.get("/a")
+            #expect(again.status == 200 && again.body.count == 100_000)
+            #expect(h.origin.requestCount(path: "/a") == 2, "evicted: asked of the origin again")
+        }
+    }
+
     /// A proxy that is never run, its charge driven as its handler drives it.
     private static func withProxy(
         capacity: Int64,
