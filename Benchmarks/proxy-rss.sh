@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Peak memory of `stowage proxy --memory-capacity CAPACITY` under a stream of distinct URLs
-# (issue 45's bound): wrk requests DURATION of distinct 1 KiB URLs from an nginx origin, each
-# twice in a row on its thread (a miss, then a hit), so every response is stored, kept in memory
-# and answered from memory, and the memory level keeps evicting. Reports the proxy's resident
+# (issue 45's bound): wrk requests DURATION of distinct URLs of ITEM_BYTES (1 KiB) from an nginx
+# origin, each twice in a row on its thread (a miss, then a hit), so every response is stored,
+# kept in memory and answered from memory, and the memory level keeps evicting. Reports the proxy's resident
 # memory when idle (listening, one request served) and its peak (VmHWM from /proc/PID/status),
 # the growth between them as a multiple of CAPACITY, and the anonymous and file-backed parts of
 # the resident memory at the end (the disk cache's SQLite index is read through mmap, which
@@ -20,12 +20,14 @@
 #   Benchmarks/proxy-rss.sh                  # CAPACITY=16MB DURATION=30s CONNECTIONS=32 THREADS=2
 #   STOWAGE=.build/release/stowage Benchmarks/proxy-rss.sh    # a binary already built
 #   MALLOC_ARENA_MAX=8 Benchmarks/proxy-rss.sh                # the proxy's environment is passed on
+#   ITEM_BYTES=131072 Benchmarks/proxy-rss.sh                 # larger responses: past the guide's bound
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CAPACITY=${CAPACITY:-16MB}
 DURATION=${DURATION:-30s}
 CONNECTIONS=${CONNECTIONS:-32}
+ITEM_BYTES=${ITEM_BYTES:-1024}
 THREADS=${THREADS:-2}
 ORIGIN_PORT=${ORIGIN_PORT:-18111}
 STOWAGE_PORT=${STOWAGE_PORT:-18113}
@@ -53,7 +55,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$WORK/www" "$WORK/logs"
-head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/item"
+head -c "$ITEM_BYTES" /dev/zero | tr '\0' 'x' > "$WORK/www/item"
 # Each wrk thread walks its own URLs, each asked for twice in a row: /u/THREAD/N, N = calls / 2.
 cat > "$WORK/distinct-twice.lua" <<'LUA'
 local threads = 0

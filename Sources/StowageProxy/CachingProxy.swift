@@ -100,6 +100,7 @@ public final class CachingProxy: Sendable {
         let server = ProxyServer(
             respond: { await handler.respond(to: $0, interims: $1) },
             hitResponder: LoopHitResponder(handler: handler),
+            workingMemory: handler.workingMemory,
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             headTimeout: configuration.requestHeadTimeout,
             keepAliveTimeout: configuration.keepAliveTimeout,

@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 
 @testable import StowageCache
@@ -63,5 +64,46 @@ import Testing
         #expect(unlimited.costSetAside == 0)
         unlimited.setValue(1, forKey: 1, cost: 5_000_000)
         #expect(unlimited.count == 1)
+    }
+
+    @Test(
+        "setAside racing writes, removals, removeAll and memory pressure: the totals stay sound and within the limit"
+    )
+    func racesKeepTheLimit() async throws {
+        let limit = 100_000
+        let cache = try MemoryCache<Int, Int>(configuration: .init(costLimit: limit))
+        let overruns = await withTaskGroup(of: Int.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var overruns = 0
+                    for step in 0..<3_000 {
+                        let key = worker * 10_000 + step
+                        switch step % 50 {
+                        case 0: cache.setAside(cost: (step * 37 + worker * 1_000) % (limit / 2 + 1))
+                        case 17: cache.removeAll()
+                        case 33: cache.handleMemoryPressure(.warning)
+                        case 41: cache.removeValues { $0 % 7 == 0 }
+                        default: cache.setValue(key, forKey: key, cost: 1 + key % 300)
+                        }
+                        // Between operations the entries fit in the limit in force.
+                        if cache.storage.withLock({ $0.totalCost > $0.costLimit }) { overruns += 1 }
+                    }
+                    return overruns
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(overruns == 0)
+        #expect(cache.storage.withLock { $0.integrityViolations() } == [])
+        #expect(cache.totalCost <= limit - cache.costSetAside)
+        // A set-aside that evicts changes the contents, so a caller keeping an answer worked out
+        // from them (the proxy's prepared answers) sees the version move.
+        cache.setAside(cost: 0)
+        for key in 0..<1_000 { cache.setValue(key, forKey: key, cost: 100) }
+        let version = cache.contentVersion
+        cache.setAside(cost: limit / 2)
+        #expect(cache.totalCost <= limit / 2)
+        #expect(cache.contentVersion != version)
+        #expect(cache.value(forKey: 0) == nil)
     }
 }

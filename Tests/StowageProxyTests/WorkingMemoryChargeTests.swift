@@ -96,6 +96,157 @@ import Testing
         }
     }
 
+    @Test("a response whose body streams to the client is charged until its last byte is written")
+    func streamingBodyStaysCharged() async throws {
+        let streams = 5
+        let release = ScriptedUpstream.Release()
+        defer { release.open() }
+        // Chunked, so the proxy streams the body as it arrives instead of reading it whole first.
+        let origin = try ScriptedUpstream { _ in
+            .sendHolding(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: max-age=600\r\n\r\n5\r\nhello\r\n",
+                until: release,
+                then: "0\r\n\r\n"
+            )
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(
+            upstream: origin.baseURL,
+            configure: { $0.cache.memoryCapacity = ByteCount(Int64(Self.capacity)) },
+            script: { _ in .init() }
+        ) { h in
+            let cache = try #require(h.cache)
+            let charge = try #require(h.proxy).handler.workingMemory
+            let port = h.proxyPort
+            // One after another: each client has the head and the first chunk of its response,
+            // the rest held by the origin, before the next asks.
+            var sockets: [RawSocket] = []
+            for n in 0..<streams {
+                let socket = try await onOwnThread { () -> RawSocket in
+                    let socket = try RawSocket(port: port)
+                    socket.send("GET /stream/\(n) HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+                    _ = socket.readHead()
+                    return socket
+                }
+                sockets.append(socket)
+            }
+            #expect(charge.current == streams, "every stream is still being written")
+            #expect(cache.memorySetAside.rawValue == Int64(streams * Self.perRequest))
+            release.open()
+            for socket in sockets {
+                _ = try await onOwnThread { socket.readUntilClosed() }
+            }
+            try await eventually { charge.current == 0 }
+            #expect(charge.peak == streams)
+        }
+    }
+
+    @Test("every way a request leaves the proxy ends its count, and later requests still raise the peak")
+    func everyExitEndsTheCount() async throws {
+        let first = ScriptedUpstream.Release()
+        let second = ScriptedUpstream.Release()
+        defer {
+            first.open()
+            second.open()
+        }
+        let streamed =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nCache-Control: max-age=600\r\n\r\n5\r\nhello\r\n"
+        let origin = try ScriptedUpstream { received in
+            if received.path == "/close" { return .close }
+            if received.path.hasPrefix("/first/") { return .sendHolding(streamed, until: first, then: "0\r\n\r\n") }
+            if received.path.hasPrefix("/second/") { return .sendHolding(streamed, until: second, then: "0\r\n\r\n") }
+            return .send(ok("fine", "Cache-Control: no-store"))
+        }
+        defer { origin.stop() }
+        try await ProxyHarness.run(
+            upstream: origin.baseURL,
+            configure: {
+                $0.cache.memoryCapacity = ByteCount(Int64(Self.capacity))
+                $0.maximumRequestBodySize = ByteCount(1_000)
+            },
+            script: { _ in .init() }
+        ) { h in
+            let cache = try #require(h.cache)
+            let charge = try #require(h.proxy).handler.workingMemory
+            let port = h.proxyPort
+            let answered = [
+                "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",  // 501
+                "GET /no-host HTTP/1.1\r\nConnection: close\r\n\r\n",  // 400
+                "POST /big HTTP/1.1\r\nHost: proxy\r\nContent-Length: 2000\r\n\r\n"
+                    + String(repeating: "b", count: 2_000),  // 413
+                "GET /close HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n",  // 502
+            ]
+            for request in answered {
+                let response = try await RawSocket.exchange(request, port: port)
+                #expect(response != nil, "\(request.prefix(20))")
+            }
+            // Clients that leave mid-way: with a body half sent, and with a streamed response
+            // half read (the origin holds the rest).
+            try await onOwnThread {
+                let socket = try RawSocket(port: port)
+                socket.send("POST /half HTTP/1.1\r\nHost: proxy\r\nContent-Length: 100\r\n\r\n0123456789")
+            }
+            try await onOwnThread {
+                let socket = try RawSocket(port: port)
+                socket.send("GET /first/left HTTP/1.1\r\nHost: proxy\r\n\r\n")
+                _ = socket.readHead()
+            }
+            first.open()
+            try await eventually { charge.current == 0 }
+            // Later requests in flight at once still raise what is set aside past the peak so far.
+            let before = charge.peak
+            let streams = before + 2
+            var sockets: [RawSocket] = []
+            for n in 0..<streams {
+                let socket = try await onOwnThread { () -> RawSocket in
+                    let socket = try RawSocket(port: port)
+                    socket.send("GET /second/\(n) HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n")
+                    _ = socket.readHead()
+                    return socket
+                }
+                sockets.append(socket)
+            }
+            #expect(charge.current == streams)
+            #expect(charge.peak == streams)
+            #expect(cache.memorySetAside.rawValue == Int64(streams * Self.perRequest))
+            second.open()
+            for socket in sockets {
+                _ = try await onOwnThread { socket.readUntilClosed() }
+            }
+            try await eventually { charge.current == 0 }
+        }
+    }
+
+    @Test("a hit kept as bytes for the event loop and evicted by a set-aside is not answered again")
+    func evictedPreparedHitIsNotAnswered() async throws {
+        let origin = HoldingOrigin(expected: 1)
+        try await ProxyHarness.run(
+            configure: {
+                $0.cache.memoryCapacity = ByteCount(Int64(Self.capacity))
+                $0.cache.diskCapacity = ByteCount(0)  // memory only: what memory lets go is a miss
+            },
+            script: origin.script
+        ) { h in
+            let cache = try #require(h.cache)
+            let charge = try #require(h.proxy).handler.workingMemory
+            // A miss, then hits answered on the event loop from the bytes kept for them.
+            for _ in 0..<3 { #expect(try await h.get("/a").status == 200) }
+            #expect(h.origin.requestCount(path: "/a") == 1)
+            // 2.5 MB more, within the 4 MB: /a and its kept answer are now the least recently used.
+            for n in 0..<25 { #expect(try await h.get("/fill/\(n)").status == 200) }
+            #expect(cache.memoryUsage.rawValue > Int64(Self.capacity / 2))
+            let version = cache.memory.contentVersion
+            for _ in 0..<100 { charge.begin() }
+            for _ in 0..<100 { charge.end() }
+            #expect(cache.memorySetAside.rawValue == Int64(Self.capacity / 2))
+            #expect(cache.memoryUsage.rawValue <= Int64(Self.capacity / 2))
+            #expect(cache.memory.contentVersion != version)
+            let again = try await h.get("/a")
+            #expect(again.status == 200 && again.body.count == 100_000)
+            #expect(h.origin.requestCount(path: "/a") == 2, "evicted: asked of the origin again")
+        }
+    }
+
     /// A proxy that is never run, its charge driven as its handler drives it.
     private static func withProxy(
         capacity: Int64,
@@ -157,6 +308,22 @@ import Testing
             }
             #expect(charge.peak == count)
             #expect(proxy.cache.memorySetAside.rawValue == Int64(count * Self.perRequest))
+        }
+    }
+
+    @Test(
+        "odd capacities neither trap nor overflow: none, the largest, memory only",
+        arguments: [(Int64(0), true), (Int64.max, true), (Int64(16_000_000), false)]
+    )
+    func oddCapacities(_ capacity: Int64, _ directory: Bool) async throws {
+        try await Self.withProxy(capacity: capacity, directory: directory) { proxy in
+            let charge = proxy.handler.workingMemory
+            for _ in 0..<100 { charge.begin() }
+            let expected = min(Int64(100 * Self.perRequest), capacity / 2)
+            #expect(proxy.cache.memorySetAside.rawValue == expected)
+            #expect(proxy.cache.memory.costSetAside == Int(expected))
+            for _ in 0..<100 { charge.end() }
+            #expect(charge.current == 0)
         }
     }
 

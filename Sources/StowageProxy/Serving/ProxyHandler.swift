@@ -19,7 +19,8 @@ struct ProxyHandler: Sendable {
     /// The client for an `http://` upstream; `nil` for `https://`, which goes through `transport`.
     let client: UpstreamClient?
     let metrics: ProxyMetrics
-    /// The working memory of the requests in flight, charged to the cache's memory capacity.
+    /// The working memory of the requests in flight, charged to the cache's memory capacity
+    /// (by the server, which counts a request until its response is written).
     let workingMemory: WorkingMemoryCharge
 
     init(
@@ -70,8 +71,6 @@ struct ProxyHandler: Sendable {
     /// client's request carries when the tracer extracts one (W3C `traceparent` with an
     /// OpenTelemetry tracer). The memory hits answered on the event loop never come here.
     func respond(to request: Request, interims: InterimForwarder? = nil) async -> Response {
-        workingMemory.begin()
-        defer { workingMemory.end() }
         let tracer = configuration.tracer ?? InstrumentationSystem.tracer
         var context = ServiceContext.current ?? .topLevel
         tracer.extract(request.head.headerFields, into: &context, using: HTTPFieldsExtractor())

@@ -26,6 +26,10 @@ struct ProxyServer: Service {
     let respond: @Sendable (Request, InterimForwarder) async -> Response
     /// Answers hits held in memory on the event loop, before `respond` (``MemoryHitHandler``).
     var hitResponder: LoopHitResponder? = nil
+    /// Counts each request from its head until its response's last byte is written: a body
+    /// streamed from the upstream or a file holds its buffers and tasks that long, not only
+    /// while `respond` works out the response.
+    var workingMemory: WorkingMemoryCharge? = nil
     let configuration: ServerConfiguration
     /// The longest a request's head may take (nginx's `client_header_timeout`).
     let headTimeout: Duration
@@ -45,6 +49,7 @@ struct ProxyServer: Service {
         let respond = self.respond
         let dateClock = self.dateClock
         let hitResponder = self.hitResponder
+        let workingMemory = self.workingMemory
         let headTimeout = TimeAmount.nanoseconds(headTimeout.saturatingNanoseconds)
         let keepAliveTimeout = TimeAmount.nanoseconds(keepAliveTimeout.saturatingNanoseconds)
         let sendTimeout = TimeAmount.nanoseconds(sendTimeout.saturatingNanoseconds)
@@ -64,6 +69,8 @@ struct ProxyServer: Service {
             eventLoopGroup: NIOSingletons.posixEventLoopGroup,
             logger: logger,
             responder: { request, responseWriter, channel in
+                workingMemory?.begin()
+                defer { workingMemory?.end() }
                 let interims = InterimForwarder(channel: channel)
                 var response = await respond(request, interims)
                 interims.close()

@@ -9,7 +9,9 @@ import Synchronization
 /// about 110 KiB while it runs: its async frames, its buffers and channel state, and the
 /// dispatch thread of its disk work with that thread's stack and allocator cache (measured
 /// 105–135 KiB for each connection with a request in flight, release build on Linux:
-/// CachingProxyGuide.md, "Memory"). The allocator keeps that memory once the requests are
+/// CachingProxyGuide.md, "Memory"). It is counted from its head until its response's last byte
+/// is written (`ProxyServer`): a body streamed from the upstream or from a file keeps its
+/// buffers and tasks until then. The allocator keeps that memory once the requests are
 /// done, so what is set aside follows the most requests ever in flight at once, never
 /// shrinking, up to half the capacity (`HTTPCache.setAsideMemory(_:)`). Memory hits answered on
 /// the event loop do not come here: they hold nothing past their write.
@@ -46,8 +48,12 @@ final class WorkingMemoryCharge: Sendable {
         inFlight.wrappingSubtract(1, ordering: .relaxed)
     }
 
-    /// The most requests in flight at once so far.
+    /// The most requests in flight at once so far, counted up to the most whose memory is
+    /// charged (past half the capacity it stays there).
     var peak: Int { mostInFlight.load(ordering: .relaxed) }
+
+    /// The requests in flight now.
+    var current: Int { inFlight.load(ordering: .relaxed) }
 
     private func raise(to count: Int) {
         raising.withLock { _ in

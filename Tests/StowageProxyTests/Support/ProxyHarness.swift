@@ -20,6 +20,8 @@ struct ProxyHarness {
     var adminPort: Int? = nil
     /// The proxy's cache.
     var cache: HTTPCache? = nil
+    /// The proxy itself.
+    var proxy: CachingProxy? = nil
 
     var base: String { "http://127.0.0.1:\(proxyPort)" }
 
@@ -101,7 +103,8 @@ struct ProxyHarness {
             proxyPort: port,
             client: client,
             adminPort: adminPort,
-            cache: proxy.cache
+            cache: proxy.cache,
+            proxy: proxy
         )
         var failure: (any Error)?
         do { try await body(harness) } catch { failure = error }
