@@ -25,22 +25,9 @@ import Testing
         capacity: Int = PreparedAnswerBoundTests.capacity,
         _ body: (CachingProxy, LoopHitResponder) async throws -> Void
     ) async throws {
-        let scratch = try TemporaryDirectory()
-        defer { withExtendedLifetime(scratch) {} }
-        var configuration = ProxyConfiguration(
-            upstream: try .init(parsing: "http://127.0.0.1:9"),
-            cacheDirectory: scratch.url,
-            host: "127.0.0.1",
-            port: 0
-        )
-        configuration.cache.memoryCapacity = ByteCount(Int64(capacity))
-        configuration.logger = Logger(label: "test.proxy", factory: SwiftLogNoOpLogHandler.init)
-        configuration.cache.logger = Logger(label: "test.cache", factory: SwiftLogNoOpLogHandler.init)
-        let proxy = try CachingProxy(configuration: configuration)
-        var failure: (any Error)?
-        do { try await body(proxy, LoopHitResponder(handler: proxy.handler)) } catch { failure = error }
-        try await proxy.transport.client.shutdown()  // never run: its upstream client is closed here
-        if let failure { throw failure }
+        try await UnrunProxy.with(memoryCapacity: Int64(capacity)) { proxy in
+            try await body(proxy, LoopHitResponder(handler: proxy.handler))
+        }
     }
 
     private static func head(_ path: String) -> HTTPRequestHead {

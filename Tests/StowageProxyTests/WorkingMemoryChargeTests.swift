@@ -247,34 +247,9 @@ import Testing
         }
     }
 
-    /// A proxy that is never run, its charge driven as its handler drives it.
-    private static func withProxy(
-        capacity: Int64,
-        directory: Bool = true,
-        _ body: (CachingProxy) async throws -> Void
-    ) async throws {
-        let scratch = try TemporaryDirectory()
-        defer { withExtendedLifetime(scratch) {} }
-        var configuration = ProxyConfiguration(
-            upstream: try .init(parsing: "http://127.0.0.1:9"),
-            cacheDirectory: scratch.url,
-            host: "127.0.0.1",
-            port: 0
-        )
-        configuration.cache.memoryCapacity = ByteCount(capacity)
-        if !directory { configuration.cache.diskCapacity = ByteCount(0) }
-        configuration.logger = Logger(label: "test.proxy", factory: SwiftLogNoOpLogHandler.init)
-        configuration.cache.logger = Logger(label: "test.cache", factory: SwiftLogNoOpLogHandler.init)
-        let proxy = try CachingProxy(configuration: configuration)
-        var failure: (any Error)?
-        do { try await body(proxy) } catch { failure = error }
-        try await proxy.transport.client.shutdown()  // never run: its upstream client is closed here
-        if let failure { throw failure }
-    }
-
     @Test("what is set aside follows the most requests in flight, never shrinks, and stops at half the capacity")
     func followsThePeakUpToHalf() async throws {
-        try await Self.withProxy(capacity: Int64(Self.capacity)) { proxy in
+        try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in
             let charge = proxy.handler.workingMemory
             #expect(proxy.cache.memorySetAside.rawValue == 0)
             for _ in 0..<3 { charge.begin() }
@@ -293,7 +268,7 @@ import Testing
 
     @Test("many requests beginning at once set aside the memory of the most of them, whatever the order")
     func concurrentBeginnings() async throws {
-        try await Self.withProxy(capacity: 64_000_000) { proxy in
+        try await UnrunProxy.with(memoryCapacity: 64_000_000) { proxy in
             let charge = proxy.handler.workingMemory
             let count = 64
             let started = Gate()
@@ -316,7 +291,7 @@ import Testing
         arguments: [(Int64(0), true), (Int64.max, true), (Int64(16_000_000), false)]
     )
     func oddCapacities(_ capacity: Int64, _ directory: Bool) async throws {
-        try await Self.withProxy(capacity: capacity, directory: directory) { proxy in
+        try await UnrunProxy.with(memoryCapacity: capacity, onDisk: directory) { proxy in
             let charge = proxy.handler.workingMemory
             for _ in 0..<100 { charge.begin() }
             let expected = min(Int64(100 * Self.perRequest), capacity / 2)
@@ -329,7 +304,7 @@ import Testing
 
     @Test("a memory level of a few bytes still serves: nothing is set aside past half of it")
     func tinyCapacity() async throws {
-        try await Self.withProxy(capacity: 1) { proxy in
+        try await UnrunProxy.with(memoryCapacity: 1) { proxy in
             let charge = proxy.handler.workingMemory
             for _ in 0..<10 { charge.begin() }
             #expect(proxy.cache.memorySetAside.rawValue == 0)
