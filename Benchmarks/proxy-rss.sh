@@ -12,7 +12,7 @@
 # when missing. What it starts (one nginx as origin, one stowage proxy) is stopped on exit, by
 # process id. "ok" is issue 45's goal, growth <= 1.25 x CAPACITY; the bound the guide states
 # (CachingProxyGuide.md, "Memory") is CAPACITY plus about 1.7 MB: the proxy charges the
-# working memory of its requests in flight (128 KiB each, for the most ever in flight at once)
+# working memory of its requests in flight (128 KiB each, for the most in flight at once in a minute)
 # to the capacity, up to half of it, and the memory level evicts to fit in the rest (release
 # build, 16MB: 1.02-1.11x from 2 to 64 connections, 1.38x at 128, past the half; CONNECTIONS=N
 # to see the others).

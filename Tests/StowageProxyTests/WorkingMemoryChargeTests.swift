@@ -8,6 +8,7 @@ import StowageCore
 import StowageHTTPClient
 import StowageHTTPTestSupport
 import StowageTestSupport
+import StowageTesting
 import Synchronization
 import Testing
 
@@ -15,7 +16,7 @@ import Testing
 @testable import StowageProxy
 
 /// `--memory-capacity` bounds the proxy's memory under load, not only its memory level: the
-/// working memory of the most requests ever in flight at once is set aside from the capacity
+/// working memory of the most requests in flight at once (within a minute) is set aside from the capacity
 /// (``WorkingMemoryCharge``), up to half of it, and the level evicts to fit in the rest.
 @Suite struct WorkingMemoryChargeTests {
     static let capacity = 4_000_000
@@ -88,7 +89,7 @@ import Testing
                 origin.release.open()
                 for try await code in group { #expect(code == 200) }
             }
-            // The allocator keeps the memory of the busiest moment: what is set aside stays.
+            // Within the minute of the burst, what is set aside stays.
             #expect(try await h.get("/fill/0").status == 200)
             #expect(cache.memorySetAside.rawValue == Int64(inFlight * Self.perRequest))
             let status = try ProxyStatus.decode(try await h.admin(.GET, "/status.json").body)
@@ -247,7 +248,70 @@ import Testing
         }
     }
 
-    @Test("what is set aside follows the most requests in flight, never shrinks, and stops at half the capacity")
+    @Test("a burst's memory stays set aside for a window after it, then the level gets its room back")
+    func burstFallsBackAfterAWindow() async throws {
+        try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in
+            let clock = SteppedClock()
+            let charge = WorkingMemoryCharge(cache: proxy.cache, clock: clock)
+            func setAside() -> Int64 { proxy.cache.memorySetAside.rawValue }
+            func one() {
+                charge.begin()
+                charge.end()
+            }
+            // Clients hold 100 requests open, past the half of the capacity, then leave.
+            for _ in 0..<100 { charge.begin() }
+            for _ in 0..<100 { charge.end() }
+            #expect(setAside() == Int64(Self.capacity / 2))
+            clock.advance(by: .seconds(30))
+            one()
+            #expect(setAside() == Int64(Self.capacity / 2), "within the window of the burst")
+            clock.advance(by: .seconds(31))
+            one()
+            #expect(setAside() == Int64(Self.capacity / 2), "the window that ended had the burst")
+            clock.advance(by: WorkingMemoryCharge.window)
+            one()
+            #expect(setAside() == Int64(Self.perRequest), "a window of one request at a time")
+            #expect(charge.peak == 1)
+            // The level grows back into the room given back.
+            for n in 0..<4_000 {
+                proxy.cache.memory.setValue(.body([UInt8](repeating: 1, count: 900)), forKey: "k\(n)", cost: 1_000)
+            }
+            #expect(proxy.cache.memoryUsage.rawValue > Int64(Self.capacity * 9 / 10))
+            // The next burst is charged at once, whatever the window.
+            for _ in 0..<10 { charge.begin() }
+            #expect(setAside() == Int64(10 * Self.perRequest))
+            #expect(proxy.cache.memoryUsage.rawValue <= Int64(Self.capacity - 10 * Self.perRequest))
+            for _ in 0..<10 { charge.end() }
+        }
+    }
+
+    @Test("requests in flight across the end of a window keep their memory set aside")
+    func inFlightAcrossAWindow() async throws {
+        try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in
+            let clock = SteppedClock()
+            let charge = WorkingMemoryCharge(cache: proxy.cache, clock: clock)
+            for _ in 0..<8 { charge.begin() }
+            clock.advance(by: WorkingMemoryCharge.window * 3)
+            charge.begin()
+            charge.end()
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(9 * Self.perRequest), "8 in flight and the ninth")
+            clock.advance(by: WorkingMemoryCharge.window * 3)
+            charge.end()
+            // Windows end only when a request begins: the one that ends here had the ninth.
+            clock.advance(by: WorkingMemoryCharge.window * 3)
+            charge.begin()
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(9 * Self.perRequest))
+            charge.end()
+            clock.advance(by: WorkingMemoryCharge.window)
+            charge.begin()
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(8 * Self.perRequest), "7 still in flight and one")
+            charge.end()
+            for _ in 0..<7 { charge.end() }
+            #expect(charge.current == 0)
+        }
+    }
+
+    @Test("what is set aside follows the most requests in flight within a window, and stops at half the capacity")
     func followsThePeakUpToHalf() async throws {
         try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in
             let charge = proxy.handler.workingMemory

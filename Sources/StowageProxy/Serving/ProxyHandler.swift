@@ -35,7 +35,7 @@ struct ProxyHandler: Sendable {
         self.transport = transport
         self.client = client
         self.metrics = metrics
-        workingMemory = WorkingMemoryCharge(cache: cache)
+        workingMemory = WorkingMemoryCharge(cache: cache, clock: configuration.timeoutClock)
     }
 
     /// The upstream exchange, timed into ``ProxyMetrics/recordUpstreamDuration(_:endedAt:)``;

@@ -1,3 +1,4 @@
+import StowageCore
 import StowageHTTPCache
 import Synchronization
 
@@ -11,35 +12,68 @@ import Synchronization
 /// 105–135 KiB for each connection with a request in flight, release build on Linux:
 /// CachingProxyGuide.md, "Memory"). It is counted from its head until its response's last byte
 /// is written (`ProxyServer`): a body streamed from the upstream or from a file keeps its
-/// buffers and tasks until then. The allocator keeps that memory once the requests are
-/// done, so what is set aside follows the most requests ever in flight at once, never
-/// shrinking, up to half the capacity (`HTTPCache.setAsideMemory(_:)`). Memory hits answered on
-/// the event loop do not come here: they hold nothing past their write.
+/// buffers and tasks until then. Memory hits answered on the event loop do not come here: they
+/// hold nothing past their write.
+///
+/// What is set aside (`HTTPCache.setAsideMemory(_:)`, up to half the capacity) rises at once
+/// with the most requests in flight, and falls only when a ``window`` has passed without that
+/// many: to the most of the window that ended. So a burst keeps its memory set aside for one to
+/// two windows, long enough for the next burst of a steady load, and a burst that is over
+/// (hostile clients holding requests open, then leaving) gives the level its room back. The
+/// memory the burst's requests freed stays with the allocator and is what the level grows back
+/// into, so the peak does not rise for it.
 final class WorkingMemoryCharge: Sendable {
     /// What one request in flight is charged: the top of the measured 105–135 KiB.
     static let bytesPerRequest = 128 * 1024
+    /// How long the most requests in flight at once is kept set aside after it passes.
+    static let window: Duration = .seconds(60)
 
     private let cache: HTTPCache
+    /// The time since the charge was made, on the proxy's clock.
+    private let elapsed: @Sendable () -> Duration
     private let inFlight = Atomic<Int>(0)
-    /// The most requests in flight at once so far; read without the lock on every request.
-    private let mostInFlight = Atomic<Int>(0)
-    /// Held while the amount set aside moves up, so two requests that each raise the most in
-    /// flight set the amounts aside in order.
-    private let raising = Mutex<Void>(())
+    /// The requests whose memory is set aside now; read without the lock on every request.
+    private let setAsideFor = Atomic<Int>(0)
+    /// The most requests in flight at once since the current window began.
+    private let windowMost = Atomic<Int>(0)
+    /// When the current window ends, in nanoseconds of ``elapsed``.
+    private let windowEnd = Atomic<Int64>(WorkingMemoryCharge.window.saturatingNanoseconds)
+    /// Held while the amount set aside moves, so that moves are made in order.
+    private let moving = Mutex<Void>(())
     /// The most requests whose memory fits in what the cache sets aside (half its capacity).
     private let mostCharged: Int
 
-    init(cache: HTTPCache) {
+    /// - Parameter clock: Where the ``window`` is measured (the proxy's `timeoutClock`).
+    init(cache: HTTPCache, clock: any Clock<Duration>) {
         self.cache = cache
         mostCharged = HTTPCache.mostSetAside(of: cache.configuration.memoryCapacity) / Self.bytesPerRequest + 1
+        elapsed = Self.stopwatch(clock)
     }
 
-    /// Counts a request in flight, until ``end()``; the first time this many are in flight,
-    /// sets their memory aside.
+    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let start = clock.now
+        return { start.duration(to: clock.now) }
+    }
+
+    /// Counts a request in flight, until ``end()``: sets aside the memory of more requests when
+    /// more are in flight than it is set aside for, and ends the window when it is over.
     func begin() {
         let count = inFlight.wrappingAdd(1, ordering: .relaxed).newValue
-        if count > mostInFlight.load(ordering: .relaxed), count <= mostCharged {
+        var most = windowMost.load(ordering: .relaxed)
+        while count > most {
+            let (exchanged, original) = windowMost.compareExchange(
+                expected: most,
+                desired: count,
+                ordering: .relaxed
+            )
+            if exchanged { break }
+            most = original
+        }
+        if count > setAsideFor.load(ordering: .relaxed), count <= mostCharged {
             raise(to: count)
+        }
+        if elapsed().saturatingNanoseconds >= windowEnd.load(ordering: .relaxed) {
+            endWindow()
         }
     }
 
@@ -48,18 +82,35 @@ final class WorkingMemoryCharge: Sendable {
         inFlight.wrappingSubtract(1, ordering: .relaxed)
     }
 
-    /// The most requests in flight at once so far, counted up to the most whose memory is
-    /// charged (past half the capacity it stays there).
-    var peak: Int { mostInFlight.load(ordering: .relaxed) }
+    /// The requests whose memory is set aside now: the most in flight at once in the current
+    /// window and the one before, up to the most whose memory is charged.
+    var peak: Int { setAsideFor.load(ordering: .relaxed) }
 
     /// The requests in flight now.
     var current: Int { inFlight.load(ordering: .relaxed) }
 
     private func raise(to count: Int) {
-        raising.withLock { _ in
-            guard count > mostInFlight.load(ordering: .relaxed) else { return }
-            mostInFlight.store(count, ordering: .relaxed)
+        moving.withLock { _ in
+            guard count > setAsideFor.load(ordering: .relaxed) else { return }
+            setAsideFor.store(count, ordering: .relaxed)
             cache.setAsideMemory(count * Self.bytesPerRequest)
+        }
+    }
+
+    /// Starts the next window, and sets aside no more than the most requests in flight at once
+    /// in the one that ended (or in flight now, if more).
+    private func endWindow() {
+        moving.withLock { _ in
+            let now = elapsed().saturatingNanoseconds
+            guard now >= windowEnd.load(ordering: .relaxed) else { return }
+            let inFlightNow = inFlight.load(ordering: .relaxed)
+            let most = min(max(windowMost.load(ordering: .relaxed), inFlightNow), mostCharged)
+            windowMost.store(inFlightNow, ordering: .relaxed)
+            let window = Self.window.saturatingNanoseconds
+            windowEnd.store(now > Int64.max - window ? Int64.max : now + window, ordering: .relaxed)
+            guard most < setAsideFor.load(ordering: .relaxed) else { return }
+            setAsideFor.store(most, ordering: .relaxed)
+            cache.setAsideMemory(most * Self.bytesPerRequest)
         }
     }
 }
