@@ -311,6 +311,42 @@ import Testing
         }
     }
 
+    @Test("a request that begins on another thread while a window ends keeps its memory set aside")
+    func beginRacingTheEndOfAWindow() async throws {
+        try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in
+            let rounds = 40_000
+            var below = 0
+            for round in 0..<rounds {
+                let clock = SteppedClock()
+                let charge = WorkingMemoryCharge(cache: proxy.cache, clock: clock)
+                // 20 set aside from a burst two windows back, and a window of one request since.
+                for _ in 0..<20 { charge.begin() }
+                for _ in 0..<20 { charge.end() }
+                clock.advance(by: WorkingMemoryCharge.window)
+                charge.begin()
+                charge.end()
+                clock.advance(by: WorkingMemoryCharge.window)
+                // Two requests begin at once: one of them ends the window and lowers what is set
+                // aside, the other must still find its memory set aside. The second starts a
+                // little later each round, to fall in the lowering some rounds.
+                let ready = Atomic<Int>(0)
+                DispatchQueue.concurrentPerform(iterations: 2) { worker in
+                    ready.wrappingAdd(1, ordering: .sequentiallyConsistent)
+                    while ready.load(ordering: .sequentiallyConsistent) < 2 {}
+                    for _ in 0..<(worker == 0 ? 0 : round % 400) {
+                        ready.wrappingAdd(1, ordering: .relaxed)
+                    }
+                    charge.begin()
+                }
+                if charge.peak < charge.current { below += 1 }
+                charge.end()
+                charge.end()
+                #expect(charge.current == 0)
+            }
+            #expect(below == 0, "set aside for fewer requests than in flight in \(below) of \(rounds) rounds")
+        }
+    }
+
     @Test("what is set aside follows the most requests in flight within a window, and stops at half the capacity")
     func followsThePeakUpToHalf() async throws {
         try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in

@@ -58,18 +58,11 @@ final class WorkingMemoryCharge: Sendable {
     /// Counts a request in flight, until ``end()``: sets aside the memory of more requests when
     /// more are in flight than it is set aside for, and ends the window when it is over.
     func begin() {
-        let count = inFlight.wrappingAdd(1, ordering: .relaxed).newValue
-        var most = windowMost.load(ordering: .relaxed)
-        while count > most {
-            let (exchanged, original) = windowMost.compareExchange(
-                expected: most,
-                desired: count,
-                ordering: .relaxed
-            )
-            if exchanged { break }
-            most = original
-        }
-        if count > setAsideFor.load(ordering: .relaxed), count <= mostCharged {
+        // Sequentially consistent, against the lowering in `endWindow()`: either this request
+        // reads the lowered amount and raises it, or the lowering reads this request in flight.
+        let count = inFlight.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue
+        recordInWindow(count)
+        if count > setAsideFor.load(ordering: .sequentiallyConsistent), count <= mostCharged {
             raise(to: count)
         }
         if elapsed().saturatingNanoseconds >= windowEnd.load(ordering: .relaxed) {
@@ -104,13 +97,35 @@ final class WorkingMemoryCharge: Sendable {
             let now = elapsed().saturatingNanoseconds
             guard now >= windowEnd.load(ordering: .relaxed) else { return }
             let inFlightNow = inFlight.load(ordering: .relaxed)
-            let most = min(max(windowMost.load(ordering: .relaxed), inFlightNow), mostCharged)
-            windowMost.store(inFlightNow, ordering: .relaxed)
+            // Exchanged, not read then stored: a request that begins in between is kept in the
+            // window that ended or in the next.
+            let most = min(max(windowMost.exchange(inFlightNow, ordering: .relaxed), inFlightNow), mostCharged)
             let window = Self.window.saturatingNanoseconds
             windowEnd.store(now > Int64.max - window ? Int64.max : now + window, ordering: .relaxed)
             guard most < setAsideFor.load(ordering: .relaxed) else { return }
-            setAsideFor.store(most, ordering: .relaxed)
-            cache.setAsideMemory(most * Self.bytesPerRequest)
+            setAsideFor.store(most, ordering: .sequentiallyConsistent)
+            // A request that began after `inFlightNow` was read, and read the amount before it
+            // was lowered, did not raise it (a store then a load on each side, as in Dekker's
+            // mutual exclusion): the requests in flight now are counted after the store.
+            let inFlightAfter = inFlight.load(ordering: .sequentiallyConsistent)
+            recordInWindow(inFlightAfter)
+            let lowered = max(most, min(inFlightAfter, mostCharged))
+            setAsideFor.store(lowered, ordering: .relaxed)
+            cache.setAsideMemory(lowered * Self.bytesPerRequest)
+        }
+    }
+
+    /// Raises the most requests in flight at once in the current window to `count`.
+    private func recordInWindow(_ count: Int) {
+        var most = windowMost.load(ordering: .relaxed)
+        while count > most {
+            let (exchanged, original) = windowMost.compareExchange(
+                expected: most,
+                desired: count,
+                ordering: .relaxed
+            )
+            if exchanged { break }
+            most = original
         }
     }
 }
