@@ -347,6 +347,45 @@ import Testing
         }
     }
 
+    @Test("requests beginning and ending on many threads while windows end leave the count at zero and fall back")
+    func manyThreadsAcrossWindows() async throws {
+        try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in
+            let clock = SteppedClock()
+            let charge = WorkingMemoryCharge(cache: proxy.cache, clock: clock)
+            let workers = 4
+            let done = Atomic<Int>(0)
+            let below = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: workers + 1) { worker in
+                if worker == workers {
+                    // Windows end every other step while the workers run.
+                    while done.load(ordering: .relaxed) < workers {
+                        clock.advance(by: WorkingMemoryCharge.window / 2)
+                    }
+                    return
+                }
+                for n in 0..<5_000 {
+                    // Each worker holds up to 8 requests at once, so up to 32 are in flight.
+                    let held = 1 + (n + worker) % 8
+                    for _ in 0..<held { charge.begin() }
+                    if charge.peak < held { below.wrappingAdd(1, ordering: .relaxed) }
+                    for _ in 0..<held { charge.end() }
+                }
+                done.wrappingAdd(1, ordering: .relaxed)
+            }
+            #expect(below.load(ordering: .relaxed) == 0, "set aside for fewer than one worker held")
+            #expect(charge.current == 0)
+            // Two quiet windows of one request each: one request's memory is set aside.
+            clock.advance(by: WorkingMemoryCharge.window)
+            charge.begin()
+            charge.end()
+            clock.advance(by: WorkingMemoryCharge.window)
+            charge.begin()
+            charge.end()
+            #expect(charge.peak == 1)
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(Self.perRequest))
+        }
+    }
+
     @Test("what is set aside follows the most requests in flight within a window, and stops at half the capacity")
     func followsThePeakUpToHalf() async throws {
         try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in

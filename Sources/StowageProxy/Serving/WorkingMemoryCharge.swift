@@ -17,8 +17,9 @@ import Synchronization
 ///
 /// What is set aside (`HTTPCache.setAsideMemory(_:)`, up to half the capacity) rises at once
 /// with the most requests in flight, and falls only when a ``window`` has passed without that
-/// many: to the most of the window that ended. So a burst keeps its memory set aside for one to
-/// two windows, long enough for the next burst of a steady load, and a burst that is over
+/// many: to the most of the window that ended, when the next request begins (windows end only
+/// then). So a burst keeps its memory set aside for one to two windows of requests, long enough
+/// for the next burst of a steady load, and a burst that is over
 /// (hostile clients holding requests open, then leaving) gives the level its room back. The
 /// memory the burst's requests freed stays with the allocator and is what the level grows back
 /// into, so the peak does not rise for it.
