@@ -123,7 +123,9 @@ public final class CachingProxy: Sendable {
         // The cache applies other nodes' invalidations while the proxy serves; it is closed
         // after the group, once the listeners have drained (a graceful shutdown stops the
         // services in reverse order, so the cache's own run would close it under them).
-        var services: [any Service] = [server, CacheInvalidations(cache: cache)]
+        var services: [any Service] = [
+            server, CacheInvalidations(cache: cache), WorkingMemoryWindows(charge: handler.workingMemory),
+        ]
         if let admin = configuration.admin {
             let adminHandler = AdminHandler(
                 cache: cache,

@@ -285,6 +285,32 @@ import Testing
         }
     }
 
+    @Test(
+        "windows end on time with no request to notice them: a proxy answering only on the event loop gets its room back"
+    )
+    func windowsEndWithoutRequests() async throws {
+        try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in
+            let clock = SteppedClock()
+            let charge = WorkingMemoryCharge(cache: proxy.cache, clock: clock)
+            let windows = Task { try await WorkingMemoryWindows(charge: charge).run() }
+            defer { windows.cancel() }
+            for _ in 0..<100 { charge.begin() }
+            for _ in 0..<100 { charge.end() }
+            #expect(proxy.cache.memorySetAside.rawValue == Int64(Self.capacity / 2))
+            // No request begins from here on: only the windows' check ends them.
+            var waited = Duration.zero
+            while waited < WorkingMemoryCharge.window * 2 + .seconds(1) {
+                try await eventually { clock.sleeperCount > 0 }
+                clock.advance(by: WorkingMemoryCharge.window / 4)
+                waited += WorkingMemoryCharge.window / 4
+            }
+            try await eventually { proxy.cache.memorySetAside.rawValue == 0 }
+            #expect(charge.peak == 0)
+            windows.cancel()
+            try await windows.value
+        }
+    }
+
     @Test("requests in flight across the end of a window keep their memory set aside")
     func inFlightAcrossAWindow() async throws {
         try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in

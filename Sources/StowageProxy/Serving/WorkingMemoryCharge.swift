@@ -17,9 +17,9 @@ import Synchronization
 ///
 /// What is set aside (`HTTPCache.setAsideMemory(_:)`, up to half the capacity) rises at once
 /// with the most requests in flight, and falls only when a ``window`` has passed without that
-/// many: to the most of the window that ended, when the next request begins (windows end only
-/// then). So a burst keeps its memory set aside for one to two windows of requests, long enough
-/// for the next burst of a steady load, and a burst that is over
+/// many: to the most of the window that ended, noticed by the next request that begins or by
+/// ``WorkingMemoryWindows`` (every quarter window). So a burst keeps its memory set aside for
+/// one to two windows, long enough for the next burst of a steady load, and a burst that is over
 /// (hostile clients holding requests open, then leaving) gives the level its room back. The
 /// memory the burst's requests freed stays with the allocator and is what the level grows back
 /// into, so the peak does not rise for it.
@@ -30,14 +30,14 @@ final class WorkingMemoryCharge: Sendable {
     static let window: Duration = .seconds(60)
 
     private let cache: HTTPCache
-    /// The time since the charge was made, on the proxy's clock.
-    private let elapsed: @Sendable () -> Duration
+    /// Where the ``window`` is measured: the proxy's `timeoutClock`.
+    let clock: ElapsedClock
     private let inFlight = Atomic<Int>(0)
     /// The requests whose memory is set aside now; read without the lock on every request.
     private let setAsideFor = Atomic<Int>(0)
     /// The most requests in flight at once since the current window began.
     private let windowMost = Atomic<Int>(0)
-    /// When the current window ends, in nanoseconds of ``elapsed``.
+    /// When the current window ends, in nanoseconds of ``clock``.
     private let windowEnd = Atomic<Int64>(WorkingMemoryCharge.window.saturatingNanoseconds)
     /// Held while the amount set aside moves, so that moves are made in order.
     private let moving = Mutex<Void>(())
@@ -48,12 +48,7 @@ final class WorkingMemoryCharge: Sendable {
     init(cache: HTTPCache, clock: any Clock<Duration>) {
         self.cache = cache
         mostCharged = HTTPCache.mostSetAside(of: cache.configuration.memoryCapacity) / Self.bytesPerRequest + 1
-        elapsed = Self.stopwatch(clock)
-    }
-
-    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
-        let start = clock.now
-        return { start.duration(to: clock.now) }
+        self.clock = ElapsedClock(clock)
     }
 
     /// Counts a request in flight, until ``end()``: sets aside the memory of more requests when
@@ -66,7 +61,13 @@ final class WorkingMemoryCharge: Sendable {
         if count > setAsideFor.load(ordering: .sequentiallyConsistent), count <= mostCharged {
             raise(to: count)
         }
-        if elapsed().saturatingNanoseconds >= windowEnd.load(ordering: .relaxed) {
+        endWindowIfDue()
+    }
+
+    /// Ends the current window if it is over: on each request that begins, and from
+    /// ``WorkingMemoryWindows`` for a proxy whose requests the event loop answers.
+    func endWindowIfDue() {
+        if clock.now.saturatingNanoseconds >= windowEnd.load(ordering: .relaxed) {
             endWindow()
         }
     }
@@ -95,7 +96,7 @@ final class WorkingMemoryCharge: Sendable {
     /// in the one that ended (or in flight now, if more).
     private func endWindow() {
         moving.withLock { _ in
-            let now = elapsed().saturatingNanoseconds
+            let now = clock.now.saturatingNanoseconds
             guard now >= windowEnd.load(ordering: .relaxed) else { return }
             let inFlightNow = inFlight.load(ordering: .relaxed)
             // Exchanged, not read then stored: a request that begins in between is kept in the
