@@ -105,7 +105,7 @@ extension DiskCache {
             let openLock = try isOpening.load(ordering: .acquiring) ? nil : LockFile(path: openLockPath)
             try openLock?.lock(.exclusive)
             defer { openLock?.unlock() }
-            if indexResets.load(ordering: .acquiring) != seenResets { return true }
+            if resetRan(since: seenResets) { return true }
             guard try processLock.tryLock(.exclusive) else {
                 // A failed conversion drops the shared lock held (flock(2)); nobody can open the
                 // cache meanwhile, as this handle holds open.lock.

@@ -475,27 +475,27 @@ public final class DiskCache: Sendable {
                 }
             } catch {
                 // A reset removed the file or its directory while it was written.
-                if attempt == 0, indexResets.load(ordering: .acquiring) != resets { continue }
+                if attempt == 0, resetRan(since: resets) { continue }
                 throw error
             }
             switch prepared {
             case .done(let outcome): return outcome
             case .submitted(let entry, let submission):
                 try await commit(entry, forKey: key, submitted: submission)
-                if attempt == 0, Self.fileMayBeGone(entry, resets: resets, now: indexResets) { continue }
+                if attempt == 0, entry.file != nil, resetRan(since: resets) { continue }
                 return .stored
             }
         }
         return .stored
     }
 
-    /// Whether a reset of the damaged index (``recoverFromDamage(_:seenResets:)``) ran since
-    /// `resets` was read, before a store wrote its file: the reset removes every value file, this
-    /// write's too, and its commit, run again on the fresh index, then names a file that is gone
-    /// (the write said `.stored`, the next read missed). Such a write is stored once more, as is
-    /// one whose file or hash directory the reset removed while it was written (`ENOENT`).
-    static func fileMayBeGone(_ entry: DiskCacheIndex.Entry, resets: Int, now: borrowing Atomic<Int>) -> Bool {
-        entry.file != nil && now.load(ordering: .acquiring) != resets
+    /// Whether a reset of the damaged index (``recoverFromDamage(_:seenResets:)``) ran, or was
+    /// running, since ``indexResets`` read `resets`. The reset removes every value file: a store
+    /// that wrote its file before it, and committed on the fresh index, names a file that is gone
+    /// (it said `.stored`, the next read missed), and one whose file or hash directory went while
+    /// it was written fails with `ENOENT`. Such a store is made once more.
+    func resetRan(since resets: Int) -> Bool {
+        indexResets.load(ordering: .acquiring) != resets
     }
 
     /// The synchronous overload of `setData(_:forKey:timeToLive:tag:priority:)`: the same work on
@@ -542,14 +542,14 @@ public final class DiskCache: Sendable {
                 )
             } catch {
                 // A reset removed the file or its directory while it was written.
-                if attempt == 0, indexResets.load(ordering: .acquiring) != resets { continue }
+                if attempt == 0, resetRan(since: resets) { continue }
                 throw error
             }
             switch prepared {
             case .done(let outcome): return outcome
             case .commit(let entry):
                 try commit(entry, forKey: key)
-                if attempt == 0, Self.fileMayBeGone(entry, resets: resets, now: indexResets) { continue }
+                if attempt == 0, entry.file != nil, resetRan(since: resets) { continue }
                 return .stored
             }
         }
@@ -848,24 +848,6 @@ public final class DiskCache: Sendable {
     /// Damage the operation meets goes to the corrupt-index policy
     /// (``recoverFromDamage(_:seenResets:)``); when that empties the index, the operation runs
     /// once more, on the fresh index (a read then misses, a write is stored).
-    /// ``indexCall(_:)-(()->T)`` for a body that suspends; the recovery runs on a lane.
-    func indexCall<T>(_ body: () async throws -> T) async throws -> T {
-        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
-        if storeGeneration.isRetired { throw removedError() }
-        let resets = indexResets.load(ordering: .acquiring)
-        do {
-            return try await body()
-        } catch let error as DatabaseError {
-            guard Self.isDamage(error), await BlockingWork.run({ self.recoverFromDamage(error, seenResets: resets) })
-            else { throw StowageError.index(error, path: index.path) }
-        }
-        do {
-            return try await body()
-        } catch let error as DatabaseError {
-            throw StowageError.index(error, path: index.path)
-        }
-    }
-
     func indexCall<T>(_ body: () throws -> T) throws -> T {
         if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
         if storeGeneration.isRetired { throw removedError() }
@@ -879,6 +861,24 @@ public final class DiskCache: Sendable {
         }
         do {
             return try body()
+        } catch let error as DatabaseError {
+            throw StowageError.index(error, path: index.path)
+        }
+    }
+
+    /// ``indexCall(_:)-(()->T)`` for a body that suspends; the recovery runs on a lane.
+    func indexCall<T>(_ body: () async throws -> T) async throws -> T {
+        if lifecycle.load(ordering: .acquiring) == Lifecycle.closed { throw closedError() }
+        if storeGeneration.isRetired { throw removedError() }
+        let resets = indexResets.load(ordering: .acquiring)
+        do {
+            return try await body()
+        } catch let error as DatabaseError {
+            guard Self.isDamage(error), await BlockingWork.run({ self.recoverFromDamage(error, seenResets: resets) })
+            else { throw StowageError.index(error, path: index.path) }
+        }
+        do {
+            return try await body()
         } catch let error as DatabaseError {
             throw StowageError.index(error, path: index.path)
         }
