@@ -40,6 +40,10 @@ public final class CachingProxy: Sendable {
     let client: UpstreamClient?
     let handler: ProxyHandler
     let metrics: ProxyMetrics
+    /// The working memory of the requests in flight, charged to the cache's memory capacity: the
+    /// server counts a request until its response is written, ``WorkingMemoryWindows`` ends its
+    /// windows.
+    let workingMemory: WorkingMemoryCharge
     /// This proxy's claim on its cache directory (``CacheDirectoryClaim``): taken when the proxy
     /// is made, given up when `run` has closed the cache (or with the proxy, if it never runs).
     private let directoryClaim: Mutex<LockFile?>
@@ -80,6 +84,7 @@ public final class CachingProxy: Sendable {
             client: client,
             metrics: metrics
         )
+        workingMemory = WorkingMemoryCharge(cache: cache, clock: configuration.timeoutClock)
     }
 
     /// Serves until cancelled or, with `handlingSignals`, until SIGINT or SIGTERM; then stops
@@ -100,7 +105,7 @@ public final class CachingProxy: Sendable {
         let server = ProxyServer(
             respond: { await handler.respond(to: $0, interims: $1) },
             hitResponder: LoopHitResponder(handler: handler),
-            workingMemory: handler.workingMemory,
+            workingMemory: workingMemory,
             configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             headTimeout: configuration.requestHeadTimeout,
             keepAliveTimeout: configuration.keepAliveTimeout,
@@ -124,7 +129,7 @@ public final class CachingProxy: Sendable {
         // after the group, once the listeners have drained (a graceful shutdown stops the
         // services in reverse order, so the cache's own run would close it under them).
         var services: [any Service] = [
-            server, CacheInvalidations(cache: cache), WorkingMemoryWindows(charge: handler.workingMemory),
+            server, CacheInvalidations(cache: cache), WorkingMemoryWindows(charge: workingMemory),
         ]
         if let admin = configuration.admin {
             let adminHandler = AdminHandler(

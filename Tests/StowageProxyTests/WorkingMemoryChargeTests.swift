@@ -117,7 +117,7 @@ import Testing
             script: { _ in .init() }
         ) { h in
             let cache = try #require(h.cache)
-            let charge = try #require(h.proxy).handler.workingMemory
+            let charge = try #require(h.proxy).workingMemory
             let port = h.proxyPort
             // One after another: each client has the head and the first chunk of its response,
             // the rest held by the origin, before the next asks.
@@ -168,7 +168,7 @@ import Testing
             script: { _ in .init() }
         ) { h in
             let cache = try #require(h.cache)
-            let charge = try #require(h.proxy).handler.workingMemory
+            let charge = try #require(h.proxy).workingMemory
             let port = h.proxyPort
             let answered = [
                 "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",  // 501
@@ -229,7 +229,7 @@ import Testing
             script: origin.script
         ) { h in
             let cache = try #require(h.cache)
-            let charge = try #require(h.proxy).handler.workingMemory
+            let charge = try #require(h.proxy).workingMemory
             // A miss, then hits answered on the event loop from the bytes kept for them.
             for _ in 0..<3 { #expect(try await h.get("/a").status == 200) }
             #expect(h.origin.requestCount(path: "/a") == 1)
@@ -415,7 +415,7 @@ import Testing
     @Test("what is set aside follows the most requests in flight within a window, and stops at half the capacity")
     func followsThePeakUpToHalf() async throws {
         try await UnrunProxy.with(memoryCapacity: Int64(Self.capacity)) { proxy in
-            let charge = proxy.handler.workingMemory
+            let charge = proxy.workingMemory
             #expect(proxy.cache.memorySetAside.rawValue == 0)
             for _ in 0..<3 { charge.begin() }
             #expect(proxy.cache.memorySetAside.rawValue == Int64(3 * Self.perRequest))
@@ -434,7 +434,7 @@ import Testing
     @Test("many requests beginning at once set aside the memory of the most of them, whatever the order")
     func concurrentBeginnings() async throws {
         try await UnrunProxy.with(memoryCapacity: 64_000_000) { proxy in
-            let charge = proxy.handler.workingMemory
+            let charge = proxy.workingMemory
             let count = 64
             let started = Gate()
             await withTaskGroup(of: Void.self) { group in
@@ -457,7 +457,7 @@ import Testing
     )
     func oddCapacities(_ capacity: Int64, _ directory: Bool) async throws {
         try await UnrunProxy.with(memoryCapacity: capacity, onDisk: directory) { proxy in
-            let charge = proxy.handler.workingMemory
+            let charge = proxy.workingMemory
             for _ in 0..<100 { charge.begin() }
             let expected = min(Int64(100 * Self.perRequest), capacity / 2)
             #expect(proxy.cache.memorySetAside.rawValue == expected)
@@ -470,7 +470,7 @@ import Testing
     @Test("a memory level of a few bytes still serves: nothing is set aside past half of it")
     func tinyCapacity() async throws {
         try await UnrunProxy.with(memoryCapacity: 1) { proxy in
-            let charge = proxy.handler.workingMemory
+            let charge = proxy.workingMemory
             for _ in 0..<10 { charge.begin() }
             #expect(proxy.cache.memorySetAside.rawValue == 0)
             #expect(proxy.cache.memory.configuration.costLimit == 1)

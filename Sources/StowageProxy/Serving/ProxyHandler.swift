@@ -19,9 +19,6 @@ struct ProxyHandler: Sendable {
     /// The client for an `http://` upstream; `nil` for `https://`, which goes through `transport`.
     let client: UpstreamClient?
     let metrics: ProxyMetrics
-    /// The working memory of the requests in flight, charged to the cache's memory capacity
-    /// (by the server, which counts a request until its response is written).
-    let workingMemory: WorkingMemoryCharge
 
     init(
         configuration: ProxyConfiguration,
@@ -35,7 +32,6 @@ struct ProxyHandler: Sendable {
         self.transport = transport
         self.client = client
         self.metrics = metrics
-        workingMemory = WorkingMemoryCharge(cache: cache, clock: configuration.timeoutClock)
     }
 
     /// The upstream exchange, timed into ``ProxyMetrics/recordUpstreamDuration(_:endedAt:)``;
