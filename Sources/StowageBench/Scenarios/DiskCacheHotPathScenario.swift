@@ -46,7 +46,7 @@ struct DiskCacheHotPathScenario: Scenario {
         switch kind {
         case .single(.getAsync): return try await getAsync(context, root: root)
         case .single(.setDeferred): return try setDeferred(context, root: root)
-        case .writers(let count): return try writers(count, context, root: root)
+        case .writers(let count): return try await writers(count, context, root: root)
         case .tasks(let count): return try await tasks(count, context, root: root)
         }
     }
@@ -166,13 +166,16 @@ struct DiskCacheHotPathScenario: Scenario {
         )
     }
 
-    private func writers(_ count: Int, _ context: BenchContext, root: URL) throws -> ScenarioResult {
+    private func writers(_ count: Int, _ context: BenchContext, root: URL) async throws -> ScenarioResult {
         var rates: [String: [Double]] = [:]
         var ok = true
         let repetitions = min(context.iterations, 5)
         for repetition in 0..<repetitions {
             for threads in [1, count] {
-                let (rate, allStored) = try threadRate(threads, in: root.appending(path: "w\(threads)-\(repetition)"))
+                let (rate, allStored) = try await threadRate(
+                    threads,
+                    in: root.appending(path: "w\(threads)-\(repetition)")
+                )
                 rates[threads == 1 ? "1-writer" : "stowage", default: []].append(rate)
                 ok = ok && allStored
             }
@@ -199,7 +202,7 @@ struct DiskCacheHotPathScenario: Scenario {
                 rates[tasks == 1 ? "1-task" : "stowage", default: []].append(rate)
                 ok = ok && allStored
             }
-            let (rate, allStored) = try threadRate(8, in: root.appending(path: "t8threads-\(repetition)"))
+            let (rate, allStored) = try await threadRate(8, in: root.appending(path: "t8threads-\(repetition)"))
             rates["8-threads", default: []].append(rate)
             ok = ok && allStored
         }
@@ -215,49 +218,53 @@ struct DiskCacheHotPathScenario: Scenario {
         )
     }
 
-    /// Sets every key from `threads` threads through the blocking API into a new cache at
-    /// `directory`: the keys per second, and whether every key was stored.
-    private func threadRate(_ threads: Int, in directory: URL) throws -> (Double, Bool) {
-        let keys = keys
-        let value = value
-        let cache = try open(directory)
-        let failures = Atomic<Int>(0)
-        let start = ContinuousClock.now
-        Self.onThreads(threads) { thread in
-            for index in stride(from: thread, to: keys.count, by: threads) {
-                do { try cache.setData(value, forKey: keys[index]) } catch {
-                    failures.add(1, ordering: .relaxed)
-                }
-            }
-        }
-        let rate = Double(keys.count) / Subprocess.seconds(ContinuousClock.now - start)
-        let stored = try cache.usage().count
-        try cache.close()
-        return (rate, failures.load(ordering: .relaxed) == 0 && stored == keys.count)
-    }
-
-    /// ``threadRate(_:in:)`` from `tasks` tasks through the async API.
-    private func taskRate(_ tasks: Int, in directory: URL) async throws -> (Double, Bool) {
-        let keys = keys
-        let value = value
+    /// Sets every key into a new cache at `directory` with `fill`, which returns how many of its
+    /// writes failed: the keys per second, and whether every key was stored.
+    private func setRate(in directory: URL, _ fill: (DiskCache) async -> Int) async throws -> (Double, Bool) {
         let cache = try open(directory)
         let start = ContinuousClock.now
-        let failures = await withTaskGroup(of: Int.self) { group in
-            for task in 0..<tasks {
-                group.addTask {
-                    var failures = 0
-                    for index in stride(from: task, to: keys.count, by: tasks) {
-                        do { try await cache.setData(value, forKey: keys[index]) } catch { failures += 1 }
-                    }
-                    return failures
-                }
-            }
-            return await group.reduce(0, +)
-        }
+        let failures = await fill(cache)
         let rate = Double(keys.count) / Subprocess.seconds(ContinuousClock.now - start)
         let stored = try await cache.usage().count
         try await cache.close()
         return (rate, failures == 0 && stored == keys.count)
+    }
+
+    /// ``setRate(in:_:)`` from `threads` threads of their own through the blocking API.
+    private func threadRate(_ threads: Int, in directory: URL) async throws -> (Double, Bool) {
+        let keys = keys
+        let value = value
+        return try await setRate(in: directory) { cache in
+            let failures = Atomic<Int>(0)
+            Self.onThreads(threads) { thread in
+                for index in stride(from: thread, to: keys.count, by: threads) {
+                    do { try cache.setData(value, forKey: keys[index]) } catch {
+                        failures.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+            return failures.load(ordering: .relaxed)
+        }
+    }
+
+    /// ``setRate(in:_:)`` from `tasks` tasks through the async API.
+    private func taskRate(_ tasks: Int, in directory: URL) async throws -> (Double, Bool) {
+        let keys = keys
+        let value = value
+        return try await setRate(in: directory) { cache in
+            await withTaskGroup(of: Int.self) { group in
+                for task in 0..<tasks {
+                    group.addTask {
+                        var failures = 0
+                        for index in stride(from: task, to: keys.count, by: tasks) {
+                            do { try await cache.setData(value, forKey: keys[index]) } catch { failures += 1 }
+                        }
+                        return failures
+                    }
+                }
+                return await group.reduce(0, +)
+            }
+        }
     }
 
     /// Runs `body(index)` on `count` threads of their own (not a pool that may run fewer at once)
