@@ -277,6 +277,7 @@ let package = Package(
         .executableTarget(
             name: "StowageHTTPFloor",
             dependencies: [
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -12,7 +12,10 @@
 # same HTTP/1 codec and event-loop group, doing nothing else; and against the raw floor, the same
 # server writing the captured bytes as one buffer without NIO's response encoder (as the proxy
 # writes hits it keeps as bytes). "stowage / nio-raw-floor" is the share of what a NIO server can
-# do on this machine that the proxy reaches.
+# do on this machine that the proxy reaches. The many-URL case also runs against the index floor:
+# the raw floor reading each URL's whole captured response from an SQLite table shaped as the
+# proxy's disk index, one indexed SELECT per request, nothing decoded: the floor of answering hits
+# from a disk index that holds the bytes to send.
 #
 # Prints one JSON array on stdout (the bench runner's shape per case: stowage, baselines, ratios,
 # ok, notes, with each server's p99 latency and the proxy's resident memory after the case);
@@ -61,6 +64,7 @@ STOWAGE_PORT=${STOWAGE_PORT:-18103}
 VARNISH_PORT=${VARNISH_PORT:-18104}
 FLOOR_PORT=${FLOOR_PORT:-18105}
 RAW_FLOOR_PORT=${RAW_FLOOR_PORT:-18106}
+INDEX_FLOOR_PORT=${INDEX_FLOOR_PORT:-18107}
 
 log() { echo "proxy-load: $*" >&2; }
 
@@ -82,7 +86,9 @@ NGINX_PID=""
 STOWAGE_PID=""
 FLOOR_PID=""
 RAW_FLOOR_PID=""
+INDEX_FLOOR_PID=""
 cleanup() {
+    stop_child "$INDEX_FLOOR_PID"
     stop_child "$RAW_FLOOR_PID"
     stop_child "$STOWAGE_PID"
     stop_child "$FLOOR_PID"
@@ -199,6 +205,19 @@ FLOOR_PID=$!
 RAW_FLOOR_PID=$!
 for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/floor.out" 2>/dev/null && break; sleep 0.1; done
 for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/raw-floor.out" 2>/dev/null && break; sleep 0.1; done
+# The floor of answering the many URLs from a disk index: the same captured bytes, one row per URL
+# in an SQLite table shaped as the proxy's index, one indexed SELECT per request, written as the
+# raw floor writes (IndexedResponses in Sources/StowageHTTPFloor).
+if [[ " ${CASE_LIST[*]} " == *" $MANY_URLS "* ]]; then
+    log "filling the index floor's table with $URL_COUNT responses"
+    "$FLOOR" --listen "127.0.0.1:$INDEX_FLOOR_PORT" --index-prefix "/items/=$WORK/floor-items.http" \
+        --index-count "$URL_COUNT" --index-file "$WORK/floor-index.sqlite" \
+        > "$WORK/logs/index-floor.out" 2> "$WORK/logs/index-floor.err" &
+    INDEX_FLOOR_PID=$!
+    for _ in $(seq 1 600); do grep -q "listening on" "$WORK/logs/index-floor.out" 2>/dev/null && break; sleep 0.1; done
+    [ "$(curl -s "http://127.0.0.1:$INDEX_FLOOR_PORT/items/$((URL_COUNT - 1))" | md5sum)" \
+        = "$(curl -s "http://127.0.0.1:$STOWAGE_PORT/items/$((URL_COUNT - 1))" | md5sum)" ] || ok=false
+fi
 stowage_big_sum=$(curl -s "http://127.0.0.1:$STOWAGE_PORT/big" | md5sum)
 [ "$(curl -s "http://127.0.0.1:$FLOOR_PORT/big" | md5sum)" = "$stowage_big_sum" ] || ok=false
 [ "$(curl -s "http://127.0.0.1:$RAW_FLOOR_PORT/big" | md5sum)" = "$stowage_big_sum" ] || ok=false
@@ -232,16 +251,20 @@ for name in "${CASE_LIST[@]}"; do
     read -r varnish_rps varnish_p99 <<< "$(run_wrk "$VARNISH_PORT" "$path" "$script")"
     log "$name: wrk against stowage proxy"
     read -r stowage_rps stowage_p99 <<< "$(run_wrk "$STOWAGE_PORT" "$path" "$script")"
-    floor_rps=0 floor_p99=0 raw_rps=0 raw_p99=0
+    floor_rps=0 floor_p99=0 raw_rps=0 raw_p99=0 index_rps=0 index_p99=0
     if [ "$name" != miss-no-store ]; then
         log "$name: wrk against the NIO floor"
         read -r floor_rps floor_p99 <<< "$(run_wrk "$FLOOR_PORT" "$path" "$script")"
         log "$name: wrk against the raw NIO floor"
         read -r raw_rps raw_p99 <<< "$(run_wrk "$RAW_FLOOR_PORT" "$path" "$script")"
     fi
+    if [ "$name" = "$MANY_URLS" ]; then
+        log "$name: wrk against the NIO index floor"
+        read -r index_rps index_p99 <<< "$(run_wrk "$INDEX_FLOOR_PORT" "$path" "$script")"
+    fi
     nginx_rss=$(tree_rss_kib "$(cat "$WORK/nginx.pid")")
     varnish_rss=$(tree_rss_kib "$(cat "$WORK/varnish.pid")")
-    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss")
+    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss $index_rps $index_p99")
 done
 
 python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "${results[@]}" <<'PY'
@@ -263,6 +286,7 @@ for result in results:
     floor, floor_p99 = float(figures[7]), float(figures[8])
     raw_floor, raw_floor_p99 = float(figures[9]), float(figures[10])
     nginx_rss, varnish_rss = int(figures[11]), int(figures[12])
+    index_floor, index_floor_p99 = float(figures[13]), float(figures[14])
     baselines = {"nginx": nginx, "varnish": varnish}
     ratios = {
         "nginx": round(stowage / nginx, 3) if nginx else None,
@@ -277,6 +301,10 @@ for result in results:
         baselines["nio-raw-floor"] = raw_floor
         ratios["nio-raw-floor"] = round(stowage / raw_floor, 3)
         p99["nio-raw-floor"] = raw_floor_p99
+    if index_floor:
+        baselines["nio-index-floor"] = index_floor
+        ratios["nio-index-floor"] = round(stowage / index_floor, 3)
+        p99["nio-index-floor"] = index_floor_p99
     documents.append({
         "name": f"proxy-load.{name}",
         "unit": "req/s",
@@ -286,6 +314,7 @@ for result in results:
         "ratios": ratios,
         "floor_vs_nginx": round(floor / nginx, 3) if floor and nginx else None,
         "raw_floor_vs_nginx": round(raw_floor / nginx, 3) if raw_floor and nginx else None,
+        "index_floor_vs_nginx": round(index_floor / nginx, 3) if index_floor and nginx else None,
         "p99_ms": p99,
         "p99_ratio_nginx": round(stowage_p99 / nginx_p99, 3) if nginx_p99 else None,
         "stowage_rss_mib": round(rss / 1024, 1),
@@ -298,7 +327,9 @@ for result in results:
                  f"built-in VCL and -s malloc; stowage --memory-capacity {memory_capacity}, resident memory after the case "
                  f"(nginx: master and workers; varnish: manager and worker); "
                  f"nio-floor = the proxy's captured responses answered from memory by a bare SwiftNIO HTTP/1 server; "
-                 f"nio-raw-floor = the same, written as the captured bytes without NIO's response encoder",
+                 f"nio-raw-floor = the same, written as the captured bytes without NIO's response encoder"
+                 + (f"; nio-index-floor = the raw floor reading each URL's whole captured response from an SQLite "
+                    f"table shaped as the proxy's index, one indexed SELECT per request" if index_floor else ""),
     })
 print(json.dumps(documents, indent=2))
 PY
