@@ -6,6 +6,8 @@
 //                                                (10 ms batches), flushed before "done"
 //   StowageTestWorker cache verify DIR FIRST COUNT    prints "present P missing M wrong W"
 //   StowageTestWorker cache clear DIR 0 0             removes every value (another process's clear)
+//   StowageTestWorker cache remove DIR KEY            removes KEY through a HybridCache<String>
+//   StowageTestWorker cache remove-tagged DIR TAG     removes the values tagged TAG through one
 //   StowageTestWorker cache write-hard DIR FIRST COUNT   writes as `write`, 2 ms apart, into a cache
 //                                                with a hard 16 MB limit (trimmed to 12 MB),
 //                                                printing "committed N T" after each, T being the
@@ -49,6 +51,7 @@ func value(for number: Int) -> Data {
 enum CacheWorkerCommand {
     static func run(_ arguments: [String]) {
         if arguments.count > 1, arguments[1] == "overwrite" { overwrite(arguments) }
+        if arguments.count == 4, arguments[1] == "remove" || arguments[1] == "remove-tagged" { remove(arguments) }
         guard arguments.count == 5, let first = Int(arguments[3]), let count = Int(arguments[4]) else {
             fail(
                 "usage: StowageTestWorker cache write|write-async|write-deferred|write-hard|verify|clear DIR FIRST COUNT"
@@ -136,6 +139,34 @@ enum CacheWorkerCommand {
 }
 
 extension CacheWorkerCommand {
+    /// `remove DIR KEY` / `remove-tagged DIR TAG`: removes through a `HybridCache<String>` of
+    /// its own on DIR, as another process sharing the directory would (an app's extension), and
+    /// prints `removed`.
+    static func remove(_ arguments: [String]) -> Never {
+        let directory = URL(filePath: arguments[2], directoryHint: .isDirectory)
+        let finished = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                let cache = HybridCache(
+                    memory: try MemoryCache<String, String>(configuration: .init(costLimit: 1 << 20)),
+                    disk: try DiskCache(directory: directory),
+                    serializer: StringSerializer()
+                )
+                if arguments[1] == "remove" {
+                    try await cache.removeValue(forKey: arguments[3])
+                } else {
+                    _ = try await cache.removeAll(tagged: arguments[3])
+                }
+                say("removed")
+            } catch {
+                fail("\(error)")
+            }
+            finished.signal()
+        }
+        finished.wait()
+        exit(0)
+    }
+
     /// `overwrite DIR DELAY_MS LOG KEYS FIRST_VERSION`: the writer of the deferred-durability crash
     /// tests, which kill it at a random moment and check the cache against LOG.
     ///

@@ -11,6 +11,9 @@ import StowageTestSupport
 /// `malloc` holds beyond what it held before the cache was opened (``HeapInUse``), and what the
 /// memory level charged at the end.
 ///
+/// `StowageTestWorker http-cache invalidate DIR URL`: invalidates URL through an `HTTPCache` of
+/// its own on DIR and prints `invalidated` (or `not stored`).
+///
 /// `StowageTestWorker http-cache memory-only`: uses `HTTPCache.shared` and a cache opened with
 /// no directory (store, hit, remove, purge, memory pressure), so that the parent, which runs it
 /// with its working directory, `HOME` and `TMPDIR` in an empty directory, can check that no file
@@ -26,8 +29,18 @@ enum HTTPCacheWorkerCommand {
             }
             return
         }
+        if arguments.count == 4, arguments[1] == "invalidate" {
+            do {
+                // Another process on the same directory (an app's extension, a command-line tool).
+                let cache = try HTTPCache(directory: URL(filePath: arguments[2], directoryHint: .isDirectory))
+                say(try await cache.invalidate(url: arguments[3]) ? "invalidated" : "not stored")
+            } catch {
+                fail("\(error)")
+            }
+            return
+        }
         guard arguments.count == 2, arguments[1] == "memory-only" else {
-            fail("usage: StowageTestWorker http-cache memory-only | heap CAPACITY URLS")
+            fail("usage: StowageTestWorker http-cache memory-only | heap CAPACITY URLS | invalidate DIR URL")
         }
         do {
             try await exercise(HTTPCache.shared)

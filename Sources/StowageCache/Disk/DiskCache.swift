@@ -28,6 +28,9 @@ import Synchronization
 ///   memory): every handle, in every process, sees it before its next read, and memory tiers
 ///   over the cache drop what they hold. A handle whose directory is deleted (a user wipe, a
 ///   cleaner) sees it retired: ``isRemoved``, reads miss, writes throw `.notFound`.
+/// - Memory tiers over the cache (``HybridCache``, the HTTP cache) count their removals in a
+///   second shared counter (`.stowage-removals`): a removal, purge or invalidation through one of
+///   them empties the memory of every other before its next read, in every process.
 /// - Reads record the access time in memory and write them to the index in batches, so a read
 ///   costs one indexed `SELECT`.
 ///
@@ -59,6 +62,9 @@ public final class DiskCache: Sendable {
     /// What this handle last saw of ``storeGeneration``: staged writes from before a clear are
     /// dropped when it moves.
     let generationWatch: GenerationWatch
+    /// Advanced by memory tiers over this cache when they remove values, in any process; each
+    /// tier empties its memory when another's removal moves it (``RemovalWatch``).
+    package let storeRemovals: StoreRemovals
     /// Shares transactions between writers that commit at the same time.
     let commits: DiskCacheCommitQueue
     /// Writes not committed yet; only with ``Durability/deferred(maximumDelay:)``.
@@ -119,6 +125,7 @@ public final class DiskCache: Sendable {
         processLock = lock
         storeGeneration = try StoreGeneration(directory: root)
         generationWatch = GenerationWatch(storeGeneration)
+        storeRemovals = try StoreRemovals(directory: root)
         files = try DiskCacheFiles(root: root, synchronous: configuration.synchronousWrites)
         index = try Self.openIndex(
             path: Self.indexPath(in: directory),

@@ -34,6 +34,14 @@ import Tracing
 /// next read that sees it moved (``followStoreGeneration()``), and a read or write that began
 /// before the clear keeps nothing in memory.
 ///
+/// **Nor another handle's removal.** Removals and invalidations that reach the disk count
+/// themselves in the store's shared removal count once their disk half is done
+/// (``StoreRemovals``); levels over the same store in another process (or on another handle)
+/// that see it moved by a removal not their own empty memory before their next read, and a
+/// read that began before it keeps nothing in memory. A write does not count: another
+/// handle's memory may serve the value it replaced until it lets it go, as with any two
+/// handles that read at different times.
+///
 /// **Memory alone.** Without a disk level (an HTTP cache in memory only, as
 /// `URLCache(memoryCapacity:diskCapacity: 0, directory: nil)` keeps responses), the same calls
 /// work on memory alone: nothing is written anywhere, and there is no store generation to follow.
@@ -67,6 +75,8 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     let sharedWrites = SharedWriteStripes()
     /// The disk cache's store generation as memory last followed it; `nil` without a disk level.
     private let generationWatch: GenerationWatch?
+    /// The store's removal count as memory last followed it; `nil` without a disk level.
+    private let removalWatch: RemovalWatch?
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
     /// land in the same order on both levels.
     let keyLocks = KeyLocks()
@@ -95,23 +105,42 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         activeTracer = tracer ?? InstrumentationSystem.tracer
         sharedLevel = shared
         generationWatch = disk.map { GenerationWatch($0.storeGeneration) }
+        removalWatch = disk.map { RemovalWatch($0.storeRemovals) }
         shared?.health.whenRecovered { [weak self] in
             Task { await self?.replaySharedWrites() }
         }
     }
 
-    /// Where a read below memory began: the disk cache's store generation and ``changeCount``.
+    /// Where a read below memory began: the disk cache's store generation, the store's removal
+    /// count and ``changeCount``.
     package struct ReadMark: Sendable {
         fileprivate let store: UInt64
+        fileprivate let removals: UInt64
         fileprivate let change: UInt64
     }
 
     /// The disk cache's store generation now; memory is emptied first when the disk cache was
-    /// cleared or removed since the last look. Call it before looking in memory.
+    /// cleared or removed since the last look, or a value was removed from it through another
+    /// handle (``StoreRemovals``). Call it before looking in memory.
     @inline(__always)
     @discardableResult
     package func followStoreGeneration() -> UInt64 {
-        generationWatch?.check { memory.removeAll() } ?? 0
+        followStore().generation
+    }
+
+    /// The store's generation and removal count now, memory emptied first as
+    /// ``followStoreGeneration()`` empties it.
+    @inline(__always)
+    private func followStore() -> (generation: UInt64, removals: UInt64) {
+        let removals = removalWatch?.check { memory.removeAll() } ?? 0
+        return (generationWatch?.check { memory.removeAll() } ?? 0, removals)
+    }
+
+    /// Counts a removal whose disk half is done in the store's shared removal count, so that
+    /// levels over the store elsewhere drop what they hold in memory (this one's memory is
+    /// already without the value).
+    private func announceRemoval() {
+        removalWatch?.advance()
     }
 
     /// Whether the disk cache is still at `generation` (always, without a disk level).
@@ -122,7 +151,8 @@ package final class CacheLevels<Value: Sendable>: Sendable {
 
     /// Marks the start of a read: follows the store generation, then notes ``changeCount``.
     package func beginRead() -> ReadMark {
-        ReadMark(store: followStoreGeneration(), change: changeCount)
+        let store = followStore()
+        return ReadMark(store: store.generation, removals: store.removals, change: changeCount)
     }
 
     /// Puts what a read begun at `mark` found below memory in memory, unless a clear, a removal,
@@ -136,11 +166,12 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         cost: Int,
         readAt mark: ReadMark
     ) -> Bool {
-        guard changeCount == mark.change else { return false }
+        guard changeCount == mark.change, removalWatch?.isCurrent(mark.removals) ?? true else { return false }
         memory.setValue(value, forKey: key, cost: cost)
         // A change that began between the check and the insertion may have dropped the memory
-        // copy before it was there, and a clear may have emptied memory: drop it again.
-        guard changeCount == mark.change, isCurrent(mark.store) else {
+        // copy before it was there, and a clear or another handle's removal may have emptied
+        // memory: drop it again.
+        guard changeCount == mark.change, isCurrent(mark.store), removalWatch?.isCurrent(mark.removals) ?? true else {
             _ = memory.removeValue(forKey: key)
             return false
         }
@@ -281,6 +312,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             defer {
                 noteDiskChanged()
                 _ = memory.removeValue(forKey: key)
+                announceRemoval()
             }
             try await disk?.removeData(forKey: key)
         }
@@ -328,6 +360,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
                 noteDiskChanged()
             }
             _ = memory.removeValue(forKey: key)
+            if includingDisk { announceRemoval() }
         }
     }
 
@@ -347,6 +380,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             noteDiskChanged()
         }
         memory.removeValues { KeyPrefix.covers($0, under: prefix) }
+        if includingDisk { announceRemoval() }
     }
 
     /// Removes the entries stored with `tag` from disk, then their keys from memory.
@@ -354,7 +388,15 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// - Returns: The keys removed.
     package func removeAll(tagged tag: String) async throws -> [String] {
         noteRemoval()
-        let keys = try await disk?.removeAll(tagged: tag) ?? []
+        // Counted even when the disk throws: some of the tagged entries may be gone.
+        defer { announceRemoval() }
+        let keys: [String]
+        do {
+            keys = try await disk?.removeAll(tagged: tag) ?? []
+        } catch {
+            noteDiskChanged()
+            throw error
+        }
         noteDiskChanged()
         for key in keys { _ = memory.removeValue(forKey: key) }
         return keys

@@ -1,0 +1,141 @@
+import Foundation
+import StowageCore
+import StowageTestSupport
+import Testing
+
+@testable import StowageCache
+
+/// A removal through one memory-fronted handle is final for every other handle on the same
+/// directory, in this process or another (`StoreRemovals`): their memory goes before their next
+/// read, and a read that began before the removal keeps nothing. A handle's own removals leave
+/// the rest of its memory alone.
+@Suite("Store removals")
+struct StoreRemovalsTests {
+    private static func hybrid(_ directory: URL) throws -> HybridCache<String> {
+        HybridCache(
+            memory: try MemoryCache(configuration: .init(costLimit: 1 << 20)),
+            disk: try DiskCache(directory: directory),
+            serializer: StringSerializer()
+        )
+    }
+
+    @Test("a removal through another handle is final for this handle's memory tier")
+    func removalThroughAnotherHandle() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let reader = try Self.hybrid(directory)
+        let remover = try Self.hybrid(directory)
+        try await reader.setValue("token", forKey: "session")
+        try await reader.setValue("kept", forKey: "other")
+        #expect(try await reader.value(forKey: "session") == "token")  // in the reader's memory
+        #expect(reader.memory.count == 2)
+        try await remover.removeValue(forKey: "session")
+        #expect(try await reader.value(forKey: "session") == nil)
+        // The rest of the reader's memory went with it; the disk copies are read back.
+        #expect(try await reader.value(forKey: "other") == "kept")
+        #expect(reader.memory.count == 1)
+    }
+
+    @Test("a removal in another process is final here")
+    func removalFromAnotherProcess() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try Self.hybrid(directory)
+        for number in 0..<20 { try await cache.setValue("value \(number)", forKey: "key-\(number)") }
+        #expect(try await cache.value(forKey: "key-3") == "value 3")
+        #expect(try await CacheWorker.run(["remove", directory.path, "key-3"]) == "removed")
+        #expect(try await cache.value(forKey: "key-3") == nil)
+        #expect(try await cache.value(forKey: "key-4") == "value 4")
+    }
+
+    @Test("a sign-out's tagged removal in another process reaches this memory tier")
+    func taggedRemovalFromAnotherProcess() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try Self.hybrid(directory)
+        try await cache.setValue("alice's feed", forKey: "feed", tag: "user:alice")
+        try await cache.setValue("alice's avatar", forKey: "avatar", tag: "user:alice")
+        try await cache.setValue("public", forKey: "banner")
+        #expect(try await cache.value(forKey: "feed") == "alice's feed")
+        #expect(try await CacheWorker.run(["remove-tagged", directory.path, "user:alice"]) == "removed")
+        #expect(try await cache.value(forKey: "feed") == nil)
+        #expect(try await cache.value(forKey: "avatar") == nil)
+        #expect(try await cache.value(forKey: "banner") == "public")
+    }
+
+    @Test("a handle's own removals leave the rest of its memory")
+    func ownRemovalsKeepMemory() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try Self.hybrid(scratch.url.appending(path: "cache"))
+        for number in 0..<10 { try await cache.setValue("value \(number)", forKey: "key-\(number)") }
+        #expect(cache.memory.count == 10)
+        for number in 0..<5 { try await cache.removeValue(forKey: "key-\(number)") }
+        _ = try await cache.removeAll(tagged: "no such tag")
+        #expect(try await cache.value(forKey: "key-9") == "value 9")
+        #expect(cache.memory.count == 5)
+    }
+
+    @Test("a read that began before another handle's removal keeps nothing in memory")
+    func readRacingAnotherHandlesRemoval() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let reader = try Self.hybrid(directory)
+        let remover = try Self.hybrid(directory)
+        try await remover.setValue("old", forKey: "k")
+        // The reader found the disk copy (read begun), then the other handle removed it.
+        let mark = reader.levels.beginRead()
+        try await remover.removeValue(forKey: "k")
+        #expect(!reader.levels.keepInMemory("old", forKey: "k", cost: 3, readAt: mark))
+        #expect(reader.memory.value(forKey: "k") == nil)
+        #expect(try await reader.value(forKey: "k") == nil)
+    }
+
+    @Test("many removals from two handles at once: no value outlives its removal in either memory")
+    func concurrentRemovalsFromTwoHandles() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let first = try Self.hybrid(directory)
+        let second = try Self.hybrid(directory)
+        let keys = (0..<200).map { "key-\($0)" }
+        for key in keys { try await first.setValue(key, forKey: key) }
+        for key in keys { _ = try await second.value(forKey: key) }  // both memories hold them all
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, key) in keys.enumerated() {
+                let remover = index.isMultiple(of: 2) ? first : second
+                group.addTask { try await remover.removeValue(forKey: key) }
+                group.addTask { _ = try await first.value(forKey: key) }
+                group.addTask { _ = try await second.value(forKey: key) }
+            }
+            try await group.waitForAll()
+        }
+        for key in keys {
+            #expect(try await first.value(forKey: key) == nil, "\(key)")
+            #expect(try await second.value(forKey: key) == nil, "\(key)")
+        }
+    }
+
+    @Test("a removals file that is garbled, truncated or a link is replaced, never followed")
+    func damagedRemovalsFileIsReplaced() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appending(path: StoreRemovals.fileName).path
+        let target = scratch.url.appending(path: "elsewhere")
+        try Data("keep me".utf8).write(to: target)
+        for damage in ["garbled", "truncated", "link"] {
+            try? FileManager.default.removeItem(atPath: path)
+            switch damage {
+            case "garbled": try Data(repeating: 0xAB, count: 16).write(to: URL(filePath: path))
+            case "truncated": try Data("STWRMV01".utf8).write(to: URL(filePath: path))
+            default: try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target.path)
+            }
+            let cache = try Self.hybrid(directory)
+            try await cache.setValue("v", forKey: "k")
+            try await cache.removeValue(forKey: "k")
+            let bytes = try Data(contentsOf: URL(filePath: path))
+            #expect(bytes.count == 16, "\(damage)")
+            #expect(bytes.prefix(8) == Data("STWRMV01".utf8), "\(damage)")
+            #expect(try Data(contentsOf: target) == Data("keep me".utf8), "\(damage)")
+        }
+    }
+}
