@@ -96,7 +96,9 @@ struct HTTPFloorServer: ParsableCommand {
                     if let index {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
                         try channel.pipeline.syncOperations.addHandler(
-                            IndexedResponseHandler(index: index, table: table)
+                            RawCapturedResponseHandler { request, loop in
+                                index.response(for: request, on: loop, else: table)
+                            }
                         )
                     } else if raw {
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))

@@ -1,6 +1,7 @@
 import ArgumentParser
 import GRDBSQLite
 import NIOCore
+import NIOHTTP1
 
 /// Responses kept in an SQLite table, one row per URL, each read back with one indexed `SELECT`
 /// per request (`--index-prefix`): the floor of answering a hit from a disk index that holds the
@@ -13,12 +14,12 @@ import NIOCore
 /// decoding, no freshness, no second lookup. Each event loop reads through a connection of
 /// its own, as the proxy's loops read its index without a lock between them.
 final class IndexedResponses: @unchecked Sendable {
-    // @unchecked: each connection and statement is used by one event loop only (`reader(for:)`).
+    // @unchecked: each connection and statement is used by one event loop only (`response(for:on:else:)`).
     private let readers: [ObjectIdentifier: Reader]
     private let prefix: String
 
     /// One connection and its prepared `SELECT`.
-    final class Reader {
+    private final class Reader {
         let connection: OpaquePointer
         let select: OpaquePointer
 
@@ -81,11 +82,13 @@ final class IndexedResponses: @unchecked Sendable {
         self.readers = readers
     }
 
-    /// The reader of `loop`, the loop the caller runs on.
-    func reader(for loop: any EventLoop) -> Reader? { readers[ObjectIdentifier(loop)] }
-
-    /// Whether `path` (a request's path) is one this table answers.
-    func answers(_ path: Substring) -> Bool { path.hasPrefix(prefix) }
+    /// The bytes for `request` when its path is under the prefix, read through `loop`'s reader;
+    /// `table`'s captured response otherwise.
+    func response(for request: HTTPRequestHead, on loop: any EventLoop, else table: CapturedResponses) -> ByteBuffer? {
+        let path = request.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard path.hasPrefix(prefix) else { return table.response(for: request.uri)?.bytes }
+        return readers[ObjectIdentifier(loop)]?.response(forKey: String(path))
+    }
 
     private static func fill(path: String, prefix: String, count: Int, bytes: [UInt8]) throws {
         var connection: OpaquePointer?

@@ -1,31 +1,41 @@
 import NIOCore
 import NIOHTTP1
 
-/// Answers each request with its captured response written as the captured bytes, past any
-/// response encoder (`--raw`); 404 when there is none. Flushes once per read, as
+/// Answers each request with the bytes its lookup gives for it, written past any response
+/// encoder (`--raw`: the captured responses in memory; `--index-prefix`: also an SQLite table,
+/// ``IndexedResponses``); 404 when there are none. Flushes once per read, as
 /// ``CapturedResponseHandler`` does.
 final class RawCapturedResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = IOData
 
-    private let table: CapturedResponses
-    private var current: CapturedResponse?
+    /// The bytes to write for a request, looked up on the channel's event loop.
+    typealias Lookup = (HTTPRequestHead, any EventLoop) -> ByteBuffer?
+
+    private let lookup: Lookup
+    private var current: ByteBuffer?
     private var keepAlive = true
     private static let notFound = ByteBuffer(string: "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
 
-    init(table: CapturedResponses) {
-        self.table = table
+    init(lookup: @escaping Lookup) {
+        self.lookup = lookup
+    }
+
+    /// The captured responses of `table`.
+    convenience init(table: CapturedResponses) {
+        self.init { request, _ in table.response(for: request.uri)?.bytes }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let request):
-            current = table.response(for: request.uri)
+            current = lookup(request, context.eventLoop)
             keepAlive = request.isKeepAlive
         case .body:
             break
         case .end:
-            let bytes = current?.bytes ?? Self.notFound
+            let bytes = current ?? Self.notFound
+            current = nil
             if keepAlive {
                 context.write(wrapOutboundOut(.byteBuffer(bytes)), promise: nil)
             } else {

@@ -9,19 +9,11 @@ import Testing
 /// Clears and removals reach every open handle: memory tiers, staged writes, other processes.
 @Suite("Store generations")
 struct StoreGenerationTests {
-    private static func hybrid(_ directory: URL) throws -> HybridCache<String> {
-        HybridCache(
-            memory: try MemoryCache(configuration: .init(costLimit: 1 << 20)),
-            disk: try DiskCache(directory: directory),
-            serializer: StringSerializer()
-        )
-    }
-
     @Test("a clear through another handle empties this handle's memory tier before its next read")
     func clearReachesMemoryTier() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let reader = try Self.hybrid(directory)
+        let reader = try HybridCache.strings(at: directory)
         let clearer = try DiskCache(directory: directory)
         try await reader.setValue("secret", forKey: "k")
         #expect(try await reader.value(forKey: "k") == "secret")  // now in memory
@@ -38,7 +30,7 @@ struct StoreGenerationTests {
     func clearFromAnotherProcess() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let cache = try Self.hybrid(directory)
+        let cache = try HybridCache.strings(at: directory)
         for number in 0..<50 { try await cache.setValue("value \(number)", forKey: "key-\(number)") }
         #expect(try await cache.value(forKey: "key-7") == "value 7")
         #expect(try await CacheWorker.run(["clear", directory.path, "0", "0"]) == "cleared")
@@ -103,7 +95,7 @@ struct StoreGenerationTests {
         let scratch = try TemporaryDirectory()
         let container = Container(root: scratch.url, identifier: "org.stowage.tests")
         let caches = try await container.directory(for: .caches)
-        let cache = try Self.hybrid(caches.appending(path: "feed"))
+        let cache = try HybridCache.strings(at: caches.appending(path: "feed"))
         try await cache.setValue("v", forKey: "k")
         #expect(try await cache.value(forKey: "k") == "v")
         let manifest = CleanManifest(tasks: [.path("Library/Caches", entries: [])])

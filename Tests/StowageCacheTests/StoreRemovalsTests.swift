@@ -11,20 +11,12 @@ import Testing
 /// the rest of its memory alone.
 @Suite("Store removals")
 struct StoreRemovalsTests {
-    private static func hybrid(_ directory: URL) throws -> HybridCache<String> {
-        HybridCache(
-            memory: try MemoryCache(configuration: .init(costLimit: 1 << 20)),
-            disk: try DiskCache(directory: directory),
-            serializer: StringSerializer()
-        )
-    }
-
     @Test("a removal through another handle is final for this handle's memory tier")
     func removalThroughAnotherHandle() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let reader = try Self.hybrid(directory)
-        let remover = try Self.hybrid(directory)
+        let reader = try HybridCache.strings(at: directory)
+        let remover = try HybridCache.strings(at: directory)
         try await reader.setValue("token", forKey: "session")
         try await reader.setValue("kept", forKey: "other")
         #expect(try await reader.value(forKey: "session") == "token")  // in the reader's memory
@@ -40,7 +32,7 @@ struct StoreRemovalsTests {
     func removalFromAnotherProcess() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let cache = try Self.hybrid(directory)
+        let cache = try HybridCache.strings(at: directory)
         for number in 0..<20 { try await cache.setValue("value \(number)", forKey: "key-\(number)") }
         #expect(try await cache.value(forKey: "key-3") == "value 3")
         #expect(try await CacheWorker.run(["remove", directory.path, "key-3"]) == "removed")
@@ -52,7 +44,7 @@ struct StoreRemovalsTests {
     func taggedRemovalFromAnotherProcess() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let cache = try Self.hybrid(directory)
+        let cache = try HybridCache.strings(at: directory)
         try await cache.setValue("alice's feed", forKey: "feed", tag: "user:alice")
         try await cache.setValue("alice's avatar", forKey: "avatar", tag: "user:alice")
         try await cache.setValue("public", forKey: "banner")
@@ -66,7 +58,7 @@ struct StoreRemovalsTests {
     @Test("a handle's own removals leave the rest of its memory")
     func ownRemovalsKeepMemory() async throws {
         let scratch = try TemporaryDirectory()
-        let cache = try Self.hybrid(scratch.url.appending(path: "cache"))
+        let cache = try HybridCache.strings(at: scratch.url.appending(path: "cache"))
         for number in 0..<10 { try await cache.setValue("value \(number)", forKey: "key-\(number)") }
         #expect(cache.memory.count == 10)
         for number in 0..<5 { try await cache.removeValue(forKey: "key-\(number)") }
@@ -79,8 +71,8 @@ struct StoreRemovalsTests {
     func readRacingAnotherHandlesRemoval() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let reader = try Self.hybrid(directory)
-        let remover = try Self.hybrid(directory)
+        let reader = try HybridCache.strings(at: directory)
+        let remover = try HybridCache.strings(at: directory)
         try await remover.setValue("old", forKey: "k")
         // The reader found the disk copy (read begun), then the other handle removed it.
         let mark = reader.levels.beginRead()
@@ -94,8 +86,8 @@ struct StoreRemovalsTests {
     func concurrentRemovalsFromTwoHandles() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let first = try Self.hybrid(directory)
-        let second = try Self.hybrid(directory)
+        let first = try HybridCache.strings(at: directory)
+        let second = try HybridCache.strings(at: directory)
         let keys = (0..<200).map { "key-\($0)" }
         for key in keys { try await first.setValue(key, forKey: key) }
         for key in keys { _ = try await second.value(forKey: key) }  // both memories hold them all
@@ -129,7 +121,7 @@ struct StoreRemovalsTests {
             case "truncated": try Data("STWRMV01".utf8).write(to: URL(filePath: path))
             default: try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: target.path)
             }
-            let cache = try Self.hybrid(directory)
+            let cache = try HybridCache.strings(at: directory)
             try await cache.setValue("v", forKey: "k")
             try await cache.removeValue(forKey: "k")
             let bytes = try Data(contentsOf: URL(filePath: path))

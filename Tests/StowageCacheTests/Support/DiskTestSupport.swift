@@ -67,3 +67,15 @@ enum CacheWorker {
         return String(last)
     }
 }
+
+extension HybridCache where Value == String {
+    /// A cache of strings on a disk cache at `directory` with 1 MiB of memory in front: the
+    /// handle the store-wide tests (generations, removals) open, often two on one directory.
+    static func strings(at directory: URL) throws -> HybridCache<String> {
+        HybridCache(
+            memory: try MemoryCache(configuration: .init(costLimit: 1 << 20)),
+            disk: try DiskCache(directory: directory),
+            serializer: StringSerializer()
+        )
+    }
+}
