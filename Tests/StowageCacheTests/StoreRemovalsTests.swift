@@ -82,6 +82,43 @@ struct StoreRemovalsTests {
         #expect(try await reader.value(forKey: "k") == nil)
     }
 
+    @Test("a value another handle removes while this one revalidates it is not stored again")
+    func revalidationRacingAnotherHandlesRemoval() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let reader = try HybridCache.strings(at: directory)
+        let remover = try HybridCache.strings(at: directory)
+        try await reader.setValue("cached", forKey: "k")
+        let value = try await reader.value(
+            forKey: "k",
+            timeToLive: .seconds(600),
+            policy: .revalidate { _ in
+                // The source says "not modified" while another process removes the value.
+                try await remover.removeValue(forKey: "k")
+                return .notModified
+            },
+            orLoad: { "loaded" }
+        )
+        #expect(value == "cached")  // the answer of this call, as with a removal after it
+        #expect(try await reader.value(forKey: "k") == nil)
+        #expect(try await remover.value(forKey: "k") == nil, "not written back to disk")
+    }
+
+    @Test("a write whose memory copy lands after another handle's removal does not keep it")
+    func writeRacingAnotherHandlesRemoval() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let writer = try HybridCache.strings(at: directory)
+        let remover = try HybridCache.strings(at: directory)
+        // The other handle's removal commits after this write's disk half, before its memory half.
+        try await writer.levels.write("new", forKey: "k", cost: 3) {
+            try await writer.disk.setData(Data("new".utf8), forKey: "k")
+            try await remover.removeValue(forKey: "k")
+        }
+        #expect(writer.memory.value(forKey: "k") == nil)
+        #expect(try await writer.value(forKey: "k") == nil)
+    }
+
     @Test("many removals from two handles at once: no value outlives its removal in either memory")
     func concurrentRemovalsFromTwoHandles() async throws {
         let scratch = try TemporaryDirectory()

@@ -75,7 +75,7 @@ extension HybridCache {
                     + "use .useCacheElseLoad to load on a miss, or value(forKey:) for an optional result"
             )
         case .revalidate(let revalidate):
-            let changes = (store: levels.followStoreGeneration(), local: levels.changeCount)
+            let changes = (store: levels.followStore(), local: levels.changeCount)
             guard let cached = try await value(forKey: key) else {
                 return try await loadOnce(key: key, timeToLive: timeToLive, load: load)
             }
@@ -98,11 +98,11 @@ extension HybridCache {
     private func stillHolds(
         _ cached: Value,
         forKey key: String,
-        unchangedSince changes: (store: UInt64, local: UInt64)
+        unchangedSince changes: (store: CacheLevels<Value>.StoreMark, local: UInt64)
     ) async throws -> Bool {
-        // Nothing was removed or written through this cache, and no handle cleared the disk
-        // cache, since the read: no need to compare.
-        if levels.changeCount == changes.local, levels.followStoreGeneration() == changes.store { return true }
+        // Nothing was removed or written through this cache, no handle cleared the disk cache and
+        // none removed from it, since the read: no need to compare.
+        if levels.changeCount == changes.local, levels.followStore() == changes.store { return true }
         guard let current = try await value(forKey: key) else { return false }
         return try serializer.encode(current) == serializer.encode(cached)
     }

@@ -114,8 +114,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Where a read below memory began: the disk cache's store generation, the store's removal
     /// count and ``changeCount``.
     package struct ReadMark: Sendable {
-        fileprivate let store: UInt64
-        fileprivate let removals: UInt64
+        fileprivate let store: StoreMark
         fileprivate let change: UInt64
     }
 
@@ -128,12 +127,26 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         followStore().generation
     }
 
+    /// The disk cache's store generation and the store's removal count at one moment: a caller
+    /// that finds them unchanged later knows no clear and no other handle's removal came in
+    /// between (``followStore()``).
+    package struct StoreMark: Equatable, Sendable {
+        fileprivate let generation: UInt64
+        fileprivate let removals: UInt64
+    }
+
     /// The store's generation and removal count now, memory emptied first as
     /// ``followStoreGeneration()`` empties it.
     @inline(__always)
-    private func followStore() -> (generation: UInt64, removals: UInt64) {
+    package func followStore() -> StoreMark {
         let removals = removalWatch?.check { memory.removeAll() } ?? 0
-        return (generationWatch?.check { memory.removeAll() } ?? 0, removals)
+        return StoreMark(generation: generationWatch?.check { memory.removeAll() } ?? 0, removals: removals)
+    }
+
+    /// Whether neither a clear nor a removal was counted since `mark`.
+    @inline(__always)
+    private func isCurrent(_ mark: StoreMark) -> Bool {
+        isCurrent(mark.generation) && removalWatch?.isCurrent(mark.removals) ?? true
     }
 
     /// Counts a removal whose disk half is done in the store's shared removal count, so that
@@ -151,8 +164,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
 
     /// Marks the start of a read: follows the store generation, then notes ``changeCount``.
     package func beginRead() -> ReadMark {
-        let store = followStore()
-        return ReadMark(store: store.generation, removals: store.removals, change: changeCount)
+        ReadMark(store: followStore(), change: changeCount)
     }
 
     /// Puts what a read begun at `mark` found below memory in memory, unless a clear, a removal,
@@ -166,12 +178,12 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         cost: Int,
         readAt mark: ReadMark
     ) -> Bool {
-        guard changeCount == mark.change, removalWatch?.isCurrent(mark.removals) ?? true else { return false }
+        guard changeCount == mark.change, isCurrent(mark.store) else { return false }
         memory.setValue(value, forKey: key, cost: cost)
         // A change that began between the check and the insertion may have dropped the memory
         // copy before it was there, and a clear or another handle's removal may have emptied
         // memory: drop it again.
-        guard changeCount == mark.change, isCurrent(mark.store), removalWatch?.isCurrent(mark.removals) ?? true else {
+        guard changeCount == mark.change, isCurrent(mark.store) else {
             _ = memory.removeValue(forKey: key)
             return false
         }
@@ -223,7 +235,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         keepsInMemory: Bool,
         toDisk writeToDisk: () async throws -> Void
     ) async throws {
-        let storeGeneration = followStoreGeneration()
+        let store = followStore()
         do {
             try await writeToDisk()
         } catch {
@@ -238,7 +250,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             return
         }
         memory.setValue(value, forKey: key, cost: cost, timeToLive: timeToLive)
-        if !isCurrent(storeGeneration) { _ = memory.removeValue(forKey: key) }
+        // A clear, or a removal through another handle (perhaps of this key, committed on disk
+        // after this write), came in between: the disk may no longer hold the value.
+        if !isCurrent(store) { _ = memory.removeValue(forKey: key) }
     }
 
     /// Removals, invalidations and writes begun so far (``beginRead()`` notes it).
