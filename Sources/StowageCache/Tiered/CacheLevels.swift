@@ -155,6 +155,15 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         return ReadMark(store: store.generation, removals: store.removals, change: changeCount)
     }
 
+    /// Whether nothing changed since `mark`: no removal, invalidation or write through these
+    /// levels, no clear of the disk cache, and no removal through another handle, in this
+    /// process or another (``StoreRemovals``); memory is emptied first when another's removal
+    /// moved the count, as before any read.
+    package func isUnchanged(since mark: ReadMark) -> Bool {
+        let store = followStore()
+        return changeCount == mark.change && store.generation == mark.store && store.removals == mark.removals
+    }
+
     /// Puts what a read begun at `mark` found below memory in memory, unless a clear, a removal,
     /// an invalidation or a write came in between (the copy it read may be gone or old).
     ///
