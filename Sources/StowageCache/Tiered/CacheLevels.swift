@@ -77,6 +77,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     private let generationWatch: GenerationWatch?
     /// The store's removal count as memory last followed it; `nil` without a disk level.
     private let removalWatch: RemovalWatch?
+    /// Run, after memory is emptied, when another handle's removal is seen
+    /// (``whenOthersRemove(_:)``).
+    private let othersRemovalAction = Mutex<(@Sendable () -> Void)?>(nil)
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
     /// land in the same order on both levels.
     let keyLocks = KeyLocks()
@@ -132,7 +135,11 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// ``followStoreGeneration()`` empties it.
     @inline(__always)
     private func followStore() -> (generation: UInt64, removals: UInt64) {
-        let removals = removalWatch?.check { memory.removeAll() } ?? 0
+        let removals =
+            removalWatch?.check {
+                memory.removeAll()
+                othersRemovalAction.withLock { $0 }?()
+            } ?? 0
         return (generationWatch?.check { memory.removeAll() } ?? 0, removals)
     }
 
@@ -153,6 +160,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     package func beginRead() -> ReadMark {
         let store = followStore()
         return ReadMark(store: store.generation, removals: store.removals, change: changeCount)
+    }
+
+    /// Runs `action` each time a look at the store finds a removal through another handle, in
+    /// this process or another, after memory is emptied: the HTTP cache then takes it as an
+    /// invalidation of everything, so a response fetched before it is not stored after it.
+    package func whenOthersRemove(_ action: @escaping @Sendable () -> Void) {
+        othersRemovalAction.withLock { $0 = action }
     }
 
     /// Whether nothing changed since `mark`: no removal, invalidation or write through these
