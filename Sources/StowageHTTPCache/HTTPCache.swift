@@ -152,6 +152,10 @@ public final class HTTPCache: Sendable {
         openStore =
             mode == .memoryOnly ? OpenStores.process.register("HTTPCache '\(configuration.name)' (memory only)") : nil
         openStore?.whenCleared { [weak self] in try await self?.removeAll() }
+
+        // A removal or invalidation through another handle (another process on the directory)
+        // is final here too: fetches under way then store nothing.
+        levels.whenOthersRemove { [invalidations] in invalidations.noteRemovedElsewhere() }
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.

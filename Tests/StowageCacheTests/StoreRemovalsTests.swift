@@ -82,28 +82,6 @@ struct StoreRemovalsTests {
         #expect(try await reader.value(forKey: "k") == nil)
     }
 
-    @Test("a value another handle removes while this one revalidates it is not stored again")
-    func revalidationRacingAnotherHandlesRemoval() async throws {
-        let scratch = try TemporaryDirectory()
-        let directory = scratch.url.appending(path: "cache")
-        let reader = try HybridCache.strings(at: directory)
-        let remover = try HybridCache.strings(at: directory)
-        try await reader.setValue("cached", forKey: "k")
-        let value = try await reader.value(
-            forKey: "k",
-            timeToLive: .seconds(600),
-            policy: .revalidate { _ in
-                // The source says "not modified" while another process removes the value.
-                try await remover.removeValue(forKey: "k")
-                return .notModified
-            },
-            orLoad: { "loaded" }
-        )
-        #expect(value == "cached")  // the answer of this call, as with a removal after it
-        #expect(try await reader.value(forKey: "k") == nil)
-        #expect(try await remover.value(forKey: "k") == nil, "not written back to disk")
-    }
-
     @Test("a write whose memory copy lands after another handle's removal does not keep it")
     func writeRacingAnotherHandlesRemoval() async throws {
         let scratch = try TemporaryDirectory()
@@ -166,5 +144,99 @@ struct StoreRemovalsTests {
             #expect(bytes.prefix(8) == Data("STWRMV01".utf8), "\(damage)")
             #expect(try Data(contentsOf: target) == Data("keep me".utf8), "\(damage)")
         }
+    }
+
+    @Test("a revalidation in flight while another process removes the value does not store it back")
+    func revalidationRacingRemovalInAnotherProcess() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        let cache = try Self.hybrid(directory)
+        try await cache.setValue("token", forKey: "session")
+        let path = directory.path
+        // The source says "not modified" after another process (a sign-out in the app's
+        // extension) removed the value: keeping it would store the removed value back.
+        let kept = try await cache.value(
+            forKey: "session",
+            timeToLive: .seconds(600),
+            policy: .revalidate { _ in
+                let said = try await CacheWorker.run(["remove", path, "session"])
+                return said == "removed" ? .notModified : .modified(said)
+            },
+            orLoad: { "loaded" }
+        )
+        #expect(kept == "token")
+        #expect(try await cache.value(forKey: "session") == nil)
+        let other = try Self.hybrid(directory)
+        #expect(try await other.value(forKey: "session") == nil)
+    }
+
+    @Test("a storm of own removals from many tasks never empties the rest of this handle's memory")
+    func ownRemovalStormKeepsMemory() async throws {
+        let scratch = try TemporaryDirectory()
+        let cache = try Self.hybrid(scratch.url.appending(path: "cache"))
+        let kept = (0..<50).map { "kept-\($0)" }
+        let removed = (0..<400).map { "gone-\($0)" }
+        for key in kept + removed { try await cache.setValue(key, forKey: key) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for key in removed {
+                group.addTask { try await cache.removeValue(forKey: key) }
+                group.addTask { _ = try await cache.value(forKey: kept[abs(key.hashValue) % kept.count]) }
+            }
+            group.addTask { _ = try await cache.removeAll(tagged: "no such tag") }
+            try await group.waitForAll()
+        }
+        #expect(cache.memory.count == kept.count)
+        for key in kept { #expect(cache.memory.value(forKey: key) == key, "\(key)") }
+    }
+
+    @Test("a removals file that is a directory, a FIFO, or not writable fails the open with its path")
+    func unusableRemovalsFile() async throws {
+        let scratch = try TemporaryDirectory()
+        for kind in ["fifo", "directory", "read-only"] {
+            let directory = scratch.url.appending(path: kind)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let path = directory.appending(path: StoreRemovals.fileName).path
+            switch kind {
+            case "fifo": #expect(mkfifo(path, 0o600) == 0)
+            case "directory": try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+            default:
+                try Data("STWRMV01".utf8 + [UInt8](repeating: 0, count: 8)).write(to: URL(filePath: path))
+                try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: path)
+            }
+            do {
+                let cache = try Self.hybrid(directory)
+                // Opened: a FIFO is replaced by a fresh file; root may write a read-only file.
+                try await cache.setValue("v", forKey: "k")
+                try await cache.removeValue(forKey: "k")
+                let bytes = try Data(contentsOf: URL(filePath: path))
+                #expect(bytes.count == 16, "\(kind)")
+            } catch {
+                #expect(kind != "fifo", "\(error)")
+                #expect("\(error)".contains(StoreRemovals.fileName), "\(kind): \(error)")
+            }
+        }
+    }
+
+    @Test("a removal count that wraps past UInt64.max still tells own removals from others'")
+    func countWrapsAround() async throws {
+        let scratch = try TemporaryDirectory()
+        let directory = scratch.url.appending(path: "cache")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var count = UInt64.max - 1
+        let bytes = Data("STWRMV01".utf8) + withUnsafeBytes(of: &count) { Data($0) }
+        try bytes.write(to: directory.appending(path: StoreRemovals.fileName))
+        let reader = try Self.hybrid(directory)
+        let remover = try Self.hybrid(directory)
+        for key in ["a", "b", "c", "d"] { try await reader.setValue(key, forKey: key) }
+        // Own removals across the wrap keep the rest of memory.
+        try await reader.removeValue(forKey: "a")
+        try await reader.removeValue(forKey: "b")
+        reader.levels.followStoreGeneration()
+        #expect(reader.memory.count == 2)
+        // Another handle's removal after the wrap still empties it.
+        try await remover.removeValue(forKey: "c")
+        #expect(try await reader.value(forKey: "c") == nil)
+        #expect(reader.memory.value(forKey: "d") == nil)
+        #expect(try await reader.value(forKey: "d") == "d")
     }
 }

@@ -57,4 +57,40 @@ struct CrossProcessInvalidationTests {
             try await cache.close()
         }
     }
+
+    /// Runs `http-cache invalidate DIR URL` in another process; what it printed.
+    private static func invalidateInAnotherProcess(_ directory: String, _ url: String) async throws -> String {
+        let process = TestWorker.process("http-cache", ["invalidate", directory, url])
+        let output = childPipe()
+        process.standardOutput = output
+        try process.run()
+        let printed = await BlockingWork.run { output.fileHandleForReading.readDataToEndOfFile() }
+        #expect(process.waitForExitReliably() == ChildExit(status: 0, wasSignaled: false))
+        return String(decoding: printed, as: UTF8.self)
+    }
+
+    @Test("a response requested before another process invalidates its URL is served, not stored")
+    func fetchInFlightDuringInvalidationFromAnotherProcess() async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let directory = root.appending(path: "http").path
+            let cache = try makeCache(root, clock: clock)
+            // The origin answers with what it had, then the other process (an app's extension
+            // after a POST) invalidates the URL before the answer arrives here: as an
+            // invalidation of this process's own, it keeps the older answer from being stored.
+            let fetch: HTTPFetch = { _, _ in
+                let printed = try await Self.invalidateInAnotherProcess(directory, "http://origin.test/resource")
+                #expect(printed == "not stored\n")
+                let (response, body) = ok("version 1", Self.fresh, clock: clock)
+                return (response, HTTPBody(bytes: body))
+            }
+            #expect(try await text(try await cache.respond(to: request(), fetch: fetch)) == "version 1")
+            let origin = TestOrigin { _, _ in ok("version 2", Self.fresh, clock: clock) }
+            let again = try await cache.respond(to: request(), fetch: origin.fetch)
+            #expect(again.outcome != .hit)
+            #expect(try await text(again) == "version 2")
+            #expect(origin.count == 1)
+            try await cache.close()
+        }
+    }
 }

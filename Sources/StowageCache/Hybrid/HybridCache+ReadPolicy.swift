@@ -75,13 +75,13 @@ extension HybridCache {
                     + "use .useCacheElseLoad to load on a miss, or value(forKey:) for an optional result"
             )
         case .revalidate(let revalidate):
-            let changes = (store: levels.followStore(), local: levels.changeCount)
+            let mark = levels.beginRead()
             guard let cached = try await value(forKey: key) else {
                 return try await loadOnce(key: key, timeToLive: timeToLive, load: load)
             }
             switch try await revalidate(cached) {
             case .notModified:
-                if let timeToLive, try await stillHolds(cached, forKey: key, unchangedSince: changes) {
+                if let timeToLive, try await stillHolds(cached, forKey: key, unchangedSince: mark) {
                     try await setValue(cached, forKey: key, timeToLive: timeToLive)
                 }
                 return cached
@@ -98,11 +98,12 @@ extension HybridCache {
     private func stillHolds(
         _ cached: Value,
         forKey key: String,
-        unchangedSince changes: (store: CacheLevels<Value>.StoreMark, local: UInt64)
+        unchangedSince mark: CacheLevels<Value>.ReadMark
     ) async throws -> Bool {
-        // Nothing was removed or written through this cache, no handle cleared the disk cache and
-        // none removed from it, since the read: no need to compare.
-        if levels.changeCount == changes.local, levels.followStore() == changes.store { return true }
+        // Nothing was removed or written through this cache, no handle cleared the disk cache,
+        // and no other handle removed a value (another process's sign-out, say), since the read:
+        // no need to compare.
+        if levels.isUnchanged(since: mark) { return true }
         guard let current = try await value(forKey: key) else { return false }
         return try serializer.encode(current) == serializer.encode(cached)
     }

@@ -77,6 +77,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     private let generationWatch: GenerationWatch?
     /// The store's removal count as memory last followed it; `nil` without a disk level.
     private let removalWatch: RemovalWatch?
+    /// Run, after memory is emptied, when another handle's removal is seen
+    /// (``whenOthersRemove(_:)``).
+    private let othersRemovalAction = Mutex<(@Sendable () -> Void)?>(nil)
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
     /// land in the same order on both levels.
     let keyLocks = KeyLocks()
@@ -129,7 +132,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
 
     /// The disk cache's store generation and the store's removal count at one moment: a caller
     /// that finds them unchanged later knows no clear and no other handle's removal came in
-    /// between (``followStore()``).
+    /// between (``beginRead()``, ``isUnchanged(since:)``).
     package struct StoreMark: Equatable, Sendable {
         fileprivate let generation: UInt64
         fileprivate let removals: UInt64
@@ -138,8 +141,12 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// The store's generation and removal count now, memory emptied first as
     /// ``followStoreGeneration()`` empties it.
     @inline(__always)
-    package func followStore() -> StoreMark {
-        let removals = removalWatch?.check { memory.removeAll() } ?? 0
+    private func followStore() -> StoreMark {
+        let removals =
+            removalWatch?.check {
+                memory.removeAll()
+                othersRemovalAction.withLock { $0 }?()
+            } ?? 0
         return StoreMark(generation: generationWatch?.check { memory.removeAll() } ?? 0, removals: removals)
     }
 
@@ -165,6 +172,21 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Marks the start of a read: follows the store generation, then notes ``changeCount``.
     package func beginRead() -> ReadMark {
         ReadMark(store: followStore(), change: changeCount)
+    }
+
+    /// Runs `action` each time a look at the store finds a removal through another handle, in
+    /// this process or another, after memory is emptied: the HTTP cache then takes it as an
+    /// invalidation of everything, so a response fetched before it is not stored after it.
+    package func whenOthersRemove(_ action: @escaping @Sendable () -> Void) {
+        othersRemovalAction.withLock { $0 = action }
+    }
+
+    /// Whether nothing changed since `mark`: no removal, invalidation or write through these
+    /// levels, no clear of the disk cache, and no removal through another handle, in this
+    /// process or another (``StoreRemovals``); memory is emptied first when another's removal
+    /// moved the count, as before any read.
+    package func isUnchanged(since mark: ReadMark) -> Bool {
+        followStore() == mark.store && changeCount == mark.change
     }
 
     /// Puts what a read begun at `mark` found below memory in memory, unless a clear, a removal,

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import StowageCache
 
 extension HTTPCache {
     /// §4.3: validates `record` with a conditional request; serves it refreshed on a 304, the new
@@ -35,6 +36,7 @@ extension HTTPCache {
             }
             // A 304 to a request sent before an invalidation of the key freshens nothing: what
             // it validated is gone, and what replaced it was not what it answered.
+            levels.followStoreGeneration()  // another handle's removal is an invalidation
             let refreshed =
                 try await invalidations.commit(
                     uri: key.uri,

@@ -82,6 +82,17 @@ final class InvalidationOrder: Sendable {
         return false
     }
 
+    /// Notes a removal through another handle on the same directory (another process, say,
+    /// seen through the store's shared removal count): an invalidation of everything, so no
+    /// fetch under way stores its response. Nothing to wait for: that removal is done.
+    func noteRemovedElsewhere() {
+        state.withLock { state in
+            state.sequence += 1
+            state.recent.append((state.sequence, .all))
+            if state.recent.count > 2 * Self.remembered { state.recent.removeFirst(Self.remembered) }
+        }
+    }
+
     /// Begins an invalidation of `scope`: fetches under way from now on store nothing it
     /// covers, and this returns once the stores it covers that were committing have landed (or
     /// given up), so that the caller's removal finds what they stored.
