@@ -150,7 +150,7 @@ struct StoreRemovalsTests {
     func revalidationRacingRemovalInAnotherProcess() async throws {
         let scratch = try TemporaryDirectory()
         let directory = scratch.url.appending(path: "cache")
-        let cache = try Self.hybrid(directory)
+        let cache = try HybridCache.strings(at: directory)
         try await cache.setValue("token", forKey: "session")
         let path = directory.path
         // The source says "not modified" after another process (a sign-out in the app's
@@ -166,14 +166,14 @@ struct StoreRemovalsTests {
         )
         #expect(kept == "token")
         #expect(try await cache.value(forKey: "session") == nil)
-        let other = try Self.hybrid(directory)
+        let other = try HybridCache.strings(at: directory)
         #expect(try await other.value(forKey: "session") == nil)
     }
 
     @Test("a storm of own removals from many tasks never empties the rest of this handle's memory")
     func ownRemovalStormKeepsMemory() async throws {
         let scratch = try TemporaryDirectory()
-        let cache = try Self.hybrid(scratch.url.appending(path: "cache"))
+        let cache = try HybridCache.strings(at: scratch.url.appending(path: "cache"))
         let kept = (0..<50).map { "kept-\($0)" }
         let removed = (0..<400).map { "gone-\($0)" }
         for key in kept + removed { try await cache.setValue(key, forKey: key) }
@@ -204,7 +204,7 @@ struct StoreRemovalsTests {
                 try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: path)
             }
             do {
-                let cache = try Self.hybrid(directory)
+                let cache = try HybridCache.strings(at: directory)
                 // Opened: a FIFO is replaced by a fresh file; root may write a read-only file.
                 try await cache.setValue("v", forKey: "k")
                 try await cache.removeValue(forKey: "k")
@@ -225,8 +225,8 @@ struct StoreRemovalsTests {
         var count = UInt64.max - 1
         let bytes = Data("STWRMV01".utf8) + withUnsafeBytes(of: &count) { Data($0) }
         try bytes.write(to: directory.appending(path: StoreRemovals.fileName))
-        let reader = try Self.hybrid(directory)
-        let remover = try Self.hybrid(directory)
+        let reader = try HybridCache.strings(at: directory)
+        let remover = try HybridCache.strings(at: directory)
         for key in ["a", "b", "c", "d"] { try await reader.setValue(key, forKey: key) }
         // Own removals across the wrap keep the rest of memory.
         try await reader.removeValue(forKey: "a")
