@@ -222,13 +222,25 @@ stowage_big_sum=$(curl -s "http://127.0.0.1:$STOWAGE_PORT/big" | md5sum)
 [ "$(curl -s "http://127.0.0.1:$FLOOR_PORT/big" | md5sum)" = "$stowage_big_sum" ] || ok=false
 [ "$(curl -s "http://127.0.0.1:$RAW_FLOOR_PORT/big" | md5sum)" = "$stowage_big_sum" ] || ok=false
 
-run_wrk() { # port path [script] -> "req/s p99-ms"
-    local output
+# CPU time (user and system, in clock ticks) of a server: its process and its children's.
+tree_ticks() {
+    local total=0 pid
+    for pid in "$1" $(pgrep -P "$1"); do
+        total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$total"
+}
+CLOCK_TICKS=$(getconf CLK_TCK)
+run_wrk() { # port path script server-pid -> "req/s p99-ms cpu-µs-per-request"
+    local output before after
+    before=$(tree_ticks "$4")
     output=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency ${3:+-s "$3"} "http://127.0.0.1:$1$2")
+    after=$(tree_ticks "$4")
     echo "$output" >&2
-    echo "$output" | awk '
+    echo "$output" | awk -v ticks=$((after - before)) -v hz="$CLOCK_TICKS" '
         function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-        /^Requests\/sec:/ { rps = $2 } $1 == "99%" { p99 = ms($2) } END { print rps, p99 }'
+        /^Requests\/sec:/ { rps = $2 } $1 == "99%" { p99 = ms($2) } / requests in / { requests = $1 }
+        END { printf "%s %s %.1f\n", rps, p99, requests ? ticks * 1e6 / hz / requests : 0 }'
 }
 rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
 # A server's resident memory: its process and its children's (nginx's workers, varnish's worker).
@@ -246,25 +258,25 @@ for name in "${CASE_LIST[@]}"; do
         miss-no-store) path=/nostore script="" ;;
     esac
     log "$name: wrk against nginx (proxy_cache)"
-    read -r nginx_rps nginx_p99 <<< "$(run_wrk "$NGINX_PORT" "$path" "$script")"
+    read -r nginx_rps nginx_p99 nginx_cpu <<< "$(run_wrk "$NGINX_PORT" "$path" "$script" "$(cat "$WORK/nginx.pid")")"
     log "$name: wrk against varnish"
-    read -r varnish_rps varnish_p99 <<< "$(run_wrk "$VARNISH_PORT" "$path" "$script")"
+    read -r varnish_rps varnish_p99 varnish_cpu <<< "$(run_wrk "$VARNISH_PORT" "$path" "$script" "$(cat "$WORK/varnish.pid")")"
     log "$name: wrk against stowage proxy"
-    read -r stowage_rps stowage_p99 <<< "$(run_wrk "$STOWAGE_PORT" "$path" "$script")"
-    floor_rps=0 floor_p99=0 raw_rps=0 raw_p99=0 index_rps=0 index_p99=0
+    read -r stowage_rps stowage_p99 stowage_cpu <<< "$(run_wrk "$STOWAGE_PORT" "$path" "$script" "$STOWAGE_PID")"
+    floor_rps=0 floor_p99=0 raw_rps=0 raw_p99=0 index_rps=0 index_p99=0 index_cpu=0
     if [ "$name" != miss-no-store ]; then
         log "$name: wrk against the NIO floor"
-        read -r floor_rps floor_p99 <<< "$(run_wrk "$FLOOR_PORT" "$path" "$script")"
+        read -r floor_rps floor_p99 _ <<< "$(run_wrk "$FLOOR_PORT" "$path" "$script" "$FLOOR_PID")"
         log "$name: wrk against the raw NIO floor"
-        read -r raw_rps raw_p99 <<< "$(run_wrk "$RAW_FLOOR_PORT" "$path" "$script")"
+        read -r raw_rps raw_p99 _ <<< "$(run_wrk "$RAW_FLOOR_PORT" "$path" "$script" "$RAW_FLOOR_PID")"
     fi
     if [ "$name" = "$MANY_URLS" ]; then
         log "$name: wrk against the NIO index floor"
-        read -r index_rps index_p99 <<< "$(run_wrk "$INDEX_FLOOR_PORT" "$path" "$script")"
+        read -r index_rps index_p99 index_cpu <<< "$(run_wrk "$INDEX_FLOOR_PORT" "$path" "$script" "$INDEX_FLOOR_PID")"
     fi
     nginx_rss=$(tree_rss_kib "$(cat "$WORK/nginx.pid")")
     varnish_rss=$(tree_rss_kib "$(cat "$WORK/varnish.pid")")
-    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss $index_rps $index_p99")
+    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss $index_rps $index_p99 $stowage_cpu $nginx_cpu $varnish_cpu $index_cpu")
 done
 
 python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "${results[@]}" <<'PY'
@@ -287,6 +299,9 @@ for result in results:
     raw_floor, raw_floor_p99 = float(figures[9]), float(figures[10])
     nginx_rss, varnish_rss = int(figures[11]), int(figures[12])
     index_floor, index_floor_p99 = float(figures[13]), float(figures[14])
+    cpu = {"stowage": float(figures[15]), "nginx": float(figures[16]), "varnish": float(figures[17])}
+    if index_floor:
+        cpu["nio-index-floor"] = float(figures[18])
     baselines = {"nginx": nginx, "varnish": varnish}
     ratios = {
         "nginx": round(stowage / nginx, 3) if nginx else None,
@@ -317,6 +332,7 @@ for result in results:
         "index_floor_vs_nginx": round(index_floor / nginx, 3) if index_floor and nginx else None,
         "p99_ms": p99,
         "p99_ratio_nginx": round(stowage_p99 / nginx_p99, 3) if nginx_p99 else None,
+        "cpu_us_per_request": cpu,
         "stowage_rss_mib": round(rss / 1024, 1),
         "rss_mib": {"stowage": round(rss / 1024, 1), "nginx": round(nginx_rss / 1024, 1),
                     "varnish": round(varnish_rss / 1024, 1)},
@@ -325,7 +341,8 @@ for result in results:
                  f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
                  f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "
                  f"built-in VCL and -s malloc; stowage --memory-capacity {memory_capacity}, resident memory after the case "
-                 f"(nginx: master and workers; varnish: manager and worker); "
+                 f"(nginx: master and workers; varnish: manager and worker); cpu_us_per_request = each server's "
+                 f"user and system CPU time (its processes') during its wrk run over the requests wrk completed; "
                  f"nio-floor = the proxy's captured responses answered from memory by a bare SwiftNIO HTTP/1 server; "
                  f"nio-raw-floor = the same, written as the captured bytes without NIO's response encoder"
                  + (f"; nio-index-floor = the raw floor reading each URL's whole captured response from an SQLite "
