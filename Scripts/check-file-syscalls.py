@@ -62,7 +62,7 @@ ALLOWED: dict[str, str] = {
     "Sources/StowageCore/Clearing/ClearingTarget.swift": "opens and examines the target it clears",
     "Sources/StowageCore/Container/DirectoryCreation.swift": "mkdir with lstat checks, one level at a time",
     # Store formats that map, lock or truncate their own file in place (not a write-aside).
-    "Sources/StowageCore/Generation/StoreGeneration.swift": "opens and maps the shared generation counter",
+    "Sources/StowageCore/Generation/SharedCounterFile.swift": "opens and maps the shared counters (store generation, removals)",
     "Sources/StowageCore/Generation/StoreGeneration+Retirement.swift": "openat of the generation file",
     "Sources/StowagePreferences/Preferences/PreferencesLog.swift": "append-only log: ftruncate, mmap",
     "Sources/StowageCore/Marks/CacheDirectoryTag.swift": "reads the tag's signature without following links",
