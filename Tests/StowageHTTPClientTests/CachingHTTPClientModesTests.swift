@@ -73,7 +73,7 @@ import Testing
             let seen = try await twice(client, origin)
             // SharedHTTPCacheTests may have set a disabled cache as the shared one for a moment
             // (its `replaceable` test): a client created then keeps it, and everything misses.
-            if client.cache.mode == .disabled {
+            if client.cache?.mode == .disabled {
                 #expect(seen == ["miss v1", "miss v2"])
             } else {
                 #expect(seen == ["miss v1", "hit v1"])
