@@ -12,6 +12,11 @@
    `ManualClock`/`SteppedClock` and await the event instead. The sleeps that remain are in
    ALLOWED below, per file, with the most a file may hold and the reason; the list only shrinks,
    and a file holding fewer than its entry allows is reported too, so the entry is lowered.
+4. A time limit under five minutes (`.timeLimit(.minutes(N))`, N < 5): a time limit catches a
+   hang, it does not time the code. Beside the whole parallel suite on two cores a test's awaits
+   wait for a cooperative thread, and a clock-driven test that takes 0.2 s alone ran past a
+   one-minute limit (RequestCollapserClockTests, a fresh-clone CI run). Five minutes is also
+   `eventually`'s default timeout.
 
 Usage: check-test-hygiene.py   (from anywhere; reads Tests and Sources of the package)
 Prints `file:line: message` per finding and exits 1 if there was any.
@@ -33,6 +38,8 @@ check_portability = checklib.load("check-portability.py")
 KNOWN_ISSUE = re.compile(r"\bwithKnownIssue\b")
 FOUNDATION_PROCESS = re.compile(r"(?<![\w.])(?:Foundation\.)?Process\s*\(\s*\)")
 SLEEP = re.compile(r"\bTask\.sleep\b|\bThread\.sleep\b|(?<![\w.])usleep\s*\(")
+TIME_LIMIT = re.compile(r"\.timeLimit\(\s*\.minutes\(\s*(\d+)\s*\)\s*\)")
+SHORTEST_TIME_LIMIT_MINUTES = 5
 
 # Real sleeps that remain in tests, per file: (the most the file may hold, why).
 ALLOWED: dict[str, tuple[int, str]] = {
@@ -66,6 +73,13 @@ def findings_in(path: str, source: str, check_sleeps: bool) -> tuple[list[str], 
             )
         if check_sleeps:
             sleeps += len(SLEEP.findall(line))
+            for minutes in TIME_LIMIT.findall(line):
+                if int(minutes) < SHORTEST_TIME_LIMIT_MINUTES:
+                    findings.append(
+                        f"{path}:{number}: a {minutes}-minute time limit; a time limit catches a hang, "
+                        f"so it is at least {SHORTEST_TIME_LIMIT_MINUTES} minutes (a loaded suite "
+                        "delays every await)"
+                    )
     return findings, sleeps
 
 
@@ -80,7 +94,7 @@ def check_tree(root: str, allowed: dict[str, tuple[int, str]]) -> list[str]:
             in_tests = top == "Tests"
             found, sleeps = findings_in(relative, source, check_sleeps=in_tests)
             if not in_tests:
-                # Rule 1 and 3 are about tests; Sources may name withKnownIssue in documentation.
+                # Rules 1, 3 and 4 are about tests; Sources may name withKnownIssue in documentation.
                 found = [f for f in found if "Process()" in f]
             findings += found
             if not in_tests:

@@ -53,6 +53,28 @@ class CheckTestHygieneTests(unittest.TestCase):
         root = tree({"Tests/A/ATests.swift": "let p = ChildProcess()\nlet q = StowageChildProcess()\n"})
         self.assertEqual(check.check_tree(root, {}), [])
 
+    def test_short_time_limit_fails(self):
+        root = tree(
+            {
+                "Tests/A/ATests.swift": "@Suite(.timeLimit(.minutes(3)))\nstruct S {\n"
+                "    @Test(\"t\", .timeLimit( .minutes(1) )) func t() {}\n}\n",
+            }
+        )
+        findings = check.check_tree(root, {})
+        self.assertEqual(len(findings), 2)
+        self.assertTrue(all("time limit catches a hang" in finding for finding in findings))
+        self.assertIn("ATests.swift:1:", findings[0])
+        self.assertIn("ATests.swift:3:", findings[1])
+
+    def test_time_limit_of_five_minutes_or_more_passes(self):
+        root = tree(
+            {
+                "Tests/A/ATests.swift": "@Suite(.timeLimit(.minutes(5)))\nstruct S {\n"
+                "    @Test(.timeLimit(.minutes(10))) func t() {}\n    // .timeLimit(.minutes(1)) in a comment\n}\n",
+            }
+        )
+        self.assertEqual(check.check_tree(root, {}), [])
+
     def test_sleep_outside_the_allow_list_fails(self):
         root = tree({"Tests/A/ATests.swift": "try await Task.sleep(for: .seconds(2))\nusleep(5_000)\n"})
         findings = check.check_tree(root, {})

@@ -44,7 +44,7 @@ import FoundationNetworking
 #if os(Linux)
 /// The running proxy keeps to its arena limit: set on the main thread before any other thread
 /// allocates (it was set in `run()`, on a thread of Swift's pool that had its arena already).
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(5)))
 struct ProxyMallocArenaTests {
     /// Heaps of glibc arenas other than the main one (which grows by `brk`): anonymous mappings
     /// that start on a 64 MiB boundary and, with the inaccessible rest that follows them, span

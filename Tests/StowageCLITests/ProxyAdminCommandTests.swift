@@ -12,7 +12,7 @@ import FoundationNetworking
 /// `stowage proxy invalidate` and the admin token, end to end: a real proxy process, a real
 /// origin, the real `stowage` client. The time limit catches a hang only: a proxy that neither
 /// listens nor exits is killed then (``ProxyProcess``).
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(5)))
 struct ProxyAdminCommandTests {
     /// The test process's environment without `$STOWAGE_ADMIN_TOKEN`: the token comes only from
     /// what each test gives.

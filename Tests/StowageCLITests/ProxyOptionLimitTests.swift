@@ -6,7 +6,7 @@ import Testing
 /// refused at once past the limit, started at the limit. Every run is bounded by the suite's
 /// time limit, which kills a proxy that neither listens nor exits (``ProxyProcess``), so a
 /// start-up that hangs fails instead of hanging the run.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(5)))
 struct ProxyOptionLimitTests {
     private static func config(headers count: Int, in directory: TemporaryDirectory) throws -> String {
         let file = directory.url.appending(path: "proxy-\(count).json")

@@ -32,7 +32,7 @@ struct DiskCacheCommitWaitTests {
         // Then: all of them wait for their commit (the first batch blocked on the lock), none
         // on a lane: with a lane parked each, the writers past the 64th never got one to queue from.
         do {
-            try await eventually(timeout: .seconds(60)) { locked.commits.waitingCount == writers }
+            try await eventually { locked.commits.waitingCount == writers }
         } catch {
             lock.release()
             throw error

@@ -73,7 +73,7 @@ struct SharedReplayEndTests {
         level.comeBack(notifying: false)
         // The replay sends k1, then stops at its closing notice.
         let replay = Task { await cache.apply(.all) }
-        try await eventually(timeout: .seconds(60)) { gate.isHolding }
+        try await eventually { gate.isHolding }
         #expect(level.data(forKey: "k1") != nil)
         // Another outage, and a change kept in it; the recovery's replay finds one under way.
         level.goDown(interruptingInvalidations: false)

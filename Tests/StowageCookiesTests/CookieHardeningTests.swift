@@ -132,7 +132,7 @@ import Darwin
 
     @Test(
         "a FIFO or a directory in place of the cookie file is refused at once, not waited on",
-        .timeLimit(.minutes(1))
+        .timeLimit(.minutes(5))
     )
     func nonRegularFileRefused() async throws {
         let scratch = try TemporaryDirectory()

@@ -157,7 +157,7 @@ struct SharedLevelEngineTests {
         try await fleet.replayed()
         try await eventually { try await b.read("img/1") == nil }
         // Heard after the first ban (a hang catcher: a ban dropped at the limit never comes).
-        try await eventually(timeout: .seconds(60)) { try await b.read("css/1") == nil }
+        try await eventually { try await b.read("css/1") == nil }
     }
 
     @Test(

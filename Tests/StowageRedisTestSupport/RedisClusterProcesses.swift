@@ -66,7 +66,7 @@ public final class RedisClusterProcesses: Sendable {
     /// the servers' own (gossip, replication), which ``eventually`` waits for.
     public func waitUntilConsistent() async throws {
         do {
-            try await eventually(timeout: .seconds(60)) {
+            try await eventually {
                 let states = nodes.map { (try? $0.cli(["CLUSTER", "INFO"])) ?? "" }
                 let replication = nodes.map { (try? $0.cli(["INFO", "replication"])) ?? "" }
                 return states.allSatisfy({ $0.contains("cluster_state:ok") })
