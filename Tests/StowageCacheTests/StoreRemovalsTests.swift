@@ -231,7 +231,7 @@ struct StoreRemovalsTests {
         // Own removals across the wrap keep the rest of memory.
         try await reader.removeValue(forKey: "a")
         try await reader.removeValue(forKey: "b")
-        reader.levels.followStoreGeneration()
+        reader.levels.followStoreChanges()
         #expect(reader.memory.count == 2)
         // Another handle's removal after the wrap still empties it.
         try await remover.removeValue(forKey: "c")

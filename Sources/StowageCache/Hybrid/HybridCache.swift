@@ -134,17 +134,18 @@ public final class HybridCache<Value: Sendable>: Sendable {
     ///   ``Configuration/cost`` refuses a value read from below memory.
     @inlinable
     public func value(forKey key: String) async throws -> Value? {
-        // Inlined into the caller, so a memory hit runs specialized for `Value`: one generation
-        // check and one lookup.
-        followStoreGeneration()
+        // Inlined into the caller, so a memory hit runs specialized for `Value`: one look at the
+        // store's counters and one lookup.
+        followStoreChanges()
         if let value = memory.value(forKey: key) { return value }
         return try await valueBelowMemory(forKey: key)
     }
 
-    /// Empties memory first when the disk cache was cleared or removed since the last look.
+    /// Empties memory first when the disk cache was cleared or removed since the last look, or
+    /// another handle removed a value from it (``CacheLevels/followStoreChanges()``).
     @usableFromInline
-    func followStoreGeneration() {
-        levels.followStoreGeneration()
+    func followStoreChanges() {
+        levels.followStoreChanges()
     }
 
     /// The rest of ``value(forKey:)`` after a memory miss: disk (confirmed against the shared
@@ -416,7 +417,7 @@ public final class HybridCache<Value: Sendable>: Sendable {
             return try await value(forKey: key, timeToLive: timeToLive, following: policy, load: load)
         }
         // Inlined, as `value(forKey:)`: a memory hit runs specialized for `Value`.
-        followStoreGeneration()
+        followStoreChanges()
         if let value = memory.value(forKey: key) { return value }
         return try await loadOnce(key: key, timeToLive: timeToLive, load: load)
     }

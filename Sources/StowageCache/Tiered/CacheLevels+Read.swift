@@ -18,7 +18,7 @@ extension CacheLevels {
         _ key: String,
         through reading: Reading
     ) async throws -> Reading.Found? where Reading.Entry == Value {
-        followStoreGeneration()
+        followStoreChanges()
         if let entry = memory.value(forKey: key), let found = reading.found(inMemory: entry) { return found }
         return try await readBelowMemory(key, through: reading)
     }

@@ -31,7 +31,7 @@ import Tracing
 ///
 /// **Memory never outlives a cleared disk.** A clear or removal of the disk cache, by any
 /// handle in any process, advances its store generation; the levels empty memory before the
-/// next read that sees it moved (``followStoreGeneration()``), and a read or write that began
+/// next read that sees it moved (``followStoreChanges()``), and a read or write that began
 /// before the clear keeps nothing in memory.
 ///
 /// **Nor another handle's removal.** Removals and invalidations that reach the disk count
@@ -121,13 +121,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         fileprivate let change: UInt64
     }
 
-    /// The disk cache's store generation now; memory is emptied first when the disk cache was
-    /// cleared or removed since the last look, or a value was removed from it through another
-    /// handle (``StoreRemovals``). Call it before looking in memory.
+    /// Empties memory when the disk cache was cleared or removed since the last look, or a value
+    /// was removed from it through another handle (``StoreRemovals``), running the hook of
+    /// ``whenOthersRemove(_:)`` then. Call it before looking in memory, and before storing what
+    /// a fetch brought (another handle's removal is an invalidation).
     @inline(__always)
-    @discardableResult
-    package func followStoreGeneration() -> UInt64 {
-        followStore().generation
+    package func followStoreChanges() {
+        _ = followStore()
     }
 
     /// The disk cache's store generation and the store's removal count at one moment: a caller
@@ -139,7 +139,7 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     }
 
     /// The store's generation and removal count now, memory emptied first as
-    /// ``followStoreGeneration()`` empties it.
+    /// ``followStoreChanges()`` empties it.
     @inline(__always)
     private func followStore() -> StoreMark {
         let removals =
@@ -150,10 +150,10 @@ package final class CacheLevels<Value: Sendable>: Sendable {
         return StoreMark(generation: generationWatch?.check { memory.removeAll() } ?? 0, removals: removals)
     }
 
-    /// Whether neither a clear nor a removal was counted since `mark`.
+    /// Whether neither a clear nor a removal was counted since `mark` (always, without a disk level).
     @inline(__always)
     private func isCurrent(_ mark: StoreMark) -> Bool {
-        isCurrent(mark.generation) && removalWatch?.isCurrent(mark.removals) ?? true
+        (generationWatch?.isCurrent(mark.generation) ?? true) && (removalWatch?.isCurrent(mark.removals) ?? true)
     }
 
     /// Counts a removal whose disk half is done in the store's shared removal count, so that
@@ -161,12 +161,6 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// already without the value).
     private func announceRemoval() {
         removalWatch?.advance()
-    }
-
-    /// Whether the disk cache is still at `generation` (always, without a disk level).
-    @inline(__always)
-    private func isCurrent(_ generation: UInt64) -> Bool {
-        generationWatch?.isCurrent(generation) ?? true
     }
 
     /// Marks the start of a read: follows the store generation, then notes ``changeCount``.

@@ -56,7 +56,7 @@ extension HTTPCache {
         }
         // Memory must not outlive a clear of the disk cache by another process: emptied, with
         // the prepared answers in it, first when one happened.
-        levels.followStoreGeneration()
+        levels.followStoreChanges()
         let key = Self.preparedKey(hash)
         let clockNow = configuration.clock.now()
         let now = clockNow.timeIntervalSince1970
@@ -175,7 +175,7 @@ extension HTTPCache {
         let recordKey = Self.recordKey(rules.key(for: request))
         // Memory must not outlive a clear of the disk cache by another process (`stowage
         // clear-caches` on a running proxy's directory): emptied first when one happened.
-        levels.followStoreGeneration()
+        levels.followStoreChanges()
         var readFromDisk = false
         guard let records = recordsWithoutWaiting(recordKey, readingDiskIndex: readsDiskIndex, fromDisk: &readFromDisk),
             let record = selectVariant(request, in: records)
@@ -302,7 +302,7 @@ extension HTTPCache {
     }
 
     private func recordsAreCurrent(_ answer: MemoryAnswer) -> Bool {
-        levels.followStoreGeneration()
+        levels.followStoreChanges()
         return recordsInMemory(answer)
     }
 

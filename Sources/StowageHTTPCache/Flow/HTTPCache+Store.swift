@@ -72,7 +72,7 @@ extension HTTPCache {
         let tags = tags(in: response.headerFields)
         // Fetched before an invalidation that covers it: served, not stored (InvalidationOrder).
         // Another handle's removal since counts as one (``CacheLevels/whenOthersRemove(_:)``).
-        levels.followStoreGeneration()
+        levels.followStoreChanges()
         if invalidations.isCovered(uri: key.uri, tags: tags, since: exchanged.startedAt) {
             return refused("not stored: an invalidation of this URL began after it was requested", serving: body)
         }

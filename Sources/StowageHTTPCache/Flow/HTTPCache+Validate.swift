@@ -36,7 +36,7 @@ extension HTTPCache {
             }
             // A 304 to a request sent before an invalidation of the key freshens nothing: what
             // it validated is gone, and what replaced it was not what it answered.
-            levels.followStoreGeneration()  // another handle's removal is an invalidation
+            levels.followStoreChanges()  // another handle's removal is an invalidation
             let refreshed =
                 try await invalidations.commit(
                     uri: key.uri,

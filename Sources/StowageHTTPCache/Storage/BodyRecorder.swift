@@ -122,7 +122,7 @@ final class BodyRecorder: Sendable {
             } else {
                 try await cache.writeBody(outcome.buffer, for: record)
             }
-            cache.levels.followStoreGeneration()  // another handle's removal is an invalidation
+            cache.levels.followStoreChanges()  // another handle's removal is an invalidation
             let added = try await cache.invalidations.commit(uri: key.uri, tags: order.tags, startedAt: order.startedAt)
             {
                 try await cache.addVariant(record, for: key)
