@@ -14,6 +14,7 @@ struct DiskCacheCloseRaceTests {
         var configuration = DiskCache.Configuration(name: "race")
         // Only close() commits: a write staged after its flush would be lost.
         configuration.durability = .deferred(maximumDelay: .seconds(60))
+        configuration.deferredCommitClock = SteppedClock()  // never advanced
         var lost: [String] = []
         for round in 0..<60 {
             let scratch = try TemporaryDirectory()

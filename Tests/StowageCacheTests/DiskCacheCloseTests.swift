@@ -15,8 +15,9 @@ import Testing
 struct DiskCacheCloseTests {
     private static func configuration(clock: ManualClock? = nil) -> DiskCache.Configuration {
         var configuration = DiskCache.Configuration(name: "test")
-        // The longest delay there is: only close() (or a flush) commits the staged writes.
+        // Only close() (or a flush) commits the staged writes: the timer's clock never moves.
         configuration.durability = .deferred(maximumDelay: .seconds(60))
+        configuration.deferredCommitClock = SteppedClock()
         if let clock { configuration.clock = clock.cacheClock }
         return configuration
     }

@@ -22,7 +22,8 @@ struct DiskCacheDeferredCrashTests {
     func writeDuringCommitKeepsCommittedFile() async throws {
         let scratch = try TemporaryDirectory()
         var configuration = DiskCache.Configuration(name: "test")
-        configuration.durability = .deferred(maximumDelay: .seconds(60))  // flushes come from the test
+        configuration.durability = .deferred(maximumDelay: .seconds(60))
+        configuration.deferredCommitClock = SteppedClock()  // never advanced: flushes come from the test
         let cache = try DiskCache(directory: scratch.url.appending(path: "cache"), configuration: configuration)
         let staging = try #require(cache.staging)
         let index = scratch.path + "/cache/index.sqlite"

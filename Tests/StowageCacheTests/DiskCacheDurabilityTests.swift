@@ -30,8 +30,11 @@ struct DiskCacheDurabilityTests {
     @Test("a deferred write is read back at once, and reaches the index only when its batch commits")
     func deferredVisibleAtOnce() async throws {
         let scratch = try TemporaryDirectory()
-        // The longest delay there is: the commit comes from `flush()`, not the timer.
-        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(60)) }
+        // The commit comes from `flush()`, not the timer, whose clock never moves.
+        let cache = try open(scratch) {
+            $0.durability = .deferred(maximumDelay: .seconds(60))
+            $0.deferredCommitClock = SteppedClock()
+        }
         try await cache.setData(Data("staged".utf8), forKey: "k")
         #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
         #expect(try await cache.data(forKey: "k") == Data("staged".utf8))
@@ -47,7 +50,10 @@ struct DiskCacheDurabilityTests {
     )
     func deferredBatchInWriteOrder() throws {
         let scratch = try TemporaryDirectory()
-        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(60)) }
+        let cache = try open(scratch) {
+            $0.durability = .deferred(maximumDelay: .seconds(60))
+            $0.deferredCommitClock = SteppedClock()
+        }
         defer { try? cache.close() }
         let keys = (0..<300).map { "key-\($0)" }
         for key in keys { try cache.setData(Data([1]), forKey: key) }
@@ -63,7 +69,10 @@ struct DiskCacheDurabilityTests {
     @Test("a writer that fills the staging commits it itself, so staged memory stays bounded")
     func fullStagingCommitsAtOnce() throws {
         let scratch = try TemporaryDirectory()
-        let cache = try open(scratch) { $0.durability = .deferred(maximumDelay: .seconds(60)) }
+        let cache = try open(scratch) {
+            $0.durability = .deferred(maximumDelay: .seconds(60))
+            $0.deferredCommitClock = SteppedClock()
+        }
         // 4,095 writes stay staged; the 4,096th commits them all with itself.
         for index in 0..<4_095 { try cache.setData(Data([UInt8(index & 0xFF)]), forKey: "k\(index)") }
         #expect(try committedRows(scratch, key: "k0") == 0)
@@ -74,6 +83,7 @@ struct DiskCacheDurabilityTests {
         let largeScratch = try TemporaryDirectory()
         let large = try open(largeScratch) {
             $0.durability = .deferred(maximumDelay: .seconds(60))
+            $0.deferredCommitClock = SteppedClock()
             $0.inlineThreshold = 2 << 20
         }
         for index in 0..<15 { try large.setData(Data(count: 1 << 20), forKey: "big\(index)") }
