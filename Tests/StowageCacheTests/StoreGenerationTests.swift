@@ -43,7 +43,8 @@ struct StoreGenerationTests {
         let directory = scratch.url.appending(path: "cache")
         var configuration = DiskCache.Configuration(name: "staged")
         configuration.durability = .deferred(maximumDelay: .seconds(60))
-        configuration.deferredCommitClock = SteppedClock()  // never advanced: only the test commits, however late a loaded machine runs
+        // Never advanced: only the test commits, however late a loaded machine runs.
+        configuration.deferredCommitClock = SteppedClock()
         let writer = try DiskCache(directory: directory, configuration: configuration)
         try await writer.setData(Data("before".utf8), forKey: "old")
         try await writer.setData(Data(repeating: 7, count: 100_000), forKey: "old-file")
