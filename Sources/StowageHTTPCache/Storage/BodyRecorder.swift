@@ -178,32 +178,87 @@ final class BodyRecorder: Sendable {
 }
 
 /// Iterates the origin's body for one reader, feeding the recorder.
+///
+/// A body of declared length (`Content-Length`, RFC 9112 §6.3) is complete with its last
+/// declared byte, and a framed message's end comes with that byte: the iterator then looks one
+/// chunk ahead and, finding the end, stores the response before it hands the last chunk over.
+/// A client that has read the whole body and asks again finds it stored, as nginx's cache file
+/// is in place when the upstream's last byte has been read; without the look-ahead the store
+/// committed only on the reader's next call, after the client had everything (a proxy's second
+/// request then missed). A body that goes on past its declared length (a fetch that miscounted)
+/// keeps the chunk looked at for the next call and is stored at its real end, as before.
 private final class TeeIterator: @unchecked Sendable {
     // Iterated by one task only (HTTPBody is single-pass); the lock-free state is safe there.
     private var iterator: HTTPBody.AsyncIterator
     private let recorder: BodyRecorder
     /// Stored instead of the chunks, once they have all passed.
     private let replacement: [UInt8]?
+    /// The body's declared length, when it has one.
+    private let declaredLength: Int64?
+    /// Bytes handed to the reader so far.
+    private var passed: Int64 = 0
+    /// The chunk read by looking ahead past the declared length, handed over next.
+    private var lookedAhead: [UInt8]?
+    /// What looking ahead threw, thrown on the next call (the chunk before it is handed over).
+    private var lookAheadError: (any Error)?
+    /// The end was found by looking ahead and the response stored: the next call ends the body.
+    private var ended = false
 
     init(body: HTTPBody, recorder: BodyRecorder, replacement: [UInt8]?) {
         iterator = body.makeAsyncIterator()
         self.recorder = recorder
         self.replacement = replacement
+        declaredLength = body.length
     }
 
     func next() async throws -> [UInt8]? {
+        if let error = lookAheadError {
+            lookAheadError = nil
+            throw error
+        }
+        if ended { return nil }
         do {
-            guard let chunk = try await iterator.next() else {
-                if let replacement { await recorder.append(replacement) }
-                await recorder.finish()
-                return nil
+            let chunk: [UInt8]
+            if let pending = lookedAhead {
+                lookedAhead = nil
+                chunk = pending
+            } else {
+                guard let next = try await iterator.next() else {
+                    await end()
+                    return nil
+                }
+                chunk = next
             }
             if replacement == nil { await recorder.append(chunk) }
+            passed += Int64(chunk.count)
+            if passed == declaredLength { await lookAhead() }
             return chunk
         } catch {
             recorder.abandon()
             throw error
         }
+    }
+
+    /// At the declared length: ends and stores the body when the origin's end is there; keeps
+    /// a chunk past it (or an error) for the next call.
+    private func lookAhead() async {
+        do {
+            if let more = try await iterator.next() {
+                lookedAhead = more
+            } else {
+                await end()
+                ended = true
+            }
+        } catch {
+            recorder.abandon()
+            lookAheadError = error
+        }
+    }
+
+    /// The origin's body ended whole: store it (or the replacement).
+    private func end() async {
+        if let replacement { await recorder.append(replacement) }
+        await recorder.finish()
     }
 }
 
