@@ -59,16 +59,24 @@ import Testing
             let chunks = [[UInt8](repeating: 1, count: 300_000), [UInt8](repeating: 2, count: 5)]
             let (fetch, origin) = Self.streaming(chunks, declaring: 300_000, clock: clock)
             let first = try await cache.respond(to: request(), fetch: fetch)
-            #expect(try await first.body.collect(upTo: 1 << 20) == chunks[0] + chunks[1], "no byte lost to looking ahead")
+            #expect(
+                try await first.body.collect(upTo: 1 << 20) == chunks[0] + chunks[1],
+                "no byte lost to looking ahead"
+            )
             let second = try await cache.respond(to: request(), fetch: fetch)
             #expect(second.outcome == .hit)
             #expect(try await second.body.collect(upTo: 1 << 20) == chunks[0] + chunks[1])
-            #expect(second.response.headerFields[.contentLength] == "300005", "the stored length frames the stored body")
+            #expect(
+                second.response.headerFields[.contentLength] == "300005",
+                "the stored length frames the stored body"
+            )
             #expect(origin.count == 1)
         }
     }
 
-    @Test("an origin that fails right after the declared bytes: the reader gets every byte, then the error; nothing is stored")
+    @Test(
+        "an origin that fails right after the declared bytes: the reader gets every byte, then the error; nothing is stored"
+    )
     func failureAfterTheLastByte() async throws {
         struct Cut: Error {}
         struct FailingAfter: AsyncSequence, Sendable {

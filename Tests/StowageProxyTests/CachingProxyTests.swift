@@ -327,7 +327,8 @@ import Testing
     func largeBody() async throws {
         let payload = patternedBytes(20_000_000, seed: 5)
         // Fresh for an hour of the real clock; stored by the time the client has the last byte.
-        try await ProxyHarness.run(script: { _ in .init(fields: [("Cache-Control", "max-age=3600")], bytes: payload) }) {
+        try await ProxyHarness.run(script: { _ in .init(fields: [("Cache-Control", "max-age=3600")], bytes: payload) })
+        {
             h in
             #expect(try await h.get("/big").body == payload)
             let hit = try await h.get("/big")
