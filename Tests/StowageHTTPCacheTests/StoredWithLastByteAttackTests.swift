@@ -87,6 +87,25 @@ import Testing
         }
     }
 
+    @Test(
+        "a body longer than a small declared length (or of negative length) is passed whole and stored, not thrown",
+        arguments: [10, -1, Int64.min]
+    )
+    func longerThanASmallDeclaredLength(length: Int64) async throws {
+        try await withTemporaryDirectory { root in
+            let clock = ManualClock(startingAt: t0)
+            let cache = try makeCache(root, clock: clock)
+            let chunks = [[UInt8](repeating: 4, count: 200_000), [UInt8](repeating: 5, count: 100_000)]
+            let (fetch, origin) = Self.fetch(chunks, declaring: length, clock: clock)
+            let first = try await cache.respond(to: request(), fetch: fetch)
+            #expect(try await Self.collect(first) == chunks[0] + chunks[1])
+            let second = try await cache.respond(to: request(), fetch: fetch)
+            #expect(second.outcome == .hit)
+            #expect(try await Self.collect(second) == chunks[0] + chunks[1])
+            #expect(origin.count == 1)
+        }
+    }
+
     @Test("a memory-only cache stores a streamed body of declared length by its last byte")
     func memoryOnly() async throws {
         let clock = ManualClock(startingAt: t0)
