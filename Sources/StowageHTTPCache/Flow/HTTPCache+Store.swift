@@ -81,13 +81,14 @@ extension HTTPCache {
         // The body handed to the caller: the origin's, or the same bytes once read whole.
         var served = body
         var whole = body.bytesInMemory
+        // Whether a small declared body has been read (whole, or found longer than it declared).
+        var readWhole = false
         if let hook = configuration.willCache {
             // NSURLSession's `willCacheResponse` sees the data: a body small enough is read
             // whole first, so the hook can read or rewrite it.
             if whole == nil, let originLength, originLength <= Self.wholeBodyReadLimit {
-                let bytes = try await body.collect(upTo: Int(Self.wholeBodyReadLimit))
-                whole = bytes
-                served = HTTPBody(bytes: bytes)
+                (whole, served) = try await Self.readWhole(body)
+                readWhole = true
             }
             let proposal: CacheProposal?
             do {
@@ -150,17 +151,17 @@ extension HTTPCache {
             // The origin's body streams to the caller: the hook's bytes are stored only once it
             // has arrived whole (§3.3), not for a response whose connection drops mid-body.
             return StoreOutcome(
-                body: recorder.tee(body, storingOnCompletion: replacement),
+                body: recorder.tee(served, storingOnCompletion: replacement),
                 isUnderWay: true,
                 isCommitted: false,
                 note: note + " (once the origin's body has been read)",
                 userInfo: userInfo
             )
         }
-        if candidate.replacement == nil, whole == nil, let originLength, originLength <= Self.wholeBodyReadLimit {
-            let bytes = try await body.collect(upTo: Int(Self.wholeBodyReadLimit))
-            whole = bytes
-            served = HTTPBody(bytes: bytes)
+        if candidate.replacement == nil, whole == nil, !readWhole, let originLength,
+            originLength <= Self.wholeBodyReadLimit
+        {
+            (whole, served) = try await Self.readWhole(body)
         }
         if let bytes = candidate.replacement ?? whole {
             await recorder.append(bytes)
@@ -174,11 +175,48 @@ extension HTTPCache {
             )
         }
         return StoreOutcome(
-            body: recorder.tee(body),
+            body: recorder.tee(served),
             isUnderWay: true,
             isCommitted: false,
             note: note + " (as the body is read)",
             userInfo: userInfo
         )
+    }
+
+    /// `body`, whose declared length is small, read whole; `whole` is `nil` when more than
+    /// ``wholeBodyReadLimit`` bytes came (a fetch that undercounts, or declares a negative length):
+    /// `body` is then the bytes read so far and the rest of the origin's stream, passed on and
+    /// stored as a streamed body is, rather than the response failing with `bodyTooLarge`.
+    static func readWhole(_ body: HTTPBody) async throws -> (whole: [UInt8]?, body: HTTPBody) {
+        var iterator = body.makeAsyncIterator()
+        var bytes: [UInt8] = []
+        while let chunk = try await iterator.next() {
+            bytes += chunk
+            if bytes.count > Int(wholeBodyReadLimit) {
+                let rest = RestOfBody(first: bytes, iterator: iterator)
+                return (nil, HTTPBody(length: body.length) { { try await rest.next() } })
+            }
+        }
+        return (bytes, HTTPBody(bytes: bytes))
+    }
+}
+
+/// The bytes read of a body found longer than it declared, then the rest of it.
+private final class RestOfBody: @unchecked Sendable {
+    // Iterated by one task only (HTTPBody is single-pass), as TeeIterator.
+    private var first: [UInt8]?
+    private var iterator: HTTPBody.AsyncIterator
+
+    init(first: [UInt8], iterator: HTTPBody.AsyncIterator) {
+        self.first = first
+        self.iterator = iterator
+    }
+
+    func next() async throws -> [UInt8]? {
+        if let first {
+            self.first = nil
+            return first
+        }
+        return try await iterator.next()
     }
 }

@@ -186,7 +186,8 @@ final class BodyRecorder: Sendable {
 /// is in place when the upstream's last byte has been read; without the look-ahead the store
 /// committed only on the reader's next call, after the client had everything (a proxy's second
 /// request then missed). A body that goes on past its declared length (a fetch that miscounted)
-/// keeps the chunk looked at for the next call and is stored at its real end, as before.
+/// keeps the chunk looked at for the next call and is stored at its real end, as before; one
+/// that ends short of it is passed on as it came and not stored.
 private final class TeeIterator: @unchecked Sendable {
     // Iterated by one task only (HTTPBody is single-pass); the lock-free state is safe there.
     private var iterator: HTTPBody.AsyncIterator
@@ -224,7 +225,14 @@ private final class TeeIterator: @unchecked Sendable {
                 chunk = pending
             } else {
                 guard let next = try await iterator.next() else {
-                    await end()
+                    // Ended before its declared length: an incomplete message (RFC 9112 §8),
+                    // which RFC 9111 §3.3 keeps from being stored as a complete response (as
+                    // nginx discards an upstream response cut short of its Content-Length).
+                    if let declaredLength, passed < declaredLength {
+                        recorder.abandon()
+                    } else {
+                        await end()
+                    }
                     return nil
                 }
                 chunk = next
