@@ -50,6 +50,14 @@ final class InvalidationOrder: Sendable {
         /// Stores committing now: what they store, and the invalidations waiting for them to land.
         var commits: [UInt64: Commit] = [:]
         var nextCommit: UInt64 = 0
+
+        /// Counts an invalidation of `scope` as begun now and remembers it, forgetting the
+        /// oldest half once twice ``remembered`` are kept.
+        mutating func record(_ scope: Scope) {
+            sequence += 1
+            recent.append((sequence, scope))
+            if recent.count > 2 * InvalidationOrder.remembered { recent.removeFirst(InvalidationOrder.remembered) }
+        }
     }
 
     private struct Commit {
@@ -86,11 +94,7 @@ final class InvalidationOrder: Sendable {
     /// seen through the store's shared removal count): an invalidation of everything, so no
     /// fetch under way stores its response. Nothing to wait for: that removal is done.
     func noteRemovedElsewhere() {
-        state.withLock { state in
-            state.sequence += 1
-            state.recent.append((state.sequence, .all))
-            if state.recent.count > 2 * Self.remembered { state.recent.removeFirst(Self.remembered) }
-        }
+        state.withLock { $0.record(.all) }
     }
 
     /// Begins an invalidation of `scope`: fetches under way from now on store nothing it
@@ -98,9 +102,7 @@ final class InvalidationOrder: Sendable {
     /// given up), so that the caller's removal finds what they stored.
     func begin(_ scope: Scope) async {
         let committing = state.withLock { state -> [UInt64] in
-            state.sequence += 1
-            state.recent.append((state.sequence, scope))
-            if state.recent.count > 2 * Self.remembered { state.recent.removeFirst(Self.remembered) }
+            state.record(scope)
             return state.commits.compactMap { scope.covers(uri: $0.value.uri, tags: $0.value.tags) ? $0.key : nil }
         }
         for id in committing {
