@@ -10,24 +10,6 @@ import Testing
 /// odd declared lengths, invalidations around the store, memory-only caches and the will-cache
 /// hook's replacement.
 @Suite struct StoredWithLastByteAttackTests {
-    static func fetch(
-        _ chunks: [[UInt8]],
-        declaring length: Int64?,
-        clock: ManualClock,
-        header: String? = nil
-    ) -> (HTTPFetch, TestOrigin) {
-        let origin = TestOrigin { _, _ in
-            var pairs = [("Cache-Control", "max-age=60")]
-            if let header { pairs.append(("Content-Length", header)) }
-            return (response(200, pairs, date: clock.now), [])
-        }
-        let fetch: HTTPFetch = { request, body in
-            let (response, _) = try await origin.fetch(request, body)
-            return (response, HTTPBody(ChunkSequence(chunks: chunks), length: length))
-        }
-        return (fetch, origin)
-    }
-
     static func collect(_ served: CachedResponse) async throws -> [UInt8] {
         var bytes: [UInt8] = []
         for try await chunk in served.body { bytes += chunk }
@@ -51,7 +33,7 @@ import Testing
                 }
             }
             let chunks = [[UInt8](repeating: 1, count: 200_000), [UInt8](repeating: 2, count: 99_999)]
-            let (fetch, origin) = Self.fetch(chunks, declaring: 300_000, clock: clock, header: "300000")
+            let (fetch, origin) = chunkedFetch(chunks, declaring: 300_000, contentLength: "300000", clock: clock)
             let first = try await cache.respond(to: request(), fetch: fetch)
             _ = try? await Self.collect(first)
             let second = try await cache.respond(to: request(), fetch: fetch)
@@ -77,7 +59,7 @@ import Testing
                 let clock = ManualClock(startingAt: t0)
                 let cache = try makeCache(root, clock: clock)
                 let all = item.chunks.flatMap { $0 }
-                let (fetch, origin) = Self.fetch(item.chunks, declaring: item.length, clock: clock)
+                let (fetch, origin) = chunkedFetch(item.chunks, declaring: item.length, clock: clock)
                 let first = try await cache.respond(to: request(), fetch: fetch)
                 #expect(try await Self.collect(first) == all, "case \(index)")
                 let second = try await cache.respond(to: request(), fetch: fetch)
@@ -96,7 +78,7 @@ import Testing
             let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let chunks = [[UInt8](repeating: 4, count: 200_000), [UInt8](repeating: 5, count: 100_000)]
-            let (fetch, origin) = Self.fetch(chunks, declaring: length, clock: clock)
+            let (fetch, origin) = chunkedFetch(chunks, declaring: length, clock: clock)
             let first = try await cache.respond(to: request(), fetch: fetch)
             #expect(try await Self.collect(first) == chunks[0] + chunks[1])
             let second = try await cache.respond(to: request(), fetch: fetch)
@@ -116,7 +98,7 @@ import Testing
         let size = 300_000
         let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         let chunks = stride(from: 0, to: size, by: 65_536).map { Array(payload[$0..<min($0 + 65_536, size)]) }
-        let (fetch, origin) = Self.fetch(chunks, declaring: Int64(size), clock: clock, header: "\(size)")
+        let (fetch, origin) = chunkedFetch(chunks, declaring: Int64(size), contentLength: "\(size)", clock: clock)
         let first = try await cache.respond(to: request(), fetch: fetch)
         #expect(try await StoredWithLastByteTests.read(size, of: first) == payload)
         let second = try await cache.respond(to: request(), fetch: fetch)

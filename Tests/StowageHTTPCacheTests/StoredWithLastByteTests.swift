@@ -9,19 +9,6 @@ import Testing
 /// a client that read the whole body and asks again gets a hit (as from nginx, whose cache file
 /// is in place once the upstream's last byte is read), not a second trip to the origin.
 @Suite struct StoredWithLastByteTests {
-    /// A fetch answering with `chunks` as a stream that ends after them, declaring `length` (in
-    /// `Content-Length` too).
-    static func streaming(_ chunks: [[UInt8]], declaring length: Int64, clock: ManualClock) -> (HTTPFetch, TestOrigin) {
-        let origin = TestOrigin { _, _ in
-            (response(200, [("Cache-Control", "max-age=60"), ("Content-Length", "\(length)")], date: clock.now), [])
-        }
-        let fetch: HTTPFetch = { request, body in
-            let (response, _) = try await origin.fetch(request, body)
-            return (response, HTTPBody(ChunkSequence(chunks: chunks), length: length))
-        }
-        return (fetch, origin)
-    }
-
     /// Reads `served`'s body until `count` bytes have come, and not one call further.
     static func read(_ count: Int, of served: CachedResponse) async throws -> [UInt8] {
         var iterator = served.body.makeAsyncIterator()
@@ -40,7 +27,7 @@ import Testing
             let cache = try makeCache(root, clock: clock)
             let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }
             let chunks = stride(from: 0, to: size, by: 65_536).map { Array(payload[$0..<min($0 + 65_536, size)]) }
-            let (fetch, origin) = Self.streaming(chunks, declaring: Int64(size), clock: clock)
+            let (fetch, origin) = chunkedFetch(chunks, declaring: Int64(size), contentLength: "\(size)", clock: clock)
             let first = try await cache.respond(to: request(), fetch: fetch)
             #expect(first.status.detail == "storing", "\(first.status)")
             #expect(try await Self.read(size, of: first) == payload)
@@ -57,7 +44,7 @@ import Testing
             let clock = ManualClock(startingAt: t0)
             let cache = try makeCache(root, clock: clock)
             let chunks = [[UInt8](repeating: 1, count: 300_000), [UInt8](repeating: 2, count: 5)]
-            let (fetch, origin) = Self.streaming(chunks, declaring: 300_000, clock: clock)
+            let (fetch, origin) = chunkedFetch(chunks, declaring: 300_000, contentLength: "300000", clock: clock)
             let first = try await cache.respond(to: request(), fetch: fetch)
             #expect(
                 try await first.body.collect(upTo: 1 << 20) == chunks[0] + chunks[1],

@@ -45,6 +45,27 @@ final class TestOrigin: Sendable {
     }
 }
 
+/// A fetch whose every answer is fresh for a minute on `clock` and streams `chunks` as its body,
+/// declaring `length` (`HTTPBody.length`; the chunks may add up to more or less) and, when given,
+/// the `Content-Length` field `contentLength`; and the origin counting the fetches.
+func chunkedFetch(
+    _ chunks: [[UInt8]],
+    declaring length: Int64?,
+    contentLength: String? = nil,
+    clock: ManualClock
+) -> (HTTPFetch, TestOrigin) {
+    let origin = TestOrigin { _, _ in
+        var pairs = [("Cache-Control", "max-age=60")]
+        if let contentLength { pairs.append(("Content-Length", contentLength)) }
+        return (response(200, pairs, date: clock.now), [])
+    }
+    let fetch: HTTPFetch = { request, body in
+        let (response, _) = try await origin.fetch(request, body)
+        return (response, HTTPBody(ChunkSequence(chunks: chunks), length: length))
+    }
+    return (fetch, origin)
+}
+
 struct ChunkSequence: AsyncSequence, Sendable {
     let chunks: [[UInt8]]
     struct AsyncIterator: AsyncIteratorProtocol {
