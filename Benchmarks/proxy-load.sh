@@ -27,6 +27,7 @@
 #   STOWAGE=/tmp/stowage-before Benchmarks/proxy-load.sh   # another build of the proxy (A/B)
 #   URL_COUNT=100000 MEMORY_CAPACITY=16MB CASES=cached-1kib-100k-urls Benchmarks/proxy-load.sh
 #                                            # issue 46's scale row: 10^5 URLs, most hits from disk
+#   WARM_PASSES=2 …                          # every URL asked for twice before the measurement
 #
 # Each case also reports every server's resident memory after it (nginx: its master and workers;
 # varnish: its manager and worker), for the bound "stowage <= 1.5 x nginx + the memory capacity".
@@ -43,6 +44,11 @@ usage_error() { echo "proxy-load: $*" >&2; exit 2; }
 # (a bigger count would measure evictions, and past 2^63 bash's arithmetic wraps).
 [[ $URL_COUNT =~ ^[1-9][0-9]{0,6}$ ]] && ((URL_COUNT <= 1000000)) \
     || usage_error "URL_COUNT must be a whole number from 1 to 1000000, not '$URL_COUNT'"
+# How many times every URL is asked for before the measurement: 1 (the default) leaves each
+# server's work on a URL's first hit in the measured run (the proxy reads it from the disk index
+# and spills its answer then); 2 measures the state a long-running cache is in.
+WARM_PASSES=${WARM_PASSES:-1}
+[[ $WARM_PASSES =~ ^[1-9]$ ]] || usage_error "WARM_PASSES must be a whole number from 1 to 9, not '$WARM_PASSES'"
 # ByteCount(parsing:)'s forms (Sources/StowageCore/Sizes/ByteCount+Parsing.swift): a number and an
 # optional unit, any letter case.
 [[ ${MEMORY_CAPACITY,,} =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)\ ?(b|byte|bytes|[kmgtp]b?|[kmgtp]ib)?$ ]] \
@@ -164,14 +170,15 @@ if ! grep -q "listening on" "$WORK/logs/stowage.out" 2>/dev/null; then
 fi
 
 # Warm both caches (every URL once) and check that the load test measures hits.
-python3 - "$NGINX_PORT" "$STOWAGE_PORT" "$VARNISH_PORT" "$URL_COUNT" <<'PY' >&2
+python3 - "$NGINX_PORT" "$STOWAGE_PORT" "$VARNISH_PORT" "$URL_COUNT" "$WARM_PASSES" <<'PY' >&2
 import http.client, sys
 for port in sys.argv[1:4]:
     connection = http.client.HTTPConnection("127.0.0.1", int(port))
-    for path in ["/item", "/big"] + [f"/items/{n}" for n in range(int(sys.argv[4]))]:
-        connection.request("GET", path)
-        connection.getresponse().read()
-print(f"proxy-load: warmed {int(sys.argv[4]) + 2} URLs on each cache")
+    for _ in range(int(sys.argv[5])):
+        for path in ["/item", "/big"] + [f"/items/{n}" for n in range(int(sys.argv[4]))]:
+            connection.request("GET", path)
+            connection.getresponse().read()
+print(f"proxy-load: warmed {int(sys.argv[4]) + 2} URLs on each cache, {sys.argv[5]} time(s)")
 PY
 status_of() { # port path header
     curl -s -D - -o /dev/null "http://127.0.0.1:$1$2" | tr -d '\r' | awk -F': ' -v h="$3" 'tolower($1)==h{print $2}'
@@ -279,9 +286,9 @@ for name in "${CASE_LIST[@]}"; do
     results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss $index_rps $index_p99 $stowage_cpu $nginx_cpu $varnish_cpu $index_cpu")
 done
 
-python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "${results[@]}" <<'PY'
+python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "$WARM_PASSES" "${results[@]}" <<'PY'
 import json, sys
-ok, threads, connections, duration, cores, url_count, memory_capacity, *results = sys.argv[1:]
+ok, threads, connections, duration, cores, url_count, memory_capacity, warm_passes, *results = sys.argv[1:]
 url_count = int(url_count)
 many_urls = f"cached-1kib-{url_count // 1000}k-urls" if url_count % 1000 == 0 else f"cached-1kib-{url_count}-urls"
 described = {
@@ -336,7 +343,9 @@ for result in results:
         "stowage_rss_mib": round(rss / 1024, 1),
         "rss_mib": {"stowage": round(rss / 1024, 1), "nginx": round(nginx_rss / 1024, 1),
                     "varnish": round(varnish_rss / 1024, 1)},
+        "warm_passes": int(warm_passes),
         "notes": f"wrk -t{threads} -c{connections} -d{duration} --latency on loopback, {described[name]}, "
+                 f"every URL asked for {warm_passes} time(s) before, "
                  f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / baseline req/s "
                  f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
                  f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "

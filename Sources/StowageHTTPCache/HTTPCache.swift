@@ -54,6 +54,8 @@ public final class HTTPCache: Sendable {
     /// that "clear caches" (`ClearCaches`) reaches it: no directory names it. `nil` for the other
     /// modes (a disk cache's clear reaches its memory tier through its generation file).
     let openStore: OpenStores.Registration?
+    /// The file a server's answers worked out from disk reads are spilled to (``answerSpill``).
+    let answerSpills = AnswerSpillSlot()
 
     /// What the memory tier holds: the variant records of a URL, one body, or an answer a
     /// server prepared from them (``answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``),
@@ -62,6 +64,8 @@ public final class HTTPCache: Sendable {
         case variants([VariantRecord])
         case body([UInt8])
         case prepared(PreparedAnswer)
+        /// Where a server's answer worked out from a disk read is in ``HTTPCache/answerSpill``.
+        case spilled(SpilledAnswer)
     }
 
     /// Where an ``HTTPCache`` keeps responses, as `URLCache`'s capacities and directory decide it.
@@ -195,6 +199,7 @@ public final class HTTPCache: Sendable {
     @discardableResult
     public func removeAll() async throws -> ClearReport {
         await invalidations.begin(.all)
+        defer { answerSpills.ifOpen?.removeAll() }
         return try await levels.removeAll()
     }
 

@@ -328,6 +328,16 @@ public final class DiskCache: Sendable {
         package var data: Data
         /// When the value was stored (by the cache's clock).
         package var modified: Date
+
+        /// A 64-bit hash of the bytes and the time they were stored (Swift's `Hasher`, seeded
+        /// for this process): equal for the same copy, and all but surely different for any
+        /// other. Kept in memory only, never stored.
+        package var fingerprint: UInt64 {
+            var hasher = Hasher()
+            data.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(modified.timeIntervalSinceReferenceDate)
+            return UInt64(bitPattern: Int64(hasher.finalize()))
+        }
     }
 
     /// The value stored for `key` with its modification date, for callers that must know how

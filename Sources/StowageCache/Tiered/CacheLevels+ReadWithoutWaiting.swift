@@ -16,6 +16,25 @@ extension CacheLevels {
         _ key: String,
         through reading: Reading
     ) -> Reading.Found? where Reading.Entry == Value {
+        readDiskIndexWithoutWaiting(key, through: reading, keepsInMemory: true)?.found
+    }
+
+    /// ``readBelowMemoryWithoutWaiting(_:through:)`` keeping nothing in memory, for a caller that
+    /// keeps what it needs of the value otherwise (the HTTP cache's spilled answers), with the
+    /// disk copy's ``DiskCache/StoredData/fingerprint``, by which the caller can tell later
+    /// whether the disk still holds the same copy.
+    package func readBelowMemoryKeepingNothingWithoutWaiting<Reading: LevelReading>(
+        _ key: String,
+        through reading: Reading
+    ) -> (found: Reading.Found, fingerprint: UInt64)? where Reading.Entry == Value {
+        readDiskIndexWithoutWaiting(key, through: reading, keepsInMemory: false)
+    }
+
+    private func readDiskIndexWithoutWaiting<Reading: LevelReading>(
+        _ key: String,
+        through reading: Reading,
+        keepsInMemory: Bool
+    ) -> (found: Reading.Found, fingerprint: UInt64)? where Reading.Entry == Value {
         guard reading.readsBelowMemory, let disk, sharedLevel == nil, activeTracer is NoOpTracer else { return nil }
         // Marked before the disk read, as in the asynchronous read.
         let mark = beginRead()
@@ -29,7 +48,15 @@ extension CacheLevels {
         } catch {
             return nil
         }
-        if let cost { keepInMemory(decoded.entry, forKey: key, cost: cost, readAt: mark) }
-        return decoded.found
+        if keepsInMemory, let cost { keepInMemory(decoded.entry, forKey: key, cost: cost, readAt: mark) }
+        return (decoded.found, stored.fingerprint)
+    }
+
+    /// The ``DiskCache/StoredData/fingerprint`` of `key`'s copy in the disk index now, read as
+    /// ``readBelowMemoryWithoutWaiting(_:through:)`` reads it (its access counted); `nil` when
+    /// that read would give nothing.
+    package func diskFingerprintWithoutWaiting(_ key: String) -> UInt64? {
+        guard let disk, sharedLevel == nil, activeTracer is NoOpTracer else { return nil }
+        return disk.indexedValueWithoutWaiting(forKey: key)?.fingerprint
     }
 }

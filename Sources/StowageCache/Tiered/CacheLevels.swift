@@ -118,7 +118,8 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// count and ``changeCount``.
     package struct ReadMark: Sendable {
         fileprivate let store: StoreMark
-        fileprivate let change: UInt64
+        /// ``changeCount`` when the read began.
+        package let change: UInt64
     }
 
     /// Empties memory when the disk cache was cleared or removed since the last look, or a value
@@ -181,6 +182,15 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// moved the count, as before any read.
     package func isUnchanged(since mark: ReadMark) -> Bool {
         followStore() == mark.store && changeCount == mark.change
+    }
+
+    /// Whether neither a clear of the disk cache nor a removal through another handle came since
+    /// `mark` (writes and removals through these levels aside): memory was not emptied since,
+    /// and what a read begun then keeps beside the values (``CacheLevels/changeCount`` noted
+    /// with it) is not kept past such a clear. Memory is emptied first when one came, as
+    /// before any read.
+    package func storeUnchanged(since mark: ReadMark) -> Bool {
+        followStore() == mark.store
     }
 
     /// Puts what a read begun at `mark` found below memory in memory, unless a clear, a removal,

@@ -33,6 +33,9 @@ extension HTTPCache {
     ///   - prepares: Whether to keep a form at all (`false`: decide, keep nothing).
     ///   - readsDiskIndex: Whether a record or body missing from memory is looked up in the disk
     ///     index without waiting (`false`: memory alone).
+    ///   - spillHash: With `readsDiskIndex`, the hash of `request` as spilled answers tell requests
+    ///     apart (``PreparedForm/answers(_:spilledIdentity:)``), for a request whose answer depends
+    ///     on nothing else of it; `nil`: its answer is not spilled nor looked up there.
     ///   - cacheRequest: The request as the cache keys it (scheme and authority set); `nil` when
     ///     the server answers it otherwise. Called only when the cache decides.
     ///   - prepare: The form for a decision or a refresh (``PreparationStep``).
@@ -43,6 +46,7 @@ extension HTTPCache {
         hash: Int,
         prepares: Bool,
         readsDiskIndex: Bool = false,
+        spillHash: Int? = nil,
         cacheRequest: (Form.Request) -> HTTPRequest?,
         prepare: (PreparationStep<Form>) -> Form?
     ) -> MemoryHit<Form>? {
@@ -85,17 +89,37 @@ extension HTTPCache {
                         until: fields.validUntil,
                         seenAt: version
                     )
-                    let entry = MemoryEntry.prepared(renewed)
-                    memory.setUncountedValue(entry, forKey: key, cost: entry.charge(forKey: key))
+                    let renewedEntry = MemoryEntry.prepared(renewed)
+                    memory.setUncountedValue(renewedEntry, forKey: key, cost: renewedEntry.charge(forKey: key))
                     return .prepared(refreshed, renewed)
                 }
             }
         }
+        // Answers read from the disk index are spilled, not their records and bodies kept
+        // (HTTPCache+SpilledAnswers.swift).
+        let spillKey: String? =
+            if readsDiskIndex, let spillHash { self.spillKey(for: spillHash, form: Form.self) } else { nil }
+        var spillFound = false
+        if let spillKey, case .spilled(let spilled) = memory.uncountedValue(forKey: spillKey) {
+            spillFound = true
+            if let hit = spilledHit(
+                spilled,
+                underKey: spillKey,
+                to: request,
+                form: Form.self,
+                now: now,
+                clockNow: clockNow
+            ) {
+                return .spilled(hit)
+            }
+        }
         // Read before the answer is worked out, so a change meanwhile is seen as one.
         let version = memory.contentVersion
+        let mark = spillKey != nil ? levels.beginRead() : nil
         guard let cacheRequest = cacheRequest(request),
-            let answer = memoryAnswer(to: cacheRequest, readsDiskIndex: readsDiskIndex)
+            let answer = memoryAnswer(to: cacheRequest, readsDiskIndex: readsDiskIndex, keepsDiskReads: spillKey == nil)
         else {
+            if spillFound, let spillKey { _ = memory.removeValue(forKey: spillKey) }
             // A prepared answer that no longer stands goes at once, its bytes with it.
             if found { _ = memory.removeValue(forKey: key) }
             return nil
@@ -106,8 +130,15 @@ extension HTTPCache {
         // a kept answer holds its records uncharged (PreparedAnswer.cost counts on the records'
         // own entry), and records memory did not keep (more than it holds, or a change since the
         // read) would be held beyond `memoryCapacity`. A kept answer that no longer stood goes.
+        // With a form that spills, the answer is kept in the spill file instead, its place in
+        // memory (HTTPCache+SpilledAnswers.swift).
         if answer.readFromDisk {
             if found { _ = memory.removeValue(forKey: key) }
+            if let mark, let spillKey,
+                let form = spill(answer, underKey: spillKey, readAt: mark, now: clockNow, prepare: prepare)
+            {
+                return .formed(form, answer)
+            }
             return .decided(answer)
         }
         guard let form = prepare(.decided(answer, now: clockNow)) else { return .decided(answer) }
@@ -119,8 +150,8 @@ extension HTTPCache {
             fieldsValidUntil: answer.validUntilSeconds,
             seenAt: version
         )
-        let entry = MemoryEntry.prepared(kept)
-        memory.setUncountedValue(entry, forKey: key, cost: entry.charge(forKey: key))
+        let keptEntry = MemoryEntry.prepared(kept)
+        memory.setUncountedValue(keptEntry, forKey: key, cost: keptEntry.charge(forKey: key))
         return .prepared(form, kept)
     }
 
@@ -147,8 +178,8 @@ extension HTTPCache {
         )
         switch hit {
         case .prepared(_, let kept): return kept.served
-        case .decided(let answer): return answer.served
-        case nil: return nil
+        case .decided(let answer), .formed(_, let answer): return answer.served
+        case .spilled, nil: return nil  // its form spills nothing
         }
     }
 
@@ -166,7 +197,13 @@ extension HTTPCache {
     ///     index without waiting (``CacheLevels/readBelowMemoryWithoutWaiting(_:through:)``) and kept in
     ///     memory; `false`: memory alone.
     /// - Returns: The answer and its validity; `nil` as for ``respondFromMemory(to:)``.
-    func memoryAnswer(to request: HTTPRequest, readsDiskIndex: Bool = false) -> MemoryAnswer? {
+    ///   - keepsDiskReads: Whether what is read from the disk index is kept in memory (`false`:
+    ///     the caller spills the answer instead, and the answer carries the records' fingerprint).
+    func memoryAnswer(
+        to request: HTTPRequest,
+        readsDiskIndex: Bool = false,
+        keepsDiskReads: Bool = true
+    ) -> MemoryAnswer? {
         guard mode != .disabled, request.method == .get || request.method == .head else { return nil }
         let request = rules.keyRules.removingIgnoredParameters(from: request)
         if !configuration.bypass.isEmpty, configuration.bypass.contains(where: { $0.matches(request) }) { return nil }
@@ -177,7 +214,15 @@ extension HTTPCache {
         // clear-caches` on a running proxy's directory): emptied first when one happened.
         levels.followStoreChanges()
         var readFromDisk = false
-        guard let records = recordsWithoutWaiting(recordKey, readingDiskIndex: readsDiskIndex, fromDisk: &readFromDisk),
+        var recordsFingerprint: UInt64?
+        guard
+            let records = recordsWithoutWaiting(
+                recordKey,
+                readingDiskIndex: readsDiskIndex,
+                keeping: keepsDiskReads,
+                fingerprint: &recordsFingerprint,
+                fromDisk: &readFromDisk
+            ),
             let record = selectVariant(request, in: records)
         else { return nil }
         var trace: [TraceNote] = []
@@ -189,7 +234,13 @@ extension HTTPCache {
         }
         var reused = reuse(record, to: request, now: now, outcome: outcome)
         if reused.needsBody {
-            guard let body = bodyWithoutWaiting(of: record, readingDiskIndex: readsDiskIndex, fromDisk: &readFromDisk)
+            guard
+                let body = bodyWithoutWaiting(
+                    of: record,
+                    readingDiskIndex: readsDiskIndex,
+                    keeping: keepsDiskReads,
+                    fromDisk: &readFromDisk
+                )
             else { return nil }
             reused.served.body = body
         }
@@ -207,37 +258,54 @@ extension HTTPCache {
             recordKey: recordKey,
             records: records,
             stored: record.stored,
-            readFromDisk: readFromDisk
+            readFromDisk: readFromDisk,
+            recordsFingerprint: recordsFingerprint
         )
     }
 
     /// The variant records under `recordKey` in memory, else, with `readingDiskIndex`, in the
-    /// disk index (kept in memory then, and `fromDisk` set); `nil` when neither holds them.
+    /// disk index (kept in memory then when `keeping`, else their disk copy's fingerprint set,
+    /// and `fromDisk` set); `nil` when neither holds them.
     private func recordsWithoutWaiting(
         _ recordKey: String,
         readingDiskIndex: Bool,
+        keeping: Bool,
+        fingerprint: inout UInt64?,
         fromDisk: inout Bool
     ) -> [VariantRecord]? {
         if case .variants(let records) = memory.value(forKey: recordKey) { return records }
-        guard readingDiskIndex,
-            let records = levels.readBelowMemoryWithoutWaiting(recordKey, through: RecordsReading(cache: self))
-        else { return nil }
+        guard readingDiskIndex else { return nil }
+        let reading = RecordsReading(cache: self)
+        if keeping {
+            guard let records = levels.readBelowMemoryWithoutWaiting(recordKey, through: reading) else { return nil }
+            fromDisk = true
+            return records
+        }
+        guard let read = levels.readBelowMemoryKeepingNothingWithoutWaiting(recordKey, through: reading) else {
+            return nil
+        }
         fromDisk = true
-        return records
+        fingerprint = read.fingerprint
+        return read.found
     }
 
     /// The body of `record` in memory, else, with `readingDiskIndex`, in the disk index (kept in
     /// memory then, up to the memory level's entry limit, and `fromDisk` set); `nil` when neither
     /// holds it whole.
-    private func bodyWithoutWaiting(of record: VariantRecord, readingDiskIndex: Bool, fromDisk: inout Bool) -> HTTPBody?
-    {
+    private func bodyWithoutWaiting(
+        of record: VariantRecord,
+        readingDiskIndex: Bool,
+        keeping: Bool,
+        fromDisk: inout Bool
+    ) -> HTTPBody? {
         if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
-        guard readingDiskIndex,
-            let body = levels.readBelowMemoryWithoutWaiting(
-                record.bodyKey,
-                through: BodyReading(cache: self, record: record)
-            )
-        else { return nil }
+        guard readingDiskIndex else { return nil }
+        let reading = BodyReading(cache: self, record: record)
+        let body =
+            keeping
+            ? levels.readBelowMemoryWithoutWaiting(record.bodyKey, through: reading)
+            : levels.readBelowMemoryKeepingNothingWithoutWaiting(record.bodyKey, through: reading)?.found
+        guard let body else { return nil }
         fromDisk = true
         return body
     }
@@ -341,6 +409,10 @@ package struct MemoryAnswer: Sendable {
     let stored: StoredResponse
     /// Whether its record or body was read from the disk index (not kept as a prepared answer).
     let readFromDisk: Bool
+    /// The fingerprint of the variant records' disk copy, when they were read from the disk
+    /// index and not kept in memory (``DiskCache/StoredData/fingerprint``): what a spilled
+    /// answer is checked against (``SpilledAnswer``).
+    let recordsFingerprint: UInt64?
 
     /// ``validUntilSeconds`` as an instant of the cache's clock.
     var validUntil: Date { Date(timeIntervalSince1970: validUntilSeconds) }

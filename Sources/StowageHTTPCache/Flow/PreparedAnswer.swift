@@ -23,10 +23,21 @@ package protocol PreparedForm: AnyObject, Sendable {
     /// Whether the server needs the cache's response with it (its fields and body): kept, and
     /// its body charged, only then.
     static var usesResponse: Bool { get }
+    /// Whether answers worked out from disk reads are spilled in this form (``spilled()``)
+    /// rather than their records and bodies kept in memory. Default `false`.
+    static var spills: Bool { get }
+    /// The form as the cache spills an answer it worked out from a disk read (``SpilledForm``):
+    /// `nil` (the default) to spill nothing.
+    func spilled() -> SpilledForm?
+    /// Whether `request` is the request whose ``SpilledForm/identity`` is `identity`. Default `false`.
+    static func answers(_ request: Request, spilledIdentity identity: ArraySlice<UInt8>) -> Bool
 }
 
 extension PreparedForm {
     package func stands(at now: Date) -> Bool { true }
+    package static var spills: Bool { false }
+    package func spilled() -> SpilledForm? { nil }
+    package static func answers(_ request: Request, spilledIdentity identity: ArraySlice<UInt8>) -> Bool { false }
 }
 
 /// A step of ``HTTPCache/answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)`` that asks
@@ -47,6 +58,11 @@ package enum MemoryHit<Form: PreparedForm> {
     case prepared(Form, PreparedAnswer)
     /// An answer decided now and not kept: respond from it.
     case decided(MemoryAnswer)
+    /// An answer decided now from a disk read and spilled, not kept in memory: the form the
+    /// server prepared for it.
+    case formed(Form, MemoryAnswer)
+    /// An answer spilled when it was read from disk, read back and standing: send its bytes.
+    case spilled(SpilledHit)
 }
 
 /// A server's prepared answer as the memory level keeps it: the form, what the decision depends

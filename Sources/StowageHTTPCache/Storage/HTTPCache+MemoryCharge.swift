@@ -18,6 +18,7 @@ extension HTTPCache.MemoryEntry {
         case .variants(let records): own = VariantRecord.heapBytes(of: records)
         case .body(let bytes): own = HeapBytes.buffer(bytes)
         case .prepared(let answer): own = answer.cost
+        case .spilled: own = SpilledAnswer.cost
         }
         return own + HeapBytes.string(key) + Self.slotBytes
     }

@@ -113,6 +113,8 @@ final class EncodedAnswer: PreparedForm {
 
     static var usesResponse: Bool { false }
 
+    static var spills: Bool { true }
+
     /// The bytes of `headers`' names and values, with four for each line's separators.
     static func fieldBytes(_ headers: HTTPHeaders) -> Int {
         headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }

@@ -38,6 +38,17 @@ struct EncodedResponse: Sendable {
         self.bytes = bytes
     }
 
+    /// A response already encoded: `bytes` holds its head (`headLength` bytes) and its body.
+    init(encoded bytes: ByteBuffer, headLength: Int) {
+        precondition(
+            headLength >= 0 && headLength <= bytes.readableBytes,
+            "a head of \(headLength) bytes is not in the response"
+        )
+        self.bytes = bytes
+        self.headLength = headLength
+        separateBody = nil
+    }
+
     /// The body: the bytes after the head, or the separate buffer (a view, not a copy).
     var body: ByteBuffer {
         separateBody ?? bytes.getSlice(at: bytes.readerIndex + headLength, length: bytes.readableBytes - headLength)!

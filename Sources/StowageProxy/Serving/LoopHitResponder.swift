@@ -58,6 +58,7 @@ final class LoopHitResponder: Sendable {
             hash: encodable ? EncodedAnswer.hash(head) : 0,
             prepares: encodable,
             readsDiskIndex: readsDiskIndex,
+            spillHash: encodable && readsDiskIndex ? EncodedAnswer.spillHash(head) : nil,
             cacheRequest: { head in
                 guard let request = try? HTTPRequest(head, secure: false, splitCookie: false),
                     ProxyHandler.refuseHost(request) == nil
@@ -100,6 +101,14 @@ final class LoopHitResponder: Sendable {
             handler.metrics.record(kept.outcome)
             handler.metrics.recordServed(form.encoded.bodyLength, outcome: kept.outcome)
             return .encoded(form.encoded)
+        case .formed(let form, let answer):
+            handler.metrics.record(answer.served.outcome)
+            handler.metrics.recordServed(form.encoded.bodyLength, outcome: answer.served.outcome)
+            return .encoded(form.encoded)
+        case .spilled(let hit):
+            handler.metrics.record(hit.outcome)
+            handler.metrics.recordServed(hit.body.count, outcome: hit.outcome)
+            return .encoded(EncodedResponse(hit))
         case .decided(let answer):
             if let unkept {
                 handler.metrics.record(answer.served.outcome)

@@ -67,7 +67,13 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: "Bytes of responses kept in memory, e.g. 64MB.", transform: { try parseSize($0) })
     var memoryCapacity = ByteCount(64_000_000)
 
-    @Option(help: "Bytes of responses kept on disk, e.g. 1GB.", transform: { try parseSize($0) })
+    @Option(
+        help: """
+            Bytes of responses kept on disk, e.g. 1GB; hits read from disk are kept ready to send \
+            in an anonymous file of up to a quarter of this beside it.
+            """,
+        transform: { try parseSize($0) }
+    )
     var diskCapacity = ByteCount(1_000_000_000)
 
     @Option(help: "Seconds one upstream exchange may take before the client gets 504.")

@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import StowageCache
+import StowageCore
+import Synchronization
+
+/// The ``AnswerSpill`` of an HTTP cache, opened the first time a server spills an answer: a cache
+/// no server reads through the disk index never makes the file.
+final class AnswerSpillSlot: Sendable {
+    private let opened = AtomicLazyReference<AnswerSpill>()
+    private let unavailable = Atomic<Bool>(false)
+    /// Hits answered from the spill.
+    let hits = Atomic<Int>(0)
+
+    /// The spill, opened by `open` the first time; `nil` when it could not be.
+    func spill(opening open: () -> AnswerSpill?) -> AnswerSpill? {
+        if let spill = opened.load() { return spill }
+        if unavailable.load(ordering: .relaxed) { return nil }
+        guard let made = open() else {
+            unavailable.store(true, ordering: .relaxed)
+            return nil
+        }
+        return opened.storeIfNil(made)
+    }
+
+    /// The spill when it is open.
+    var ifOpen: AnswerSpill? { opened.load() }
+}
+
+extension HTTPCache {
+    /// The hits answered from spilled answers since the cache opened, and the bytes the spill
+    /// file holds now (`0` before a server spilled any).
+    package var spilledAnswerFigures: (hits: Int, bytes: Int64) {
+        (answerSpills.hits.load(ordering: .relaxed), answerSpills.ifOpen?.byteCount ?? 0)
+    }
+
+    /// The file answers worked out from disk reads are spilled to, opened on first use in the
+    /// disk cache's directory, at most a quarter of `diskCapacity` (at least 1 MiB); `nil`
+    /// without a disk level or when no file can be made there.
+    var answerSpill: AnswerSpill? {
+        guard let disk else { return nil }
+        return answerSpills.spill {
+            let capacity = max(1 << 20, configuration.diskCapacity.rawValue / 4)
+            let spill = AnswerSpill(directory: disk.directory.path, capacity: capacity)
+            if spill == nil {
+                configuration.logger.notice(
+                    "answers read from disk are not spilled: no anonymous file can be made in the cache directory",
+                    metadata: ["directory": "\(disk.directory.path)", "errno": "\(errno)"]
+                )
+            }
+            return spill
+        }
+    }
+
+    /// The memory level's key of the spilled answer to requests of `hash`, when answers are
+    /// spilled in `form` at all: not with key rules that read request fields, nor with bypass
+    /// rules (what a spilled answer's request is compared on — method, target, `Host` and the
+    /// fields the response varies on — would not be all its answer depends on).
+    func spillKey<Form: PreparedForm>(for hash: Int, form: Form.Type) -> String? {
+        guard Form.spills, rules.keyRules.headers.isEmpty, configuration.bypass.isEmpty, answerSpill != nil else {
+            return nil
+        }
+        return "\u{2}" + String(UInt(bitPattern: hash), radix: 36)
+    }
+
+    /// The hit `spilled` gives `request` now, or `nil` when it does not stand: the response's
+    /// freshness ran out, its bytes are gone or damaged, they answer another request (a hash
+    /// collision), or the disk no longer holds the records it was worked out from (then it is
+    /// removed).
+    func spilledHit<Form: PreparedForm>(
+        _ spilled: SpilledAnswer,
+        underKey key: String,
+        to request: Form.Request,
+        form: Form.Type,
+        now: Double,
+        clockNow: Date
+    ) -> SpilledHit? {
+        guard now < spilled.decisionValidUntil, let spill = answerSpills.ifOpen, let bytes = spill.read(spilled.place)
+        else {
+            _ = memory.removeValue(forKey: key)
+            return nil
+        }
+        let keyEnd = Int(spilled.keyLength)
+        let identityEnd = keyEnd + Int(spilled.identityLength)
+        let headEnd = identityEnd + Int(spilled.headLength)
+        guard headEnd <= bytes.count, Form.answers(request, spilledIdentity: bytes[keyEnd..<identityEnd]) else {
+            return nil
+        }
+        // Read before the lookup: a change after it moves the count past the one noted.
+        let change = levels.changeCount
+        let second = Int64(now.rounded(.down))
+        if spilled.checkedAtChange.load(ordering: .acquiring) != change
+            || second >= spilled.checkAfterSecond.load(ordering: .relaxed)
+        {
+            let recordKey = String(decoding: bytes[0..<keyEnd], as: UTF8.self)
+            guard levels.diskFingerprintWithoutWaiting(recordKey) == spilled.recordsFingerprint else {
+                _ = memory.removeValue(forKey: key)
+                return nil
+            }
+            spilled.checkedAtChange.store(change, ordering: .releasing)
+            spilled.checkAfterSecond.store(second + SpilledAnswer.recheckSeconds, ordering: .relaxed)
+        }
+        answerSpills.hits.add(1, ordering: .relaxed)
+        // RFC 9111 §4.2.3 and §4.2.1, as `currentFieldsSeconds` works them out from the record.
+        let age = spilled.correctedInitialAge + max(0, now - spilled.responseSeconds)
+        let ttl = spilled.freshness - age
+        return SpilledHit(
+            bytes: bytes,
+            head: identityEnd..<headEnd,
+            body: headEnd..<bytes.count,
+            age: String(Int(max(0, age))),
+            cacheStatus: status(.hit, ttl: ttl).description,
+            addsDate: spilled.addsDate,
+            now: clockNow,
+            outcome: .hit
+        )
+    }
+
+    /// Spills `answer`, worked out from a disk read begun at `mark`, as the form `prepare` gives
+    /// for it, and keeps its ``SpilledAnswer`` in memory under `key`: only a hit whose decision
+    /// stands until the response goes stale (a request asking nothing of its own) and whose
+    /// records were read from the disk index, and only while no clear or removal through
+    /// another handle came since `mark` (memory, emptied by it, must not get it back).
+    ///
+    /// - Returns: The form prepared, when `prepare` gave one (spilled or not).
+    func spill<Form: PreparedForm>(
+        _ answer: MemoryAnswer,
+        underKey key: String,
+        readAt mark: CacheLevels<MemoryEntry>.ReadMark,
+        now: Date,
+        prepare: (PreparationStep<Form>) -> Form?
+    ) -> Form? {
+        guard let fingerprint = answer.recordsFingerprint, answer.served.outcome == .hit,
+            answer.decisionValidUntilSeconds > answer.validUntilSeconds, let spill = answerSpill,
+            let form = prepare(.decided(answer, now: now))
+        else { return nil }
+        let recordKey = Array(answer.recordKey.utf8)
+        guard let spilledForm = form.spilled(),
+            let place = spill.append(recordKey, spilledForm.identity, spilledForm.head, spilledForm.body)
+        else { return form }
+        let stored = answer.stored
+        let entry = MemoryEntry.spilled(
+            SpilledAnswer(
+                place: place,
+                keyLength: recordKey.count,
+                form: spilledForm,
+                recordsFingerprint: fingerprint,
+                checkedAtChange: mark.change,
+                checkAfterSecond: Int64(answer.workedOutAtSeconds.rounded(.down)) + SpilledAnswer.recheckSeconds,
+                correctedInitialAge: rules.correctedInitialAgeSeconds(of: stored),
+                responseSeconds: stored.responseSeconds,
+                freshness: rules.freshnessSeconds(of: stored),
+                decisionValidUntil: answer.decisionValidUntilSeconds
+            )
+        )
+        memory.setUncountedValue(entry, forKey: key, cost: entry.charge(forKey: key))
+        // A clear or another handle's removal since the read emptied memory before this entry
+        // was in it: it goes too.
+        if !levels.storeUnchanged(since: mark) { _ = memory.removeValue(forKey: key) }
+        return form
+    }
+}
