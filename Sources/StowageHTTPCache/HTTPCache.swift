@@ -160,6 +160,8 @@ public final class HTTPCache: Sendable {
         // A removal or invalidation through another handle (another process on the directory)
         // is final here too: fetches under way then store nothing.
         levels.whenOthersRemove { [invalidations] in invalidations.noteRemovedElsewhere() }
+        // The spilled answers' places went with memory; their bytes go too.
+        levels.whenStoreEmptiesMemory { [answerSpills] in answerSpills.ifOpen?.removeAll() }
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.

@@ -189,6 +189,12 @@ struct SpilledAnswerProxyTests {
             try await other.close()
             let after = try await h.get("/u/0")
             #expect(after.text != spilled.text, "\(after.text)")
+            // Memory was emptied with every place in it; the spilled bytes went too (and the
+            // answer just read from disk was spilled again).
+            let hits = try Self.spilledHits(h)
+            #expect(try #require(h.cache).spilledAnswerFigures.bytes < 1_000)
+            #expect(try await h.get("/u/1").cacheStatus.contains("hit"))
+            #expect(try Self.spilledHits(h) == hits, "/u/1's place went with memory")
         }
     }
 
@@ -210,6 +216,31 @@ struct SpilledAnswerProxyTests {
                 #expect(!reply.cacheStatus.contains("hit"), "\(path): \(reply.cacheStatus)")
             }
             #expect(cache.spilledAnswerFigures.hits == hits)
+            #expect(h.origin.requestCount == 12 + Self.paths.count)
+        }
+    }
+
+    @Test("a clear through another handle on the directory (stowage clear-caches) empties the answers file too")
+    func clearElsewhereEmptiesTheSpill() async throws {
+        try await ProxyHarness.run(configure: { $0.cache.memoryCapacity = Self.memoryCapacity }, script: Self.script) {
+            h in
+            try await Self.warm(h)
+            for path in Self.paths {
+                for _ in 0..<2 { _ = try await h.get(path) }
+            }
+            let cache = try #require(h.cache)
+            #expect(cache.spilledAnswerFigures.bytes > 0)
+            let directory = try #require(cache.disk?.directory)
+            let other = try HTTPCache(directory: directory, configuration: cache.configuration)
+            _ = try await other.removeAll()
+            try await other.close()
+            let hits = cache.spilledAnswerFigures.hits
+            for path in Self.paths {
+                let reply = try await h.get(path)
+                #expect(!reply.cacheStatus.contains("hit"), "\(path): \(reply.cacheStatus)")
+            }
+            #expect(cache.spilledAnswerFigures.hits == hits)
+            #expect(cache.spilledAnswerFigures.bytes == 0, "emptied when memory followed the clear")
             #expect(h.origin.requestCount == 12 + Self.paths.count)
         }
     }

@@ -80,6 +80,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Run, after memory is emptied, when another handle's removal is seen
     /// (``whenOthersRemove(_:)``).
     private let othersRemovalAction = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Run after memory is emptied because the disk cache was cleared or another handle removed
+    /// a value (``whenStoreEmptiesMemory(_:)``).
+    private let storeEmptiedMemoryAction = Mutex<(@Sendable () -> Void)?>(nil)
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
     /// land in the same order on both levels.
     let keyLocks = KeyLocks()
@@ -147,8 +150,14 @@ package final class CacheLevels<Value: Sendable>: Sendable {
             removalWatch?.check {
                 memory.removeAll()
                 othersRemovalAction.withLock { $0 }?()
+                storeEmptiedMemoryAction.withLock { $0 }?()
             } ?? 0
-        return StoreMark(generation: generationWatch?.check { memory.removeAll() } ?? 0, removals: removals)
+        let generation =
+            generationWatch?.check {
+                memory.removeAll()
+                storeEmptiedMemoryAction.withLock { $0 }?()
+            } ?? 0
+        return StoreMark(generation: generation, removals: removals)
     }
 
     /// Whether neither a clear nor a removal was counted since `mark` (always, without a disk level).
@@ -174,6 +183,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// invalidation of everything, so a response fetched before it is not stored after it.
     package func whenOthersRemove(_ action: @escaping @Sendable () -> Void) {
         othersRemovalAction.withLock { $0 = action }
+    }
+
+    /// Runs `action` each time memory is emptied because a look at the store found the disk
+    /// cache cleared or a value removed through another handle: a cache that keeps copies of
+    /// what memory held elsewhere (the HTTP cache's spilled answers) empties them too.
+    package func whenStoreEmptiesMemory(_ action: @escaping @Sendable () -> Void) {
+        storeEmptiedMemoryAction.withLock { $0 = action }
     }
 
     /// Whether nothing changed since `mark`: no removal, invalidation or write through these
