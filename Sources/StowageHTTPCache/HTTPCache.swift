@@ -160,6 +160,10 @@ public final class HTTPCache: Sendable {
         // A removal or invalidation through another handle (another process on the directory)
         // is final here too: fetches under way then store nothing.
         levels.whenOthersRemove { [invalidations] in invalidations.noteRemovedElsewhere() }
+        // A clear through another handle ("clear caches", another process) empties the spilled
+        // answers' file as this handle's own clear does: memory, emptied, no longer finds them,
+        // and the copies of the responses cleared must not stay on disk until the next wrap.
+        levels.whenOthersClear { [answerSpills] in answerSpills.ifOpen?.removeAll() }
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.

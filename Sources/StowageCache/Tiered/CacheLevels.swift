@@ -80,6 +80,9 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// Run, after memory is emptied, when another handle's removal is seen
     /// (``whenOthersRemove(_:)``).
     private let othersRemovalAction = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Run, after memory is emptied, when a clear of the disk cache through another handle is
+    /// seen (``whenOthersClear(_:)``).
+    private let othersClearAction = Mutex<(@Sendable () -> Void)?>(nil)
     /// Writes and removals of one key run one at a time, so that their disk and memory halves
     /// land in the same order on both levels.
     let keyLocks = KeyLocks()
@@ -148,7 +151,12 @@ package final class CacheLevels<Value: Sendable>: Sendable {
                 memory.removeAll()
                 othersRemovalAction.withLock { $0 }?()
             } ?? 0
-        return StoreMark(generation: generationWatch?.check { memory.removeAll() } ?? 0, removals: removals)
+        let generation =
+            generationWatch?.check {
+                memory.removeAll()
+                othersClearAction.withLock { $0 }?()
+            } ?? 0
+        return StoreMark(generation: generation, removals: removals)
     }
 
     /// Whether neither a clear nor a removal was counted since `mark` (always, without a disk level).
@@ -174,6 +182,13 @@ package final class CacheLevels<Value: Sendable>: Sendable {
     /// invalidation of everything, so a response fetched before it is not stored after it.
     package func whenOthersRemove(_ action: @escaping @Sendable () -> Void) {
         othersRemovalAction.withLock { $0 = action }
+    }
+
+    /// Runs `action` each time a look at the store finds it cleared through another handle, in
+    /// this process or another (`ClearCaches`, `stowage clear-caches`), after memory is emptied:
+    /// the HTTP cache then empties what it keeps beside memory (its spilled answers' file).
+    package func whenOthersClear(_ action: @escaping @Sendable () -> Void) {
+        othersClearAction.withLock { $0 = action }
     }
 
     /// Whether nothing changed since `mark`: no removal, invalidation or write through these
