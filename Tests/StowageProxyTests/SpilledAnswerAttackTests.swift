@@ -130,4 +130,45 @@ struct SpilledAnswerAttackTests {
             #expect(h.origin.requestCount == 40)
         }
     }
+
+    @Test(
+        "variants that vary on different fields: a request both match gets the newer one from the spill too, as the cache selects it (RFC 9111 §4.1)"
+    )
+    func variantsVaryingOnDifferentFields() async throws {
+        let clock = ManualClock(startingAt: Date())
+        // `/v` varies on X-B when the request has it, else on X-A; other paths as `script`.
+        let script: TestOriginServer.Script = { received in
+            guard received.head.path == "/v" else { return try await Self.script(received) }
+            let fields = received.head.headerFields
+            let a = fields[HTTPField.Name("X-A")!] ?? "none"
+            let b = fields[HTTPField.Name("X-B")!]
+            return .init(
+                fields: [("Cache-Control", "max-age=3600"), ("Vary", b == nil ? "X-A" : "X-B")],
+                body: "/v a=\(a) b=\(b ?? "none") #\(received.index)"
+            )
+        }
+        try await ProxyHarness.run(
+            configure: {
+                Self.configure(&$0)
+                $0.cache.clock = clock.cacheClock
+            },
+            script: script
+        ) { h in
+            // Stored: A (Vary: X-A, for X-A: 1), then a second later B (Vary: X-B, for X-B: 2).
+            let a = try await h.get("/v", headers: [("X-A", "1")]).text
+            clock.advance(by: .seconds(1))
+            let b = try await h.get("/v", headers: [("X-A", "2"), ("X-B", "2")]).text
+            #expect(a != b)
+            // Records read from disk: X-A: 1 alone selects A, spilled for it, and from the spill.
+            try await SpilledAnswerProxyTests.warm(h)
+            for _ in 0..<3 {
+                let reply = try await h.get("/v", headers: [("X-A", "1")])
+                #expect(reply.text == a)
+            }
+            // Both match X-A: 1 with X-B: 2; the cache selects the newer, B.
+            let both = try await h.get("/v", headers: [("X-A", "1"), ("X-B", "2")]).text
+            #expect(both == b, "got \(both), the cache selects \(b)")
+            #expect(h.origin.requestCount == 2 + 12)
+        }
+    }
 }
