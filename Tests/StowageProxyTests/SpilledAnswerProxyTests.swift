@@ -220,31 +220,6 @@ struct SpilledAnswerProxyTests {
         }
     }
 
-    @Test("a clear through another handle on the directory (stowage clear-caches) empties the answers file too")
-    func clearElsewhereEmptiesTheSpill() async throws {
-        try await ProxyHarness.run(configure: { $0.cache.memoryCapacity = Self.memoryCapacity }, script: Self.script) {
-            h in
-            try await Self.warm(h)
-            for path in Self.paths {
-                for _ in 0..<2 { _ = try await h.get(path) }
-            }
-            let cache = try #require(h.cache)
-            #expect(cache.spilledAnswerFigures.bytes > 0)
-            let directory = try #require(cache.disk?.directory)
-            let other = try HTTPCache(directory: directory, configuration: cache.configuration)
-            _ = try await other.removeAll()
-            try await other.close()
-            let hits = cache.spilledAnswerFigures.hits
-            for path in Self.paths {
-                let reply = try await h.get(path)
-                #expect(!reply.cacheStatus.contains("hit"), "\(path): \(reply.cacheStatus)")
-            }
-            #expect(cache.spilledAnswerFigures.hits == hits)
-            #expect(cache.spilledAnswerFigures.bytes == 0, "emptied when memory followed the clear")
-            #expect(h.origin.requestCount == 12 + Self.paths.count)
-        }
-    }
-
     @Test("bytes garbled in the answers file are a miss of the spill: the disk's copy is sent, never the garbage")
     func garbledSpillIsNotSent() async throws {
         try await ProxyHarness.run(configure: { $0.cache.memoryCapacity = Self.memoryCapacity }, script: Self.script) {

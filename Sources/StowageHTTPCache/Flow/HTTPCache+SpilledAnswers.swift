@@ -116,6 +116,16 @@ extension HTTPCache {
         )
     }
 
+    /// Whether every variant record beside `answer`'s varies on the fields its response varies
+    /// on. Only then does the record a request selects (RFC 9111 §4.1: the newest that matches)
+    /// depend on nothing but those fields, all that a spilled answer's request is compared on
+    /// besides the target and `Host`: with a record that varies on another field, a request
+    /// that also sends that field may select the newer record, not the spilled one.
+    static func variesAlike(_ answer: MemoryAnswer) -> Bool {
+        let names = Set(answer.stored.varyingFields.map(\.name))
+        return answer.records.allSatisfy { Set($0.stored.varyingFields.map(\.name)) == names }
+    }
+
     /// Spills `answer`, worked out from a disk read begun at `mark`, as the form `prepare` gives
     /// for it, and keeps its ``SpilledAnswer`` in memory under `key`: only a hit whose decision
     /// stands until the response goes stale (a request asking nothing of its own) and whose
@@ -131,8 +141,8 @@ extension HTTPCache {
         prepare: (PreparationStep<Form>) -> Form?
     ) -> Form? {
         guard let fingerprint = answer.recordsFingerprint, answer.served.outcome == .hit,
-            answer.decisionValidUntilSeconds > answer.validUntilSeconds, let spill = answerSpill,
-            let form = prepare(.decided(answer, now: now))
+            answer.decisionValidUntilSeconds > answer.validUntilSeconds, Self.variesAlike(answer),
+            let spill = answerSpill, let form = prepare(.decided(answer, now: now))
         else { return nil }
         let recordKey = Array(answer.recordKey.utf8)
         guard let spilledForm = form.spilled(),
