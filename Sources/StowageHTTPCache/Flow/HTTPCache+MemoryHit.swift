@@ -350,10 +350,15 @@ extension HTTPCache {
         let now = self.now
         let age = rules.currentAgeSeconds(of: stored, now: now)
         let ttl = rules.freshnessSeconds(of: stored) - age
-        return (
-            String(Int(max(0, age))), status(outcome, ttl: ttl).description,
-            Self.nextChange(age: age, ttl: ttl, now: now)
-        )
+        let fields = hitFields(age: age, ttl: ttl, outcome: outcome)
+        return (fields.age, fields.cacheStatus, Self.nextChange(age: age, ttl: ttl, now: now))
+    }
+
+    /// The `Age` (RFC 9111 §5.1, whole seconds, never negative) and `Cache-Status` values of a
+    /// response of current age `age` and remaining freshness `ttl`, served as `outcome`: one
+    /// place for answers kept in memory and spilled ones alike.
+    func hitFields(age: Double, ttl: Double, outcome: CacheOutcome) -> (age: String, cacheStatus: String) {
+        (String(Int(max(0, age))), status(outcome, ttl: ttl).description)
     }
 
     /// Whether `answer` is still the answer to its request: its time has not run out (nor been

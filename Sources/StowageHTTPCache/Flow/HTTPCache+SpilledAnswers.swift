@@ -103,13 +103,13 @@ extension HTTPCache {
         answerSpills.hits.add(1, ordering: .relaxed)
         // RFC 9111 §4.2.3 and §4.2.1, as `currentFieldsSeconds` works them out from the record.
         let age = spilled.correctedInitialAge + max(0, now - spilled.responseSeconds)
-        let ttl = spilled.freshness - age
+        let fields = hitFields(age: age, ttl: spilled.freshness - age, outcome: .hit)
         return SpilledHit(
             bytes: bytes,
             head: identityEnd..<headEnd,
             body: headEnd..<bytes.count,
-            age: String(Int(max(0, age))),
-            cacheStatus: status(.hit, ttl: ttl).description,
+            age: fields.age,
+            cacheStatus: fields.cacheStatus,
             addsDate: spilled.addsDate,
             now: clockNow,
             outcome: .hit

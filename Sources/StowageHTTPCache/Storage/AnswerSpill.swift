@@ -48,13 +48,7 @@ final class AnswerSpill: Sendable {
         let length = pieces.reduce(0) { $0 + $1.count }
         guard length > 0, length <= largestRecord else { return nil }
         let (generation, offset) = state.withLock { state -> (UInt32, Int64) in
-            if state.end + Int64(length) > capacity {
-                // Marked first, so a read that races the truncation finds its place gone.
-                state.generation &+= 1
-                currentGeneration.store(state.generation, ordering: .releasing)
-                state.end = 0
-                file.removeAllBytes()
-            }
+            if state.end + Int64(length) > capacity { startOver(&state) }
             let offset = state.end
             state.end += Int64(length)
             return (state.generation, offset)
@@ -93,12 +87,16 @@ final class AnswerSpill: Sendable {
     /// Empties the file and starts a new generation: every place given before reads as nothing
     /// (a clear of the cache: the copies go with what they copied).
     func removeAll() {
-        state.withLock { state in
-            state.generation &+= 1
-            currentGeneration.store(state.generation, ordering: .releasing)
-            state.end = 0
-            file.removeAllBytes()
-        }
+        state.withLock { startOver(&$0) }
+    }
+
+    /// Starts a new generation and empties the file, under ``state``'s lock. The generation is
+    /// marked first, so a read that races the truncation finds its place gone.
+    private func startOver(_ state: inout (generation: UInt32, end: Int64)) {
+        state.generation &+= 1
+        currentGeneration.store(state.generation, ordering: .releasing)
+        state.end = 0
+        file.removeAllBytes()
     }
 
     /// The bytes the file holds now.
