@@ -28,6 +28,8 @@
 #   URL_COUNT=100000 MEMORY_CAPACITY=16MB CASES=cached-1kib-100k-urls Benchmarks/proxy-load.sh
 #                                            # issue 46's scale row: 10^5 URLs, most hits from disk
 #   WARM_PASSES=2 …                          # every URL asked for twice before the measurement
+#   VARNISH_STORAGE=file …                   # Varnish's file storage (1 GB, mmap'd) in place of
+#                                            # malloc: issue 46's peer for hits from disk
 #
 # Each case also reports every server's resident memory after it (nginx: its master and workers;
 # varnish: its manager and worker), for the bound "stowage <= 1.5 x nginx + the memory capacity".
@@ -49,6 +51,11 @@ usage_error() { echo "proxy-load: $*" >&2; exit 2; }
 # and spills its answer then); 2 measures the state a long-running cache is in.
 WARM_PASSES=${WARM_PASSES:-1}
 [[ $WARM_PASSES =~ ^[1-9]$ ]] || usage_error "WARM_PASSES must be a whole number from 1 to 9, not '$WARM_PASSES'"
+# Varnish's storage: malloc (its objects in its own memory, 256 MB) or file (a 1 GB file it maps,
+# its objects in the page cache as the other two's files are).
+VARNISH_STORAGE=${VARNISH_STORAGE:-malloc}
+[[ $VARNISH_STORAGE == malloc || $VARNISH_STORAGE == file ]] \
+    || usage_error "VARNISH_STORAGE must be malloc or file, not '$VARNISH_STORAGE'"
 # ByteCount(parsing:)'s forms (Sources/StowageCore/Sizes/ByteCount+Parsing.swift): a number and an
 # optional unit, any letter case.
 [[ ${MEMORY_CAPACITY,,} =~ ^([0-9]+\.?[0-9]*|\.[0-9]+)\ ?(b|byte|bytes|[kmgtp]b?|[kmgtp]ib)?$ ]] \
@@ -154,9 +161,11 @@ CONF
 "$NGINX" -c "$WORK/nginx.conf" -p "$WORK" >&2
 sleep 0.5
 
-# Varnish with its built-in VCL (it honours Cache-Control and passes no-store), in memory:
-# the same 64 MB the other two hold in memory, and as many threads as it wants.
-"$VARNISHD" -a "127.0.0.1:$VARNISH_PORT" -b "127.0.0.1:$ORIGIN_PORT" -s malloc,256m \
+# Varnish with its built-in VCL (it honours Cache-Control and passes no-store) and as many
+# threads as it wants; its objects in 256 MB of its own memory (malloc), or in a 1 GB file it
+# maps (file: what it keeps is in the page cache, as nginx's and stowage's files are).
+if [ "$VARNISH_STORAGE" = file ]; then VARNISH_STEVEDORE="file,$WORK/varnish-storage.bin,1G"; else VARNISH_STEVEDORE="malloc,256m"; fi
+"$VARNISHD" -a "127.0.0.1:$VARNISH_PORT" -b "127.0.0.1:$ORIGIN_PORT" -s "$VARNISH_STEVEDORE" \
     -n "$WORK/varnish" -P "$WORK/varnish.pid" >&2
 
 "$STOWAGE" proxy --listen "127.0.0.1:$STOWAGE_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" \
@@ -286,9 +295,9 @@ for name in "${CASE_LIST[@]}"; do
     results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss $index_rps $index_p99 $stowage_cpu $nginx_cpu $varnish_cpu $index_cpu")
 done
 
-python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "$WARM_PASSES" "${results[@]}" <<'PY'
+python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "$WARM_PASSES" "$VARNISH_STORAGE" "${results[@]}" <<'PY'
 import json, sys
-ok, threads, connections, duration, cores, url_count, memory_capacity, warm_passes, *results = sys.argv[1:]
+ok, threads, connections, duration, cores, url_count, memory_capacity, warm_passes, varnish_storage, *results = sys.argv[1:]
 url_count = int(url_count)
 many_urls = f"cached-1kib-{url_count // 1000}k-urls" if url_count % 1000 == 0 else f"cached-1kib-{url_count}-urls"
 described = {
@@ -344,12 +353,13 @@ for result in results:
         "rss_mib": {"stowage": round(rss / 1024, 1), "nginx": round(nginx_rss / 1024, 1),
                     "varnish": round(varnish_rss / 1024, 1)},
         "warm_passes": int(warm_passes),
+        "varnish_storage": varnish_storage,
         "notes": f"wrk -t{threads} -c{connections} -d{duration} --latency on loopback, {described[name]}, "
                  f"every URL asked for {warm_passes} time(s) before, "
                  f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / baseline req/s "
                  f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
                  f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "
-                 f"built-in VCL and -s malloc; stowage --memory-capacity {memory_capacity}, resident memory after the case "
+                 f"built-in VCL and -s {'malloc,256m' if varnish_storage == 'malloc' else 'file (1 GB, mmap)'}; stowage --memory-capacity {memory_capacity}, resident memory after the case "
                  f"(nginx: master and workers; varnish: manager and worker); cpu_us_per_request = each server's "
                  f"user and system CPU time (its processes') during its wrk run over the requests wrk completed; "
                  f"nio-floor = the proxy's captured responses answered from memory by a bare SwiftNIO HTTP/1 server; "

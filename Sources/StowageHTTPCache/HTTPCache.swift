@@ -56,6 +56,8 @@ public final class HTTPCache: Sendable {
     let openStore: OpenStores.Registration?
     /// The file a server's answers worked out from disk reads are spilled to (``answerSpill``).
     let answerSpills = AnswerSpillSlot()
+    /// Whether memory evicts for its capacity lately: answers it holds in full are spilled then.
+    let memoryEvictions = MemoryEvictionWatch()
 
     /// What the memory tier holds: the variant records of a URL, one body, or an answer a
     /// server prepared from them (``answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``),

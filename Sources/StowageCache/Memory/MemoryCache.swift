@@ -33,6 +33,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @usableFromInline let storage: Mutex<Storage>
     private let counters: CacheCounters
     @usableFromInline let contentChanges = MemoryCacheContentChanges()
+    /// Entries evicted for the count or cost limit (``limitEvictionCount``).
+    private let limitEvictions = Atomic<Int>(0)
     /// The cache's place in the process's registry of open stores while it lives, so that
     /// "clear caches" (`ClearCaches`, `stowage clear-caches`) reaches it: no directory names a
     /// cache in memory (URLCache's `removeAllCachedResponses` reaches its memory the same way).
@@ -93,6 +95,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// The sum of the entries' costs, including expired ones not yet removed.
     public var totalCost: Int { storage.withLock { $0.totalCost } }
+
+    /// How many entries were evicted for the count or cost limit since the cache was created
+    /// (not those removed, expired or let go under memory pressure): one atomic load, for a
+    /// caller that asks on every request whether the cache is full.
+    package var limitEvictionCount: Int { limitEvictions.load(ordering: .relaxed) }
 
     /// Hits, misses, writes and evictions since the cache was created.
     public var statistics: CacheStatistics { counters.statistics }
@@ -268,6 +275,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     @usableFromInline
     func report(_ removal: Removal) {
+        if removal.reason == .costLimit || removal.reason == .countLimit {
+            limitEvictions.wrappingAdd(1, ordering: .relaxed)
+        }
         counters.recordEviction(removal.reason, bytes: Int64(removal.cost))
         configuration.onEviction?(removal.key, removal.value, removal.reason)
     }

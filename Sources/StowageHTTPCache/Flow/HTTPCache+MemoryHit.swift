@@ -74,6 +74,26 @@ extension HTTPCache {
             let fieldsCurrent = now < kept.fieldsValidUntil && now >= kept.fieldsValidFrom
             let seen = kept.seenAt.load(ordering: .relaxed)
             if let version = decisionStands(kept, now: now, seenAt: fieldsCurrent ? seen : nil) {
+                // While memory evicts, an answer kept in full is spilled: its room holds many
+                // spilled ones (HTTPCache+SpilledAnswers.swift).
+                if readsDiskIndex, let spillHash, !kept.spillDeclined.load(ordering: .relaxed),
+                    memoryEvictions.isEvicting(
+                        evictionCount: memory.limitEvictionCount,
+                        second: Int64(now.rounded(.down))
+                    ),
+                    let spillKey = spillKey(for: spillHash, form: Form.self),
+                    let cacheRequest = cacheRequest(request),
+                    let hit = spillKept(
+                        kept,
+                        preparedKey: key,
+                        spillKey: spillKey,
+                        cacheRequest: cacheRequest,
+                        now: clockNow,
+                        prepare: prepare
+                    )
+                {
+                    return hit
+                }
                 if fieldsCurrent, form.stands(at: clockNow) {
                     if version != seen { kept.seenAt.store(version, ordering: .relaxed) }
                     return .prepared(form, kept)
@@ -135,9 +155,9 @@ extension HTTPCache {
         if answer.readFromDisk {
             if found { _ = memory.removeValue(forKey: key) }
             if let mark, let spillKey,
-                let form = spill(answer, underKey: spillKey, readAt: mark, now: clockNow, prepare: prepare)
+                let spilled = spill(answer, underKey: spillKey, readAt: mark, now: clockNow, prepare: prepare)
             {
-                return .formed(form, answer)
+                return .formed(spilled.form, answer)
             }
             return .decided(answer)
         }
@@ -199,10 +219,13 @@ extension HTTPCache {
     /// - Returns: The answer and its validity; `nil` as for ``respondFromMemory(to:)``.
     ///   - keepsDiskReads: Whether what is read from the disk index is kept in memory (`false`:
     ///     the caller spills the answer instead, and the answer carries the records' fingerprint).
+    ///   - readsMemory: Whether records and body are looked up in memory first (`false`, with
+    ///     `readsDiskIndex`: the disk index alone, for an answer memory holds that is spilled).
     func memoryAnswer(
         to request: HTTPRequest,
         readsDiskIndex: Bool = false,
-        keepsDiskReads: Bool = true
+        keepsDiskReads: Bool = true,
+        readsMemory: Bool = true
     ) -> MemoryAnswer? {
         guard mode != .disabled, request.method == .get || request.method == .head else { return nil }
         let request = rules.keyRules.removingIgnoredParameters(from: request)
@@ -218,6 +241,7 @@ extension HTTPCache {
         guard
             let records = recordsWithoutWaiting(
                 recordKey,
+                readingMemory: readsMemory,
                 readingDiskIndex: readsDiskIndex,
                 keeping: keepsDiskReads,
                 fingerprint: &recordsFingerprint,
@@ -237,6 +261,7 @@ extension HTTPCache {
             guard
                 let body = bodyWithoutWaiting(
                     of: record,
+                    readingMemory: readsMemory,
                     readingDiskIndex: readsDiskIndex,
                     keeping: keepsDiskReads,
                     fromDisk: &readFromDisk
@@ -263,17 +288,18 @@ extension HTTPCache {
         )
     }
 
-    /// The variant records under `recordKey` in memory, else, with `readingDiskIndex`, in the
+    /// The variant records under `recordKey` in memory (when `readingMemory`), else, with `readingDiskIndex`, in the
     /// disk index (kept in memory then when `keeping`, else their disk copy's fingerprint set,
     /// and `fromDisk` set); `nil` when neither holds them.
     private func recordsWithoutWaiting(
         _ recordKey: String,
+        readingMemory: Bool,
         readingDiskIndex: Bool,
         keeping: Bool,
         fingerprint: inout UInt64?,
         fromDisk: inout Bool
     ) -> [VariantRecord]? {
-        if case .variants(let records) = memory.value(forKey: recordKey) { return records }
+        if readingMemory, case .variants(let records) = memory.value(forKey: recordKey) { return records }
         guard readingDiskIndex else { return nil }
         let reading = RecordsReading(cache: self)
         if keeping {
@@ -289,16 +315,17 @@ extension HTTPCache {
         return read.found
     }
 
-    /// The body of `record` in memory, else, with `readingDiskIndex`, in the disk index (kept in
+    /// The body of `record` in memory (when `readingMemory`), else, with `readingDiskIndex`, in the disk index (kept in
     /// memory then, up to the memory level's entry limit, and `fromDisk` set); `nil` when neither
     /// holds it whole.
     private func bodyWithoutWaiting(
         of record: VariantRecord,
+        readingMemory: Bool,
         readingDiskIndex: Bool,
         keeping: Bool,
         fromDisk: inout Bool
     ) -> HTTPBody? {
-        if case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
+        if readingMemory, case .body(let bytes) = memory.value(forKey: record.bodyKey) { return HTTPBody(bytes: bytes) }
         guard readingDiskIndex else { return nil }
         let reading = BodyReading(cache: self, record: record)
         let body =

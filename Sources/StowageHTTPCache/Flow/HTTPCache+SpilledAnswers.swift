@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import StowageCache
 import StowageCore
@@ -132,14 +133,14 @@ extension HTTPCache {
     /// records were read from the disk index, and only while no clear or removal through
     /// another handle came since `mark` (memory, emptied by it, must not get it back).
     ///
-    /// - Returns: The form prepared, when `prepare` gave one (spilled or not).
+    /// - Returns: The form prepared, when `prepare` gave one, and whether it was spilled.
     func spill<Form: PreparedForm>(
         _ answer: MemoryAnswer,
         underKey key: String,
         readAt mark: CacheLevels<MemoryEntry>.ReadMark,
         now: Date,
         prepare: (PreparationStep<Form>) -> Form?
-    ) -> Form? {
+    ) -> (form: Form, spilled: Bool)? {
         guard let fingerprint = answer.recordsFingerprint, answer.served.outcome == .hit,
             answer.decisionValidUntilSeconds > answer.validUntilSeconds, Self.variesAlike(answer),
             let spill = answerSpill, let form = prepare(.decided(answer, now: now))
@@ -147,7 +148,7 @@ extension HTTPCache {
         let recordKey = Array(answer.recordKey.utf8)
         guard let spilledForm = form.spilled(),
             let place = spill.append(recordKey, spilledForm.identity, spilledForm.head, spilledForm.body)
-        else { return form }
+        else { return (form, false) }
         let stored = answer.stored
         let entry = MemoryEntry.spilled(
             SpilledAnswer(
@@ -166,7 +167,55 @@ extension HTTPCache {
         memory.setUncountedValue(entry, forKey: key, cost: entry.charge(forKey: key))
         // A clear or another handle's removal since the read emptied memory before this entry
         // was in it: it goes too.
-        if !levels.storeUnchanged(since: mark) { _ = memory.removeValue(forKey: key) }
-        return form
+        guard levels.storeUnchanged(since: mark) else {
+            _ = memory.removeValue(forKey: key)
+            return (form, false)
+        }
+        return (form, true)
+    }
+
+    /// Spills `kept`, an answer memory holds in full, while memory evicts for its capacity
+    /// (``MemoryEvictionWatch``): its records and body are read again from the disk index and,
+    /// when they are the records memory holds, the answer is spilled as a disk read's is and
+    /// memory lets the kept answer, the records and the body go, keeping the place (about 280
+    /// bytes where they took about four kilobytes for a 1 KiB response). The room goes to more
+    /// answers: with 100,000 URLs and 64 MB, answers kept in full when they were stored took the
+    /// room of spilled ones, which then were read from disk and spilled again, again and again.
+    ///
+    /// - Returns: The spilled answer's form; `nil` when it cannot be (the records not on disk yet,
+    ///   kept in memory only, or another copy there; an answer that does not spill), and then
+    ///   `kept` is not tried again.
+    func spillKept<Form: PreparedForm>(
+        _ kept: PreparedAnswer,
+        preparedKey: String,
+        spillKey: String,
+        cacheRequest: HTTPRequest,
+        now: Date,
+        prepare: (PreparationStep<Form>) -> Form?
+    ) -> MemoryHit<Form>? {
+        let mark = levels.beginRead()
+        guard
+            let answer = memoryAnswer(
+                to: cacheRequest,
+                readsDiskIndex: true,
+                keepsDiskReads: false,
+                readsMemory: false
+            ),
+            answer.records == kept.records,
+            let spilled = spill(answer, underKey: spillKey, readAt: mark, now: now, prepare: prepare),
+            spilled.spilled
+        else {
+            kept.spillDeclined.store(true, ordering: .relaxed)
+            return nil
+        }
+        _ = memory.removeValue(forKey: preparedKey)
+        // Only what is still the copy spilled from: a store since put another one there.
+        if case .variants(let held) = memory.uncountedValue(forKey: kept.recordKey), held == kept.records {
+            _ = memory.removeValue(forKey: kept.recordKey)
+        }
+        if let bodyKey = answer.records.first(where: { $0.stored == answer.stored })?.bodyKey {
+            _ = memory.removeValue(forKey: bodyKey)
+        }
+        return .formed(spilled.form, answer)
     }
 }

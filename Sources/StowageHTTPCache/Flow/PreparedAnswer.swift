@@ -89,6 +89,9 @@ package final class PreparedAnswer: Sendable {
     let decisionValidUntil: Double
     /// The memory level's content version at which it was last found to stand.
     let seenAt: Atomic<UInt64>
+    /// Whether spilling it was tried and could not be (``HTTPCache/spillKept(_:preparedKey:spillKey:cacheRequest:now:prepare:)``):
+    /// not tried again, which would read the disk index on every hit.
+    let spillDeclined: Atomic<Bool>
     /// What it counts for against `memoryCapacity`.
     let cost: Int
     /// What of ``cost`` is the form's bytes.
@@ -112,6 +115,7 @@ package final class PreparedAnswer: Sendable {
         self.fieldsValidUntil = fieldsValidUntil
         decisionValidUntil = answer.decisionValidUntilSeconds
         self.seenAt = Atomic(seenAt)
+        spillDeclined = Atomic(false)
         // The form's heap, the response when kept (its fields, and its body, which may outlive
         // the body entry), this object and its record key (HeapBytes). The records and the stored
         // response are the records entry's: shared, not copied, and evicted before this entry
@@ -127,7 +131,8 @@ package final class PreparedAnswer: Sendable {
         MemoryLayout<CacheOutcome>.stride + MemoryLayout<CachedResponse?>.stride
         + MemoryLayout<any AnyObject & Sendable>.stride + MemoryLayout<String>.stride
         + MemoryLayout<[VariantRecord]>.stride + MemoryLayout<StoredResponse>.stride
-        + 3 * MemoryLayout<Double>.stride + MemoryLayout<UInt64>.stride + 2 * MemoryLayout<Int>.stride
+        + 3 * MemoryLayout<Double>.stride + MemoryLayout<UInt64>.stride + MemoryLayout<Bool>.stride
+        + 2 * MemoryLayout<Int>.stride
 
     /// The heap of a response kept with the answer: its fields, its body's bytes and its user info.
     static func heapBytes(of served: CachedResponse) -> Int {
@@ -148,6 +153,7 @@ package final class PreparedAnswer: Sendable {
         fieldsValidUntil = until
         decisionValidUntil = old.decisionValidUntil
         self.seenAt = Atomic(seenAt)
+        spillDeclined = Atomic(old.spillDeclined.load(ordering: .relaxed))
         formBytes = form.byteCount
         cost = old.cost - old.formBytes + formBytes
     }
