@@ -110,4 +110,31 @@ struct SpilledKeptAnswerTests {
             }
         }
     }
+
+    @Test("a disk read whose answer is not spilled is kept in memory: its next hit reads nothing from disk")
+    func unspilledDiskReadIsKept() async throws {
+        // `/v` varies on X-B when the request has it, else on X-A: variants that vary on different
+        // fields are never spilled (`HTTPCache.variesAlike`).
+        let script: TestOriginServer.Script = { received in
+            guard received.head.path == "/v" else { return try await Self.script(received) }
+            let fields = received.head.headerFields
+            let b = fields[HTTPField.Name("X-B")!]
+            return .init(
+                fields: [("Cache-Control", "max-age=3600"), ("Vary", b == nil ? "X-A" : "X-B")],
+                body: "/v b=\(b ?? "none") #\(received.index)"
+            )
+        }
+        try await ProxyHarness.run(configure: { $0.cache.memoryCapacity = Self.memoryCapacity }, script: script) { h in
+            let a = try await h.get("/v", headers: [("X-A", "1")]).text
+            _ = try await h.get("/v", headers: [("X-B", "2")])
+            for n in 0..<12 { _ = try await h.get("/u/\(n)") }  // /v's records and bodies only on disk now
+            let cache = try #require(h.cache)
+            #expect(try await h.get("/v", headers: [("X-A", "1")]).text == a)
+            #expect(cache.spilledAnswerFigures.bytes == 0, "variants varying on different fields: not spilled")
+            let diskHits = cache.statistics.disk.hits
+            for _ in 0..<3 { #expect(try await h.get("/v", headers: [("X-A", "1")]).text == a) }
+            #expect(cache.statistics.disk.hits == diskHits, "answered from memory, not from the disk index again")
+            #expect(h.origin.requestCount == 14)
+        }
+    }
 }

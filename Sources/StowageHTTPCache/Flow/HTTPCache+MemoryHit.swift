@@ -154,12 +154,12 @@ extension HTTPCache {
         // memory (HTTPCache+SpilledAnswers.swift).
         if answer.readFromDisk {
             if found { _ = memory.removeValue(forKey: key) }
-            if let mark, let spillKey,
-                let spilled = spill(answer, underKey: spillKey, readAt: mark, now: clockNow, prepare: prepare)
-            {
-                return .formed(spilled.form, answer)
-            }
-            return .decided(answer)
+            guard let mark, let spillKey else { return .decided(answer) }
+            let spilled = spill(answer, underKey: spillKey, readAt: mark, now: clockNow, prepare: prepare)
+            // Not spilled (served stale, variants varying on other fields, too large for the
+            // file): memory keeps the read instead, as it does when nothing spills.
+            if spilled?.spilled != true { keepDiskRead(answer, readAt: mark) }
+            return spilled.map { .formed($0.form, answer) } ?? .decided(answer)
         }
         guard let form = prepare(.decided(answer, now: clockNow)) else { return .decided(answer) }
         let kept = PreparedAnswer(

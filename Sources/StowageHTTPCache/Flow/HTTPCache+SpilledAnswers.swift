@@ -58,7 +58,9 @@ extension HTTPCache {
     /// rules (what a spilled answer's request is compared on — method, target, `Host` and the
     /// fields the response varies on — would not be all its answer depends on).
     func spillKey<Form: PreparedForm>(for hash: Int, form: Form.Type) -> String? {
-        guard Form.spills, rules.keyRules.headers.isEmpty, configuration.bypass.isEmpty, answerSpill != nil else {
+        guard Form.spills, rules.keyRules.headers.isEmpty, configuration.bypass.isEmpty,
+            answerSpills.ifOpen != nil || answerSpill != nil
+        else {
             return nil
         }
         return "\u{2}" + String(UInt(bitPattern: hash), radix: 36)
@@ -117,14 +119,14 @@ extension HTTPCache {
         )
     }
 
-    /// Whether every variant record beside `answer`'s varies on the fields its response varies
+    /// Whether every variant record among `records` varies on the fields `stored` varies
     /// on. Only then does the record a request selects (RFC 9111 §4.1: the newest that matches)
     /// depend on nothing but those fields, all that a spilled answer's request is compared on
     /// besides the target and `Host`: with a record that varies on another field, a request
     /// that also sends that field may select the newer record, not the spilled one.
-    static func variesAlike(_ answer: MemoryAnswer) -> Bool {
-        let names = Set(answer.stored.varyingFields.map(\.name))
-        return answer.records.allSatisfy { Set($0.stored.varyingFields.map(\.name)) == names }
+    static func variesAlike(_ stored: StoredResponse, among records: [VariantRecord]) -> Bool {
+        let names = Set(stored.varyingFields.map(\.name))
+        return records.allSatisfy { Set($0.stored.varyingFields.map(\.name)) == names }
     }
 
     /// Spills `answer`, worked out from a disk read begun at `mark`, as the form `prepare` gives
@@ -142,7 +144,8 @@ extension HTTPCache {
         prepare: (PreparationStep<Form>) -> Form?
     ) -> (form: Form, spilled: Bool)? {
         guard let fingerprint = answer.recordsFingerprint, answer.served.outcome == .hit,
-            answer.decisionValidUntilSeconds > answer.validUntilSeconds, Self.variesAlike(answer),
+            answer.decisionValidUntilSeconds > answer.validUntilSeconds,
+            Self.variesAlike(answer.stored, among: answer.records),
             let spill = answerSpill, let form = prepare(.decided(answer, now: now))
         else { return nil }
         let recordKey = Array(answer.recordKey.utf8)
@@ -193,6 +196,11 @@ extension HTTPCache {
         now: Date,
         prepare: (PreparationStep<Form>) -> Form?
     ) -> MemoryHit<Form>? {
+        // What `spill` requires and memory already tells, before reading the disk index.
+        guard kept.outcome == .hit, Self.variesAlike(kept.stored, among: kept.records) else {
+            kept.spillDeclined.store(true, ordering: .relaxed)
+            return nil
+        }
         let mark = levels.beginRead()
         guard
             let answer = memoryAnswer(
@@ -217,5 +225,27 @@ extension HTTPCache {
             _ = memory.removeValue(forKey: bodyKey)
         }
         return .formed(spilled.form, answer)
+    }
+
+    /// Keeps in memory the records and body `answer` read from the disk index, when its answer was
+    /// not spilled: the next request for it is then answered from memory, as it is where nothing
+    /// spills, not from the index again. Nothing is kept when anything changed since the read
+    /// began at `mark` (``CacheLevels/keepInMemory(_:forKey:cost:readAt:)``), nor a body over the
+    /// memory level's entry limit or of another length than its record gives.
+    func keepDiskRead(_ answer: MemoryAnswer, readAt mark: CacheLevels<MemoryEntry>.ReadMark) {
+        let records = MemoryEntry.variants(answer.records)
+        guard
+            levels.keepInMemory(
+                records,
+                forKey: answer.recordKey,
+                cost: records.charge(forKey: answer.recordKey),
+                readAt: mark
+            ),
+            let record = answer.records.first(where: { $0.stored == answer.stored }),
+            let bytes = answer.served.body.bytesInMemory, Int64(bytes.count) <= memoryBodyLimit,
+            record.stored.bodyLength.map({ $0 == Int64(bytes.count) }) ?? true
+        else { return }
+        let body = MemoryEntry.body(bytes)
+        _ = levels.keepInMemory(body, forKey: record.bodyKey, cost: body.charge(forKey: record.bodyKey), readAt: mark)
     }
 }
