@@ -130,6 +130,10 @@ extension HTTPCache {
                 now: now,
                 clockNow: clockNow
             ) {
+                // A kept answer to this request that no longer stood goes: the spill answers it
+                // now. Left, it would hold its records (their entry gone, with a spill from
+                // memory, say) beyond `memoryCapacity`, and every hit would look them up again.
+                if found { _ = memory.removeValue(forKey: key) }
                 return .spilled(hit)
             }
         }
