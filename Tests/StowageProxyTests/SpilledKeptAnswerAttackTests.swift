@@ -93,4 +93,40 @@ struct SpilledKeptAnswerAttackTests {
             #expect(h.origin.requestCount == 24)
         }
     }
+
+    @Test(
+        "a URL with two variants asked for in turn, kept in full while memory evicts: the right variant each time, and no disk read per hit"
+    )
+    func variantsAskedForInTurnStayInFull() async throws {
+        let clock = ManualClock(startingAt: Date())
+        // Room for both variants in full; the warming evicts.
+        try await ProxyHarness.run(
+            configure: {
+                Self.configure(clock)(&$0)
+                $0.cache.memoryCapacity = ByteCount(16_000)
+            },
+            script: Self.script
+        ) { h in
+            for n in 0..<24 { _ = try await h.get("/u/\(n)") }
+            let en = [("Accept-Language", "en")]
+            let de = [("Accept-Language", "de")]
+            let english = try await h.get("/lang", headers: en).text
+            let german = try await h.get("/lang", headers: de).text
+            #expect(english != german)
+            // Both kept in full: the records and both bodies are in memory.
+            #expect(try await h.get("/lang", headers: en).text == english)
+            #expect(try await h.get("/lang", headers: de).text == german)
+            let before = try Self.figures(h)
+            for round in 0..<4 {
+                #expect(try await h.get("/lang", headers: en).text == english, "round \(round)")
+                #expect(try await h.get("/lang", headers: de).text == german, "round \(round)")
+            }
+            let after = try Self.figures(h)
+            // The two variants share one place for a spilled answer (target and Host): spilled,
+            // each would push the other out, and every hit would read the disk index again.
+            #expect(after.diskHits == before.diskHits, "disk hits \(before.diskHits) → \(after.diskHits)")
+            #expect(after.spilledBytes == before.spilledBytes)
+            #expect(h.origin.requestCount == 26)
+        }
+    }
 }
