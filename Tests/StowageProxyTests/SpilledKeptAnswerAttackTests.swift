@@ -131,6 +131,27 @@ struct SpilledKeptAnswerAttackTests {
     }
 
     @Test(
+        "records in memory without their body (evicted first: hits touch the records alone): the body read from disk is kept, not read again on every hit"
+    )
+    func bodyEvictedBeforeItsRecordsIsNotReadOnEveryHit() async throws {
+        let clock = ManualClock(startingAt: Date())
+        try await ProxyHarness.run(configure: Self.configure(clock), script: Self.script) { h in
+            let stored = try await h.get("/x").text
+            // Misses push the body out; HEAD requests keep the records in use.
+            for n in 0..<12 {
+                _ = try await h.get("/c/\(n)")
+                #expect(try await h.get("/x", method: .HEAD).status == 200)
+            }
+            for _ in 0..<4 { #expect(try await h.get("/x").text == stored) }
+            let before = try Self.figures(h)
+            for _ in 0..<4 { #expect(try await h.get("/x").text == stored) }
+            let after = try Self.figures(h)
+            #expect(after.diskHits == before.diskHits, "disk hits \(before.diskHits) → \(after.diskHits)")
+            #expect(h.origin.requestCount == 13)
+        }
+    }
+
+    @Test(
         "a response the will-cache hook keeps in memory only is never spilled: the same bytes from memory while it evicts"
     )
     func memoryOnlyAnswerIsNotSpilled() async throws {

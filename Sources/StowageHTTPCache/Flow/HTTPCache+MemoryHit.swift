@@ -262,12 +262,16 @@ extension HTTPCache {
         }
         var reused = reuse(record, to: request, now: now, outcome: outcome)
         if reused.needsBody {
+            // Records memory holds carry no disk fingerprint, so the answer cannot be spilled:
+            // a body read for them is kept, else every hit would read it from disk again (memory
+            // lets a body go before its records, which hits keep in use).
+            let keepsBody = keepsDiskReads || !readFromDisk
             guard
                 let body = bodyWithoutWaiting(
                     of: record,
                     readingMemory: readsMemory,
                     readingDiskIndex: readsDiskIndex,
-                    keeping: keepsDiskReads,
+                    keeping: keepsBody,
                     fromDisk: &readFromDisk
                 )
             else { return nil }
