@@ -130,6 +130,10 @@ extension HTTPCache {
                 now: now,
                 clockNow: clockNow
             ) {
+                // A kept answer to this request that no longer stood goes: the spill answers it
+                // now. Left, it would hold its records (their entry gone, with a spill from
+                // memory, say) beyond `memoryCapacity`, and every hit would look them up again.
+                if found { _ = memory.removeValue(forKey: key) }
                 return .spilled(hit)
             }
         }
@@ -258,12 +262,16 @@ extension HTTPCache {
         }
         var reused = reuse(record, to: request, now: now, outcome: outcome)
         if reused.needsBody {
+            // Records memory holds carry no disk fingerprint, so the answer cannot be spilled:
+            // a body read for them is kept, else every hit would read it from disk again (memory
+            // lets a body go before its records, which hits keep in use).
+            let keepsBody = keepsDiskReads || !readFromDisk
             guard
                 let body = bodyWithoutWaiting(
                     of: record,
                     readingMemory: readsMemory,
                     readingDiskIndex: readsDiskIndex,
-                    keeping: keepsDiskReads,
+                    keeping: keepsBody,
                     fromDisk: &readFromDisk
                 )
             else { return nil }

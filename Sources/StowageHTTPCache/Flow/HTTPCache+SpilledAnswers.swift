@@ -186,8 +186,8 @@ extension HTTPCache {
     /// room of spilled ones, which then were read from disk and spilled again, again and again.
     ///
     /// - Returns: The spilled answer's form; `nil` when it cannot be (the records not on disk yet,
-    ///   kept in memory only, or another copy there; an answer that does not spill), and then
-    ///   `kept` is not tried again.
+    ///   kept in memory only, or another copy there; several variants of the URL; an answer that
+    ///   does not spill), and then `kept` is not tried again.
     func spillKept<Form: PreparedForm>(
         _ kept: PreparedAnswer,
         preparedKey: String,
@@ -202,7 +202,10 @@ extension HTTPCache {
             return nil
         }
         let mark = levels.beginRead()
-        guard
+        // The variants of a URL share the place of one spilled answer (the target and `Host`
+        // find it): spilled, answers to requests for two of them in turn would each push the
+        // other's out, and every hit would read the disk index again. They stay in full.
+        guard kept.records.count == 1,
             let answer = memoryAnswer(
                 to: cacheRequest,
                 readsDiskIndex: true,
