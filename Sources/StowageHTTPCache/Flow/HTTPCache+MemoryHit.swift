@@ -162,7 +162,9 @@ extension HTTPCache {
             let spilled = spill(answer, underKey: spillKey, readAt: mark, now: clockNow, prepare: prepare)
             // Not spilled (served stale, variants varying on other fields, too large for the
             // file): memory keeps the read instead, as it does when nothing spills.
-            if spilled?.spilled != true { keepDiskRead(answer, readAt: mark) }
+            // Records that came from memory were not read (no fingerprint), and a body read for
+            // them was kept by `memoryAnswer` already.
+            if spilled?.spilled != true, answer.recordsFingerprint != nil { keepDiskRead(answer, readAt: mark) }
             return spilled.map { .formed($0.form, answer) } ?? .decided(answer)
         }
         guard let form = prepare(.decided(answer, now: clockNow)) else { return .decided(answer) }
@@ -456,6 +458,9 @@ package struct MemoryAnswer: Sendable {
 
     /// ``validUntilSeconds`` as an instant of the cache's clock.
     var validUntil: Date { Date(timeIntervalSince1970: validUntilSeconds) }
+    /// The variant record the answer was worked out from, among ``records``.
+    var selectedRecord: VariantRecord? { records.first { $0.stored == stored } }
+
     /// ``decisionValidUntilSeconds`` as an instant of the cache's clock.
     var decisionValidUntil: Date { Date(timeIntervalSince1970: decisionValidUntilSeconds) }
 }

@@ -224,7 +224,7 @@ extension HTTPCache {
         if case .variants(let held) = memory.uncountedValue(forKey: kept.recordKey), held == kept.records {
             _ = memory.removeValue(forKey: kept.recordKey)
         }
-        if let bodyKey = answer.records.first(where: { $0.stored == answer.stored })?.bodyKey {
+        if let bodyKey = answer.selectedRecord?.bodyKey {
             _ = memory.removeValue(forKey: bodyKey)
         }
         return .formed(spilled.form, answer)
@@ -244,7 +244,7 @@ extension HTTPCache {
                 cost: records.charge(forKey: answer.recordKey),
                 readAt: mark
             ),
-            let record = answer.records.first(where: { $0.stored == answer.stored }),
+            let record = answer.selectedRecord,
             let bytes = answer.served.body.bytesInMemory, Int64(bytes.count) <= memoryBodyLimit,
             record.stored.bodyLength.map({ $0 == Int64(bytes.count) }) ?? true
         else { return }
