@@ -8,6 +8,7 @@ import StowageHTTPCache
 import StowageHummingbird
 import StowageTestSupport
 import Synchronization
+import Testing
 
 /// Counts a handler's calls, so a test can tell a hit (no call) from a miss.
 final class CallCounter: Sendable {
@@ -51,9 +52,9 @@ func makeSharedCache(
 }
 
 /// Runs `body` with a test client of an application whose router caches through a fresh shared
-/// cache (``makeSharedCache(in:clock:waitClock:)``, on `clock`) in a temporary directory named after the test, with the
-/// routes `routes` adds, and with that cache; the cache is closed afterwards, also when `body`
-/// throws. The cache waits on `waitClock` when one is given.
+/// cache (``makeSharedCache(in:clock:waitClock:)``, on `clock`) in a temporary directory named
+/// after the test, with the routes `routes` adds, and with that cache; the cache is closed
+/// afterwards, also when `body` throws. The cache waits on `waitClock` when one is given.
 func withCachedApp(
     _ name: String = #function,
     configuration: ServerResponseCache.Configuration = .init(),
@@ -78,6 +79,29 @@ func withCachedApp(
         }
         try await cache.close()
         try outcome.get()
+    }
+}
+
+/// ``withCachedApp(_:configuration:setup:clock:waitClock:routes:_:)`` on a live server on
+/// 127.0.0.1, with a ``LiveClient`` that waits as long as a loaded machine needs.
+func withLiveCachedApp(
+    _ name: String = #function,
+    configuration: ServerResponseCache.Configuration = .init(),
+    clock: CacheClock = standingClock(),
+    waitClock: (any Clock<Duration>)? = nil,
+    routes: (Router<BasicRequestContext>) -> Void,
+    _ body: @Sendable (LiveClient, HTTPCache) async throws -> Void
+) async throws {
+    try await withCachedApp(
+        name,
+        configuration: configuration,
+        setup: .live,
+        clock: clock,
+        waitClock: waitClock,
+        routes: routes
+    ) { client, cache in
+        let port = try #require(client.port)
+        try await LiveClient.withClient(port: port) { live in try await body(live, cache) }
     }
 }
 

@@ -35,10 +35,10 @@ struct ResponseCacheAbsoluteFormTests {
         "An absolute-form request naming another host than its Host stores nothing an origin-form request to that Host gets"
     )
     func absoluteFormDoesNotPoisonOriginForm() async throws {
-        try await withCachedApp(setup: .live) { router in
+        try await withLiveCachedApp { router in
             router.get("/**", use: appView)
         } _: { client, _ in
-            let port = try #require(client.port)
+            let port = client.port
             for _ in 1...2 {
                 _ = try await RawHTTPExchange.send(
                     ["GET http://evil.example/page HTTP/1.1", "Host: good.example"],
@@ -53,10 +53,10 @@ struct ResponseCacheAbsoluteFormTests {
 
     @Test("An absolute-form request's answer is stored, if at all, under the URL the handler answered it for")
     func absoluteFormKeyMatchesAppView() async throws {
-        try await withCachedApp(setup: .live) { router in
+        try await withLiveCachedApp { router in
             router.get("/**", use: appView)
         } _: { client, cache in
-            let port = try #require(client.port)
+            let port = client.port
             let request = ["GET http://evil.example/page HTTP/1.1", "Host: good.example"]
             let absolute = try await RawHTTPExchange.send(request, toPort: port)
             #expect(absolute.status == 200)

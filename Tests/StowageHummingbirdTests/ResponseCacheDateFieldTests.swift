@@ -43,8 +43,8 @@ struct ResponseCacheDateFieldTests {
 
     @Test("A miss and a hit of a response with its own Date each carry one Date, and the hit's Age counts from it")
     func datedResponseHasOneDate() async throws {
-        try await withCachedApp(setup: .live, clock: .system, routes: Self.routes) { client, _ in
-            let port = try #require(client.port)
+        try await withLiveCachedApp(clock: .system, routes: Self.routes) { client, _ in
+            let port = client.port
             let request = ["GET /dated HTTP/1.1", "Host: dates.example"]
             let first = try await RawHTTPExchange.send(request, toPort: port)
             let hit = try await RawHTTPExchange.send(request, toPort: port)
@@ -60,8 +60,8 @@ struct ResponseCacheDateFieldTests {
 
     @Test("A hit of a response that came without a Date carries one Date")
     func undatedResponseHasOneDate() async throws {
-        try await withCachedApp(setup: .live, clock: .system, routes: Self.routes) { client, _ in
-            let port = try #require(client.port)
+        try await withLiveCachedApp(clock: .system, routes: Self.routes) { client, _ in
+            let port = client.port
             let request = ["GET /undated HTTP/1.1", "Host: dates.example"]
             let first = try await RawHTTPExchange.send(request, toPort: port)
             let hit = try await RawHTTPExchange.send(request, toPort: port)

@@ -14,7 +14,7 @@ struct ResponseCacheHostileRequestTests {
     @Test("A GET with a body reaches the handler with that body, and two bodies never share an answer")
     func getWithBodyReachesHandler() async throws {
         let calls = CallCounter()
-        try await withCachedApp(setup: .live) { router in
+        try await withLiveCachedApp { router in
             router.get("/search") { request, _ in
                 calls.increment()
                 let query = String(buffer: try await request.body.collect(upTo: 1 << 16))
@@ -89,7 +89,7 @@ struct ResponseCacheHostileRequestTests {
         // moves, so none gives up on its own).
         let waitClock = SteppedClock()
         let held = Gate()
-        try await withCachedApp(setup: .live, waitClock: waitClock) { router in
+        try await withLiveCachedApp(waitClock: waitClock) { router in
             router.get("/flaky") { _, _ -> Response in
                 let call = calls.increment()
                 if call <= 4 {
@@ -105,12 +105,12 @@ struct ResponseCacheHostileRequestTests {
         } _: { client, cache in
             // A connection each: the test client pipelines its requests on one connection,
             // which the server answers one at a time.
-            let port = try #require(client.port)
+            let port = client.port
             let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                 defer { held.open() }  // a failed wait must not leave the handler held
                 for _ in 0..<4 {
                     group.addTask {
-                        let connection = TestClient(host: "127.0.0.1", port: port)
+                        let connection = LiveClient.connection(toPort: port)
                         connection.connect()
                         let request = TestClient.Request("/flaky", method: .get, authority: "localhost")
                         let status: HTTPResponse.Status
@@ -161,7 +161,7 @@ struct ResponseCacheHostileRequestTests {
     func secondHostIsNotCached() async throws {
         let calls = CallCounter()
         let host = HTTPField.Name("Host")!
-        try await withCachedApp(setup: .live) { router in
+        try await withLiveCachedApp { router in
             router.get("/links") { request, _ in
                 calls.increment()
                 // A handler that builds absolute links from the Host it reads.

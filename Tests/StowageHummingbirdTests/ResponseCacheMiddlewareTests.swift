@@ -110,7 +110,7 @@ struct ResponseCacheMiddlewareTests {
     @Test("A body streamed in several chunks is stored whole and served from the cache")
     func streamedBodyIsStoredWhole() async throws {
         let calls = CallCounter()
-        try await withCachedApp(setup: .live) { router in
+        try await withLiveCachedApp { router in
             router.get("/stream") { _, _ in
                 calls.increment()
                 return Response(
