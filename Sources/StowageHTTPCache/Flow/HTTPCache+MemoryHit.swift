@@ -181,10 +181,9 @@ extension HTTPCache {
         return .prepared(form, kept)
     }
 
-    /// The memory level's key of a prepared answer: a prefix no record or body key has, and the
-    /// request's hash (36 digits fit in a small string, so no allocation).
+    /// The memory level's key of a prepared answer to requests of `hash` (``HashedMemoryKey``).
     static func preparedKey(_ hash: Int) -> String {
-        "\u{1}" + String(UInt(bitPattern: hash), radix: 36)
+        HashedMemoryKey.make(prefix: 1, hash: hash)
     }
 
     /// Answers `request` at once, without suspending, when ``respond(to:body:policy:fetch:)``

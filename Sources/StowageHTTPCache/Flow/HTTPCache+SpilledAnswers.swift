@@ -8,24 +8,34 @@ import Synchronization
 /// The ``AnswerSpill`` of an HTTP cache, opened the first time a server spills an answer: a cache
 /// no server reads through the disk index never makes the file.
 final class AnswerSpillSlot: Sendable {
+    /// Holds the spill from its opening to the slot's end.
     private let opened = AtomicLazyReference<AnswerSpill>()
+    /// The spill `opened` holds, read on every hit without a reference count of its own: an
+    /// inlined atomic load, where `AtomicLazyReference.load()`, a generic call into the
+    /// Synchronization library, took 1% of the proxy's samples (`perf`, 10^5 URLs).
+    private let published = Atomic<Unmanaged<AnswerSpill>?>(nil)
     private let unavailable = Atomic<Bool>(false)
     /// Hits answered from the spill.
     let hits = Atomic<Int>(0)
 
     /// The spill, opened by `open` the first time; `nil` when it could not be.
     func spill(opening open: () -> AnswerSpill?) -> AnswerSpill? {
-        if let spill = opened.load() { return spill }
+        if let spill = ifOpen ?? opened.load() { return spill }
         if unavailable.load(ordering: .relaxed) { return nil }
         guard let made = open() else {
             unavailable.store(true, ordering: .relaxed)
             return nil
         }
-        return opened.storeIfNil(made)
+        let spill = opened.storeIfNil(made)
+        published.store(Unmanaged.passUnretained(spill), ordering: .releasing)
+        return spill
     }
 
     /// The spill when it is open.
-    var ifOpen: AnswerSpill? { opened.load() }
+    var ifOpen: AnswerSpill? {
+        // `opened` keeps it alive as long as this slot, which the cache asking for it holds.
+        published.load(ordering: .acquiring)?.takeUnretainedValue()
+    }
 }
 
 extension HTTPCache {
@@ -63,7 +73,7 @@ extension HTTPCache {
         else {
             return nil
         }
-        return "\u{2}" + String(UInt(bitPattern: hash), radix: 36)
+        return HashedMemoryKey.make(prefix: 2, hash: hash)
     }
 
     /// The hit `spilled` gives `request` now, or `nil` when it does not stand: the response's

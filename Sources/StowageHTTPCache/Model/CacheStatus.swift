@@ -61,20 +61,34 @@ public struct CacheStatus: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The field value, parameters as RFC 9211 §2 defines them.
+    ///
+    /// Written into one string, not joined from parts: it is formed for every hit whose fields
+    /// are not kept (an array and `joined` took 1% of the proxy's samples, `perf`, 10^5 URLs).
     public var description: String {
-        var parts = [cacheName]
+        var text = cacheName
+        text.reserveCapacity(cacheName.utf8.count + 48 + (detail?.utf8.count ?? 0))
         switch outcome {
-        case .hit: parts.append("hit")
-        case .stale: parts.append(forwardStatus == nil ? "hit" : "fwd=stale")
-        case .miss: parts.append("fwd=uri-miss")
-        case .revalidated: parts.append("fwd=stale")
-        case .bypass: parts.append("fwd=bypass")
+        case .hit: text += "; hit"
+        case .stale: text += forwardStatus == nil ? "; hit" : "; fwd=stale"
+        case .miss: text += "; fwd=uri-miss"
+        case .revalidated: text += "; fwd=stale"
+        case .bypass: text += "; fwd=bypass"
         }
-        if let forwardStatus { parts.append("fwd-status=\(forwardStatus)") }
-        if let timeToLive { parts.append("ttl=\(timeToLive)") }
-        if stored { parts.append("stored") }
-        if collapsed { parts.append("collapsed") }
-        if let detail { parts.append("detail=\"\(detail)\"") }
-        return parts.joined(separator: "; ")
+        if let forwardStatus {
+            text += "; fwd-status="
+            text += String(forwardStatus)
+        }
+        if let timeToLive {
+            text += "; ttl="
+            text += String(timeToLive)
+        }
+        if stored { text += "; stored" }
+        if collapsed { text += "; collapsed" }
+        if let detail {
+            text += "; detail=\""
+            text += detail
+            text += "\""
+        }
+        return text
     }
 }
