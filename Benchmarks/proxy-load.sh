@@ -30,6 +30,8 @@
 #   WARM_PASSES=2 …                          # every URL asked for twice before the measurement
 #   VARNISH_STORAGE=file …                   # Varnish's file storage (1 GB, mmap'd) in place of
 #                                            # malloc: issue 46's peer for hits from disk
+#   SETTLE=30s …                             # 30 s of the same load against each server before
+#                                            # its measured run: the steady state under it
 #
 # Each case also reports every server's resident memory after it (nginx: its master and workers;
 # varnish: its manager and worker), for the bound "stowage <= 1.5 x nginx + the memory capacity".
@@ -51,6 +53,12 @@ usage_error() { echo "proxy-load: $*" >&2; exit 2; }
 # and spills its answer then); 2 measures the state a long-running cache is in.
 WARM_PASSES=${WARM_PASSES:-1}
 [[ $WARM_PASSES =~ ^[1-9]$ ]] || usage_error "WARM_PASSES must be a whole number from 1 to 9, not '$WARM_PASSES'"
+# A run of the same load against each server right before its measured run, not counted
+# ("0s", the default: none). Each server gets the same, so the measurement is of the state a
+# long-running server is in under this load, not of the work its first seconds of it still do
+# (the proxy spills answers read from disk and lets answers kept in full go while memory evicts).
+SETTLE=${SETTLE:-0s}
+[[ $SETTLE =~ ^[0-9]{1,4}s$ ]] || usage_error "SETTLE must be a number of seconds such as 0s or 30s, not '$SETTLE'"
 # Varnish's storage: malloc (its objects in its own memory, 256 MB) or file (a 1 GB file it maps,
 # its objects in the page cache as the other two's files are).
 VARNISH_STORAGE=${VARNISH_STORAGE:-malloc}
@@ -249,6 +257,9 @@ tree_ticks() {
 CLOCK_TICKS=$(getconf CLK_TCK)
 run_wrk() { # port path script server-pid -> "req/s p99-ms cpu-µs-per-request"
     local output before after
+    if [ "$SETTLE" != 0s ]; then
+        wrk -t"$THREADS" -c"$CONNECTIONS" -d"$SETTLE" ${3:+-s "$3"} "http://127.0.0.1:$1$2" > /dev/null
+    fi
     before=$(tree_ticks "$4")
     output=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency ${3:+-s "$3"} "http://127.0.0.1:$1$2")
     after=$(tree_ticks "$4")
@@ -295,9 +306,9 @@ for name in "${CASE_LIST[@]}"; do
     results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss $index_rps $index_p99 $stowage_cpu $nginx_cpu $varnish_cpu $index_cpu")
 done
 
-python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "$WARM_PASSES" "$VARNISH_STORAGE" "${results[@]}" <<'PY'
+python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "$WARM_PASSES" "$VARNISH_STORAGE" "$SETTLE" "${results[@]}" <<'PY'
 import json, sys
-ok, threads, connections, duration, cores, url_count, memory_capacity, warm_passes, varnish_storage, *results = sys.argv[1:]
+ok, threads, connections, duration, cores, url_count, memory_capacity, warm_passes, varnish_storage, settle, *results = sys.argv[1:]
 url_count = int(url_count)
 many_urls = f"cached-1kib-{url_count // 1000}k-urls" if url_count % 1000 == 0 else f"cached-1kib-{url_count}-urls"
 described = {
@@ -354,9 +365,12 @@ for result in results:
                     "varnish": round(varnish_rss / 1024, 1)},
         "warm_passes": int(warm_passes),
         "varnish_storage": varnish_storage,
+        "settle_seconds": int(settle[:-1]),
         "notes": f"wrk -t{threads} -c{connections} -d{duration} --latency on loopback, {described[name]}, "
                  f"every URL asked for {warm_passes} time(s) before, "
-                 f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / baseline req/s "
+                 + (f"then {settle} of the same load against each server before its measured run, not counted, "
+                    if settle != "0s" else "")
+                 + f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / baseline req/s "
                  f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
                  f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "
                  f"built-in VCL and -s {'malloc,256m' if varnish_storage == 'malloc' else 'file (1 GB, mmap)'}; stowage --memory-capacity {memory_capacity}, resident memory after the case "
