@@ -84,6 +84,36 @@ import Testing
         }
     }
 
+    @Test("/status.json shows the spilled answers' file once it is open: hits from it, its bytes, and a clear emptying it")
+    func spilledAnswers() async throws {
+        try await ProxyHarness.run(
+            configure: {
+                $0.admin = .init(port: 0)
+                $0.cache.memoryCapacity = SpilledAnswerProxyTests.memoryCapacity
+            },
+            script: SpilledAnswerProxyTests.script
+        ) { h in
+            #expect(try await h.status().cache.spill == nil, "no request yet: no file")
+            // Given: responses stored, the early ones no longer in memory, none read from disk yet.
+            try await SpilledAnswerProxyTests.warm(h)
+            #expect(try await h.status().cache.spill?.hits == 0)
+            // When: each is read from the disk index (and spilled), then asked for twice more.
+            for path in SpilledAnswerProxyTests.paths {
+                for _ in 0..<3 { _ = try await h.get(path) }
+            }
+            // Then
+            let cache = try #require(h.cache)
+            let spill = try #require(try await h.status().cache.spill)
+            #expect(spill.hits >= 1 && spill.hits == cache.spilledAnswerFigures.hits, "\(spill)")
+            #expect(spill.bytes > 0 && spill.bytes == cache.spilledAnswerFigures.bytes, "\(spill)")
+            #expect(spill.capacityBytes == 400_000_000 / 4, "a quarter of the disk capacity")
+            // A clear empties the file; the hits so far stay counted.
+            _ = try await cache.removeAll()
+            let cleared = try #require(try await h.status().cache.spill)
+            #expect(cleared.bytes == 0 && cleared.hits == spill.hits && cleared.capacityBytes == spill.capacityBytes)
+        }
+    }
+
     @Test("a hostile purge target is JSON-escaped, kept as text and cut to 256 characters")
     func hostileTarget() async throws {
         try await ProxyHarness.run(configure: { $0.admin = .init(port: 0) }, script: versioned(maxAge: 60)) { h in

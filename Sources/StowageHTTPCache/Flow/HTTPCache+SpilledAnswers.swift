@@ -45,6 +45,10 @@ extension HTTPCache {
         (answerSpills.hits.load(ordering: .relaxed), answerSpills.ifOpen?.byteCount ?? 0)
     }
 
+    /// The most the spill file holds before it starts over; `nil` before a server spilled any
+    /// answer (no file is open).
+    package var spillCapacity: Int64? { answerSpills.ifOpen?.capacity }
+
     /// The file answers worked out from disk reads are spilled to, opened on first use in the
     /// disk cache's directory, at most a quarter of `diskCapacity` (at least 1 MiB); `nil`
     /// without a disk level or when no file can be made there.

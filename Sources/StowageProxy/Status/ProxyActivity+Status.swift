@@ -65,7 +65,11 @@ extension ProxyActivity {
                     entries: cache.memoryEntryCount,
                     setAsideBytes: cache.memorySetAside.rawValue
                 ),
-                disk: disk
+                disk: disk,
+                spill: cache.spillCapacity.map {
+                    let figures = cache.spilledAnswerFigures
+                    return ProxyStatus.Spill(hits: figures.hits, bytes: figures.bytes, capacityBytes: $0)
+                }
             ),
             upstreamLatency: Self.latency(latencies.durations(since: now - Self.latencyWindow)),
             sharedTier: cache.sharedTierState.map {

@@ -50,6 +50,19 @@ struct ProxyStatus: Codable, Sendable, Hashable {
     struct Cache: Codable, Sendable, Hashable {
         var memory: Level
         var disk: Level?
+        /// The file answers read from the disk index are spilled to; `nil` until it is opened.
+        var spill: Spill?
+    }
+
+    /// Answers worked out from disk reads and kept as the bytes to send in a file beside the
+    /// disk cache, their places in memory (`HTTPCache+SpilledAnswers.swift`).
+    struct Spill: Codable, Sendable, Hashable {
+        /// Hits answered from the file since the proxy started.
+        var hits: Int
+        /// The bytes the file holds now (emptied by a clear, and when it fills up).
+        var bytes: Int64
+        /// The most it holds before it starts over: a quarter of the disk level's capacity.
+        var capacityBytes: Int64
     }
 
     struct Level: Codable, Sendable, Hashable {

@@ -52,6 +52,9 @@ extension StatusPageResources {
               <dt>disk</dt><dd id="disk-size">–</dd>
             </dl>
             <meter id="disk-meter" min="0" max="1" value="0"></meter>
+            <dl>
+              <dt>spilled answers</dt><dd id="spill-size">–</dd>
+            </dl>
           </section>
           <section>
             <h2>Upstream latency</h2>

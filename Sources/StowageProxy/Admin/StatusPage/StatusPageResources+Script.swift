@@ -71,6 +71,8 @@ extension StatusPageResources {
             show("bytes-upstream", bytes(s.bytesServed.fromUpstream));
             level("memory-size", "memory-meter", s.cache.memory);
             level("disk-size", "disk-meter", s.cache.disk);
+            const spill = s.cache.spill;
+            show("spill-size", spill ? count(spill.hits) + " hits · " + bytes(spill.bytes) + " of " + bytes(spill.capacityBytes) : "none yet");
             const l = s.upstreamLatency;
             if (l) {
               show("latency-percentiles", milliseconds(l.p50Milliseconds) + " · " + milliseconds(l.p99Milliseconds));
