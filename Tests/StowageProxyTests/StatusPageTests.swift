@@ -84,7 +84,7 @@ import Testing
         }
     }
 
-    @Test("/status.json shows the spilled answers' file once it is open: hits from it, its bytes, and a clear emptying it")
+    @Test("/status.json shows the spilled answers' file once it is open: hits from it, its bytes, a clear emptying it")
     func spilledAnswers() async throws {
         try await ProxyHarness.run(
             configure: {
