@@ -93,6 +93,37 @@ import Testing
         #expect(!EncodedAnswer.answers(head, spilledIdentity: [0xFF, 0xFF, 0xFF, 0xFF][...]))
     }
 
+    @Test("a varying field sent several times matches the same values in the same order, byte for byte")
+    func repeatedVaryingFieldsMatchInOrder() throws {
+        func request(_ fields: [(String, String)]) -> HTTPRequestHead {
+            HTTPRequestHead(version: .http1_1, method: .GET, uri: "/ü", headers: HTTPHeaders([("Host", "p")] + fields))
+        }
+        let sent = [("Accept-Language", "en"), ("X-Empty", ""), ("accept-language", "dé-ÇH")]
+        let varying: HTTPHeaders = ["Vary": "Accept-Language, X-Empty"]
+        let spilled = try #require(Self.answer(request: request(sent), fields: varying, body: "b").spilled())
+        let identity = spilled.identity[...]
+        #expect(EncodedAnswer.answers(request(sent), spilledIdentity: identity))
+        #expect(
+            EncodedAnswer.answers(
+                request([("ACCEPT-LANGUAGE", "en"), ("Accept", "x"), ("x-empty", ""), ("Accept-Language", "dé-ÇH")]),
+                spilledIdentity: identity
+            ),
+            "names in any case, other fields between"
+        )
+        for other in [
+            [("Accept-Language", "dé-ÇH"), ("X-Empty", ""), ("Accept-Language", "en")],  // another order
+            [("Accept-Language", "en"), ("X-Empty", ""), ("Accept-Language", "dé-ÇI")],  // last byte
+            [("Accept-Language", "en"), ("X-Empty", ""), ("Accept-Language", "dé-ÇH-x")],  // longer
+            [("Accept-Language", "e"), ("X-Empty", ""), ("Accept-Language", "dé-ÇH")],  // shorter
+            [("Accept-Language", "en"), ("X-Empty", " "), ("Accept-Language", "dé-ÇH")],
+            [("Accept-Language", "en"), ("Accept-Language", "dé-ÇH")],  // one field fewer
+            [("Accept-Language", "en"), ("X-Empty", ""), ("X-Empty", ""), ("Accept-Language", "dé-ÇH")],
+            [("Accept-Language", "en,dé-ÇH"), ("X-Empty", "")],  // one field with both values
+        ] {
+            #expect(!EncodedAnswer.answers(request(other), spilledIdentity: identity), "\(other)")
+        }
+    }
+
     @Test(
         "a request that asks something of its own is neither spilled nor answered from a spill",
         arguments: [

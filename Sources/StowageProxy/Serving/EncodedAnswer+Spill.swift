@@ -116,12 +116,31 @@ extension EncodedAnswer {
         guard isSpillable(request) else { return false }
         var rest = identity
         guard takePrefixed(request.method.rawValue, from: &rest), takePrefixed(request.uri, from: &rest),
-            takeList(request.headers["Host"], from: &rest), let count = takeCount(from: &rest)
+            takeValues(named: "host", of: request.headers, from: &rest), let count = takeCount(from: &rest)
         else { return false }
         for _ in 0..<count {
-            guard let name = takeString(from: &rest), takeList(request.headers[name], from: &rest) else { return false }
+            guard let name = takeString(from: &rest), takeValues(named: name, of: request.headers, from: &rest)
+            else { return false }
         }
         return rest.isEmpty
+    }
+
+    /// Whether `bytes` starts with the values of `headers`' fields named `lowercased` (in any
+    /// case), as ``appendList(_:to:)`` writes `headers[lowercased]`; if so, they are taken off.
+    /// Compared field by field, without the array `headers[name]` makes: a spilled hit compares
+    /// every request this way.
+    private static func takeValues(
+        named lowercased: String,
+        of headers: HTTPHeaders,
+        from bytes: inout ArraySlice<UInt8>
+    ) -> Bool {
+        guard let count = takeCount(from: &bytes) else { return false }
+        var matched = 0
+        for (name, value) in headers where isASCIICaseInsensitivelyEqual(name, lowercased) {
+            guard matched < count, takePrefixed(value, from: &bytes) else { return false }
+            matched += 1
+        }
+        return matched == count
     }
 
     private static func appendCount(_ count: Int, to bytes: inout [UInt8]) {
@@ -150,12 +169,6 @@ extension EncodedAnswer {
         return string
     }
 
-    /// Whether `bytes` starts with `values` as ``appendList(_:to:)`` writes them; if so, they are taken off.
-    private static func takeList(_ values: [String], from bytes: inout ArraySlice<UInt8>) -> Bool {
-        guard let count = takeCount(from: &bytes), count == values.count else { return false }
-        return values.allSatisfy { takePrefixed($0, from: &bytes) }
-    }
-
     private static func appendPrefixed(_ string: String, to bytes: inout [UInt8]) {
         let count = UInt32(truncatingIfNeeded: string.utf8.count)
         withUnsafeBytes(of: count.littleEndian) { bytes.append(contentsOf: $0) }
@@ -171,9 +184,17 @@ extension EncodedAnswer {
         let count =
             UInt32(bytes[start]) | UInt32(bytes[start + 1]) << 8 | UInt32(bytes[start + 2]) << 16
             | UInt32(bytes[start + 3]) << 24
-        guard count == utf8.count, bytes.count - 4 >= utf8.count,
-            bytes[(start + 4)..<(start + 4 + utf8.count)].elementsEqual(utf8)
-        else { return false }
+        guard count == utf8.count, bytes.count - 4 >= utf8.count else { return false }
+        let candidate = bytes[(start + 4)..<(start + 4 + utf8.count)]
+        // A native string's bytes are contiguous: one `memcmp`, not an element-wise walk of
+        // the UTF-8 view.
+        let equal =
+            utf8.withContiguousStorageIfAvailable { expected in
+                candidate.withUnsafeBufferPointer { actual in
+                    expected.isEmpty || memcmp(actual.baseAddress!, expected.baseAddress!, expected.count) == 0
+                }
+            } ?? candidate.elementsEqual(utf8)
+        guard equal else { return false }
         bytes = bytes[(start + 4 + utf8.count)...]
         return true
     }
