@@ -59,6 +59,8 @@ WARM_PASSES=${WARM_PASSES:-1}
 # (the proxy spills answers read from disk and lets answers kept in full go while memory evicts).
 SETTLE=${SETTLE:-0s}
 [[ $SETTLE =~ ^[0-9]{1,4}s$ ]] || usage_error "SETTLE must be a number of seconds such as 0s or 30s, not '$SETTLE'"
+# Written as wrk takes it and as the report compares it: "00s" is "0s" (wrk refuses -d0s), "030s" "30s".
+SETTLE=$((10#${SETTLE%s}))s
 # Varnish's storage: malloc (its objects in its own memory, 256 MB) or file (a 1 GB file it maps,
 # its objects in the page cache as the other two's files are).
 VARNISH_STORAGE=${VARNISH_STORAGE:-malloc}
