@@ -45,8 +45,8 @@ extension HTTPCache {
         (answerSpills.hits.load(ordering: .relaxed), answerSpills.ifOpen?.byteCount ?? 0)
     }
 
-    /// The most the spill file holds before it starts over; `nil` before a server spilled any
-    /// answer (no file is open).
+    /// The most the spill file holds before it starts over; `nil` while no file is open (it
+    /// opens at the first request a spilled answer could answer, ``spillKey(for:form:)``).
     package var spillCapacity: Int64? { answerSpills.ifOpen?.capacity }
 
     /// The file answers worked out from disk reads are spilled to, opened on first use in the
