@@ -58,6 +58,8 @@ public final class HTTPCache: Sendable {
     let answerSpills = AnswerSpillSlot()
     /// Whether memory evicts for its capacity lately: answers it holds in full are spilled then.
     let memoryEvictions = MemoryEvictionWatch()
+    /// Look-ups of spilled answers' records that time called for, off the event loop.
+    let spilledRechecks = SpilledAnswerRechecks()
 
     /// What the memory tier holds: the variant records of a URL, one body, or an answer a
     /// server prepared from them (``answerFromMemory(to:hash:prepares:readsDiskIndex:cacheRequest:prepare:)``),

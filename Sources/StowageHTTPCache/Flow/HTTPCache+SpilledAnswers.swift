@@ -106,16 +106,31 @@ extension HTTPCache {
         // Read before the lookup: a change after it moves the count past the one noted.
         let change = levels.changeCount
         let second = Int64(now.rounded(.down))
-        if spilled.checkedAtChange.load(ordering: .acquiring) != change
-            || second >= spilled.checkAfterSecond.load(ordering: .relaxed)
-        {
+        if spilled.checkedAtChange.load(ordering: .acquiring) != change {
+            // A change since the last look-up: checked before anything is sent.
             let recordKey = String(decoding: bytes[0..<keyEnd], as: UTF8.self)
             guard levels.diskFingerprintWithoutWaiting(recordKey) == spilled.recordsFingerprint else {
                 _ = memory.removeValue(forKey: key)
                 return nil
             }
             spilled.checkedAtChange.store(change, ordering: .releasing)
-            spilled.checkAfterSecond.store(second + SpilledAnswer.recheckSeconds, ordering: .relaxed)
+            spilled.checkAfterSecond.store(
+                SpilledAnswer.recheckSecond(after: second, fingerprint: spilled.recordsFingerprint),
+                ordering: .relaxed
+            )
+        } else if second >= spilled.checkAfterSecond.load(ordering: .relaxed) {
+            // Only time since: looked up on the rechecks' lane, not on this thread.
+            let recheck = SpilledAnswerRechecks.Recheck(
+                recordKey: String(decoding: bytes[0..<keyEnd], as: UTF8.self),
+                memoryKey: key,
+                answer: spilled
+            )
+            if spilledRechecks.enqueue(recheck, check: { [self] in recheckSpilled($0) }) {
+                spilled.checkAfterSecond.store(
+                    SpilledAnswer.recheckSecond(after: second, fingerprint: spilled.recordsFingerprint),
+                    ordering: .relaxed
+                )
+            }
         }
         answerSpills.hits.add(1, ordering: .relaxed)
         // RFC 9111 §4.2.3 and §4.2.1, as `currentFieldsSeconds` works them out from the record.
@@ -131,6 +146,17 @@ extension HTTPCache {
             now: clockNow,
             outcome: .hit
         )
+    }
+
+    /// Looks up the records `recheck`'s answer was worked out from (rewriting their access time
+    /// when it is older than the disk level's resolution) and takes the answer out of memory when
+    /// the disk no longer holds them — only that answer: one spilled since under its key stays.
+    func recheckSpilled(_ recheck: SpilledAnswerRechecks.Recheck) {
+        let fingerprint = levels.diskFingerprintWithoutWaiting(recheck.recordKey)
+        guard fingerprint != recheck.answer.recordsFingerprint else { return }
+        if case .spilled(let held) = memory.uncountedValue(forKey: recheck.memoryKey), held === recheck.answer {
+            _ = memory.removeValue(forKey: recheck.memoryKey)
+        }
     }
 
     /// Whether every variant record among `records` varies on the fields `stored` varies
@@ -174,7 +200,10 @@ extension HTTPCache {
                 form: spilledForm,
                 recordsFingerprint: fingerprint,
                 checkedAtChange: mark.change,
-                checkAfterSecond: Int64(answer.workedOutAtSeconds.rounded(.down)) + SpilledAnswer.recheckSeconds,
+                checkAfterSecond: SpilledAnswer.recheckSecond(
+                    after: Int64(answer.workedOutAtSeconds.rounded(.down)),
+                    fingerprint: fingerprint
+                ),
                 correctedInitialAge: rules.correctedInitialAgeSeconds(of: stored),
                 responseSeconds: stored.responseSeconds,
                 freshness: rules.freshnessSeconds(of: stored),

@@ -1,0 +1,104 @@
+import Foundation
+import StowageCache
+import StowageCore
+import StowageHTTPTestSupport
+import StowageTestSupport
+import Testing
+
+@testable import StowageHTTPCache
+@testable import StowageProxy
+
+/// The look-ups of a spilled answer's records that time calls for (`SpilledAnswerRechecks`): made
+/// off the hit, spread from answer to answer, and still final for records the disk let go.
+@Suite("Spilled answers' timed look-ups", .timeLimit(.minutes(10)))
+struct SpilledAnswerRecheckTests {
+    @Test(
+        "an answer due for its timed look-up is sent at once; the look-up, off the hit, takes it out once the disk lost its records"
+    )
+    func timedLookUpRunsOffTheHit() async throws {
+        let clock = ManualClock(startingAt: Date())
+        try await ProxyHarness.run(
+            configure: {
+                $0.cache.memoryCapacity = SpilledAnswerProxyTests.memoryCapacity
+                $0.cache.clock = clock.cacheClock
+            },
+            script: SpilledAnswerProxyTests.script
+        ) { h in
+            try await SpilledAnswerProxyTests.warm(h)
+            for _ in 0..<2 { _ = try await h.get("/u/1") }
+            let cache = try #require(h.cache)
+            let spilled = try await h.get("/u/1")
+            var hits = cache.spilledAnswerFigures.hits
+            // The disk level lets the records go behind the levels' back, as its trim for its
+            // capacity does: no change the hit would see.
+            let disk = try #require(cache.disk)
+            let recordKey = try #require(try await disk.keys(withPrefix: "m ").first { $0.hasSuffix("/u/1") })
+            #expect(try await disk.removeData(forKey: recordKey))
+            let early = try await h.get("/u/1")
+            #expect(early.text == spilled.text && cache.spilledAnswerFigures.hits == hits + 1)
+            hits += 1
+            // Past the latest second any answer is looked up again.
+            clock.advance(by: .seconds(SpilledAnswer.recheckSeconds * 3 / 2 + 1))
+            let due = try await h.get("/u/1")
+            #expect(due.text == spilled.text, "sent from the spill while the look-up waits: \(due.text)")
+            #expect(cache.spilledAnswerFigures.hits == hits + 1)
+            hits += 1
+            await cache.spilledRechecks.waitUntilMade()
+            #expect(cache.spilledRechecks.pendingCount == 0)
+            let after = try await h.get("/u/1")
+            #expect(after.text != spilled.text, "the records are gone: fetched again, \(after.text)")
+            #expect(cache.spilledAnswerFigures.hits == hits)
+            #expect(h.origin.requestCount == 13)
+        }
+    }
+
+    @Test(
+        "an answer whose records the disk still holds stays after its timed look-up, which rewrites their access time"
+    )
+    func timedLookUpKeepsWhatTheDiskHolds() async throws {
+        let clock = ManualClock(startingAt: Date())
+        try await ProxyHarness.run(
+            configure: {
+                $0.cache.memoryCapacity = SpilledAnswerProxyTests.memoryCapacity
+                $0.cache.clock = clock.cacheClock
+            },
+            script: SpilledAnswerProxyTests.script
+        ) { h in
+            try await SpilledAnswerProxyTests.warm(h)
+            for _ in 0..<2 { _ = try await h.get("/u/2") }
+            let cache = try #require(h.cache)
+            let disk = try #require(cache.disk)
+            let recordKey = try #require(try await disk.keys(withPrefix: "m ").first { $0.hasSuffix("/u/2") })
+            let spilled = try await h.get("/u/2")
+            clock.advance(by: .seconds(SpilledAnswer.recheckSeconds * 3 / 2 + 1))
+            let lookUpSecond = clock.now.timeIntervalSince1970
+            let hits = cache.spilledAnswerFigures.hits
+            #expect(try await h.get("/u/2").text == spilled.text)
+            await cache.spilledRechecks.waitUntilMade()
+            try disk.flushAccessLog()
+            let accessed = try #require(try await disk.info(forKey: recordKey)).accessed
+            #expect(accessed.timeIntervalSince1970 >= lookUpSecond - 1, "access time rewritten: \(accessed)")
+            for _ in 0..<3 { #expect(try await h.get("/u/2").text == spilled.text) }
+            #expect(cache.spilledAnswerFigures.hits == hits + 4)
+            #expect(h.origin.requestCount == 12)
+        }
+    }
+
+    @Test("timed look-ups are spread over half a period more, answer by answer, and never earlier")
+    func lookUpSecondsAreSpread() {
+        let period = SpilledAnswer.recheckSeconds
+        var generator = SystemRandomNumberGenerator()
+        var buckets = [Int](repeating: 0, count: 10)
+        for _ in 0..<10_000 {
+            let fingerprint = generator.next() as UInt64
+            let second = SpilledAnswer.recheckSecond(after: 1_000, fingerprint: fingerprint)
+            #expect((1_000 + period)..<(1_000 + period * 3 / 2) ~= second)
+            buckets[Int((second - 1_000 - period) * 10 / (period / 2))] += 1
+        }
+        // Each tenth of the spread gets about a tenth of the answers (1,000 ± 20%).
+        #expect(buckets.allSatisfy { (800...1_200).contains($0) }, "\(buckets)")
+        #expect(SpilledAnswer.recheckSecond(after: 0, fingerprint: 0) == period)
+        #expect(SpilledAnswer.recheckSecond(after: 0, fingerprint: 299) == period + 299)
+        #expect(SpilledAnswer.recheckSecond(after: 0, fingerprint: .max) == period + Int64(UInt64.max % 300))
+    }
+}
