@@ -31,7 +31,10 @@
 #   VARNISH_STORAGE=file …                   # Varnish's file storage (1 GB, mmap'd) in place of
 #                                            # malloc: issue 46's peer for hits from disk
 #   SETTLE=30s …                             # 30 s of the same load against each server before
-#                                            # its measured run: the steady state under it
+#                                            # the measured runs: the steady state under it
+#   ROUNDS=5 …                               # five measured runs of every server, taken in turn
+#                                            # (nginx, varnish, stowage, the floors, then again);
+#                                            # each figure is the median of its five, all kept
 #
 # Each case also reports every server's resident memory after it (nginx: its master and workers;
 # varnish: its manager and worker), for the bound "stowage <= 1.5 x nginx + the memory capacity".
@@ -53,14 +56,20 @@ usage_error() { echo "proxy-load: $*" >&2; exit 2; }
 # and spills its answer then); 2 measures the state a long-running cache is in.
 WARM_PASSES=${WARM_PASSES:-1}
 [[ $WARM_PASSES =~ ^[1-9]$ ]] || usage_error "WARM_PASSES must be a whole number from 1 to 9, not '$WARM_PASSES'"
-# A run of the same load against each server right before its measured run, not counted
-# ("0s", the default: none). Each server gets the same, so the measurement is of the state a
+# A run of the same load against each server, one after the other, before the measured runs, not
+# counted ("0s", the default: none). Each server gets the same, so the measurement is of the state a
 # long-running server is in under this load, not of the work its first seconds of it still do
 # (the proxy spills answers read from disk and lets answers kept in full go while memory evicts).
 SETTLE=${SETTLE:-0s}
 [[ $SETTLE =~ ^[0-9]{1,4}s$ ]] || usage_error "SETTLE must be a number of seconds such as 0s or 30s, not '$SETTLE'"
 # Written as wrk takes it and as the report compares it: "00s" is "0s" (wrk refuses -d0s), "030s" "30s".
 SETTLE=$((10#${SETTLE%s}))s
+# How many measured runs each server gets, in turn with the others (1, the default: one each).
+# On two cores shared with wrk one 10 s run swings by a fifth (the scheduler, not the servers: the
+# same server twice in a row differs as much), so the report's figures are the medians over the
+# rounds, and every round's figures are kept beside them.
+ROUNDS=${ROUNDS:-1}
+[[ $ROUNDS =~ ^[1-9]$ ]] || usage_error "ROUNDS must be a whole number from 1 to 9, not '$ROUNDS'"
 # Varnish's storage: malloc (its objects in its own memory, 256 MB) or file (a 1 GB file it maps,
 # its objects in the page cache as the other two's files are).
 VARNISH_STORAGE=${VARNISH_STORAGE:-malloc}
@@ -257,11 +266,13 @@ tree_ticks() {
     echo "$total"
 }
 CLOCK_TICKS=$(getconf CLK_TCK)
-run_wrk() { # port path script server-pid -> "req/s p99-ms cpu-µs-per-request"
-    local output before after
+settle() { # port path script
     if [ "$SETTLE" != 0s ]; then
         wrk -t"$THREADS" -c"$CONNECTIONS" -d"$SETTLE" ${3:+-s "$3"} "http://127.0.0.1:$1$2" > /dev/null
     fi
+}
+run_wrk() { # port path script server-pid -> "req/s p99-ms cpu-µs-per-request"
+    local output before after
     before=$(tree_ticks "$4")
     output=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency ${3:+-s "$3"} "http://127.0.0.1:$1$2")
     after=$(tree_ticks "$4")
@@ -270,6 +281,15 @@ run_wrk() { # port path script server-pid -> "req/s p99-ms cpu-µs-per-request"
         function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
         /^Requests\/sec:/ { rps = $2 } $1 == "99%" { p99 = ms($2) } / requests in / { requests = $1 }
         END { printf "%s %s %.1f\n", rps, p99, requests ? ticks * 1e6 / hz / requests : 0 }'
+}
+# The median of the numbers on stdin (the mean of the middle two for an even count).
+median() {
+    sort -g | awk '{ value[NR] = $1 } END { if (NR % 2) print value[(NR + 1) / 2]; else print (value[NR / 2] + value[NR / 2 + 1]) / 2 }'
+}
+# label column (2: req/s, 3: p99 ms, 4: CPU µs per request) -> that figure's median over the rounds
+# in "$WORK/rounds" (0 for a server the case did not run).
+figure() {
+    awk -v label="$1" -v column="$2" '$1 == label { print $column }' "$WORK/rounds" | median | grep . || echo 0
 }
 rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
 # A server's resident memory: its process and its children's (nginx's workers, varnish's worker).
@@ -286,31 +306,45 @@ for name in "${CASE_LIST[@]}"; do
         cached-100kib) path=/big script="" ;;
         miss-no-store) path=/nostore script="" ;;
     esac
-    log "$name: wrk against nginx (proxy_cache)"
-    read -r nginx_rps nginx_p99 nginx_cpu <<< "$(run_wrk "$NGINX_PORT" "$path" "$script" "$(cat "$WORK/nginx.pid")")"
-    log "$name: wrk against varnish"
-    read -r varnish_rps varnish_p99 varnish_cpu <<< "$(run_wrk "$VARNISH_PORT" "$path" "$script" "$(cat "$WORK/varnish.pid")")"
-    log "$name: wrk against stowage proxy"
-    read -r stowage_rps stowage_p99 stowage_cpu <<< "$(run_wrk "$STOWAGE_PORT" "$path" "$script" "$STOWAGE_PID")"
-    floor_rps=0 floor_p99=0 raw_rps=0 raw_p99=0 index_rps=0 index_p99=0 index_cpu=0
+    # The servers this case measures: name, port, process id.
+    servers=("nginx $NGINX_PORT $(cat "$WORK/nginx.pid")" "varnish $VARNISH_PORT $(cat "$WORK/varnish.pid")"
+        "stowage $STOWAGE_PORT $STOWAGE_PID")
     if [ "$name" != miss-no-store ]; then
-        log "$name: wrk against the NIO floor"
-        read -r floor_rps floor_p99 _ <<< "$(run_wrk "$FLOOR_PORT" "$path" "$script" "$FLOOR_PID")"
-        log "$name: wrk against the raw NIO floor"
-        read -r raw_rps raw_p99 _ <<< "$(run_wrk "$RAW_FLOOR_PORT" "$path" "$script" "$RAW_FLOOR_PID")"
+        servers+=("floor $FLOOR_PORT $FLOOR_PID" "raw $RAW_FLOOR_PORT $RAW_FLOOR_PID")
     fi
-    if [ "$name" = "$MANY_URLS" ]; then
-        log "$name: wrk against the NIO index floor"
-        read -r index_rps index_p99 index_cpu <<< "$(run_wrk "$INDEX_FLOOR_PORT" "$path" "$script" "$INDEX_FLOOR_PID")"
+    [ "$name" = "$MANY_URLS" ] && servers+=("index $INDEX_FLOOR_PORT $INDEX_FLOOR_PID")
+    if [ "$SETTLE" != 0s ]; then
+        for server in "${servers[@]}"; do
+            read -r label port _ <<< "$server"
+            log "$name: $SETTLE of load against $label, not counted"
+            settle "$port" "$path" "$script"
+        done
     fi
+    # Every round runs each server once, in the same order; "$WORK/rounds" gets one line per run.
+    : > "$WORK/rounds"
+    for round in $(seq 1 "$ROUNDS"); do
+        for server in "${servers[@]}"; do
+            read -r label port pid <<< "$server"
+            log "$name: round $round of $ROUNDS, wrk against $label"
+            echo "$label $(run_wrk "$port" "$path" "$script" "$pid")" >> "$WORK/rounds"
+        done
+    done
+    read -r nginx_rps nginx_p99 nginx_cpu <<< "$(figure nginx 2) $(figure nginx 3) $(figure nginx 4)"
+    read -r varnish_rps varnish_p99 varnish_cpu <<< "$(figure varnish 2) $(figure varnish 3) $(figure varnish 4)"
+    read -r stowage_rps stowage_p99 stowage_cpu <<< "$(figure stowage 2) $(figure stowage 3) $(figure stowage 4)"
+    read -r floor_rps floor_p99 <<< "$(figure floor 2) $(figure floor 3)"
+    read -r raw_rps raw_p99 <<< "$(figure raw 2) $(figure raw 3)"
+    read -r index_rps index_p99 index_cpu <<< "$(figure index 2) $(figure index 3) $(figure index 4)"
+    # Every run's figures, for the report: label:req/s:p99:cpu,…
+    every_round=$(awk '{ printf "%s%s:%s:%s:%s", (NR > 1 ? "," : ""), $1, $2, $3, $4 }' "$WORK/rounds")
     nginx_rss=$(tree_rss_kib "$(cat "$WORK/nginx.pid")")
     varnish_rss=$(tree_rss_kib "$(cat "$WORK/varnish.pid")")
-    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss $index_rps $index_p99 $stowage_cpu $nginx_cpu $varnish_cpu $index_cpu")
+    results+=("$name $stowage_rps $nginx_rps $varnish_rps $stowage_p99 $nginx_p99 $varnish_p99 $(rss_kib "$STOWAGE_PID") $floor_rps $floor_p99 $raw_rps $raw_p99 $nginx_rss $varnish_rss $index_rps $index_p99 $stowage_cpu $nginx_cpu $varnish_cpu $index_cpu $every_round")
 done
 
-python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "$WARM_PASSES" "$VARNISH_STORAGE" "$SETTLE" "${results[@]}" <<'PY'
+python3 - "$ok" "$THREADS" "$CONNECTIONS" "$DURATION" "$(nproc)" "$URL_COUNT" "$MEMORY_CAPACITY" "$WARM_PASSES" "$VARNISH_STORAGE" "$SETTLE" "$ROUNDS" "${results[@]}" <<'PY'
 import json, sys
-ok, threads, connections, duration, cores, url_count, memory_capacity, warm_passes, varnish_storage, settle, *results = sys.argv[1:]
+ok, threads, connections, duration, cores, url_count, memory_capacity, warm_passes, varnish_storage, settle, rounds, *results = sys.argv[1:]
 url_count = int(url_count)
 many_urls = f"cached-1kib-{url_count // 1000}k-urls" if url_count % 1000 == 0 else f"cached-1kib-{url_count}-urls"
 described = {
@@ -329,6 +363,12 @@ for result in results:
     nginx_rss, varnish_rss = int(figures[11]), int(figures[12])
     index_floor, index_floor_p99 = float(figures[13]), float(figures[14])
     cpu = {"stowage": float(figures[15]), "nginx": float(figures[16]), "varnish": float(figures[17])}
+    labels = {"floor": "nio-floor", "raw": "nio-raw-floor", "index": "nio-index-floor"}
+    every_round = {}
+    for run in figures[19].split(","):
+        label, rps, p99_ms, cpu_us = run.split(":")
+        every_round.setdefault(labels.get(label, label), []).append(
+            {"req_per_s": float(rps), "p99_ms": float(p99_ms), "cpu_us_per_request": float(cpu_us)})
     if index_floor:
         cpu["nio-index-floor"] = float(figures[18])
     baselines = {"nginx": nginx, "varnish": varnish}
@@ -368,10 +408,14 @@ for result in results:
         "warm_passes": int(warm_passes),
         "varnish_storage": varnish_storage,
         "settle_seconds": int(settle[:-1]),
+        "rounds": int(rounds),
+        "every_round": every_round,
         "notes": f"wrk -t{threads} -c{connections} -d{duration} --latency on loopback, {described[name]}, "
                  f"every URL asked for {warm_passes} time(s) before, "
-                 + (f"then {settle} of the same load against each server before its measured run, not counted, "
+                 + (f"then {settle} of the same load against each server in turn before the measured runs, not counted, "
                     if settle != "0s" else "")
+                 + (f"{rounds} rounds of one run per server in turn, each figure the median over the rounds "
+                    f"(every_round: each run's), " if rounds != "1" else "")
                  + f"{cores} cores shared by wrk, the proxy and its origin; ratio = stowage req/s / baseline req/s "
                  f"(higher is better, target >= 1.0); p99 ratio = stowage p99 / nginx p99 (target <= 1.2); "
                  f"nginx 'worker_processes auto' with proxy_cache and proxy_cache_lock; varnishd 7 with its "
