@@ -164,8 +164,12 @@ public final class HTTPCache: Sendable {
         // A removal or invalidation through another handle (another process on the directory)
         // is final here too: fetches under way then store nothing.
         levels.whenOthersRemove { [invalidations] in invalidations.noteRemovedElsewhere() }
-        // The spilled answers' places went with memory; their bytes go too.
-        levels.whenStoreEmptiesMemory { [answerSpills] in answerSpills.ifOpen?.removeAll() }
+        // The spilled answers' places went with memory; their bytes go too, and the look-ups
+        // waiting for them (keys of what was cleared).
+        levels.whenStoreEmptiesMemory { [answerSpills, spilledRechecks] in
+            answerSpills.ifOpen?.removeAll()
+            spilledRechecks.removeAllPending()
+        }
     }
 
     /// Opens the cache without blocking Swift's cooperative threads.
@@ -205,7 +209,10 @@ public final class HTTPCache: Sendable {
     @discardableResult
     public func removeAll() async throws -> ClearReport {
         await invalidations.begin(.all)
-        defer { answerSpills.ifOpen?.removeAll() }
+        defer {
+            answerSpills.ifOpen?.removeAll()
+            spilledRechecks.removeAllPending()
+        }
         return try await levels.removeAll()
     }
 

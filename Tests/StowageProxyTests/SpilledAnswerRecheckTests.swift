@@ -1,8 +1,10 @@
+import Dispatch
 import Foundation
 import StowageCache
 import StowageCore
 import StowageHTTPTestSupport
 import StowageTestSupport
+import Synchronization
 import Testing
 
 @testable import StowageHTTPCache
@@ -100,5 +102,54 @@ struct SpilledAnswerRecheckTests {
         #expect(SpilledAnswer.recheckSecond(after: 0, fingerprint: 0) == period)
         #expect(SpilledAnswer.recheckSecond(after: 0, fingerprint: 299) == period + 299)
         #expect(SpilledAnswer.recheckSecond(after: 0, fingerprint: .max) == period + Int64(UInt64.max % 300))
+    }
+
+    @Test("at most 256 look-ups wait, and a clear drops those waiting; the lane goes on after both")
+    func waitingLookUpsAreBoundedAndCleared() async {
+        let rechecks = SpilledAnswerRechecks()
+        let gate = DispatchSemaphore(value: 0)
+        let made = Mutex<[String]>([])
+        let (started, starting) = AsyncStream.makeStream(of: String.self)
+        let check: @Sendable (SpilledAnswerRechecks.Recheck) -> Void = { recheck in
+            starting.yield(recheck.recordKey)
+            if recheck.recordKey == "first" { gate.wait() }
+            made.withLock { $0.append(recheck.recordKey) }
+        }
+        func recheck(_ key: String) -> SpilledAnswerRechecks.Recheck {
+            .init(recordKey: key, memoryKey: "memory \(key)", answer: Self.answer())
+        }
+        #expect(rechecks.enqueue(recheck("first"), check: check))
+        var iterator = started.makeAsyncIterator()
+        #expect(await iterator.next() == "first", "the lane holds the first look-up")
+        for n in 0..<SpilledAnswerRechecks.pendingLimit {
+            #expect(rechecks.enqueue(recheck("k\(n)"), check: check))
+        }
+        #expect(!rechecks.enqueue(recheck("one too many"), check: check))
+        #expect(rechecks.pendingCount == SpilledAnswerRechecks.pendingLimit)
+        rechecks.removeAllPending()
+        #expect(rechecks.pendingCount == 0)
+        gate.signal()
+        await rechecks.waitUntilMade()
+        #expect(made.withLock { $0 } == ["first"])
+        #expect(rechecks.enqueue(recheck("later"), check: check))
+        await rechecks.waitUntilMade()
+        #expect(made.withLock { $0 } == ["first", "later"])
+        starting.finish()
+    }
+
+    /// A spilled answer with nothing behind it, for the lane's own tests.
+    static func answer() -> SpilledAnswer {
+        SpilledAnswer(
+            place: .init(generation: 0, length: 0, offset: 0, checksum: 0),
+            keyLength: 0,
+            form: SpilledForm(identity: [], head: [], body: [], addsDate: false),
+            recordsFingerprint: 1,
+            checkedAtChange: 0,
+            checkAfterSecond: 0,
+            correctedInitialAge: 0,
+            responseSeconds: 0,
+            freshness: 0,
+            decisionValidUntil: 0
+        )
     }
 }

@@ -50,6 +50,12 @@ final class SpilledAnswerRechecks: Sendable {
         return true
     }
 
+    /// Drops the look-ups waiting (memory was emptied: their answers are gone, and their keys
+    /// are of what was cleared). One being made goes on; it can only take an answer out.
+    func removeAllPending() {
+        state.withLock { $0.pending.removeAll() }
+    }
+
     /// How many look-ups wait now.
     var pendingCount: Int { state.withLock { $0.pending.count } }
 
