@@ -18,23 +18,11 @@ struct SpilledAnswerRecheckTests {
         "an answer due for its timed look-up is sent at once; the look-up, off the hit, takes it out once the disk lost its records"
     )
     func timedLookUpRunsOffTheHit() async throws {
-        let clock = ManualClock(startingAt: Date())
-        try await ProxyHarness.run(
-            configure: {
-                $0.cache.memoryCapacity = SpilledAnswerProxyTests.memoryCapacity
-                $0.cache.clock = clock.cacheClock
-            },
-            script: SpilledAnswerProxyTests.script
-        ) { h in
-            try await SpilledAnswerProxyTests.warm(h)
-            for _ in 0..<2 { _ = try await h.get("/u/1") }
-            let cache = try #require(h.cache)
+        try await Self.withSpilledAnswer(at: "/u/1") { h, clock, cache, disk, recordKey in
             let spilled = try await h.get("/u/1")
             var hits = cache.spilledAnswerFigures.hits
             // The disk level lets the records go behind the levels' back, as its trim for its
             // capacity does: no change the hit would see.
-            let disk = try #require(cache.disk)
-            let recordKey = try #require(try await disk.keys(withPrefix: "m ").first { $0.hasSuffix("/u/1") })
             #expect(try await disk.removeData(forKey: recordKey))
             let early = try await h.get("/u/1")
             #expect(early.text == spilled.text && cache.spilledAnswerFigures.hits == hits + 1)
@@ -58,19 +46,7 @@ struct SpilledAnswerRecheckTests {
         "an answer whose records the disk still holds stays after its timed look-up, which rewrites their access time"
     )
     func timedLookUpKeepsWhatTheDiskHolds() async throws {
-        let clock = ManualClock(startingAt: Date())
-        try await ProxyHarness.run(
-            configure: {
-                $0.cache.memoryCapacity = SpilledAnswerProxyTests.memoryCapacity
-                $0.cache.clock = clock.cacheClock
-            },
-            script: SpilledAnswerProxyTests.script
-        ) { h in
-            try await SpilledAnswerProxyTests.warm(h)
-            for _ in 0..<2 { _ = try await h.get("/u/2") }
-            let cache = try #require(h.cache)
-            let disk = try #require(cache.disk)
-            let recordKey = try #require(try await disk.keys(withPrefix: "m ").first { $0.hasSuffix("/u/2") })
+        try await Self.withSpilledAnswer(at: "/u/2") { h, clock, cache, disk, recordKey in
             let spilled = try await h.get("/u/2")
             clock.advance(by: .seconds(SpilledAnswer.recheckSeconds * 3 / 2 + 1))
             let lookUpSecond = clock.now.timeIntervalSince1970
@@ -135,6 +111,30 @@ struct SpilledAnswerRecheckTests {
         await rechecks.waitUntilMade()
         #expect(made.withLock { $0 } == ["first", "later"])
         starting.finish()
+    }
+
+    /// Runs `body` on a proxy on `clock` whose answer to `path` was read from disk and spilled
+    /// (the next request for it is answered from the spill), with its cache, disk level and the
+    /// record key of `path`.
+    static func withSpilledAnswer(
+        at path: String,
+        _ body: @Sendable (ProxyHarness, ManualClock, HTTPCache, DiskCache, String) async throws -> Void
+    ) async throws {
+        let clock = ManualClock(startingAt: Date())
+        try await ProxyHarness.run(
+            configure: {
+                $0.cache.memoryCapacity = SpilledAnswerProxyTests.memoryCapacity
+                $0.cache.clock = clock.cacheClock
+            },
+            script: SpilledAnswerProxyTests.script
+        ) { h in
+            try await SpilledAnswerProxyTests.warm(h)
+            for _ in 0..<2 { _ = try await h.get(path) }
+            let cache = try #require(h.cache)
+            let disk = try #require(cache.disk)
+            let recordKey = try #require(try await disk.keys(withPrefix: "m ").first { $0.hasSuffix(path) })
+            try await body(h, clock, cache, disk, recordKey)
+        }
     }
 
     /// A spilled answer with nothing behind it, for the lane's own tests.
