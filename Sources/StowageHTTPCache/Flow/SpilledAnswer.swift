@@ -138,8 +138,9 @@ final class SpilledAnswer: Sendable {
     /// plus a part of half as much again that differs from answer to answer (their records'
     /// fingerprints). Answers spilled within a minute of each other — every URL of a warm-up —
     /// would otherwise all be looked up again within one minute ten minutes on, and every such
-    /// look-up rewrites its record's access time: a proxy serving 10^5 URLs wrote 10^5 access
-    /// times in that minute and its p99 went from 5 to 30 ms (`Benchmarks/README.md`). Spread over
+    /// look-up reads the disk index and rewrites its record's access time: a proxy serving 10^5
+    /// URLs made 10^5 of them in that minute and its p99 went from 5 to 30 ms
+    /// (`Benchmarks/README.md`). Spread over
     /// five minutes (a jittered expiry, the usual cure for expiries a bulk load synchronized), and
     /// kept spread since each look-up's next second follows from its own.
     static func recheckSecond(after second: Int64, fingerprint: UInt64) -> Int64 {
