@@ -266,10 +266,8 @@ tree_ticks() {
     echo "$total"
 }
 CLOCK_TICKS=$(getconf CLK_TCK)
-settle() { # port path script
-    if [ "$SETTLE" != 0s ]; then
-        wrk -t"$THREADS" -c"$CONNECTIONS" -d"$SETTLE" ${3:+-s "$3"} "http://127.0.0.1:$1$2" > /dev/null
-    fi
+settle() { # port path script (called only when SETTLE is not 0s)
+    wrk -t"$THREADS" -c"$CONNECTIONS" -d"$SETTLE" ${3:+-s "$3"} "http://127.0.0.1:$1$2" > /dev/null
 }
 run_wrk() { # port path script server-pid -> "req/s p99-ms cpu-µs-per-request"
     local output before after

@@ -114,10 +114,7 @@ extension HTTPCache {
                 return nil
             }
             spilled.checkedAtChange.store(change, ordering: .releasing)
-            spilled.checkAfterSecond.store(
-                SpilledAnswer.recheckSecond(after: second, fingerprint: spilled.recordsFingerprint),
-                ordering: .relaxed
-            )
+            spilled.scheduleNextLookUp(after: second)
         } else if second >= spilled.checkAfterSecond.load(ordering: .relaxed) {
             // Only time since: looked up on the rechecks' lane, not on this thread.
             let recheck = SpilledAnswerRechecks.Recheck(
@@ -126,10 +123,7 @@ extension HTTPCache {
                 answer: spilled
             )
             if spilledRechecks.enqueue(recheck, check: { [self] in recheckSpilled($0) }) {
-                spilled.checkAfterSecond.store(
-                    SpilledAnswer.recheckSecond(after: second, fingerprint: spilled.recordsFingerprint),
-                    ordering: .relaxed
-                )
+                spilled.scheduleNextLookUp(after: second)
             }
         }
         answerSpills.hits.add(1, ordering: .relaxed)

@@ -146,4 +146,13 @@ final class SpilledAnswer: Sendable {
     static func recheckSecond(after second: Int64, fingerprint: UInt64) -> Int64 {
         second + recheckSeconds + Int64(fingerprint % UInt64(recheckSeconds / 2))
     }
+
+    /// Notes that the records were looked up (or a look-up was handed to the rechecks' lane) in
+    /// `second`: the next one is due at ``recheckSecond(after:fingerprint:)``.
+    func scheduleNextLookUp(after second: Int64) {
+        checkAfterSecond.store(
+            Self.recheckSecond(after: second, fingerprint: recordsFingerprint),
+            ordering: .relaxed
+        )
+    }
 }
