@@ -113,6 +113,41 @@ struct SpilledAnswerRecheckTests {
         starting.finish()
     }
 
+    @Test("the lane makes its look-ups in bursts of 16 and rests nine times as long as each burst took")
+    func lookUpsArePaced() async {
+        let rechecks = SpilledAnswerRechecks()
+        let gate = DispatchSemaphore(value: 0)
+        // For each look-up: how many waited when it began, and when it began and ended.
+        let made = Mutex<[(waiting: Int, began: UInt64, ended: UInt64)]>([])
+        let check: @Sendable (SpilledAnswerRechecks.Recheck) -> Void = { recheck in
+            if recheck.recordKey == "first" { gate.wait() }
+            let began = DispatchTime.now().uptimeNanoseconds
+            let waiting = rechecks.pendingCount
+            usleep(1_000)
+            made.withLock { $0.append((waiting, began, DispatchTime.now().uptimeNanoseconds)) }
+        }
+        func recheck(_ key: String) -> SpilledAnswerRechecks.Recheck {
+            .init(recordKey: key, memoryKey: "memory \(key)", answer: Self.answer())
+        }
+        #expect(rechecks.enqueue(recheck("first"), check: check))
+        for n in 0..<40 { #expect(rechecks.enqueue(recheck("k\(n)"), check: check)) }
+        gate.signal()
+        await rechecks.waitUntilMade()
+        let lookUps = made.withLock { $0 }
+        #expect(lookUps.count == 41)
+        // "first" alone, then 16, 16 and 8: each burst taken whole before its first look-up.
+        #expect(
+            lookUps.map(\.waiting) == [40] + Array(repeating: 24, count: 16) + Array(repeating: 8, count: 16)
+                + Array(repeating: 0, count: 8)
+        )
+        for (end, start) in [(16, 17), (32, 33)] {
+            let burst = lookUps[end - 15...end]
+            let took = burst.last!.ended - burst.first!.began
+            let rest = lookUps[start].began - lookUps[end].ended
+            #expect(rest >= took * SpilledAnswerRechecks.restFactor, "rested \(rest) ns after a burst of \(took) ns")
+        }
+    }
+
     /// Runs `body` on a proxy on `clock` whose answer to `path` was read from disk and spilled
     /// (the next request for it is answered from the spill), with its cache, disk level and the
     /// record key of `path`.
