@@ -17,8 +17,8 @@ import Synchronization
 /// removal, a purge, a clear — is still checked on the hit itself, before anything is sent.
 ///
 /// The lane works in bursts of ``burst`` look-ups and rests nine times as long as each burst
-/// took (``restFactor``), so it takes at most a tenth of a core and holds one for well under a
-/// millisecond at a time. Unpaced, it took 14% of the proxy's CPU for the minutes its answers
+/// took (``restFactor``; a second at most, ``longestRest``), so it takes about a tenth of a core
+/// and holds one for well under a millisecond at a time. Unpaced, it took 14% of the proxy's CPU for the minutes its answers
 /// came due and the event loops waited for a core behind it: p99 5 → 7–25 ms at 10^5 URLs on
 /// two cores (`Benchmarks/README.md`, "2026-12-01"). Nothing waits for a look-up but the access
 /// time it rewrites and a trim it notices, so later is as good as now.
@@ -46,6 +46,10 @@ final class SpilledAnswerRechecks: Sendable {
 
     /// How many times as long as a burst took the lane rests after it.
     static let restFactor: UInt64 = 9
+
+    /// The longest the lane rests, in nanoseconds: a burst slowed by a starved thread or a slow
+    /// disk does not park the lane for long.
+    static let longestRest: UInt64 = 1_000_000_000
 
     private let state = Mutex(State())
     private let lane = DispatchQueue(label: "stowage.http-cache.spilled-answer-rechecks", qos: .utility)
@@ -105,7 +109,9 @@ final class SpilledAnswerRechecks: Sendable {
             return state.waiters
         }
         guard let waiters else {
-            let rest = DispatchTimeInterval.nanoseconds(Int(clamping: took * Self.restFactor))
+            let rest = DispatchTimeInterval.nanoseconds(
+                Int(clamping: min(took, Self.longestRest / Self.restFactor) * Self.restFactor)
+            )
             lane.asyncAfter(deadline: .now() + rest) { self.drain(check) }
             return
         }
