@@ -59,8 +59,13 @@ public final class RedisServerProcess: Sendable {
 
     /// (Re)starts the server on the same port and directory and waits until it answers.
     public func start() async throws {
+        guard let executable = Self.executable("redis-server") else {
+            throw ProcessFailure(
+                "redis-server is not installed: install it (apt-get install redis-server) or skip the tests that need it"
+            )
+        }
         let process = ChildProcess()
-        process.executableURL = Self.executable("redis-server")
+        process.executableURL = executable
         process.arguments =
             [
                 "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path,

@@ -489,7 +489,10 @@ import Glibc
         await origin.stop()
     }
 
-    @Test("a Redis that refuses the password: exit 2 naming the credentials, with or without --shared-required")
+    @Test(
+        "a Redis that refuses the password: exit 2 naming the credentials, with or without --shared-required",
+        .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+    )
     func wrongPasswordFails() async throws {
         let redis = try await RedisServerProcess.start(extraArguments: ["--requirepass", "right"])
         defer { redis.remove() }
@@ -504,7 +507,10 @@ import Glibc
         #expect(outcome.standardError.contains("refused the proxy"), "\(outcome.standardError)")
     }
 
-    @Test("a Redis at its client limit: the proxy starts on its own cache; --shared-required exits 2")
+    @Test(
+        "a Redis at its client limit: the proxy starts on its own cache; --shared-required exits 2",
+        .enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")
+    )
     func busyRedisStartsDegraded() async throws {
         let redis = try await RedisServerProcess.start(extraArguments: ["--maxclients", "1"])
         defer { redis.remove() }

@@ -7,7 +7,7 @@ import StowageTestSupport
 import Testing
 
 /// The tier's dates come from its ``RedisSharedTier/Options/entryClock``, so a test moves them.
-@Suite struct SharedTierClockTests {
+@Suite(.enabled(if: RedisServerProcess.isAvailable, "redis-server is not installed")) struct SharedTierClockTests {
     @Test("an entry's lifetime is written and read by the tier's entry clock, not the system's")
     func entryExpiryFollowsEntryClock() async throws {
         let server = try await RedisServerProcess.start()
