@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Watches `stowage proxy` for stalls over the minutes after a warm-up, as proxy-load.sh's rounds
+# cannot (they give each server 10 s a minute): an nginx origin, the proxy with MEMORY_CAPACITY
+# (64MB) and URL_COUNT (10^5) distinct 1 KiB URLs asked for twice, then a wrk run of 10 s over
+# random URLs every 30 s, SLICES (36) times. Each line gives the run's req/s and p99 and where the
+# proxy's threads waited in the kernel meanwhile (Benchmarks/thread-waits.py: the event loops are
+# NIO-SGLTN-*, the spilled answers' look-up lane a dispatch thread, "-qos.overcommit"); the
+# spilled answers come due for their timed look-ups ten to fifteen minutes after the warm-up.
+# Root only (thread stacks). Installs wrk and nginx with apt-get when missing; stops what it
+# started on exit. The full sample of each run is kept in WORK (printed at the start).
+#
+#   Benchmarks/proxy-stalls.sh                           # the release build, built if missing
+#   STOWAGE=/tmp/stowage-before SLICES=10 Benchmarks/proxy-stalls.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+URL_COUNT=${URL_COUNT:-100000}
+MEMORY_CAPACITY=${MEMORY_CAPACITY:-64MB}
+SLICES=${SLICES:-36}
+[[ $URL_COUNT =~ ^[1-9][0-9]{0,6}$ ]] || { echo "proxy-stalls: URL_COUNT must be a whole number from 1 to 9999999, not '$URL_COUNT'" >&2; exit 2; }
+[[ $SLICES =~ ^[1-9][0-9]{0,3}$ ]] || { echo "proxy-stalls: SLICES must be a whole number from 1 to 9999, not '$SLICES'" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "proxy-stalls: run as root (the kernel shows thread stacks only to root)" >&2; exit 2; }
+
+log() { echo "proxy-stalls: $*" >&2; }
+source Benchmarks/lib.sh
+install_missing wrk nginx:nginx:/usr/sbin/nginx
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+if [ -z "${STOWAGE:-}" ]; then
+    swift build -c release --product stowage >&2
+    STOWAGE=$(swift build -c release --show-bin-path)/stowage
+fi
+
+WORK=$(mktemp -d /tmp/stowage-proxy-stalls.XXXXXX)
+STOWAGE_PID=""
+cleanup() {
+    stop_child "$STOWAGE_PID"
+    stop_daemon "$WORK/nginx.pid" QUIT
+}
+trap cleanup EXIT
+log "samples kept in $WORK"
+read -r ORIGIN_PORT PROXY_PORT < <(python3 -c '
+import socket
+sockets = [socket.socket() for _ in range(2)]
+for s in sockets: s.bind(("127.0.0.1", 0))
+print(*[s.getsockname()[1] for s in sockets])')
+
+mkdir -p "$WORK/www" "$WORK/logs"
+head -c 1024 /dev/zero | tr '\0' 'x' > "$WORK/www/item"
+cat > "$WORK/random-url.lua" <<LUA
+math.randomseed(os.time())
+request = function() return wrk.format("GET", "/items/" .. math.random(0, $URL_COUNT - 1)) end
+LUA
+cat > "$WORK/nginx.conf" <<CONF
+user root;
+worker_processes 1;
+pid $WORK/nginx.pid;
+error_log $WORK/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$ORIGIN_PORT;
+        root $WORK/www;
+        location /items/ { rewrite ^ /item break; add_header Cache-Control "max-age=3600"; default_type application/octet-stream; }
+    }
+}
+CONF
+"$NGINX" -c "$WORK/nginx.conf" -p "$WORK" >&2
+
+"$STOWAGE" proxy --listen "127.0.0.1:$PROXY_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" \
+    --cache-dir "$WORK/cache" --memory-capacity "$MEMORY_CAPACITY" --disk-capacity 1GB --log-level warning \
+    > "$WORK/logs/stowage.out" 2> "$WORK/logs/stowage.err" &
+STOWAGE_PID=$!
+for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/stowage.out" 2>/dev/null && break; sleep 0.1; done
+grep -q "listening on" "$WORK/logs/stowage.out" || { log "the proxy did not start: $(cat "$WORK/logs/stowage.err")"; exit 1; }
+
+python3 - "$PROXY_PORT" "$URL_COUNT" <<'PY'
+import http.client, sys
+connection = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+for _ in range(2):
+    for n in range(int(sys.argv[2])):
+        connection.request("GET", f"/items/{n}")
+        connection.getresponse().read()
+PY
+log "warmed $URL_COUNT URLs twice at $(date -u +%T) UTC"
+
+started=$SECONDS
+for slice in $(seq 1 "$SLICES"); do
+    python3 Benchmarks/thread-waits.py "$STOWAGE_PID" 10 > "$WORK/waits.$slice" &
+    sampler=$!
+    output=$(wrk -t2 -c32 -d10s --latency -s "$WORK/random-url.lua" "http://127.0.0.1:$PROXY_PORT")
+    wait "$sampler"
+    rps=$(awk '/Requests\/sec/ {print $2}' <<< "$output")
+    p99=$(awk '$1 == "99%" {print $2}' <<< "$output")
+    echo "slice $slice +$((SECONDS - started))s $(date -u +%T) req/s=$rps p99=$p99 $(head -1 "$WORK/waits.$slice")"
+    grep -E "NIO-.*(filemap_read|wait_writeback)" "$WORK/waits.$slice" | head -3 | sed 's/^/    /' || true
+    sleep 20
+done
