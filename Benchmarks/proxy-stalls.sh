@@ -11,12 +11,16 @@
 #
 #   Benchmarks/proxy-stalls.sh                           # the release build, built if missing
 #   STOWAGE=/tmp/stowage-before SLICES=10 Benchmarks/proxy-stalls.sh
+#   COLD=1 SLICES=4 Benchmarks/proxy-stalls.sh           # the page cache dropped before each run,
+#                                                        # as after an idle spell that lost it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 URL_COUNT=${URL_COUNT:-100000}
 MEMORY_CAPACITY=${MEMORY_CAPACITY:-64MB}
 SLICES=${SLICES:-36}
+COLD=${COLD:-0}
+[[ $COLD =~ ^[01]$ ]] || { echo "proxy-stalls: COLD must be 0 or 1, not '$COLD'" >&2; exit 2; }
 [[ $URL_COUNT =~ ^[1-9][0-9]{0,6}$ ]] || { echo "proxy-stalls: URL_COUNT must be a whole number from 1 to 9999999, not '$URL_COUNT'" >&2; exit 2; }
 [[ $SLICES =~ ^[1-9][0-9]{0,3}$ ]] || { echo "proxy-stalls: SLICES must be a whole number from 1 to 9999, not '$SLICES'" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "proxy-stalls: run as root (the kernel shows thread stacks only to root)" >&2; exit 2; }
@@ -87,6 +91,7 @@ log "warmed $URL_COUNT URLs twice at $(date -u +%T) UTC"
 
 started=$SECONDS
 for slice in $(seq 1 "$SLICES"); do
+    if [ "$COLD" = 1 ]; then sync; echo 1 > /proc/sys/vm/drop_caches; fi
     python3 Benchmarks/thread-waits.py "$STOWAGE_PID" 10 > "$WORK/waits.$slice" &
     sampler=$!
     output=$(wrk -t2 -c32 -d10s --latency -s "$WORK/random-url.lua" "http://127.0.0.1:$PROXY_PORT")
