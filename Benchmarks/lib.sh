@@ -30,3 +30,35 @@ stop_child() {
 stop_daemon() { # PIDFILE SIGNAL
     [ -f "$1" ] && kill "-$2" "$(cat "$1")" 2>/dev/null || true
 }
+
+# Starts nginx as a plain origin for the load scripts: one worker on 127.0.0.1:PORT serving the
+# files in WORK/www through LOCATION (an nginx `location` block), no access log, keep-alive for
+# as long as the run lasts; its pid file is WORK/nginx.pid (stop it with stop_daemon … QUIT).
+start_origin_nginx() { # NGINX WORK PORT LOCATION
+    local user_line=""
+    [ "$(id -u)" = 0 ] && user_line="user root;"
+    cat > "$2/nginx.conf" <<CONF
+$user_line
+worker_processes 1;
+pid $2/nginx.pid;
+error_log $2/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$3;
+        root $2/www;
+        $4
+    }
+}
+CONF
+    "$1" -c "$2/nginx.conf" -p "$2" >&2
+}
+
+# Waits up to 10 s for a server started with its standard output in LOG to print "listening on";
+# fails (status 1) when it did not.
+wait_until_listening() { # LOG
+    for _ in $(seq 1 100); do grep -q "listening on" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    grep -q "listening on" "$1" 2>/dev/null
+}

@@ -71,32 +71,15 @@ request = function()
 end
 LUA
 
-USER_LINE=""
-[ "$(id -u)" = 0 ] && USER_LINE="user root;"
-cat > "$WORK/nginx.conf" <<CONF
-$USER_LINE
-worker_processes 1;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$ORIGIN_PORT;
-        root $WORK/www;
-        location / { rewrite ^ /item break; add_header Cache-Control "max-age=3600"; default_type application/octet-stream; }
-    }
-}
-CONF
-"$NGINX" -c "$WORK/nginx.conf" -p "$WORK" >&2
+start_origin_nginx "$NGINX" "$WORK" "$ORIGIN_PORT" \
+    'location / { rewrite ^ /item break; add_header Cache-Control "max-age=3600"; default_type application/octet-stream; }'
 sleep 0.5
 
 "$STOWAGE" proxy --listen "127.0.0.1:$STOWAGE_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" \
     --cache-dir "$WORK/stowage-cache" --memory-capacity "$CAPACITY" --disk-capacity 4GB --log-level warning \
     > "$WORK/logs/stowage.out" 2> "$WORK/logs/stowage.err" &
 STOWAGE_PID=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/stowage.out" 2>/dev/null && break; sleep 0.1; done
+wait_until_listening "$WORK/logs/stowage.out" || { log "the proxy did not start: $(cat "$WORK/logs/stowage.err")"; exit 1; }
 curl -s -o /dev/null "http://127.0.0.1:$STOWAGE_PORT/warm"
 curl -s -o /dev/null "http://127.0.0.1:$STOWAGE_PORT/warm"
 sleep 1

@@ -54,30 +54,14 @@ cat > "$WORK/random-url.lua" <<LUA
 math.randomseed(os.time())
 request = function() return wrk.format("GET", "/items/" .. math.random(0, $URL_COUNT - 1)) end
 LUA
-cat > "$WORK/nginx.conf" <<CONF
-user root;
-worker_processes 1;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$ORIGIN_PORT;
-        root $WORK/www;
-        location /items/ { rewrite ^ /item break; add_header Cache-Control "max-age=3600"; default_type application/octet-stream; }
-    }
-}
-CONF
-"$NGINX" -c "$WORK/nginx.conf" -p "$WORK" >&2
+start_origin_nginx "$NGINX" "$WORK" "$ORIGIN_PORT" \
+    'location /items/ { rewrite ^ /item break; add_header Cache-Control "max-age=3600"; default_type application/octet-stream; }'
 
 "$STOWAGE" proxy --listen "127.0.0.1:$PROXY_PORT" --upstream "http://127.0.0.1:$ORIGIN_PORT" \
     --cache-dir "$WORK/cache" --memory-capacity "$MEMORY_CAPACITY" --disk-capacity 1GB --log-level warning \
     > "$WORK/logs/stowage.out" 2> "$WORK/logs/stowage.err" &
 STOWAGE_PID=$!
-for _ in $(seq 1 100); do grep -q "listening on" "$WORK/logs/stowage.out" 2>/dev/null && break; sleep 0.1; done
-grep -q "listening on" "$WORK/logs/stowage.out" || { log "the proxy did not start: $(cat "$WORK/logs/stowage.err")"; exit 1; }
+wait_until_listening "$WORK/logs/stowage.out" || { log "the proxy did not start: $(cat "$WORK/logs/stowage.err")"; exit 1; }
 
 python3 - "$PROXY_PORT" "$URL_COUNT" <<'PY'
 import http.client, sys
